@@ -1,0 +1,79 @@
+"""What every dmargin selector shares: support mask, tags, random numbers."""
+
+from __future__ import annotations
+
+import logging
+import numbers
+import time
+from contextlib import contextmanager
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import NONE, Interval
+
+logger = logging.getLogger("dmargin")
+
+N_FEATURES_TO_SELECT = [
+    NONE,
+    Interval(numbers.Integral, 1, None),
+    Interval(numbers.Real, 0, 1, closed="right"),
+]
+
+
+@contextmanager
+def timer(message, *args):
+    """Log how long the block took, at DEBUG level (like dask-ml's ``_timer``)."""
+    start = time.perf_counter()
+    yield
+    logger.debug(message + " took %.3f s", *args, time.perf_counter() - start)
+
+
+def make_rng(random_state) -> np.random.Generator:
+    """A numpy Generator from None, an int, a Generator or a RandomState."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**32 - 1))
+    return np.random.default_rng(random_state)
+
+
+def miss_priors(counts) -> np.ndarray:
+    """``P(c) / (1 - P(y))`` for anchor class ``y`` (row) and miss class ``c``.
+
+    Zero on the diagonal; each row sums to one (ReliefF's and I-RELIEF-1's
+    class weighting).
+    """
+    p = np.asarray(counts, dtype=np.float64) / np.sum(counts)
+    prior = p[None, :] / (1.0 - p[:, None])
+    np.fill_diagonal(prior, 0.0)
+    return prior
+
+
+class WeightSelector(SelectorMixin, BaseEstimator):
+    """Selector over a learned ``feature_importances_`` vector.
+
+    ``n_features_to_select``: ``None`` keeps the features with positive
+    weight, an int keeps that many of the highest, a float in (0, 1] keeps
+    that fraction (at least one).  Ties go to the lower feature index.
+    """
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "feature_importances_")
+        scores = np.asarray(self.feature_importances_)
+        k = self.n_features_to_select
+        if k is None:
+            return scores > 0
+        if isinstance(k, numbers.Integral):
+            k = min(int(k), scores.size)
+        else:
+            k = max(1, int(k * scores.size))
+        mask = np.zeros(scores.size, dtype=bool)
+        mask[np.argsort(-scores, kind="stable")[:k]] = True
+        return mask
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.allow_nan = False
+        return tags

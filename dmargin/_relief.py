@@ -1,0 +1,588 @@
+"""The RELIEF family: Relief, ReliefF, I-RELIEF (batch and online).
+
+Each estimator validates, prepares the rows once, asks the engine for one
+statistic per iteration and does the small update on the driver
+(``ALGORITHMS.md`` sections 5 and 6; papers/iterative_relief.txt).
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, miss_priors, timer
+from ._io import numpy_scale_params, prepare_training_data
+from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
+from ._validation import check_classes, check_params, check_X_y
+from .engine import merge
+from .engine.execution import is_dask_collection, knn_statistic, lse_statistic, prepare_rows
+from .engine.online import online_irelief_steps
+
+_SCALE = [Options(("minmax",)), NONE]
+
+
+def _positive_unit(nu):
+    """``nu+ / ||nu+||_2``, or ``None`` when ``nu+`` is zero."""
+    pos = np.maximum(nu, 0.0)
+    norm = np.linalg.norm(pos)
+    return pos / norm if norm > 0 else None
+
+
+# ---------------------------------------------------------------------------
+# Batch I-RELIEF
+# ---------------------------------------------------------------------------
+
+
+class IRelief(WeightSelector):
+    """Iterative RELIEF: feature weights by expected margins (Sun, 2007).
+
+    Alternates the E-step -- soft nearest hits and misses under the current
+    weighted Manhattan distance, with the probability that each sample is
+    not an outlier -- and the closed-form M-step ``w = nu+ / ||nu+||``
+    (iterative_relief.txt eqs. (8)-(12); ``ALGORITHMS.md`` section 5).
+    Each E-step is one pass of the pairwise engine: in-process for numpy and
+    pandas input, as dask tasks for dask input or under an active
+    ``distributed.Client``.
+
+    Parameters
+    ----------
+    sigma : float, default=2.0
+        Kernel width of ``exp(-d / sigma)``.  Larger values converge faster
+        (Theorem 2); 2 suits features scaled to [0, 1].
+    max_iter : int, default=100
+        Cap on the iterations; a ``ConvergenceWarning`` is raised when it is
+        reached before ``tol``.
+    tol : float, default=1e-3
+        Stop when ``||w(t) - w(t-1)||_2 < tol``.
+    multiclass : {"margin", "relieff"}, default="margin"
+        ``"margin"`` is I-RELIEF-2 (one softmax over all other-class
+        samples); ``"relieff"`` is I-RELIEF-1 (a softmax per miss class,
+        weighted by ``P(c) / (1 - P(y))``).  Identical for two classes.
+    outliers : bool, default=True
+        Weight each sample by the probability that it is not an outlier
+        (eq. 10).  A sample with no other member of its class then gets
+        weight 0.
+    scale : {"minmax"} or None, default="minmax"
+        Scale each feature to [0, 1] over the training data first (constant
+        features become 0).  ``None`` uses the numbers as given.
+    init : {"uniform", "random"} or array-like of shape (n_features,), default="uniform"
+        Starting weights: ``1 / n_features`` each, a random point of the unit
+        sphere's nonnegative part (seeded by ``random_state``), or the given
+        nonnegative weights as they are.
+    n_features_to_select : int, float or None, default=None
+        For ``transform``: ``None`` keeps features with positive weight, an
+        int the top ones, a float that fraction.
+    random_state : int, Generator or None, default=None
+        Seeds ``init="random"``.
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        The learned weights ``w`` (nonnegative, unit L2 norm).
+    n_iter_ : int
+        Iterations run.
+    history_ : ndarray of shape (n_iter_,)
+        ``||w(t) - w(t-1)||_2`` per iteration.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels, sorted.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when ``X`` had string column names.
+
+    See Also
+    --------
+    OnlineIRelief : the stochastic version for very large N.
+    ReliefF : hard k-nearest neighbours, one pass.
+
+    Notes
+    -----
+    Each iteration costs O(N^2 A) and memory O(N A): hit and miss
+    probabilities are never stored, each anchor's softmax is merged over
+    candidate blocks by log-sum-exp.
+
+    References
+    ----------
+    Y. Sun, "Iterative RELIEF for feature weighting: algorithms, theories,
+    and applications", IEEE TPAMI 29(6), 2007.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from dmargin import IRelief
+    >>> X, y = make_classification(n_samples=200, n_features=8, n_informative=2,
+    ...                            n_redundant=0, random_state=0)
+    >>> est = IRelief().fit(X, y)
+    >>> est.feature_importances_.shape
+    (8,)
+    """
+
+    _parameter_constraints = {
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "multiclass": [Options(("margin", "relieff"))],
+        "outliers": [BOOLEAN],
+        "scale": _SCALE,
+        "init": [Options(("uniform", "random")), ARRAY],
+        "n_features_to_select": N_FEATURES_TO_SELECT,
+        "random_state": [RANDOM_STATE],
+    }
+
+    def __init__(self, *, sigma=2.0, max_iter=100, tol=1e-3, multiclass="margin", outliers=True,
+                 scale="minmax", init="uniform", n_features_to_select=None, random_state=None):
+        self.sigma = sigma
+        self.max_iter = max_iter
+        self.tol = tol
+        self.multiclass = multiclass
+        self.outliers = outliers
+        self.scale = scale
+        self.init = init
+        self.n_features_to_select = n_features_to_select
+        self.random_state = random_state
+
+    def _initial_weights(self, n_features):
+        if isinstance(self.init, str):
+            if self.init == "uniform":
+                return np.full(n_features, 1.0 / n_features)
+            w = make_rng(self.random_state).random(n_features)
+            return w / np.linalg.norm(w)
+        w = np.asarray(self.init, dtype=np.float64)
+        if w.shape != (n_features,) or not np.all(np.isfinite(w)) or np.any(w < 0) \
+                or not np.any(w > 0):
+            raise ValueError(
+                f"init must be {n_features} finite nonnegative weights, not all zero; "
+                f"got an array of shape {w.shape}."
+            )
+        return w.copy()
+
+    def fit(self, X, y):
+        """Learn the feature weights.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels of any type.
+
+        Returns
+        -------
+        self : IRelief
+        """
+        # Initialisation
+        check_params(self)
+        X, y = check_X_y(self, X, y)
+        data = prepare_training_data(X, y, self.scale)
+        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        agg_args = (self.multiclass == "margin", miss_priors(data.counts), bool(self.outliers))
+        w = self._initial_weights(rows.n_features)
+
+        # Iteration: E-step on the engine, M-step here (Fig. 2 of the paper)
+        history = []
+        for it in range(1, self.max_iter + 1):
+            with timer("I-RELIEF iteration %d", it):
+                nu = lse_statistic(rows, w, self.sigma, merge.irelief_agg, agg_args)  # eq. (12)
+            w_new = _positive_unit(nu)
+            if w_new is None:
+                warnings.warn("nu+ is zero: no feature separates the classes under these "
+                              "weights; returning all-zero weights.", RuntimeWarning,
+                              stacklevel=2)
+                w_new = np.zeros_like(w)
+                history.append(np.linalg.norm(w_new - w))
+                w = w_new
+                break
+            history.append(np.linalg.norm(w_new - w))
+            w = w_new
+            logger.debug("I-RELIEF iteration %d: change %.3g", it, history[-1])
+            if history[-1] < self.tol:
+                break
+        else:
+            warnings.warn(
+                f"I-RELIEF did not converge in max_iter={self.max_iter} iterations (last "
+                f"change {history[-1]:.3g} >= tol={self.tol}); increase max_iter or sigma.",
+                ConvergenceWarning, stacklevel=2,
+            )
+
+        # Final attributes
+        self.classes_ = data.classes
+        self.feature_importances_ = w
+        self.history_ = np.asarray(history)
+        self.n_iter_ = len(history)
+        return self
+
+
+# ---------------------------------------------------------------------------
+# Online I-RELIEF
+# ---------------------------------------------------------------------------
+
+
+class OnlineIRelief(WeightSelector):
+    """Online I-RELIEF: one anchor at a time, for very large N (Sun, 2007, Sec. 5).
+
+    Each step computes one sample's expected margin vector ``pi`` against the
+    candidate set with the current weights, then
+    ``nu <- nu + eta (pi - nu)``, ``eta = 1 / (a t + 1)``, ``w = nu+ / ||nu+||``.
+    Cost O(passes x N x M x A) for M candidates instead of O(N^2 A) per
+    batch iteration.
+
+    Visiting order: the rows are cut into consecutive blocks of
+    ``block_size`` rows; ``rng = np.random.default_rng(random_state)`` is made
+    once per ``fit`` (after drawing the reference sample, if any); every pass
+    visits the blocks in order and, within a block, the rows in the order
+    ``rng.permutation(len(block))`` (or in row order when ``shuffle=False``).
+    The order does not depend on how the input is chunked, so numpy and dask
+    inputs give the same weights.
+
+    Parameters
+    ----------
+    sigma : float, default=2.0
+        Kernel width.
+    a : float, default=10.0
+        Learning-rate constant in ``eta = 1 / (a t + 1)``.
+    n_passes : int, default=3
+        Passes over the data in ``fit``.
+    tol : float, default=1e-3
+        Stop after a pass when ``||w - w_previous_pass||_2 < tol`` (0 runs all
+        passes).
+    multiclass : {"margin", "relieff"}, default="margin"
+    outliers : bool, default=True
+    scale : {"minmax"} or None, default="minmax"
+        In ``fit`` the ranges come from all training rows; in
+        ``partial_fit`` from the first chunk, then frozen.
+    reference_size : int or None, default=None
+        Candidates for every anchor: ``None`` uses all training rows (of the
+        chunk, in ``partial_fit``); an int draws that many rows once, without
+        replacement, seeded by ``random_state``.
+    block_size : int, default=10000
+        Rows per streamed block (fixes the visiting order, see above).
+    shuffle : bool, default=True
+        Shuffle the rows within each block on every pass.
+    n_features_to_select : int, float or None, default=None
+    random_state : int, Generator or None, default=None
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        The weights ``w`` after the last step.
+    nu_ : ndarray of shape (n_features,)
+        The running average ``nu``.
+    n_steps_ : int
+        Steps taken (samples visited) so far.
+    n_passes_ : int
+        Passes run by ``fit``.
+    history_ : ndarray of shape (n_passes_,)
+        Change of ``w`` over each pass.
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from dmargin import OnlineIRelief
+    >>> X, y = make_classification(n_samples=300, n_features=6, random_state=0)
+    >>> OnlineIRelief(random_state=0).fit(X, y).feature_importances_.shape
+    (6,)
+    """
+
+    _parameter_constraints = {
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "a": [Interval(numbers.Real, 0, None, closed="neither")],
+        "n_passes": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "multiclass": [Options(("margin", "relieff"))],
+        "outliers": [BOOLEAN],
+        "scale": _SCALE,
+        "reference_size": [NONE, Interval(numbers.Integral, 2, None)],
+        "block_size": [Interval(numbers.Integral, 1, None)],
+        "shuffle": [BOOLEAN],
+        "n_features_to_select": N_FEATURES_TO_SELECT,
+        "random_state": [RANDOM_STATE],
+    }
+
+    def __init__(self, *, sigma=2.0, a=10.0, n_passes=3, tol=1e-3, multiclass="margin",
+                 outliers=True, scale="minmax", reference_size=None, block_size=10_000,
+                 shuffle=True, n_features_to_select=None, random_state=None):
+        self.sigma = sigma
+        self.a = a
+        self.n_passes = n_passes
+        self.tol = tol
+        self.multiclass = multiclass
+        self.outliers = outliers
+        self.scale = scale
+        self.reference_size = reference_size
+        self.block_size = block_size
+        self.shuffle = shuffle
+        self.n_features_to_select = n_features_to_select
+        self.random_state = random_state
+
+    def _start(self, n_features, classes, counts):
+        self.classes_ = np.asarray(classes)
+        self._miss_prior = miss_priors(counts)
+        self.feature_importances_ = np.full(n_features, 1.0 / n_features)
+        self.nu_ = np.zeros(n_features)
+        self.n_steps_ = 0
+
+    def _steps(self, Xa, start, ya, order, ref):
+        Xc, yc, ic = ref
+        self.n_steps_ = online_irelief_steps(
+            Xa, np.arange(start, start + Xa.shape[0]), ya, order, Xc, yc, ic,
+            self.feature_importances_, self.nu_, self.n_steps_, float(self.a),
+            float(self.sigma), self.multiclass == "margin", self._miss_prior, bool(self.outliers),
+        )
+
+    def _reference(self, X, codes, rng):
+        """Candidate rows ``(Xc, yc, global index)``, sorted by index."""
+        n = X.shape[0]
+        if self.reference_size is None or self.reference_size >= n:
+            idx = np.arange(n)
+            Xc, yc = X, codes
+        else:
+            idx = np.sort(rng.choice(n, size=self.reference_size, replace=False))
+            Xc, yc = X[idx], codes[idx]
+        if is_dask_collection(Xc):
+            import dask
+
+            Xc, yc = dask.compute(Xc, yc)
+        return np.ascontiguousarray(Xc, dtype=np.float64), np.asarray(yc, np.int64), idx
+
+    def fit(self, X, y):
+        """Stream ``n_passes`` passes over the rows.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : OnlineIRelief
+        """
+        check_params(self)
+        X, y = check_X_y(self, X, y)
+        data = prepare_training_data(X, y, self.scale)
+        self._scale = (data.offset, data.span)
+        rng = make_rng(self.random_state)
+        ref = self._reference(data.X, data.codes, rng)
+        self._start(data.X.shape[1], data.classes, data.counts)
+        n = data.X.shape[0]
+        bounds = [(s, min(s + self.block_size, n)) for s in range(0, n, self.block_size)]
+        history = []
+        for p in range(self.n_passes):
+            w_before = self.feature_importances_.copy()
+            with timer("online I-RELIEF pass %d", p + 1):
+                for start, stop in bounds:
+                    Xa, ya = data.X[start:stop], data.codes[start:stop]
+                    if is_dask_collection(Xa):
+                        import dask
+
+                        Xa, ya = dask.compute(Xa, ya)
+                    order = rng.permutation(stop - start) if self.shuffle \
+                        else np.arange(stop - start)
+                    self._steps(np.ascontiguousarray(Xa, np.float64), start,
+                                np.asarray(ya, np.int64), order, ref)
+            history.append(np.linalg.norm(self.feature_importances_ - w_before))
+            if history[-1] < self.tol:
+                break
+        self.history_ = np.asarray(history)
+        self.n_passes_ = len(history)
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """One pass over one chunk of rows, continuing the stream.
+
+        Candidates are the chunk's own rows (or ``reference_size`` of them).
+        On the first call, ``classes`` lists every label the stream will
+        contain (default: the labels of this chunk), and with
+        ``scale="minmax"`` the feature ranges of this chunk are frozen.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+
+        Returns
+        -------
+        self : OnlineIRelief
+        """
+        first = not hasattr(self, "nu_")
+        if first:
+            check_params(self)
+        X, y = check_X_y(self, X, y, reset=first)
+        if is_dask_collection(X) or is_dask_collection(y):
+            import dask
+
+            X, y = dask.compute(X, y)
+        X = np.asarray(X, dtype=np.float64)
+        if first:
+            labels = np.unique(y if classes is None else np.asarray(classes))
+            check_classes(labels, None)
+            self._start(X.shape[1], labels, [np.sum(y == c) for c in labels])
+            self._scale = numpy_scale_params(X, self.scale)
+            self._rng = make_rng(self.random_state)
+        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        if unknown.size:
+            raise ValueError(f"y has labels {unknown.tolist()} not seen in the first "
+                             "partial_fit call; pass classes= on the first call.")
+        if not np.all(np.isfinite(X)):
+            raise ValueError("X contains NaN or infinite values. Impute them or drop those "
+                             "rows before fitting.")
+        offset, span = self._scale
+        if offset is not None:
+            X = (X - offset) / span
+        codes = np.searchsorted(self.classes_, y).astype(np.int64)
+        ref = self._reference(X, codes, self._rng)
+        order = self._rng.permutation(X.shape[0]) if self.shuffle else np.arange(X.shape[0])
+        self._steps(X, 0, codes, order, ref)
+        return self
+
+
+# ---------------------------------------------------------------------------
+# ReliefF and Relief (hard neighbours)
+# ---------------------------------------------------------------------------
+
+
+class ReliefF(WeightSelector):
+    """ReliefF with Weka's semantics (Kononenko 1994; Robnik-Sikonja & Kononenko 2003).
+
+    Every sample is an anchor; its ``n_neighbors`` nearest hits and, for
+    each other class, ``n_neighbors`` nearest misses are found under the
+    Manhattan distance of the range-normalised features; misses of class C
+    are weighted by ``P(C) / (1 - P(c))``; each sum is divided by the
+    number of neighbours actually found (``ALGORITHMS.md`` section 6).  The
+    nearest-neighbour search is a mergeable top-k over candidate blocks of
+    the pairwise engine.  Ties at equal distance go to the lower row index.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=10
+        Neighbours per class (Weka's ``-K``).
+    scale : {"minmax"} or None, default="minmax"
+        ``"minmax"`` is Weka's ``diff = |v1 - v2| / (max - min)`` (constant
+        features contribute 0); ``None`` uses raw differences.
+    n_features_to_select : int, float or None, default=None
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        ReliefF's weights W (in [-1, 1], not normalised).
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from dmargin import ReliefF
+    >>> X, y = make_classification(n_samples=200, n_features=6, random_state=0)
+    >>> ReliefF(n_neighbors=5, n_features_to_select=2).fit(X, y).transform(X).shape
+    (200, 2)
+    """
+
+    _parameter_constraints = {
+        "n_neighbors": [Interval(numbers.Integral, 1, None)],
+        "scale": _SCALE,
+        "n_features_to_select": N_FEATURES_TO_SELECT,
+    }
+
+    def __init__(self, *, n_neighbors=10, scale="minmax", n_features_to_select=None):
+        self.n_neighbors = n_neighbors
+        self.scale = scale
+        self.n_features_to_select = n_features_to_select
+
+    def fit(self, X, y):
+        """Compute the ReliefF weights.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : ReliefF
+        """
+        check_params(self)
+        X, y = check_X_y(self, X, y)
+        data = prepare_training_data(X, y, self.scale)
+        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        with timer("ReliefF"):
+            total = knn_statistic(rows, self.n_neighbors, merge.relieff_agg,
+                                  (miss_priors(data.counts),))
+        self.classes_ = data.classes
+        self.feature_importances_ = np.asarray(total) / rows.n_samples
+        return self
+
+
+class Relief(WeightSelector):
+    """Relief (Kira & Rendell 1992) in its closed form (iterative_relief.txt eq. 6).
+
+    ``z = sum_n |x_n - NM(x_n)| - |x_n - NH(x_n)|`` with the nearest miss
+    (any other class) and nearest hit under the Manhattan distance; the
+    weights ``z+ / ||z+||_2`` maximise the average margin ``w.z`` on the
+    unit sphere (eq. 3).  A sample alone in its class contributes its miss
+    term only.
+
+    Parameters
+    ----------
+    scale : {"minmax"} or None, default="minmax"
+    n_features_to_select : int, float or None, default=None
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        ``z+ / ||z+||_2``.
+    margin_vector_ : ndarray of shape (n_features,)
+        ``z`` itself.
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from dmargin import Relief
+    >>> X, y = make_classification(n_samples=100, n_features=5, random_state=0)
+    >>> round(float((Relief().fit(X, y).feature_importances_ ** 2).sum()), 6)
+    1.0
+    """
+
+    _parameter_constraints = {
+        "scale": _SCALE,
+        "n_features_to_select": N_FEATURES_TO_SELECT,
+    }
+
+    def __init__(self, *, scale="minmax", n_features_to_select=None):
+        self.scale = scale
+        self.n_features_to_select = n_features_to_select
+
+    def fit(self, X, y):
+        """Compute ``z`` and the closed-form weights.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : Relief
+        """
+        check_params(self)
+        X, y = check_X_y(self, X, y)
+        data = prepare_training_data(X, y, self.scale)
+        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        z = np.asarray(knn_statistic(rows, 1, merge.relief_agg))
+        w = _positive_unit(z)
+        if w is None:
+            warnings.warn("z+ is zero: no feature separates nearest hits from nearest "
+                          "misses; returning all-zero weights.", RuntimeWarning, stacklevel=2)
+            w = np.zeros_like(z)
+        self.classes_ = data.classes
+        self.margin_vector_ = z
+        self.feature_importances_ = w
+        return self

@@ -1,0 +1,211 @@
+"""Input checks at the door of ``fit`` / ``partial_fit`` / ``predict``.
+
+Parameters are checked against each estimator's ``_parameter_constraints``;
+data are checked lazily for dask input (metadata only, like dask-ml's
+``check_array``) and through scikit-learn's ``validate_data`` for numpy and
+pandas input.  Every error names the bad value and the fix.  Below this line
+no code re-checks inputs.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from .engine.execution import is_dask_collection
+
+# ---------------------------------------------------------------------------
+# Parameter constraints
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A number in ``[low, high]`` (``closed`` says which ends belong)."""
+
+    kind: type
+    low: float | None
+    high: float | None
+    closed: str = "both"
+
+    def accepts(self, value):
+        if isinstance(value, bool) or not isinstance(value, self.kind):
+            return False
+        if self.kind is numbers.Real and not np.isfinite(value):
+            return False
+        lo_ok = self.low is None or (value >= self.low if self.closed in ("both", "left")
+                                     else value > self.low)
+        hi_ok = self.high is None or (value <= self.high if self.closed in ("both", "right")
+                                      else value < self.high)
+        return lo_ok and hi_ok
+
+    def __str__(self):
+        name = "an int" if self.kind is numbers.Integral else "a float"
+        left = "[" if self.closed in ("both", "left") else "("
+        right = "]" if self.closed in ("both", "right") else ")"
+        lo = "-inf" if self.low is None else self.low
+        hi = "inf" if self.high is None else self.high
+        return f"{name} in {left}{lo}, {hi}{right}"
+
+
+@dataclass(frozen=True)
+class Options:
+    values: tuple
+
+    def accepts(self, value):
+        return isinstance(value, str) and value in self.values
+
+    def __str__(self):
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+class _Kind:
+    def __init__(self, name, test):
+        self.name, self.test = name, test
+
+    def accepts(self, value):
+        return self.test(value)
+
+    def __str__(self):
+        return self.name
+
+
+NONE = _Kind("None", lambda v: v is None)
+BOOLEAN = _Kind("a bool", lambda v: isinstance(v, (bool, np.bool_)))
+ARRAY = _Kind("an array", lambda v: hasattr(v, "__array__") or isinstance(v, (list, tuple)))
+RANDOM_STATE = _Kind(
+    "None, an int or a numpy Generator/RandomState",
+    lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool))
+    or isinstance(v, (np.random.Generator, np.random.RandomState)),
+)
+
+
+def check_params(estimator):
+    """Check ``estimator.get_params()`` against ``_parameter_constraints``."""
+    params = estimator.get_params(deep=False)
+    for name, allowed in type(estimator)._parameter_constraints.items():
+        value = params[name]
+        if not any(c.accepts(value) for c in allowed):
+            wanted = " or ".join(str(c) for c in allowed)
+            raise ValueError(
+                f"{type(estimator).__name__}: parameter {name}={value!r} is not valid; "
+                f"it must be {wanted}."
+            )
+
+
+# ---------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------
+
+
+def _non_numeric_columns(dtypes):
+    return [str(c) for c, t in dtypes.items() if not (np.issubdtype(t, np.number)
+                                                        or np.issubdtype(t, np.bool_))]
+
+
+def _check_dask_X(estimator, X, reset):
+    """Metadata-only checks for a dask array or DataFrame; returns a dask array."""
+    import dask.array as da
+    import dask.dataframe as dd
+
+    names = None
+    if isinstance(X, dd.DataFrame):
+        bad = _non_numeric_columns(X.dtypes)
+        if bad:
+            raise ValueError(
+                f"Feature columns {bad} are not numeric. Encode them as numbers "
+                "(e.g. one-hot or ordinal codes) or drop them before fitting."
+            )
+        names = np.asarray([str(c) for c in X.columns], dtype=object)
+        X = X.to_dask_array(lengths=True)
+    if not isinstance(X, da.Array):
+        raise TypeError(f"Expected a dask array or DataFrame, got {type(X).__name__}.")
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D array of shape (n_samples, n_features); got {X.ndim}-D.")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError(
+            "The dask array has unknown chunk sizes along its rows. Call "
+            "X.compute_chunk_sizes() first, or build it with "
+            "ddf.to_dask_array(lengths=True)."
+        )
+    if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
+        raise ValueError(f"X has dtype {X.dtype}; features must be numeric.")
+    if reset:
+        estimator.n_features_in_ = X.shape[1]
+        if names is not None:
+            estimator.feature_names_in_ = names
+        elif hasattr(estimator, "feature_names_in_"):
+            del estimator.feature_names_in_
+    elif X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} was fitted with "
+            f"{estimator.n_features_in_} features."
+        )
+    return X
+
+
+def _as_label_array(y):
+    """Labels as a 1-D numpy or dask array (pandas and dask Series unwrapped)."""
+    import dask.array as da
+    import dask.dataframe as dd
+
+    if isinstance(y, (dd.Series, dd.DataFrame)):
+        if isinstance(y, dd.DataFrame):
+            if len(y.columns) != 1:
+                raise ValueError("y must be one label column; got a DataFrame with "
+                                 f"{len(y.columns)} columns.")
+            y = y[y.columns[0]]
+        return y.to_dask_array(lengths=True)
+    if isinstance(y, da.Array):
+        return y
+    if hasattr(y, "to_numpy"):
+        y = y.to_numpy()
+    return np.asarray(y)
+
+
+def check_X_y(estimator, X, y, *, reset=True):
+    """Validate ``X, y``; returns ``(X, y)`` as numpy or dask arrays.
+
+    numpy / pandas ``X`` goes through scikit-learn's ``validate_data`` (NaN,
+    inf, dtype, ``feature_names_in_``); dask ``X`` is checked on metadata and
+    its values are checked for finiteness in the scaling pass.
+    """
+    if is_dask_collection(X):
+        X = _check_dask_X(estimator, X, reset)
+    else:
+        if hasattr(X, "dtypes") and hasattr(X, "columns"):
+            bad = _non_numeric_columns(X.dtypes)
+            if bad:
+                raise ValueError(
+                    f"Feature columns {bad} are not numeric. Encode them as numbers "
+                    "(e.g. one-hot or ordinal codes) or drop them before fitting."
+                )
+        X = validate_data(estimator, X, reset=reset, dtype=np.float64, ensure_min_samples=2)
+    y = _as_label_array(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (one label per row); got shape {y.shape}.")
+    ny, nx = y.shape[0], X.shape[0]
+    if not (isinstance(ny, float) and np.isnan(ny)) and ny != nx:
+        raise ValueError(f"X has {nx} rows but y has {ny} labels; they must match.")
+    if not is_dask_collection(y):
+        if y.dtype.kind == "f" and np.isnan(y).any():
+            raise ValueError("y contains NaN labels. Drop those rows or give them a label.")
+        if y.dtype == object and any(v is None or (isinstance(v, float) and np.isnan(v))
+                                     for v in y):
+            raise ValueError("y contains missing labels (None/NaN). Drop those rows or "
+                             "give them a label.")
+    return X, y
+
+
+def check_classes(classes, counts):
+    """At least two classes are needed for hits and misses."""
+    if len(classes) < 2:
+        raise ValueError(
+            f"y has a single class ({classes[0]!r}); margin-based selection needs at least "
+            "two classes to define misses."
+        )

@@ -1,0 +1,1 @@
+"""The pairwise engine: tile kernels, their merges, and where they run."""

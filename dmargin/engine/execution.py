@@ -1,0 +1,318 @@
+"""Where tiles run: in-process, or as dask tasks over persisted row blocks.
+
+The only module of the engine that imports dask.  An algorithm asks for one
+statistic per iteration -- a sum over anchor blocks of an ``*_agg`` applied to
+the merge over candidate blocks of a tile kernel -- and gets a small numpy
+result back.  Two executions give the same numbers up to floating-point
+reassociation:
+
+- **in-process** (numpy input, no active ``distributed.Client``): one call of
+  the threaded kernel per anchor block against all candidates; no graph.
+- **dask** (dask input, or an active client): ``X`` is persisted once as row
+  blocks; each iteration builds one graph of (anchor block x candidate
+  block) tile tasks, tree-reduces the partials of each anchor block over the
+  candidate blocks (``split_every``), aggregates each anchor block, and
+  tree-reduces those to one small array computed back on the driver.
+
+Tile sizes come from a memory budget (:data:`TILE_BUDGET` bytes for the
+largest partial of one task), never from constants, and no array ever has
+one axis per sample twice (no N x N).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import merge, tiles
+
+#: Bytes one tile's partial may take.
+TILE_BUDGET = 64 * 2**20
+#: Fan-in of the tree reductions.
+SPLIT_EVERY = 4
+#: Row blocks a numpy input is cut into when it is sent to a cluster.
+_TARGET_BLOCKS = 8
+
+_token_counter = itertools.count()
+
+
+def active_client():
+    """The active ``distributed.Client``, or ``None``."""
+    try:
+        import distributed
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return distributed.default_client()
+    except ValueError:
+        return None
+
+
+def is_dask_collection(x) -> bool:
+    try:
+        import dask
+    except ImportError:  # pragma: no cover
+        return False
+    return dask.is_dask_collection(x)
+
+
+def rows_per_block(n_features: int, n_classes: int, per_row_extra: int = 0) -> int:
+    """Anchor rows per tile so that one (m, s, v) partial fits the budget."""
+    per_row = 8 * (n_classes * (n_features + 2) + per_row_extra)
+    return max(1, TILE_BUDGET // per_row)
+
+
+@dataclass
+class Rows:
+    """Training rows as the engine sees them.
+
+    ``X`` is float64 of shape (N, A) and ``codes`` int64 class codes; both are
+    numpy (in-process) or dask arrays persisted with identical row blocks and
+    a single column block (dask).
+    """
+
+    X: object
+    codes: object
+    n_classes: int
+    on_dask: bool
+    bounds: list = field(default_factory=list)
+
+    @property
+    def n_samples(self):
+        return self.X.shape[0]
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+
+def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None) -> Rows:
+    """Persist ``X`` and ``codes`` once, blocked for the tile grid.
+
+    ``use_dask=None`` picks dask when ``X`` is a dask array or a client is
+    active.  Dask input keeps its row chunks unless one exceeds the budget.
+    """
+    if use_dask is None:
+        use_dask = is_dask_collection(X) or active_client() is not None
+    if not use_dask:
+        return Rows(np.ascontiguousarray(X, dtype=np.float64), np.asarray(codes, dtype=np.int64),
+                    n_classes, False, [(0, X.shape[0])])
+    import dask
+    import dask.array as da
+
+    n, a = X.shape
+    cap = rows_per_block(a, n_classes)
+    if is_dask_collection(X):
+        chunks = X.chunks[0]
+        if max(chunks) > cap:
+            chunks = cap
+    else:
+        chunks = min(cap, max(1, math.ceil(n / _TARGET_BLOCKS)))
+    X = da.asarray(X).astype(np.float64).rechunk((chunks, a))
+    codes = da.asarray(codes).astype(np.int64).rechunk((X.chunks[0],))
+    X, codes = dask.persist(X, codes)
+    edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
+    return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])))
+
+
+# ---------------------------------------------------------------------------
+# Task bodies (module level so that they pickle by reference)
+# ---------------------------------------------------------------------------
+
+
+def _tile_task(kernel, Xa, start_a, Xc, yc, start_c, *params):
+    ia = np.arange(start_a, start_a + Xa.shape[0])
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    return tiles.KERNELS[kernel][0](Xa, ia, Xc, yc, ic, *params)
+
+
+def _call(fn, *args):
+    return fn(*args)
+
+
+def _sum(parts):
+    return functools.reduce(np.add, parts)
+
+
+def _combine_task(combine, parts):
+    return combine(parts)
+
+
+def _pad_v(partial):
+    """(m, s) from the two-pass kernel as an (m, s, None) partial."""
+    return partial[0], partial[1], None
+
+
+# ---------------------------------------------------------------------------
+# Graph construction
+# ---------------------------------------------------------------------------
+
+
+class _Graph:
+    """A dict graph over the persisted row blocks of :class:`Rows`."""
+
+    def __init__(self, rows: Rows, name: str):
+        self.rows = rows
+        self.name = f"dmargin-{name}-{next(_token_counter)}"
+        self.dsk = {}
+        self._n = itertools.count()
+
+    def key(self, tag):
+        return (f"{self.name}-{tag}", next(self._n))
+
+    def add(self, tag, *task):
+        k = self.key(tag)
+        self.dsk[k] = task
+        return k
+
+    def tree(self, keys, combine, tag):
+        """Tree-reduce ``keys`` with ``combine(list) -> same kind``."""
+        keys = list(keys)
+        while len(keys) > 1:
+            keys = [
+                self.add(tag, _combine_task, combine, keys[i : i + SPLIT_EVERY])
+                if len(keys[i : i + SPLIT_EVERY]) > 1 else keys[i]
+                for i in range(0, len(keys), SPLIT_EVERY)
+            ]
+        return keys[0]
+
+    def x(self, i):
+        return (self.rows.X.name, i, 0)
+
+    def y(self, i):
+        return (self.rows.codes.name, i)
+
+    def tile_row(self, kernel, i, params, tag):
+        """Tile tasks of anchor block ``i`` against every candidate block."""
+        start_a = self.rows.bounds[i][0]
+        return [
+            self.add(tag, _tile_task, kernel, self.x(i), start_a, self.x(j), self.y(j), start_c,
+                     *params)
+            for j, (start_c, _) in enumerate(self.rows.bounds)
+        ]
+
+    def compute(self, key):
+        import dask
+        from dask.delayed import Delayed
+        from dask.highlevelgraph import HighLevelGraph
+
+        hlg = HighLevelGraph.from_collections(self.name, self.dsk,
+                                              dependencies=[self.rows.X, self.rows.codes])
+        return dask.compute(Delayed(key, hlg, layer=self.name))[0]
+
+
+# ---------------------------------------------------------------------------
+# Statistics
+# ---------------------------------------------------------------------------
+
+
+#: Below this many pair-features a tile runs on one thread: waking a thread
+#: pool costs more than it saves on small work.
+_PARALLEL_MIN_WORK = 5e7
+
+
+def _kernel(name, work):
+    serial, parallel = tiles.KERNELS[name]
+    return parallel if work >= _PARALLEL_MIN_WORK else serial
+
+
+def _local_blocks(rows: Rows, per_row: int):
+    step = max(1, TILE_BUDGET // (8 * per_row))
+    ic = np.arange(rows.n_samples)
+    for start in range(0, rows.n_samples, step):
+        stop = min(start + step, rows.n_samples)
+        yield start, stop, np.arange(start, stop), ic
+
+
+def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, mode="auto"):
+    """``sum_I agg(merge_J lse_tile(I, J), y_I, weight_I, *agg_args)``.
+
+    ``agg(m, s, v, ya, weight, *agg_args)`` returns a small array (the anchor
+    block's share).  ``mode="two-pass"`` instead runs pass 1 (log-normalisers
+    per anchor and class), ``agg`` must then be a coefficient function
+    ``coef(m, s, ya, weight, *agg_args) -> (log_z, coef)`` and pass 2 sums the
+    pair coefficients straight into the statistic -- for statistics too large
+    to carry per anchor.  ``"auto"`` is the one-pass merge.
+    """
+    n, a, k = rows.n_samples, rows.n_features, rows.n_classes
+    w = np.asarray(w, dtype=np.float64)
+    weight = np.full(n, 1.0 / n) if anchor_weight is None else np.asarray(anchor_weight, float)
+    two_pass = mode == "two-pass"
+    if not rows.on_dask:
+        total = 0.0
+        for start, stop, ia, ic in _local_blocks(rows, k * (a + 2)):
+            Xa, ya = rows.X[start:stop], rows.codes[start:stop]
+            work = (stop - start) * n * a
+            if two_pass:
+                m, s = _kernel("logz", work)(Xa, ia, rows.X, rows.codes, ic, w, sigma, k)
+                log_z, coef = agg(m, s, ya, weight[start:stop], *agg_args)
+                part = _kernel("pair_sum", work)(Xa, ia, rows.X, rows.codes, ic, w, sigma,
+                                                 log_z, coef)
+            else:
+                m, s, v = _kernel("lse", work)(Xa, ia, rows.X, rows.codes, ic, w, sigma, k)
+                part = agg(m, s, v, ya, weight[start:stop], *agg_args)
+            total = total + part
+        return total
+
+    g = _Graph(rows, "lse")
+    shares = []
+    for i, (start, stop) in enumerate(rows.bounds):
+        wi = weight[start:stop]
+        if two_pass:
+            parts = [g.add("pad", _pad_v, t) for t in g.tile_row("logz", i, (w, sigma, k), "logz")]
+            merged = g.tree(parts, merge.lse_combine, "merge")
+            coef = g.add("coef", _coef_task, agg, merged, g.y(i), wi, agg_args)
+            pair_keys = [
+                g.add("pair", _pair_task, g.x(i), start, g.x(j), g.y(j), sc, w, sigma, coef)
+                for j, (sc, _) in enumerate(rows.bounds)
+            ]
+            shares.append(g.tree(pair_keys, _sum, "sum"))
+        else:
+            merged = g.tree(g.tile_row("lse", i, (w, sigma, k), "tile"), merge.lse_combine, "merge")
+            shares.append(g.add("agg", _agg_task, agg, merged, g.y(i), wi, agg_args))
+    return g.compute(g.tree(shares, _sum, "total"))
+
+
+def _agg_task(agg, partial, ya, weight, agg_args):
+    m, s, v = partial
+    return agg(m, s, v, ya, weight, *agg_args)
+
+
+def _coef_task(agg, partial, ya, weight, agg_args):
+    return agg(partial[0], partial[1], ya, weight, *agg_args)
+
+
+def _pair_task(Xa, start_a, Xc, yc, start_c, w, sigma, coef):
+    log_z, c = coef
+    ia = np.arange(start_a, start_a + Xa.shape[0])
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    return tiles.pair_sum_tile(Xa, ia, Xc, yc, ic, w, sigma, log_z, c)
+
+
+def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=()):
+    """``sum_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours)."""
+    n, a, k = rows.n_samples, rows.n_features, rows.n_classes
+    per_row = k * n_neighbors * (a + 2)
+    if not rows.on_dask:
+        total = 0.0
+        for start, stop, ia, ic in _local_blocks(rows, per_row):
+            knn = _kernel("knn", (stop - start) * n * a)
+            d, idx, z = knn(rows.X[start:stop], ia, rows.X, rows.codes, ic, k, n_neighbors)
+            total = total + agg(d, idx, z, rows.codes[start:stop], *agg_args)
+        return total
+
+    g = _Graph(rows, "knn")
+    shares = []
+    for i in range(len(rows.bounds)):
+        merged = g.tree(g.tile_row("knn", i, (k, n_neighbors), "tile"), merge.knn_combine,
+                        "merge")
+        shares.append(g.add("agg", _knn_agg_task, agg, merged, g.y(i), agg_args))
+    return g.compute(g.tree(shares, _sum, "total"))
+
+
+def _knn_agg_task(agg, partial, ya, agg_args):
+    return agg(*partial, ya, *agg_args)

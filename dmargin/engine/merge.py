@@ -1,0 +1,201 @@
+"""Partials and how they merge: ``*_combine`` and ``*_agg`` per partial.
+
+Like dask's ``mean_chunk / mean_combine / mean_agg`` trios: a tile kernel in
+:mod:`dmargin.engine.tiles` is the chunk step; ``*_combine`` merges partials
+of the same anchors over disjoint candidate blocks (associative, so dask can
+tree-reduce them); ``*_agg`` turns the merged partial of an anchor block into
+that block's share of the statistic.  Plain numpy, plus one small numba
+helper per algorithm that both the batch and the online paths call.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+# ---------------------------------------------------------------------------
+# Log-sum-exp partials (m, s, v)
+# ---------------------------------------------------------------------------
+
+
+def lse_combine(parts):
+    """Merge ``(m, s, v)`` partials of the same anchors (split-K softmax).
+
+    ``m = max(m1, m2); s = s1 e^(m1-m) + s2 e^(m2-m); v likewise`` -- exact.
+    ``v`` may be ``None`` (the two-pass mode carries ``(m, s)`` only).
+    """
+    m = parts[0][0]
+    for p in parts[1:]:
+        m = np.maximum(m, p[0])
+    s = 0.0
+    v = None
+    for p in parts:
+        # exp(-inf - -inf) would be nan: an empty class stays empty.
+        r = np.where(np.isneginf(p[0]), 0.0, np.exp(p[0] - np.where(np.isneginf(m), 0.0, m)))
+        s = s + p[1] * r
+        if p[2] is not None:
+            v = p[2] * r[..., None] if v is None else v + p[2] * r[..., None]
+    return m, s, v
+
+
+# ---------------------------------------------------------------------------
+# I-RELIEF (ALGORITHMS.md section 5)
+# ---------------------------------------------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def _irelief_coef(m, s, y, pooled, miss_prior, outliers, log_z, coef):
+    """Per-anchor log-normalisers and signed multipliers for I-RELIEF.
+
+    For the anchor of class ``y`` with class partials ``m[c], s[c]``, fill
+    ``log_z[c]`` (the log-sum-exp over the candidate set class ``c`` belongs
+    to) and ``coef[c]`` such that the anchor's term of eq. (12) is
+    ``sum_c coef[c] * sum_{j in c} exp(l_j - log_z[c]) z_j``:
+
+    - hits (``c == y``): ``log_z = LSE_H``, ``coef = -gamma`` (eq. 9);
+    - ``pooled`` (I-RELIEF-2): one softmax over all misses,
+      ``log_z = LSE_M``, ``coef = gamma`` (eq. 8);
+    - otherwise (I-RELIEF-1): per-class softmaxes weighted by
+      ``miss_prior[y, c] = P(c) / (1 - P(y))``, renormalised over the
+      classes that have candidates;
+    - ``gamma = exp(LSE_H - LSE_all)`` (eq. 10) with outlier handling, else 1.
+
+    Returns ``False`` when the anchor has no misses among the candidates (it
+    then contributes nothing).  A class with no candidate keeps ``coef = 0``.
+    """
+    n_classes = m.shape[0]
+    log_z[:] = -np.inf
+    coef[:] = 0.0
+    log_h = m[y] + math.log(s[y]) if s[y] > 0.0 else -np.inf
+    mx = -np.inf
+    for c in range(n_classes):
+        if c != y and s[c] > 0.0 and m[c] > mx:
+            mx = m[c]
+    if mx == -np.inf:
+        return False
+    tot = 0.0
+    for c in range(n_classes):
+        if c != y and s[c] > 0.0:
+            tot += s[c] * math.exp(m[c] - mx)
+    log_m = mx + math.log(tot)
+    if outliers:
+        if log_h == -np.inf:
+            return True  # no hits: gamma = 0, the anchor is treated as an outlier
+        hi = max(log_h, log_m)
+        log_all = hi + math.log(math.exp(log_h - hi) + math.exp(log_m - hi))
+        gamma = math.exp(log_h - log_all)
+    else:
+        gamma = 1.0
+    if log_h > -np.inf:
+        log_z[y] = log_h
+        coef[y] = -gamma
+    if pooled:
+        for c in range(n_classes):
+            if c != y and s[c] > 0.0:
+                log_z[c] = log_m
+                coef[c] = gamma
+    else:
+        norm = 0.0
+        for c in range(n_classes):
+            if c != y and s[c] > 0.0:
+                norm += miss_prior[y, c]
+        for c in range(n_classes):
+            if c != y and s[c] > 0.0:
+                log_z[c] = m[c] + math.log(s[c])
+                coef[c] = gamma * miss_prior[y, c] / norm
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def irelief_anchor_term(m, s, v, y, pooled, miss_prior, outliers, out):
+    """Add one anchor's ``gamma (mbar - hbar)`` to ``out`` from its (m, s, v)."""
+    n_classes = m.shape[0]
+    log_z = np.empty(n_classes)
+    coef = np.empty(n_classes)
+    if not _irelief_coef(m, s, y, pooled, miss_prior, outliers, log_z, coef):
+        return
+    for c in range(n_classes):
+        if coef[c] != 0.0:
+            r = coef[c] * math.exp(m[c] - log_z[c])
+            out += r * v[c]
+
+
+@numba.njit(cache=True, nogil=True)
+def irelief_agg(m, s, v, ya, weight, pooled, miss_prior, outliers):
+    """Anchor block's share of eq. (12): ``sum_a weight_a gamma_a (mbar_a - hbar_a)``."""
+    out = np.zeros(v.shape[2])
+    term = np.empty(v.shape[2])
+    for a in range(m.shape[0]):
+        if weight[a] == 0.0:
+            continue
+        term[:] = 0.0
+        irelief_anchor_term(m[a], s[a], v[a], ya[a], pooled, miss_prior, outliers, term)
+        out += weight[a] * term
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def irelief_coef(m, s, ya, weight, pooled, miss_prior, outliers):
+    """Two-pass mode: per-anchor ``(log_z, coef)`` for :func:`tiles.pair_sum_tile`."""
+    n_anchors, n_classes = m.shape
+    log_z = np.full((n_anchors, n_classes), -np.inf)
+    coef = np.zeros((n_anchors, n_classes))
+    for a in range(n_anchors):
+        if weight[a] != 0.0 and _irelief_coef(
+            m[a], s[a], ya[a], pooled, miss_prior, outliers, log_z[a], coef[a]
+        ):
+            coef[a] *= weight[a]
+    return log_z, coef
+
+
+# ---------------------------------------------------------------------------
+# Hard nearest neighbours (ReliefF / Relief, ALGORITHMS.md section 6)
+# ---------------------------------------------------------------------------
+
+
+def knn_combine(parts):
+    """Merge top-k partials ``(dist, idx, z)``: keep the k smallest (dist, idx)."""
+    k = parts[0][0].shape[-1]
+    dist = np.concatenate([p[0] for p in parts], axis=-1)
+    idx = np.concatenate([p[1] for p in parts], axis=-1)
+    z = np.concatenate([p[2] for p in parts], axis=-2)
+    # Unfilled slots (idx -1, dist inf) must sort last among equal distances.
+    key_idx = np.where(idx < 0, np.iinfo(np.int64).max, idx)
+    order = np.lexsort((key_idx, dist), axis=-1)[..., :k]
+    return (
+        np.take_along_axis(dist, order, axis=-1),
+        np.take_along_axis(idx, order, axis=-1),
+        np.take_along_axis(z, order[..., None], axis=-2),
+    )
+
+
+def relieff_agg(dist, idx, z, ya, miss_prior):
+    """Anchor block's share of ReliefF's W (before the division by m).
+
+    ``-sum_hits z / k_H + sum_{C != c} P(C)/(1-P(c)) sum_{misses of C} z / k_C``
+    with ``k_H``, ``k_C`` the neighbours actually found (Weka).
+    """
+    n_anchors, n_classes = dist.shape[:2]
+    found = np.isfinite(dist)
+    n_found = found.sum(axis=-1)  # (anchors, classes)
+    sums = (z * found[..., None]).sum(axis=2)  # (anchors, classes, features)
+    per_class = np.divide(
+        sums, n_found[..., None], out=np.zeros_like(sums), where=n_found[..., None] > 0
+    )
+    weight = miss_prior[ya].copy()  # (anchors, classes), zero on the own class
+    weight[np.arange(n_anchors), ya] = -1.0
+    return np.einsum("ac,acf->f", weight, per_class)
+
+
+def relief_agg(dist, idx, z, ya):
+    """Anchor block's share of Relief's z: nearest miss minus nearest hit (eq. 6)."""
+    n_anchors, n_classes = dist.shape[:2]
+    rows = np.arange(n_anchors)
+    d1 = dist[..., 0].copy()
+    i1 = np.where(idx[..., 0] < 0, np.iinfo(np.int64).max, idx[..., 0])
+    hit = z[rows, ya, 0]  # zeros when the anchor's class has no other member
+    d1[rows, ya] = np.inf
+    # Nearest miss over all other classes; ties to the lower row index.
+    order = np.lexsort((i1, d1), axis=-1)[:, 0]
+    miss = z[rows, order, 0]
+    return (miss - hit).sum(axis=0)

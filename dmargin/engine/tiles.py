@@ -1,0 +1,352 @@
+"""Tile kernels: (anchor block, candidate block) -> small partials.
+
+Pure numba kernels.  They take arrays and scalars only, never estimator
+objects, and know nothing about dask: :mod:`dmargin.engine.execution` lays
+them out over blocks.  Every tile kernel exists twice, compiled from one
+source: ``parallel=True`` (threads over anchors, used in-process on large
+work) and serial (inside dask tasks, where dask already runs one task per
+core).
+
+Notation (``ALGORITHMS.md`` section 1): for anchor ``x_a`` and candidate
+``x_j`` the difference vector is ``z_aj = |x_a - x_j|`` and the weighted
+Manhattan distance ``d_aj = w^T z_aj``; the softmax logit is
+``l_aj = -d_aj / sigma``.  Candidates carry class codes ``0..K-1`` and
+global row indices; a candidate whose index equals the anchor's is the
+anchor itself and is skipped (self is excluded by index, never by distance
+zero).
+
+Layout: a tile first sorts its candidates by class (stable, so row order is
+kept within a class).  Every inner loop then runs over contiguous
+candidates of one class, branch-free and vectorised over features, and
+``z`` is recomputed rather than stored.
+"""
+
+import math
+import types
+
+import numba
+import numpy as np
+
+# Reassociation lets LLVM vectorise the candidate loops; no 'nnan'/'ninf':
+# -inf is a legitimate running maximum and a masked logit here.
+_FASTMATH = {"reassoc", "contract", "arcp"}
+# Candidates per inner block: the distance and weight buffers stay in L1.
+_CAND_BLOCK = 256
+
+
+def _jit(fn):
+    """Compile ``fn`` twice: (serial, parallel).
+
+    The parallel twin is a renamed copy of the function: numba's on-disk
+    cache is keyed by qualified name, and both must not share one entry.
+    """
+    serial = numba.njit(fastmath=_FASTMATH, cache=True, nogil=True)(fn)
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_parallel",
+                              fn.__defaults__, fn.__closure__)
+    twin.__qualname__ = fn.__qualname__ + "_parallel"
+    twin.__doc__ = fn.__doc__
+    parallel = numba.njit(fastmath=_FASTMATH, cache=True, parallel=True)(twin)
+    return serial, parallel
+
+
+_helper = numba.njit(fastmath=_FASTMATH, cache=True, nogil=True)
+
+
+@_helper
+def by_class(Xc, yc, ic, n_classes):
+    """Candidates sorted by class (stable), as a contiguous copy.
+
+    Returns the sorted rows ``Xs``, their global indices, and ``starts``
+    (class ``c`` occupies rows ``starts[c]:starts[c + 1]``).
+    """
+    order = np.argsort(yc, kind="mergesort")
+    n_cand, n_features = Xc.shape
+    Xs = np.empty((n_cand, n_features))
+    ic_sorted = np.empty(n_cand, dtype=np.int64)
+    for r in range(n_cand):
+        j = order[r]
+        ic_sorted[r] = ic[j]
+        Xs[r] = Xc[j]
+    starts = np.zeros(n_classes + 1, dtype=np.int64)
+    for j in range(n_cand):
+        starts[yc[j] + 1] += 1
+    for c in range(n_classes):
+        starts[c + 1] += starts[c]
+    return Xs, ic_sorted, starts
+
+
+@_helper
+def _distances(xa, Xs, c0, c1, w, d):
+    """``d[j - c0] = sum_k w_k |xa_k - Xs[j, k]|`` for ``c0 <= j < c1``.
+
+    .. math:: d_{aj} = \\sum_k w_k |x_{ak} - x_{jk}|
+    """
+    n_features = Xs.shape[1]
+    for j in range(c0, c1):
+        acc = 0.0
+        for k in range(n_features):
+            acc += w[k] * abs(xa[k] - Xs[j, k])
+        d[j - c0] = acc
+
+
+@_helper
+def _weighted_absdiff(xa, Xs, c0, c1, e, out):
+    """``out[k] += sum_j e[j - c0] |xa_k - Xs[j, k]|`` for ``c0 <= j < c1``.
+
+    Four candidates per sweep over ``out``: one load and store of ``out``
+    serves four pair-features.
+    """
+    n_features = Xs.shape[1]
+    j = c0
+    while j + 4 <= c1:
+        e0 = e[j - c0]
+        e1 = e[j - c0 + 1]
+        e2 = e[j - c0 + 2]
+        e3 = e[j - c0 + 3]
+        for k in range(n_features):
+            x = xa[k]
+            out[k] += (e0 * abs(x - Xs[j, k]) + e1 * abs(x - Xs[j + 1, k])
+                       + e2 * abs(x - Xs[j + 2, k]) + e3 * abs(x - Xs[j + 3, k]))
+        j += 4
+    while j < c1:
+        ej = e[j - c0]
+        for k in range(n_features):
+            out[k] += ej * abs(xa[k] - Xs[j, k])
+        j += 1
+
+
+@_helper
+def _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf):
+    """Logits ``-d / sigma`` into ``buf``; the anchor itself gets ``-inf``.
+
+    Returns the block maximum.
+    """
+    _distances(xa, Xs, c0, c1, w, buf)
+    n = c1 - c0
+    best = -np.inf
+    for j in range(n):
+        buf[j] = -buf[j] * inv_sigma
+        if ics[c0 + j] == self_idx:
+            buf[j] = -np.inf
+        best = max(best, buf[j])
+    return best
+
+
+@_helper
+def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
+    """Fold the class-sorted candidates into one anchor's running ``(m, s, v)``.
+
+    ``buf`` is scratch of length ``_CAND_BLOCK``; ``starts`` and ``ics`` come
+    from :func:`by_class`.
+    """
+    for c in range(starts.shape[0] - 1):
+        for c0 in range(starts[c], starts[c + 1], _CAND_BLOCK):
+            c1 = min(c0 + _CAND_BLOCK, starts[c + 1])
+            best = _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf)
+            if best == -np.inf:
+                continue
+            if best > m[c]:
+                # Raise the running maximum, rescaling what was summed so far.
+                if s[c] > 0.0:
+                    r = math.exp(m[c] - best)
+                    s[c] *= r
+                    v[c] *= r
+                m[c] = best
+            n = c1 - c0
+            tot = 0.0
+            for j in range(n):
+                buf[j] = math.exp(buf[j] - m[c])
+                tot += buf[j]
+            s[c] += tot
+            _weighted_absdiff(xa, Xs, c0, c1, buf, v[c])
+
+
+@_helper
+def logz_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, buf):
+    """As :func:`lse_anchor` without ``v``: the per-class log-normalisers."""
+    for c in range(starts.shape[0] - 1):
+        for c0 in range(starts[c], starts[c + 1], _CAND_BLOCK):
+            c1 = min(c0 + _CAND_BLOCK, starts[c + 1])
+            best = _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf)
+            if best == -np.inf:
+                continue
+            if best > m[c]:
+                s[c] *= math.exp(m[c] - best)
+                m[c] = best
+            tot = 0.0
+            for j in range(c1 - c0):
+                tot += math.exp(buf[j] - m[c])
+            s[c] += tot
+
+
+def _lse_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
+    """Per-anchor, per-class log-sum-exp partials ``(m, s, v)``.
+
+    For anchor ``a`` and class ``c`` over the candidates ``j`` of class ``c``:
+
+    .. math::
+        m_{ac} = \\max_j l_{aj}, \\quad
+        s_{ac} = \\sum_j e^{l_{aj} - m_{ac}}, \\quad
+        v_{ac} = \\sum_j e^{l_{aj} - m_{ac}} z_{aj}
+
+    Partials over disjoint candidate blocks merge exactly
+    (:func:`dmargin.engine.merge.lse_combine`).  Empty classes keep
+    ``m = -inf, s = 0, v = 0``.
+    """
+    n_anchors, n_features = Xa.shape
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    m = np.full((n_anchors, n_classes), -np.inf)
+    s = np.zeros((n_anchors, n_classes))
+    v = np.zeros((n_anchors, n_classes, n_features))
+    inv_sigma = 1.0 / sigma
+    for a in numba.prange(n_anchors):
+        buf = np.empty(_CAND_BLOCK)
+        lse_anchor(Xa[a], ia[a], Xs, ics, starts, w, inv_sigma, m[a], s[a], v[a], buf)
+    return m, s, v
+
+
+def _logz_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
+    """Pass 1 of the two-pass mode: ``(m, s)`` of :func:`_lse_tile` only."""
+    n_anchors = Xa.shape[0]
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    m = np.full((n_anchors, n_classes), -np.inf)
+    s = np.zeros((n_anchors, n_classes))
+    inv_sigma = 1.0 / sigma
+    for a in numba.prange(n_anchors):
+        buf = np.empty(_CAND_BLOCK)
+        logz_anchor(Xa[a], ia[a], Xs, ics, starts, w, inv_sigma, m[a], s[a], buf)
+    return m, s
+
+
+def _pair_sum_tile(Xa, ia, Xc, yc, ic, w, sigma, log_z, coef):
+    """Pass 2 of the two-pass mode: the pair-coefficient sum.
+
+    With the per-anchor log-normalisers ``log_z[a, c]`` and signed
+    multipliers ``coef[a, c]`` (indexed by the candidate's class):
+
+    .. math::
+        \\nu = \\sum_a \\sum_j \\mathrm{coef}_{a, y_j}
+               e^{l_{aj} - \\log Z_{a, y_j}} z_{aj}
+
+    (``ALGORITHMS.md`` section 1, rule 5).  Anchors are split into a fixed
+    number of chunks whose sums are added in order, so the result does not
+    depend on the thread count.
+    """
+    n_anchors, n_features = Xa.shape
+    n_classes = coef.shape[1]
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    inv_sigma = 1.0 / sigma
+    n_chunks = min(n_anchors, 64)
+    partial = np.zeros((n_chunks, n_features))
+    for t in numba.prange(n_chunks):
+        buf = np.empty(_CAND_BLOCK)
+        for a in range(t, n_anchors, n_chunks):
+            for c in range(n_classes):
+                if coef[a, c] == 0.0:
+                    continue
+                for c0 in range(starts[c], starts[c + 1], _CAND_BLOCK):
+                    c1 = min(c0 + _CAND_BLOCK, starts[c + 1])
+                    _logits(Xa[a], ia[a], Xs, ics, c0, c1, w, inv_sigma, buf)
+                    for j in range(c1 - c0):
+                        buf[j] = coef[a, c] * math.exp(buf[j] - log_z[a, c])
+                    _weighted_absdiff(Xa[a], Xs, c0, c1, buf, partial[t])
+    out = np.zeros(n_features)
+    for t in range(n_chunks):
+        out += partial[t]
+    return out
+
+
+@_helper
+def _distances32(xa, Xs, c0, c1, d):
+    """Unweighted Manhattan distances in float32 (8 lanes per vector)."""
+    n_features = Xs.shape[1]
+    for j in range(c0, c1):
+        acc = np.float32(0.0)
+        for k in range(n_features):
+            acc += abs(xa[k] - Xs[j, k])
+        d[j - c0] = acc
+
+
+@_helper
+def _distance(xa, Xs, j):
+    acc = 0.0
+    for k in range(Xs.shape[1]):
+        acc += abs(xa[k] - Xs[j, k])
+    return acc
+
+
+def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
+    """Hard k nearest candidates per anchor and class (unweighted Manhattan).
+
+    Returns ``dist[a, c, r]``, ``idx[a, c, r]`` (global row index) and
+    ``z[a, c, r, :] = |x_a - x_idx|`` of the ``r``-th nearest candidate of
+    class ``c``, ordered by (distance, index) so ties go to the lower row
+    index.  Unfilled slots hold ``dist = inf, idx = -1, z = 0``.
+
+    Exact in float64: distances are first computed in float32, and a
+    candidate is dropped only when its float32 distance minus a rigorous
+    bound on the float32 rounding error exceeds the current k-th float64
+    distance; every other candidate is re-measured in float64.
+    """
+    n_anchors, n_features = Xa.shape
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    Xs32 = Xs.astype(np.float32)
+    scale = 0.0
+    for v in Xs.ravel():
+        scale = max(scale, abs(v))
+    for v in Xa.ravel():
+        scale = max(scale, abs(v))
+    # |fl32(d) - d| <= 2^-24 M (4A + 2A^2) for |x| <= M; doubled for margin.
+    bound = 2.0 * 2.0**-24 * scale * (4 * n_features + 2 * n_features * n_features)
+    k = n_neighbors
+    dist = np.full((n_anchors, n_classes, k), np.inf)
+    idx = np.full((n_anchors, n_classes, k), -1, dtype=np.int64)
+    z = np.zeros((n_anchors, n_classes, k, n_features))
+    for a in numba.prange(n_anchors):
+        buf = np.empty(_CAND_BLOCK, dtype=np.float32)
+        loc = np.empty(k, dtype=np.int64)
+        xa = Xa[a]
+        xa32 = xa.astype(np.float32)
+        for c in range(n_classes):
+            dc = dist[a, c]
+            ix = idx[a, c]
+            for c0 in range(starts[c], starts[c + 1], _CAND_BLOCK):
+                c1 = min(c0 + _CAND_BLOCK, starts[c + 1])
+                _distances32(xa32, Xs32, c0, c1, buf)
+                for j in range(c1 - c0):
+                    if buf[j] - bound > dc[k - 1]:
+                        continue
+                    g = ics[c0 + j]
+                    if g == ia[a]:
+                        continue
+                    d = _distance(xa, Xs, c0 + j)
+                    # Sorted insertion by (distance, index).
+                    if d > dc[k - 1] or (d == dc[k - 1] and g > ix[k - 1] >= 0):
+                        continue
+                    r = k - 1
+                    while r > 0 and (dc[r - 1] > d or (dc[r - 1] == d and ix[r - 1] > g)):
+                        dc[r] = dc[r - 1]
+                        ix[r] = ix[r - 1]
+                        loc[r] = loc[r - 1]
+                        r -= 1
+                    dc[r] = d
+                    ix[r] = g
+                    loc[r] = c0 + j
+            for r in range(k):
+                if ix[r] >= 0:
+                    for f in range(n_features):
+                        z[a, c, r, f] = abs(xa[f] - Xs[loc[r], f])
+    return dist, idx, z
+
+
+lse_tile, lse_tile_parallel = _jit(_lse_tile)
+logz_tile, logz_tile_parallel = _jit(_logz_tile)
+pair_sum_tile, pair_sum_tile_parallel = _jit(_pair_sum_tile)
+knn_tile, knn_tile_parallel = _jit(_knn_tile)
+
+KERNELS = {
+    "lse": (lse_tile, lse_tile_parallel),
+    "logz": (logz_tile, logz_tile_parallel),
+    "pair_sum": (pair_sum_tile, pair_sum_tile_parallel),
+    "knn": (knn_tile, knn_tile_parallel),
+}
