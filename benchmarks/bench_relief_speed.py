@@ -575,7 +575,28 @@ def top5_summary(speed: list[dict], n: int) -> dict:
         "same_top5_at_both_thread_counts": {
             m: _same_top5_across_threads(speed, m, n) for m in SPEED_METHODS
         },
+        "relieff_weights_vs_skrebate": relieff_weight_agreement(speed, n),
     }
+
+
+def relieff_weight_agreement(speed: list[dict], n: int) -> dict:
+    """Max |w - w_skrebate| and correlation for the ReliefF methods (same formula)."""
+    def weights(method):
+        r = lookup(speed, method, n, THREADS[0])
+        return np.asarray(r["feature_importances"]) if r and r.get("ok") and "feature_importances" in r else None
+
+    reference = weights("skrebate.ReliefF")
+    out = {}
+    for method in ("dmargin.ReliefF", "fast_select.ReliefF"):
+        w = weights(method)
+        if w is None or reference is None:
+            continue
+        out[method] = {
+            "max_abs_diff": float(np.max(np.abs(w - reference))),
+            "max_abs_weight": float(np.max(np.abs(reference))),
+            "pearson_r": float(np.corrcoef(w, reference)[0, 1]),
+        }
+    return out
 
 
 def _same_top5_across_threads(speed, method, n):

@@ -389,6 +389,7 @@ class OnlineIRelief(WeightSelector):
                 break
         self.history_ = np.asarray(history)
         self.n_passes_ = len(history)
+        self._rng = rng  # partial_fit after fit continues the same stream
         return self
 
     def partial_fit(self, X, y, classes=None):

@@ -102,8 +102,9 @@ def check_params(estimator):
 
 
 def _non_numeric_columns(dtypes):
-    return [str(c) for c, t in dtypes.items() if not (np.issubdtype(t, np.number)
-                                                        or np.issubdtype(t, np.bool_))]
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    return [str(c) for c, t in dtypes.items() if not (is_numeric_dtype(t) or is_bool_dtype(t))]
 
 
 def _check_dask_X(estimator, X, reset):
@@ -184,11 +185,14 @@ def check_X_y(estimator, X, y, *, reset=True):
                     "(e.g. one-hot or ordinal codes) or drop them before fitting."
                 )
         X = validate_data(estimator, X, reset=reset, dtype=np.float64, ensure_min_samples=2)
+    if y is None:
+        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
+                         "target y is None: feature selection by margins needs class labels.")
     y = _as_label_array(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
-        raise ValueError(f"y must be 1-D (one label per row); got shape {y.shape}.")
+        raise ValueError(f"y should be a 1d array (one label per row); got shape {y.shape}.")
     ny, nx = y.shape[0], X.shape[0]
     if not (isinstance(ny, float) and np.isnan(ny)) and ny != nx:
         raise ValueError(f"X has {nx} rows but y has {ny} labels; they must match.")

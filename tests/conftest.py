@@ -1,0 +1,67 @@
+"""Shared fixtures: small datasets with corner rows, and execution modes."""
+
+import warnings
+
+import dask
+import numpy as np
+import pytest
+
+
+def _with_corner_rows(X, y, rng):
+    """Add a constant feature, a duplicated row, and shuffle (as pynndescent adds zero rows)."""
+    X = np.column_stack([X, np.full(len(X), 0.5)])
+    X = np.vstack([X, X[3]])
+    y = np.append(y, y[3])
+    order = rng.permutation(len(y))
+    return X[order], y[order]
+
+
+@pytest.fixture(scope="session")
+def blobs_binary():
+    """60 x 6 binary data: 2 informative features, 3 noise, 1 constant; one duplicate row."""
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 30)
+    X = rng.normal(size=(60, 5))
+    X[:, 0] += 2.0 * y
+    X[:, 1] -= 1.5 * y
+    return _with_corner_rows(X, y, rng)
+
+
+@pytest.fixture(scope="session")
+def blobs_multiclass():
+    """4 classes (string labels) incl. a one-sample class; 7 features, 1 constant."""
+    rng = np.random.default_rng(1)
+    y = np.array(["a"] * 25 + ["b"] * 20 + ["c"] * 18 + ["d"])
+    centres = {"a": [0, 0, 0], "b": [2.5, 0, 0], "c": [0, 2.5, 1], "d": [1, 1, 1]}
+    X = np.column_stack([np.array([centres[c] for c in y]) + rng.normal(size=(len(y), 3)),
+                         rng.normal(size=(len(y), 3))])
+    return _with_corner_rows(X, y, rng)
+
+
+@pytest.fixture(scope="session")
+def local_cluster():
+    """A LocalCluster of two worker processes (one thread each), shared by the session."""
+    from distributed import LocalCluster
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def client(local_cluster):
+    """A Client connected to :func:`local_cluster` (and the default scheduler meanwhile)."""
+    from distributed import Client
+
+    with Client(local_cluster) as c:
+        yield c
+
+
+@pytest.fixture
+def threaded():
+    """The threaded dask scheduler."""
+    with dask.config.set(scheduler="threads"):
+        yield

@@ -1,0 +1,42 @@
+"""scikit-learn conformance: the common estimator checks, pipelines, grid search."""
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import dmargin
+
+ESTIMATORS = [
+    dmargin.IRelief(max_iter=20),
+    dmargin.OnlineIRelief(random_state=0, n_passes=1),
+    dmargin.ReliefF(n_neighbors=3),
+    dmargin.Relief(),
+]
+
+
+def expected_failed_checks(estimator):
+    return {}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
+def test_sklearn_compatible(estimator, check):
+    import warnings
+
+    with warnings.catch_warnings():
+        # The checks feed random data: non-convergence and zero weights are expected.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(estimator)
+
+
+def test_pipeline_and_grid_search():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 40)
+    X = rng.normal(size=(80, 10))
+    X[:, 4] += 2 * y
+    pipe = make_pipeline(dmargin.IRelief(n_features_to_select=2), KNeighborsClassifier())
+    grid = GridSearchCV(pipe, {"irelief__sigma": [0.5, 2.0]}, cv=3).fit(X, y)
+    assert grid.best_score_ > 0.8
+    assert grid.best_estimator_[0].get_support()[4]
