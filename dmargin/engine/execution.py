@@ -37,9 +37,6 @@ SPLIT_EVERY = 4
 #: Row blocks a numpy input is cut into when it is sent to a cluster.
 _TARGET_BLOCKS = 8
 
-_token_counter = itertools.count()
-
-
 def active_client():
     """The active ``distributed.Client``, or ``None``."""
     try:
@@ -155,9 +152,13 @@ def _pad_v(partial):
 class _Graph:
     """A dict graph over the persisted row blocks of :class:`Rows`."""
 
-    def __init__(self, rows: Rows, name: str):
+    def __init__(self, rows: Rows, name: str, *token, split_every=SPLIT_EVERY):
+        from dask.base import tokenize
+
         self.rows = rows
-        self.name = f"dmargin-{name}-{next(_token_counter)}"
+        # Same inputs, same keys (deterministic graphs, as dask's own reductions).
+        self.name = f"dmargin-{name}-{tokenize(rows.X.name, rows.codes.name, *token)}"
+        self.split_every = split_every
         self.dsk = {}
         self._n = itertools.count()
 
@@ -174,9 +175,9 @@ class _Graph:
         keys = list(keys)
         while len(keys) > 1:
             keys = [
-                self.add(tag, _combine_task, combine, keys[i : i + SPLIT_EVERY])
-                if len(keys[i : i + SPLIT_EVERY]) > 1 else keys[i]
-                for i in range(0, len(keys), SPLIT_EVERY)
+                self.add(tag, _combine_task, combine, keys[i : i + self.split_every])
+                if len(keys[i : i + self.split_every]) > 1 else keys[i]
+                for i in range(0, len(keys), self.split_every)
             ]
         return keys[0]
 
@@ -228,7 +229,8 @@ def _local_blocks(rows: Rows, per_row: int):
         yield start, stop, np.arange(start, stop), ic
 
 
-def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, mode="auto"):
+def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, mode="auto",
+                  split_every=SPLIT_EVERY):
     """``sum_I agg(merge_J lse_tile(I, J), y_I, weight_I, *agg_args)``.
 
     ``agg(m, s, v, ya, weight, *agg_args)`` returns a small array (the anchor
@@ -258,7 +260,8 @@ def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, mo
             total = total + part
         return total
 
-    g = _Graph(rows, "lse")
+    g = _Graph(rows, "lse", w, sigma, agg.__name__, agg_args, weight, mode,
+               split_every=split_every)
     shares = []
     for i, (start, stop) in enumerate(rows.bounds):
         wi = weight[start:stop]
@@ -293,7 +296,7 @@ def _pair_task(Xa, start_a, Xc, yc, start_c, w, sigma, coef):
     return tiles.pair_sum_tile(Xa, ia, Xc, yc, ic, w, sigma, log_z, c)
 
 
-def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=()):
+def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), split_every=SPLIT_EVERY):
     """``sum_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours)."""
     n, a, k = rows.n_samples, rows.n_features, rows.n_classes
     per_row = k * n_neighbors * (a + 2)
@@ -305,7 +308,7 @@ def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=()):
             total = total + agg(d, idx, z, rows.codes[start:stop], *agg_args)
         return total
 
-    g = _Graph(rows, "knn")
+    g = _Graph(rows, "knn", n_neighbors, agg.__name__, agg_args, split_every=split_every)
     shares = []
     for i in range(len(rows.bounds)):
         merged = g.tree(g.tile_row("knn", i, (k, n_neighbors), "tile"), merge.knn_combine,
