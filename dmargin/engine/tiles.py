@@ -310,11 +310,13 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
         for c in range(n_classes):
             dc = dist[a, c]
             ix = idx[a, c]
+            # Candidates whose float32 distance exceeds ``cut`` cannot enter.
+            cut = np.inf
             for c0 in range(starts[c], starts[c + 1], _CAND_BLOCK):
                 c1 = min(c0 + _CAND_BLOCK, starts[c + 1])
                 _distances32(xa32, Xs32, c0, c1, buf)
                 for j in range(c1 - c0):
-                    if buf[j] - bound > dc[k - 1]:
+                    if buf[j] > cut:
                         continue
                     g = ics[c0 + j]
                     if g == ia[a]:
@@ -332,6 +334,7 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
                     dc[r] = d
                     ix[r] = g
                     loc[r] = c0 + j
+                    cut = dc[k - 1] + bound
             for r in range(k):
                 if ix[r] >= 0:
                     for f in range(n_features):
