@@ -6,10 +6,14 @@ Parent side:
                      result the worker printed.
     ``machine_info`` CPU model, core count, library versions, numba threading
                      layer, date.
+    ``wait_until_quiet``  on a shared machine, wait (bounded) until other
+                     processes leave the cores alone.
     ``write_json``, ``markdown_table``.
 
 Worker side:
     ``emit_result``  print the worker's result as one marked JSON line.
+    ``CpuMonitor``   cores used by this process and by everything else while
+                     something was measured.
     ``rss_mib``, ``peak_rss_mib``, ``timed``.
 
 Only the standard library is needed at import time; numpy/numba/psutil are

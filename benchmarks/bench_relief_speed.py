@@ -31,7 +31,7 @@ float64 matrix (their own normalisation is then a no-op up to rounding).
 
 Usage::
 
-    python benchmarks/bench_relief_speed.py            # full run (~20-30 min)
+    python benchmarks/bench_relief_speed.py            # full run (~10 min on a quiet 2-core machine)
     python benchmarks/bench_relief_speed.py --quick    # N = 1000, 2000; no 50k run
 
 Only the public API of dmargin is used (``dmargin.ReliefF``, ``dmargin.IRelief``).
@@ -44,6 +44,7 @@ import hashlib
 import json
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -68,7 +69,6 @@ SKREBATE_SINGLE_FIT_FROM_N = 4000  # skrebate: only the first fit from this N on
 WORKER_TIMEOUT_S = 1800.0
 MEMORY_LIMIT_MIB = 2e9 / 2**20  # "2 GB" read strictly: 2*10^9 bytes = 1907 MiB
 QUIET_BUSY_CORES = 0.3  # "quiet machine": everything else together uses less than this
-MAX_ATTEMPTS = 2  # a measurement disturbed by other processes is run once more
 
 # Project targets
 TARGET_SKREBATE_SPEEDUP = 30.0
@@ -378,16 +378,25 @@ def _find_key(obj, key):
 # --------------------------------------------------------------------------- #
 # parent: schedule the subprocesses
 # --------------------------------------------------------------------------- #
-def launch(spec: dict, idle_wait_s: float, attempts: int = MAX_ATTEMPTS) -> dict:
+@dataclass(frozen=True)
+class Schedule:
+    """How patient to be with other processes on a shared machine."""
+
+    idle_wait_s: float = 60.0  # before each run, wait up to this long for a quiet machine
+    attempts: int = 2  # runs of a measurement at most, while others disturb it
+
+
+def launch(spec: dict, schedule: Schedule) -> dict:
     """Run one measurement subprocess after waiting (bounded) for a quiet machine.
 
     When other processes kept >= QUIET_BUSY_CORES cores busy during the measurement,
-    it is repeated (up to ``attempts`` runs in all) and the least disturbed run kept.
+    it is repeated (up to ``schedule.attempts`` runs in all) and the least disturbed
+    run kept.
     """
     label = " ".join(f"{k}={v}" for k, v in spec.items() if k in ("kind", "method", "n", "threads"))
     best = None
-    for attempt in range(1, attempts + 1):
-        quiet = harness.wait_until_quiet(QUIET_BUSY_CORES, idle_wait_s)
+    for attempt in range(1, schedule.attempts + 1):
+        quiet = harness.wait_until_quiet(QUIET_BUSY_CORES, schedule.idle_wait_s)
         print(f"[bench] {label} #{attempt} (busy at launch: {quiet['busy_cores_at_launch']} cores) ...",
               file=sys.stderr, flush=True)
         result = harness.run_worker(__file__, ["--worker", json.dumps(spec)], spec["threads"], WORKER_TIMEOUT_S)
@@ -424,23 +433,23 @@ def fit_spec(method: str, n: int, threads: int, largest_n: int) -> dict:
     }
 
 
-def run_speed(ns, idle_wait_s) -> list[dict]:
-    return [launch(fit_spec(m, n, t, max(ns)), idle_wait_s) for n in ns for m in SPEED_METHODS for t in THREADS]
+def run_speed(ns, schedule: Schedule) -> list[dict]:
+    return [launch(fit_spec(m, n, t, max(ns)), schedule) for n in ns for m in SPEED_METHODS for t in THREADS]
 
 
-def run_limit(n: int, idle_wait_s) -> list[dict]:
+def run_limit(n: int, schedule: Schedule) -> list[dict]:
     results = []
     for threads in THREADS:
         base = {"n": n, "features": A_LIMIT, "threads": threads, "repeats": 3}
         results.append({
-            "fused": launch({"kind": "limit", **base}, idle_wait_s),
-            "estep": launch({"kind": "estep", **base}, idle_wait_s),
+            "fused": launch({"kind": "limit", **base}, schedule),
+            "estep": launch({"kind": "estep", **base}, schedule),
         })
     return results
 
 
-def run_scale(idle_wait_s) -> dict:
-    return launch({"kind": "scale", "n": N_SCALE, "features": A_SCALE, "threads": max(THREADS)}, idle_wait_s)
+def run_scale(schedule: Schedule) -> dict:
+    return launch({"kind": "scale", "n": N_SCALE, "features": A_SCALE, "threads": max(THREADS)}, schedule)
 
 
 # --------------------------------------------------------------------------- #
@@ -488,7 +497,7 @@ def speed_rows(speed: list[dict], ns) -> tuple[list[str], list[list]]:
     for n in ns:
         for t in THREADS:
             dm, sk, fs, ir = (lookup(speed, m, n, t) for m in SPEED_METHODS)
-            dm_s, sk_s, fs_s, ir_s = (steady_time(r) for r in (dm, sk, fs, ir))
+            dm_s, sk_s, fs_s = (steady_time(r) for r in (dm, sk, fs))
             rows.append([
                 n, t,
                 with_first(dm), sk_label(sk), with_first(fs),
@@ -537,6 +546,18 @@ def limit_rows(limit: list[dict]) -> tuple[list[str], list[list]]:
         else:
             cells = [None] * 5
         rows.append([fused["spec"]["threads"], sci(f64), sci(f32), *cells])
+    return headers, rows
+
+
+def memory_rows(speed: list[dict], n: int) -> tuple[list[str], list[list]]:
+    headers = ["method", "thr", "RSS before fit MiB", "peak RSS MiB", "increment MiB", "live child processes MiB"]
+    rows = []
+    for method in SPEED_METHODS:
+        for t in THREADS:
+            r = lookup(speed, method, n, t)
+            if r and r.get("ok"):
+                rows.append([method, t, r["rss_before_fit_mib"], r["peak_rss_mib"], r["peak_increment_mib"],
+                             r["children_rss_mib"] or None])
     return headers, rows
 
 
@@ -634,25 +655,34 @@ def targets(speed, limit, scale, largest_n) -> dict:
     return out
 
 
-def render_markdown(speed, limit, scale, ns, top5, goals) -> str:
-    parts = [f"### ReliefF / IRelief fit time, A = {A_SPEED}, k = {N_NEIGHBORS} (steady-state best, first fit with JIT in parentheses)"]
+def render_markdown(machine, speed, limit, scale, ns, top5, goals) -> str:
+    versions = machine["versions"]
+    parts = [
+        f"{machine['cpu_model']}, {machine['logical_cores']} cores, numba {versions['numba']} "
+        f"({machine['numba_threading_layer']} threading layer), dmargin {versions['dmargin']}, "
+        f"skrebate {versions['skrebate']}, fast-select {versions['fast-select']}; {machine['date'][:10]}.",
+    ]
+    parts += [f"#### ReliefF / IRelief fit time, A = {A_SPEED}, k = {N_NEIGHBORS} (steady-state best, first fit with JIT in parentheses)"]
     parts.append(harness.markdown_table(*speed_rows(speed, ns)))
     parts.append(
         f"`*` skrebate at N >= {SKREBATE_SINGLE_FIT_FROM_N}: a single fit (no JIT in skrebate). "
         "Ratios use steady-state times; > 1 means dmargin is faster."
     )
-    parts.append(f"### Pairwise limit, N = {N_LIMIT}, A = {A_LIMIT} (pf/s = N*N*A / seconds)")
+    parts.append(f"#### Pairwise limit, N = {N_LIMIT}, A = {A_LIMIT} (pf/s = N*N*A / seconds)")
     parts.append(harness.markdown_table(*limit_rows(limit)))
+    parts.append(f"#### Memory of the fits at N = {max(ns)}, A = {A_SPEED} (peak includes JIT compilation)")
+    parts.append(harness.markdown_table(*memory_rows(speed, max(ns))))
     if scale is not None:
-        parts.append("### Memory at scale")
+        parts.append("#### Memory at scale")
         parts.append(harness.markdown_table(*scale_rows(scale)))
-    parts.append(f"### Top-5 features at N = {top5['n']} (1 thread); informative columns: {top5['informative_columns']}")
+    parts.append(f"#### Top-5 features at N = {top5['n']} (1 thread); informative columns: {top5['informative_columns']}")
     parts.append(harness.markdown_table(
         ["method", "top-5", "= informative set"],
         [[m, v, "yes" if top5["matches_informative"][m] else "no"] for m, v in top5["top5"].items()],
     ))
     parts.append(f"All methods agree on the top-5 set: {top5['all_methods_agree']}")
-    parts.append("### Targets\n" + "\n".join(f"- {k}: {_fmt_goal(v)}" for k, v in goals.items()))
+    parts.append("#### Targets")
+    parts.append(harness.markdown_table(*targets_rows(goals)))
     parts.append(contention_note(speed, limit, scale))
     return "\n\n".join(parts)
 
@@ -679,8 +709,31 @@ def contention_note(speed, limit, scale) -> str:
             + "; ".join(noisy) + ". Those numbers are pessimistic.")
 
 
-def _fmt_goal(value):
-    return f"{value:.3g}" if isinstance(value, float) else value
+def targets_rows(goals: dict) -> tuple[list[str], list[list]]:
+    def met(flag):
+        return None if flag is None else ("yes" if flag else "NO")
+
+    n = goals["at_n"]
+    rows = [
+        [f"dmargin ReliefF <= 1/{TARGET_SKREBATE_SPEEDUP:.0f} of skrebate (N={n}, 1 thr)",
+         f"skrebate / dmargin = {fmt_ratio(goals['skrebate_over_dmargin_steady'])}",
+         met(goals["relieff_at_most_1_30_of_skrebate"])],
+        [f"dmargin ReliefF no slower than fast-select steady state (N={n}, 1 thr)",
+         f"fast-select / dmargin = {fmt_ratio(goals['fast_select_over_dmargin_steady'])}",
+         met(goals["relieff_no_slower_than_fast_select"])],
+    ]
+    for t in THREADS:
+        if f"estep_fraction_per_iter_{t}thr" in goals:
+            rows.append([
+                f"I-RELIEF E-step >= {TARGET_ESTEP_FRACTION:.0%} of the fused f64 loop ({t} thr)",
+                f"{fmt_ratio(goals[f'estep_fraction_per_iter_{t}thr'])} per iteration, "
+                f"{fmt_ratio(goals[f'estep_fraction_whole_fit_{t}thr'])} whole max_iter=1 fit",
+                met(goals[f"estep_at_least_30pct_{t}thr"]),
+            ])
+    if "scale_under_2gb" in goals:
+        rows.append([f"IRelief(max_iter=2) peak RSS < 2 GB at N={N_SCALE:,}, A={A_SCALE}",
+                     f"{goals['scale_peak_rss_mib']} MiB", met(goals["scale_under_2gb"])])
+    return ["target", "measured", "met"], rows
 
 
 # --------------------------------------------------------------------------- #
@@ -693,6 +746,9 @@ def parse_args(argv=None):
     parser.add_argument("--idle-wait", type=float, default=60.0, metavar="S",
                         help="before each measurement wait up to S seconds for other processes "
                              f"to use < {QUIET_BUSY_CORES} cores (default 60)")
+    parser.add_argument("--attempts", type=int, default=2, metavar="K",
+                        help="run a measurement disturbed by other processes up to K times in all, "
+                             "keeping the least disturbed run (default 2)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -707,13 +763,14 @@ def main(argv=None) -> int:
     machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba", "llvmlite", "skrebate", "fast-select", "joblib"])
     machine["dmargin_git"] = harness.git_revision(HERE.parent)
 
-    speed = run_speed(ns, args.idle_wait)
-    limit = run_limit(N_LIMIT, args.idle_wait)
-    scale = None if args.quick else run_scale(args.idle_wait)
+    schedule = Schedule(idle_wait_s=args.idle_wait, attempts=args.attempts)
+    speed = run_speed(ns, schedule)
+    limit = run_limit(N_LIMIT, schedule)
+    scale = None if args.quick else run_scale(schedule)
 
     top5 = top5_summary(speed, max(ns))
     goals = targets(speed, limit, scale, max(ns))
-    markdown = render_markdown(speed, limit, scale, ns, top5, goals)
+    markdown = render_markdown(machine, speed, limit, scale, ns, top5, goals)
 
     report = {
         "benchmark": "relief_speed",
@@ -736,6 +793,13 @@ def main(argv=None) -> int:
                       "getrusage(RUSAGE_SELF).ru_maxrss after the fits; children_rss = live worker processes",
             "estep": "IRelief(max_iter=1, tol=0) and (max_iter=2, tol=0), best of 3 each after a warm-up fit; "
                      "per-iteration = difference",
+            "fused_loop": "prange over i, per pair sum_k |x_ik - x_jk| in X's dtype, njit(parallel=True, "
+                          "fastmath=True); warm-up on 256 rows, then best of 3; float64 is the reference",
+            "contention": f"before each measurement wait up to {schedule.idle_wait_s:.0f} s until other processes "
+                          f"use < {QUIET_BUSY_CORES} cores; other_cores_busy = average cores used by other "
+                          f"processes during the timed part; a disturbed measurement is run up to "
+                          f"{schedule.attempts} times, the least disturbed kept",
+            "memory_limit_mib": round(MEMORY_LIMIT_MIB, 1),
         },
         "input_handling": INPUT_HANDLING,
         "speed": speed,

@@ -319,3 +319,139 @@ def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), split_every=SP
 
 def _knn_agg_task(agg, partial, ya, agg_args):
     return agg(*partial, ya, *agg_args)
+
+
+# ---------------------------------------------------------------------------
+# Quadratic (IMMIGRATE) statistics and per-anchor partials for new points
+# ---------------------------------------------------------------------------
+
+
+def _n_threads():
+    import numba
+
+    return numba.get_num_threads()
+
+
+def _split(n, parts):
+    edges = np.linspace(0, n, min(n, parts) + 1).astype(int)
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def _thread_map(fn, items):
+    """``[fn(x) for x in items]``, on threads when there is more than one."""
+    if len(items) == 1:
+        return [fn(items[0])]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(items)) as pool:
+        return list(pool.map(fn, items))
+
+
+@functools.lru_cache(maxsize=1)
+def _threadpool_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()  # finding the libraries once is the slow part
+
+
+def _blas_single_thread():
+    """One BLAS thread per kernel thread while the quadratic kernels run."""
+    return _threadpool_controller().limit(limits=1, user_api="blas")
+
+
+def _tuple_sum(parts):
+    return tuple(functools.reduce(np.add, items) for items in zip(*parts))
+
+
+def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, split_every=SPLIT_EVERY):
+    """IMMIGRATE's E-step, two passes: ``(Sigma, entropy)``.
+
+    Pass 1 merges the per-anchor softmax partials ``(m, s, u)`` of
+    :func:`tiles.qlse_tile` over candidate blocks; ``coef(m, s, u, ya, weight,
+    sigma) -> (log_z, coef, entropy)`` turns them into pair coefficients; pass 2
+    sums ``coef * z z^T`` over all pairs with :func:`tiles.sigma_tile`.  The
+    A x A matrix is never carried per anchor.
+    """
+    n, a, k = rows.n_samples, rows.n_features, rows.n_classes
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    lam = np.ascontiguousarray(lam, dtype=np.float64)
+    weight = np.asarray(anchor_weight, dtype=np.float64)
+    if not rows.on_dask:
+        # Serial kernels on a few anchor blocks in threads: the kernels release
+        # the GIL and call single-threaded BLAS; block sums are added in order.
+        ic = np.arange(n)
+
+        def block(bounds):
+            start, stop = bounds
+            return tiles.quad_rows(rows.X[start:stop], np.arange(start, stop),
+                                   rows.codes[start:stop], rows.X, rows.codes, ic, U, lam, sigma,
+                                   k, coef, weight[start:stop])
+
+        with _blas_single_thread():
+            return _tuple_sum(_thread_map(block, _split(n, _n_threads())))
+
+    g = _Graph(rows, "quad", U, lam, sigma, weight, coef.__name__, split_every=split_every)
+    shares = []
+    for i, (start, stop) in enumerate(rows.bounds):
+        merged = g.tree(g.tile_row("qlse", i, (U, lam, sigma, k), "tile"), merge.lse_combine,
+                        "merge")
+        c = g.add("coef", _quad_coef_task, coef, merged, g.y(i), weight[start:stop], sigma)
+        parts = [
+            g.add("sigma", _sigma_task, g.x(i), start, g.x(j), g.y(j), sc, U, lam, sigma, c)
+            for j, (sc, _) in enumerate(rows.bounds)
+        ]
+        shares.append(g.add("share", _share_task, g.tree(parts, _sum, "sum"), c))
+    return g.compute(g.tree(shares, _tuple_sum, "total"))
+
+
+def _quad_coef_task(coef, partial, ya, weight, sigma):
+    m, s, u = partial
+    return coef(m, s, u, ya, weight, sigma)
+
+
+def _sigma_task(Xa, start_a, Xc, yc, start_c, U, lam, sigma, coef):
+    log_z, c, _ = coef
+    ia = np.arange(start_a, start_a + Xa.shape[0])
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    with _blas_single_thread():
+        return tiles.sigma_tile(Xa, ia, Xc, yc, ic, U, lam, sigma, log_z, c)
+
+
+def _share_task(sigma_part, coef):
+    return sigma_part, coef[2]
+
+
+def anchor_partials(rows: Rows, kernel, Xa, ia, params, block=1024):
+    """Per-anchor softmax partials of new anchors ``Xa`` against all training rows.
+
+    ``ia`` are the anchors' global indices (a training row excludes itself;
+    new points get negative indices).  Returns the merged partial of
+    ``kernel`` ("lse" or "qlse") for every anchor -- small (anchors x classes
+    [x features]) -- used for predictions and leave-one-out predictions.
+    """
+    Xa = np.ascontiguousarray(Xa, dtype=np.float64)
+    ia = np.asarray(ia, dtype=np.int64)
+    parts = []
+    for start in range(0, Xa.shape[0], block):
+        stop = min(start + block, Xa.shape[0])
+        if not rows.on_dask:
+            ic = np.arange(rows.n_samples)
+            work = (stop - start) * rows.n_samples * rows.n_features
+            with _blas_single_thread():
+                parts.append(_kernel(kernel, work)(Xa[start:stop], ia[start:stop], rows.X,
+                                                   rows.codes, ic, *params))
+            continue
+        g = _Graph(rows, f"{kernel}-new", Xa[start:stop], ia[start:stop], params)
+        keys = [
+            g.add("tile", _new_anchor_task, kernel, Xa[start:stop], ia[start:stop], g.x(j),
+                  g.y(j), sc, params)
+            for j, (sc, _) in enumerate(rows.bounds)
+        ]
+        parts.append(g.compute(g.tree(keys, merge.lse_combine, "merge")))
+    return tuple(np.concatenate(items) for items in zip(*parts))
+
+
+def _new_anchor_task(kernel, Xa, ia, Xc, yc, start_c, params):
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    with _blas_single_thread():
+        return tiles.KERNELS[kernel][0](Xa, ia, Xc, yc, ic, *params)

@@ -22,7 +22,9 @@ def lse_combine(parts):
     """Merge ``(m, s, v)`` partials of the same anchors (split-K softmax).
 
     ``m = max(m1, m2); s = s1 e^(m1-m) + s2 e^(m2-m); v likewise`` -- exact.
-    ``v`` may be ``None`` (the two-pass mode carries ``(m, s)`` only).
+    ``v`` is a vector per anchor and class (I-RELIEF), a scalar per anchor
+    and class (IMMIGRATE's expected distance), or ``None`` (the two-pass
+    mode carries ``(m, s)`` only).
     """
     m = parts[0][0]
     for p in parts[1:]:
@@ -34,7 +36,8 @@ def lse_combine(parts):
         r = np.where(np.isneginf(p[0]), 0.0, np.exp(p[0] - np.where(np.isneginf(m), 0.0, m)))
         s = s + p[1] * r
         if p[2] is not None:
-            v = p[2] * r[..., None] if v is None else v + p[2] * r[..., None]
+            term = p[2] * (r if p[2].ndim == r.ndim else r[..., None])
+            v = term if v is None else v + term
     return m, s, v
 
 
@@ -146,6 +149,94 @@ def irelief_coef(m, s, ya, weight, pooled, miss_prior, outliers):
         ):
             coef[a] *= weight[a]
     return log_z, coef
+
+
+# ---------------------------------------------------------------------------
+# IMMIGRATE and IM4E (ALGORITHMS.md sections 2 and 3)
+# ---------------------------------------------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def _hit_miss(m, s, y):
+    """``(LSE_H, LSE_M)`` of one anchor from its class partials (misses pooled)."""
+    log_h = m[y] + math.log(s[y]) if s[y] > 0.0 else -np.inf
+    mx = -np.inf
+    for c in range(m.shape[0]):
+        if c != y and s[c] > 0.0 and m[c] > mx:
+            mx = m[c]
+    if mx == -np.inf:
+        return log_h, -np.inf
+    tot = 0.0
+    for c in range(m.shape[0]):
+        if c != y and s[c] > 0.0:
+            tot += s[c] * math.exp(m[c] - mx)
+    return log_h, mx + math.log(tot)
+
+
+@numba.njit(cache=True, nogil=True)
+def softmin_coef(m, s, u, ya, weight, sigma):
+    """IMMIGRATE's E-step for an anchor block: ``(log_z, coef, entropy)``.
+
+    Hits get ``coef = +D_n`` (alpha), pooled misses ``coef = -D_n`` (beta),
+    so that pass 2 sums ``Sigma = sum_n D_n (sum_H alpha z z^T - sum_M beta z z^T)``.
+    The entropy term of the cost (eq. 3.5 / 3.19) is
+    ``sum_n D_n (sum_H alpha log alpha - sum_M beta log beta)`` with
+    ``sum_j p_j log p_j = sum_j p_j l_j - LSE`` and ``l = -q / sigma`` from the
+    scalar partials ``u`` (``ALGORITHMS.md`` section 2).
+    """
+    n_anchors, n_classes = m.shape
+    log_z = np.full((n_anchors, n_classes), -np.inf)
+    coef = np.zeros((n_anchors, n_classes))
+    entropy = 0.0
+    for a in range(n_anchors):
+        if weight[a] == 0.0:
+            continue
+        y = ya[a]
+        log_h, log_m = _hit_miss(m[a], s[a], y)
+        if log_h > -np.inf:
+            log_z[a, y] = log_h
+            coef[a, y] = weight[a]
+            # sum_H alpha q = u_y / s_y
+            entropy += weight[a] * (-(u[a, y] / s[a, y]) / sigma - log_h)
+        if log_m > -np.inf:
+            expected = 0.0
+            for c in range(n_classes):
+                if c != y and s[a, c] > 0.0:
+                    log_z[a, c] = log_m
+                    coef[a, c] = -weight[a]
+                    expected += u[a, c] * math.exp(m[a, c] - log_m)
+            entropy -= weight[a] * (-expected / sigma - log_m)
+    return log_z, coef, entropy
+
+
+@numba.njit(cache=True, nogil=True)
+def im4e_agg(m, s, v, ya, weight, w, sigma):
+    """IM4E's E-step share: ``[sum_n D_n (mbar_n - hbar_n), entropy]``.
+
+    Like I-RELIEF's eq. (12) without the outlier factor and the 1/N; the
+    entropy uses ``sum_j e_j d_j = w . v`` (``d = w^T z``).
+    """
+    n_anchors, n_classes, n_features = v.shape
+    out = np.zeros(n_features + 1)
+    for a in range(n_anchors):
+        if weight[a] == 0.0:
+            continue
+        y = ya[a]
+        log_h, log_m = _hit_miss(m[a], s[a], y)
+        if log_m == -np.inf:
+            continue
+        if log_h > -np.inf:
+            r = weight[a] / s[a, y]
+            out[:n_features] -= r * v[a, y]
+            out[n_features] += weight[a] * (-(w @ v[a, y]) / s[a, y] / sigma - log_h)
+        expected = 0.0
+        for c in range(n_classes):
+            if c != y and s[a, c] > 0.0:
+                r = math.exp(m[a, c] - log_m)
+                out[:n_features] += weight[a] * r * v[a, c]
+                expected += r * (w @ v[a, c])
+        out[n_features] -= weight[a] * (-expected / sigma - log_m)
+    return out
 
 
 # ---------------------------------------------------------------------------

@@ -32,6 +32,10 @@ import numpy as np
 _FASTMATH = {"reassoc", "contract", "arcp"}
 # Candidates per inner block: the distance and weight buffers stay in L1.
 _CAND_BLOCK = 256
+# exp(x) for x below this is under 1e-304: such a probability cannot change a
+# double-precision sum whose largest term is 1, and as a subnormal it would
+# slow every later multiplication by two orders of magnitude.  Set to 0.
+_EXP_FLOOR = -700.0
 
 
 def _jit(fn):
@@ -342,6 +346,187 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
     return dist, idx, z
 
 
+# ---------------------------------------------------------------------------
+# Quadratic distances q = z^T W z (IMMIGRATE), W = U diag(lam) U^T
+# ---------------------------------------------------------------------------
+#
+# The quadratic kernels are GEMM-bound: numba builds the pair differences and
+# does the per-pair bookkeeping (GIL released), numpy's BLAS does the two
+# products per block of pairs (Z @ U for q, Z^T (c Z) for Sigma).  A block is
+# _Q_ANCHORS anchors x up to _Q_CANDS candidates of one class.
+
+_Q_ANCHORS = 32
+_Q_CANDS = 512
+
+
+@_helper
+def _pair_diffs(Xa, a0, a1, Xs, c0, c1, Z):
+    """``Z[(a - a0) * (c1 - c0) + j - c0] = |x_a - x_j|``; returns the row count."""
+    nc = c1 - c0
+    for a in range(a0, a1):
+        base = (a - a0) * nc
+        for j in range(nc):
+            for k in range(Xs.shape[1]):
+                Z[base + j, k] = abs(Xa[a, k] - Xs[c0 + j, k])
+    return (a1 - a0) * nc
+
+
+@_helper
+def _quad_form(G, lam, q):
+    """``q_p = sum_i lam_i G[p, i]^2`` (``G = Z U``)."""
+    for p in range(G.shape[0]):
+        acc = 0.0
+        for i in range(lam.shape[0]):
+            acc += lam[i] * G[p, i] * G[p, i]
+        q[p] = acc
+
+
+def quad_distances(Xa, a0, a1, Xs, c0, c1, U, lam, Z, G):
+    """Pair differences and quadratic distances of a block of pairs.
+
+    .. math:: q_{aj} = z_{aj}^T W z_{aj} = \\sum_i \\lambda_i (u_i^T z_{aj})^2
+
+    ``Z`` and ``G`` are scratch (rows x features, rows x rank).  Returns
+    ``(Z[:n], q)`` with rows ordered anchor-major.
+    """
+    n = _pair_diffs(Xa, a0, a1, Xs, c0, c1, Z)
+    q = np.empty(n)
+    _quad_form(np.matmul(Z[:n], U, out=G[:n]), lam, q)
+    return Z[:n], q
+
+
+def _scratch(n_features, rank):
+    rows = _Q_ANCHORS * _Q_CANDS
+    return np.empty((rows, n_features)), np.empty((rows, rank)), np.empty((rows, n_features))
+
+
+@_helper
+def _fold_quad(q, nc, self_ic, ia, a0, a1, c, inv_sigma, m, s, u):
+    """Fold a block's distances to class ``c`` into the anchors' ``(m, s, u)``."""
+    for a in range(a0, a1):
+        base = (a - a0) * nc
+        best = -np.inf
+        for j in range(nc):
+            if self_ic[j] != ia[a]:
+                best = max(best, -q[base + j] * inv_sigma)
+        if best == -np.inf:
+            continue
+        if best > m[a, c]:
+            r = math.exp(m[a, c] - best)
+            s[a, c] *= r
+            u[a, c] *= r
+            m[a, c] = best
+        for j in range(nc):
+            x = -q[base + j] * inv_sigma - m[a, c]
+            if self_ic[j] != ia[a] and x > _EXP_FLOOR:
+                e = math.exp(x)
+                s[a, c] += e
+                u[a, c] += e * q[base + j]
+
+
+@_helper
+def _weighted_rows(q, Z, nc, self_ic, ia, a0, a1, c, inv_sigma, log_z, coef, out):
+    """``out[p] = w_p Z[p]`` with ``w_p = coef[a, c] exp(-q_p / sigma - log_z[a, c])``
+    (0 for the anchor itself)."""
+    for a in range(a0, a1):
+        base = (a - a0) * nc
+        for j in range(nc):
+            w = 0.0
+            x = -q[base + j] * inv_sigma - log_z[a, c]
+            if coef[a, c] != 0.0 and self_ic[j] != ia[a] and x > _EXP_FLOOR:
+                w = coef[a, c] * math.exp(x)
+            for k in range(Z.shape[1]):
+                out[base + j, k] = w * Z[base + j, k]
+
+
+def _quad_blocks(n_anchors, starts):
+    for a0 in range(0, n_anchors, _Q_ANCHORS):
+        a1 = min(a0 + _Q_ANCHORS, n_anchors)
+        for c in range(starts.shape[0] - 1):
+            for c0 in range(starts[c], starts[c + 1], _Q_CANDS):
+                yield a0, a1, c, c0, min(c0 + _Q_CANDS, starts[c + 1])
+
+
+def qlse_tile(Xa, ia, Xc, yc, ic, U, lam, sigma, n_classes):
+    """Per-anchor, per-class partials ``(m, s, u)`` of the quadratic softmax.
+
+    As :func:`_lse_tile` with logits ``l = -q / sigma`` and, instead of the
+    vector ``v``, the scalar ``u_ac = sum_j e^{l_aj - m_ac} q_aj`` (expected
+    distance, entropy and cost all follow from it).  Merged by
+    :func:`dmargin.engine.merge.lse_combine`.
+    """
+    n_anchors, n_features = Xa.shape
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    m = np.full((n_anchors, n_classes), -np.inf)
+    s = np.zeros((n_anchors, n_classes))
+    u = np.zeros((n_anchors, n_classes))
+    Z, G, _ = _scratch(n_features, U.shape[1])
+    for a0, a1, c, c0, c1 in _quad_blocks(n_anchors, starts):
+        _, q = quad_distances(Xa, a0, a1, Xs, c0, c1, U, lam, Z, G)
+        _fold_quad(q, c1 - c0, ics[c0:c1], ia, a0, a1, c, 1.0 / sigma, m, s, u)
+    return m, s, u
+
+
+def sigma_tile(Xa, ia, Xc, yc, ic, U, lam, sigma, log_z, coef):
+    """Pass 2 of IMMIGRATE: the pair-coefficient sum of outer products.
+
+    .. math::
+        \\Sigma = \\sum_a \\sum_j \\mathrm{coef}_{a, y_j}
+                 e^{-q_{aj}/\\sigma - \\log Z_{a, y_j}} z_{aj} z_{aj}^T
+
+    (``ALGORITHMS.md`` section 2, step 2), one product ``Z^T (c * Z)`` per
+    block of pairs, summed in a fixed order.
+    """
+    n_anchors, n_features = Xa.shape
+    n_classes = coef.shape[1]
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    out = np.zeros((n_features, n_features))
+    Z, G, wZ = _scratch(n_features, U.shape[1])
+    for a0, a1, c, c0, c1 in _quad_blocks(n_anchors, starts):
+        if not coef[a0:a1, c].any():
+            continue
+        Zb, q = quad_distances(Xa, a0, a1, Xs, c0, c1, U, lam, Z, G)
+        n = q.shape[0]
+        _weighted_rows(q, Z, c1 - c0, ics[c0:c1], ia, a0, a1, c, 1.0 / sigma, log_z, coef, wZ)
+        out += Zb.T @ wZ[:n]
+    return out
+
+
+def quad_rows(Xa, ia, ya, Xc, yc, ic, U, lam, sigma, n_classes, coef_fn, weight):
+    """Both passes for anchors whose candidates are *all* rows (in-process).
+
+    The quadratic distances of each block are kept between the passes --
+    ``_Q_ANCHORS`` anchors x all candidates at a time, never N x N -- so
+    pass 2 only rebuilds ``Z``.  Returns ``(Sigma share, entropy share)``.
+    """
+    n_anchors, n_features = Xa.shape
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    out = np.zeros((n_features, n_features))
+    entropy = 0.0
+    Z, G, wZ = _scratch(n_features, U.shape[1])
+    for a0 in range(0, n_anchors, _Q_ANCHORS):
+        a1 = min(a0 + _Q_ANCHORS, n_anchors)
+        m = np.full((a1 - a0, n_classes), -np.inf)
+        s = np.zeros((a1 - a0, n_classes))
+        u = np.zeros((a1 - a0, n_classes))
+        blocks = [blk for blk in _quad_blocks(a1 - a0, starts)]
+        kept = []
+        for _, _, c, c0, c1 in blocks:
+            _, q = quad_distances(Xa[a0:a1], 0, a1 - a0, Xs, c0, c1, U, lam, Z, G)
+            _fold_quad(q, c1 - c0, ics[c0:c1], ia[a0:a1], 0, a1 - a0, c, 1.0 / sigma, m, s, u)
+            kept.append(q)
+        log_z, coef, e = coef_fn(m, s, u, ya[a0:a1], weight[a0:a1], sigma)
+        entropy += e
+        for (_, _, c, c0, c1), q in zip(blocks, kept):
+            if not coef[:, c].any():
+                continue
+            n = _pair_diffs(Xa[a0:a1], 0, a1 - a0, Xs, c0, c1, Z)
+            _weighted_rows(q, Z, c1 - c0, ics[c0:c1], ia[a0:a1], 0, a1 - a0, c, 1.0 / sigma,
+                           log_z, coef, wZ)
+            out += Z[:n].T @ wZ[:n]
+    return out, entropy
+
+
 lse_tile, lse_tile_parallel = _jit(_lse_tile)
 logz_tile, logz_tile_parallel = _jit(_logz_tile)
 pair_sum_tile, pair_sum_tile_parallel = _jit(_pair_sum_tile)
@@ -352,4 +537,7 @@ KERNELS = {
     "logz": (logz_tile, logz_tile_parallel),
     "pair_sum": (pair_sum_tile, pair_sum_tile_parallel),
     "knn": (knn_tile, knn_tile_parallel),
+    # BLAS-bound, threaded by the caller over anchor blocks.
+    "qlse": (qlse_tile, qlse_tile),
+    "sigma": (sigma_tile, sigma_tile),
 }

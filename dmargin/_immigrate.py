@@ -1,0 +1,603 @@
+"""IMMIGRATE and IM4E: margins under learned distances, with their own classifier.
+
+IMMIGRATE (Zhao, Hong & Liu) learns a symmetric nonnegative weight matrix W
+whose diagonal weighs features and whose off-diagonal weighs feature
+interactions, under the quadratic-Manhattan distance ``q = |x - x'|^T W |x - x'|``;
+IM4E (Bei & Hong 2015) is its vector form with ``d = w^T |x - x'|``.  Each
+alternates an E-step (soft hits and misses, one pass of the pairwise engine)
+and a driver-side M-step (``ALGORITHMS.md`` sections 2-3; papers/immigrate.txt
+section 3).
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import pandas as pd
+from sklearn.base import ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, timer
+from ._io import prepare_training_data
+from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
+from .engine import merge
+from .engine.execution import (anchor_partials, is_dask_collection, lse_statistic, prepare_rows,
+                               quad_statistic)
+
+_SCALE = [Options(("standard",)), NONE]
+_HISTORY = np.dtype([("cost", "f8"), ("change", "f8")])
+
+
+def _sample_weight(sample_weight, n):
+    if sample_weight is None:
+        return np.ones(n)
+    d = np.asarray(sample_weight, dtype=np.float64)
+    if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d < 0) or not np.any(d > 0):
+        raise ValueError(f"sample_weight must be {n} finite nonnegative numbers, not all zero.")
+    return d
+
+
+def _factor(W, rtol=1e-13):
+    """``W = U diag(lam) U^T`` keeping the numerically nonzero eigenpairs."""
+    lam, U = np.linalg.eigh(W)
+    keep = np.abs(lam) > rtol * max(np.abs(lam).max(), 1e-300)
+    if not keep.any():
+        keep[-1] = True
+    return np.ascontiguousarray(U[:, keep]), np.ascontiguousarray(lam[keep])
+
+
+def _eigen_update(sigma_matrix):
+    """M-step (ALGORITHMS.md section 2, steps 3-4): the new W, or None.
+
+    ``W~ = sum_i (-mu_i)+ psi_i psi_i^T`` over the eigenpairs of Sigma, negative
+    entries clipped to 0, Frobenius norm 1.  ``None`` when every eigenvalue is
+    nonnegative (no direction separates misses from hits better).
+    """
+    mu, psi = np.linalg.eigh((sigma_matrix + sigma_matrix.T) / 2)
+    eta = np.maximum(-mu, 0.0)
+    W = (psi * eta) @ psi.T
+    W = (W + W.T) / 2
+    W[W < 0] = 0.0
+    norm = np.linalg.norm(W)
+    return W / norm if norm > 0 else None
+
+
+class _SoftminClassifier(ClassifierMixin, WeightSelector):
+    """Prediction by expected distance to each class (eq. 3.18).
+
+    ``S[i, c] = sum_{k in c} a_k dist(x_i, x_k)`` with ``a`` the softmax of
+    ``-dist / sigma`` over the training points of class ``c``; the class with
+    the smallest ``S`` wins.
+    """
+
+    def _kernel_params(self):  # pragma: no cover - implemented by subclasses
+        raise NotImplementedError
+
+    def _store_training(self, data, rows):
+        self._rows = rows
+        self._offset, self._span = data.offset, data.span
+
+    def _scaled(self, X):
+        X = validate_data(self, X, reset=False, dtype=np.float64) \
+            if not is_dask_collection(X) else np.asarray(X.compute(), dtype=np.float64)
+        if self._offset is not None:
+            X = (X - self._offset) / self._span
+        return X
+
+    def _expected_distances(self, X):
+        check_is_fitted(self, "classes_")
+        X = self._scaled(X)
+        return self._expected_distances_scaled(X, -1 - np.arange(X.shape[0]))
+
+    def _expected_distances_scaled(self, X, ia):
+        """``S`` for scaled rows ``X`` with global indices ``ia`` (negative: new)."""
+        kernel, params = self._kernel_params()
+        m, s, v = anchor_partials(self._rows, kernel, X, ia, params)
+        num = self._partial_expectation(v)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(s > 0, num / np.where(s > 0, s, 1.0), np.inf)
+
+    def _partial_expectation(self, v):
+        return v
+
+    def decision_function(self, X):
+        """``-S / sigma`` per class; for two classes ``(S_0 - S_1) / sigma``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        S = self._expected_distances(X) / self._sigma()
+        return S[:, 0] - S[:, 1] if S.shape[1] == 2 else -S
+
+    def predict_proba(self, X):
+        """Softmax of ``-S / sigma`` over the classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        z = -self._expected_distances(X) / self._sigma()
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        """The class with the smallest expected distance (eq. 3.18).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        return self.classes_[np.argmin(self._expected_distances(X), axis=1)]
+
+    def _loo_predict(self):
+        """Training-set predictions with each point left out of its own class."""
+        X = self._rows.X
+        if is_dask_collection(X):
+            X = X.compute()
+        S = self._expected_distances_scaled(X, np.arange(X.shape[0]))
+        return self.classes_[np.argmin(S, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = "classifier"
+        return tags
+
+
+# ---------------------------------------------------------------------------
+# IMMIGRATE
+# ---------------------------------------------------------------------------
+
+
+class Immigrate(_SoftminClassifier):
+    """IMMIGRATE: feature and interaction weights by max-min entropy margins.
+
+    Learns ``W`` (A x A, symmetric, nonnegative, ``||W||_F = 1``): main effects on
+    the diagonal, pairwise interactions off it.  Each step computes, for
+    every sample, softmax hit and miss probabilities under ``q = z^T W z``
+    (misses pool all other classes), accumulates
+    ``Sigma = sum_n D_n (sum_H alpha z z^T - sum_M beta z z^T)`` on the engine, and
+    sets ``W`` from the negative eigenvalues of ``Sigma`` with negative entries
+    clipped (``ALGORITHMS.md`` section 2).  Predicts by expected distance to
+    each class (eq. 3.18).
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+        Softmax temperature.
+    max_iter : int, default=10
+        Steps at most.
+    tol : float, default=1e-4
+        Stop when ``||W(t) - W(t-1)||_F < tol``; 0 runs ``max_iter`` steps.
+    init : {"identity", "random"} or array-like of shape (A, A), default="identity"
+        ``I / sqrt(A)``; a random symmetric nonnegative matrix (seeded by
+        ``random_state``); or the given matrix, symmetrised and normalised to
+        Frobenius norm 1.
+    prune : float or None, default=None
+        From step ``max_iter // 2`` on, set entries below this threshold to 0
+        and renormalise (the paper uses ``1 / A``).
+    scale : {"standard"} or None, default="standard"
+        Standardise features (mean 0, variance 1; constant features become 0)
+        as the paper does; ``None`` uses the numbers as given.
+    n_features_to_select : int, float or None, default=None
+        For ``transform``, ranking by the diagonal of ``W``.
+    random_state : int, Generator or None, default=None
+
+    Attributes
+    ----------
+    weight_matrix_ : ndarray of shape (n_features, n_features)
+    feature_importances_ : ndarray of shape (n_features,)
+        The diagonal of ``weight_matrix_``.
+    interactions_ : pandas.DataFrame
+        Feature pairs ``i < j`` ranked by ``W[i, j]``: columns ``feature_i``,
+        ``feature_j``, ``i``, ``j``, ``weight``.
+    classes_ : ndarray of shape (n_classes,)
+    n_iter_ : int
+    history_ : ndarray of shape (n_iter_,), structured
+        ``history_["cost"]``: the paper's cost (eq. 3.5, 3.19 with weights)
+        after each step; ``history_["change"]``: ``||W(t) - W(t-1)||_F``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    References
+    ----------
+    R. Zhao, P. Hong, J. S. Liu, "IMMIGRATE: a margin-based feature selection
+    method with interaction terms", Entropy 22(3), 2020.
+
+    Examples
+    --------
+    >>> from dmargin import Immigrate
+    >>> from dmargin.datasets import load_dataset
+    >>> X, y = load_dataset("heart")
+    >>> est = Immigrate().fit(X, y)
+    >>> est.weight_matrix_.shape
+    (13, 13)
+    """
+
+    _parameter_constraints = {
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "init": [Options(("identity", "random")), ARRAY],
+        "prune": [NONE, Interval(numbers.Real, 0, None)],
+        "scale": _SCALE,
+        "n_features_to_select": N_FEATURES_TO_SELECT,
+        "random_state": [RANDOM_STATE],
+    }
+
+    def __init__(self, *, sigma=1.0, max_iter=10, tol=1e-4, init="identity", prune=None,
+                 scale="standard", n_features_to_select=None, random_state=None):
+        self.sigma = sigma
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init = init
+        self.prune = prune
+        self.scale = scale
+        self.n_features_to_select = n_features_to_select
+        self.random_state = random_state
+
+    def _sigma(self):
+        return self.sigma
+
+    def _kernel_params(self):
+        U, lam = _factor(self.weight_matrix_)
+        return "qlse", (U, lam, float(self.sigma), len(self.classes_))
+
+    def _partial_expectation(self, u):
+        return u
+
+    def _initial_matrix(self, n_features):
+        if isinstance(self.init, str):
+            if self.init == "identity":
+                return np.eye(n_features) / np.sqrt(n_features)
+            R = make_rng(self.random_state).random((n_features, n_features))
+            W = (R + R.T) / 2
+        else:
+            W = np.asarray(self.init, dtype=np.float64)
+            if W.shape != (n_features, n_features) or not np.all(np.isfinite(W)) \
+                    or np.any(W < 0) or not np.any(W > 0):
+                raise ValueError(
+                    f"init must be a finite nonnegative {n_features} x {n_features} matrix, "
+                    f"not all zero; got shape {W.shape}."
+                )
+            W = (W + W.T) / 2
+        return W / np.linalg.norm(W)
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn the weight matrix.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights ``D_n`` of each sample's margin and entropy terms (eq. 3.19).
+
+        Returns
+        -------
+        self : Immigrate
+        """
+        check_params(self)
+        X, y = check_X_y(self, X, y)
+        data = prepare_training_data(X, y, self.scale)
+        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        weight = _sample_weight(sample_weight, rows.n_samples)
+        W = self._initial_matrix(rows.n_features)
+        self.classes_ = data.classes
+        W, history = _immigrate_loop(rows, W, weight, self.sigma, self.max_iter, self.tol,
+                                     self.prune)
+        self.weight_matrix_ = W
+        self.feature_importances_ = np.diag(W).copy()
+        self.history_ = np.array(history, dtype=_HISTORY)
+        self.n_iter_ = len(history)
+        self.interactions_ = _interaction_table(W, _names(self, rows.n_features))
+        self._store_training(data, rows)
+        return self
+
+
+def _immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune):
+    """Alternate E-step (engine) and M-step (here); returns W and the history."""
+    history = []
+    for t in range(1, max_iter + 1):
+        with timer("IMMIGRATE step %d", t):
+            U, lam = _factor(W)
+            Sigma, entropy = quad_statistic(rows, U, lam, sigma, weight, merge.softmin_coef)
+        W_new = _eigen_update(Sigma)
+        if W_new is None:
+            warnings.warn("Sigma has no negative eigenvalue: no direction separates misses "
+                          "from hits; keeping the previous W.", RuntimeWarning, stacklevel=3)
+            break
+        if prune is not None and t >= max_iter // 2:
+            pruned = np.where(W_new < prune, 0.0, W_new)
+            norm = np.linalg.norm(pruned)
+            W_new = pruned / norm if norm > 0 else W_new
+        cost = float(np.sum(W_new * Sigma) + sigma * entropy)
+        history.append((cost, float(np.linalg.norm(W_new - W))))
+        logger.debug("IMMIGRATE step %d: cost %.6g, change %.3g", t, *history[-1])
+        W = W_new
+        if history[-1][1] < tol:
+            break
+    return W, history
+
+
+def _names(est, n_features):
+    names = getattr(est, "feature_names_in_", None)
+    return np.asarray(names, dtype=object) if names is not None \
+        else np.array([f"x{i}" for i in range(n_features)], dtype=object)
+
+
+def _interaction_table(W, names, index=None):
+    i, j = np.triu_indices(W.shape[0], k=1)
+    order = np.argsort(-W[i, j], kind="stable")
+    i, j = i[order], j[order]
+    if index is not None:
+        gi, gj = index[i], index[j]
+    else:
+        gi, gj = i, j
+    return pd.DataFrame({"feature_i": names[gi], "feature_j": names[gj], "i": gi, "j": gj,
+                         "weight": W[i, j]})
+
+
+# ---------------------------------------------------------------------------
+# IM4E
+# ---------------------------------------------------------------------------
+
+
+def _simplex_projection(v):
+    """Euclidean projection onto {w >= 0, sum w = 1} (sort-based)."""
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    k = np.arange(1, v.size + 1)
+    rho = np.nonzero(u - css / k > 0)[0][-1]
+    return np.maximum(v - css[rho] / (rho + 1), 0.0)
+
+
+class IM4E(_SoftminClassifier):
+    """IM4E: iterative margin maximisation under max-min entropy (Bei & Hong 2015).
+
+    The vector form of IMMIGRATE: weighted Manhattan distance ``d = w^T z``,
+    soft hits and (pooled) misses, ``m = sum_n D_n (mbar_n - hbar_n)`` on the
+    engine, and ``w = m+ / sum(m+)`` (``ALGORITHMS.md`` section 3).
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+    lam : float, default=1.0
+        Weight of ``||w||^2`` in the cost; with ``weight_update="simplex"``
+        the update is the exact minimiser, the projection of ``m / (2 lam)``
+        onto the probability simplex.
+    max_iter : int, default=10
+    tol : float, default=1e-4
+        Stop when ``||w(t) - w(t-1)||_2 < tol``.
+    weight_update : {"reference", "simplex"}, default="reference"
+    scale : {"standard"} or None, default="standard"
+    n_features_to_select : int, float or None, default=None
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        ``w``: nonnegative, summing to 1.
+    classes_, n_iter_, history_, n_features_in_, feature_names_in_
+        As :class:`Immigrate`.
+
+    Examples
+    --------
+    >>> from dmargin import IM4E
+    >>> from dmargin.datasets import load_dataset
+    >>> X, y = load_dataset("heart")
+    >>> round(float(IM4E().fit(X, y).feature_importances_.sum()), 6)
+    1.0
+    """
+
+    _parameter_constraints = {
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "lam": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "weight_update": [Options(("reference", "simplex"))],
+        "scale": _SCALE,
+        "n_features_to_select": N_FEATURES_TO_SELECT,
+    }
+
+    def __init__(self, *, sigma=1.0, lam=1.0, max_iter=10, tol=1e-4, weight_update="reference",
+                 scale="standard", n_features_to_select=None):
+        self.sigma = sigma
+        self.lam = lam
+        self.max_iter = max_iter
+        self.tol = tol
+        self.weight_update = weight_update
+        self.scale = scale
+        self.n_features_to_select = n_features_to_select
+
+    def _sigma(self):
+        return self.sigma
+
+    def _kernel_params(self):
+        return "lse", (self.feature_importances_, float(self.sigma), len(self.classes_))
+
+    def _partial_expectation(self, v):
+        return v @ self.feature_importances_
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn the weight vector.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : IM4E
+        """
+        check_params(self)
+        X, y = check_X_y(self, X, y)
+        data = prepare_training_data(X, y, self.scale)
+        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        weight = _sample_weight(sample_weight, rows.n_samples)
+        w = np.full(rows.n_features, 1.0 / rows.n_features)
+        history = []
+        for t in range(1, self.max_iter + 1):
+            with timer("IM4E step %d", t):
+                out = lse_statistic(rows, w, self.sigma, merge.im4e_agg, (w, float(self.sigma)),
+                                    anchor_weight=weight)
+            m, entropy = out[:-1], out[-1]
+            if self.weight_update == "simplex":
+                w_new = _simplex_projection(m / (2 * self.lam))
+            else:
+                pos = np.maximum(m, 0.0)
+                if not pos.any():
+                    warnings.warn("m+ is zero: no feature separates misses from hits; "
+                                  "keeping the previous weights.", RuntimeWarning, stacklevel=2)
+                    break
+                w_new = pos / pos.sum()
+            cost = float(-w_new @ m + self.sigma * entropy + self.lam * w_new @ w_new)
+            history.append((cost, float(np.linalg.norm(w_new - w))))
+            w = w_new
+            if history[-1][1] < self.tol:
+                break
+        self.classes_ = data.classes
+        self.feature_importances_ = w
+        self.history_ = np.array(history, dtype=_HISTORY)
+        self.n_iter_ = len(history)
+        self._store_training(data, rows)
+        return self
+
+
+# ---------------------------------------------------------------------------
+# IM4E-IMMIGRATE
+# ---------------------------------------------------------------------------
+
+
+class IM4EImmigrate(_SoftminClassifier):
+    """IM4E-IMMIGRATE for high-dimensional data (papers/immigrate.txt section 3.6).
+
+    IM4E weighs all features; those with weight above ``threshold`` (default
+    ``2 / A``) are kept, and IMMIGRATE runs on them starting from
+    ``W0 = diag(w_kept)`` (normalised).  Interactions are modelled only among
+    the kept features; results carry the original feature indices and names.
+
+    Parameters
+    ----------
+    threshold : float or None, default=None
+        Keep features with IM4E weight above it; ``None`` is ``2 / A``.  At
+        least two features are kept (the two largest weights).
+    sigma : float, default=1.0
+        Used by both stages.
+    lam : float, default=1.0
+    max_iter : int, default=10
+        Steps of each stage.
+    tol : float, default=1e-4
+    prune : float or None, default=None
+    scale : {"standard"} or None, default="standard"
+    n_features_to_select : int, float or None, default=None
+
+    Attributes
+    ----------
+    features_ : ndarray of shape (n_kept,)
+        Original indices of the kept features.
+    im4e_weights_ : ndarray of shape (n_features,)
+        IM4E's weights of all features.
+    weight_matrix_ : ndarray of shape (n_kept, n_kept)
+        IMMIGRATE's ``W`` over ``features_``.
+    feature_importances_ : ndarray of shape (n_features,)
+        ``W``'s diagonal on ``features_``, 0 elsewhere.
+    interactions_ : pandas.DataFrame
+        As :class:`Immigrate`, with original indices and names.
+    classes_, n_iter_, history_, n_features_in_, feature_names_in_
+        ``n_iter_`` and ``history_`` are IMMIGRATE's.
+    """
+
+    _parameter_constraints = {
+        "threshold": [NONE, Interval(numbers.Real, 0, None)],
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "lam": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "prune": [NONE, Interval(numbers.Real, 0, None)],
+        "scale": _SCALE,
+        "n_features_to_select": N_FEATURES_TO_SELECT,
+    }
+
+    def __init__(self, *, threshold=None, sigma=1.0, lam=1.0, max_iter=10, tol=1e-4, prune=None,
+                 scale="standard", n_features_to_select=None):
+        self.threshold = threshold
+        self.sigma = sigma
+        self.lam = lam
+        self.max_iter = max_iter
+        self.tol = tol
+        self.prune = prune
+        self.scale = scale
+        self.n_features_to_select = n_features_to_select
+
+    def _sigma(self):
+        return self.sigma
+
+    def _kernel_params(self):
+        return self._immigrate._kernel_params()
+
+    def _partial_expectation(self, u):
+        return u
+
+    def _scaled(self, X):
+        return super()._scaled(X)[:, self.features_]
+
+    def fit(self, X, y):
+        """Prescreen with IM4E, then learn interactions among the kept features.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : IM4EImmigrate
+        """
+        check_params(self)
+        X, y = check_X_y(self, X, y)
+        data = prepare_training_data(X, y, self.scale)
+        n_features = data.X.shape[1]
+        im4e = IM4E(sigma=self.sigma, lam=self.lam, max_iter=self.max_iter, tol=self.tol,
+                    scale=None).fit(data.X, data.codes)
+        w = im4e.feature_importances_
+        threshold = 2.0 / n_features if self.threshold is None else self.threshold
+        keep = np.flatnonzero(w > threshold)
+        if keep.size < 2:
+            keep = np.sort(np.argsort(-w, kind="stable")[:2])
+        W0 = np.diag(w[keep])
+        imm = Immigrate(sigma=self.sigma, max_iter=self.max_iter, tol=self.tol, init=W0,
+                        prune=self.prune, scale=None).fit(data.X[:, keep], data.codes)
+        self.classes_ = data.classes
+        self.features_ = keep
+        self.im4e_weights_ = w
+        self.weight_matrix_ = imm.weight_matrix_
+        importances = np.zeros(n_features)
+        importances[keep] = np.diag(imm.weight_matrix_)
+        self.feature_importances_ = importances
+        self.history_ = imm.history_
+        self.n_iter_ = imm.n_iter_
+        self.interactions_ = _interaction_table(imm.weight_matrix_, _names(self, n_features),
+                                                index=keep)
+        imm.classes_ = data.classes
+        self._immigrate = imm
+        self._rows = imm._rows
+        self._offset, self._span = data.offset, data.span
+        return self
