@@ -144,15 +144,15 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
         -------
         y : ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmin(self._expected_distances(X), axis=1)]
+        codes = np.argmin(self._expected_distances(X), axis=1)
+        return self.classes_[codes]
 
-    def _loo_predict(self):
-        """Training-set predictions with each point left out of its own class."""
+    def _loo_codes(self):
+        """Class codes predicted for the training rows, each left out of its own class."""
         X = self._rows.X
         if is_dask_collection(X):
             X = X.compute()
-        S = self._expected_distances_scaled(X, np.arange(X.shape[0]))
-        return self.classes_[np.argmin(S, axis=1)]
+        return np.argmin(self._expected_distances_scaled(X, np.arange(X.shape[0])), axis=1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -601,3 +601,193 @@ class IM4EImmigrate(_SoftminClassifier):
         self._rows = imm._rows
         self._offset, self._span = data.offset, data.span
         return self
+
+
+# ---------------------------------------------------------------------------
+# BIM: boosted IMMIGRATE
+# ---------------------------------------------------------------------------
+
+
+class BoostedImmigrate(ClassifierMixin, WeightSelector):
+    """BIM: AdaBoost over IMMIGRATE learners with a decreasing sigma (Algorithm 3).
+
+    Round ``t`` fits IMMIGRATE with ``sigma_t = sigma_max (sigma_min /
+    sigma_max)^((t - 1) / T)`` and sample weights ``D_t`` in both the margin
+    and the entropy terms (eq. 3.19); its weighted training error ``eps_t``
+    uses leave-one-out predictions (a training point is excluded from its own
+    class).  A learner with ``eps_t >= 1/2`` or ``eps_t = 0`` is discarded and
+    boosting continues; otherwise ``alpha_t = 0.5 ln((1 - eps_t) / eps_t)`` and
+    ``D`` grows by ``exp(alpha_t)`` on the misclassified points.  The final
+    rule is the ``alpha``-weighted vote (``ALGORITHMS.md`` section 4).
+
+    Parameters
+    ----------
+    n_estimators : int, default=100
+        Boosting rounds ``T``.
+    sigma_max, sigma_min : float, default=4.0, 0.2
+        The sigma schedule's ends.
+    max_iter : int, default=5
+        IMMIGRATE steps per learner.
+    scale : {"standard"} or None, default="standard"
+    n_features_to_select : int, float or None, default=None
+        For ``transform``, ranking by the diagonal of ``weight_matrix_``.
+
+    Attributes
+    ----------
+    estimators_ : list of Immigrate
+        The kept learners, fitted.
+    estimator_weights_ : ndarray of shape (n_kept,)
+        Their ``alpha_t``.
+    estimator_errors_ : ndarray of shape (n_estimators,)
+        ``eps_t`` of every round, kept or not.
+    n_iter_ : int
+        Boosting rounds run.
+    weight_matrix_ : ndarray of shape (n_features, n_features)
+        The ``alpha``-weighted average of the learners' ``W``.
+    feature_importances_ : ndarray of shape (n_features,)
+        Its diagonal.
+    classes_, n_features_in_, feature_names_in_
+
+    Notes
+    -----
+    If every round is discarded (for instance when a single learner already
+    classifies the training set perfectly), the learner with the smallest
+    training error is kept with weight 1 and a warning is raised.
+    """
+
+    _parameter_constraints = {
+        "n_estimators": [Interval(numbers.Integral, 1, None)],
+        "sigma_max": [Interval(numbers.Real, 0, None, closed="neither")],
+        "sigma_min": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "scale": _SCALE,
+        "n_features_to_select": N_FEATURES_TO_SELECT,
+    }
+
+    def __init__(self, *, n_estimators=100, sigma_max=4.0, sigma_min=0.2, max_iter=5,
+                 scale="standard", n_features_to_select=None):
+        self.n_estimators = n_estimators
+        self.sigma_max = sigma_max
+        self.sigma_min = sigma_min
+        self.max_iter = max_iter
+        self.scale = scale
+        self.n_features_to_select = n_features_to_select
+
+    def fit(self, X, y):
+        """Boost IMMIGRATE learners.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : BoostedImmigrate
+        """
+        check_params(self)
+        X, y = check_X_y(self, X, y)
+        data = prepare_training_data(X, y, self.scale)
+        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        codes = np.asarray(data.codes.compute() if is_dask_collection(data.codes) else data.codes)
+        n, n_features = rows.n_samples, rows.n_features
+        names = _names(self, n_features)
+        D = np.full(n, 1.0 / n)
+        ratio = (self.sigma_min / self.sigma_max) ** (1.0 / self.n_estimators)
+        kept, alphas, errors, fallback = [], [], [], None
+        for t in range(self.n_estimators):
+            sigma_t = self.sigma_max * ratio**t
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                W, history = _immigrate_loop(rows, np.eye(n_features) / np.sqrt(n_features), D,
+                                             sigma_t, self.max_iter, 0.0, None)
+            learner = _fitted_immigrate(W, history, sigma_t, self.max_iter, data, rows, names,
+                                        self)
+            wrong = learner._loo_codes() != codes
+            eps = float(D[wrong].sum())
+            errors.append(eps)
+            logger.debug("BIM round %d: sigma %.3g, error %.4f", t + 1, sigma_t, eps)
+            if fallback is None or eps < fallback[1]:
+                fallback = (learner, eps)
+            if eps >= 0.5 or eps == 0.0:
+                continue  # Algorithm 3: discard h_t and go on
+            alpha = 0.5 * np.log((1.0 - eps) / eps)
+            D = D * np.exp(alpha * wrong)
+            D /= D.sum()
+            kept.append(learner)
+            alphas.append(alpha)
+        if not kept:
+            warnings.warn("Every boosting round was discarded (training error 0 or >= 1/2); "
+                          "keeping the learner with the smallest error.", RuntimeWarning,
+                          stacklevel=2)
+            kept, alphas = [fallback[0]], [1.0]
+        alphas = np.asarray(alphas)
+        self.classes_ = data.classes
+        self.estimators_ = kept
+        self.estimator_weights_ = alphas
+        self.estimator_errors_ = np.asarray(errors)
+        self.n_iter_ = self.n_estimators
+        self.weight_matrix_ = sum(a * e.weight_matrix_ for a, e in zip(alphas, kept)) / alphas.sum()
+        self.feature_importances_ = np.diag(self.weight_matrix_).copy()
+        return self
+
+    def decision_function(self, X):
+        """Share of the ``alpha`` vote each class receives.
+
+        For two classes, the second class's share minus the first's.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        votes : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        votes = self._votes(X)
+        return votes[:, 1] - votes[:, 0] if votes.shape[1] == 2 else votes
+
+    def _votes(self, X):
+        check_is_fitted(self, "estimators_")
+        votes = None
+        for alpha, est in zip(self.estimator_weights_, self.estimators_):
+            codes = np.argmin(est._expected_distances(X), axis=1)
+            if votes is None:
+                votes = np.zeros((codes.shape[0], len(self.classes_)))
+            votes[np.arange(codes.shape[0]), codes] += alpha
+        return votes / self.estimator_weights_.sum()
+
+    def predict(self, X):
+        """The class with the largest ``alpha``-weighted vote (ties: first class).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        codes = np.argmax(self._votes(X), axis=1)
+        return self.classes_[codes]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = "classifier"
+        return tags
+
+
+def _fitted_immigrate(W, history, sigma, max_iter, data, rows, names, parent):
+    """An :class:`Immigrate` in the fitted state, sharing the persisted rows."""
+    est = Immigrate(sigma=sigma, max_iter=max_iter, tol=0.0, scale=parent.scale)
+    est.n_features_in_ = parent.n_features_in_
+    if hasattr(parent, "feature_names_in_"):
+        est.feature_names_in_ = parent.feature_names_in_
+    est.classes_ = data.classes
+    est.weight_matrix_ = W
+    est.feature_importances_ = np.diag(W).copy()
+    est.history_ = np.array(history, dtype=_HISTORY)
+    est.n_iter_ = len(history)
+    est.interactions_ = _interaction_table(W, names)
+    est._store_training(data, rows)
+    return est

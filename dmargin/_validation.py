@@ -10,9 +10,12 @@ no code re-checks inputs.
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
 from .engine.execution import is_dask_collection
@@ -190,6 +193,8 @@ def check_X_y(estimator, X, y, *, reset=True):
                          "target y is None: feature selection by margins needs class labels.")
     y = _as_label_array(y)
     if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
+                      "raveled.", DataConversionWarning, stacklevel=3)
         y = y[:, 0]
     if y.ndim != 1:
         raise ValueError(f"y should be a 1d array (one label per row); got shape {y.shape}.")
@@ -203,6 +208,9 @@ def check_X_y(estimator, X, y, *, reset=True):
                                      for v in y):
             raise ValueError("y contains missing labels (None/NaN). Drop those rows or "
                              "give them a label.")
+        if type_of_target(y) == "continuous":
+            raise ValueError("Unknown label type: continuous. Margin-based selection needs "
+                             "class labels; bin a continuous target into classes first.")
     return X, y
 
 
