@@ -497,8 +497,9 @@ class IM4EImmigrate(_SoftminClassifier):
     Parameters
     ----------
     threshold : float or None, default=None
-        Keep features with IM4E weight above it; ``None`` is ``2 / A``.  At
-        least two features are kept (the two largest weights).
+        Keep features with IM4E weight above it; ``None`` is ``2 / A``.  When
+        no weight exceeds it (e.g. ``A = 2``), the largest-weight feature(s)
+        are kept, with a warning.
     sigma : float, default=1.0
         Used by both stages.
     lam : float, default=1.0
@@ -580,8 +581,11 @@ class IM4EImmigrate(_SoftminClassifier):
         w = im4e.feature_importances_
         threshold = 2.0 / n_features if self.threshold is None else self.threshold
         keep = np.flatnonzero(w > threshold)
-        if keep.size < 2:
-            keep = np.sort(np.argsort(-w, kind="stable")[:2])
+        if keep.size == 0:
+            warnings.warn(f"No feature has an IM4E weight above threshold={threshold:.3g} "
+                          f"(largest {w.max():.3g}); keeping the largest.", RuntimeWarning,
+                          stacklevel=2)
+            keep = np.flatnonzero(w == w.max())
         W0 = np.diag(w[keep])
         imm = Immigrate(sigma=self.sigma, max_iter=self.max_iter, tol=self.tol, init=W0,
                         prune=self.prune, scale=None).fit(data.X[:, keep], data.codes)

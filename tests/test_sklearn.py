@@ -28,6 +28,12 @@ def expected_failed_checks(estimator):
                 "a sample weight scales that sample's margin terms (eq. 3.19); a repeated "
                 "row also becomes a neighbour of the others, so the two differ by design",
         }
+    if isinstance(estimator, dmargin.IM4EImmigrate):
+        reason = ("the default 2/A prescreen keeps one of the two features of the check's "
+                  "data, so training accuracy stays below the check's 0.83")
+        return {name: reason for name in (
+            "check_classifiers_train", "check_classifiers_train(readonly_memmap=True)",
+            "check_classifiers_train(readonly_memmap=True,X_dtype=float32)")}
     return {}
 
 
