@@ -17,7 +17,6 @@ import warnings
 import numpy as np
 import pandas as pd
 from sklearn.base import ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, timer
@@ -70,11 +69,10 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
 
     ``S[i, c] = sum_{k in c} a_k dist(x_i, x_k)`` with ``a`` the softmax of
     ``-dist / sigma`` over the training points of class ``c``; the class with
-    the smallest ``S`` wins.
+    the smallest ``S`` wins.  Subclasses name the engine kernel and its
+    parameters (``_kernel_params``) and how a partial becomes an expected
+    distance (``_partial_expectation``).
     """
-
-    def _kernel_params(self):  # pragma: no cover - implemented by subclasses
-        raise NotImplementedError
 
     def _store_training(self, data, rows):
         self._rows = rows

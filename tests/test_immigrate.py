@@ -16,7 +16,7 @@ from sklearn.model_selection import train_test_split
 import dmargin
 from dmargin.datasets import load_dataset
 
-from .test_modes import as_dask, assert_estimator_equal
+from .test_modes import as_dask
 
 
 def crossed_gaussians(noise, seed=0):

@@ -1,7 +1,6 @@
 """scikit-learn conformance: the common estimator checks, pipelines, grid search."""
 
 import numpy as np
-import pytest
 from sklearn.model_selection import GridSearchCV
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
