@@ -377,18 +377,8 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, split_every=S
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     weight = np.asarray(anchor_weight, dtype=np.float64)
     if not rows.on_dask:
-        # Serial kernels on a few anchor blocks in threads: the kernels release
-        # the GIL and call single-threaded BLAS; block sums are added in order.
-        ic = np.arange(n)
-
-        def block(bounds):
-            start, stop = bounds
-            return tiles.quad_rows(rows.X[start:stop], np.arange(start, stop),
-                                   rows.codes[start:stop], rows.X, rows.codes, ic, U, lam, sigma,
-                                   k, coef, weight[start:stop])
-
         with _blas_single_thread():
-            return _tuple_sum(_thread_map(block, _split(n, _n_threads())))
+            return _quad_symmetric(rows, U, lam, sigma, weight, coef)
 
     g = _Graph(rows, "quad", U, lam, sigma, weight, coef.__name__, split_every=split_every)
     shares = []
@@ -402,6 +392,59 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, split_every=S
         ]
         shares.append(g.add("share", _share_task, g.tree(parts, _sum, "sum"), c))
     return g.compute(g.tree(shares, _tuple_sum, "total"))
+
+
+def _quad_symmetric(rows: Rows, U, lam, sigma, weight, coef):
+    """In-process IMMIGRATE E-step over *unordered* pairs.
+
+    ``z`` and ``q`` are symmetric in the pair, so each unordered pair is
+    computed once per pass and serves both anchors: pass 1 folds it into the
+    softmax partials of both rows, pass 2 adds both rows' coefficients to one
+    outer product -- a quarter of the work of the ordered two-pass form.  Rows
+    are sorted by class and cut into segments of one class; segment pairs are
+    dealt to threads round-robin (a fixed assignment, so the sums do not depend
+    on timing), each thread with its own partials, merged in order.
+    """
+    n, k = rows.n_samples, rows.n_classes
+    order = np.argsort(rows.codes, kind="stable")
+    X, y, w = np.ascontiguousarray(rows.X[order]), rows.codes[order], weight[order]
+    starts = np.searchsorted(y, np.arange(k + 1))
+    seg = tiles._Q_SEGMENT
+    segments = [(r0, min(r0 + seg, starts[c + 1]), c) for c in range(k)
+                for r0 in range(starts[c], starts[c + 1], seg)]
+    pairs = [(a, b) for i, a in enumerate(segments) for b in segments[i:]]
+    n_threads = max(1, min(_n_threads(), len(pairs)))
+    position = np.arange(n)
+    inv_sigma = 1.0 / sigma
+
+    def pass1(t):
+        m, s, u = np.full((n, k), -np.inf), np.zeros((n, k)), np.zeros((n, k))
+        Z, G, _ = tiles._scratch(X.shape[1], U.shape[1])
+        for (r0, r1, cs), (t0, t1, ct) in pairs[t::n_threads]:
+            _, q = tiles.quad_distances(X, r0, r1, X, t0, t1, U, lam, Z, G)
+            tiles._fold_quad(q, t1 - t0, position[t0:t1], position, r0, r1, ct, inv_sigma,
+                             m, s, u)
+            if r0 != t0:
+                qt = np.ascontiguousarray(q.reshape(r1 - r0, t1 - t0).T).ravel()
+                tiles._fold_quad(qt, r1 - r0, position[r0:r1], position, t0, t1, cs,
+                                 inv_sigma, m, s, u)
+        return m, s, u
+
+    m, s, u = merge.lse_combine(_thread_map(pass1, list(range(n_threads))))
+    log_z, c, entropy = coef(m, s, u, y, w, sigma)
+
+    def pass2(t):
+        out = np.zeros((X.shape[1], X.shape[1]))
+        Z, G, wZ = tiles._scratch(X.shape[1], U.shape[1])
+        for (r0, r1, cs), (t0, t1, ct) in pairs[t::n_threads]:
+            if not (c[r0:r1, ct].any() or c[t0:t1, cs].any()):
+                continue
+            Zb, q = tiles.quad_distances(X, r0, r1, X, t0, t1, U, lam, Z, G)
+            tiles.symmetric_weighted_rows(q, Z, r0, r1, t0, t1, cs, ct, inv_sigma, log_z, c, wZ)
+            out += Zb.T @ wZ[: q.shape[0]]
+        return out
+
+    return functools.reduce(np.add, _thread_map(pass2, list(range(n_threads)))), entropy
 
 
 def _quad_coef_task(coef, partial, ya, weight, sigma):

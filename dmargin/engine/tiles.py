@@ -357,6 +357,9 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
 
 _Q_ANCHORS = 32
 _Q_CANDS = 512
+# Rows per segment of the in-process symmetric pass: a pair of segments is one
+# block of at most _Q_ANCHORS * _Q_CANDS pairs.
+_Q_SEGMENT = 128
 
 
 @_helper
@@ -492,39 +495,32 @@ def sigma_tile(Xa, ia, Xc, yc, ic, U, lam, sigma, log_z, coef):
     return out
 
 
-def quad_rows(Xa, ia, ya, Xc, yc, ic, U, lam, sigma, n_classes, coef_fn, weight):
-    """Both passes for anchors whose candidates are *all* rows (in-process).
+@_helper
+def symmetric_weighted_rows(q, Z, r0, r1, t0, t1, c_s, c_t, inv_sigma, log_z, coef, out):
+    """Both directions of a block of unordered pairs at once.
 
-    The quadratic distances of each block are kept between the passes --
-    ``_Q_ANCHORS`` anchors x all candidates at a time, never N x N -- so
-    pass 2 only rebuilds ``Z``.  Returns ``(Sigma share, entropy share)``.
+    Rows ``(i - r0) * (t1 - t0) + (j - t0)`` hold the pair of sorted rows
+    ``i`` (class ``c_s``) and ``j`` (class ``c_t``); ``out[p] = (w_ij + w_ji) Z[p]``
+    with ``w_ij = coef[i, c_t] exp(-q / sigma - log_z[i, c_t])``.  On a diagonal
+    block (``r0 == t0``) every ordered pair appears once and ``w_ji`` is not added;
+    the anchor itself gets 0.
     """
-    n_anchors, n_features = Xa.shape
-    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
-    out = np.zeros((n_features, n_features))
-    entropy = 0.0
-    Z, G, wZ = _scratch(n_features, U.shape[1])
-    for a0 in range(0, n_anchors, _Q_ANCHORS):
-        a1 = min(a0 + _Q_ANCHORS, n_anchors)
-        m = np.full((a1 - a0, n_classes), -np.inf)
-        s = np.zeros((a1 - a0, n_classes))
-        u = np.zeros((a1 - a0, n_classes))
-        blocks = [blk for blk in _quad_blocks(a1 - a0, starts)]
-        kept = []
-        for _, _, c, c0, c1 in blocks:
-            _, q = quad_distances(Xa[a0:a1], 0, a1 - a0, Xs, c0, c1, U, lam, Z, G)
-            _fold_quad(q, c1 - c0, ics[c0:c1], ia[a0:a1], 0, a1 - a0, c, 1.0 / sigma, m, s, u)
-            kept.append(q)
-        log_z, coef, e = coef_fn(m, s, u, ya[a0:a1], weight[a0:a1], sigma)
-        entropy += e
-        for (_, _, c, c0, c1), q in zip(blocks, kept):
-            if not coef[:, c].any():
-                continue
-            n = _pair_diffs(Xa[a0:a1], 0, a1 - a0, Xs, c0, c1, Z)
-            _weighted_rows(q, Z, c1 - c0, ics[c0:c1], ia[a0:a1], 0, a1 - a0, c, 1.0 / sigma,
-                           log_z, coef, wZ)
-            out += Z[:n].T @ wZ[:n]
-    return out, entropy
+    nt = t1 - t0
+    diagonal = r0 == t0
+    for i in range(r0, r1):
+        for j in range(t0, t1):
+            p = (i - r0) * nt + (j - t0)
+            w = 0.0
+            if i != j:
+                x = -q[p] * inv_sigma - log_z[i, c_t]
+                if coef[i, c_t] != 0.0 and x > _EXP_FLOOR:
+                    w += coef[i, c_t] * math.exp(x)
+                if not diagonal:
+                    x = -q[p] * inv_sigma - log_z[j, c_s]
+                    if coef[j, c_s] != 0.0 and x > _EXP_FLOOR:
+                        w += coef[j, c_s] * math.exp(x)
+            for k in range(Z.shape[1]):
+                out[p, k] = w * Z[p, k]
 
 
 lse_tile, lse_tile_parallel = _jit(_lse_tile)
