@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 import pandas as pd
 from sklearn.base import ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, timer
@@ -331,7 +332,19 @@ def _immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune):
         W = W_new
         if history[-1][1] < tol:
             break
+    else:
+        _warn_not_converged("IMMIGRATE", max_iter, history, tol)
     return W, history
+
+
+def _warn_not_converged(name, max_iter, history, tol):
+    """ConvergenceWarning after max_iter steps; ``tol=0`` asks for exactly max_iter."""
+    if tol > 0 and history:
+        warnings.warn(
+            f"{name} did not converge in max_iter={max_iter} steps (last change "
+            f"{history[-1][1]:.3g} >= tol={tol}); the update may be cycling -- see "
+            "history_['change'] -- or need more steps.", ConvergenceWarning, stacklevel=3,
+        )
 
 
 def _names(est, n_features):
@@ -471,6 +484,8 @@ class IM4E(_SoftminClassifier):
             w = w_new
             if history[-1][1] < self.tol:
                 break
+        else:
+            _warn_not_converged("IM4E", self.max_iter, history, self.tol)
         self.classes_ = data.classes
         self.feature_importances_ = w
         self.history_ = np.array(history, dtype=_HISTORY)

@@ -54,7 +54,8 @@ class IRelief(WeightSelector):
         (Theorem 2); 2 suits features scaled to [0, 1].
     max_iter : int, default=100
         Cap on the iterations; a ``ConvergenceWarning`` is raised when it is
-        reached before ``tol``.
+        reached before ``tol`` (not with ``tol=0``, which asks for exactly
+        ``max_iter`` iterations).
     tol : float, default=1e-3
         Stop when ``||w(t) - w(t-1)||_2 < tol``.
     multiclass : {"margin", "relieff"}, default="margin"
@@ -200,11 +201,12 @@ class IRelief(WeightSelector):
             if history[-1] < self.tol:
                 break
         else:
-            warnings.warn(
-                f"I-RELIEF did not converge in max_iter={self.max_iter} iterations (last "
-                f"change {history[-1]:.3g} >= tol={self.tol}); increase max_iter or sigma.",
-                ConvergenceWarning, stacklevel=2,
-            )
+            if self.tol > 0:
+                warnings.warn(
+                    f"I-RELIEF did not converge in max_iter={self.max_iter} iterations (last "
+                    f"change {history[-1]:.3g} >= tol={self.tol}); increase max_iter or sigma.",
+                    ConvergenceWarning, stacklevel=2,
+                )
 
         # Final attributes
         self.classes_ = data.classes

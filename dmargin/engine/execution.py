@@ -372,7 +372,7 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, split_every=S
     sums ``coef * z z^T`` over all pairs with :func:`tiles.sigma_tile`.  The
     A x A matrix is never carried per anchor.
     """
-    n, k = rows.n_samples, rows.n_classes
+    k = rows.n_classes
     U = np.ascontiguousarray(U, dtype=np.float64)
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     weight = np.asarray(anchor_weight, dtype=np.float64)
