@@ -1,0 +1,565 @@
+"""Speed and memory benchmark of ``dmargin.Immigrate``.
+
+What is measured (results go to ``benchmarks/results/immigrate_speed.json``):
+
+1. Breast-cancer fit: scikit-learn's ``load_breast_cancer``, stratified 2/3 training
+   split (``train_test_split(train_size=2/3, stratify=y, random_state=0)``, 379 rows),
+   30 features standardised (``StandardScaler`` fitted on the training rows), then
+   ``Immigrate(sigma=1.0, max_iter=10, tol=0)`` (10 steps).  In a fresh subprocess
+   per thread count (1 and 2; NUMBA/OMP/OPENBLAS/MKL thread variables set, empty
+   numba cache dir): the first fit (includes JIT compilation) and the best of 5
+   steady-state fits, each on a fresh estimator.  Compared with the reference R
+   implementation's published time on this machine (``R_REFERENCE_S``, a constant
+   given by the project; R is not installed here).  Target: <= 0.1 s, i.e. >= 100x.
+2. Sigma accumulation rate: ``dmargin.engine.execution.quad_statistic`` (one IMMIGRATE
+   E-step) at N = 2000, A = 50, random normal data, 2 classes, W = I / sqrt(A) (so
+   U = I, lam = 1/sqrt(A), rank = A), converted to GFLOP/s with the nominal count
+   2 N^2 A rank (quadratic distances) + 2 N^2 A^2 (Sigma).  In the same process:
+   numpy's dgemm rate on (a) a square 2000 x 2000 product and (b) the skinny
+   (30000 x 50)^T @ (30000 x 50) product.  At 1 and 2 threads.  Target: >= 50 % of
+   the matrix-multiply rate; the verdict uses the square dgemm (the machine's
+   matrix-multiply rate); the fraction of the skinny rate is given next to it.
+3. One IMMIGRATE step (``Immigrate(max_iter=1, tol=0)``) at N = 20,000, A = 50
+   (``make_classification``) with a dask array input (chunks of 2,500 rows) on a
+   ``distributed.LocalCluster(n_workers=2, threads_per_worker=1)``: wall time and
+   peak worker memory (RSS of the worker processes, whose PIDs come from
+   ``client.run(os.getpid)``, sampled with psutil every 0.2 s in a background
+   thread), after a small warm-up fit so that the workers have compiled their
+   kernels.  Next to it the same step in-process (numpy input, no client, 2
+   threads).  When the rate measured in part 2 predicts that N = 20,000 would not
+   fit the time budget, N = 10,000 is measured and the time extrapolated with N^2
+   (stated in the JSON and the markdown).
+
+Usage::
+
+    python benchmarks/bench_immigrate_speed.py            # full run (< ~10 min on 2 cores)
+    python benchmarks/bench_immigrate_speed.py --quick    # smoke test: 2 steady fits, N = 4000 step
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _harness as harness  # noqa: E402
+
+RESULT_PATH = HERE / "results" / "immigrate_speed.json"
+
+R_REFERENCE_S = 10.6  # published time of the reference R implementation on this machine (project constant)
+TARGET_FIT_S = 0.1
+TARGET_SPEEDUP = 100.0
+TARGET_RATE_FRACTION = 0.5
+
+THREADS = (1, 2)
+STEADY_REPEATS = 5
+RATE_N, RATE_A = 2000, 50
+SQUARE_N = 2000
+SKINNY_SHAPE = (30_000, 50)
+STEP_N, STEP_N_FALLBACK, STEP_A = 20_000, 10_000, 50
+STEP_CHUNK = 2_500
+WARMUP_N = 2_000
+SAMPLE_EVERY_S = 0.2
+QUIET_BUSY_CORES = 0.3
+WORKER_TIMEOUT_S = 900.0
+
+
+# --------------------------------------------------------------------------- #
+# workers (each in its own subprocess)
+# --------------------------------------------------------------------------- #
+def breast_cancer_train():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, _, y_tr, _ = train_test_split(X, y, train_size=2 / 3, stratify=y, random_state=0)
+    return np.ascontiguousarray(StandardScaler().fit_transform(X_tr)), y_tr
+
+
+def worker_breast_cancer(spec: dict) -> dict:
+    import dmargin
+
+    X, y = breast_cancer_train()
+
+    def fit():
+        return dmargin.Immigrate(sigma=1.0, max_iter=10, tol=0).fit(X, y)
+
+    rss_before = harness.rss_mib()
+    first_s, est = harness.timed(fit)
+    monitor = harness.CpuMonitor().start()
+    steady, n_iter = [], [est.n_iter_]
+    for _ in range(spec["repeats"]):
+        seconds, est = harness.timed(fit)
+        steady.append(seconds)
+        n_iter.append(est.n_iter_)
+    cpu = monitor.stop()
+    top = est.interactions_.head(5)
+    return {
+        "n_samples": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        "first_fit_s": round(first_s, 4),
+        "steady_fits_s": [round(s, 4) for s in steady],
+        "steady_best_s": round(min(steady), 4),
+        "n_iter": n_iter,
+        "top5_features": [int(i) for i in np.argsort(-est.feature_importances_, kind="stable")[:5]],
+        "top5_pairs": [[int(i), int(j)] for i, j in zip(top["i"], top["j"])],
+        "cpu_during_steady_fits": cpu,
+        "rss_before_fit_mib": round(rss_before, 1),
+        "peak_rss_mib": round(harness.peak_rss_mib(), 1),
+    }
+
+
+def _best_rate(fn, flops, repeats, min_total_s=0.0):
+    times = []
+    while len(times) < repeats or sum(times) < min_total_s:
+        seconds, _ = harness.timed(fn)
+        times.append(seconds)
+        if len(times) >= 200:
+            break
+    best = min(times)
+    return {"repeats": len(times), "best_s": round(best, 6), "median_s": round(float(np.median(times)), 6),
+            "flops": flops, "gflops": round(flops / best / 1e9, 2)}
+
+
+def worker_rate(spec: dict) -> dict:
+    import numba
+    from dmargin.engine import merge
+    from dmargin.engine.execution import prepare_rows, quad_statistic
+
+    n, a = spec["n"], spec["features"]
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, a))
+    y = rng.integers(0, 2, n)
+    rows = prepare_rows(X, y, 2)
+    U = np.eye(a)  # W = I / sqrt(A) = U diag(lam) U^T with rank A
+    lam = np.full(a, 1.0 / np.sqrt(a))
+    weight = np.ones(n)
+    rank = lam.size
+    small = prepare_rows(X[:200], y[:200], 2)
+    quad_statistic(small, U, lam, 1.0, np.ones(200), merge.softmin_coef)  # JIT warm-up
+
+    flops = 2 * n * n * a * rank + 2 * n * n * a * a
+    monitor = harness.CpuMonitor().start()
+    quad = _best_rate(lambda: quad_statistic(rows, U, lam, 1.0, weight, merge.softmin_coef), flops, spec["repeats"])
+    quad["cpu"] = monitor.stop()
+
+    # Sigma accumulation alone: pass 2 of the ordered two-pass form (the tile each
+    # dask task runs) with the pass-1 coefficients fixed; the same nominal flops
+    # (the quadratic distances are recomputed in this pass).
+    from dmargin.engine import tiles
+    from dmargin.engine.execution import _blas_single_thread
+
+    idx = np.arange(n)
+    m_, s_, u_ = tiles.qlse_tile(rows.X, idx, rows.X, rows.codes, idx, U, lam, 1.0, 2)
+    log_z, coef, _ = merge.softmin_coef(m_, s_, u_, rows.codes, weight, 1.0)
+
+    def sigma_pass():
+        with _blas_single_thread():
+            return tiles.sigma_tile(rows.X, idx, rows.X, rows.codes, idx, U, lam, 1.0, log_z, coef)
+
+    monitor = harness.CpuMonitor().start()
+    sigma_only = _best_rate(sigma_pass, flops, max(2, spec["repeats"] // 2))
+    sigma_only["cpu"] = monitor.stop()
+
+    sq = rng.standard_normal((SQUARE_N, SQUARE_N))
+    sq2 = rng.standard_normal((SQUARE_N, SQUARE_N))
+    sq @ sq2  # warm-up
+    monitor = harness.CpuMonitor().start()
+    square = _best_rate(lambda: sq @ sq2, 2 * SQUARE_N**3, 5)
+    square["cpu"] = monitor.stop()
+
+    Z = rng.standard_normal(SKINNY_SHAPE)
+    Z.T @ Z
+    monitor = harness.CpuMonitor().start()
+    skinny = _best_rate(lambda: Z.T @ Z, 2 * SKINNY_SHAPE[0] * SKINNY_SHAPE[1] ** 2, 20, min_total_s=1.0)
+    skinny["cpu"] = monitor.stop()
+
+    from threadpoolctl import threadpool_info
+
+    return {
+        "numba_threads": numba.get_num_threads(),
+        "blas": [{k: i.get(k) for k in ("internal_api", "num_threads", "version", "architecture")}
+                 for i in threadpool_info()],
+        "quad_statistic": {"n": n, "features": a, "rank": rank, **quad},
+        "sigma_tile_one_thread": {"n": n, "features": a, "rank": rank, **sigma_only},
+        "sigma_fraction_of_skinny": round(sigma_only["gflops"] / skinny["gflops"], 3),
+        "dgemm_square": {"shape": [SQUARE_N, SQUARE_N], **square},
+        "dgemm_skinny": {"shape": list(SKINNY_SHAPE), "product": "Z.T @ Z", **skinny},
+        "fraction_of_square": round(quad["gflops"] / square["gflops"], 3),
+        "fraction_of_skinny": round(quad["gflops"] / skinny["gflops"], 3),
+    }
+
+
+def step_data(n: int, a: int):
+    from sklearn.datasets import make_classification
+
+    return make_classification(n_samples=n, n_features=a, n_informative=5, n_redundant=0,
+                               n_classes=2, random_state=0)
+
+
+def worker_step_inprocess(spec: dict) -> dict:
+    import dmargin
+
+    X, y = step_data(spec["n"], spec["features"])
+    dmargin.Immigrate(max_iter=1, tol=0).fit(X[:WARMUP_N], y[:WARMUP_N])  # JIT warm-up
+    rss_before = harness.rss_mib()
+    monitor = harness.CpuMonitor().start()
+    seconds, est = harness.timed(dmargin.Immigrate(max_iter=1, tol=0).fit, X, y)
+    return {
+        "n": spec["n"], "features": spec["features"], "fit_s": round(seconds, 3), "n_iter_": est.n_iter_,
+        "cpu_during_fit": monitor.stop(),
+        "rss_before_fit_mib": round(rss_before, 1), "peak_rss_mib": round(harness.peak_rss_mib(), 1),
+    }
+
+
+class RssSampler(threading.Thread):
+    """Sample the RSS of the given PIDs every ``every`` seconds; keep the peaks."""
+
+    def __init__(self, pids, every):
+        super().__init__(daemon=True)
+        import psutil
+
+        self.procs = {pid: psutil.Process(pid) for pid in pids}
+        self.every = every
+        self.peak = {pid: 0 for pid in pids}
+        self.peak_sum = 0
+        self.samples = 0
+        self._halt = threading.Event()
+
+    def run(self):
+        while not self._halt.is_set():
+            total = 0
+            for pid, proc in self.procs.items():
+                try:
+                    rss = proc.memory_info().rss
+                except Exception:
+                    continue
+                self.peak[pid] = max(self.peak[pid], rss)
+                total += rss
+            self.peak_sum = max(self.peak_sum, total)
+            self.samples += 1
+            self._halt.wait(self.every)
+
+    def stop(self):
+        self._halt.set()
+        self.join()
+
+
+def worker_step_cluster(spec: dict) -> dict:
+    import os
+
+    import dask.array as da
+    import psutil
+    from distributed import Client, LocalCluster
+
+    import dmargin
+
+    X, y = step_data(spec["n"], spec["features"])
+    t0 = time.perf_counter()
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(cluster)
+    startup_s = time.perf_counter() - t0
+    try:
+        Xw = da.from_array(X[:WARMUP_N], chunks=(STEP_CHUNK // 4, X.shape[1]))
+        seconds_warm, _ = harness.timed(dmargin.Immigrate(max_iter=1, tol=0).fit, Xw, y[:WARMUP_N])
+        pids = sorted(client.run(os.getpid).values())
+        baseline = {pid: psutil.Process(pid).memory_info().rss for pid in pids}
+        Xd = da.from_array(X, chunks=(spec["chunk"], X.shape[1]))
+        sampler = RssSampler(pids, SAMPLE_EVERY_S)
+        sampler.start()
+        monitor = harness.CpuMonitor().start()
+        seconds, est = harness.timed(dmargin.Immigrate(max_iter=1, tol=0).fit, Xd, y)
+        cpu = monitor.stop()
+        sampler.stop()
+        # reference: the in-process result must be the same W; store a digest of the diagonal
+        mib = 2**20
+        return {
+            "n": spec["n"], "features": spec["features"], "chunk_rows": spec["chunk"],
+            "n_chunks": len(Xd.chunks[0]),
+            "cluster_startup_s": round(startup_s, 2),
+            "warmup_fit_s": round(seconds_warm, 3),
+            "fit_s": round(seconds, 3), "n_iter_": est.n_iter_,
+            "cpu_during_fit": cpu,
+            "rss_samples": sampler.samples,
+            "worker_rss_before_fit_mib": [round(baseline[p] / mib, 1) for p in pids],
+            "worker_peak_rss_mib": [round(sampler.peak[p] / mib, 1) for p in pids],
+            "worker_peak_rss_sum_mib": round(sampler.peak_sum / mib, 1),
+            "client_peak_rss_mib": round(harness.peak_rss_mib(), 1),
+            "feature_importances_head": [round(float(v), 6) for v in est.feature_importances_[:5]],
+        }
+    finally:
+        client.close()
+        cluster.close()
+
+
+WORKERS = {"bc": worker_breast_cancer, "rate": worker_rate, "step_inprocess": worker_step_inprocess,
+           "step_cluster": worker_step_cluster}
+
+
+def run_as_worker(spec_json: str) -> None:
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.filterwarnings("ignore", category=ConvergenceWarning)
+    spec = json.loads(spec_json)
+    result = WORKERS[spec["kind"]](spec)
+    busy = [v for v in _find_key(result, "other_cores_busy")]
+    result["other_cores_busy"] = max(busy) if busy else None
+    harness.emit_result({"spec": spec, "threads": spec["threads"], **result})
+
+
+def _find_key(obj, key):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == key and v is not None:
+                yield v
+            else:
+                yield from _find_key(v, key)
+
+
+# --------------------------------------------------------------------------- #
+# parent
+# --------------------------------------------------------------------------- #
+def launch(spec: dict, idle_wait_s: float) -> dict:
+    quiet = harness.wait_until_quiet(QUIET_BUSY_CORES, idle_wait_s)
+    label = " ".join(f"{k}={v}" for k, v in spec.items() if k in ("kind", "n", "threads"))
+    print(f"[bench] {label} (busy at launch: {quiet['busy_cores_at_launch']} cores) ...", file=sys.stderr, flush=True)
+    result = harness.run_worker(__file__, ["--worker", json.dumps(spec)], spec["threads"], WORKER_TIMEOUT_S)
+    result.setdefault("spec", spec)
+    result["launch"] = quiet
+    status = "ok" if result.get("ok") else f"FAILED: {result.get('error', '')[-400:]}"
+    print(f"[bench]   {status}, others busy {result.get('other_cores_busy')} "
+          f"({result.get('subprocess_wall_s', '?')} s)", file=sys.stderr, flush=True)
+    return result
+
+
+def f3(x):
+    return None if x is None else f"{x:.3g}"
+
+
+def met(flag):
+    return None if flag is None else ("yes" if flag else "NO")
+
+
+def choose_step_n(rate_2thr: dict | None, quick: bool, remaining_s: float) -> dict:
+    """N for part 3: 20,000 unless the measured E-step rate says it will not fit the budget."""
+    if quick:
+        return {"n": 4000, "reason": "--quick", "predicted_step_s_at_20000": None}
+    predicted = None
+    if rate_2thr and rate_2thr.get("ok"):
+        t = rate_2thr["quad_statistic"]["best_s"]
+        predicted = t * (STEP_N / RATE_N) ** 2  # one E-step, in-process, 2 threads
+    # two fits (cluster + in-process) + cluster start-up + warm-ups
+    need = None if predicted is None else 2.4 * predicted + 40
+    if need is not None and need <= remaining_s:
+        return {"n": STEP_N, "reason": f"predicted {need:.0f} s for both step runs <= {remaining_s:.0f} s left",
+                "predicted_step_s_at_20000": round(predicted, 1)}
+    return {"n": STEP_N_FALLBACK,
+            "reason": f"predicted {need if need is None else round(need)} s for both step runs at N={STEP_N} "
+                      f"> {remaining_s:.0f} s left in the budget: measured at N={STEP_N_FALLBACK}, "
+                      f"times extrapolated with N^2",
+            "predicted_step_s_at_20000": None if predicted is None else round(predicted, 1)}
+
+
+def summarise(bc, rate, step, step_choice, repeats) -> tuple[dict, str]:
+    goals = {}
+    parts = []
+
+    # 1. breast cancer
+    rows = []
+    for r in bc:
+        t = r["spec"]["threads"]
+        if not r.get("ok"):
+            rows.append([t, "FAILED", None, None, None, None])
+            continue
+        best = r["steady_best_s"]
+        rows.append([t, f3(r["first_fit_s"]), f3(best), f"{R_REFERENCE_S}", f"{R_REFERENCE_S / best:.0f}x",
+                     f"{R_REFERENCE_S / r['first_fit_s']:.0f}x"])
+        goals[f"breast_cancer_steady_s_{t}thr"] = best
+        goals[f"breast_cancer_speedup_{t}thr"] = round(R_REFERENCE_S / best, 1)
+        goals[f"breast_cancer_target_met_{t}thr"] = best <= TARGET_FIT_S
+    parts.append("#### IMMIGRATE on breast cancer (379 x 30, sigma = 1, 10 steps)")
+    parts.append(harness.markdown_table(
+        ["threads", "first fit s (JIT)", f"steady best of {repeats} s", "R reference s", "speed-up (steady)",
+         "speed-up (first fit)"], rows))
+    parts.append(f"R reference: the project's published time of the R implementation on this machine "
+                 f"({R_REFERENCE_S} s; R is not installed here). Target: <= {TARGET_FIT_S} s "
+                 f"(>= {TARGET_SPEEDUP:.0f}x).")
+
+    # 2. rate
+    rows = []
+    for r in rate:
+        t = r["spec"]["threads"]
+        if not r.get("ok"):
+            rows.append([t, "FAILED"] + [None] * 8)
+            continue
+        q, sq, sk = r["quad_statistic"], r["dgemm_square"], r["dgemm_skinny"]
+        sg = r["sigma_tile_one_thread"]
+        rows.append([t, f3(q["best_s"]), f3(q["gflops"]), f3(sg["gflops"]), f3(sq["gflops"]),
+                     f3(sk["gflops"]), f"{r['fraction_of_square']:.0%}",
+                     f"{r['fraction_of_skinny']:.0%}", f"{r['sigma_fraction_of_skinny']:.0%}"])
+        goals[f"rate_fraction_of_square_dgemm_{t}thr"] = r["fraction_of_square"]
+        goals[f"rate_fraction_of_skinny_dgemm_{t}thr"] = r["fraction_of_skinny"]
+        goals[f"rate_target_met_{t}thr"] = r["fraction_of_square"] >= TARGET_RATE_FRACTION
+    parts.append(f"#### Sigma accumulation rate, one E-step (`quad_statistic`) at N = {RATE_N}, A = {RATE_A}, "
+                 f"W = I/sqrt(A)")
+    parts.append(harness.markdown_table(
+        ["threads", "E-step s", "E-step GFLOP/s", "Sigma pass (1 thread) GFLOP/s",
+         f"dgemm {SQUARE_N}^2 GFLOP/s", "dgemm (30k x 50)^T(30k x 50) GFLOP/s",
+         "E-step / square", "E-step / skinny", "Sigma pass / skinny"], rows))
+    parts.append("Flops per E-step: 2 N^2 A rank + 2 N^2 A^2 (rank = A = 50) over ordered pairs, nominal "
+                 "(the in-process E-step visits unordered pairs, so its rate counts the symmetry saving). "
+                 "'Sigma pass' is the accumulation alone: the ordered-pair pass-2 tile that each dask "
+                 "task runs, quadratic distances recomputed, same flop formula. Target >= 50 % of the "
+                 "matrix-multiply rate.")
+
+    # 3. step
+    cl, ip = step.get("cluster"), step.get("inprocess")
+    n = step_choice["n"]
+    scale = (STEP_N / n) ** 2 if n != STEP_N and step_choice["reason"] != "--quick" else 1.0
+    rows = []
+    for name, r in (("LocalCluster 2 workers x 1 thread, dask array", cl), ("in-process, numpy, 2 threads", ip)):
+        if not r or not r.get("ok"):
+            rows.append([name, n, "FAILED", None, None])
+            continue
+        mem = (f"{r['worker_peak_rss_mib']} (sum {r['worker_peak_rss_sum_mib']}; before "
+               f"{r['worker_rss_before_fit_mib']})" if "worker_peak_rss_mib" in r
+               else f"process peak {r['peak_rss_mib']} (before {r['rss_before_fit_mib']})")
+        extrap = f3(r["fit_s"] * scale) if scale != 1.0 else None
+        rows.append([name, n, f3(r["fit_s"]), extrap, mem])
+    parts.append(f"#### One IMMIGRATE step (`Immigrate(max_iter=1, tol=0)`), A = {STEP_A}, "
+                 f"dask chunks of {STEP_CHUNK} rows")
+    parts.append(harness.markdown_table(
+        ["mode", "N", "wall s", f"extrapolated to N={STEP_N} (x N^2)", "peak RSS MiB per worker"], rows))
+    note = f"N chosen: {n} ({step_choice['reason']})."
+    if cl and cl.get("ok"):
+        note += (f" Cluster start-up {cl['cluster_startup_s']} s and a warm-up fit at N={WARMUP_N} "
+                 f"({cl['warmup_fit_s']} s, JIT on the workers) are not in the wall time; worker RSS sampled "
+                 f"every {SAMPLE_EVERY_S} s ({cl['rss_samples']} samples).")
+    parts.append(note)
+    if cl and cl.get("ok") and ip and ip.get("ok"):
+        goals["step_cluster_over_inprocess"] = round(cl["fit_s"] / ip["fit_s"], 2)
+
+    # targets
+    trows = []
+    for t in THREADS:
+        if f"breast_cancer_target_met_{t}thr" in goals:
+            trows.append([f"breast cancer fit <= {TARGET_FIT_S} s (>= {TARGET_SPEEDUP:.0f}x R), {t} thr",
+                          f"{goals[f'breast_cancer_steady_s_{t}thr']} s, {goals[f'breast_cancer_speedup_{t}thr']}x",
+                          met(goals[f"breast_cancer_target_met_{t}thr"])])
+    for t in THREADS:
+        if f"rate_target_met_{t}thr" in goals:
+            trows.append([f"E-step >= {TARGET_RATE_FRACTION:.0%} of square dgemm, {t} thr",
+                          f"{goals[f'rate_fraction_of_square_dgemm_{t}thr']:.0%} "
+                          f"(skinny: {goals[f'rate_fraction_of_skinny_dgemm_{t}thr']:.0%})",
+                          met(goals[f"rate_target_met_{t}thr"])])
+    parts.append("#### Targets")
+    parts.append(harness.markdown_table(["target", "measured", "met"], trows))
+    return goals, "\n\n".join(parts)
+
+
+def contention_note(results) -> str:
+    noisy = []
+    for r in results:
+        if r and r.get("ok") and (r.get("other_cores_busy") or 0) >= QUIET_BUSY_CORES:
+            s = r["spec"]
+            noisy.append(f"{s['kind']} thr={s['threads']} ({r['other_cores_busy']})")
+    if not noisy:
+        return f"Other processes kept < {QUIET_BUSY_CORES} cores busy during every measurement."
+    return ("Shared machine: other processes kept >= "
+            f"{QUIET_BUSY_CORES} cores busy (average during the timed part) in: " + "; ".join(noisy)
+            + ". Those numbers are pessimistic.")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke test: 2 steady fits, step at N = 4000")
+    parser.add_argument("--output", type=Path, default=RESULT_PATH)
+    parser.add_argument("--idle-wait", type=float, default=15.0, metavar="S",
+                        help=f"wait up to S s before each measurement for others to use < {QUIET_BUSY_CORES} cores")
+    parser.add_argument("--budget", type=float, default=560.0, metavar="S",
+                        help="wall-time budget of the whole run; decides N of part 3 (default 560)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        run_as_worker(args.worker)
+        return 0
+
+    start = time.perf_counter()
+    machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba", "dask", "distributed",
+                                    "psutil", "threadpoolctl"])
+    machine["dmargin_git"] = harness.git_revision(HERE.parent)
+    repeats = 2 if args.quick else STEADY_REPEATS
+
+    bc = [launch({"kind": "bc", "threads": t, "repeats": repeats}, args.idle_wait) for t in THREADS]
+    rate = [launch({"kind": "rate", "threads": t, "n": RATE_N, "features": RATE_A,
+                    "repeats": 2 if args.quick else 3}, args.idle_wait) for t in THREADS]
+    rate2 = next((r for r in rate if r["spec"]["threads"] == 2), None)
+    remaining = args.budget - (time.perf_counter() - start)
+    choice = choose_step_n(rate2, args.quick, remaining)
+    print(f"[bench] step N = {choice['n']}: {choice['reason']}", file=sys.stderr, flush=True)
+    step_spec = {"n": choice["n"], "features": STEP_A, "chunk": STEP_CHUNK}
+    step = {
+        "cluster": launch({"kind": "step_cluster", "threads": 1, **step_spec}, args.idle_wait),
+        "inprocess": launch({"kind": "step_inprocess", "threads": 2, **step_spec}, args.idle_wait),
+    }
+    if choice["n"] == STEP_N_FALLBACK:
+        for r in step.values():
+            if r.get("ok"):
+                r["fit_s_extrapolated_to_20000"] = round(r["fit_s"] * (STEP_N / STEP_N_FALLBACK) ** 2, 2)
+
+    goals, markdown = summarise(bc, rate, step, choice, repeats)
+    versions = machine["versions"]
+    header = (f"{machine['cpu_model']}, {machine['logical_cores']} cores, numba {versions['numba']} "
+              f"({machine['numba_threading_layer']}), numpy {versions['numpy']}, dask {versions['dask']}, "
+              f"dmargin {versions['dmargin']}; {machine['date'][:10]}.")
+    markdown = header + "\n\n" + markdown + "\n\n" + contention_note(bc + rate + list(step.values()))
+    total = time.perf_counter() - start
+    report = {
+        "benchmark": "immigrate_speed",
+        "mode": "quick" if args.quick else "full",
+        "machine": machine,
+        "protocol": {
+            "subprocess_per_measurement": True,
+            "thread_env_vars": list(harness.THREAD_VARS),
+            "fresh_numba_cache_dir_per_subprocess": True,
+            "breast_cancer": "load_breast_cancer; train_test_split(train_size=2/3, stratify=y, random_state=0); "
+                             "StandardScaler on the training rows; Immigrate(sigma=1.0, max_iter=10, tol=0) "
+                             "(its own scale='standard' then is a no-op); first fit, then best of "
+                             f"{repeats} fits on fresh estimators",
+            "r_reference_s": R_REFERENCE_S,
+            "rate": "quad_statistic(prepare_rows(X, y, 2), U=I, lam=1/sqrt(A), sigma=1, weight=1, "
+                    "merge.softmin_coef) after a JIT warm-up on 200 rows, best of repeats; dgemm with numpy "
+                    "matmul in the same process (square best of 5, skinny best of >= 20 and >= 1 s)",
+            "step": "make_classification(N, 50, n_informative=5, random_state=0); Immigrate(max_iter=1, tol=0); "
+                    f"cluster: LocalCluster(n_workers=2, threads_per_worker=1), da.from_array chunks "
+                    f"({STEP_CHUNK}, 50), warm-up fit at N={WARMUP_N} first; worker RSS via psutil on the "
+                    f"worker PIDs every {SAMPLE_EVERY_S} s; in-process: numpy input, 2 threads, warm-up "
+                    f"fit at N={WARMUP_N} first",
+            "idle_wait_s": args.idle_wait,
+            "budget_s": args.budget,
+        },
+        "breast_cancer": bc,
+        "rate": rate,
+        "step_choice": choice,
+        "step": step,
+        "targets": goals,
+        "total_wall_s": round(total, 1),
+        "markdown": markdown,
+    }
+    path = harness.write_json(args.output, report)
+    print(markdown)
+    print(f"\nwritten: {path} (total {total:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
