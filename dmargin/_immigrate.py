@@ -80,8 +80,10 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
         self._offset, self._span = data.offset, data.span
 
     def _scaled(self, X):
-        X = validate_data(self, X, reset=False, dtype=np.float64) \
-            if not is_dask_collection(X) else np.asarray(X.compute(), dtype=np.float64)
+        if is_dask_collection(X):
+            # Predictions are small; new points are gathered and checked like numpy.
+            X = X.compute()
+        X = validate_data(self, X, reset=False, dtype=np.float64)
         if self._offset is not None:
             X = (X - self._offset) / self._span
         return X
