@@ -413,7 +413,9 @@ def _quad_symmetric(rows: Rows, U, lam, sigma, weight, coef):
     segments = [(r0, min(r0 + seg, starts[c + 1]), c) for c in range(k)
                 for r0 in range(starts[c], starts[c + 1], seg)]
     pairs = [(a, b) for i, a in enumerate(segments) for b in segments[i:]]
-    n_threads = max(1, min(_n_threads(), len(pairs)))
+    # Threads pay off only on real work: below ~1 GFLOP per pass, one thread wins.
+    flops = n * n * X.shape[1] * (X.shape[1] + U.shape[1])
+    n_threads = max(1, min(_n_threads(), len(pairs))) if flops > 1e9 else 1
     position = np.arange(n)
     inv_sigma = 1.0 / sigma
 
