@@ -110,6 +110,17 @@ def _non_numeric_columns(dtypes):
     return [str(c) for c, t in dtypes.items() if not (is_numeric_dtype(t) or is_bool_dtype(t))]
 
 
+def _frame_to_array(frame):
+    """A dask DataFrame/Series as an array with known row chunks.
+
+    The conversion is persisted once: the DataFrame's graph is lowered anew
+    for every later graph that uses it, with different task specs under the
+    same keys, which distributed warns about (and which would recompute the
+    frame each time).
+    """
+    return frame.to_dask_array(lengths=True).persist()
+
+
 def _check_dask_X(estimator, X, reset):
     """Metadata-only checks for a dask array or DataFrame; returns a dask array."""
     import dask.array as da
@@ -124,7 +135,7 @@ def _check_dask_X(estimator, X, reset):
                 "(e.g. one-hot or ordinal codes) or drop them before fitting."
             )
         names = np.asarray([str(c) for c in X.columns], dtype=object)
-        X = X.to_dask_array(lengths=True)
+        X = _frame_to_array(X)
     if not isinstance(X, da.Array):
         raise TypeError(f"Expected a dask array or DataFrame, got {type(X).__name__}.")
     if X.ndim != 2:
@@ -162,7 +173,7 @@ def _as_label_array(y):
                 raise ValueError("y must be one label column; got a DataFrame with "
                                  f"{len(y.columns)} columns.")
             y = y[y.columns[0]]
-        return y.to_dask_array(lengths=True)
+        return _frame_to_array(y)
     if isinstance(y, da.Array):
         return y
     if hasattr(y, "to_numpy"):
