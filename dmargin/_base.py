@@ -12,7 +12,9 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import NONE, Interval
+from ._io import prepare_training_data
+from ._validation import NONE, Interval, check_params, check_X_y
+from .engine.execution import prepare_rows
 
 logger = logging.getLogger("dmargin")
 
@@ -21,6 +23,18 @@ N_FEATURES_TO_SELECT = [
     Interval(numbers.Integral, 1, None),
     Interval(numbers.Real, 0, 1, closed="right"),
 ]
+
+
+def start_fit(estimator, X, y, *, rows=True):
+    """The door of every ``fit``: parameters, data, labels, scaling, and the
+    engine's persisted rows.  Returns ``(data, rows)`` (``rows`` is ``None``
+    when not asked for)."""
+    check_params(estimator)
+    X, y = check_X_y(estimator, X, y)
+    data = prepare_training_data(X, y, estimator.scale)
+    if not rows:
+        return data, None
+    return data, prepare_rows(data.X, data.codes, len(data.classes))
 
 
 @contextmanager

@@ -20,12 +20,10 @@ from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, timer
-from ._io import prepare_training_data
-from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
+from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, start_fit, timer
+from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from .engine import merge
-from .engine.execution import (anchor_partials, is_dask_collection, lse_statistic, prepare_rows,
-                               quad_statistic)
+from .engine.execution import (anchor_partials, is_dask_collection, lse_statistic, quad_statistic)
 
 _SCALE = [Options(("standard",)), NONE]
 _HISTORY = np.dtype([("cost", "f8"), ("change", "f8")])
@@ -294,10 +292,7 @@ class Immigrate(_SoftminClassifier):
         -------
         self : Immigrate
         """
-        check_params(self)
-        X, y = check_X_y(self, X, y)
-        data = prepare_training_data(X, y, self.scale)
-        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        data, rows = start_fit(self, X, y)
         weight = _sample_weight(sample_weight, rows.n_samples)
         W = self._initial_matrix(rows.n_features)
         self.classes_ = data.classes
@@ -460,10 +455,7 @@ class IM4E(_SoftminClassifier):
         -------
         self : IM4E
         """
-        check_params(self)
-        X, y = check_X_y(self, X, y)
-        data = prepare_training_data(X, y, self.scale)
-        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        data, rows = start_fit(self, X, y)
         weight = _sample_weight(sample_weight, rows.n_samples)
         w = np.full(rows.n_features, 1.0 / rows.n_features)
         history = []
@@ -587,9 +579,7 @@ class IM4EImmigrate(_SoftminClassifier):
         -------
         self : IM4EImmigrate
         """
-        check_params(self)
-        X, y = check_X_y(self, X, y)
-        data = prepare_training_data(X, y, self.scale)
+        data, _ = start_fit(self, X, y, rows=False)
         n_features = data.X.shape[1]
         im4e = IM4E(sigma=self.sigma, lam=self.lam, max_iter=self.max_iter, tol=self.tol,
                     scale=None).fit(data.X, data.codes)
@@ -704,10 +694,7 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         -------
         self : BoostedImmigrate
         """
-        check_params(self)
-        X, y = check_X_y(self, X, y)
-        data = prepare_training_data(X, y, self.scale)
-        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        data, rows = start_fit(self, X, y)
         codes = np.asarray(data.codes.compute() if is_dask_collection(data.codes) else data.codes)
         n, n_features = rows.n_samples, rows.n_features
         names = _names(self, n_features)

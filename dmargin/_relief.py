@@ -13,12 +13,13 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, miss_priors, timer
-from ._io import numpy_scale_params, prepare_training_data
+from ._base import (N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, miss_priors,
+                    start_fit, timer)
+from ._io import numpy_scale_params
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ._validation import check_classes, check_params, check_X_y
 from .engine import merge
-from .engine.execution import is_dask_collection, knn_statistic, lse_statistic, prepare_rows
+from .engine.execution import is_dask_collection, knn_statistic, lse_statistic
 from .engine.online import online_irelief_steps
 
 _SCALE = [Options(("minmax",)), NONE]
@@ -174,10 +175,7 @@ class IRelief(WeightSelector):
         self : IRelief
         """
         # Initialisation
-        check_params(self)
-        X, y = check_X_y(self, X, y)
-        data = prepare_training_data(X, y, self.scale)
-        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        data, rows = start_fit(self, X, y)
         agg_args = (self.multiclass == "margin", miss_priors(data.counts), bool(self.outliers))
         w = self._initial_weights(rows.n_features)
 
@@ -363,9 +361,7 @@ class OnlineIRelief(WeightSelector):
         -------
         self : OnlineIRelief
         """
-        check_params(self)
-        X, y = check_X_y(self, X, y)
-        data = prepare_training_data(X, y, self.scale)
+        data, _ = start_fit(self, X, y, rows=False)
         self._scale = (data.offset, data.span)
         rng = make_rng(self.random_state)
         ref = self._reference(data.X, data.codes, rng)
@@ -509,10 +505,7 @@ class ReliefF(WeightSelector):
         -------
         self : ReliefF
         """
-        check_params(self)
-        X, y = check_X_y(self, X, y)
-        data = prepare_training_data(X, y, self.scale)
-        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        data, rows = start_fit(self, X, y)
         with timer("ReliefF"):
             total = knn_statistic(rows, self.n_neighbors, merge.relieff_agg,
                                   (miss_priors(data.counts),))
@@ -575,10 +568,7 @@ class Relief(WeightSelector):
         -------
         self : Relief
         """
-        check_params(self)
-        X, y = check_X_y(self, X, y)
-        data = prepare_training_data(X, y, self.scale)
-        rows = prepare_rows(data.X, data.codes, len(data.classes))
+        data, rows = start_fit(self, X, y)
         z = np.asarray(knn_statistic(rows, 1, merge.relief_agg))
         w = _positive_unit(z)
         if w is None:
