@@ -39,7 +39,13 @@ def _sample_weight(sample_weight, n):
 
 
 def _factor(W, rtol=1e-13):
-    """``W = U diag(lam) U^T`` keeping the numerically nonzero eigenpairs."""
+    """``W = U diag(lam) U^T`` keeping the numerically nonzero eigenpairs.
+
+    A diagonal W (the identity start, a pruned W) is returned as ``U`` with no
+    columns and ``lam = diag(W)``: the engine then needs no product for q.
+    """
+    if not np.any(W - np.diag(np.diag(W))):
+        return np.empty((W.shape[0], 0)), np.ascontiguousarray(np.diag(W), dtype=np.float64)
     lam, U = np.linalg.eigh(W)
     keep = np.abs(lam) > rtol * max(np.abs(lam).max(), 1e-300)
     if not keep.any():

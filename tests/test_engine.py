@@ -12,6 +12,11 @@ import pytest
 from dmargin._base import miss_priors
 from dmargin.engine import execution, merge, tiles
 
+try:
+    from . import reference_immigrate as ref
+except ImportError:
+    import reference_immigrate as ref
+
 
 def _brute_lse(Xa, ia, Xc, yc, ic, w, sigma, k):
     """(m, s, v) per anchor and class, straight from the definitions."""
@@ -163,3 +168,84 @@ def test_tile_shapes_follow_the_budget(monkeypatch):
     y = da.zeros(400, dtype=int, chunks=400)
     rows = execution.prepare_rows(X, y, 4)
     assert max(rows.X.chunks[0]) <= 50
+
+
+# ---------------------------------------------------------------------------
+# Quadratic (IMMIGRATE) E-step over pairs of row blocks
+# ---------------------------------------------------------------------------
+
+
+def _quad_case(name):
+    """(X, y, W, sigma, sample_weight) for one scenario of the quadratic E-step."""
+    rng = np.random.default_rng(7)
+    if name == "far-apart":
+        # One row far from all others at a small sigma: its normaliser lies
+        # thousands of logits below its block's maximum (own exponentials).
+        X = rng.normal(size=(90, 5)) * 0.1
+        X[17] += 40.0
+        y = np.arange(90) % 2
+        return X, y, np.eye(5) / np.sqrt(5), 0.05, None
+    X = rng.normal(size=(130, 6))
+    y = rng.integers(0, 3, size=130)
+    X[:, 0] += y
+    if name == "diagonal":
+        return X, y, np.diag(rng.random(6)), 1.0, None
+    W = rng.random((6, 6))
+    W = (W + W.T) / np.linalg.norm(W + W.T)
+    if name == "weighted":
+        d = rng.random(130) * 2
+        d[::7] = 0.0
+        return X, y, W, 0.7, d
+    return X, y, W, 2.0, None
+
+
+@pytest.mark.parametrize("case", ["dense", "diagonal", "far-apart", "weighted"])
+@pytest.mark.parametrize("how", ["one-block", "threads", "no-store", "dask-7", "dask-50"])
+def test_quad_statistic_matches_brute_force(case, how, monkeypatch, threaded):
+    import dask.array as da
+
+    from dmargin._immigrate import _factor
+
+    X, y, W, sigma, d = _quad_case(case)
+    want = ref.immigrate_step(X, y, W, sigma=sigma, sample_weight=d)
+    k = int(y.max()) + 1
+    if how.startswith("dask"):
+        size = int(how.split("-")[1])
+        rows = execution.prepare_rows(da.from_array(X, chunks=(size, -1)),
+                                      da.from_array(y, chunks=size), k)
+    else:
+        rows = execution.prepare_rows(X, y, k)
+    if how == "threads":
+        monkeypatch.setattr(execution, "_THREADS_MIN_FLOPS", 0)
+        monkeypatch.setattr(execution, "_n_threads", lambda: 2)
+    if how == "no-store":
+        monkeypatch.setattr(execution, "TILE_BUDGET", 0)
+    U, lam = _factor(W)
+    assert (U.shape[1] == 0) == (case in ("diagonal", "far-apart"))
+    weight = np.ones(len(y)) if d is None else d
+    Sigma, entropy = execution.quad_statistic(rows, U, lam, sigma, weight, merge.softmin_coef)
+    scale = np.abs(want["Sigma"]).max()
+    np.testing.assert_allclose(Sigma, want["Sigma"], rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(entropy, want["entropy"], rtol=1e-10)
+
+
+def test_quad_pair_modes_visit_every_ordered_pair_once():
+    """CROSS and WITHIN partials merge to the ordered (anchor x candidate) ones."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(75, 4))
+    y = rng.integers(0, 2, size=75)
+    U, lam = np.linalg.qr(rng.normal(size=(4, 4)))[0], rng.random(4)
+    idx = np.arange(75)
+    ordered = tiles.qlse_pairs(X, idx, y, X, idx, y, U, lam, 0.8, 2, tiles.ORDERED,
+                               np.empty(0))[:3]
+    a, b = slice(0, 40), slice(40, 75)
+    within_a = tiles.qlse_pairs(X[a], idx[a], y[a], X[a], idx[a], y[a], U, lam, 0.8, 2,
+                                tiles.WITHIN, np.empty(0))
+    within_b = tiles.qlse_pairs(X[b], idx[b], y[b], X[b], idx[b], y[b], U, lam, 0.8, 2,
+                                tiles.WITHIN, np.empty(0))
+    cross = tiles.qlse_pairs(X[a], idx[a], y[a], X[b], idx[b], y[b], U, lam, 0.8, 2,
+                             tiles.CROSS, np.empty(0))
+    top = merge.lse_combine([within_a[:3], cross[:3]])
+    bottom = merge.lse_combine([within_b[:3], cross[3:]])
+    for got, want in zip((np.concatenate(p) for p in zip(top, bottom)), ordered):
+        np.testing.assert_allclose(got, want, rtol=1e-13)

@@ -14,6 +14,10 @@ reassociation:
   candidate blocks (``split_every``), aggregates each anchor block, and
   tree-reduces those to one small array computed back on the driver.
 
+IMMIGRATE's quadratic statistic visits *pairs* of row blocks instead
+(:func:`quad_statistic`): its distances are symmetric in the pair, so each
+unordered pair is computed once for both of its anchors.
+
 Tile sizes come from a memory budget (:data:`TILE_BUDGET` bytes for the
 largest partial of one task), never from constants, and no array ever has
 one axis per sample twice (no N x N).
@@ -359,94 +363,90 @@ def _blas_single_thread():
     return _threadpool_controller().limit(limits=1, user_api="blas")
 
 
-def _tuple_sum(parts):
-    return tuple(functools.reduce(np.add, items) for items in zip(*parts))
-
-
 def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, split_every=SPLIT_EVERY):
-    """IMMIGRATE's E-step, two passes: ``(Sigma, entropy)``.
+    """IMMIGRATE's E-step, two passes over unordered pairs: ``(Sigma, entropy)``.
 
-    Pass 1 merges the per-anchor softmax partials ``(m, s, u)`` of
-    :func:`tiles.qlse_tile` over candidate blocks; ``coef(m, s, u, ya, weight,
-    sigma) -> (log_z, coef, entropy)`` turns them into pair coefficients; pass 2
-    sums ``coef * z z^T`` over all pairs with :func:`tiles.sigma_tile`.  The
-    A x A matrix is never carried per anchor.
+    ``z`` and ``q`` are symmetric in the pair, so the row blocks are visited as
+    pairs ``I <= J`` (:data:`tiles.WITHIN` on the diagonal, :data:`tiles.CROSS`
+    off it), each pair's distances serving the anchors on both sides -- half
+    the work of ordered (anchor block x candidate block) tiles.  Pass 1 merges
+    the per-anchor softmax partials ``(m, s, u)`` of :func:`tiles.qlse_pairs`
+    over the pairs an anchor block belongs to; ``coef(m, s, u, ya, weight,
+    sigma) -> (log_z, coef, entropy)`` turns them into pair coefficients;
+    pass 2 sums ``coef * z z^T`` over all pairs with :func:`tiles.sigma_pairs`.
+    The A x A matrix is never carried per anchor.
     """
-    k = rows.n_classes
     U = np.ascontiguousarray(U, dtype=np.float64)
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     weight = np.asarray(anchor_weight, dtype=np.float64)
     if not rows.on_dask:
         with _blas_single_thread():
-            return _quad_symmetric(rows, U, lam, sigma, weight, coef)
+            return _quad_local(rows, U, lam, sigma, weight, coef)
 
+    k = rows.n_classes
     g = _Graph(rows, "quad", U, lam, sigma, weight, coef.__name__, split_every=split_every)
-    shares = []
-    for i, (start, stop) in enumerate(rows.bounds):
-        merged = g.tree(g.tile_row("qlse", i, (U, lam, sigma, k), "tile"), merge.lse_combine,
-                        "merge")
-        c = g.add("coef", _quad_coef_task, coef, merged, g.y(i), weight[start:stop], sigma)
-        parts = [
-            g.add("sigma", _sigma_task, g.x(i), start, g.x(j), g.y(j), sc, U, lam, sigma, c)
-            for j, (sc, _) in enumerate(rows.bounds)
-        ]
-        shares.append(g.add("share", _share_task, g.tree(parts, _sum, "sum"), c))
-    return g.compute(g.tree(shares, _tuple_sum, "total"))
+    blocks = range(len(rows.bounds))
+    pairs = [(i, j) for i in blocks for j in blocks if i <= j]
+    tile = {
+        (i, j): g.add("qlse", _qlse_pair_task, *_pair_args(g, i, j), U, lam, sigma, k)
+        for i, j in pairs
+    }
+    coefs = []
+    for i in blocks:
+        sides = [g.add("side", _side, tile[min(i, j), max(i, j)], int(j < i)) for j in blocks]
+        merged = g.tree(sides, merge.lse_combine, "merge")
+        start, stop = rows.bounds[i]
+        coefs.append(g.add("coef", _quad_coef_task, coef, merged, g.y(i), weight[start:stop],
+                           sigma))
+    parts = [g.add("sigma", _sigma_pair_task, *_pair_args(g, i, j), U, lam, sigma, coefs[i],
+                   coefs[j]) for i, j in pairs]
+    entropy = g.tree([g.add("entropy", _entropy_of, c) for c in coefs], _sum, "entropy")
+    return g.compute(g.add("total", _call, _pair_of, g.tree(parts, _sum, "sum"), entropy))
 
 
-def _quad_symmetric(rows: Rows, U, lam, sigma, weight, coef):
-    """In-process IMMIGRATE E-step over *unordered* pairs.
+def _pair_args(g: _Graph, i, j):
+    (si, _), (sj, _) = g.rows.bounds[i], g.rows.bounds[j]
+    return g.x(i), g.y(i), si, g.x(j), g.y(j), sj
 
-    ``z`` and ``q`` are symmetric in the pair, so each unordered pair is
-    computed once per pass and serves both anchors: pass 1 folds it into the
-    softmax partials of both rows, pass 2 adds both rows' coefficients to one
-    outer product -- a quarter of the work of the ordered two-pass form.  Rows
-    are sorted by class and cut into segments of one class; segment pairs are
-    dealt to threads round-robin (a fixed assignment, so the sums do not depend
-    on timing), each thread with its own partials, merged in order.
-    """
-    n, k = rows.n_samples, rows.n_classes
-    order = np.argsort(rows.codes, kind="stable")
-    X, y, w = np.ascontiguousarray(rows.X[order]), rows.codes[order], weight[order]
-    starts = np.searchsorted(y, np.arange(k + 1))
-    seg = tiles._Q_SEGMENT
-    segments = [(r0, min(r0 + seg, starts[c + 1]), c) for c in range(k)
-                for r0 in range(starts[c], starts[c + 1], seg)]
-    pairs = [(a, b) for i, a in enumerate(segments) for b in segments[i:]]
-    # Threads pay off only on real work: below ~1 GFLOP per pass, one thread wins.
-    flops = n * n * X.shape[1] * (X.shape[1] + U.shape[1])
-    n_threads = max(1, min(_n_threads(), len(pairs))) if flops > 1e9 else 1
-    position = np.arange(n)
-    inv_sigma = 1.0 / sigma
 
-    def pass1(t):
-        m, s, u = np.full((n, k), -np.inf), np.zeros((n, k)), np.zeros((n, k))
-        Z, G, _ = tiles._scratch(X.shape[1], U.shape[1])
-        for (r0, r1, cs), (t0, t1, ct) in pairs[t::n_threads]:
-            _, q = tiles.quad_distances(X, r0, r1, X, t0, t1, U, lam, Z, G)
-            tiles._fold_quad(q, t1 - t0, position[t0:t1], position, r0, r1, ct, inv_sigma,
-                             m, s, u)
-            if r0 != t0:
-                qt = np.ascontiguousarray(q.reshape(r1 - r0, t1 - t0).T).ravel()
-                tiles._fold_quad(qt, r1 - r0, position[r0:r1], position, t0, t1, cs,
-                                 inv_sigma, m, s, u)
-        return m, s, u
+def _pair_mode(Xp, start_p, Xq, start_q):
+    ip = np.arange(start_p, start_p + Xp.shape[0])
+    iq = np.arange(start_q, start_q + Xq.shape[0])
+    return ip, iq, tiles.WITHIN if start_p == start_q else tiles.CROSS
 
-    m, s, u = merge.lse_combine(_thread_map(pass1, list(range(n_threads))))
-    log_z, c, entropy = coef(m, s, u, y, w, sigma)
 
-    def pass2(t):
-        out = np.zeros((X.shape[1], X.shape[1]))
-        Z, G, wZ = tiles._scratch(X.shape[1], U.shape[1])
-        for (r0, r1, cs), (t0, t1, ct) in pairs[t::n_threads]:
-            if not (c[r0:r1, ct].any() or c[t0:t1, cs].any()):
-                continue
-            Zb, q = tiles.quad_distances(X, r0, r1, X, t0, t1, U, lam, Z, G)
-            tiles.symmetric_weighted_rows(q, Z, r0, r1, t0, t1, cs, ct, inv_sigma, log_z, c, wZ)
-            out += Zb.T @ wZ[: q.shape[0]]
-        return out
+def _qlse_pair(Xp, yp, start_p, Xq, yq, start_q, U, lam, sigma, n_classes, store):
+    ip, iq, mode = _pair_mode(Xp, start_p, Xq, start_q)
+    return tiles.qlse_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store)
 
-    return functools.reduce(np.add, _thread_map(pass2, list(range(n_threads)))), entropy
+
+def _sigma_pair(Xp, yp, start_p, Xq, yq, start_q, U, lam, sigma, coef_p, coef_q, store):
+    ip, iq, mode = _pair_mode(Xp, start_p, Xq, start_q)
+    return tiles.sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, coef_p[0], coef_p[1],
+                             coef_q[0], coef_q[1], mode, store)
+
+
+def _qlse_pair_task(*args):
+    with _blas_single_thread():
+        return _qlse_pair(*args, np.empty(0))
+
+
+def _sigma_pair_task(*args):
+    with _blas_single_thread():
+        return _sigma_pair(*args, np.empty(0))
+
+
+def _side(partials, side):
+    """The ``(m, s, u)`` of the first (0) or second (1) row set of a pair."""
+    return partials[3 * side: 3 * side + 3]
+
+
+def _entropy_of(coef):
+    return coef[2]
+
+
+def _pair_of(a, b):
+    return a, b
 
 
 def _quad_coef_task(coef, partial, ya, weight, sigma):
@@ -454,16 +454,69 @@ def _quad_coef_task(coef, partial, ya, weight, sigma):
     return coef(m, s, u, ya, weight, sigma)
 
 
-def _sigma_task(Xa, start_a, Xc, yc, start_c, U, lam, sigma, coef):
-    log_z, c, _ = coef
-    ia = np.arange(start_a, start_a + Xa.shape[0])
-    ic = np.arange(start_c, start_c + Xc.shape[0])
-    with _blas_single_thread():
-        return tiles.sigma_tile(Xa, ia, Xc, yc, ic, U, lam, sigma, log_z, c)
+#: Below about this much work per pass one thread beats waking a pool.
+_THREADS_MIN_FLOPS = 1e9
 
 
-def _share_task(sigma_part, coef):
-    return sigma_part, coef[2]
+def _quad_local(rows: Rows, U, lam, sigma, weight, coef):
+    """In-process :func:`quad_statistic`: the same pairs of row blocks, on threads.
+
+    One block (one ``WITHIN`` call per pass) unless the work pays for threads
+    (~1 GFLOP per pass); then blocks of rows whose pairs are dealt to threads
+    by a fixed greedy rule, so the sums do not depend on timing.  When every
+    pair's distance fits :data:`TILE_BUDGET`, pass 1 stores them and pass 2
+    reads them back instead of recomputing ``Z U``.
+    """
+    n, a = rows.n_samples, rows.n_features
+    flops = n * n * a * (a + U.shape[1])
+    n_threads = _n_threads() if flops > _THREADS_MIN_FLOPS else 1
+    n_blocks = 1 if n_threads == 1 else min(4 * n_threads, max(1, n // tiles._SEG))
+    bounds = _split(n, n_blocks)
+    pairs = [(i, j) for i in range(len(bounds)) for j in range(i, len(bounds))]
+    size = [tiles.n_pairs(bounds[i][1] - bounds[i][0], bounds[j][1] - bounds[j][0],
+                          tiles.WITHIN if i == j else tiles.CROSS) for i, j in pairs]
+    keep_q = 8 * sum(size) <= TILE_BUDGET
+    stores = [np.empty(p if keep_q else 0) for p in size]
+    share = _deal(size, n_threads)
+    X, y = rows.X, rows.codes
+
+    def args(p):
+        (s0, s1), (t0, t1) = bounds[pairs[p][0]], bounds[pairs[p][1]]
+        return X[s0:s1], y[s0:s1], s0, X[t0:t1], y[t0:t1], t0
+
+    def on_threads(fn):
+        """``{pair index: fn(pair index)}``, each thread running its share in order."""
+        done = _thread_map(lambda mine: [(p, fn(p)) for p in mine], share)
+        return dict(itertools.chain.from_iterable(done))
+
+    tile = on_threads(lambda p: _qlse_pair(*args(p), U, lam, sigma, rows.n_classes, stores[p]))
+    index = {pair: p for p, pair in enumerate(pairs)}
+    merged = [
+        merge.lse_combine([_side(tile[index[min(i, j), max(i, j)]], int(j < i))
+                           for j in range(len(bounds))])
+        for i in range(len(bounds))
+    ]
+    m, s, u = (np.concatenate(parts) for parts in zip(*merged))
+    log_z, c, entropy = coef(m, s, u, y, weight, sigma)
+
+    def pass2(p):
+        (s0, s1), (t0, t1) = bounds[pairs[p][0]], bounds[pairs[p][1]]
+        return _sigma_pair(*args(p), U, lam, sigma, (log_z[s0:s1], c[s0:s1]),
+                           (log_z[t0:t1], c[t0:t1]), stores[p])
+
+    parts = on_threads(pass2)
+    return functools.reduce(np.add, [parts[p] for p in range(len(pairs))]), entropy
+
+
+def _deal(costs, n_threads):
+    """Indices of ``costs`` dealt to threads: largest first, to the least loaded."""
+    load = [0] * n_threads
+    share = [[] for _ in range(n_threads)]
+    for p in sorted(range(len(costs)), key=lambda p: (-costs[p], p)):
+        t = min(range(n_threads), key=lambda t: (load[t], t))
+        share[t].append(p)
+        load[t] += costs[p]
+    return [s for s in share if s]
 
 
 def anchor_partials(rows: Rows, kernel, Xa, ia, params, block=1024):

@@ -199,13 +199,23 @@ def softmin_coef(m, s, u, ya, weight, sigma):
             # sum_H alpha q = u_y / s_y
             entropy += weight[a] * (-(u[a, y] / s[a, y]) / sigma - log_h)
         if log_m > -np.inf:
-            expected = 0.0
+            # sum_M beta q as a ratio of sums shifted by the largest miss class's
+            # max, not by log_m: e^(m - log_m) of two large logits would carry
+            # the rounding of log_m (~1e-11 at |m| ~ 1e5) into E[q] / sigma.
+            top = -np.inf
+            for c in range(n_classes):
+                if c != y and s[a, c] > 0.0:
+                    top = max(top, m[a, c])
+            num = 0.0
+            den = 0.0
             for c in range(n_classes):
                 if c != y and s[a, c] > 0.0:
                     log_z[a, c] = log_m
                     coef[a, c] = -weight[a]
-                    expected += u[a, c] * math.exp(m[a, c] - log_m)
-            entropy -= weight[a] * (-expected / sigma - log_m)
+                    r = math.exp(m[a, c] - top)
+                    num += u[a, c] * r
+                    den += s[a, c] * r
+            entropy -= weight[a] * (-(num / den) / sigma - log_m)
     return log_z, coef, entropy
 
 

@@ -18,7 +18,9 @@ zero).
 Layout: a tile first sorts its candidates by class (stable, so row order is
 kept within a class).  Every inner loop then runs over contiguous
 candidates of one class, branch-free and vectorised over features, and
-``z`` is recomputed rather than stored.
+``z`` is recomputed rather than stored.  The quadratic (IMMIGRATE) kernels
+at the end of the module are GEMM-bound and work on pairs of row sets
+instead; see the notes there.
 """
 
 import math
@@ -350,177 +352,344 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
 # Quadratic distances q = z^T W z (IMMIGRATE), W = U diag(lam) U^T
 # ---------------------------------------------------------------------------
 #
-# The quadratic kernels are GEMM-bound: numba builds the pair differences and
-# does the per-pair bookkeeping (GIL released), numpy's BLAS does the two
-# products per block of pairs (Z @ U for q, Z^T (c Z) for Sigma).  A block is
-# _Q_ANCHORS anchors x up to _Q_CANDS candidates of one class.
+# The quadratic kernels are GEMM-bound.  Both row sets are sorted by class and
+# cut into segments of rows of one class; a pair of segments is a block of
+# pairs whose difference rows Z (pairs x features, about _BLOCK_BYTES) stay in
+# the L2 cache for the two products of the block, Z @ U (distances) and
+# Z^T (w * Z) (Sigma), made by BLAS from inside the kernel: OpenBLAS runs
+# these thin products fastest on such small, cache-resident operands.
+#
+# ``z`` and ``q`` are symmetric in the pair, so a pair of row sets is visited
+# once for both directions: the *pair modes* below.  Every block's rows are
+# enumerated by _block_rows, so pass 1 and pass 2 see the pairs in the same
+# order and pass 2 can read back the distances pass 1 stored.
+#
+# A factor with no columns (``U.shape[1] == 0``) means W = diag(lam): the
+# first IMMIGRATE step (W = I / sqrt(A)) and a pruned diagonal W need no
+# product for q.
 
-_Q_ANCHORS = 32
-_Q_CANDS = 512
-# Rows per segment of the in-process symmetric pass: a pair of segments is one
-# block of at most _Q_ANCHORS * _Q_CANDS pairs.
-_Q_SEGMENT = 128
+#: Largest segment (rows); buffers are sized for _SEG**2 pairs.
+_SEG = 32
+#: Bytes of one block's difference rows Z.
+_BLOCK_BYTES = 2**16
+# A row whose normaliser lies more than this below the block's largest logit
+# takes its own exponentials: e^(l - M) e^(M - m) could overflow.  Below it,
+# a term the shared exponential drops is under e^-100 of the row's largest.
+_SAFE_SHIFT = 600.0
 
 
 @_helper
-def _pair_diffs(Xa, a0, a1, Xs, c0, c1, Z):
-    """``Z[(a - a0) * (c1 - c0) + j - c0] = |x_a - x_j|``; returns the row count."""
-    nc = c1 - c0
-    for a in range(a0, a1):
-        base = (a - a0) * nc
-        for j in range(nc):
-            for k in range(Xs.shape[1]):
-                Z[base + j, k] = abs(Xa[a, k] - Xs[c0 + j, k])
-    return (a1 - a0) * nc
+def _segment_rows(n_features):
+    """Rows per segment, so that a block's Z is about :data:`_BLOCK_BYTES`."""
+    return max(8, min(_SEG, int(math.sqrt(_BLOCK_BYTES / (8.0 * n_features)))))
+
+
+#: Pair modes.  ORDERED: rows of P are anchors against the candidates Q (new
+#: points, leave-one-out; a candidate with the anchor's index is skipped).
+#: CROSS: P and Q are disjoint row sets; every pair serves both anchors.
+#: WITHIN: P is Q; each unordered pair i < j once, serving both anchors.
+ORDERED, CROSS, WITHIN = 0, 1, 2
+
+
+def n_pairs(n_p, n_q, mode):
+    """Pairs a pair-mode kernel visits (the length of its distance store)."""
+    return n_p * (n_p - 1) // 2 if mode == WITHIN else n_p * n_q
 
 
 @_helper
-def _quad_form(G, lam, q):
-    """``q_p = sum_i lam_i G[p, i]^2`` (``G = Z U``)."""
-    for p in range(G.shape[0]):
+def _segments(starts, seg):
+    """``(row0, row1, class)`` of runs of at most ``seg`` rows of one class."""
+    count = 0
+    for c in range(starts.shape[0] - 1):
+        count += (starts[c + 1] - starts[c] + seg - 1) // seg
+    out = np.empty((count, 3), dtype=np.int64)
+    r = 0
+    for c in range(starts.shape[0] - 1):
+        for r0 in range(starts[c], starts[c + 1], seg):
+            out[r, 0], out[r, 1], out[r, 2] = r0, min(r0 + seg, starts[c + 1]), c
+            r += 1
+    return out
+
+
+@_helper
+def _block_rows(Xp, r0, r1, Xq, t0, t1, upper, Z):
+    """``Z`` rows ``|x_i - x_j|`` for ``i in r0:r1``, ``j in t0:t1`` (``j > i`` if
+    ``upper``), i-major; returns the row count."""
+    n = 0
+    for i in range(r0, r1):
+        for j in range(max(t0, i + 1) if upper else t0, t1):
+            for k in range(Xp.shape[1]):
+                Z[n, k] = abs(Xp[i, k] - Xq[j, k])
+            n += 1
+    return n
+
+
+@_helper
+def _block_distances(Z, n, U, lam, q):
+    """``q[p] = z_p^T W z_p = sum_i lam_i (u_i^T z_p)^2`` for the block's ``n`` rows."""
+    if U.shape[1] == 0:
+        for p in range(n):
+            acc = 0.0
+            for k in range(Z.shape[1]):
+                acc += lam[k] * Z[p, k] * Z[p, k]
+            q[p] = acc
+        return
+    G = np.dot(Z[:n], U)
+    for p in range(n):
         acc = 0.0
         for i in range(lam.shape[0]):
             acc += lam[i] * G[p, i] * G[p, i]
         q[p] = acc
 
 
-def quad_distances(Xa, a0, a1, Xs, c0, c1, U, lam, Z, G):
-    """Pair differences and quadratic distances of a block of pairs.
-
-    .. math:: q_{aj} = z_{aj}^T W z_{aj} = \\sum_i \\lambda_i (u_i^T z_{aj})^2
-
-    ``Z`` and ``G`` are scratch (rows x features, rows x rank).  Returns
-    ``(Z[:n], q)`` with rows ordered anchor-major.
-    """
-    n = _pair_diffs(Xa, a0, a1, Xs, c0, c1, Z)
-    q = np.empty(n)
-    _quad_form(np.matmul(Z[:n], U, out=G[:n]), lam, q)
-    return Z[:n], q
-
-
-def _scratch(n_features, rank):
-    rows = _Q_ANCHORS * _Q_CANDS
-    return np.empty((rows, n_features)), np.empty((rows, rank)), np.empty((rows, n_features))
+@_helper
+def _rescale(m, s, u, a, c, best):
+    if best > m[a, c]:
+        r = math.exp(m[a, c] - best)
+        s[a, c] *= r
+        u[a, c] *= r
+        m[a, c] = best
 
 
 @_helper
-def _fold_quad(q, nc, self_ic, ia, a0, a1, c, inv_sigma, m, s, u):
-    """Fold a block's distances to class ``c`` into the anchors' ``(m, s, u)``."""
-    for a in range(a0, a1):
-        base = (a - a0) * nc
+def _shift_factor(shift):
+    """``e^shift`` for a row whose terms are ``e^(l - M) e^shift``; ``-1`` when
+    ``shift`` is too large for the product to be safe (the row then takes
+    its own exponentials)."""
+    if shift > _SAFE_SHIFT:
+        return -1.0
+    return math.exp(shift) if shift > _EXP_FLOOR else 0.0
+
+
+@_helper
+def _term(e, factor, lg, shift_to):
+    """``e^(lg - shift_to)`` from the block's ``e = e^(lg - M)`` and the row's factor."""
+    if factor >= 0.0:
+        return e * factor
+    x = lg - shift_to
+    return math.exp(x) if x > _EXP_FLOOR else 0.0
+
+
+@_helper
+def _fold_block(q, r0, r1, t0, t1, upper, both, keep, op, oq, cs, ct, inv_sigma,
+                mp, sp, up, mq, sq, uq, col):
+    """Fold a block's distances into the softmax partials of its anchors.
+
+    Row ``i`` (class ``cs``) gains the pair with ``j`` in its partial for class
+    ``ct``; with ``both``, ``j`` gains it in its partial for class ``cs``.
+    ``keep[p]`` is False for a pair of a row with itself.  Maxima first; then
+    one exponential per pair against the block's maximum ``M``, scaled per
+    row by ``e^(M - m_i)`` (:func:`_shift_factor`).
+    """
+    nt = t1 - t0
+    col_max, col_s, col_u, col_f = col[0], col[1], col[2], col[3]
+    col_max[:nt] = -np.inf
+    top = -np.inf
+    p = 0
+    for i in range(r0, r1):
         best = -np.inf
-        for j in range(nc):
-            if self_ic[j] != ia[a]:
-                best = max(best, -q[base + j] * inv_sigma)
-        if best == -np.inf:
-            continue
-        if best > m[a, c]:
-            r = math.exp(m[a, c] - best)
-            s[a, c] *= r
-            u[a, c] *= r
-            m[a, c] = best
-        for j in range(nc):
-            x = -q[base + j] * inv_sigma - m[a, c]
-            if self_ic[j] != ia[a] and x > _EXP_FLOOR:
-                e = math.exp(x)
-                s[a, c] += e
-                u[a, c] += e * q[base + j]
+        for j in range(max(t0, i + 1) if upper else t0, t1):
+            if keep[p]:
+                lg = -q[p] * inv_sigma
+                best = max(best, lg)
+                col_max[j - t0] = max(col_max[j - t0], lg)
+            p += 1
+        if best > -np.inf:
+            _rescale(mp, sp, up, op[i], ct, best)
+            top = max(top, best)
+    if top == -np.inf:
+        return
+    col_s[:nt] = 0.0
+    col_u[:nt] = 0.0
+    if both:
+        for j in range(t0, t1):
+            if col_max[j - t0] > -np.inf:
+                _rescale(mq, sq, uq, oq[j], cs, col_max[j - t0])
+            col_f[j - t0] = _shift_factor(top - mq[oq[j], cs])
+    p = 0
+    for i in range(r0, r1):
+        shift = mp[op[i], ct]
+        factor = _shift_factor(top - shift)
+        acc_s = 0.0
+        acc_u = 0.0
+        for j in range(max(t0, i + 1) if upper else t0, t1):
+            if keep[p]:
+                lg = -q[p] * inv_sigma
+                x = lg - top
+                e = math.exp(x) if x > _EXP_FLOOR else 0.0
+                t = _term(e, factor, lg, shift)
+                acc_s += t
+                acc_u += t * q[p]
+                if both:
+                    t = _term(e, col_f[j - t0], lg, mq[oq[j], cs])
+                    col_s[j - t0] += t
+                    col_u[j - t0] += t * q[p]
+            p += 1
+        sp[op[i], ct] += acc_s
+        up[op[i], ct] += acc_u
+    if both:
+        for j in range(t0, t1):
+            sq[oq[j], cs] += col_s[j - t0]
+            uq[oq[j], cs] += col_u[j - t0]
 
 
 @_helper
-def _weighted_rows(q, Z, nc, self_ic, ia, a0, a1, c, inv_sigma, log_z, coef, out):
-    """``out[p] = w_p Z[p]`` with ``w_p = coef[a, c] exp(-q_p / sigma - log_z[a, c])``
-    (0 for the anchor itself)."""
-    for a in range(a0, a1):
-        base = (a - a0) * nc
-        for j in range(nc):
-            w = 0.0
-            x = -q[base + j] * inv_sigma - log_z[a, c]
-            if coef[a, c] != 0.0 and self_ic[j] != ia[a] and x > _EXP_FLOOR:
-                w = coef[a, c] * math.exp(x)
-            for k in range(Z.shape[1]):
-                out[base + j, k] = w * Z[base + j, k]
+def _block_keep(ip, r0, r1, iq, t0, t1, upper, keep):
+    p = 0
+    for i in range(r0, r1):
+        for j in range(max(t0, i + 1) if upper else t0, t1):
+            keep[p] = ip[i] != iq[j]
+            p += 1
 
 
-def _quad_blocks(n_anchors, starts):
-    for a0 in range(0, n_anchors, _Q_ANCHORS):
-        a1 = min(a0 + _Q_ANCHORS, n_anchors)
-        for c in range(starts.shape[0] - 1):
-            for c0 in range(starts[c], starts[c + 1], _Q_CANDS):
-                yield a0, a1, c, c0, min(c0 + _Q_CANDS, starts[c + 1])
+@_helper
+def _sorted_pair(Xp, ip, yp, Xq, iq, yq, n_classes, mode):
+    """Both row sets sorted by class: rows, global indices, positions, segments."""
+    seg = _segment_rows(Xp.shape[1])
+    Xps, ips, sp = by_class(Xp, yp, ip, n_classes)
+    op = np.argsort(yp, kind="mergesort")  # by_class's order
+    if mode == WITHIN:
+        return Xps, ips, op, _segments(sp, seg), Xps, ips, op, _segments(sp, seg)
+    Xqs, iqs, sq = by_class(Xq, yq, iq, n_classes)
+    oq = np.argsort(yq, kind="mergesort")
+    return Xps, ips, op, _segments(sp, seg), Xqs, iqs, oq, _segments(sq, seg)
 
 
-def qlse_tile(Xa, ia, Xc, yc, ic, U, lam, sigma, n_classes):
-    """Per-anchor, per-class partials ``(m, s, u)`` of the quadratic softmax.
+@_helper
+def _blocks(seg_p, seg_q, mode):
+    """Segment pairs ``(a, b)`` a pair mode visits, in the order both passes use."""
+    out = []
+    for a in range(seg_p.shape[0]):
+        for b in range(a if mode == WITHIN else 0, seg_q.shape[0]):
+            out.append((a, b))
+    return out
 
-    As :func:`_lse_tile` with logits ``l = -q / sigma`` and, instead of the
+
+@_helper
+def qlse_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store):
+    """Pass 1 of IMMIGRATE over a pair of row sets: quadratic softmax partials.
+
+    Returns ``(m, s, u)`` per row of ``P`` and per row of ``Q`` and class: as
+    :func:`_lse_tile` with logits ``l = -q / sigma`` and, instead of the
     vector ``v``, the scalar ``u_ac = sum_j e^{l_aj - m_ac} q_aj`` (expected
-    distance, entropy and cost all follow from it).  Merged by
-    :func:`dmargin.engine.merge.lse_combine`.
+    distance, entropy and cost all follow from it); merged by
+    :func:`dmargin.engine.merge.lse_combine`.  In ``WITHIN`` mode the ``Q``
+    partials are the ``P`` partials (one set of arrays); in ``ORDERED`` mode
+    they are empty.  A nonempty ``store`` (length :func:`n_pairs`) receives
+    every distance for :func:`sigma_pairs`.
     """
-    n_anchors, n_features = Xa.shape
-    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
-    m = np.full((n_anchors, n_classes), -np.inf)
-    s = np.zeros((n_anchors, n_classes))
-    u = np.zeros((n_anchors, n_classes))
-    Z, G, _ = _scratch(n_features, U.shape[1])
-    for a0, a1, c, c0, c1 in _quad_blocks(n_anchors, starts):
-        _, q = quad_distances(Xa, a0, a1, Xs, c0, c1, U, lam, Z, G)
-        _fold_quad(q, c1 - c0, ics[c0:c1], ia, a0, a1, c, 1.0 / sigma, m, s, u)
-    return m, s, u
+    n_features = Xp.shape[1]
+    Xps, ips, op, seg_p, Xqs, iqs, oq, seg_q = _sorted_pair(Xp, ip, yp, Xq, iq, yq, n_classes,
+                                                            mode)
+    mp = np.full((Xp.shape[0], n_classes), -np.inf)
+    sp = np.zeros((Xp.shape[0], n_classes))
+    up = np.zeros((Xp.shape[0], n_classes))
+    if mode == WITHIN:
+        mq, sq, uq = mp, sp, up
+    else:
+        n_q = Xq.shape[0] if mode == CROSS else 0
+        mq = np.full((n_q, n_classes), -np.inf)
+        sq = np.zeros((n_q, n_classes))
+        uq = np.zeros((n_q, n_classes))
+    Z = np.empty((_SEG * _SEG, n_features))
+    q = np.empty(_SEG * _SEG)
+    keep = np.ones(_SEG * _SEG, dtype=np.bool_)
+    col = np.empty((4, _SEG))
+    inv_sigma = 1.0 / sigma
+    offset = 0
+    for a, b in _blocks(seg_p, seg_q, mode):
+        r0, r1, cs = seg_p[a]
+        t0, t1, ct = seg_q[b]
+        upper = mode == WITHIN and a == b
+        n = _block_rows(Xps, r0, r1, Xqs, t0, t1, upper, Z)
+        _block_distances(Z, n, U, lam, q)
+        if store.shape[0] > 0:
+            store[offset:offset + n] = q[:n]
+        offset += n
+        if mode == ORDERED:
+            _block_keep(ips, r0, r1, iqs, t0, t1, upper, keep)
+        _fold_block(q, r0, r1, t0, t1, upper, mode != ORDERED, keep, op, oq, cs, ct,
+                    inv_sigma, mp, sp, up, mq, sq, uq, col)
+    return mp, sp, up, mq, sq, uq
 
 
-def sigma_tile(Xa, ia, Xc, yc, ic, U, lam, sigma, log_z, coef):
-    """Pass 2 of IMMIGRATE: the pair-coefficient sum of outer products.
+@_helper
+def sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, log_zp, coef_p, log_zq, coef_q,
+                mode, store):
+    """Pass 2 of IMMIGRATE over a pair of row sets: the coefficient sum of outer products.
 
     .. math::
         \\Sigma = \\sum_a \\sum_j \\mathrm{coef}_{a, y_j}
                  e^{-q_{aj}/\\sigma - \\log Z_{a, y_j}} z_{aj} z_{aj}^T
 
-    (``ALGORITHMS.md`` section 2, step 2), one product ``Z^T (c * Z)`` per
-    block of pairs, summed in a fixed order.
+    (``ALGORITHMS.md`` section 2, step 2) over the pairs of the mode, both
+    anchors of a pair adding their weight to one row (``CROSS``,
+    ``WITHIN``); one product ``Z^T (w * Z)`` per block, summed in block order.
+    A nonempty ``store`` holds the distances :func:`qlse_pairs` wrote.
     """
-    n_anchors, n_features = Xa.shape
-    n_classes = coef.shape[1]
-    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    n_features = Xp.shape[1]
+    Xps, ips, op, seg_p, Xqs, iqs, oq, seg_q = _sorted_pair(Xp, ip, yp, Xq, iq, yq,
+                                                            coef_p.shape[1], mode)
     out = np.zeros((n_features, n_features))
-    Z, G, wZ = _scratch(n_features, U.shape[1])
-    for a0, a1, c, c0, c1 in _quad_blocks(n_anchors, starts):
-        if not coef[a0:a1, c].any():
+    Z = np.empty((_SEG * _SEG, n_features))
+    wZ = np.empty((_SEG * _SEG, n_features))
+    q = np.empty(_SEG * _SEG)
+    col_f = np.empty(_SEG)
+    inv_sigma = 1.0 / sigma
+    both = mode != ORDERED
+    offset = 0
+    for a, b in _blocks(seg_p, seg_q, mode):
+        r0, r1, cs = seg_p[a]
+        t0, t1, ct = seg_q[b]
+        upper = mode == WITHIN and a == b
+        n = (r1 - r0) * (t1 - t0) if not upper else (r1 - r0) * (r1 - r0 - 1) // 2
+        offset += n
+        active = False
+        for i in range(r0, r1):
+            active = active or coef_p[op[i], ct] != 0.0
+        if both:
+            for j in range(t0, t1):
+                active = active or coef_q[oq[j], cs] != 0.0
+        if not active:
             continue
-        Zb, q = quad_distances(Xa, a0, a1, Xs, c0, c1, U, lam, Z, G)
-        n = q.shape[0]
-        _weighted_rows(q, Z, c1 - c0, ics[c0:c1], ia, a0, a1, c, 1.0 / sigma, log_z, coef, wZ)
-        out += Zb.T @ wZ[:n]
+        _block_rows(Xps, r0, r1, Xqs, t0, t1, upper, Z)
+        if store.shape[0] > 0:
+            q[:n] = store[offset - n:offset]
+        else:
+            _block_distances(Z, n, U, lam, q)
+        top = -np.inf
+        for p in range(n):
+            top = max(top, -q[p] * inv_sigma)
+        for j in range(t0, t1):
+            cj = coef_q[oq[j], cs] if both else 0.0
+            col_f[j - t0] = _shift_factor(top - log_zq[oq[j], cs]) if cj != 0.0 else 0.0
+        p = 0
+        for i in range(r0, r1):
+            ci, li = coef_p[op[i], ct], log_zp[op[i], ct]
+            fi = _shift_factor(top - li) if ci != 0.0 else 0.0
+            for j in range(max(t0, i + 1) if upper else t0, t1):
+                lg = -q[p] * inv_sigma
+                x = lg - top
+                e = math.exp(x) if x > _EXP_FLOOR else 0.0
+                w = 0.0
+                if ci != 0.0 and ips[i] != iqs[j]:
+                    w = ci * _term(e, fi, lg, li)
+                if both and col_f[j - t0] != 0.0:
+                    w += coef_q[oq[j], cs] * _term(e, col_f[j - t0], lg, log_zq[oq[j], cs])
+                for k in range(n_features):
+                    wZ[p, k] = w * Z[p, k]
+                p += 1
+        out += np.dot(Z[:n].T, wZ[:n])
     return out
 
 
-@_helper
-def symmetric_weighted_rows(q, Z, r0, r1, t0, t1, c_s, c_t, inv_sigma, log_z, coef, out):
-    """Both directions of a block of unordered pairs at once.
-
-    Rows ``(i - r0) * (t1 - t0) + (j - t0)`` hold the pair of sorted rows
-    ``i`` (class ``c_s``) and ``j`` (class ``c_t``); ``out[p] = (w_ij + w_ji) Z[p]``
-    with ``w_ij = coef[i, c_t] exp(-q / sigma - log_z[i, c_t])``.  On a diagonal
-    block (``r0 == t0``) every ordered pair appears once and ``w_ji`` is not added;
-    the anchor itself gets 0.
-    """
-    nt = t1 - t0
-    diagonal = r0 == t0
-    for i in range(r0, r1):
-        for j in range(t0, t1):
-            p = (i - r0) * nt + (j - t0)
-            w = 0.0
-            if i != j:
-                x = -q[p] * inv_sigma - log_z[i, c_t]
-                if coef[i, c_t] != 0.0 and x > _EXP_FLOOR:
-                    w += coef[i, c_t] * math.exp(x)
-                if not diagonal:
-                    x = -q[p] * inv_sigma - log_z[j, c_s]
-                    if coef[j, c_s] != 0.0 and x > _EXP_FLOOR:
-                        w += coef[j, c_s] * math.exp(x)
-            for k in range(Z.shape[1]):
-                out[p, k] = w * Z[p, k]
+def qlse_tile(Xa, ia, Xc, yc, ic, U, lam, sigma, n_classes):
+    """Quadratic softmax partials ``(m, s, u)`` of new anchors against candidates
+    (the ``ORDERED`` mode of :func:`qlse_pairs`)."""
+    ya = np.zeros(Xa.shape[0], dtype=np.int64)
+    m, s, u = qlse_pairs(Xa, ia, ya, Xc, ic, yc, U, lam, sigma, n_classes, ORDERED,
+                         np.empty(0))[:3]
+    return m, s, u
 
 
 lse_tile, lse_tile_parallel = _jit(_lse_tile)
@@ -533,7 +702,6 @@ KERNELS = {
     "logz": (logz_tile, logz_tile_parallel),
     "pair_sum": (pair_sum_tile, pair_sum_tile_parallel),
     "knn": (knn_tile, knn_tile_parallel),
-    # BLAS-bound, threaded by the caller over anchor blocks.
+    # BLAS-bound, threaded by the caller over pairs of row sets.
     "qlse": (qlse_tile, qlse_tile),
-    "sigma": (sigma_tile, sigma_tile),
 }
