@@ -103,11 +103,12 @@ def test_numeric_partition_as_feature_and_filters(tmp_path, frame):
     order = by_rid(Xv)
     ref = frame.sort_values("rid")
     np.testing.assert_array_equal(Xv[order][:, :4], ref[["rid", "f0", "f1", "count"]].to_numpy(float))
+    assert y.compute()[order].tolist() == ref["label"].tolist()
     year = Xv[order][:, 4]
     np.testing.assert_array_equal(year, ref["year"].to_numpy(float, na_value=np.nan))
     assert np.isnan(year).sum() == (frame["rid"] % 4 == 0).sum()
     # A partition filter skips directories; chunk sizes are counted, still known.
-    X, y = read_parquet(root, "label", ["rid"], filters=[("year", "==", 2021)])
+    X, _ = read_parquet(root, "label", ["rid"], filters=[("year", "==", 2021)])
     want = ref[ref["year"] == 2021]
     assert sum(X.chunks[0]) == len(want)
     np.testing.assert_array_equal(np.sort(X.compute()[:, 0]), want["rid"].to_numpy(float))
