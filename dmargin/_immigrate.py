@@ -202,6 +202,11 @@ class Immigrate(_SoftminClassifier):
         as the paper does; ``None`` uses the numbers as given.
     n_features_to_select : int, float or None, default=None
         For ``transform``, ranking by the diagonal of ``W``.
+    prediction_sigma : float or None, default=None
+        The kernel width of the prediction rule (eq. 3.18): ``None`` uses
+        ``sigma``, as the paper writes it; the reference R package predicts
+        with 1 whatever ``sigma`` was fitted (``prediction_sigma=1.0``
+        reproduces it).
     random_state : int, Generator or None, default=None
 
     Attributes
@@ -243,11 +248,13 @@ class Immigrate(_SoftminClassifier):
         "prune": [NONE, Interval(numbers.Real, 0, None)],
         "scale": _SCALE,
         "n_features_to_select": N_FEATURES_TO_SELECT,
+        "prediction_sigma": [NONE, Interval(numbers.Real, 0, None, closed="neither")],
         "random_state": [RANDOM_STATE],
     }
 
     def __init__(self, *, sigma=1.0, max_iter=10, tol=1e-4, init="identity", prune=None,
-                 scale="standard", n_features_to_select=None, random_state=None):
+                 scale="standard", n_features_to_select=None, prediction_sigma=None,
+                 random_state=None):
         self.sigma = sigma
         self.max_iter = max_iter
         self.tol = tol
@@ -255,14 +262,15 @@ class Immigrate(_SoftminClassifier):
         self.prune = prune
         self.scale = scale
         self.n_features_to_select = n_features_to_select
+        self.prediction_sigma = prediction_sigma
         self.random_state = random_state
 
     def _sigma(self):
-        return self.sigma
+        return self.sigma if self.prediction_sigma is None else self.prediction_sigma
 
     def _kernel_params(self):
         U, lam = _factor(self.weight_matrix_)
-        return "qlse", (U, lam, float(self.sigma), len(self.classes_))
+        return "qlse", (U, lam, float(self._sigma()), len(self.classes_))
 
     def _partial_expectation(self, u):
         return u

@@ -249,3 +249,28 @@ def test_quad_pair_modes_visit_every_ordered_pair_once():
     bottom = merge.lse_combine([within_b[:3], cross[3:]])
     for got, want in zip((np.concatenate(p) for p in zip(top, bottom)), ordered):
         np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_sigma_pairs_with_coefficients_of_both_signs(store):
+    """Blocks mixing positive and negative pair weights (not IMMIGRATE's, any caller's)."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(50, 4))
+    y = rng.integers(0, 2, size=50)
+    U, lam = np.linalg.qr(rng.normal(size=(4, 3)))[0], rng.random(3)
+    W = (U * lam) @ U.T
+    log_z = rng.normal(size=(50, 2))
+    coef = rng.normal(size=(50, 2))
+    idx = np.arange(50)
+    buf = np.empty(tiles.n_pairs(50, 50, tiles.WITHIN) if store else 0)
+    tiles.qlse_pairs(X, idx, y, X, idx, y, U, lam, 0.9, 2, tiles.WITHIN, buf)
+    got = tiles.sigma_pairs(X, idx, y, X, idx, y, U, lam, 0.9, log_z, coef, log_z, coef,
+                            tiles.WITHIN, buf)
+    want = np.zeros((4, 4))
+    for a in range(50):
+        for j in range(50):
+            if a != j:
+                z = np.abs(X[a] - X[j])
+                w = coef[a, y[j]] * np.exp(-(z @ W @ z) / 0.9 - log_z[a, y[j]])
+                want += w * np.outer(z, z)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())

@@ -1099,3 +1099,19 @@ def test_boosted_immigrate_discards_perfect_learners(dmargin):
     learner = ref.immigrate(X, y, sigma=4.0, max_iter=5, tol=0.0)
     np.testing.assert_allclose(estimator.estimators_[0].weight_matrix_, learner["W"], atol=1e-10)
     np.testing.assert_array_equal(estimator.predict(X), y)
+
+
+@pytest.mark.parametrize("sigma", [0.5, 4.0])
+def test_prediction_sigma_reproduces_the_reference_package_rule(blobs_binary, sigma):
+    """``prediction_sigma=1`` scores with sigma 1 whatever was fitted (the R package)."""
+    import dmargin
+
+    X, y = blobs_binary
+    est = dmargin.Immigrate(sigma=sigma, max_iter=3, tol=0, scale=None,
+                            prediction_sigma=1.0).fit(X, y)
+    S = ref.immigrate_decision(X, y, est.weight_matrix_, 1.0, X[:15])
+    np.testing.assert_array_equal(est.predict(X[:15]), ref.predict_from_scores(est.classes_, S))
+    np.testing.assert_allclose(est.predict_proba(X[:15]), ref.proba_from_scores(S, 1.0),
+                               rtol=1e-10, atol=1e-12)
+    default = dmargin.Immigrate(sigma=sigma, max_iter=3, tol=0, scale=None).fit(X, y)
+    np.testing.assert_array_equal(default.weight_matrix_, est.weight_matrix_)

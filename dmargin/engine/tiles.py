@@ -425,6 +425,18 @@ def _block_rows(Xp, r0, r1, Xq, t0, t1, upper, Z):
 
 
 @_helper
+def _block_rows_scaled(Xp, r0, r1, Xq, t0, t1, upper, scale, Y):
+    """As :func:`_block_rows`, row ``p`` multiplied by ``scale[p]``."""
+    n = 0
+    for i in range(r0, r1):
+        for j in range(max(t0, i + 1) if upper else t0, t1):
+            for k in range(Xp.shape[1]):
+                Y[n, k] = scale[n] * abs(Xp[i, k] - Xq[j, k])
+            n += 1
+    return n
+
+
+@_helper
 def _block_distances(Z, n, U, lam, q):
     """``q[p] = z_p^T W z_p = sum_i lam_i (u_i^T z_p)^2`` for the block's ``n`` rows."""
     if U.shape[1] == 0:
@@ -634,6 +646,7 @@ def sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, log_zp, coef_p, log_zq, c
     Z = np.empty((_SEG * _SEG, n_features))
     wZ = np.empty((_SEG * _SEG, n_features))
     q = np.empty(_SEG * _SEG)
+    wq = np.empty(_SEG * _SEG)
     col_f = np.empty(_SEG)
     inv_sigma = 1.0 / sigma
     both = mode != ORDERED
@@ -652,10 +665,11 @@ def sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, log_zp, coef_p, log_zq, c
                 active = active or coef_q[oq[j], cs] != 0.0
         if not active:
             continue
-        _block_rows(Xps, r0, r1, Xqs, t0, t1, upper, Z)
-        if store.shape[0] > 0:
+        stored = store.shape[0] > 0
+        if stored:
             q[:n] = store[offset - n:offset]
         else:
+            _block_rows(Xps, r0, r1, Xqs, t0, t1, upper, Z)
             _block_distances(Z, n, U, lam, q)
         top = -np.inf
         for p in range(n):
@@ -664,6 +678,8 @@ def sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, log_zp, coef_p, log_zq, c
             cj = coef_q[oq[j], cs] if both else 0.0
             col_f[j - t0] = _shift_factor(top - log_zq[oq[j], cs]) if cj != 0.0 else 0.0
         p = 0
+        n_pos = 0
+        n_neg = 0
         for i in range(r0, r1):
             ci, li = coef_p[op[i], ct], log_zp[op[i], ct]
             fi = _shift_factor(top - li) if ci != 0.0 else 0.0
@@ -676,10 +692,33 @@ def sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, log_zp, coef_p, log_zq, c
                     w = ci * _term(e, fi, lg, li)
                 if both and col_f[j - t0] != 0.0:
                     w += coef_q[oq[j], cs] * _term(e, col_f[j - t0], lg, log_zq[oq[j], cs])
-                for k in range(n_features):
-                    wZ[p, k] = w * Z[p, k]
+                wq[p] = w
+                n_pos += w > 0.0
+                n_neg += w < 0.0
                 p += 1
-        out += np.dot(Z[:n].T, wZ[:n])
+        if n_pos > 0 and n_neg > 0:
+            # Mixed signs (not IMMIGRATE's: a block is all hits or all misses).
+            if stored:
+                _block_rows(Xps, r0, r1, Xqs, t0, t1, upper, Z)
+            for p in range(n):
+                for k in range(n_features):
+                    wZ[p, k] = wq[p] * Z[p, k]
+            out += np.dot(Z[:n].T, wZ[:n])
+            continue
+        # One sign: the block adds sign * Y^T Y with Y = sqrt|w| * Z, built
+        # straight from the rows when the distances were stored.
+        for p in range(n):
+            wq[p] = math.sqrt(abs(wq[p]))
+        if stored:
+            _block_rows_scaled(Xps, r0, r1, Xqs, t0, t1, upper, wq, wZ)
+        else:
+            for p in range(n):
+                for k in range(n_features):
+                    wZ[p, k] = wq[p] * Z[p, k]
+        if n_neg > 0:
+            out -= np.dot(wZ[:n].T, wZ[:n])
+        elif n_pos > 0:
+            out += np.dot(wZ[:n].T, wZ[:n])
     return out
 
 
