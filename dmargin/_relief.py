@@ -7,11 +7,13 @@ statistic per iteration and does the small update on the driver
 
 from __future__ import annotations
 
+import json
 import numbers
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import (N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, miss_priors,
                     start_fit, timer)
@@ -438,6 +440,80 @@ class OnlineIRelief(WeightSelector):
         order = self._rng.permutation(X.shape[0]) if self.shuffle else np.arange(X.shape[0])
         self._steps(X, 0, codes, order, ref)
         return self
+
+    # -- state on disk: arrays in an .npz, everything else as JSON in it; no pickle --
+
+    _STATE_FORMAT = "dmargin.OnlineIRelief/1"
+
+    def save_state(self, path):
+        """Write the stream's state to ``path`` (an ``.npz`` file, no pickle).
+
+        Weights, running average, step count, classes, the frozen scaling, the
+        random generator's state and the parameters: :meth:`load_state`
+        followed by the same ``partial_fit`` calls gives exactly the weights
+        an uninterrupted stream would.
+
+        Parameters
+        ----------
+        path : str or path-like
+        """
+        check_is_fitted(self, "nu_")
+        params = self.get_params()
+        if not (params["random_state"] is None or isinstance(params["random_state"], int)):
+            params["random_state"] = None  # the generator's state below is what matters
+        offset, span = self._scale
+        header = {
+            "format": self._STATE_FORMAT,
+            "params": params,
+            "n_steps": int(self.n_steps_),
+            "rng": self._rng.bit_generator.state,
+            "feature_names_in": None if not hasattr(self, "feature_names_in_")
+            else [str(c) for c in self.feature_names_in_],
+            "scaled": offset is not None,
+        }
+        arrays = {"nu": self.nu_, "w": self.feature_importances_,
+                  "classes": _plain_array(self.classes_), "miss_prior": self._miss_prior}
+        if offset is not None:
+            arrays.update(offset=np.asarray(offset), span=np.asarray(span))
+        with open(path, "wb") as fh:
+            np.savez(fh, header=np.array(json.dumps(header)), **arrays)
+
+    @classmethod
+    def load_state(cls, path):
+        """An estimator resumed from :meth:`save_state`'s file, ready for ``partial_fit``.
+
+        Parameters
+        ----------
+        path : str or path-like
+
+        Returns
+        -------
+        estimator : OnlineIRelief
+        """
+        with np.load(path, allow_pickle=False) as f:
+            header = json.loads(str(f["header"]))
+            if header.get("format") != cls._STATE_FORMAT:
+                raise ValueError(f"{path} is not an OnlineIRelief state file "
+                                 f"(format {header.get('format')!r}, expected {cls._STATE_FORMAT!r}).")
+            est = cls(**header["params"])
+            est.nu_ = f["nu"].copy()
+            est.feature_importances_ = f["w"].copy()
+            est.classes_ = f["classes"].copy()
+            est._miss_prior = f["miss_prior"].copy()
+            est._scale = (f["offset"].copy(), f["span"].copy()) if header["scaled"] else (None, None)
+        est.n_steps_ = header["n_steps"]
+        est.n_features_in_ = est.nu_.shape[0]
+        if header["feature_names_in"] is not None:
+            est.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
+        est._rng = np.random.default_rng()
+        est._rng.bit_generator.state = header["rng"]
+        return est
+
+
+def _plain_array(values):
+    """Labels as a numeric or unicode array (``np.load`` without pickle cannot read objects)."""
+    values = np.asarray(values)
+    return values.astype(str) if values.dtype == object else values
 
 
 # ---------------------------------------------------------------------------
