@@ -55,3 +55,37 @@ def test_pipeline_and_grid_search():
     grid = GridSearchCV(pipe, {"irelief__sigma": [0.5, 2.0]}, cv=3).fit(X, y)
     assert grid.best_score_ > 0.8
     assert grid.best_estimator_[0].get_support()[4]
+
+
+# Boosting selectors and Simba (imported from their modules).
+from dmargin._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps  # noqa: E402
+from dmargin._simba import Simba  # noqa: E402
+
+
+def _boosting_expected_failures(estimator):
+    if isinstance(estimator, AdaBoostStumps):
+        return {"check_class_weight_classifiers":
+                "class_weight is None or 'balanced' (the paper's skew adjustment), not a dict"}
+    if isinstance(estimator, (SBSMF, AdaBoostCR, BDSFS)):
+        reason = ("binary only (the SBS-MF paper's margins are for two classes); this check "
+                  "fits on 3-class y and gets the documented 'Only binary classification' error")
+        return {name: reason for name in (
+            "check_dict_unchanged", "check_dont_overwrite_parameters", "check_dtype_object",
+            "check_estimators_fit_returns_self", "check_estimators_overwrite_params",
+            "check_f_contiguous_array_estimator", "check_fit2d_predict1d",
+            "check_fit_score_takes_y", "check_methods_sample_order_invariance",
+            "check_methods_subset_invariance", "check_n_features_in_after_fitting",
+            "check_positive_only_tag_during_fit", "check_readonly_memmap_input")}
+    return {}
+
+
+@parametrize_with_checks(
+    [AdaBoostStumps(n_estimators=10), SBSMF(n_estimators=5), AdaBoostCR(n_estimators=5),
+     BDSFS(), Simba(n_starts=2, random_state=0)],
+    expected_failed_checks=_boosting_expected_failures)
+def test_sklearn_compatible_margin_boosting(estimator, check):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(estimator)

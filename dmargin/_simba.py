@@ -1,0 +1,225 @@
+"""Simba: margin-based feature weighting by stochastic gradient ascent.
+
+Gilad-Bachrach, Navot & Tishby, ICML 2004; ``ALGORITHMS.md`` section 7.  The
+update is sequential over samples (each step's nearest hit and miss depend
+on the weights the previous step left), so Simba runs in-process: a numba
+kernel walks the visiting order and finds each nearest hit and miss by an
+exact O(N d) scan.  Dask input is gathered once to the driver.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numba
+import numpy as np
+
+from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, start_fit, timer
+from ._validation import NONE, RANDOM_STATE, Interval, Options
+from .engine import tiles
+from .engine.execution import is_dask_collection
+
+_njit = numba.njit(cache=True, nogil=True)
+
+
+@_njit
+def _nearest(X, y, n, w2):
+    """Squared weighted distances to ``n``'s nearest hit and miss, and their rows.
+
+    ``||z||_w^2 = sum_j w_j^2 z_j^2``; ``n`` itself is excluded by index;
+    ties go to the lower row.  A missing hit or miss has index -1.
+    """
+    best_h, best_m = math.inf, math.inf
+    ih, im = -1, -1
+    for i in range(X.shape[0]):
+        if i == n:
+            continue
+        d = 0.0
+        for j in range(X.shape[1]):
+            z = X[n, j] - X[i, j]
+            d += w2[j] * z * z
+        if y[i] == y[n]:
+            if d < best_h:
+                best_h, ih = d, i
+        elif d < best_m:
+            best_m, im = d, i
+    return best_h, ih, best_m, im
+
+
+@_njit
+def simba_run(X, y, order, sigmoid, beta):
+    """One Simba run from ``w = 1`` over the visiting ``order``; returns ``w``.
+
+    Step (paper's, with the 1/2 of ``theta``): ``w_j += u'(theta) * 1/2 *
+    ((x_j - nm_j)^2 / ||x - nm||_w - (x_j - nh_j)^2 / ||x - nh||_w) * w_j``.
+    A sample without a hit or at distance 0 from its hit or miss is skipped,
+    as the authors' code does.
+    """
+    a = X.shape[1]
+    w = np.ones(a)
+    w2 = np.ones(a)
+    for t in range(order.shape[0]):
+        n = order[t]
+        dh2, ih, dm2, im = _nearest(X, y, n, w2)
+        if ih < 0 or im < 0 or dh2 <= 0.0 or dm2 <= 0.0:
+            continue
+        dh, dm = math.sqrt(dh2), math.sqrt(dm2)
+        up = 1.0
+        if sigmoid:
+            e = math.exp(-beta * 0.5 * (dm - dh))
+            up = beta * e / ((1.0 + e) * (1.0 + e))
+        for j in range(a):
+            zm = X[n, j] - X[im, j]
+            zh = X[n, j] - X[ih, j]
+            w[j] += up * 0.5 * (zm * zm / dm - zh * zh / dh) * w[j]
+        for j in range(a):
+            w2[j] = w[j] * w[j]
+    return w
+
+
+def _margins(X, y, w2):
+    """``d_m(x) - d_h(x)`` under ``w`` for every sample, NaN without hit or miss."""
+    out = np.empty(X.shape[0])
+    for n in numba.prange(X.shape[0]):
+        dh2, ih, dm2, im = _nearest(X, y, n, w2)
+        out[n] = math.sqrt(dm2) - math.sqrt(dh2) if ih >= 0 and im >= 0 else np.nan
+    return out
+
+
+_margins = tiles._jit(_margins)
+
+
+def simba_score(X, y, v, sigmoid, beta):
+    """The authors' score of the weights ``v``: larger is better.
+
+    Linear utility: ``|sum_x (d_m(x) - d_h(x))|``; sigmoid: ``sum_x 1 / (1 +
+    exp(-beta (d_m - d_h)))``, with distances under ``v`` (no 1/2 factor).
+    """
+    work = X.shape[0] ** 2 * X.shape[1]
+    kernel = _margins[1] if work > 1e7 else _margins[0]
+    m = kernel(X, y, np.ascontiguousarray(v * v))
+    m = m[np.isfinite(m)]
+    if sigmoid:
+        return float(np.sum(1.0 / (1.0 + np.exp(-beta * m))))
+    return float(abs(np.sum(m)))
+
+
+class Simba(WeightSelector):
+    """Simba: feature weights maximising the hypothesis margin (Gilad-Bachrach et al.).
+
+    From ``w = 1``, walk the samples in random order; for each sample ``x``
+    find its nearest hit and nearest miss under ``||z||_w = sqrt(sum_j w_j^2
+    z_j^2)`` and step along the gradient of the utility of its margin
+    ``theta(x) = (||x - nm||_w - ||x - nh||_w) / 2``.  ``n_starts`` runs
+    differ only in the visiting order; the one with the best score is kept
+    and ``w^2 / max(w^2)`` returned (``ALGORITHMS.md`` section 7).
+
+    Parameters
+    ----------
+    n_starts : int, default=5
+        Runs from ``w = 1`` with different random orders.
+    n_passes : int, default=1
+        Passes over the data per run, each a fresh permutation.
+    utility : {"linear", "sigmoid"}, default="linear"
+        ``u(theta) = theta`` or ``1 / (1 + exp(-beta theta))``.
+    beta : float, default=1.0
+        Slope of the sigmoid utility.
+    scale : {"minmax"} or None, default="minmax"
+        Scale features to [0, 1] first (constant features become 0).
+    n_features_to_select : int, float or None, default=None
+        For ``transform``; ``None`` keeps the features with positive weight.
+    random_state : int, Generator or None, default=None
+        Seeds the visiting orders: start ``s``, pass ``p`` uses the
+        ``(s * n_passes + p)``-th permutation drawn from one generator.
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        ``w^2 / max(w^2)`` of the best run (all zero if every weight is 0).
+    weights_ : ndarray of shape (n_features,)
+        The best run's raw ``w``.
+    scores_ : ndarray of shape (n_starts,)
+        Each run's score (see ``simba_score``).
+    best_start_ : int
+    classes_, n_features_in_, feature_names_in_
+
+    Notes
+    -----
+    The steps are sequential, so Simba runs in-process: each step is an
+    exact O(N d) nearest hit/miss scan, O(n_passes n_starts N^2 d) in all.
+    Dask input is gathered to the driver once (the rows must fit in its
+    memory).  A sample whose class has no other member, or that sits at
+    distance 0 from its nearest hit or miss (a duplicated row), is skipped
+    as in the authors' code.  A constant feature never changes a distance,
+    so its gradient is 0 and its ``w`` stays 1; it is reported with
+    importance 0 (it carries no information), not with that untouched 1.
+
+    References
+    ----------
+    R. Gilad-Bachrach, A. Navot, N. Tishby, "Margin based feature selection:
+    theory and algorithms", ICML 2004.
+    """
+
+    _parameter_constraints = {
+        "n_starts": [Interval(numbers.Integral, 1, None)],
+        "n_passes": [Interval(numbers.Integral, 1, None)],
+        "utility": [Options(("linear", "sigmoid"))],
+        "beta": [Interval(numbers.Real, 0, None, closed="neither")],
+        "scale": [Options(("minmax",)), NONE],
+        "n_features_to_select": N_FEATURES_TO_SELECT,
+        "random_state": [RANDOM_STATE],
+    }
+
+    def __init__(self, n_starts=5, n_passes=1, *, utility="linear", beta=1.0, scale="minmax",
+                 n_features_to_select=None, random_state=None):
+        self.n_starts = n_starts
+        self.n_passes = n_passes
+        self.utility = utility
+        self.beta = beta
+        self.scale = scale
+        self.n_features_to_select = n_features_to_select
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Learn the feature weights.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : Simba
+        """
+        data, _ = start_fit(self, X, y, rows=False)
+        X = data.X.compute() if is_dask_collection(data.X) else data.X  # sequential: gather
+        codes = data.codes.compute() if is_dask_collection(data.codes) else data.codes
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        codes = np.ascontiguousarray(codes, dtype=np.int64)
+        rng = make_rng(self.random_state)
+        sigmoid = self.utility == "sigmoid"
+        constant = np.ptp(X, axis=0) == 0
+        runs, scores = [], []
+        for s in range(self.n_starts):
+            order = np.concatenate([rng.permutation(X.shape[0])
+                                    for _ in range(self.n_passes)]).astype(np.int64)
+            with timer("Simba start %d", s + 1):
+                w = simba_run(X, codes, order, sigmoid, float(self.beta))
+            w2 = np.where(constant, 0.0, w * w)
+            v = w2 / w2.max() if w2.max() > 0 else w2
+            runs.append((w, v))
+            scores.append(simba_score(X, codes, v, sigmoid, float(self.beta)))
+            logger.debug("Simba start %d: score %.6g", s + 1, scores[-1])
+        best = int(np.argmax(scores))
+        w, v = runs[best]
+        if not np.any(v > 0):
+            warnings.warn("Every Simba weight is zero.", RuntimeWarning, stacklevel=2)
+        self.classes_ = data.classes
+        self.weights_ = w
+        self.scores_ = np.asarray(scores)
+        self.best_start_ = best
+        self.feature_importances_ = v
+        return self
