@@ -7,6 +7,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dmargin
+from dmargin._ldm import LDM, LDMRFE, SVMRFE
 
 ESTIMATORS = [
     dmargin.IRelief(max_iter=20),
@@ -17,6 +18,9 @@ ESTIMATORS = [
     dmargin.IM4E(max_iter=3),
     dmargin.IM4EImmigrate(max_iter=3),
     dmargin.BoostedImmigrate(n_estimators=3, max_iter=2),
+    LDM(random_state=0),
+    LDMRFE(n_features_to_select=1, random_state=0),
+    SVMRFE(n_features_to_select=1, random_state=0),
 ]
 
 

@@ -1,0 +1,643 @@
+"""LDM (Large margin Distribution Machine), LDM-RFE and kernel SVM-RFE.
+
+LDM (Zhang & Zhou, KDD 2014) maximises the margin mean and minimises the
+margin variance; it is solved here by dual coordinate descent in the
+well-conditioned ``A^-1`` form, or in the primal ``w`` for a linear kernel with
+fewer features than rows (``ALGORITHMS.md`` section 9).  LDM-RFE (Ou, Wang,
+Pang & Coghill, ICSAI 2017; papers/ldm_rfe.txt) retrains LDM on the surviving
+features and removes every feature tied at the minimum of
+``S(j) = -alpha^T K(-j) alpha`` (eq. (4)); SVM-RFE (Guyon et al. 2002) is the
+same loop around scikit-learn's ``SVC`` (section 9b).  The scores of all
+features are one pass of the pairwise engine
+(:func:`dmargin.engine.kernel_sums.rbf_left_out_sums`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+import warnings
+from typing import ClassVar
+
+import numpy as np
+import scipy.linalg
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._base import logger, make_rng, start_fit, timer
+from ._validation import NONE, RANDOM_STATE, Interval, Options
+from .engine.execution import is_dask_collection
+from .engine.kernel_sums import ldm_dcd, ldm_dcd_linear, rbf_left_out_sums
+
+_KERNELS = [Options(("rbf", "linear"))]
+_GAMMA = [Options(("scale", "auto")), Interval(numbers.Real, 0, None, closed="neither")]
+_SCALE = [Options(("minmax",)), NONE]
+#: Rows of new points per kernel block in ``decision_function``.
+_PREDICT_BLOCK = 2048
+
+
+# ---------------------------------------------------------------------------
+# Kernels and the binary LDM solver
+# ---------------------------------------------------------------------------
+
+
+def resolve_gamma(gamma, X) -> float:
+    """``"scale"``: 1 / (A var(X)) as scikit-learn's SVC; ``"auto"``: 1 / A."""
+    if gamma == "scale":
+        var = float(np.var(X))
+        return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    if gamma == "auto":
+        return 1.0 / X.shape[1]
+    return float(gamma)
+
+
+def kernel_matrix(U, V, kernel, gamma):
+    """``k(u, v)``: ``exp(-gamma ||u - v||^2)`` or ``u . v`` (rows of U by rows of V)."""
+    if kernel == "linear":
+        return U @ V.T
+    d2 = (np.einsum("ij,ij->i", U, U)[:, None] + np.einsum("ij,ij->i", V, V)[None, :]
+          - 2.0 * (U @ V.T))
+    return np.exp(-gamma * np.maximum(d2, 0.0))
+
+
+def dual_matrices(G, y, lambda1):
+    """``(M, H)`` of the LDM dual in the A^-1 form (ALGORITHMS.md 9.2).
+
+    ``A = I + (4 lambda1 / m) P G`` with ``P = I - y y^T / m``; ``M = A^-1 Y``
+    (equal to ``Q^-1 G Y`` of the official code) and ``H = Y G M``.  A's
+    eigenvalues are >= 1, so this is well conditioned even when G is
+    singular (linear kernel with m > d, duplicate rows).
+    """
+    m = len(y)
+    PG = G - np.outer(y, y @ G) / m
+    A = np.eye(m) + (4.0 * lambda1 / m) * PG
+    M = scipy.linalg.lu_solve(scipy.linalg.lu_factor(A), np.diag(y))
+    H = (y[:, None] * G) @ M
+    return M, (H + H.T) / 2  # symmetric in exact arithmetic
+
+
+def _fit_dual(G, y, C, lambda1, lambda2, tol, max_iter, seed):
+    """Kernel LDM: ``(alpha, passes, converged)`` with ``f(x) = sum_i alpha_i k(x_i, x)``."""
+    m = len(y)
+    M, H = dual_matrices(G, y, lambda1)
+    g = (lambda2 / m) * H.sum(axis=1) - 1.0  # gradient of the dual at beta = 0
+    beta, passes, ok = ldm_dcd(np.ascontiguousarray(H), g, C, tol, max_iter, seed)
+    return M @ (lambda2 / m + beta), beta, passes, ok
+
+
+def _fit_primal(X, y, C, lambda1, lambda2, tol, max_iter, seed):
+    """Linear LDM in ``w`` (ALGORITHMS.md 9.4): ``Q_d`` is d x d and SPD."""
+    m, d = X.shape
+    Z = X * y[:, None]
+    zsum = Z.sum(axis=0)
+    Qd = np.eye(d) + (4.0 * lambda1 / m**2) * (m * (X.T @ X) - np.outer(zsum, zsum))
+    V = np.ascontiguousarray(scipy.linalg.cho_solve(scipy.linalg.cho_factor(Qd), Z.T).T)
+    w = (lambda2 / m) * V.sum(axis=0)
+    beta, passes, ok = ldm_dcd_linear(np.ascontiguousarray(Z), V, w, C, tol, max_iter, seed)
+    return w, beta, passes, ok
+
+
+def dual_objective(H, beta, lambda2):
+    """``f(beta) = 1/2 beta^T H beta + ((lambda2 / m) H e - e)^T beta`` (eq. of 9.2)."""
+    m = len(beta)
+    return 0.5 * beta @ H @ beta + ((lambda2 / m) * H.sum(axis=1) - 1.0) @ beta
+
+
+def _ovo_pairs(n_classes):
+    return list(itertools.combinations(range(n_classes), 2))
+
+
+def _machine_labels(codes, pair):
+    """Rows of one one-vs-one machine and their labels (+1 for the higher class)."""
+    rows = np.flatnonzero((codes == pair[0]) | (codes == pair[1]))
+    return rows, np.where(codes[rows] == pair[1], 1.0, -1.0)
+
+
+def _gather(x):
+    return x.compute() if is_dask_collection(x) else x
+
+
+# ---------------------------------------------------------------------------
+# LDM classifier
+# ---------------------------------------------------------------------------
+
+
+class LDM(ClassifierMixin, BaseEstimator):
+    """Large margin Distribution Machine (Zhang & Zhou, KDD 2014).
+
+    Solves ``min 1/2 ||w||^2 + lambda1 var(margin) - lambda2 mean(margin) +
+    C sum xi`` (no bias term, as the official package) by dual coordinate
+    descent on ``f(b) = 1/2 b^T H b + ((lambda2/m) H e - e)^T b``, ``0 <= b <= C``,
+    with ``H = Y G A^-1 Y`` (``ALGORITHMS.md`` 9.2-9.3).  With
+    ``kernel="linear"`` and fewer features than rows the same descent runs on
+    the primal ``w`` (9.4).  More than two classes: one binary machine per
+    pair of classes and a majority vote (9.5).
+
+    Training is on the driver and needs the three m x m matrices of the
+    official solver (O(m^2) memory, O(m^3) time per machine) -- except the
+    linear primal path, O(m d + d^3).  Dask input is gathered.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Box bound of the dual variables (the slack penalty).
+    lambda1 : float, default=0.125
+        Weight of the margin variance.
+    lambda2 : float, default=0.125
+        Weight of the margin mean.
+    kernel : {"rbf", "linear"}, default="rbf"
+        ``exp(-gamma ||u - v||^2)`` or ``u . v``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        RBF width: ``1 / (A var(X))``, ``1 / A``, or the value.
+    max_iter : int, default=1000
+        Passes of coordinate descent at most (per machine).
+    tol : float, default=0.01
+        Stop when max - min of the projected gradient is at most ``tol``
+        (the official solver's ``eps``).
+    scale : {"minmax"} or None, default=None
+        ``"minmax"`` scales each feature to [0, 1] with the training ranges
+        (as the LDM authors do); the same map is applied in ``predict``.
+    random_state : int, Generator, RandomState or None, default=None
+        Seeds the coordinate order of the descent.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    dual_coef_ : ndarray of shape (n_machines, n_support)
+        ``alpha`` of each machine on the support rows (labels absorbed, zero
+        on rows of other classes).  Not set on the linear primal path.
+    support_ : ndarray of shape (n_support,)
+        Training rows with a nonzero ``alpha`` in some machine.
+    support_vectors_ : ndarray of shape (n_support, n_features)
+        Those rows (scaled).
+    coef_ : ndarray of shape (n_machines, n_features)
+        ``w`` of each machine; only with ``kernel="linear"``.
+    beta_ : list of ndarray
+        The dual solution of each machine.
+    gamma_ : float
+        The RBF width used.
+    solver_ : {"dual", "primal"}
+    n_iter_ : ndarray of shape (n_machines,)
+        Descent passes of each machine.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only for input with string column names.
+
+    See Also
+    --------
+    LDMRFE : Recursive feature elimination with this classifier.
+
+    References
+    ----------
+    T. Zhang and Z.-H. Zhou, "Large margin distribution machine", KDD 2014.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmargin._ldm import LDM
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 30)
+    >>> X = rng.normal(size=(60, 3)) + 2 * y[:, None]
+    >>> LDM(random_state=0).fit(X, y).score(X, y) > 0.9
+    True
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "C": [Interval(numbers.Real, 0, None, closed="neither")],
+        "lambda1": [Interval(numbers.Real, 0, None)],
+        "lambda2": [Interval(numbers.Real, 0, None)],
+        "kernel": _KERNELS,
+        "gamma": _GAMMA,
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+        "scale": _SCALE,
+        "random_state": [RANDOM_STATE],
+    }
+
+    def __init__(self, C=1.0, *, lambda1=0.125, lambda2=0.125, kernel="rbf", gamma="scale",
+                 max_iter=1000, tol=0.01, scale=None, random_state=None):
+        self.C = C
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.kernel = kernel
+        self.gamma = gamma
+        self.max_iter = max_iter
+        self.tol = tol
+        self.scale = scale
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Train one binary LDM per pair of classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            numpy, pandas or dask.
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : LDM
+        """
+        data, _ = start_fit(self, X, y, rows=False)
+        X, codes = _gather(data.X), _gather(data.codes)
+        self._offset, self._span = data.offset, data.span
+        self.classes_ = data.classes
+        self.gamma_ = resolve_gamma(self.gamma, X)
+        self._fit_machines(X, codes, make_rng(self.random_state))
+        return self
+
+    def _fit_machines(self, X, codes, rng, primal=None):
+        m, d = X.shape
+        if primal is None:
+            primal = self.kernel == "linear" and d < m
+        self.solver_ = "primal" if primal else "dual"
+        pairs = _ovo_pairs(len(self.classes_))
+        alpha = np.zeros((len(pairs), m))
+        coef = np.zeros((len(pairs), d))
+        betas, n_iter = [], []
+        for p, pair in enumerate(pairs):
+            idx, yp = _machine_labels(codes, pair)
+            seed = int(rng.integers(2**31 - 1))
+            args = (self.C, self.lambda1, self.lambda2, self.tol, self.max_iter, seed)
+            with timer("LDM machine %s", pair):
+                if primal:
+                    coef[p], beta, passes, ok = _fit_primal(X[idx], yp, *args)
+                else:
+                    G = kernel_matrix(X[idx], X[idx], self.kernel, self.gamma_)
+                    alpha[p, idx], beta, passes, ok = _fit_dual(G, yp, *args)
+            logger.debug("LDM machine %s: %d passes", pair, passes)
+            if not ok:
+                warnings.warn(
+                    f"LDM coordinate descent did not reach tol={self.tol} in "
+                    f"max_iter={self.max_iter} passes (classes {self.classes_[list(pair)]}); "
+                    "increase max_iter, or scale the features.", ConvergenceWarning,
+                    stacklevel=3)
+            betas.append(beta)
+            n_iter.append(passes)
+        self.beta_ = betas
+        self.n_iter_ = np.asarray(n_iter)
+        for name in ("dual_coef_", "support_", "support_vectors_", "coef_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        if not primal:
+            support = np.flatnonzero(np.any(alpha != 0, axis=0))
+            self.support_ = support
+            self.support_vectors_ = X[support]
+            self.dual_coef_ = alpha[:, support]
+            if self.kernel == "linear":
+                coef = self.dual_coef_ @ self.support_vectors_
+        if self.kernel == "linear":
+            self.coef_ = coef
+        self._alpha_full = alpha if not primal else None
+
+    def _scaled(self, X):
+        check_is_fitted(self, "classes_")
+        X = _gather(X)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        if self._offset is not None:
+            X = (X - self._offset) / self._span
+        return X
+
+    def _machine_values(self, X):
+        """``f_p(x)`` of every machine, shape (n_samples, n_machines)."""
+        X = self._scaled(X)
+        if self.kernel == "linear":
+            return X @ self.coef_.T
+        out = np.empty((X.shape[0], self.dual_coef_.shape[0]))
+        for s in range(0, X.shape[0], _PREDICT_BLOCK):
+            K = kernel_matrix(X[s:s + _PREDICT_BLOCK], self.support_vectors_, self.kernel,
+                              self.gamma_)
+            out[s:s + _PREDICT_BLOCK] = K @ self.dual_coef_.T
+        return out
+
+    def decision_function(self, X):
+        """``f(x)`` for two classes (> 0: ``classes_[1]``); one-vs-one votes otherwise.
+
+        With more than two classes, each column is the class's number of
+        pairwise wins plus a confidence in (-1/3, 1/3) from the summed
+        machine values (scikit-learn's ``decision_function_shape="ovr"``), so
+        its argmax is ``predict``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        F = self._machine_values(X)
+        if len(self.classes_) == 2:
+            return F[:, 0]
+        k = len(self.classes_)
+        votes = np.zeros((F.shape[0], k))
+        conf = np.zeros((F.shape[0], k))
+        for p, (a, b) in enumerate(_ovo_pairs(k)):
+            votes[:, b] += F[:, p] > 0
+            votes[:, a] += F[:, p] <= 0
+            conf[:, b] += F[:, p]
+            conf[:, a] -= F[:, p]
+        return votes + conf / (3.0 * (np.abs(conf) + 1.0))
+
+    def predict(self, X):
+        """The sign of ``f`` (two classes) or the one-vs-one vote winner.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+# ---------------------------------------------------------------------------
+# Recursive feature elimination by S(j) = -alpha^T K(-j) alpha
+# ---------------------------------------------------------------------------
+
+
+def _to_eliminate(scores, n_drop):
+    """Indices (into ``scores``) removed this round: the ``n_drop`` smallest, and
+    every score tied with the smallest (papers/ldm_rfe.txt, Algorithm 1:
+    ``d <- set(arg min S)``).  Ties are equal to 1e-12 relative."""
+    order = np.argsort(scores, kind="stable")
+    low = scores[order[0]]
+    tied = np.flatnonzero(np.abs(scores - low) <= 1e-12 * max(abs(low), 1e-300))
+    chosen = set(order[:n_drop].tolist()) | set(tied.tolist())
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+class _KernelRFE(SelectorMixin, BaseEstimator):
+    """The RFE loop shared by LDM-RFE and SVM-RFE; subclasses train the machines."""
+
+    def _machines(self, X, codes, gamma, rng):
+        """Coefficients of the binary machines on ``X`` (surviving features).
+
+        Returns ``(alpha, w)``: ``alpha`` of shape (n_samples, n_machines)
+        for the RBF kernel (``w`` None), ``w`` of shape (n_machines, A) for
+        the linear kernel (``alpha`` None).
+        """
+        raise NotImplementedError
+
+    def fit(self, X, y):
+        """Rank the features by recursive elimination.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            numpy, pandas or dask (dask: the scoring pass runs on the
+            persisted row blocks; the machines train on the driver).
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        # Initialization
+        data, rows = start_fit(self, X, y, rows=True)
+        Xd, codes = _gather(rows.X), _gather(rows.codes)
+        n_features = Xd.shape[1]
+        k = self.n_features_to_select
+        target = (min(int(k), n_features) if isinstance(k, numbers.Integral)
+                  else max(1, int(k * n_features)))
+        step = (int(self.step) if isinstance(self.step, numbers.Integral)
+                else max(1, int(self.step * n_features)))
+        gamma = resolve_gamma(self.gamma, Xd)  # fixed for all rounds (9b, [CHOICE])
+        rng = make_rng(self.random_state)
+        support = np.ones(n_features, dtype=bool)
+        ranking = np.ones(n_features, dtype=np.int64)
+        history = []
+
+        # Elimination
+        while support.sum() > target:
+            cols = np.flatnonzero(support)
+            with timer("RFE round with %d features", len(cols)):
+                scores = self._scores(rows, Xd, codes, cols, gamma, rng)
+            n_drop = min(step, len(cols) - target)
+            drop = _to_eliminate(scores, n_drop)
+            if len(cols) - len(drop) < target:  # ties would undershoot: keep lower indices
+                drop = drop[np.argsort(scores[drop], kind="stable")][:n_drop]
+            history.append((cols, scores))
+            support[cols[drop]] = False
+            ranking[~support] += 1
+            logger.debug("RFE: removed %s", cols[drop])
+
+        # Final attributes
+        self.classes_ = data.classes
+        self.gamma_ = gamma
+        self.support_ = support
+        self.ranking_ = ranking
+        self.n_features_ = int(support.sum())
+        self.scores_ = history
+        self.n_iter_ = len(history)
+        return self
+
+    def _scores(self, rows, Xd, codes, cols, gamma, rng):
+        """``S(j) = -alpha^T K(-j) alpha`` (or |DJ|) for the surviving features."""
+        alpha, w = self._machines(Xd[:, cols], codes, gamma, rng)
+        if w is not None:
+            # Linear kernel: alpha^T K(-j) alpha = ||w||^2 - w_j^2 (ALGORITHMS.md 9b).
+            full = np.sum(w * w)
+            left_out = full - np.sum(w * w, axis=0)
+        else:
+            sums = rbf_left_out_sums(rows, alpha, cols, gamma)
+            left_out, full = sums[:-1], sums[-1]
+        if self.criterion == "abs":
+            return np.abs(0.5 * (full - left_out))
+        return -left_out
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "support_")
+        return self.support_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+_RFE_CONSTRAINTS = {
+    "n_features_to_select": [Interval(numbers.Integral, 1, None),
+                             Interval(numbers.Real, 0, 1, closed="right")],
+    "step": [Interval(numbers.Integral, 1, None), Interval(numbers.Real, 0, 1, closed="neither")],
+    "C": [Interval(numbers.Real, 0, None, closed="neither")],
+    "kernel": _KERNELS,
+    "gamma": _GAMMA,
+    "criterion": [Options(("signed", "abs"))],
+    "scale": _SCALE,
+    "random_state": [RANDOM_STATE],
+}
+
+_RFE_DOC = """
+    n_features_to_select : int or float, default=1
+        Features kept: a count, or a fraction in (0, 1] (at least one).
+    step : int or float, default=1
+        Features removed per round (a fraction in (0, 1) of the initial
+        count, at least one); every feature tied at the minimum score is
+        removed with them (papers/ldm_rfe.txt, Algorithm 1), unless that
+        would leave fewer than ``n_features_to_select``.
+    C : float, default={C}
+    kernel : {{"rbf", "linear"}}, default="rbf"
+        ``"linear"`` ranks by ``w_j^2`` (Guyon's linear SVM-RFE criterion).
+    gamma : {{"scale", "auto"}} or float, default="scale"
+        RBF width, resolved once on all features and kept for every round.
+    criterion : {{"signed", "abs"}}, default="signed"
+        ``"signed"`` removes the smallest ``S(j) = -alpha^T K(-j) alpha``
+        (the paper's eq. (4); equivalently the smallest
+        ``DJ(j) = (alpha^T K alpha - alpha^T K(-j) alpha) / 2``); ``"abs"``
+        the smallest ``|DJ(j)|``.
+    scale : {{"minmax"}} or None, default="minmax"
+        Scale features to [0, 1] first (the paper's protocol).
+    random_state : int, Generator, RandomState or None, default=None
+"""
+
+_RFE_ATTRS = """
+    Attributes
+    ----------
+    support_ : ndarray of shape (n_features_in_,)
+        Mask of the kept features.
+    ranking_ : ndarray of shape (n_features_in_,)
+        1 for kept features; features removed in the last round get 2, and
+        so on (as scikit-learn's ``RFE``).
+    n_features_ : int
+        Number of kept features.
+    scores_ : list of (ndarray, ndarray)
+        Per round: the surviving feature indices and their scores.
+    gamma_ : float
+    n_iter_ : int
+        Rounds of elimination.
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only for input with string column names.
+"""
+
+
+class LDMRFE(_KernelRFE):
+    __doc__ = """Recursive feature elimination with LDM (Ou, Wang, Pang & Coghill, 2017).
+
+    Each round trains LDM (one machine per pair of classes) on the surviving
+    features and scores every feature by ``S(j) = -alpha^T K(-j) alpha``
+    summed over the machines (papers/ldm_rfe.txt eq. (4)); the lowest go.
+    The scores are one blocked pass over pairs of rows on the engine
+    (``K(-j)`` from the identity ``K(-j)_ab = K_ab exp(gamma (x_aj - x_bj)^2)``,
+    never a kernel matrix per feature); for dask input or under a
+    ``distributed.Client`` that pass runs as tasks on the persisted row blocks.
+
+    Parameters
+    ----------""" + _RFE_DOC.format(C="1.0") + """    lambda1 : float, default=0.125
+    lambda2 : float, default=0.125
+        LDM's margin variance and mean weights (see :class:`LDM`).
+    max_iter : int, default=1000
+    tol : float, default=0.01
+        LDM's descent limits.
+""" + _RFE_ATTRS + """
+    See Also
+    --------
+    LDM : The classifier.
+    SVMRFE : The same elimination with scikit-learn's SVC.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmargin._ldm import LDMRFE
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 40)
+    >>> X = rng.random((80, 5))
+    >>> X[:, 2] += y
+    >>> LDMRFE(n_features_to_select=1, random_state=0).fit(X, y).get_support()
+    array([False, False,  True, False, False])
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **_RFE_CONSTRAINTS,
+        "lambda1": [Interval(numbers.Real, 0, None)],
+        "lambda2": [Interval(numbers.Real, 0, None)],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, n_features_to_select=1, *, step=1, C=1.0, lambda1=0.125, lambda2=0.125,
+                 kernel="rbf", gamma="scale", criterion="signed", max_iter=1000, tol=0.01,
+                 scale="minmax", random_state=None):
+        self.n_features_to_select = n_features_to_select
+        self.step = step
+        self.C = C
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.kernel = kernel
+        self.gamma = gamma
+        self.criterion = criterion
+        self.max_iter = max_iter
+        self.tol = tol
+        self.scale = scale
+        self.random_state = random_state
+
+    def _machines(self, X, codes, gamma, rng):
+        ldm = LDM(self.C, lambda1=self.lambda1, lambda2=self.lambda2, kernel=self.kernel,
+                  gamma=gamma, max_iter=self.max_iter, tol=self.tol)
+        ldm.classes_ = np.arange(codes.max() + 1)
+        ldm.gamma_ = gamma
+        ldm._fit_machines(X, codes, rng)
+        if self.kernel == "linear":
+            return None, ldm.coef_
+        return ldm._alpha_full.T, None
+
+
+class SVMRFE(_KernelRFE):
+    __doc__ = """SVM-RFE (Guyon, Weston, Barnhill & Vapnik, 2002) with scikit-learn's SVC.
+
+    The baseline of LDM-RFE: each round trains ``SVC`` (one binary machine
+    per pair of classes) and scores ``S(j) = -a^T K(-j) a`` with ``a`` the
+    signed dual coefficients (``DJ(j)`` of Guyon et al. up to a constant;
+    ``w_j^2`` for the linear kernel), on the same engine pass as
+    :class:`LDMRFE`.
+
+    Parameters
+    ----------""" + _RFE_DOC.format(C="1.0") + _RFE_ATTRS + """
+    See Also
+    --------
+    LDMRFE : The same elimination with LDM.
+    sklearn.feature_selection.RFE : Linear SVM-RFE by ``coef_``.
+    """
+
+    _parameter_constraints: ClassVar[dict] = dict(_RFE_CONSTRAINTS)
+
+    def __init__(self, n_features_to_select=1, *, step=1, C=1.0, kernel="rbf", gamma="scale",
+                 criterion="signed", scale="minmax", random_state=None):
+        self.n_features_to_select = n_features_to_select
+        self.step = step
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.criterion = criterion
+        self.scale = scale
+        self.random_state = random_state
+
+    def _machines(self, X, codes, gamma, rng):
+        from sklearn.svm import SVC
+
+        pairs = _ovo_pairs(codes.max() + 1)
+        alpha = np.zeros((X.shape[0], len(pairs)))
+        w = np.zeros((len(pairs), X.shape[1]))
+        for p, pair in enumerate(pairs):
+            idx, yp = _machine_labels(codes, pair)
+            svc = SVC(C=self.C, kernel=self.kernel, gamma=gamma,
+                      random_state=int(rng.integers(2**31 - 1))).fit(X[idx], yp)
+            alpha[idx[svc.support_], p] = svc.dual_coef_[0]
+            w[p] = svc.dual_coef_[0] @ X[idx[svc.support_]]
+        return (None, w) if self.kernel == "linear" else (alpha, None)
