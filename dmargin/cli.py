@@ -116,7 +116,7 @@ def _estimator(method, random_state):
 
 
 def _ranking(est, names):
-    if hasattr(est, "ranking_") and not hasattr(est, "feature_importances_"):
+    if hasattr(est, "ranking_"):  # elimination order (SBS-MF, LDM-RFE): rank 1 = kept longest
         score = -np.asarray(est.ranking_, dtype=float)
     else:
         score = np.asarray(est.feature_importances_, dtype=float)

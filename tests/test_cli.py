@@ -86,3 +86,13 @@ def test_installed_command_runs(csv_file, tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "signal" in run.stdout and "done in" in run.stderr
+
+
+@pytest.mark.parametrize("method", ["sbs-mf", "ldm-rfe"])
+def test_elimination_methods_rank_the_signal_first(csv_file, tmp_path, method):
+    out = tmp_path / "rank.csv"
+    assert main(["select", str(csv_file), "--label", "status", "--method", method,
+                 "--out", str(out), "-q"]) == 0
+    table = pd.read_csv(out)
+    assert table["feature"].iloc[0] == "signal"
+    assert table["rfe_rank"].iloc[0] == 1
