@@ -36,16 +36,20 @@ from .tiles import _jit
 _FASTMATH = {"reassoc", "contract", "arcp"}
 _helper = numba.njit(fastmath=_FASTMATH, cache=True, nogil=True)
 
-# exp(x) for x <= 0 by Cody-Waite reduction x = n ln2 + r, |r| <= ln2 / 2, and a
-# degree-13 Taylor polynomial (truncation < 5e-18): a call-free body the
-# compiler vectorises over features (numba has no vector exp without SVML).
-_LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01
-_LN2_LO = 1.90821492927058770002e-10
+# exp(x) for x <= 0 without a call, so that the compiler vectorises it over
+# features (numba has no vector exp without SVML): x = (32 q + i) ln2 / 32 + r
+# with |r| <= ln2 / 64 (Cody-Waite, two-part ln2), exp(r) by its degree-6
+# Taylor polynomial (truncation < 4e-18), 2^(i/32) from a 32-entry table and
+# 2^q added to the exponent bits.  Relative error a few ulp.
+_STEPS = 32
+_LOG2E_STEPS = _STEPS * 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01 / _STEPS
+_LN2_LO = 1.90821492927058770002e-10 / _STEPS
 _ROUND = 6755399441055744.0  # 1.5 * 2**52: x + _ROUND - _ROUND rounds to an integer
 _ROUND_BITS = int(np.float64(_ROUND).view(np.int64))
+_TABLE_BITS = (2.0 ** (np.arange(_STEPS) / _STEPS)).view(np.int64)
 # Below this the kernel value is < 1e-304: it cannot change a sum whose terms
-# are products of kernel values <= 1, and 2**n would leave the normal range.
+# are products of kernel values <= 1, and 2**q must stay in the normal range.
 _EXP_FLOOR = -700.0
 
 
@@ -60,17 +64,16 @@ def _pair_into(xa, xb, cab, gamma, diff2, nbuf, nbits, poly, out):
         d2 += t * t
     for k in range(n_features + 1):
         x = max(-gamma * max(d2 - diff2[k], 0.0), _EXP_FLOOR)  # diff2[A] stays 0
-        nf = x * _LOG2E + _ROUND
+        nf = x * _LOG2E_STEPS + _ROUND
         nbuf[k] = nf
         n = nf - _ROUND
         r = (x - n * _LN2_HI) - n * _LN2_LO
         poly[k] = cab * (1.0 + r * (1.0 + r * (0.5 + r * (1 / 6 + r * (1 / 24 + r * (
-            1 / 120 + r * (1 / 720 + r * (1 / 5040 + r * (1 / 40320 + r * (1 / 362880 + r * (
-                1 / 3628800 + r * (1 / 39916800 + r * (1 / 479001600 + r * (
-                    1 / 6227020800))))))))))))))
+            1 / 120 + r * (1 / 720)))))))
     for k in range(n_features + 1):
-        # The integer n sits in the low mantissa bits of nf: make it 2**n.
-        nbits[k] = (nbits[k] - _ROUND_BITS + 1023) << 52
+        # The integer n sits in the low mantissa bits of nf: make it 2**(n / 32).
+        n = nbits[k] - _ROUND_BITS
+        nbits[k] = _TABLE_BITS[n & (_STEPS - 1)] + ((n >> 5) << 52)
     for k in range(n_features + 1):
         out[k] += poly[k] * nbuf[k]
 
