@@ -196,7 +196,7 @@ class LDM(ClassifierMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from dmargin._ldm import LDM
+    >>> from dmargin import LDM
     >>> rng = np.random.default_rng(0)
     >>> y = np.repeat([0, 1], 30)
     >>> X = rng.normal(size=(60, 3)) + 2 * y[:, None]
@@ -554,7 +554,7 @@ class LDMRFE(_KernelRFE):
     Examples
     --------
     >>> import numpy as np
-    >>> from dmargin._ldm import LDMRFE
+    >>> from dmargin import LDMRFE
     >>> rng = np.random.default_rng(0)
     >>> y = np.repeat([0, 1], 40)
     >>> X = rng.random((80, 5))
