@@ -215,8 +215,8 @@ def _projected(g, beta_i, C, pg_max_old, pg_min_old):
 def ldm_dcd(H, g, C, eps, max_iter, seed):
     """Minimise ``1/2 b^T H b + q^T b`` over ``0 <= b <= C`` from ``b = 0``.
 
-    ``g`` is the gradient at ``b = 0`` (``q``) and is updated in place
-    (``g += delta H[:, i]``).  Shrinking and the stopping rule
+    ``H`` must be symmetric (its rows are read as columns).  ``g`` is the
+    gradient at ``b = 0`` (``q``) and is updated in place (``g += delta H[i]``).  Shrinking and the stopping rule
     ``max PG - min PG <= eps`` are the official solver's.  Returns
     ``(beta, passes, converged)``.
     """
@@ -244,7 +244,7 @@ def ldm_dcd(H, g, C, eps, max_iter, seed):
                 delta = new - beta[i]
                 beta[i] = new
                 for r in range(m):
-                    g[r] += delta * H[r, i]
+                    g[r] += delta * H[i, r]  # H is symmetric: read row i, contiguous
             s += 1
         if pg_max - pg_min <= eps:
             if n_active == m:
