@@ -177,7 +177,7 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     --------
     >>> import os, tempfile
     >>> import pandas as pd
-    >>> from dmargin._parquet import read_parquet
+    >>> from dmargin import read_parquet
     >>> path = os.path.join(tempfile.mkdtemp(), "train.parquet")
     >>> pd.DataFrame({"a": [0.1, 0.9, 0.2], "b": [1, 2, 3],
     ...               "y": ["no", "yes", "no"]}).to_parquet(path)
