@@ -39,22 +39,23 @@ _helper = numba.njit(fastmath=_FASTMATH, cache=True, nogil=True)
 # exp(x) for x <= 0 without a call, so that the compiler vectorises it over
 # features (numba has no vector exp without SVML): x = (32 q + i) ln2 / 32 + r
 # with |r| <= ln2 / 64 (Cody-Waite, two-part ln2), exp(r) by its degree-6
-# Taylor polynomial (truncation < 4e-18), 2^(i/32) from a 32-entry table and
-# 2^q added to the exponent bits.  Relative error a few ulp.
+# Taylor polynomial (truncation < 4e-18), 2^(i/32) and 2^q from tables.
+# Relative error a few ulp.
 _STEPS = 32
 _LOG2E_STEPS = _STEPS * 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01 / _STEPS
 _LN2_LO = 1.90821492927058770002e-10 / _STEPS
 _ROUND = 6755399441055744.0  # 1.5 * 2**52: x + _ROUND - _ROUND rounds to an integer
-_ROUND_BITS = int(np.float64(_ROUND).view(np.int64))
-_TABLE_BITS = (2.0 ** (np.arange(_STEPS) / _STEPS)).view(np.int64)
+_FRACTION = 2.0 ** (np.arange(_STEPS) / _STEPS)
+_Q_MIN = -1100
+_POWER = 2.0 ** np.arange(_Q_MIN, 1, dtype=np.float64)
 # Below this the kernel value is < 1e-304: it cannot change a sum whose terms
-# are products of kernel values <= 1, and 2**q must stay in the normal range.
+# are products of kernel values <= 1, and 2**q stays in the table.
 _EXP_FLOOR = -700.0
 
 
-@_helper
-def _pair_into(xa, xb, cab, gamma, diff2, nbuf, nbits, poly, out):
+@numba.njit(fastmath=_FASTMATH, cache=True, nogil=True, inline="always")
+def _pair_into(xa, xb, cab, gamma, diff2, out):
     """``out[j] += cab K(-j)_ab`` for every feature, ``out[A] += cab K_ab``."""
     n_features = xa.shape[0]
     d2 = 0.0
@@ -64,18 +65,12 @@ def _pair_into(xa, xb, cab, gamma, diff2, nbuf, nbits, poly, out):
         d2 += t * t
     for k in range(n_features + 1):
         x = max(-gamma * max(d2 - diff2[k], 0.0), _EXP_FLOOR)  # diff2[A] stays 0
-        nf = x * _LOG2E_STEPS + _ROUND
-        nbuf[k] = nf
-        n = nf - _ROUND
+        n = (x * _LOG2E_STEPS + _ROUND) - _ROUND
         r = (x - n * _LN2_HI) - n * _LN2_LO
-        poly[k] = cab * (1.0 + r * (1.0 + r * (0.5 + r * (1 / 6 + r * (1 / 24 + r * (
-            1 / 120 + r * (1 / 720)))))))
-    for k in range(n_features + 1):
-        # The integer n sits in the low mantissa bits of nf: make it 2**(n / 32).
-        n = nbits[k] - _ROUND_BITS
-        nbits[k] = _TABLE_BITS[n & (_STEPS - 1)] + ((n >> 5) << 52)
-    for k in range(n_features + 1):
-        out[k] += poly[k] * nbuf[k]
+        i = np.int64(n)
+        p = 1.0 + r * (1.0 + r * (0.5 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r * (
+            1 / 720))))))
+        out[k] += cab * p * _FRACTION[i & (_STEPS - 1)] * _POWER[(i >> 5) - _Q_MIN]
 
 
 @_helper
@@ -91,9 +86,6 @@ def rbf_block_pair(Xp, Cp, Xq, Cq, gamma, same):
     n_mach = Cp.shape[1]
     out = np.zeros(n_features + 1)
     diff2 = np.zeros(n_features + 1)
-    nbuf = np.empty(n_features + 1)
-    nbits = nbuf.view(np.int64)
-    poly = np.empty(n_features + 1)
     for a in range(n_p):
         if same:
             caa = 0.0
@@ -106,7 +98,7 @@ def rbf_block_pair(Xp, Cp, Xq, Cq, gamma, same):
             for p in range(n_mach):
                 cab += Cp[a, p] * Cq[b, p]
             if cab != 0.0:
-                _pair_into(Xp[a], Xq[b], 2.0 * cab, gamma, diff2, nbuf, nbits, poly, out)
+                _pair_into(Xp[a], Xq[b], 2.0 * cab, gamma, diff2, out)
     return out
 
 
