@@ -269,3 +269,77 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     y = da.concatenate([da.from_delayed(r[1], shape=(n,), dtype=y_dtype)
                         for r, n in zip(reads, lengths)])
     return X, y
+
+
+def iter_parquet(path, label, features=None, *, batch_rows=None, missing_label="raise",
+                 filesystem=None):
+    """Iterate over a Parquet dataset as ``(X, y)`` numpy chunks, one read at a time.
+
+    For streaming a dataset larger than memory through
+    ``OnlineIRelief.partial_fit``: only the row group being read (and the
+    rows of an unfinished ``batch_rows`` chunk) are held.  The dataset, the
+    column checks and the block reader are those of :func:`read_parquet`, so
+    the rows come in the same order and with the same values and label
+    types as ``read_parquet(...)[0].compute()``.
+
+    Parameters
+    ----------
+    path, label, features, missing_label, filesystem
+        As in :func:`read_parquet`, except that ``missing_label="drop"`` is
+        not offered here (it needs a counting pass; drop the rows of each
+        chunk instead, or use ``"keep"``).
+    batch_rows : int, default=None
+        Rows per chunk: ``None`` yields one chunk per row group; an int
+        regroups the rows into chunks of exactly that many rows (the last
+        one may be shorter).
+
+    Yields
+    ------
+    X : ndarray of shape (n_chunk, n_features), float64
+    y : ndarray of shape (n_chunk,)
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import pandas as pd
+    >>> from dmargin._parquet import iter_parquet
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.parquet")
+    >>> pd.DataFrame({"a": [0.1, 0.9, 0.2], "y": [0, 1, 0]}).to_parquet(path)
+    >>> [(X.shape, y.tolist()) for X, y in iter_parquet(path, "y", batch_rows=2)]
+    [((2, 1), [0, 1]), ((1, 1), [0])]
+    """
+    import dask
+
+    if missing_label == "drop":
+        raise ValueError("iter_parquet does not take missing_label='drop'; use "
+                         "missing_label='keep' and drop the rows of each chunk, or "
+                         "read_parquet(..., missing_label='drop').")
+    if batch_rows is not None and (isinstance(batch_rows, bool) or not
+                                   isinstance(batch_rows, (int, np.integer)) or batch_rows < 1):
+        raise ValueError(f"batch_rows must be a positive integer or None; got {batch_rows!r}.")
+    # Validation and the read tasks are read_parquet's; nothing is read here.
+    X, y = read_parquet(path, label, features, missing_label=missing_label,
+                        filesystem=filesystem)
+
+    def blocks():
+        for i in range(X.numblocks[0]):
+            if X.chunks[0][i]:
+                yield dask.compute(X.blocks[i], y.blocks[i], scheduler="sync")
+
+    if batch_rows is None:
+        yield from blocks()
+        return
+    held, n_held = [], 0
+    for xb, yb in blocks():
+        held.append((xb, yb))
+        n_held += xb.shape[0]
+        if n_held < batch_rows:
+            continue
+        xs = np.concatenate([h[0] for h in held]) if len(held) > 1 else xb
+        ys = np.concatenate([h[1] for h in held]) if len(held) > 1 else yb
+        cut = n_held - n_held % batch_rows
+        for s in range(0, cut, batch_rows):
+            yield xs[s:s + batch_rows], ys[s:s + batch_rows]
+        held, n_held = [(xs[cut:], ys[cut:])], n_held - cut
+    if n_held:
+        yield np.concatenate([h[0] for h in held]), np.concatenate([h[1] for h in held])

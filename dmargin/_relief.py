@@ -236,7 +236,17 @@ class OnlineIRelief(WeightSelector):
     visits the blocks in order and, within a block, the rows in the order
     ``rng.permutation(len(block))`` (or in row order when ``shuffle=False``).
     The order does not depend on how the input is chunked, so numpy and dask
-    inputs give the same weights.
+    inputs give the same weights.  For dask input (e.g. from
+    :func:`dmargin.read_parquet`) ``fit`` computes one dask block at a time
+    (the next one is read while the current one is streamed) and holds only
+    those blocks and the reference rows: with ``reference_size=M`` memory is
+    O((M + chunk) x n_features), not O(N).
+
+    Streams that do not fit a single ``fit`` call (many files, data arriving
+    over time) go through ``partial_fit``, one chunk per call, e.g. the row
+    groups of :func:`dmargin.iter_parquet`; :meth:`set_reference` holds one
+    bounded, seeded candidate sample across the chunks, and
+    :meth:`save_state` / :meth:`load_state` resume such a stream exactly.
 
     Parameters
     ----------
@@ -257,7 +267,8 @@ class OnlineIRelief(WeightSelector):
     reference_size : int or None, default=None
         Candidates for every anchor: ``None`` uses all training rows (of the
         chunk, in ``partial_fit``); an int draws that many rows once, without
-        replacement, seeded by ``random_state``.
+        replacement, seeded by ``random_state``.  :meth:`set_reference` fixes
+        one candidate set for all ``partial_fit`` calls instead.
     block_size : int, default=10000
         Rows per streamed block (fixes the visiting order, see above).
     shuffle : bool, default=True
@@ -329,9 +340,10 @@ class OnlineIRelief(WeightSelector):
         self.n_steps_ = 0
 
     def _steps(self, Xa, start, ya, order, ref):
+        """Visit ``Xa[order]``; ``start`` is the position of ``Xa[0]`` (the self-exclusion index)."""
         Xc, yc, ic = ref
         self.n_steps_ = online_irelief_steps(
-            Xa, np.arange(start, start + Xa.shape[0]), ya, order, Xc, yc, ic,
+            Xa, np.arange(start, start + Xa.shape[0], dtype=np.int64), ya, order, Xc, yc, ic,
             self.feature_importances_, self.nu_, self.n_steps_, float(self.a),
             float(self.sigma), self.multiclass == "margin", self._miss_prior, bool(self.outliers),
         )
@@ -365,6 +377,7 @@ class OnlineIRelief(WeightSelector):
         """
         data, _ = start_fit(self, X, y, rows=False)
         self._scale = (data.offset, data.span)
+        self._fixed_ref = None  # a set_reference sample belongs to partial_fit streams
         rng = make_rng(self.random_state)
         ref = self._reference(data.X, data.codes, rng)
         self._start(data.X.shape[1], data.classes, data.counts)
@@ -374,16 +387,10 @@ class OnlineIRelief(WeightSelector):
         for p in range(self.n_passes):
             w_before = self.feature_importances_.copy()
             with timer("online I-RELIEF pass %d", p + 1):
-                for start, stop in bounds:
-                    Xa, ya = data.X[start:stop], data.codes[start:stop]
-                    if is_dask_collection(Xa):
-                        import dask
-
-                        Xa, ya = dask.compute(Xa, ya)
-                    order = rng.permutation(stop - start) if self.shuffle \
-                        else np.arange(stop - start)
-                    self._steps(np.ascontiguousarray(Xa, np.float64), start,
-                                np.asarray(ya, np.int64), order, ref)
+                for start, Xa, ya in _row_blocks(data.X, data.codes, bounds):
+                    order = rng.permutation(Xa.shape[0]) if self.shuffle \
+                        else np.arange(Xa.shape[0])
+                    self._steps(Xa, start, ya, order, ref)
             history.append(np.linalg.norm(self.feature_importances_ - w_before))
             if history[-1] < self.tol:
                 break
@@ -395,10 +402,14 @@ class OnlineIRelief(WeightSelector):
     def partial_fit(self, X, y, classes=None):
         """One pass over one chunk of rows, continuing the stream.
 
-        Candidates are the chunk's own rows (or ``reference_size`` of them).
-        On the first call, ``classes`` lists every label the stream will
-        contain (default: the labels of this chunk), and with
+        Candidates are the rows fixed by :meth:`set_reference` if it was
+        called, otherwise the chunk's own rows (or ``reference_size`` of
+        them).  On the first call, ``classes`` lists every label the stream
+        will contain (default: the labels of this chunk), and with
         ``scale="minmax"`` the feature ranges of this chunk are frozen.
+        The chunk's rows take the stream positions ``n_steps_ ...
+        n_steps_ + len(chunk) - 1`` (before the call); an anchor is never its
+        own candidate.
 
         Parameters
         ----------
@@ -425,6 +436,9 @@ class OnlineIRelief(WeightSelector):
             self._start(X.shape[1], labels, [np.sum(y == c) for c in labels])
             self._scale = numpy_scale_params(X, self.scale)
             self._rng = make_rng(self.random_state)
+            pending = getattr(self, "_pending_ref", None)
+            self._pending_ref = None
+            self._fixed_ref = None if pending is None else self._encode_reference(*pending)
         unknown = np.setdiff1d(np.unique(y), self.classes_)
         if unknown.size:
             raise ValueError(f"y has labels {unknown.tolist()} not seen in the first "
@@ -436,10 +450,85 @@ class OnlineIRelief(WeightSelector):
         if offset is not None:
             X = (X - offset) / span
         codes = np.searchsorted(self.classes_, y).astype(np.int64)
-        ref = self._reference(X, codes, self._rng)
+        position = self.n_steps_
+        ref = getattr(self, "_fixed_ref", None)
+        if ref is None:
+            Xc, yc, ic = self._reference(X, codes, self._rng)
+            ref = (Xc, yc, ic + position)
         order = self._rng.permutation(X.shape[0]) if self.shuffle else np.arange(X.shape[0])
-        self._steps(X, 0, codes, order, ref)
+        self._steps(np.ascontiguousarray(X), position, codes, order, ref)
         return self
+
+    def set_reference(self, X, y, *, index=None):
+        """Use the rows ``X, y`` as the candidates of every following ``partial_fit``.
+
+        One bounded candidate set held across the chunks of a stream -- for
+        instance ``reference_size`` rows sampled from a Parquet dataset while
+        its row groups are streamed with :func:`dmargin.iter_parquet`.  Each
+        step then costs O(M x n_features) for M reference rows, whatever the
+        chunk size, and the weights do not depend on how the stream is cut
+        into chunks (only on the visiting order).  The rows are scaled with
+        the stream's frozen ranges (those of the first chunk) and kept as
+        float64; :meth:`save_state` stores them.  Call it before the first
+        ``partial_fit`` or between calls; ``fit`` discards it (it draws its
+        own sample, ``reference_size``).
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (M, n_features)
+            Reference rows in the stream's raw units (dask input is computed).
+        y : array-like of shape (M,)
+            Their labels; every label must be one of the stream's classes
+            (pass ``classes=`` to the first ``partial_fit`` when the first
+            chunk lacks some).
+        index : array-like of int of shape (M,), default=None
+            Positions of these rows in the stream, when they are also
+            streamed (positions count the rows given to ``partial_fit``,
+            starting at 0; see :meth:`partial_fit`): an anchor is then not its
+            own candidate, exactly as in ``fit``.  ``None``: the rows are not
+            stream rows and none is ever excluded.
+
+        Returns
+        -------
+        self : OnlineIRelief
+        """
+        if is_dask_collection(X) or is_dask_collection(y):
+            import dask
+
+            X, y = dask.compute(X, y)
+        started = hasattr(self, "nu_")
+        X, y = check_X_y(self, X, y, reset=not started)
+        if index is not None:
+            index = np.asarray(index)
+            if index.shape != (X.shape[0],) or index.dtype.kind not in "iu" \
+                    or np.any(index < 0) or np.unique(index).size != index.size:
+                raise ValueError(f"index must be {X.shape[0]} distinct nonnegative integer "
+                                 "stream positions, one per reference row; pass index=None "
+                                 "when the reference rows are not part of the stream.")
+            index = index.astype(np.int64)
+        if started:
+            self._fixed_ref = self._encode_reference(X, y, index)
+        else:
+            self._pending_ref = (X, y, index)
+        return self
+
+    def _encode_reference(self, X, y, index):
+        """Scaled float64 rows, class codes and stream positions of a reference sample."""
+        if X.shape[1] != self.nu_.shape[0]:
+            raise ValueError(f"The reference rows have {X.shape[1]} features but the stream "
+                             f"has {self.nu_.shape[0]}; use the same feature columns.")
+        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        if unknown.size:
+            raise ValueError(f"The reference rows have labels {unknown.tolist()} that are not "
+                             f"among the stream's classes {self.classes_.tolist()}; pass "
+                             "classes= with every label on the first partial_fit call.")
+        offset, span = self._scale
+        X = np.asarray(X, dtype=np.float64)
+        if offset is not None:
+            X = (X - offset) / span
+        # Rows that are not stream rows get negative positions: never an anchor's own.
+        ic = -1 - np.arange(X.shape[0], dtype=np.int64) if index is None else index
+        return (np.ascontiguousarray(X), np.searchsorted(self.classes_, y).astype(np.int64), ic)
 
     # -- state on disk: arrays in an .npz, everything else as JSON in it; no pickle --
 
@@ -449,7 +538,8 @@ class OnlineIRelief(WeightSelector):
         """Write the stream's state to ``path`` (an ``.npz`` file, no pickle).
 
         Weights, running average, step count, classes, the frozen scaling, the
-        random generator's state and the parameters: :meth:`load_state`
+        random generator's state, the :meth:`set_reference` rows (scaled, with
+        their class codes and positions) and the parameters: :meth:`load_state`
         followed by the same ``partial_fit`` calls gives exactly the weights
         an uninterrupted stream would.
 
@@ -470,11 +560,14 @@ class OnlineIRelief(WeightSelector):
             "feature_names_in": None if not hasattr(self, "feature_names_in_")
             else [str(c) for c in self.feature_names_in_],
             "scaled": offset is not None,
+            "reference": getattr(self, "_fixed_ref", None) is not None,
         }
         arrays = {"nu": self.nu_, "w": self.feature_importances_,
                   "classes": _plain_array(self.classes_), "miss_prior": self._miss_prior}
         if offset is not None:
             arrays.update(offset=np.asarray(offset), span=np.asarray(span))
+        if header["reference"]:
+            arrays.update(zip(("ref_X", "ref_codes", "ref_index"), self._fixed_ref))
         with open(path, "wb") as fh:
             np.savez(fh, header=np.array(json.dumps(header)), **arrays)
 
@@ -501,6 +594,8 @@ class OnlineIRelief(WeightSelector):
             est.classes_ = f["classes"].copy()
             est._miss_prior = f["miss_prior"].copy()
             est._scale = (f["offset"].copy(), f["span"].copy()) if header["scaled"] else (None, None)
+            est._fixed_ref = (f["ref_X"].copy(), f["ref_codes"].copy(), f["ref_index"].copy()) \
+                if header.get("reference") else None
         est.n_steps_ = header["n_steps"]
         est.n_features_in_ = est.nu_.shape[0]
         if header["feature_names_in"] is not None:
@@ -508,6 +603,54 @@ class OnlineIRelief(WeightSelector):
         est._rng = np.random.default_rng()
         est._rng.bit_generator.state = header["rng"]
         return est
+
+
+def _row_blocks(X, codes, bounds):
+    """Yield ``(start, X[start:stop], codes[start:stop])`` as numpy for each bound.
+
+    A dask ``X`` is computed one dask block at a time -- each block once per
+    pass, however many ``bounds`` it spans -- and the next block is computed
+    in a background thread while the caller streams the current one (the
+    online kernel releases the GIL).  Only the blocks that overlap the
+    current bound are held.
+    """
+    if not is_dask_collection(X):
+        for start, stop in bounds:
+            yield (start, np.ascontiguousarray(X[start:stop], dtype=np.float64),
+                   np.asarray(codes[start:stop], dtype=np.int64))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    import dask
+
+    if codes.chunks[0] != X.chunks[0]:
+        codes = codes.rechunk((X.chunks[0],))
+    edges = np.concatenate([[0], np.cumsum(X.chunks[0])])
+    n_blocks = len(X.chunks[0])
+
+    def load(i):
+        xb, yb = dask.compute(X.blocks[i], codes.blocks[i])
+        return (int(edges[i]), int(edges[i + 1]), np.asarray(xb, dtype=np.float64),
+                np.asarray(yb, dtype=np.int64))
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        nxt, future, held = 0, None, []
+        if n_blocks:
+            future, nxt = pool.submit(load, 0), 1
+        for start, stop in bounds:
+            while not held or held[-1][1] < stop:
+                held.append(future.result())
+                future = pool.submit(load, nxt) if nxt < n_blocks else None
+                nxt += 1
+            held = [h for h in held if h[1] > start]
+            parts = [(h[2][max(start - h[0], 0):stop - h[0]], h[3][max(start - h[0], 0):stop - h[0]])
+                     for h in held if h[0] < stop]
+            if len(parts) == 1:
+                Xa, ya = parts[0]
+            else:
+                Xa = np.concatenate([p[0] for p in parts])
+                ya = np.concatenate([p[1] for p in parts])
+            yield start, np.ascontiguousarray(Xa), np.ascontiguousarray(ya)
 
 
 def _plain_array(values):
