@@ -37,21 +37,20 @@ _FASTMATH = {"reassoc", "contract", "arcp"}
 _helper = numba.njit(fastmath=_FASTMATH, cache=True, nogil=True)
 
 # exp(x) for x <= 0 without a call, so that the compiler vectorises it over
-# features (numba has no vector exp without SVML): x = (32 q + i) ln2 / 32 + r
-# with |r| <= ln2 / 64 (Cody-Waite, two-part ln2), exp(r) by its degree-6
-# Taylor polynomial (truncation < 4e-18), 2^(i/32) and 2^q from tables.
-# Relative error a few ulp.
+# features (numba has no vector exp without SVML): x = n ln2 / 32 + r with
+# |r| <= ln2 / 64 (Cody-Waite, two-part ln2), exp(r) by its degree-6 Taylor
+# polynomial (truncation < 4e-18) and 2^(n/32) from one table (256 KiB; the
+# entries a tile touches are few).  Relative error a few ulp.
 _STEPS = 32
 _LOG2E_STEPS = _STEPS * 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01 / _STEPS
 _LN2_LO = 1.90821492927058770002e-10 / _STEPS
 _ROUND = 6755399441055744.0  # 1.5 * 2**52: x + _ROUND - _ROUND rounds to an integer
-_FRACTION = 2.0 ** (np.arange(_STEPS) / _STEPS)
-_Q_MIN = -1100
-_POWER = 2.0 ** np.arange(_Q_MIN, 1, dtype=np.float64)
 # Below this the kernel value is < 1e-304: it cannot change a sum whose terms
-# are products of kernel values <= 1, and 2**q stays in the table.
+# are products of kernel values <= 1.
 _EXP_FLOOR = -700.0
+_N_MIN = -int(np.ceil(-_EXP_FLOOR * _LOG2E_STEPS)) - 2
+_POWER = 2.0 ** (np.arange(_N_MIN, 1, dtype=np.float64) / _STEPS)
 
 
 @numba.njit(fastmath=_FASTMATH, cache=True, nogil=True, inline="always")
@@ -67,10 +66,9 @@ def _pair_into(xa, xb, cab, gamma, diff2, out):
         x = max(-gamma * max(d2 - diff2[k], 0.0), _EXP_FLOOR)  # diff2[A] stays 0
         n = (x * _LOG2E_STEPS + _ROUND) - _ROUND
         r = (x - n * _LN2_HI) - n * _LN2_LO
-        i = np.int64(n)
         p = 1.0 + r * (1.0 + r * (0.5 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r * (
             1 / 720))))))
-        out[k] += cab * p * _FRACTION[i & (_STEPS - 1)] * _POWER[(i >> 5) - _Q_MIN]
+        out[k] += cab * p * _POWER[np.int64(n) - _N_MIN]
 
 
 @_helper
