@@ -292,3 +292,17 @@ def test_row_blocks_cut_dask_chunks_like_numpy():
         for g, e in zip(got, expected):
             np.testing.assert_array_equal(g[1], e[1])
             np.testing.assert_array_equal(g[2], e[2])
+
+
+def test_small_numpy_input_is_not_cut_into_tiny_tiles():
+    """Numpy rows sent to a cluster: no tile task below _MIN_TILE_WORK pair-features
+    (N = 200 is one block: ~20 ms per iteration instead of ~130 ms for 64 tiny
+    tiles), while N = 20,000 keeps its 8 blocks."""
+    from dmargin.engine import execution
+
+    for n, blocks in [(200, 1), (1_500, 2), (20_000, 8)]:
+        X = np.zeros((n, 50))
+        rows = execution.prepare_rows(X, np.zeros(n, dtype=np.int64), 2, use_dask=True)
+        assert len(rows.bounds) == blocks, n
+        sizes = [b - a for a, b in rows.bounds]
+        assert min(sizes) ** 2 * 50 >= execution._MIN_TILE_WORK or len(sizes) == 1

@@ -40,6 +40,10 @@ TILE_BUDGET = 64 * 2**20
 SPLIT_EVERY = 4
 #: Row blocks a numpy input is cut into when it is sent to a cluster.
 _TARGET_BLOCKS = 8
+#: Least pair-features per tile task for numpy input sent to a cluster: each
+#: task costs the scheduler about a millisecond, so small data gets fewer,
+#: larger blocks (N = 200 is one block, not 64 tiny tiles).
+_MIN_TILE_WORK = 2.5e7
 
 def active_client():
     """The active ``distributed.Client``, or ``None``."""
@@ -112,7 +116,9 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None) -> R
         if max(chunks) > cap:
             chunks = cap
     else:
-        chunks = min(cap, max(1, math.ceil(n / _TARGET_BLOCKS)))
+        min_rows = math.sqrt(_MIN_TILE_WORK / max(a, 1))
+        n_blocks = max(1, min(_TARGET_BLOCKS, int(n // min_rows)))
+        chunks = min(cap, max(1, math.ceil(n / n_blocks)))
     X = da.asarray(X).astype(np.float64).rechunk((chunks, a))
     codes = da.asarray(codes).astype(np.int64).rechunk((X.chunks[0],))
     X, codes = dask.persist(X, codes)
