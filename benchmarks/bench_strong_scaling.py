@@ -1,0 +1,257 @@
+"""Strong scaling of one I-RELIEF iteration on a LocalCluster, and the per-iteration overhead.
+
+What is measured (results go to ``benchmarks/results/strong_scaling.json``, or
+``strong_scaling_quick.json`` with ``--quick``):
+
+1. ``IRelief(max_iter=1, tol=0)`` at N = 20,000, A = 50 (numpy input sent to the
+   cluster, so the engine cuts it into 8 row blocks = 64 tile tasks) on a
+   ``distributed.LocalCluster`` of 1 and of 2 worker processes with one thread
+   each.  Each configuration runs in a fresh driver subprocess: one warm-up fit
+   on the same data (numba compilation / cache loading on every worker), then the best of
+   ``REPEATS`` fits.  Recorded: the whole fit, the iteration alone (dmargin's
+   DEBUG timing line "I-RELIEF iteration 1 took ..."), the tasks' own compute
+   time and their transfers from the scheduler's task stream, and the speed-up
+   of 2 workers over 1.
+2. Per-iteration overhead on tiny data: N = 200, A = 50 on the 2-worker cluster,
+   ``(fit(max_iter=51) - fit(max_iter=1)) / 50``.
+3. A model of one iteration at P workers, ``T(P) = T_tiles / min(P, tiles) +
+   T_fixed`` with ``T_tiles`` the summed task compute time of the 1-worker run
+   and ``T_fixed`` the rest of its iteration (graph construction, scheduling,
+   the driver's update), checked against the 2-worker measurement and
+   extrapolated to 100 workers.
+
+Usage::
+
+    python benchmarks/bench_strong_scaling.py            # N = 20,000
+    python benchmarks/bench_strong_scaling.py --quick    # N = 6,000, fewer repeats
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _harness as harness  # noqa: E402
+
+A = 50
+N_FULL, N_QUICK, N_TINY = 20_000, 6_000, 200
+REPEATS = 3
+TINY_ITERS = 50
+WORKER_TIMEOUT_S = 1800
+
+
+def make_data(n, seed=0):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=n, n_features=A, n_informative=10, n_redundant=0,
+                               random_state=seed)
+    return X, y
+
+
+class _Timings(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    def iteration_s(self):
+        return [float(m.split(" took ")[1].split()[0]) for m in self.lines
+                if m.startswith("I-RELIEF iteration") and " took " in m]
+
+
+def worker_cluster(spec):
+    """Fits on a LocalCluster of ``spec['workers']`` single-threaded processes."""
+    from distributed import Client, LocalCluster
+
+    from dmargin._relief import IRelief
+
+    timings = _Timings()
+    log = logging.getLogger("dmargin")
+    log.addHandler(timings)
+    log.setLevel(logging.DEBUG)
+    out = {"workers": spec["workers"]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = LocalCluster(n_workers=spec["workers"], threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+    with cluster, Client(cluster) as client:
+        X, y = make_data(spec["n"])
+        # Warm-up on the same data: every worker compiles (or loads) the kernels it will run.
+        IRelief(max_iter=1, tol=0).fit(X, y)
+        client.get_task_stream()  # start recording
+        fits, iters = [], []
+        for _ in range(spec["repeats"]):
+            timings.lines.clear()
+            seconds, _ = harness.timed(IRelief(max_iter=1, tol=0).fit, X, y)
+            fits.append(seconds)
+            iters.append(timings.iteration_s()[0])
+        stream = client.get_task_stream()
+        best = int(np.argmin(fits))
+        out.update(n=spec["n"], fit_s=[round(s, 3) for s in fits], best_fit_s=round(min(fits), 3),
+                   iteration_s=[round(s, 3) for s in iters], best_iteration_s=round(min(iters), 3))
+        out.update(task_summary(stream, spec["repeats"]))
+
+        if spec.get("tiny"):
+            Xt, yt = make_data(N_TINY, seed=1)
+            IRelief(max_iter=2, tol=0).fit(Xt, yt)
+            one = min(harness.timed(IRelief(max_iter=1, tol=0).fit, Xt, yt)[0] for _ in range(3))
+            many = min(harness.timed(IRelief(max_iter=TINY_ITERS + 1, tol=0).fit, Xt, yt)[0]
+                       for _ in range(2))
+            out["tiny"] = {"n": N_TINY, "fit_1_iter_s": round(one, 4),
+                           f"fit_{TINY_ITERS + 1}_iter_s": round(many, 4),
+                           "per_iteration_ms": round(1000 * (many - one) / TINY_ITERS, 2)}
+    return out
+
+
+def task_summary(stream, repeats):
+    """Compute and transfer seconds per fit from the task stream, by task kind."""
+    compute, transfer, kinds = 0.0, 0.0, {}
+    tiles = sum(1 for t in stream if str(t["key"]).find("-tile") >= 0)
+    for t in stream:
+        for s in t.get("startstops", ()):
+            d = s["stop"] - s["start"]
+            if s["action"] == "compute":
+                compute += d
+                kind = str(t["key"][0] if isinstance(t["key"], tuple) else t["key"])
+                kind = kind.split("-")[1] + "-" + kind.rsplit("-", 1)[-1] \
+                    if kind.startswith("dmargin-") else kind.split("-")[0]
+                kinds[kind] = kinds.get(kind, 0.0) + d
+            elif s["action"] == "transfer":
+                transfer += d
+    return {"task_compute_s_per_fit": round(compute / repeats, 3),
+            "task_transfer_s_per_fit": round(transfer / repeats, 3),
+            "n_tasks_per_fit": round(len(stream) / repeats),
+            "n_tile_tasks_per_fit": round(tiles / repeats),
+            "compute_s_by_kind_per_fit": {k: round(v / repeats, 3) for k, v in
+                                          sorted(kinds.items(), key=lambda kv: -kv[1])[:8]}}
+
+
+def launch(spec):
+    quiet = harness.wait_until_quiet(1.0, 60.0)
+    print(f"[bench] {spec} (busy {quiet['busy_cores_at_launch']})", file=sys.stderr, flush=True)
+    monitor = harness.CpuMonitor().start()
+    result = harness.run_worker(__file__, ["--worker", json.dumps(spec)], 1, WORKER_TIMEOUT_S)
+    result["machine_during_run"] = monitor.stop()  # this process' children = driver + workers
+    result["launch"] = quiet
+    if not result.get("ok"):
+        print(f"[bench]   FAILED: {result.get('error')}", file=sys.stderr, flush=True)
+    return result
+
+
+def model(one, two, n):
+    """``T(P) = T_tiles / min(P, tiles) + T_fixed``, fitted on the 1-worker run alone.
+
+    ``T_tiles`` is the tasks' summed compute time with one worker;
+    ``T_fixed`` is the rest of the 1-worker iteration (graph construction,
+    scheduler round trips, result transfer to the driver, the M-step), which
+    more workers do not shorten.  The 2-worker measurement checks it.
+    """
+    t_tiles = one["task_compute_s_per_fit"]
+    t_fixed = max(one["best_iteration_s"] - t_tiles, 0.0)
+    n_tiles = one["n_tile_tasks_per_fit"]
+    n_blocks = round(n_tiles ** 0.5)
+    predict = {p: t_tiles / min(p, n_tiles) + t_fixed for p in (1, 2, 100)}
+    # Both cores busy slow each tile down (shared core resources): the 2-worker
+    # run's own summed compute time says by how much.
+    inflation = two["task_compute_s_per_fit"] / t_tiles
+    predict_2_own = two["task_compute_s_per_fit"] / 2 + t_fixed
+    per_task_ms = 1000 * t_fixed / max(one["n_tasks_per_fit"], 1)
+    block_mib = (n / n_blocks) * A * 8 / 2**20
+    return {
+        "T_tiles_s": round(t_tiles, 3),
+        "T_fixed_s": round(t_fixed, 4),
+        "fixed_ms_per_task": round(per_task_ms, 2),
+        "tile_tasks": n_tiles,
+        "predicted_iteration_s": {str(p): round(v, 4) for p, v in predict.items()},
+        "measured_iteration_s": {"1": one["best_iteration_s"], "2": two["best_iteration_s"]},
+        "predicted_2_worker_error": round(predict[2] / two["best_iteration_s"] - 1, 3),
+        "compute_inflation_2_workers": round(inflation, 3),
+        "predicted_2_worker_with_inflation_s": round(predict_2_own, 4),
+        "text": (
+            f"One iteration at N = {n} is {one['n_tasks_per_fit']} tasks: {n_tiles} tile tasks "
+            f"({n_blocks} row blocks of {block_mib:.1f} MiB) plus their merges. With 1 worker the "
+            f"tiles compute for {t_tiles:.2f} s and the rest of the iteration (graph "
+            f"construction on the driver, scheduler round trips, the M-step) takes "
+            f"{1000 * t_fixed:.0f} ms (~{per_task_ms:.1f} ms per task). The model "
+            f"T(P) = {t_tiles:.2f} s / min(P, {n_tiles}) + {1000 * t_fixed:.0f} ms predicts "
+            f"{predict[2]:.2f} s for 2 workers; measured {two['best_iteration_s']:.2f} s. The gap "
+            f"is the tiles themselves: with both cores busy they compute for "
+            f"{two['task_compute_s_per_fit']:.2f} s in all ({inflation:.2f}x, shared core "
+            f"resources; this machine's fused loop also gains only ~1.7x from its 2nd thread), "
+            f"and with that the model gives {predict_2_own:.2f} s. "
+            f"At 100 workers only {min(100, n_tiles)} have a tile, so T(100) ~ "
+            f"{1000 * t_tiles / min(100, n_tiles):.0f} ms of tiles + {1000 * t_fixed:.0f} ms "
+            f"fixed: at this N the driver and scheduler, not the tiles, bound an iteration. "
+            f"Transfers are small: each worker fetches each {block_mib:.1f} MiB block at most "
+            f"once per fit (<= {n_blocks * block_mib:.0f} MiB) and the tree merge moves "
+            "(m, s, v) partials of one anchor block. 100 workers pay off from N where the tiles "
+            "outweigh the fixed cost: tile time grows as N^2, the task count as "
+            "(N / block rows)^2, so larger N with blocks of a few thousand rows."),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        harness.emit_result(worker_cluster(json.loads(args.worker)))
+        return 0
+
+    n = N_QUICK if args.quick else N_FULL
+    repeats = 2 if args.quick else REPEATS
+    runs = {p: launch({"workers": p, "n": n, "repeats": repeats, "tiny": p == 2}) for p in (1, 2)}
+    out = {"benchmark": "strong_scaling", "mode": "quick" if args.quick else "full",
+           "machine": harness.machine_info(["numpy", "numba", "dask", "distributed", "dmargin"]),
+           "revision": harness.git_revision(HERE.parent), "n": n, "features": A,
+           "runs": {str(p): r for p, r in runs.items()}}
+    one, two = runs[1], runs[2]
+    if one.get("ok") and two.get("ok"):
+        out["speedup_iteration"] = round(one["best_iteration_s"] / two["best_iteration_s"], 3)
+        out["speedup_fit"] = round(one["best_fit_s"] / two["best_fit_s"], 3)
+        out["tiny_per_iteration_ms"] = two["tiny"]["per_iteration_ms"]
+        out["targets"] = {"speedup_ge_1.7": out["speedup_iteration"] >= 1.7,
+                          "overhead_lt_100ms": out["tiny_per_iteration_ms"] < 100}
+        out["model"] = model(one, two, n)
+    out["markdown"] = render(out)
+    name = "strong_scaling_quick.json" if args.quick else "strong_scaling.json"
+    harness.write_json(HERE / "results" / name, out)
+    print(out["markdown"])
+    return 0
+
+
+def render(out):
+    rows = []
+    for p, r in out["runs"].items():
+        if not r.get("ok"):
+            rows.append([p, "FAILED"] + [None] * 6)
+            continue
+        rows.append([p, r["best_fit_s"], r["best_iteration_s"], r["task_compute_s_per_fit"],
+                     r["task_transfer_s_per_fit"], r["n_tasks_per_fit"],
+                     r["machine_during_run"]["other_cores_busy"]])
+    parts = [f"One I-RELIEF iteration, N = {out['n']}, A = {out['features']}, LocalCluster "
+             "(1 thread per worker process):",
+             harness.markdown_table(["workers", "fit s", "iteration s", "task compute s",
+                                     "task transfer s", "tasks", "other cores busy"], rows)]
+    if "speedup_iteration" in out:
+        parts.append(f"Speed-up of 2 workers over 1: {out['speedup_iteration']}x per iteration "
+                     f"({out['speedup_fit']}x whole fit). Per-iteration overhead at N = 200: "
+                     f"{out['tiny_per_iteration_ms']} ms.")
+        parts.append("Model: " + out["model"]["text"])
+    return "\n\n".join(parts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
