@@ -268,7 +268,9 @@ class OnlineIRelief(WeightSelector):
         Candidates for every anchor: ``None`` uses all training rows (of the
         chunk, in ``partial_fit``); an int draws that many rows once, without
         replacement, seeded by ``random_state``.  :meth:`set_reference` fixes
-        one candidate set for all ``partial_fit`` calls instead.
+        one candidate set for all ``partial_fit`` calls instead.  With
+        ``None`` every row is a candidate and is gathered to the driver (dask
+        input too): set an int for data larger than memory.
     block_size : int, default=10000
         Rows per streamed block (fixes the visiting order, see above).
     shuffle : bool, default=True
