@@ -3,12 +3,12 @@
 from ._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
 from ._immigrate import IM4E, BoostedImmigrate, IM4EImmigrate, Immigrate
 from ._ldm import LDM, LDMRFE, SVMRFE
-from ._parquet import read_parquet
+from ._parquet import iter_parquet, read_parquet
 from ._relief import IRelief, OnlineIRelief, Relief, ReliefF
 from ._simba import Simba
 
 __all__ = [
     "BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate",
     "IM4E", "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
-    "ReliefF", "SVMRFE", "Simba", "read_parquet"]
+    "ReliefF", "SVMRFE", "Simba", "iter_parquet", "read_parquet"]
 __version__ = "0.1.0"

@@ -426,7 +426,8 @@ class OnlineIRelief(WeightSelector):
         first = not hasattr(self, "nu_")
         if first:
             check_params(self)
-        X, y = check_X_y(self, X, y, reset=first)
+        # After the first chunk, a chunk may be a single row (the tail of a stream).
+        X, y = check_X_y(self, X, y, reset=first, min_samples=2 if first else 1)
         if is_dask_collection(X) or is_dask_collection(y):
             import dask
 

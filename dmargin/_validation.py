@@ -181,8 +181,10 @@ def _as_label_array(y):
     return np.asarray(y)
 
 
-def check_X_y(estimator, X, y, *, reset=True):
+def check_X_y(estimator, X, y, *, reset=True, min_samples=2):
     """Validate ``X, y``; returns ``(X, y)`` as numpy or dask arrays.
+
+    ``min_samples=1`` lets a stream's later chunk (``partial_fit``) be one row.
 
     numpy / pandas ``X`` goes through scikit-learn's ``validate_data`` (NaN,
     inf, dtype, ``feature_names_in_``); dask ``X`` is checked on metadata and
@@ -198,7 +200,8 @@ def check_X_y(estimator, X, y, *, reset=True):
                     f"Feature columns {bad} are not numeric. Encode them as numbers "
                     "(e.g. one-hot or ordinal codes) or drop them before fitting."
                 )
-        X = validate_data(estimator, X, reset=reset, dtype=np.float64, ensure_min_samples=2)
+        X = validate_data(estimator, X, reset=reset, dtype=np.float64,
+                          ensure_min_samples=min_samples)
     if y is None:
         raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
                          "target y is None: feature selection by margins needs class labels.")

@@ -72,3 +72,12 @@ def test_save_state_before_any_fit_is_an_error(tmp_path):
 
     with pytest.raises(NotFittedError):
         OnlineIRelief().save_state(tmp_path / "s.npz")
+
+
+def test_a_stream_may_end_with_a_one_row_chunk():
+    X, y = _stream()
+    est = OnlineIRelief(random_state=0, reference_size=None).partial_fit(X[:399], y[:399])
+    est.partial_fit(X[399:], y[399:])
+    assert est.n_steps_ == 400
+    with pytest.raises(ValueError, match="minimum of 2"):
+        OnlineIRelief().partial_fit(X[:1], y[:1])
