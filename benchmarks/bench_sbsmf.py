@@ -192,8 +192,11 @@ def part_speed(quick):
         left = np.cumsum(C[:, :, 1] - C[:, :, 0], axis=1)
         cw = _initial_class_weight(None, np.bincount(yy))
         boost(binned, np.arange(20), 2, cw, (left, left[:, -1]))  # compile / warm
-        t, st = _harness.timed(boost, binned, np.arange(20), 20, cw, (left, left[:, -1]))
-        scaling[rows_n] = t / max(1, st.alpha.size)
+        best = []
+        for _ in range(3):  # best of 3: one run is at the mercy of the machine
+            t, st = _harness.timed(boost, binned, np.arange(20), 20, cw, (left, left[:, -1]))
+            best.append(t / max(1, st.alpha.size))
+        scaling[rows_n] = min(best)
         rows.append([f"stump search per round, 20 features", rows_n, 20, 1,
                      round(scaling[rows_n], 4)])
     ratio = scaling[sizes[1]] / scaling[sizes[0]]
