@@ -30,6 +30,7 @@ goes right), so the codes and the raw-value rule ``x > theta`` agree.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numba
@@ -53,33 +54,61 @@ _MAX_BLOCK_ROWS = 1_000_000
 # ---------------------------------------------------------------------------
 
 
+#: Rows per sub-block of the histogram: the sub-block's weights and labels
+#: stay in cache while every feature's codes stream past them.
+_HIST_ROWS = 4096
+#: Row partitions (fixed by the data's shape), each with its own histogram
+#: summed in order, so the result does not depend on the thread count; small
+#: blocks keep one.
+_HIST_PARTS = 8
+#: Bytes of partition histograms at most (fewer partitions for wide data).
+_HIST_PART_BYTES = 8 * 2**20
+
+
 @tiles._jit
 def _histogram(bins, y, w, features, n_bins):
     """``out[k, b, c] = sum_i w_i [bins[i, features[k]] == b] [y_i == c]``."""
     n = bins.shape[0]
-    out = np.zeros((features.shape[0], n_bins, 2))
-    for k in numba.prange(features.shape[0]):
-        j = features[k]
-        for i in range(n):
-            out[k, bins[i, j], y[i]] += w[i]
+    n_feat = features.shape[0]
+    n_parts = max(1, min(_HIST_PARTS, n // (4 * _HIST_ROWS),
+                         _HIST_PART_BYTES // (16 * n_feat * n_bins + 1)))
+    parts = np.zeros((n_parts, n_feat, n_bins, 2))
+    for p in numba.prange(n_parts):
+        r0 = p * n // n_parts
+        r1 = (p + 1) * n // n_parts
+        for s0 in range(r0, r1, _HIST_ROWS):
+            s1 = min(s0 + _HIST_ROWS, r1)
+            for k in range(n_feat):
+                j = features[k]
+                for i in range(s0, s1):
+                    parts[p, k, bins[i, j], y[i]] += w[i]
+    out = np.zeros((n_feat, n_bins, 2))
+    for p in range(n_parts):
+        out += parts[p]
     return out
 
 
-def _stump_sign(bins, y, feature, split, polarity):
-    """``y_i h(x_i)`` in {-1, +1} for the stump (feature, split bin, polarity)."""
-    h = np.where(bins[:, feature] > split, polarity, -polarity)
-    return np.where(y == 1, h, -h)
+@numba.njit(cache=True, nogil=True)
+def _reweight(w, codes, y, split, polarity, shrink, grow):
+    """``w_i * shrink`` where the stump is right on row ``i``, ``* grow`` where wrong."""
+    out = np.empty_like(w)
+    for i in range(w.shape[0]):
+        right = (codes[i] > split) == (polarity * (2 * y[i] - 1) > 0)
+        out[i] = w[i] * (shrink if right else grow)
+    return out
 
 
 def update_weights(w, bins, y, stump):
     """``w exp(-alpha y h(x)) / Z`` for ``stump = (feature, split, polarity, alpha, Z)``.
 
-    ``stump=None`` returns ``w`` (the first round).
+    ``stump=None`` returns ``w`` (the first round).  ``y h`` is +-1, so two
+    factors serve every row (one pass, no exponential per row).
     """
     if stump is None:
         return w
     feature, split, polarity, alpha, z = stump
-    return w * np.exp(-alpha * _stump_sign(bins, y, feature, split, polarity)) / z
+    return _reweight(w, bins[:, feature], y, split, int(polarity), math.exp(-alpha) / z,
+                     math.exp(alpha) / z)
 
 
 def _take(y, values):
