@@ -27,8 +27,6 @@ each pass visits every coordinate.
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
@@ -55,42 +53,15 @@ _N_MIN = -int(np.ceil(-_EXP_FLOOR * _LOG2E_STEPS)) - 2
 _POWER = 2.0 ** (np.arange(_N_MIN, 1, dtype=np.float64) / _STEPS)
 
 
-#: exp(t) for 0 <= t <= _TAYLOR_MAX by its Taylor polynomial of degree 17:
-#: remainder < e / 18! < 4.3e-16 relative, and only multiply-adds, which the
-#: compiler vectorises over features.
-_TAYLOR_MAX = 1.0
-_TAYLOR = 1.0 / np.cumprod(np.concatenate([[1.0], np.arange(1.0, 18.0)]))
-
-
 @numba.njit(fastmath=_FASTMATH, cache=True, nogil=True, inline="always")
 def _pair_into(xa, xb, cab, gamma, diff2, out):
-    """``out[j] += cab K(-j)_ab`` for every feature, ``out[A] += cab K_ab``.
-
-    When every ``gamma (x_aj - x_bj)^2 <= 1`` (the usual case: gamma ~ 1 /
-    (A var)), ``K(-j)_ab = K_ab exp(gamma (x_aj - x_bj)^2)`` with the second
-    factor a polynomial: one exponential per pair instead of one per
-    pair-feature.  Otherwise each ``K(-j)`` is taken directly (clipped at 0,
-    table exponential).
-    """
+    """``out[j] += cab K(-j)_ab`` for every feature, ``out[A] += cab K_ab``."""
     n_features = xa.shape[0]
     d2 = 0.0
-    top = 0.0
     for k in range(n_features):
         t = xa[k] - xb[k]
         diff2[k] = t * t
         d2 += t * t
-        top = max(top, t * t)
-    if gamma * top <= _TAYLOR_MAX:
-        x = -gamma * d2
-        ck = cab * math.exp(x) if x > _EXP_FLOOR else 0.0
-        for k in range(n_features):
-            t = gamma * diff2[k]
-            p = _TAYLOR[17]
-            for m in range(16, -1, -1):
-                p = p * t + _TAYLOR[m]
-            out[k] += ck * p
-        out[n_features] += ck
-        return
     for k in range(n_features + 1):
         x = max(-gamma * max(d2 - diff2[k], 0.0), _EXP_FLOOR)  # diff2[A] stays 0
         n = (x * _LOG2E_STEPS + _ROUND) - _ROUND
