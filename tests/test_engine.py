@@ -274,3 +274,19 @@ def test_sigma_pairs_with_coefficients_of_both_signs(store):
                 w = coef[a, y[j]] * np.exp(-(z @ W @ z) / 0.9 - log_z[a, y[j]])
                 want += w * np.outer(z, z)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+def test_quad_statistic_with_w_itself_equals_its_factor(monkeypatch):
+    """Wide data skip W's eigendecomposition: ``(W, [])`` gives the factor's E-step."""
+    from dmargin import _immigrate
+
+    X, y, W, sigma, d = _quad_case("dense")
+    rows = execution.prepare_rows(X, y, 3)
+    U, lam = _immigrate._factor(W)
+    want = execution.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), merge.softmin_coef)
+    monkeypatch.setattr(_immigrate, "_DENSE_W_FEATURES", 2)
+    U, lam = _immigrate._factor(W)
+    assert U.shape == W.shape and lam.size == 0
+    got = execution.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), merge.softmin_coef)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12 * np.abs(want[0]).max())
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)

@@ -366,7 +366,8 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
 #
 # A factor with no columns (``U.shape[1] == 0``) means W = diag(lam): the
 # first IMMIGRATE step (W = I / sqrt(A)) and a pruned diagonal W need no
-# product for q.
+# product for q.  An empty ``lam`` means ``U`` is W itself (A x A): wide data,
+# where an eigendecomposition of W would cost more than the rank it saves.
 
 #: Largest segment (rows); buffers are sized for _SEG**2 pairs.
 _SEG = 32
@@ -380,8 +381,11 @@ _SAFE_SHIFT = 600.0
 
 @_helper
 def _segment_rows(n_features):
-    """Rows per segment, so that a block's Z is about :data:`_BLOCK_BYTES`."""
-    return max(8, min(_SEG, int(math.sqrt(_BLOCK_BYTES / (8.0 * n_features)))))
+    """Rows per segment, so that a block's Z is about :data:`_BLOCK_BYTES` --
+    but a block has at least ``A`` pairs on wide data, where each block's
+    product adds an A x A matrix to Sigma."""
+    rows = max(math.sqrt(_BLOCK_BYTES / (8.0 * n_features)), math.sqrt(n_features))
+    return max(8, min(_SEG, int(rows)))
 
 
 #: Pair modes.  ORDERED: rows of P are anchors against the candidates Q (new
@@ -447,6 +451,13 @@ def _block_distances(Z, n, U, lam, q):
             q[p] = acc
         return
     G = np.dot(Z[:n], U)
+    if lam.shape[0] == 0:  # U is W itself
+        for p in range(n):
+            acc = 0.0
+            for k in range(Z.shape[1]):
+                acc += Z[p, k] * G[p, k]
+            q[p] = acc
+        return
     for p in range(n):
         acc = 0.0
         for i in range(lam.shape[0]):
