@@ -128,6 +128,47 @@ def _ranking(est, names):
     return table
 
 
+# The unit of work each method logs once per step (``dmargin._base.timer``),
+# and how many of them a fit takes at most.
+_UNITS = {
+    "IRelief": ("I-RELIEF iteration", lambda est, a: est.max_iter),
+    "OnlineIRelief": ("online I-RELIEF pass", lambda est, a: est.n_passes),
+    "ReliefF": ("ReliefF", lambda est, a: 1),
+    "Immigrate": ("IMMIGRATE step", lambda est, a: est.max_iter),
+    "IM4EImmigrate": ("IM", lambda est, a: 2 * est.max_iter),
+    "BoostedImmigrate": ("IMMIGRATE step", lambda est, a: est.n_estimators * est.max_iter),
+    "SBSMF": ("SBSMF: boosting", lambda est, a: a),
+    "LDMRFE": ("RFE round", lambda est, a: a),
+}
+
+
+class _Progress(logging.Handler):
+    """A one-line progress bar on stderr, advanced by the estimator's step log records."""
+
+    def __init__(self, est, n_features, width=30):
+        super().__init__(logging.DEBUG)
+        self.unit, total = _UNITS.get(type(est).__name__, ("", lambda e, a: 0))
+        self.total = max(1, int(total(est, n_features)))
+        self.done = 0
+        self.width = width
+        self.start = time.perf_counter()
+
+    def emit(self, record):
+        if not self.unit or not record.getMessage().startswith(self.unit):
+            return
+        self.done += 1
+        filled = min(self.width, self.width * self.done // self.total)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/<="
+                         f"{self.total} {self.unit.split(':')[0].strip()} "
+                         f"{time.perf_counter() - self.start:.1f} s")
+        sys.stderr.flush()
+
+    def close(self):
+        if self.done:
+            sys.stderr.write("\n")
+        super().close()
+
+
 def _write(table, interactions, out: Path | None):
     if out is None:
         print(table.to_string(index=False))
@@ -167,9 +208,6 @@ def _plot(est, path: Path):
 def select(args):
     if args.top is not None and args.top < 1:
         raise UserError("--top must be a positive number of features.")
-    if not args.quiet:
-        logging.basicConfig(format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-        logging.getLogger("dmargin").setLevel(logging.DEBUG)
     client = _client(args.scheduler)
     try:
         X, y = _read(args.data, args.label, use_dask=client is not None)
@@ -180,10 +218,21 @@ def select(args):
             print(f"fitting {type(est).__name__} on {X.shape[0]} rows x {X.shape[1]} features"
                   + (f" on {args.scheduler}" if client is not None else ""), file=sys.stderr)
         start = time.perf_counter()
+        log = logging.getLogger("dmargin")
+        progress = None if args.quiet else _Progress(est, X.shape[1])
+        if progress is not None:
+            log.addHandler(progress)
+            level = log.level
+            log.setLevel(logging.DEBUG)
         try:
             est.fit(X, y)
         except ValueError as exc:  # the estimators' messages name the problem and the fix
             raise UserError(str(exc)) from None
+        finally:
+            if progress is not None:
+                log.removeHandler(progress)
+                log.setLevel(level)
+                progress.close()
         if not args.quiet:
             print(f"done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     finally:

@@ -96,3 +96,10 @@ def test_elimination_methods_rank_the_signal_first(csv_file, tmp_path, method):
     table = pd.read_csv(out)
     assert table["feature"].iloc[0] == "signal"
     assert table["rfe_rank"].iloc[0] == 1
+
+
+def test_progress_bar_on_stderr(csv_file, tmp_path, capsys):
+    assert main(["select", str(csv_file), "--label", "status", "--method", "immigrate",
+                 "--out", str(tmp_path / "r.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "[" in err and "IMMIGRATE step" in err and "/<=10" in err and "done in" in err

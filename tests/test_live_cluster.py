@@ -21,6 +21,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
+from dmargin import LDMRFE, SBSMF
 from dmargin._immigrate import Immigrate
 from dmargin._parquet import read_parquet
 from dmargin._relief import IRelief, ReliefF
@@ -261,3 +262,22 @@ def test_fit_survives_a_killed_worker(cli):
     cluster.procs.pop("w1")
     start_worker(cluster, cluster.workdir / "scheduler.json", "w1")
     client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: SBSMF(2, n_estimators=20), id="SBSMF"),
+    pytest.param(lambda: LDMRFE(2), id="LDMRFE"),
+])
+def test_cli_cluster_eliminations_equal_in_process(make, blobs_binary, cli_client):
+    """SBS-MF's stump histograms and LDM-RFE's S(j) pass on the command-line cluster."""
+    from distributed import get_task_stream
+
+    X, y = blobs_binary
+    local = make().fit(X, y)
+    workers = set(worker_addresses(cli_client).values())
+    with cli_client.as_current(), get_task_stream(cli_client) as stream:
+        remote = make().fit(*as_dask(X, y))
+    np.testing.assert_array_equal(remote.ranking_, local.ranking_)
+    np.testing.assert_array_equal(remote.support_, local.support_)
+    tile_workers = {t["worker"] for t in stream.data if "dmargin-" in str(t["key"])}
+    assert tile_workers == workers, f"tasks ran on {tile_workers}, not on both {workers}"
