@@ -476,7 +476,6 @@ def _ms(x):
 
 def summarise(name, level, runs, ds):
     runs = sorted(runs, key=lambda r: r["run"])
-    A = ds.n_features
     n_train, n_test = SPLITS[name]
     res = {
         "n_runs": len(runs),

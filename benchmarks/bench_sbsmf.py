@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks import _datasets, _harness  # noqa: E402
-from dmargin._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps, boost  # noqa: E402
+from dmargin._boosting import BDSFS, SBSMF, AdaBoostCR, boost  # noqa: E402
 from dmargin._simba import Simba  # noqa: E402
 
 PAPER_TABLE2 = {  # 1-NN and SVM accuracy (%), paper Table II
@@ -197,7 +197,7 @@ def part_speed(quick):
             t, st = _harness.timed(boost, binned, np.arange(20), 20, cw, (left, left[:, -1]))
             best.append(t / max(1, st.alpha.size))
         scaling[rows_n] = min(best)
-        rows.append([f"stump search per round, 20 features", rows_n, 20, 1,
+        rows.append(["stump search per round, 20 features", rows_n, 20, 1,
                      round(scaling[rows_n], 4)])
     ratio = scaling[sizes[1]] / scaling[sizes[0]]
     return {"sbsmf_s": round(t_ours, 3), "rfe_adaboost_s": round(t_rfe, 3),

@@ -32,11 +32,9 @@ import argparse
 import json
 import logging
 import sys
-import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -97,7 +95,6 @@ def worker_cluster(spec):
             fits.append(seconds)
             iters.append(timings.iteration_s()[0])
         stream = client.get_task_stream()
-        best = int(np.argmin(fits))
         out.update(n=spec["n"], fit_s=[round(s, 3) for s in fits], best_fit_s=round(min(fits), 3),
                    iteration_s=[round(s, 3) for s in iters], best_iteration_s=round(min(iters), 3))
         out.update(task_summary(stream, spec["repeats"]))

@@ -1,12 +1,10 @@
 """Online I-RELIEF at scale: one reference sample held across partial_fit chunks,
 Parquet row groups streamed one at a time, and fit on dask input in bounded memory."""
 
-import os
 
 import dask
 import dask.array as da
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
