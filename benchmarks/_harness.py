@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import os
 import platform
 import resource
@@ -270,3 +271,31 @@ def timed(fn, *args, **kwargs):
     start = time.perf_counter()
     value = fn(*args, **kwargs)
     return time.perf_counter() - start, value
+
+
+class StepLog(logging.Handler):
+    """The dmargin logger's step records (``"... took X s"``) while attached.
+
+    ``StepLog.attach()`` adds one to the ``dmargin`` logger at DEBUG level;
+    ``seconds(prefix)`` lists the durations of the steps whose message starts
+    with ``prefix`` (e.g. ``"I-RELIEF iteration"``).
+    """
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    @classmethod
+    def attach(cls):
+        log = logging.getLogger("dmargin")
+        handler = cls()
+        log.addHandler(handler)
+        log.setLevel(logging.DEBUG)
+        return handler
+
+    def seconds(self, prefix):
+        return [float(m.split(" took ")[1].split()[0]) for m in self.lines
+                if m.startswith(prefix) and " took " in m]

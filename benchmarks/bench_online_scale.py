@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import shutil
 import sys
@@ -136,15 +135,6 @@ class RssSampler:
         self._thread.join()
 
 
-class _Timings(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 def worker_online(spec):
     import dmargin
     from dmargin._relief import OnlineIRelief
@@ -153,10 +143,7 @@ def worker_online(spec):
     Xw, yw = make_batch(0, 300)
     OnlineIRelief(reference_size=50, n_passes=1, tol=0).fit(Xw, yw)
 
-    timings = _Timings()
-    log = logging.getLogger("dmargin")
-    log.addHandler(timings)
-    log.setLevel(logging.DEBUG)
+    timings = harness.StepLog.attach()
     n, m = spec["n"], spec["m"]
     rss_before = harness.rss_mib()
     monitor = harness.CpuMonitor().start()
@@ -167,8 +154,7 @@ def worker_online(spec):
                             random_state=SEED).fit(X, y)
         wall = time.perf_counter() - start
     cpu = monitor.stop()
-    pass_s = next(float(line.split(" took ")[1].split()[0]) for line in timings.lines
-                  if line.startswith("online I-RELIEF pass 1"))
+    pass_s = timings.seconds("online I-RELIEF pass 1")[0]
     w = est.feature_importances_
     top = [int(i) for i in np.argsort(-w, kind="stable")[:N_INFORMATIVE]]
     _, informative, _ = layout()

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import warnings
 from pathlib import Path
@@ -55,29 +54,13 @@ def make_data(n, seed=0):
     return X, y
 
 
-class _Timings(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-    def iteration_s(self):
-        return [float(m.split(" took ")[1].split()[0]) for m in self.lines
-                if m.startswith("I-RELIEF iteration") and " took " in m]
-
-
 def worker_cluster(spec):
     """Fits on a LocalCluster of ``spec['workers']`` single-threaded processes."""
     from distributed import Client, LocalCluster
 
     from dmargin._relief import IRelief
 
-    timings = _Timings()
-    log = logging.getLogger("dmargin")
-    log.addHandler(timings)
-    log.setLevel(logging.DEBUG)
+    timings = harness.StepLog.attach()
     out = {"workers": spec["workers"]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -93,7 +76,7 @@ def worker_cluster(spec):
             timings.lines.clear()
             seconds, _ = harness.timed(IRelief(max_iter=1, tol=0).fit, X, y)
             fits.append(seconds)
-            iters.append(timings.iteration_s()[0])
+            iters.append(timings.seconds("I-RELIEF iteration")[0])
         stream = client.get_task_stream()
         out.update(n=spec["n"], fit_s=[round(s, 3) for s in fits], best_fit_s=round(min(fits), 3),
                    iteration_s=[round(s, 3) for s in iters], best_iteration_s=round(min(iters), 3))

@@ -26,6 +26,8 @@ from dmargin._immigrate import Immigrate
 from dmargin._parquet import read_parquet
 from dmargin._relief import IRelief, ReliefF
 
+from .test_modes import assert_estimator_equal
+
 DASK = Path(sys.executable).parent / "dask"
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,32 +128,6 @@ def connect(sched_file, n_workers, **kwargs):
 def worker_addresses(client):
     """``{name: address}`` of the connected workers."""
     return {w["name"]: addr for addr, w in client.scheduler_info(n_workers=-1)["workers"].items()}
-
-
-def fitted_attributes(est):
-    return {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
-
-
-def assert_estimator_equal(a, b, atol=1e-10):
-    fa, fb = fitted_attributes(a), fitted_attributes(b)
-    assert fa.keys() == fb.keys()
-    for name in fa:
-        x, y = np.asarray(fa[name]), np.asarray(fb[name])
-        if x.dtype.names:  # a record array such as Immigrate.history_
-            for field in x.dtype.names:
-                np.testing.assert_allclose(x[field], y[field], rtol=0, atol=atol,
-                                           err_msg=f"{name}.{field}")
-        elif x.dtype == object:  # a table such as Immigrate.interactions_
-            assert x.shape == y.shape, name
-            for u, v in zip(x.ravel(), y.ravel()):
-                if isinstance(u, float):
-                    assert abs(u - v) <= atol, (name, u, v)
-                else:
-                    assert u == v, (name, u, v)
-        elif x.dtype.kind == "f":
-            np.testing.assert_allclose(x, y, rtol=0, atol=atol, err_msg=name)
-        else:
-            np.testing.assert_array_equal(x, y, err_msg=name)
 
 
 @pytest.fixture(scope="module")

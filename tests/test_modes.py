@@ -27,11 +27,24 @@ def fitted_attributes(est):
 
 
 def assert_estimator_equal(a, b, atol=1e-10):
+    """Every learned attribute equal: floats to ``atol``, record arrays field by
+    field (``history_``), tables cell by cell (``interactions_``), the rest exactly."""
     fa, fb = fitted_attributes(a), fitted_attributes(b)
     assert fa.keys() == fb.keys()
     for name in fa:
-        x, y = fa[name], fb[name]
-        if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+        x, y = np.asarray(fa[name]), np.asarray(fb[name])
+        if x.dtype.names:
+            for field in x.dtype.names:
+                np.testing.assert_allclose(x[field], y[field], rtol=0, atol=atol,
+                                           err_msg=f"{name}.{field}")
+        elif x.dtype == object:
+            assert x.shape == y.shape, name
+            for u, v in zip(x.ravel(), y.ravel()):
+                if isinstance(u, float):
+                    assert abs(u - v) <= atol, (name, u, v)
+                else:
+                    assert u == v, (name, u, v)
+        elif x.dtype.kind == "f":
             np.testing.assert_allclose(x, y, rtol=0, atol=atol, err_msg=name)
         else:
             np.testing.assert_array_equal(x, y, err_msg=name)
