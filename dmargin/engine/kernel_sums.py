@@ -41,13 +41,13 @@ _helper = numba.njit(fastmath=_FASTMATH, cache=True, nogil=True)
 # The rows arrive scaled by sqrt(gamma), so a pair's kernel value is
 # exp(-D2_ab) and K(-j)_ab = exp(-D2_ab) exp(u_j) with u_j = (z_aj - z_bj)^2.
 #
-# Fast path (a sub-tile whose features all have u_j <= _POLY_SPAN 2^s,
-# s <= _MAX_SQUARINGS): D2 from one GEMM per sub-tile, one exp per pair, and
+# Product form (a sub-tile whose features all have u_j <= _POLY_SPAN 2^s):
+# D2 from one GEMM per sub-tile, one exp per pair, and
 # exp(u_j) = p(u_j / 2^s)^(2^s) with p the degree-7 Chebyshev interpolant of
 # exp on [0, _POLY_SPAN] (relative error < 1e-15, times 2^s after the
 # squarings).  No call and no table in the feature loop, so it vectorises:
-# about 3x the general path below.  s is branched on outside the loop
-# (``_squared``), so each s gets its own vector loop.
+# about 2x the clipped form below.  s (at most _MAX_SQUARINGS) is fixed per
+# call from the columns' spread and is a compile-time constant (``_squared``).
 _POLY_SPAN = 0.125
 _MAX_SQUARINGS = 6
 _EXP_POLY = tuple(float(c) for c in np.polynomial.Chebyshev.interpolate(
@@ -55,7 +55,7 @@ _EXP_POLY = tuple(float(c) for c in np.polynomial.Chebyshev.interpolate(
 # Rows per sub-tile: its D2 block (128 x 128 doubles) stays in L2.
 _SUB_ROWS = 128
 
-# General path (a feature spread wider than the fast path covers):
+# Clipped form (a feature spread wider than the product form covers):
 # exp(x) for x <= 0 without a call, so that the compiler vectorises it over
 # features (numba has no vector exp without SVML): x = n ln2 / 32 + r with
 # |r| <= ln2 / 64 (Cody-Waite, two-part ln2), exp(r) by its degree-6 Taylor
@@ -75,7 +75,7 @@ _POWER = 2.0 ** (np.arange(_N_MIN, 1, dtype=np.float64) / _STEPS)
 
 @numba.njit(fastmath=_FASTMATH, cache=True, nogil=True, inline="always")
 def _pair_into(za, zb, cab, diff2, out):
-    """General path: ``out[j] += cab K(-j)_ab`` for every feature, ``out[A] += cab K_ab``."""
+    """Clipped form: ``out[j] += cab K(-j)_ab`` for every feature, ``out[A] += cab K_ab``."""
     n_features = za.shape[0]
     d2 = 0.0
     for k in range(n_features):
@@ -113,7 +113,7 @@ def _spread(Z):
 
 
 @_helper
-def _pairs_general(Zp, Zq, Cab, diagonal, out, diff2):
+def _pairs_clipped(Zp, Zq, Cab, diagonal, out, diff2):
     """The clipped form for every pair of a sub-tile (a feature spread too wide)."""
     for a in range(Zp.shape[0]):
         for b in range(a + 1 if diagonal else 0, Zq.shape[0]):
@@ -169,7 +169,7 @@ def _sub_tile(Zp, Cp, Zq, Cq, diagonal, out, diff2, squarings):
         u_max = max(u_max, w * w)
     Cab = np.dot(Cp, Cq.T)
     if u_max > _POLY_SPAN * 2.0 ** len(squarings):
-        _pairs_general(Zp, Zq, Cab, diagonal, out, diff2)
+        _pairs_clipped(Zp, Zq, Cab, diagonal, out, diff2)
     else:
         _pairs_product(Zp, Zq, Cab, diagonal, out, squarings)
 
