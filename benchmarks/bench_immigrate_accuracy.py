@@ -361,6 +361,11 @@ def uci_fold_task(name, loader, rep, fold, seed, do_igt, bim_estimators, folds=1
                 out["IGT_R"] = _acc(m, Xte, yte)
             except Exception as exc:
                 out["errors"].append(f"IGT (R rule) final sigma={sr} prune={pr}: {exc!r}")
+            # The prediction rule as one more hyperparameter of the same internal CV (ties go
+            # to eq. 3.18): the two refits above are exactly the two candidates.
+            use_r = sc_igt_r.max() > sc_igt.max()
+            out["IGT_CV"] = out.get("IGT_R") if use_r else out.get("IGT")
+            out["IGT_CV_rule"] = "R" if use_r else "eq. 3.18"
             s4 = SIGMA_GRID[int(np.argmax(sc_im4))]
             try:
                 m = dmargin.IM4E(sigma=s4).fit(Xtr, ytr)
@@ -447,6 +452,7 @@ def summarise_uci(name, ds, results, args):
     ours = {
         "IGT": _stats([r.get("IGT") for r in igt_rows]),
         "IGT_R": _stats([r.get("IGT_R") for r in igt_rows]),
+        "IGT_CV": _stats([r.get("IGT_CV") for r in igt_rows]),
         "IM4": _stats([r.get("IM4") for r in igt_rows]),
         "1NN": _stats([r.get("1NN") for r in igt_rows]),
         "BIM": _stats([r.get("BIM") for r in bim_rows]),
@@ -474,13 +480,17 @@ def summarise_uci(name, ds, results, args):
         "diff_IGT_ours_minus_paper": gap,
         "diff_IGT_R_rule_ours_minus_paper": None if ours["IGT_R"] is None
         else round(ours["IGT_R"]["mean"] - paper["IGT"], 2),
+        "diff_IGT_CV_rule_ours_minus_paper": None if ours["IGT_CV"] is None
+        else round(ours["IGT_CV"]["mean"] - paper["IGT"], 2),
+        "IGT_CV_rule_choices": dict(collections.Counter(r.get("IGT_CV_rule") for r in igt_rows)),
         "diff_BIM_ours_minus_paper": None if ours["BIM"] is None else round(ours["BIM"]["mean"] - paper3["BIM"], 2),
         "IGT_hyperparameter_choices": dict(choices),
         "IGT_n_iter_mean": round(float(np.mean([r.get("IGT_n_iter", np.nan) for r in igt_rows])), 2) if igt_rows else None,
         "time_s": {"igt_im4_1nn_task_mean": round(float(np.mean([r["igt_task_s"] for r in igt_rows])), 2) if igt_rows else None,
                    "bim_fit_mean": round(float(np.mean([r["BIM_fit_s"] for r in bim_rows])), 2) if bim_rows else None},
         "per_trial_accuracy": {k: [None if r.get(k) is None else round(r[k], 4) for r in rows]
-                               for k, rows in (("IGT", igt_rows), ("IGT_R", igt_rows), ("IM4", igt_rows),
+                               for k, rows in (("IGT", igt_rows), ("IGT_R", igt_rows), ("IGT_CV", igt_rows),
+                                               ("IM4", igt_rows),
                                                ("1NN", igt_rows),
                                                ("BIM", bim_rows))},
         "errors": [e for r in results for e in r["errors"]],
@@ -520,8 +530,8 @@ REASONS = {
     "PAR": "the authors' own 194-row copy (park.rda); the remaining gap is protocol or implementation",
     "LYM": "different copy: paper 16 features, ours 18",
     "MON": "MONK features coded differently: PMLB integer codes, standardised; our 1NN is 12 points below the "
-           "paper's 1NN, while one-hot logistic regression gives 75.0 (= the paper's LAS), so the paper most likely "
-           "used another encoding (e.g. one-hot); also the IMMIGRATE update does not converge on MONK-1 "
+           "paper's 1NN, while one-hot logistic regression gives 75.0 (= the paper's LAS), so the paper's baselines "
+           "may have used another encoding (its Table 4 lists 6 features, so not one-hot for IMMIGRATE); also the IMMIGRATE update does not converge on MONK-1 "
            "(W cycles, ConvergenceWarning with ||dW||_F ~ 1.3 after 10 steps), so the result depends on where the "
            "10 steps stop; scored with the R package's prediction rule (sigma = 1 at prediction) IGT reaches the "
            "paper's number (column 'R rule'), so the paper's MON result most likely used that rule",
@@ -539,16 +549,18 @@ def build_markdown(uci, micro, args):
         o, p = d["ours"], d["paper"]
         rows.append([name, d["n"], d["A"], _fmt(o["IGT"]), p["IGT"],
                      None if d["diff_IGT_ours_minus_paper"] is None else f"{d['diff_IGT_ours_minus_paper']:+.1f}",
-                     _fmt(o["IGT_R"]), _fmt(o["BIM"]), p["BIM"], _fmt(o["IM4"]), p["IM4"], _fmt(o["1NN"]),
+                     _fmt(o["IGT_R"]), _fmt(o["IGT_CV"]), _fmt(o["BIM"]), p["BIM"], _fmt(o["IM4"]), p["IM4"], _fmt(o["1NN"]),
                      p["1NN"]])
     md = [f"UCI sets (Tables 2-3; two largest classes; IGT/IM4/1NN {args.reps}x10-fold CV, "
           f"BIM {args.bim_reps}x10-fold with T={args.bim_estimators}; accuracy %, mean ± sd over folds):", "",
           markdown_table(["data", "n", "A", "IGT ours", "IGT paper", "Δ IGT", "IGT ours, R rule",
-                          "BIM ours", "BIM paper", "IM4 ours", "IM4 paper", "1NN ours", "1NN paper"], rows),
+                          "IGT ours, rule by CV", "BIM ours", "BIM paper", "IM4 ours", "IM4 paper", "1NN ours", "1NN paper"], rows),
           "", "IGT ours: eq. 3.18 with the fitted sigma (dmargin's default). IGT ours, R rule: the same "
               "protocol with the authors' R package's prediction rule (sigma = 1 at prediction, "
               "`prediction_sigma=1.0`; internal CV also scored with it) -- shown to test whether the "
-              "paper's numbers came from that rule; the verdict uses the default column."]
+              "paper's numbers came from that rule; the verdict uses the default column. IGT ours, rule by "
+              "CV: the prediction rule chosen per outer fold by the same internal CV as sigma and "
+              "pruning (ties to eq. 3.18)."]
     if micro:
         mrows = []
         for name, d in micro.items():
@@ -646,6 +658,9 @@ def main():
     gaps_r = [d["diff_IGT_R_rule_ours_minus_paper"] for d in uci.values()
               if d["diff_IGT_R_rule_ours_minus_paper"] is not None]
     within_r = sum(g >= -1.0 for g in gaps_r)
+    gaps_cv = [d["diff_IGT_CV_rule_ours_minus_paper"] for d in uci.values()
+               if d["diff_IGT_CV_rule_ours_minus_paper"] is not None]
+    within_cv = sum(g >= -1.0 for g in gaps_cv)
     md = build_markdown(uci, micro, args)
     result = {
         "benchmark": "immigrate_accuracy",
@@ -687,8 +702,12 @@ def main():
             "count": int(within), "of": len(gaps), "share": round(within / len(gaps), 3) if gaps else None},
         "uci_share_within_1pt_R_rule": {
             "count": int(within_r), "of": len(gaps_r), "share": round(within_r / len(gaps_r), 3) if gaps_r else None},
+        "uci_share_within_1pt_rule_by_CV": {
+            "count": int(within_cv), "of": len(gaps_cv),
+            "share": round(within_cv / len(gaps_cv), 3) if gaps_cv else None},
         "markdown": md + (f"\n\nUCI sets with IGT within 1.0 point of the paper or better: {within} of {len(gaps)} "
-                          f"(with the R package's prediction rule: {within_r} of {len(gaps_r)})."
+                          f"(with the R package's prediction rule: {within_r} of {len(gaps_r)}; with the "
+                          f"rule chosen by internal CV: {within_cv} of {len(gaps_cv)})."
                           if gaps else ""),
     }
     write_json(out, result)
