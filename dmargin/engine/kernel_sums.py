@@ -47,7 +47,7 @@ _helper = numba.njit(fastmath=_FASTMATH, cache=True, nogil=True)
 # exp on [0, _POLY_SPAN] (relative error < 1e-15, times 2^s after the
 # squarings).  No call and no table in the feature loop, so it vectorises:
 # about 2x the clipped form below.  s (at most _MAX_SQUARINGS) is fixed per
-# call from the columns' spread and is a compile-time constant (``_squared``).
+# call from the columns' spread.
 _POLY_SPAN = 0.125
 _MAX_SQUARINGS = 6
 _EXP_POLY = tuple(float(c) for c in np.polynomial.Chebyshev.interpolate(
@@ -91,15 +91,6 @@ def _pair_into(za, zb, cab, diff2, out):
         out[k] += cab * p * _POWER[np.int64(n) - _N_MIN]
 
 
-@numba.njit(fastmath=_FASTMATH, cache=True, nogil=True, inline="always")
-def _squared(p, squarings):
-    """``p^(2^s)``, ``s = len(squarings)``: a tuple, so that ``s`` is a compile-time
-    constant (one specialisation per ``s``) and the feature loop vectorises."""
-    for _ in range(len(squarings)):
-        p = p * p
-    return p
-
-
 @_helper
 def _spread(Z):
     """Per-feature minimum and maximum over the rows of ``Z``."""
@@ -121,23 +112,15 @@ def _pairs_clipped(Zp, Zq, Cab, diagonal, out, diff2):
                 _pair_into(Zp[a], Zq[b], 2.0 * Cab[a, b], diff2, out)
 
 
-@_helper
-def _pairs_product(Zp, Zq, Cab, diagonal, out, squarings):
-    """The product form: one exp per pair, ``p(u / 2^s)^(2^s)`` per pair-feature."""
-    n_p, n_features = Zp.shape
-    n_q = Zq.shape[0]
+@numba.njit(fastmath=_FASTMATH, cache=True, nogil=True, inline="always")
+def _product_loop(Zp, Zq, Cab, diagonal, out, norm_p, norm_q, G, s):
+    """The pair loop of the product form; inlined with ``s`` a constant."""
+    n_features = Zp.shape[1]
     c0, c1, c2, c3, c4, c5, c6, c7 = _EXP_POLY
-    h = 0.5 ** len(squarings)
-    norm_p = np.zeros(n_p)
-    for a in range(n_p):
-        norm_p[a] = np.dot(Zp[a], Zp[a])
-    norm_q = np.zeros(n_q)
-    for b in range(n_q):
-        norm_q[b] = np.dot(Zq[b], Zq[b])
-    G = np.dot(Zp, Zq.T)
-    for a in range(n_p):
+    h = 0.5 ** s
+    for a in range(Zp.shape[0]):
         za = Zp[a]
-        for b in range(a + 1 if diagonal else 0, n_q):
+        for b in range(a + 1 if diagonal else 0, Zq.shape[0]):
             d2 = max(norm_p[a] + norm_q[b] - 2.0 * G[a, b], 0.0)
             # exp(-d2) e^u < e^-700 e^8: below anything the sum can resolve.
             if Cab[a, b] == 0.0 or d2 > -_EXP_FLOOR:
@@ -149,8 +132,48 @@ def _pairs_product(Zp, Zq, Cab, diagonal, out, squarings):
                 u = t * t * h
                 p = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * (c5 + u * (
                     c6 + u * c7))))))
-                out[k] += e * _squared(p, squarings)
+                if s >= 1:  # constant after inlining: the branches fold away
+                    p = p * p
+                if s >= 2:
+                    p = p * p
+                if s >= 3:
+                    p = p * p
+                if s >= 4:
+                    p = p * p
+                if s >= 5:
+                    p = p * p
+                if s >= 6:
+                    p = p * p
+                out[k] += e * p
             out[n_features] += e
+
+
+@_helper
+def _pairs_product(Zp, Zq, Cab, diagonal, out, s):
+    """The product form: one exp per pair, ``p(u / 2^s)^(2^s)`` per pair-feature."""
+    norm_p = np.zeros(Zp.shape[0])
+    for a in range(Zp.shape[0]):
+        norm_p[a] = np.dot(Zp[a], Zp[a])
+    norm_q = np.zeros(Zq.shape[0])
+    for b in range(Zq.shape[0]):
+        norm_q[b] = np.dot(Zq[b], Zq[b])
+    G = np.dot(Zp, Zq.T)
+    # One copy of the loop per squaring count, each with s a constant, so
+    # that the squarings unroll and the feature loop vectorises.
+    if s == 0:
+        _product_loop(Zp, Zq, Cab, diagonal, out, norm_p, norm_q, G, 0)
+    elif s == 1:
+        _product_loop(Zp, Zq, Cab, diagonal, out, norm_p, norm_q, G, 1)
+    elif s == 2:
+        _product_loop(Zp, Zq, Cab, diagonal, out, norm_p, norm_q, G, 2)
+    elif s == 3:
+        _product_loop(Zp, Zq, Cab, diagonal, out, norm_p, norm_q, G, 3)
+    elif s == 4:
+        _product_loop(Zp, Zq, Cab, diagonal, out, norm_p, norm_q, G, 4)
+    elif s == 5:
+        _product_loop(Zp, Zq, Cab, diagonal, out, norm_p, norm_q, G, 5)
+    else:
+        _product_loop(Zp, Zq, Cab, diagonal, out, norm_p, norm_q, G, 6)
 
 
 @_helper
@@ -159,7 +182,7 @@ def _sub_tile(Zp, Cp, Zq, Cq, diagonal, out, diff2, squarings):
 
     ``diagonal``: ``Zp`` and ``Zq`` are the same rows, pairs ``a < b`` only.
     The product form when every feature's spread is within what ``squarings``
-    covers, else the clipped one.
+    (``s``) covers, else the clipped one.
     """
     lo_p, hi_p = _spread(Zp)
     lo_q, hi_q = _spread(Zq)
@@ -168,7 +191,7 @@ def _sub_tile(Zp, Cp, Zq, Cq, diagonal, out, diff2, squarings):
         w = max(hi_p[k], hi_q[k]) - min(lo_p[k], lo_q[k])
         u_max = max(u_max, w * w)
     Cab = np.dot(Cp, Cq.T)
-    if u_max > _POLY_SPAN * 2.0 ** len(squarings):
+    if u_max > _POLY_SPAN * 2.0 ** squarings:
         _pairs_clipped(Zp, Zq, Cab, diagonal, out, diff2)
     else:
         _pairs_product(Zp, Zq, Cab, diagonal, out, squarings)
@@ -242,7 +265,7 @@ def _scaled_columns(X, cols, gamma):
 
 
 def _squarings(*Zs):
-    """``(0,) * s`` for the fewest squarings ``s <= _MAX_SQUARINGS`` whose
+    """The fewest squarings ``s <= _MAX_SQUARINGS`` whose
     product form covers every feature's spread over the rows of ``Zs``."""
     lo = np.min([Z.min(axis=0) for Z in Zs], axis=0)
     hi = np.max([Z.max(axis=0) for Z in Zs], axis=0)
@@ -250,7 +273,7 @@ def _squarings(*Zs):
     s = 0
     while s < _MAX_SQUARINGS and u_max > _POLY_SPAN * 2.0 ** s:
         s += 1
-    return (0,) * s
+    return s
 
 
 def _pair_task(Xp, Cp, Xq, Cq, cols, gamma, same):
