@@ -32,7 +32,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .execution import SPLIT_EVERY, Rows, _Graph, _sum
+from .execution import SPLIT_EVERY, Rows, _blas_single_thread, _Graph, _sum
 from .tiles import _jit
 
 _FASTMATH = {"reassoc", "contract", "arcp"}
@@ -278,7 +278,8 @@ def _squarings(*Zs):
 
 def _pair_task(Xp, Cp, Xq, Cq, cols, gamma, same):
     Zp, Zq = _scaled_columns(Xp, cols, gamma), _scaled_columns(Xq, cols, gamma)
-    return rbf_block_pair(Zp, Cp, Zq, Cq, same, _squarings(Zp, Zq))
+    with _blas_single_thread():  # the sub-tiles' GEMMs run inside the kernel
+        return rbf_block_pair(Zp, Cp, Zq, Cq, same, _squarings(Zp, Zq))
 
 
 def rbf_left_out_sums(rows: Rows, coef, cols, gamma, split_every=SPLIT_EVERY):
@@ -307,9 +308,11 @@ def rbf_left_out_sums(rows: Rows, coef, cols, gamma, split_every=SPLIT_EVERY):
         Z = _scaled_columns(rows.X, cols, gamma)
         n = Z.shape[0]
         work = n * n * (len(cols) + 1) / 2
-        if work < _PARALLEL_MIN_WORK:
-            return _rbf_rows_serial(Z, coef, 1, _squarings(Z))
-        return _rbf_rows_parallel(Z, coef, max(2, min(64, n // 32)), _squarings(Z))
+        with _blas_single_thread():  # the sub-tiles' GEMMs run inside the kernel threads
+            if work < _PARALLEL_MIN_WORK:
+                return _rbf_rows_serial(Z, coef, 1, _squarings(Z))
+            # Anchor chunks of >= 64 rows: sub-tile overheads stay small.
+            return _rbf_rows_parallel(Z, coef, max(2, min(64, n // 64)), _squarings(Z))
 
     g = _Graph(rows, "kernel-sums", coef, cols, gamma, split_every=split_every)
     blocks = range(len(rows.bounds))
