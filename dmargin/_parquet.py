@@ -123,6 +123,71 @@ def _discover(path, filesystem):
                                 "path and the filesystem / storage credentials.") from e
 
 
+def _plan(path, label, features, filters, missing_label, split_row_groups, filesystem):
+    """Check the dataset and list its blocks: ``(dataset, features, filters, y_dtype, blocks)``.
+
+    ``blocks`` holds ``(file path, row group ids, partition expression, rows
+    per the footers)`` for every row group (or file) that can hold rows.
+    """
+    import pyarrow.parquet as pq
+
+    if missing_label not in _MISSING:
+        raise ValueError(f"missing_label={missing_label!r} is not valid; it must be one of "
+                         f"{', '.join(map(repr, _MISSING))}.")
+    dataset = _discover(path, filesystem)
+    if not dataset.files:
+        raise ValueError(f"The Parquet dataset at {path!r} has no rows (no data files; names "
+                         "starting with '_' or '.' such as _SUCCESS are not data).")
+    schema = dataset.schema
+    names = list(schema.names)
+    if label not in names:
+        raise ValueError(f"Label column {label!r} is not in the Parquet dataset, whose columns "
+                         f"are {names}. Pass label= one of them.")
+    kind = _label_kind(schema.field(label).type)
+    if kind is None:
+        raise ValueError(f"Label column {label!r} has type {schema.field(label).type}; use "
+                         "integer, string, boolean or categorical class labels.")
+    if features is None:
+        features = [n for n in names if n != label]
+    else:
+        features = [str(f) for f in features]
+        unknown = [f for f in features if f not in names]
+        if unknown:
+            raise ValueError(f"Feature columns {unknown} are not in the Parquet dataset, whose "
+                             f"columns are {names}.")
+        if label in features:
+            raise ValueError(f"The label column {label!r} is also listed in features; "
+                             "remove it from features.")
+    if not features:
+        raise ValueError("No feature columns: the dataset has only the label column.")
+    bad = [f for f in features if not _is_numeric(schema.field(f).type)]
+    if bad:
+        raise ValueError(
+            f"Feature columns {bad} are not numeric "
+            f"({', '.join(str(schema.field(f).type) for f in bad)}). Pass features=[...] "
+            "without them, or encode them as numbers before writing the Parquet data.")
+    if filters is not None and not hasattr(filters, "is_valid"):  # DNF list, not an Expression
+        filters = pq.filters_to_expression(filters)
+
+    # Plan: one block per row group (or file), row counts from the footers.
+    blocks = []
+    for fragment in dataset.get_fragments(filter=filters):
+        fragment.ensure_complete_metadata()
+        groups = fragment.row_groups
+        units = [[g] for g in groups] if split_row_groups else [groups]
+        for unit in units:
+            n = sum(g.num_rows for g in unit)
+            if n or filters is not None:
+                blocks.append((fragment.path, [g.id for g in unit],
+                               fragment.partition_expression, n))
+    if not blocks:
+        raise ValueError(f"The Parquet dataset at {path!r} has no rows"
+                         + (" that pass the filters." if filters is not None else
+                            " (no data files, or only empty ones; names starting with '_' or "
+                            "'.' such as _SUCCESS are not data)."))
+    return dataset, features, filters, _label_dtype(kind, missing_label), blocks
+
+
 def read_parquet(path, label, features=None, *, filters=None, missing_label="raise",
                  split_row_groups=True, filesystem=None):
     """Read features and labels from Parquet as dask arrays with known chunks.
@@ -187,65 +252,11 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     """
     import dask
     import dask.array as da
-    import pyarrow.parquet as pq
     from dask.base import tokenize
 
-    if missing_label not in _MISSING:
-        raise ValueError(f"missing_label={missing_label!r} is not valid; it must be one of "
-                         f"{', '.join(map(repr, _MISSING))}.")
-    dataset = _discover(path, filesystem)
-    if not dataset.files:
-        raise ValueError(f"The Parquet dataset at {path!r} has no rows (no data files; names "
-                         "starting with '_' or '.' such as _SUCCESS are not data).")
+    dataset, features, filters, y_dtype, blocks = _plan(
+        path, label, features, filters, missing_label, split_row_groups, filesystem)
     schema = dataset.schema
-    names = list(schema.names)
-    if label not in names:
-        raise ValueError(f"Label column {label!r} is not in the Parquet dataset, whose columns "
-                         f"are {names}. Pass label= one of them.")
-    kind = _label_kind(schema.field(label).type)
-    if kind is None:
-        raise ValueError(f"Label column {label!r} has type {schema.field(label).type}; use "
-                         "integer, string, boolean or categorical class labels.")
-    if features is None:
-        features = [n for n in names if n != label]
-    else:
-        features = [str(f) for f in features]
-        unknown = [f for f in features if f not in names]
-        if unknown:
-            raise ValueError(f"Feature columns {unknown} are not in the Parquet dataset, whose "
-                             f"columns are {names}.")
-        if label in features:
-            raise ValueError(f"The label column {label!r} is also listed in features; "
-                             "remove it from features.")
-    if not features:
-        raise ValueError("No feature columns: the dataset has only the label column.")
-    bad = [f for f in features if not _is_numeric(schema.field(f).type)]
-    if bad:
-        raise ValueError(
-            f"Feature columns {bad} are not numeric "
-            f"({', '.join(str(schema.field(f).type) for f in bad)}). Pass features=[...] "
-            "without them, or encode them as numbers before writing the Parquet data.")
-    if filters is not None and not hasattr(filters, "is_valid"):  # DNF list, not an Expression
-        filters = pq.filters_to_expression(filters)
-
-    # Plan: one block per row group (or file), row counts from the footers.
-    blocks = []
-    for fragment in dataset.get_fragments(filter=filters):
-        fragment.ensure_complete_metadata()
-        groups = fragment.row_groups
-        units = [[g] for g in groups] if split_row_groups else [groups]
-        for unit in units:
-            n = sum(g.num_rows for g in unit)
-            if n or filters is not None:
-                blocks.append((fragment.path, [g.id for g in unit],
-                               fragment.partition_expression, n))
-    if not blocks:
-        raise ValueError(f"The Parquet dataset at {path!r} has no rows"
-                         + (" that pass the filters." if filters is not None else
-                            " (no data files, or only empty ones; names starting with '_' or "
-                            "'.' such as _SUCCESS are not data)."))
-
-    y_dtype = _label_dtype(kind, missing_label)
     token = tokenize(str(path), [(p, g, str(e)) for p, g, e, _ in blocks], str(schema),
                      str(filters), features, label, missing_label)
     reads = [
@@ -271,8 +282,8 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     return X, y
 
 
-def iter_parquet(path, label, features=None, *, batch_rows=None, missing_label="raise",
-                 filesystem=None):
+def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
+                 missing_label="raise", filesystem=None):
     """Iterate over a Parquet dataset as ``(X, y)`` numpy chunks, one read at a time.
 
     For streaming a dataset larger than memory through
@@ -280,16 +291,17 @@ def iter_parquet(path, label, features=None, *, batch_rows=None, missing_label="
     rows of an unfinished ``batch_rows`` chunk) are held.  The dataset, the
     column checks and the block reader are those of :func:`read_parquet`, so
     the rows come in the same order and with the same values and label
-    types as ``read_parquet(...)[0].compute()``.
+    types as ``read_parquet(...)[0].compute()``.  Filtering and dropping
+    rows cost nothing extra here: each row group is read once, as it is
+    yielded.
 
     Parameters
     ----------
-    path, label, features, missing_label, filesystem
-        As in :func:`read_parquet`, except that ``missing_label="drop"`` is
-        not offered here (it needs a counting pass; drop the rows of each
-        chunk instead, or use ``"keep"``).
+    path, label, features, filters, missing_label, filesystem
+        As in :func:`read_parquet`.
     batch_rows : int, default=None
-        Rows per chunk: ``None`` yields one chunk per row group; an int
+        Rows per chunk: ``None`` yields one chunk per row group (row groups
+        left empty by ``filters`` or dropped labels are skipped); an int
         regroups the rows into chunks of exactly that many rows (the last
         one may be shorter).
 
@@ -297,6 +309,12 @@ def iter_parquet(path, label, features=None, *, batch_rows=None, missing_label="
     ------
     X : ndarray of shape (n_chunk, n_features), float64
     y : ndarray of shape (n_chunk,)
+
+    Raises
+    ------
+    ValueError
+        As :func:`read_parquet`, before anything is read; and, at the end,
+        when no row passed ``filters`` and ``missing_label``.
 
     Examples
     --------
@@ -307,30 +325,36 @@ def iter_parquet(path, label, features=None, *, batch_rows=None, missing_label="
     >>> pd.DataFrame({"a": [0.1, 0.9, 0.2], "y": [0, 1, 0]}).to_parquet(path)
     >>> [(X.shape, y.tolist()) for X, y in iter_parquet(path, "y", batch_rows=2)]
     [((2, 1), [0, 1]), ((1, 1), [0])]
+    >>> [y.tolist() for _, y in iter_parquet(path, "y", filters=[("a", "<", 0.5)])]
+    [[0, 0]]
     """
-    import dask
-
-    if missing_label == "drop":
-        raise ValueError("iter_parquet does not take missing_label='drop'; use "
-                         "missing_label='keep' and drop the rows of each chunk, or "
-                         "read_parquet(..., missing_label='drop').")
     if batch_rows is not None and (isinstance(batch_rows, bool) or not
                                    isinstance(batch_rows, (int, np.integer)) or batch_rows < 1):
         raise ValueError(f"batch_rows must be a positive integer or None; got {batch_rows!r}.")
-    # Validation and the read tasks are read_parquet's; nothing is read here.
-    X, y = read_parquet(path, label, features, missing_label=missing_label,
-                        filesystem=filesystem)
+    if missing_label not in _MISSING:
+        raise ValueError(f"missing_label={missing_label!r} is not valid; it must be one of "
+                         f"{', '.join(map(repr, _MISSING))}.")
+    # Checked here, when iter_parquet is called, not at the first next().
+    plan = _plan(path, label, features, filters, missing_label, True, filesystem)
+    return _iter_blocks(path, label, plan, missing_label, batch_rows)
 
-    def blocks():
-        for i in range(X.numblocks[0]):
-            if X.chunks[0][i]:
-                yield dask.compute(X.blocks[i], y.blocks[i], scheduler="sync")
 
-    if batch_rows is None:
-        yield from blocks()
-        return
-    held, n_held = [], 0
-    for xb, yb in blocks():
+def _iter_blocks(path, label, plan, missing_label, batch_rows):
+    dataset, features, filters, y_dtype, blocks = plan
+
+    def reads():
+        for p, g, e, _ in blocks:
+            xb, yb = _read_block(p, g, dataset.filesystem, dataset.schema, e, filters,
+                                 features, label, y_dtype, missing_label)
+            if len(yb):
+                yield xb, yb
+
+    held, n_held, n_seen = [], 0, 0
+    for xb, yb in reads():
+        n_seen += len(yb)
+        if batch_rows is None:
+            yield xb, yb
+            continue
         held.append((xb, yb))
         n_held += xb.shape[0]
         if n_held < batch_rows:
@@ -343,3 +367,6 @@ def iter_parquet(path, label, features=None, *, batch_rows=None, missing_label="
         held, n_held = [(xs[cut:], ys[cut:])], n_held - cut
     if n_held:
         yield np.concatenate([h[0] for h in held]), np.concatenate([h[1] for h in held])
+    if not n_seen:
+        raise ValueError(f"The Parquet dataset at {path!r} has no rows left after "
+                         "filtering and dropping rows with missing labels.")

@@ -195,12 +195,43 @@ def test_iter_parquet_row_groups_and_batches(tmp_path):
     np.testing.assert_array_equal(np.vstack([b[0] for b in batches]), X[:, [3, 1]])
     assert np.concatenate([b[1] for b in batches]).tolist() == labels.tolist()
 
+    # Bad arguments fail at the call, before anything is read.
     with pytest.raises(ValueError, match="batch_rows must be a positive integer"):
-        next(iter_parquet(path, "label", batch_rows=0))
-    with pytest.raises(ValueError, match="missing_label='keep'"):
-        next(iter_parquet(path, "label", missing_label="drop"))
+        iter_parquet(path, "label", batch_rows=0)
+    with pytest.raises(ValueError, match="missing_label='nope' is not valid"):
+        iter_parquet(path, "label", missing_label="nope")
     with pytest.raises(ValueError, match="not in the Parquet dataset"):
-        next(iter_parquet(path, "nope"))
+        iter_parquet(path, "nope")
+
+
+@pytest.mark.parametrize("batch_rows", [None, 64])
+def test_iter_parquet_filters_and_dropped_labels_equal_read_parquet(tmp_path, batch_rows):
+    """filters= and missing_label='drop' while streaming: the rows read_parquet keeps,
+    in its order; a row group emptied by the filter is skipped."""
+    X, y = _data(n=1000)
+    labels = np.asarray(["no", "yes"])[y].astype(object)
+    labels[::7] = None
+    X[250:500, 0] = -10.0  # the filter empties the second row group
+    X[600:610, 0] = -10.0  # and removes ten rows of the third
+    path = str(tmp_path / "d.parquet")
+    _write_parquet(path, X, labels, row_group_size=250)
+    filters = [("f0", ">", -5.0)]
+    Xd, yd = read_parquet(path, "label", filters=filters, missing_label="drop")
+    chunks = list(iter_parquet(path, "label", filters=filters, missing_label="drop",
+                               batch_rows=batch_rows))
+    np.testing.assert_array_equal(np.vstack([c[0] for c in chunks]), Xd.compute())
+    assert np.concatenate([c[1] for c in chunks]).tolist() == yd.compute().tolist()
+    assert None not in np.concatenate([c[1] for c in chunks]).tolist()
+    if batch_rows is None:
+        assert len(chunks) == 3
+    else:
+        assert all(len(c[1]) == batch_rows for c in chunks[:-1])
+    kept = np.array([v is not None for v in labels])
+    kept[250:500] = kept[600:610] = False
+    np.testing.assert_array_equal(Xd.compute(), X[kept])
+
+    with pytest.raises(ValueError, match="no rows left after filtering"):
+        list(iter_parquet(path, "label", filters=[("f1", ">", 1e9)]))
 
 
 def test_parquet_stream_with_reference_holds_bounded_state(tmp_path):
