@@ -63,28 +63,47 @@ def kernel_matrix(U, V, kernel, gamma):
 
 
 def dual_matrices(G, y, lambda1):
-    """``(M, H)`` of the LDM dual in the A^-1 form (ALGORITHMS.md 9.2).
+    """``(H, coef)`` of the LDM dual in the A^-1 form (ALGORITHMS.md 9.2).
 
-    ``A = I + (4 lambda1 / m) P G`` with ``P = I - y y^T / m``; ``M = A^-1 Y``
-    (equal to ``Q^-1 G Y`` of the official code) and ``H = Y G M``.  A's
-    eigenvalues are >= 1, so this is well conditioned even when G is
-    singular (linear kernel with m > d, duplicate rows).
+    ``A = I + c P G`` with ``c = 4 lambda1 / m`` and ``P = I - y y^T / m``;
+    ``H = Y G A^-1 Y`` and ``coef(r) = A^-1 Y r``, the kernel coefficients of
+    a dual point (``M r`` with ``M = A^-1 Y``, equal to ``Q^-1 G Y`` of the
+    official code; ``r`` a vector or the columns of a matrix).
+
+    ``A = B - (c / m) y (G y)^T`` with ``B = I + c G`` symmetric positive
+    definite, eigenvalues >= 1 -- well conditioned even when G is singular
+    (linear kernel with m > d, duplicate rows).  One Cholesky factor of B and
+    Sherman-Morrison give ``G A^-1 = G B^-1 + (c / m) v v^T / den`` with
+    ``v = G B^-1 y`` and ``den = 1 - (c / m) y^T v = y^T B^-1 y / m > 0`` (the
+    second form has no cancellation): about half the flops of an LU of A.
     """
     m = len(y)
-    PG = G - np.outer(y, y @ G) / m
-    A = np.eye(m) + (4.0 * lambda1 / m) * PG
-    M = scipy.linalg.lu_solve(scipy.linalg.lu_factor(A), np.diag(y))
-    H = (y[:, None] * G) @ M
-    return M, (H + H.T) / 2  # symmetric in exact arithmetic
+    c = 4.0 * lambda1 / m
+    B = c * G
+    B[np.diag_indices(m)] += 1.0
+    factor = scipy.linalg.cho_factor(B, lower=True, overwrite_a=True)
+    GB = scipy.linalg.cho_solve(factor, G)
+    GB = (GB + GB.T) / 2  # G and B^-1 commute: symmetric in exact arithmetic
+    u = scipy.linalg.cho_solve(factor, y)
+    den = float(y @ u) / m
+    yv = y * (GB @ y)
+    H = y[:, None] * GB * y[None, :] + (c / m / den) * np.outer(yv, yv)
+
+    def coef(r):
+        r = y * r if np.ndim(r) == 1 else y[:, None] * r
+        return scipy.linalg.cho_solve(factor, r) + (c / m / den) * np.multiply.outer(
+            u, (y * yv) @ r)
+
+    return H, coef
 
 
 def _fit_dual(G, y, C, lambda1, lambda2, tol, max_iter, seed):
     """Kernel LDM: ``(alpha, passes, converged)`` with ``f(x) = sum_i alpha_i k(x_i, x)``."""
     m = len(y)
-    M, H = dual_matrices(G, y, lambda1)
+    H, coef = dual_matrices(G, y, lambda1)
     g = (lambda2 / m) * H.sum(axis=1) - 1.0  # gradient of the dual at beta = 0
     beta, passes, ok = ldm_dcd(np.ascontiguousarray(H), g, C, tol, max_iter, seed)
-    return M @ (lambda2 / m + beta), beta, passes, ok
+    return coef(lambda2 / m + beta), beta, passes, ok
 
 
 def _fit_primal(X, y, C, lambda1, lambda2, tol, max_iter, seed):

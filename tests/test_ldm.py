@@ -39,7 +39,8 @@ def test_inverse_a_form_equals_pinv_form():
     """9.2: ``A^-1 Y`` and ``pinv(Q) G Y`` give the same M and H (RBF: G invertible)."""
     X, y = _data()
     G = ref.rbf_kernel(X, X, 0.7)
-    M, H = dual_matrices(G, y, 0.5)
+    H, coef = dual_matrices(G, y, 0.5)
+    M = coef(np.eye(len(y)))
     M_ref, H_ref = ref.ldm_dual_pinv(G, y, 0.5)
     np.testing.assert_allclose(M, M_ref, rtol=0, atol=1e-10)
     np.testing.assert_allclose(H, H_ref, rtol=0, atol=1e-10)
@@ -50,7 +51,9 @@ def test_inverse_a_form_with_singular_gram():
     X, y = _data(n=30, d=3)
     G = X @ X.T
     beta = np.random.default_rng(1).random(30)
-    M, H = dual_matrices(G, y, 0.25)
+    H, coef = dual_matrices(G, y, 0.25)
+    M = coef(np.eye(30))
+    np.testing.assert_allclose(coef(beta), M @ beta, rtol=0, atol=1e-12)  # vector = columns
     M_ref, H_ref = ref.ldm_dual_pinv(G, y, 0.25)
     np.testing.assert_allclose(G @ M @ beta, G @ M_ref @ beta, rtol=0, atol=1e-8)
     np.testing.assert_allclose(H, H_ref, rtol=0, atol=1e-8)
@@ -105,8 +108,8 @@ def test_linear_primal_equals_linear_dual():
     beta = dual.beta_[0]
     alpha = np.zeros(len(y))
     alpha[dual.support_] = dual.dual_coef_[0]
-    M, _ = dual_matrices(X @ X.T, y, 0.125)
-    np.testing.assert_allclose(X.T @ (M @ (0.125 / len(y) + beta)),
+    _, coef = dual_matrices(X @ X.T, y, 0.125)
+    np.testing.assert_allclose(X.T @ coef(0.125 / len(y) + beta),
                                ref.linear_ldm_w(X, y, beta, 0.125, 0.125), rtol=0, atol=1e-12)
 
 
