@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._io import prepare_training_data
 from ._validation import NONE, Interval, check_params, check_X_y
-from .engine.execution import prepare_rows
+from .engine.execution import is_dask_collection, prepare_rows
 
 logger = logging.getLogger("dmargin")
 
@@ -64,7 +64,48 @@ def miss_priors(counts) -> np.ndarray:
     return prior
 
 
-class WeightSelector(SelectorMixin, BaseEstimator):
+class DaskSelectorMixin(SelectorMixin):
+    """scikit-learn's ``SelectorMixin``, with ``transform`` lazy on dask input.
+
+    scikit-learn's ``transform`` converts its input to numpy, which for a dask
+    array or DataFrame would gather every row to the client; here a dask
+    collection comes back as the same lazy collection with the selected
+    columns (numpy and pandas input go through scikit-learn unchanged).
+    """
+
+    def transform(self, X):
+        """Keep the selected features.
+
+        Parameters
+        ----------
+        X : array-like, pandas DataFrame, dask array or dask DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_r : same type as X, of shape (n_samples, n_selected_features)
+            Lazy for dask input.
+        """
+        if not is_dask_collection(X):
+            return super().transform(X)
+        mask = self.get_support()
+        columns = getattr(X, "columns", None)
+        if columns is not None:
+            names = getattr(self, "feature_names_in_", None)
+            if names is not None and list(columns) != list(names):
+                raise ValueError(
+                    f"The dask DataFrame's columns {list(columns)} are not the columns seen in "
+                    f"fit {list(names)}; select and order them as in fit.")
+            if len(columns) != mask.size:
+                raise ValueError(f"X has {len(columns)} features, but "
+                                 f"{type(self).__name__} is expecting {mask.size} features as input.")
+            return X[[c for c, keep in zip(columns, mask) if keep]]
+        if X.ndim != 2 or X.shape[1] != mask.size:
+            raise ValueError(f"X has shape {X.shape}, but {type(self).__name__} is expecting "
+                             f"{mask.size} features as input (a 2-D array).")
+        return X[:, np.flatnonzero(mask)]
+
+
+class WeightSelector(DaskSelectorMixin, BaseEstimator):
     """Selector over a learned ``feature_importances_`` vector.
 
     ``n_features_to_select``: ``None`` keeps the features with positive

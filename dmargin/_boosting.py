@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, timer
+from ._base import N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, logger, make_rng, timer
 from ._io import prepare_training_data
 from ._validation import NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
 from .engine.execution import is_dask_collection
@@ -397,7 +396,7 @@ def _n_to_select(k, n_features):
     return max(1, int(k * n_features))
 
 
-class _RankingSelector(SelectorMixin, BaseEstimator):
+class _RankingSelector(DaskSelectorMixin, BaseEstimator):
     def _get_support_mask(self):
         check_is_fitted(self, "support_")
         return self.support_

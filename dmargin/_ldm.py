@@ -23,10 +23,9 @@ import numpy as np
 import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import logger, make_rng, start_fit, timer
+from ._base import DaskSelectorMixin, logger, make_rng, start_fit, timer
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from .engine.execution import is_dask_collection
 from .engine.kernel_sums import ldm_dcd, ldm_dcd_linear, rbf_left_out_sums
@@ -399,7 +398,7 @@ def _to_eliminate(scores, n_drop):
     return np.array(sorted(chosen), dtype=np.int64)
 
 
-class _KernelRFE(SelectorMixin, BaseEstimator):
+class _KernelRFE(DaskSelectorMixin, BaseEstimator):
     """The RFE loop shared by LDM-RFE and SVM-RFE; subclasses train the machines."""
 
     def _machines(self, X, codes, gamma, rng):

@@ -1,6 +1,7 @@
 """scikit-learn conformance: the common estimator checks, pipelines, grid search."""
 
 import numpy as np
+import pytest
 from sklearn.model_selection import GridSearchCV
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
@@ -93,3 +94,50 @@ def test_sklearn_compatible_margin_boosting(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         check(estimator)
+
+
+# ---------------------------------------------------------------------------
+# transform on dask input stays lazy (no gather to the client)
+# ---------------------------------------------------------------------------
+
+
+def _unreadable(shape, chunks):
+    """A dask array whose every block raises when computed."""
+    import dask.array as da
+
+    def boom(block):
+        raise AssertionError("a block was computed")
+
+    return da.zeros(shape, chunks=chunks).map_blocks(boom, dtype=np.float64)
+
+
+@pytest.mark.parametrize("selector", [
+    dmargin.IRelief(n_features_to_select=3), SBSMF(n_features_to_select=3, n_estimators=5),
+    LDMRFE(n_features_to_select=3, random_state=0)], ids=lambda e: type(e).__name__)
+def test_transform_keeps_dask_input_lazy(selector):
+    import dask.array as da
+    import dask.dataframe as dd
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 40)
+    X = rng.normal(size=(80, 6))
+    X[:, [1, 4]] += y[:, None]
+    names = [f"c{j}" for j in range(6)]
+    est = selector.fit(X, y)
+    keep = np.flatnonzero(est.get_support())
+
+    lazy = est.transform(_unreadable((80, 6), (20, 6)))  # nothing is computed
+    assert lazy.shape == (80, 3)
+    Xd = da.from_array(X, chunks=(20, 6))
+    np.testing.assert_array_equal(est.transform(Xd).compute(), est.transform(X))
+    with pytest.raises(ValueError, match="expecting 6 features"):
+        est.transform(Xd[:, :5])
+
+    frame = pd.DataFrame(X, columns=names)
+    est = selector.fit(frame, y)
+    out = est.transform(dd.from_pandas(frame, npartitions=4))
+    assert list(out.columns) == [names[j] for j in keep]
+    pd.testing.assert_frame_equal(out.compute(), frame.iloc[:, keep])
+    with pytest.raises(ValueError, match="not the columns seen in fit"):
+        est.transform(dd.from_pandas(frame[names[::-1]], npartitions=2))
