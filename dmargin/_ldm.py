@@ -85,13 +85,13 @@ def dual_matrices(G, y, lambda1):
     GB = (GB + GB.T) / 2  # G and B^-1 commute: symmetric in exact arithmetic
     u = scipy.linalg.cho_solve(factor, y)
     den = float(y @ u) / m
-    yv = y * (GB @ y)
+    v = GB @ y
+    yv = y * v
     H = y[:, None] * GB * y[None, :] + (c / m / den) * np.outer(yv, yv)
 
     def coef(r):
-        r = y * r if np.ndim(r) == 1 else y[:, None] * r
-        return scipy.linalg.cho_solve(factor, r) + (c / m / den) * np.multiply.outer(
-            u, (y * yv) @ r)
+        r = y * r if np.ndim(r) == 1 else y[:, None] * r  # Y r
+        return scipy.linalg.cho_solve(factor, r) + (c / m / den) * np.multiply.outer(u, v @ r)
 
     return H, coef
 
