@@ -331,9 +331,6 @@ def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
     if batch_rows is not None and (isinstance(batch_rows, bool) or not
                                    isinstance(batch_rows, (int, np.integer)) or batch_rows < 1):
         raise ValueError(f"batch_rows must be a positive integer or None; got {batch_rows!r}.")
-    if missing_label not in _MISSING:
-        raise ValueError(f"missing_label={missing_label!r} is not valid; it must be one of "
-                         f"{', '.join(map(repr, _MISSING))}.")
     # Checked here, when iter_parquet is called, not at the first next().
     plan = _plan(path, label, features, filters, missing_label, True, filesystem)
     return _iter_blocks(path, label, plan, missing_label, batch_rows)
