@@ -223,14 +223,17 @@ class Immigrate(_SoftminClassifier):
         and renormalise (the paper uses ``1 / A``).
     scale : {"standard"} or None, default="standard"
         Standardise features (mean 0, variance 1; constant features become 0)
-        as the paper does; ``None`` uses the numbers as given.
+        as the paper does; ``None`` uses the numbers as given. The paper
+        standardises continuous features only and keeps categorical codes:
+        for such data put a ``ColumnTransformer`` in front and use ``None``.
     n_features_to_select : int, float or None, default=None
         For ``transform``, ranking by the diagonal of ``W``.
     prediction_sigma : float or None, default=None
         The kernel width of the prediction rule (eq. 3.18): ``None`` uses
         ``sigma``, as the paper writes it; the reference R package predicts
         with 1 whatever ``sigma`` was fitted (``prediction_sigma=1.0``
-        reproduces it).
+        reproduces it). ``W`` does not depend on it, so a fitted model can be
+        scored at several values through ``set_params`` without refitting.
     random_state : int, Generator or None, default=None
 
     Attributes

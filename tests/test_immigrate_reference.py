@@ -1115,3 +1115,19 @@ def test_prediction_sigma_reproduces_the_reference_package_rule(blobs_binary, si
                                rtol=1e-10, atol=1e-12)
     default = dmargin.Immigrate(sigma=sigma, max_iter=3, tol=0, scale=None).fit(X, y)
     np.testing.assert_array_equal(default.weight_matrix_, est.weight_matrix_)
+
+
+def test_prediction_sigma_set_after_fit_equals_a_fit_with_it(blobs_binary):
+    """The prediction sigma only enters eq. 3.18, so it can be tuned on one fitted W."""
+    import dmargin
+
+    X, y = blobs_binary
+    fitted = dmargin.Immigrate(sigma=2.0, max_iter=3, tol=0, scale=None).fit(X[:60], y[:60])
+    for sp in (4.0, 1.0, 0.25):
+        fresh = dmargin.Immigrate(sigma=2.0, max_iter=3, tol=0, scale=None,
+                                  prediction_sigma=sp).fit(X[:60], y[:60])
+        fitted.set_params(prediction_sigma=sp)
+        np.testing.assert_array_equal(fitted.weight_matrix_, fresh.weight_matrix_)
+        np.testing.assert_array_equal(fitted.decision_function(X[60:]), fresh.decision_function(X[60:]))
+        S = ref.immigrate_decision(X[:60], y[:60], fitted.weight_matrix_, sp, X[60:])
+        np.testing.assert_array_equal(fitted.predict(X[60:]), ref.predict_from_scores(fitted.classes_, S))
