@@ -43,7 +43,7 @@ Usage::
     python benchmarks/bench_immigrate_accuracy.py --quick    # smoke test (2 small sets, 1 rep)
     # split noise: the same protocol on other outer / inner splits, IGT only (repetition r
     # uses seed + r, so a second seed must be at least --reps away to share no split)
-    python benchmarks/bench_immigrate_accuracy.py --seed 20240602 --bim-reps 0 --micro \
+    python benchmarks/bench_immigrate_accuracy.py --seed 20250601 --bim-reps 0 --micro \
         --out benchmarks/results/immigrate_accuracy_seed2.json
 
 Output: ``benchmarks/results/immigrate_accuracy.json`` (``--quick``: ``..._quick.json``).
