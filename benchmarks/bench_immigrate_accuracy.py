@@ -291,14 +291,17 @@ def categorical_columns(name: str, ds: Dataset) -> list[int]:
 def normalise(Xtr, Xte, categorical, mode="continuous"):
     """Standardise the continuous columns with the training fold's mean and sd (constants -> 0);
     categorical columns keep their codes unless ``mode == "all"``."""
+    from sklearn.preprocessing import StandardScaler
+
     cont = np.ones(Xtr.shape[1], bool)
     if mode == "continuous":
         cont[categorical] = False
-    mu, sd = Xtr[:, cont].mean(axis=0), Xtr[:, cont].std(axis=0)
-    sd[sd == 0] = 1.0
+    if not cont.any():
+        return Xtr, Xte
+    sc = StandardScaler().fit(Xtr[:, cont])
     Xtr, Xte = Xtr.copy(), Xte.copy()
-    Xtr[:, cont] = (Xtr[:, cont] - mu) / sd
-    Xte[:, cont] = (Xte[:, cont] - mu) / sd
+    Xtr[:, cont] = sc.transform(Xtr[:, cont])
+    Xte[:, cont] = sc.transform(Xte[:, cont])
     return Xtr, Xte
 
 
