@@ -44,7 +44,7 @@ Microarray sets (Table 1)
 
 Usage::
 
-    python benchmarks/bench_immigrate_accuracy.py            # full run (~32 min on 2 cores)
+    python benchmarks/bench_immigrate_accuracy.py            # full run (~40 min on 2 cores)
     python benchmarks/bench_immigrate_accuracy.py --quick    # smoke test (2 small sets, 1 rep)
     # split noise: the same protocol on other outer / inner splits, IGT only (repetition r
     # uses seed + r, so a second seed must be at least --reps away to share no split)
@@ -754,11 +754,12 @@ def gap_reason(name, d, args):
         parts.append(f"{'within' if z < 2 else 'beyond'} split noise: {z:.1f} sd of the difference of two "
                      f"10x10-fold means (sd of our mean {sd:.2f}, from its repetition means)")
     ceil = d.get("IGT_ceiling")
-    if ceil is not None and ceil["best"]["mean"] < d["paper"]["IGT"] - 1.0:
+    if ceil is not None and ceil["best"]["mean"] < d["paper"]["IGT"]:
         b = ceil["best"]
         parts.append(f"even the best single grid point picked with the test folds scores {b['mean']:.1f} "
-                     f"(sigma {b['sigma']}, pruning {b['prune']}, prediction sigma {b['prediction_sigma']}): "
-                     "no choice of sigma, pruning or prediction sigma reaches the paper's number on these data")
+                     f"(sigma {b['sigma']}, pruning {b['prune']}, prediction sigma {b['prediction_sigma']})" +
+                     (": no choice of sigma, pruning or prediction sigma comes within a point of the paper "
+                      "on these data" if b["mean"] < d["paper"]["IGT"] - 1.0 else ", below the paper's mean"))
     # 1NN as a probe of data/protocol differences: if our 1NN is also off, the data copy differs
     p1, o1 = d["paper"]["1NN"], o["1NN"]["mean"] if o["1NN"] else None
     if o1 is not None and abs(o1 - p1) > 2:
