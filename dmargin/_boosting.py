@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, logger, make_rng, timer
 from ._io import prepare_training_data
 from ._validation import NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
-from .engine.execution import is_dask_collection
+from ._compat import gather
 from .engine.histograms import WeightedHistograms, bin_rows, counts
 
 #: A stump's edge is capped below 1 so that alpha stays finite (spec 8.1).
@@ -141,7 +141,7 @@ def _binary_data(est, X, y):
     """Validated data with two classes; the paper's quantities are binary."""
     check_params(est)
     X, y = check_X_y(est, X, y)
-    data = prepare_training_data(X, y, None)
+    data = prepare_training_data(X, y, None, distances=False)
     if len(data.classes) != 2:
         raise ValueError(
             f"Only binary classification is supported. {type(est).__name__} is binary: the margins, contribution ratios and margin "
@@ -302,8 +302,7 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
 
     def _check_X(self, X):
         check_is_fitted(self, "estimator_weights_")
-        if is_dask_collection(X):
-            X = X.compute()
+        X = gather(X, what="the rows to predict")
         return validate_data(self, X, reset=False, dtype=np.float64)
 
     def decision_function(self, X):
@@ -348,7 +347,7 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
         rho : ndarray of shape (n_samples,)
         """
         F = self.decision_function(X)
-        y = np.asarray(y.compute() if is_dask_collection(y) else y)
+        y = np.asarray(gather(y, what="the labels"))
         if not np.isin(y, self.classes_).all():
             raise ValueError(f"y has labels outside classes_ {list(self.classes_)}.")
         sign = np.where(y == self.classes_[1], 1.0, -1.0)

@@ -24,7 +24,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, start_fit, timer
 from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from .engine import merge
-from .engine.execution import (anchor_partials, is_dask_collection, lse_statistic, quad_statistic)
+from ._compat import gather
+from .engine.execution import anchor_partials, lse_statistic, quad_statistic
 
 _SCALE = [Options(("standard",)), NONE]
 _HISTORY = np.dtype([("cost", "f8"), ("change", "f8")])
@@ -105,15 +106,14 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
 
     def _store_training(self, data, rows):
         self._rows = rows
-        self._offset, self._span = data.offset, data.span
+        self._scaling = data.scaling
 
     def _scaled(self, X):
-        if is_dask_collection(X):
-            # Predictions are small; new points are gathered and checked like numpy.
-            X = X.compute()
+        # Predictions are small; new points are gathered and checked like numpy.
+        X = gather(X, what="the rows to predict")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        if self._offset is not None:
-            X = (X - self._offset) / self._span
+        if self._scaling is not None:
+            X = self._scaling.apply(X)
         return X
 
     def _expected_distances(self, X):
@@ -179,8 +179,7 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
     def _loo_codes(self):
         """Class codes predicted for the training rows, each left out of its own class."""
         X = self._rows.X
-        if is_dask_collection(X):
-            X = X.compute()
+        X = gather(X, what="the training rows")
         return np.argmin(self._expected_distances_scaled(X, np.arange(X.shape[0])), axis=1)
 
     def __sklearn_tags__(self):
@@ -651,7 +650,7 @@ class IM4EImmigrate(_SoftminClassifier):
         imm.classes_ = data.classes
         self._immigrate = imm
         self._rows = imm._rows
-        self._offset, self._span = data.offset, data.span
+        self._scaling = data.scaling
         return self
 
 
@@ -738,7 +737,7 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         self : BoostedImmigrate
         """
         data, rows = start_fit(self, X, y)
-        codes = np.asarray(data.codes.compute() if is_dask_collection(data.codes) else data.codes)
+        codes = np.asarray(gather(data.codes, what="the labels"))
         n, n_features = rows.n_samples, rows.n_features
         names = _names(self, n_features)
         D = np.full(n, 1.0 / n)

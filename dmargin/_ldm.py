@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import DaskSelectorMixin, logger, make_rng, start_fit, timer
 from ._validation import NONE, RANDOM_STATE, Interval, Options
-from .engine.execution import is_dask_collection
+from ._compat import gather
 from .engine.kernel_sums import ldm_dcd, ldm_dcd_linear, rbf_left_out_sums
 
 _KERNELS = [Options(("rbf", "linear"))]
@@ -134,7 +134,7 @@ def _machine_labels(codes, pair):
 
 
 def _gather(x):
-    return x.compute() if is_dask_collection(x) else x
+    return gather(x, what="the LDM training rows")
 
 
 # ---------------------------------------------------------------------------
@@ -261,7 +261,7 @@ class LDM(ClassifierMixin, BaseEstimator):
         """
         data, _ = start_fit(self, X, y, rows=False)
         X, codes = _gather(data.X), _gather(data.codes)
-        self._offset, self._span = data.offset, data.span
+        self._scaling = data.scaling
         self.classes_ = data.classes
         self.gamma_ = resolve_gamma(self.gamma, X)
         self._fit_machines(X, codes, make_rng(self.random_state))
@@ -315,8 +315,8 @@ class LDM(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "classes_")
         X = _gather(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        if self._offset is not None:
-            X = (X - self._offset) / self._span
+        if self._scaling is not None:
+            X = self._scaling.apply(X)
         return X
 
     def _machine_values(self, X):

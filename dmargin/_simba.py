@@ -19,7 +19,7 @@ import numpy as np
 from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, start_fit, timer
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from .engine import tiles
-from .engine.execution import is_dask_collection
+from ._compat import gather
 
 _njit = numba.njit(cache=True, nogil=True)
 
@@ -195,8 +195,8 @@ class Simba(WeightSelector):
         self : Simba
         """
         data, _ = start_fit(self, X, y, rows=False)
-        X = data.X.compute() if is_dask_collection(data.X) else data.X  # sequential: gather
-        codes = data.codes.compute() if is_dask_collection(data.codes) else data.codes
+        X = gather(data.X, what="Simba's rows")  # sequential: gather
+        codes = gather(data.codes, what="Simba's labels")
         X = np.ascontiguousarray(X, dtype=np.float64)
         codes = np.ascontiguousarray(codes, dtype=np.int64)
         rng = make_rng(self.random_state)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._compat import active_client, check_worker_memory, client_for, compute, is_dask_collection
 from . import merge, tiles
 
 #: Bytes one tile's partial may take.
@@ -44,26 +45,6 @@ _TARGET_BLOCKS = 8
 #: task costs the scheduler about a millisecond, so small data gets fewer,
 #: larger blocks (N = 200 is one block, not 64 tiny tiles).
 _MIN_TILE_WORK = 2.5e7
-
-def active_client():
-    """The active ``distributed.Client``, or ``None``."""
-    try:
-        import distributed
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        return None
-    try:
-        return distributed.default_client()
-    except ValueError:
-        return None
-
-
-def is_dask_collection(x) -> bool:
-    try:
-        import dask
-    except ImportError:  # pragma: no cover
-        return False
-    return dask.is_dask_collection(x)
-
 
 def rows_per_block(n_features: int, n_classes: int, per_row_extra: int = 0) -> int:
     """Anchor rows per tile so that one (m, s, v) partial fits the budget."""
@@ -121,6 +102,11 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None) -> R
         chunks = min(cap, max(1, math.ceil(n / n_blocks)))
     X = da.asarray(X).astype(np.float64).rechunk((chunks, a))
     codes = da.asarray(codes).astype(np.int64).rechunk((X.chunks[0],))
+    # A tile task holds its partial, an anchor and a candidate block (and the
+    # candidate block's codes); the persisted rows are spread over the workers.
+    block = max(X.chunks[0]) * (a + 1) * 8
+    check_worker_memory(client_for([X]), n * (a + 1) * 8, TILE_BUDGET + 3 * block,
+                        f"A fit on {n} rows x {a} features")
     X, codes = dask.persist(X, codes)
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
     return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])))
@@ -207,13 +193,12 @@ class _Graph:
         ]
 
     def compute(self, key):
-        import dask
         from dask.delayed import Delayed
         from dask.highlevelgraph import HighLevelGraph
 
         hlg = HighLevelGraph.from_collections(self.name, self.dsk,
                                               dependencies=[self.rows.X, self.rows.codes])
-        return dask.compute(Delayed(key, hlg, layer=self.name))[0]
+        return compute(Delayed(key, hlg, layer=self.name), what=f"dmargin graph {self.name}")[0]
 
 
 # ---------------------------------------------------------------------------

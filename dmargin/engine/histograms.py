@@ -37,7 +37,8 @@ import numba
 import numpy as np
 
 from . import tiles
-from .execution import SPLIT_EVERY, Rows, _Graph, active_client, is_dask_collection
+from .._compat import active_client, compute, gather, is_dask_collection
+from .execution import SPLIT_EVERY, Rows, _Graph
 
 #: Rows used to place quantile bin edges (as sklearn's ``subsample``).
 SUBSAMPLE = 200_000
@@ -178,9 +179,9 @@ def find_bin_edges(X, max_bins, rng):
     n, a = X.shape
     idx = _subsample_rows(n, rng)
     if idx is None:
-        sample = np.asarray(X.compute() if is_dask_collection(X) else X)
+        sample = np.asarray(gather(X, what="the stump bin edges"))
     else:
-        sample = np.asarray(X[idx].compute() if is_dask_collection(X) else X[idx])
+        sample = np.asarray(gather(X[idx], what="the stump bin edges"))
     uniq = _block_uniques(sample, range(a), max_bins)
     if idx is not None:  # the sample may miss values: count candidates on all rows
         cand = [j for j in range(a) if uniq[j] is not None]
@@ -190,7 +191,7 @@ def find_bin_edges(X, max_bins, rng):
 
                 blocks = X.to_delayed().ravel()
                 parts = [dask.delayed(_block_uniques)(b, cand, max_bins) for b in blocks]
-                full = dask.compute(_tree_delayed(parts, max_bins))[0]
+                full = compute(_tree_delayed(parts, max_bins), what="the stump bin edges")[0]
             else:
                 full = _block_uniques(X, cand, max_bins)
             for j, u in zip(cand, full):
@@ -343,11 +344,11 @@ class WeightedHistograms:
                                                      dependencies=[w_new, b.bins, b.y])
         w_new, hist = dask.persist(w_new, Delayed(total, hist_graph, layer=g.name))
         self.w = w_new
-        return np.asarray(hist.compute())
+        return np.asarray(gather(hist, what="a boosting round's histograms"))
 
     def weights(self):
         """The current weights as numpy (for tests; gathers N floats)."""
-        return np.asarray(self.w.compute() if self.binned.on_dask else self.w)
+        return np.asarray(gather(self.w, what="the boosting weights"))
 
 
 def counts(binned: BinnedRows, features=None):

@@ -1,0 +1,271 @@
+"""Where dmargin meets dask: "is this dask?", and every wait on a cluster.
+
+Every computation dmargin brings back from dask goes through :func:`compute`
+(or :func:`gather` for one value).  Without a ``distributed.Client`` it is
+``dask.compute``.  With one, it submits the graph and waits in short polls,
+watching the cluster, so that a fit never waits forever:
+
+- all workers gone (killed, preempted, scaled to zero) and none back within
+  the stall timeout -> :class:`ClusterStalledError` naming the scheduler and
+  how to resume;
+- every worker paused at its memory limit for as long -> the same error,
+  with the memory numbers;
+- the scheduler unreachable for as long -> the same error.
+
+The timeout is the dask config value ``dmargin.stall-timeout`` (default
+60 s), e.g. ``dask.config.set({"dmargin.stall-timeout": "10m"})``.
+:func:`check_worker_memory` compares the workers' memory limits with what a
+fit will hold before anything is submitted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+logger = logging.getLogger("dmargin")
+
+#: Default of the ``dmargin.stall-timeout`` config value.
+STALL_TIMEOUT = "60s"
+#: Fraction of a worker's memory limit at which distributed pauses it.
+_PAUSE_FRACTION = 0.8
+
+
+class ClusterStalledError(RuntimeError):
+    """The cluster could not run dmargin's tasks: no running worker for too long."""
+
+
+class WorkerMemoryError(MemoryError):
+    """The workers' memory limits are below what a fit holds."""
+
+
+def is_dask_collection(x) -> bool:
+    """Whether ``x`` is a dask collection (array, DataFrame, Delayed, ...)."""
+    try:
+        import dask
+    except ImportError:  # pragma: no cover - dask is a dependency
+        return False
+    return dask.is_dask_collection(x)
+
+
+def active_client():
+    """The active ``distributed.Client`` (``Client`` or ``client.as_current()``), or ``None``."""
+    try:
+        import distributed
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return distributed.default_client()
+    except ValueError:
+        return None
+
+
+def client_for(collections):
+    """The Client dask would compute ``collections`` on, or ``None`` (local schedulers)."""
+    import dask.base
+
+    collections = [c for c in collections if is_dask_collection(c)]
+    if not collections:
+        return None
+    scheduler = dask.base.get_scheduler(collections=collections)
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover
+        return None
+    # A Client itself (current dask) or its bound ``get`` (older dask).
+    owner = scheduler if isinstance(scheduler, Client) else getattr(scheduler, "__self__", None)
+    return owner if isinstance(owner, Client) else None
+
+
+def stall_timeout() -> float:
+    """Seconds without a running worker before a wait on the cluster gives up."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    return float(parse_timedelta(dask.config.get("dmargin.stall-timeout", STALL_TIMEOUT)))
+
+
+def compute(*collections, what="a dmargin computation"):
+    """``dask.compute(*collections)``, with a bounded wait on a distributed cluster.
+
+    Parameters
+    ----------
+    *collections : dask collections (or plain values, returned as they are)
+    what : str
+        What is computed, for the error message.
+
+    Returns
+    -------
+    tuple
+        The computed values, as ``dask.compute`` returns them.
+
+    Raises
+    ------
+    ClusterStalledError
+        No worker ran for ``dmargin.stall-timeout`` seconds while waiting.
+    """
+    import dask
+
+    lazy = [i for i, c in enumerate(collections) if is_dask_collection(c)]
+    todo = [collections[i] for i in lazy]
+    if len({type(c) for c in todo}) > 1:
+        # dask 2026.8 returns the results of mixed collection types (arrays and
+        # Delayed) in the wrong order, locally and through Client.compute;
+        # as Delayed objects they keep their order.
+        todo = [dask.delayed(c) for c in todo]
+    client = client_for(todo)
+    if client is None:
+        values = dask.compute(*todo)
+    else:
+        values = _compute_on(client, todo, what)
+    out = list(collections)
+    for i, v in zip(lazy, values):
+        out[i] = v
+    return tuple(out)
+
+
+def _compute_on(client, todo, what):
+    futures = client.compute(todo)
+    try:
+        _wait(client, futures, what)
+        return client.gather(futures)
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def gather(x, what="a dmargin computation"):
+    """``x`` computed if it is a dask collection, else ``x`` itself."""
+    return compute(x, what=what)[0] if is_dask_collection(x) else x
+
+
+def run_with_client(fn, client):
+    """``fn`` wrapped so that it sees ``client`` as the active one in any thread.
+
+    ``client.as_current()`` holds only in the thread that entered it; a
+    read-ahead thread would otherwise compute on the default scheduler.
+    """
+    if client is None:
+        return fn
+
+    def call(*args, **kwargs):
+        with client.as_current():
+            return fn(*args, **kwargs)
+
+    return call
+
+
+def _workers(client):
+    """``{address: info}`` of the scheduler's workers, or ``None`` if it does not answer."""
+    try:
+        return client.scheduler_info(n_workers=-1)["workers"]
+    except Exception:  # a dead or unreachable scheduler: OSError, CommClosedError, ...
+        return None
+
+
+def _wait(client, futures, what):
+    from distributed import wait
+
+    timeout = stall_timeout()
+    poll = max(0.05, min(1.0, timeout / 5))
+    stalled_since, workers = None, {}
+    while True:
+        try:
+            wait(futures, timeout=poll)
+            return
+        except TimeoutError:
+            pass
+        workers = _workers(client)
+        if workers and any(w.get("status") == "running" for w in workers.values()):
+            stalled_since = None
+            continue
+        now = time.monotonic()
+        if stalled_since is None:
+            stalled_since = now
+            logger.warning("dmargin: no running Dask worker for %s; waiting up to %.0f s "
+                           "(dmargin.stall-timeout).", what, timeout)
+        elif now - stalled_since > timeout:
+            raise ClusterStalledError(_stall_message(client, workers, what, timeout))
+
+
+def _stall_message(client, workers, what, timeout):
+    address = getattr(client.scheduler, "address", "the scheduler")
+    resume = ("Fitted state is not lost on the client: call fit again once the cluster is "
+              "healthy (persisted rows are recomputed from their source); an "
+              "OnlineIRelief stream resumes from its last save_state checkpoint with "
+              "OnlineIRelief.load_state. To wait longer, set "
+              "dask.config.set({'dmargin.stall-timeout': '10m'}).")
+    if workers is None:
+        return (f"The Dask scheduler at {address} did not answer for {timeout:.0f} s during "
+                f"{what}; the computation was cancelled. Check the scheduler process. {resume}")
+    if not workers:
+        return (f"All Dask workers of the scheduler at {address} were lost during {what}, and "
+                f"none joined within {timeout:.0f} s; the computation was cancelled. Start "
+                f"workers again (dask worker {address}). {resume}")
+    limits = sorted({w.get("memory_limit") or 0 for w in workers.values()})
+    return (f"Every Dask worker of the scheduler at {address} is paused ("
+            f"{', '.join(sorted({str(w.get('status')) for w in workers.values()}))}) and none "
+            f"ran for {timeout:.0f} s during {what}; the computation was cancelled. Paused "
+            f"workers have reached {_PAUSE_FRACTION:.0%} of their memory limit "
+            f"({', '.join(_size(b) for b in limits)}): start workers with a larger "
+            f"--memory-limit, or more workers. {resume}")
+
+
+def _size(n):
+    if not n:
+        return "no limit"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def check_worker_memory(client, persisted_bytes, task_bytes, what):
+    """Refuse to submit a fit the workers cannot hold.
+
+    The fit persists ``persisted_bytes`` spread over the workers and runs
+    tasks that each hold up to ``task_bytes``, one per worker thread.  Each
+    worker's share must stay under the fraction of its memory limit at which
+    distributed pauses it; otherwise the fit would wait on paused workers.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+    persisted_bytes : float
+    task_bytes : float
+    what : str
+
+    Raises
+    ------
+    WorkerMemoryError
+        Naming the memory a worker needs and the limit it has.
+    """
+    if client is None:
+        return
+    workers = _workers(client)
+    if not workers:
+        return  # nothing to compare against; the stall watchdog covers a cluster with none
+    limited = {a: w for a, w in workers.items() if w.get("memory_limit")}
+    if len(limited) < len(workers):
+        return  # a worker without a limit can take what the others cannot
+    total_limit = sum(w["memory_limit"] for w in limited.values())
+    worst = None
+    for address, w in limited.items():
+        share = persisted_bytes * w["memory_limit"] / total_limit
+        need = share + w.get("nthreads", 1) * task_bytes
+        usable = _PAUSE_FRACTION * w["memory_limit"]
+        if need > usable and (worst is None or need - usable > worst[0] - worst[1]):
+            worst = (need, usable, address, w["memory_limit"])
+    if worst is None:
+        return
+    need, usable, address, limit = worst
+    total_need = persisted_bytes + sum(w.get("nthreads", 1) for w in limited.values()) \
+        * task_bytes
+    raise WorkerMemoryError(
+        f"{what} needs about {_size(need)} on worker {address}, whose memory limit is "
+        f"{_size(limit)} (distributed pauses a worker at {_PAUSE_FRACTION:.0%} of it, "
+        f"{_size(usable)}); the fit was not started. The data take {_size(persisted_bytes)} "
+        f"spread over {len(limited)} workers plus {_size(task_bytes)} per running task: give the "
+        f"workers about {_size(total_need / _PAUSE_FRACTION)} of memory limits in all "
+        "(--memory-limit, or more workers), or fit fewer rows (a sample, or OnlineIRelief "
+        "with reference_size for a streaming fit).")
