@@ -1,8 +1,14 @@
 """Data in: labels to class codes, and feature scaling in one pass.
 
 Works on numpy or dask arrays.  For dask input, the scaling statistics, the
-finite-value check and the class counts are one ``dask.compute`` -- no extra
-eager pass over the data.
+finite-value check and the label summary are one computation -- no extra
+eager pass over the data -- and the labels get the same checks as numpy
+labels (missing values, a continuous target, a single class).
+
+Scaling never overflows: a feature whose values come near the float limit
+(``|x| > 2**480``, about 3e144) is first divided by a power of two, so that
+ranges, means and variances stay finite; every other feature is scaled
+exactly as ``(x - offset) / span``, bit for bit.
 """
 
 from __future__ import annotations
@@ -11,8 +17,34 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_classes
-from .engine.execution import is_dask_collection
+from ._compat import compute, is_dask_collection
+from ._validation import check_classes, check_label_values
+
+#: Features with a value above 2**_SAFE_EXPONENT in magnitude are pre-scaled by
+#: a power of two: squares and sums of up to 2**40 rows then stay finite.
+_SAFE_EXPONENT = 480
+#: Without scaling, squared distances overflow past this magnitude.
+_UNSCALED_LIMIT = 1e150
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Per-feature scaling ``(X / prescale - offset) / span``.
+
+    ``prescale`` is a power of two (1 for every feature whose values stay
+    below ``2**480`` in magnitude), so it loses no precision; constant
+    features get ``span = 1`` and map to 0.
+    """
+
+    offset: np.ndarray
+    span: np.ndarray
+    prescale: np.ndarray
+
+    def apply(self, X):
+        """Scale numpy or dask rows of shape (n, n_features)."""
+        if np.any(self.prescale != 1.0):
+            X = X / self.prescale
+        return (X - self.offset) / self.span
 
 
 @dataclass
@@ -23,8 +55,7 @@ class TrainingData:
     codes: object  # int64 in 0..K-1, numpy or dask
     classes: np.ndarray
     counts: np.ndarray
-    offset: np.ndarray | None
-    span: np.ndarray | None
+    scaling: Scaling | None
 
 
 def _not_finite_error():
@@ -34,68 +65,156 @@ def _not_finite_error():
     )
 
 
-def _scale_params(scale, stats):
-    """``(offset, span)`` so that scaled = (X - offset) / span; constants -> 0."""
-    if scale is None:
-        return None, None
+def _prescale(lo, hi):
+    """Powers of two that bring each feature's largest magnitude under 2**_SAFE_EXPONENT."""
+    top = np.maximum(np.abs(lo), np.abs(hi))
+    _, exponent = np.frexp(top)
+    return np.ldexp(1.0, np.maximum(exponent - _SAFE_EXPONENT, 0))
+
+
+def _make_scaling(scale, stats, prescale):
+    """:class:`Scaling` from the statistics of ``X / prescale``."""
     if scale == "minmax":
-        lo, hi = stats["min"], stats["max"]
-        offset, span = lo, hi - lo
+        offset, span = stats["min"] / prescale, stats["max"] / prescale - stats["min"] / prescale
     else:  # "standard"
         offset, span = stats["mean"], np.sqrt(stats["var"])
     span = np.where(span > 0, span, 1.0)  # a constant feature maps to 0
-    return offset, span
+    return Scaling(np.asarray(offset, dtype=np.float64), span, prescale)
 
 
-def numpy_scale_params(X, scale):
-    """``(offset, span)`` of an in-memory ``X`` (``(None, None)`` for no scaling)."""
-    stats = {}
-    if scale == "minmax":
-        stats = {"min": X.min(axis=0), "max": X.max(axis=0)}
-    elif scale == "standard":
-        stats = {"mean": X.mean(axis=0), "var": X.var(axis=0)}
-    return _scale_params(scale, stats)
+def _check_unscaled(lo, hi):
+    top = max(float(np.max(np.abs(lo), initial=0.0)), float(np.max(np.abs(hi), initial=0.0)))
+    if top > _UNSCALED_LIMIT:
+        j = int(np.argmax(np.maximum(np.abs(lo), np.abs(hi))))
+        raise ValueError(
+            f"Feature {j} has values of magnitude {top:.3g}; without scaling, squared "
+            "distances overflow past 1e150. Use the estimator's scaling (scale='minmax' or "
+            "'standard') or rescale the feature before fitting.")
+
+
+def numpy_scaling(X, scale, *, distances=True):
+    """:class:`Scaling` of an in-memory ``X`` (``None`` for ``scale=None``).
+
+    ``distances`` (the estimator computes distances between rows): without
+    scaling, values whose squares overflow are refused.
+    """
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    if scale is None:
+        if distances:
+            _check_unscaled(lo, hi)
+        return None
+    prescale = _prescale(lo, hi)
+    stats = {"min": lo, "max": hi}
+    if scale == "standard":
+        Xp = X / prescale if np.any(prescale != 1.0) else X
+        stats.update(mean=Xp.mean(axis=0), var=Xp.var(axis=0))
+    return _make_scaling(scale, stats, prescale)
 
 
 def _encode(y, classes):
     return np.searchsorted(classes, y).astype(np.int64)
 
 
-def prepare_training_data(X, y, scale) -> TrainingData:
-    """Encode labels, check values, scale features (``None``, "minmax", "standard")."""
+def prepare_training_data(X, y, scale, *, distances=True) -> TrainingData:
+    """Encode labels, check values, scale features (``None``, "minmax", "standard").
+
+    ``distances=False`` for estimators that never compute distances between
+    rows (decision stumps), which take any finite values unscaled.
+    """
     if is_dask_collection(X) or is_dask_collection(y):
-        return _prepare_dask(X, y, scale)
+        return _prepare_dask(X, y, scale, distances)
     X = np.asarray(X, dtype=np.float64)
     classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
     check_classes(classes, counts)
-    offset, span = numpy_scale_params(X, scale)
-    if offset is not None:
-        X = (X - offset) / span
-    return TrainingData(X, codes.astype(np.int64), classes, counts, offset, span)
+    scaling = numpy_scaling(X, scale, distances=distances)
+    if scaling is not None:
+        X = scaling.apply(X)
+    return TrainingData(X, codes.astype(np.int64), classes, counts, scaling)
 
 
-def _prepare_dask(X, y, scale) -> TrainingData:
+# ---------------------------------------------------------------------------
+# Dask: one pass for finiteness, ranges, moments and the label summary
+# ---------------------------------------------------------------------------
+
+
+def label_summary_chunk(y):
+    """``{"values", "counts", "missing"}`` of one block of labels.
+
+    ``missing`` counts None/NaN labels; the distinct values go to the driver,
+    which runs the same target-type check on them as on numpy labels.
+    """
+    import pandas as pd
+
+    y = np.asarray(y)
+    missing = pd.isna(y) if y.dtype == object or y.dtype.kind == "f" else np.zeros(len(y), bool)
+    kept = y[~missing]
+    _check_one_label_type(kept)
+    values, counts = np.unique(kept, return_counts=True)
+    return {"values": values, "counts": counts, "missing": int(missing.sum())}
+
+
+def _check_one_label_type(values):
+    if values.dtype == object:
+        kinds = sorted({type(v).__name__ for v in values})
+        if len(kinds) > 1:  # np.unique cannot order str against int, and they are not classes
+            raise ValueError(f"y mixes label types ({', '.join(kinds)}); use labels of one "
+                             "type (e.g. convert them all to str).")
+
+
+def label_summary_combine(parts):
+    """Merge block summaries (associative: a tree of them gives the same result)."""
+    parts = list(parts)
+    values = np.concatenate([p["values"] for p in parts])
+    counts = np.concatenate([p["counts"] for p in parts])
+    _check_one_label_type(values)
+    merged, inverse = np.unique(values, return_inverse=True)
+    return {"values": merged, "counts": np.bincount(inverse.ravel(), weights=counts,
+                                                     minlength=len(merged)).astype(np.int64),
+            "missing": sum(p["missing"] for p in parts)}
+
+
+def _label_summary(y):
+    """A Delayed tree of :func:`label_summary_chunk` over the blocks of ``y``."""
     import dask
+
+    parts = [dask.delayed(label_summary_chunk, pure=True)(b) for b in y.to_delayed().ravel()]
+    while len(parts) > 1:
+        parts = [dask.delayed(label_summary_combine, pure=True)(parts[i:i + 8])
+                 for i in range(0, len(parts), 8)]
+    return parts[0]
+
+
+def _prepare_dask(X, y, scale, distances) -> TrainingData:
     import dask.array as da
 
     X = da.asarray(X).astype(np.float64)
     y = da.asarray(y)
     if X.chunks[0] != y.chunks[0]:
         y = y.rechunk((X.chunks[0],))
-    todo = {"finite": da.isfinite(X).all(), "unique": da.unique(y, return_counts=True)}
-    if scale == "minmax":
-        todo.update(min=X.min(axis=0), max=X.max(axis=0))
-    elif scale == "standard":
-        todo.update(mean=X.mean(axis=0), var=X.var(axis=0))
-    (stats,) = dask.compute(todo)
-    if not stats["finite"]:
+    # min/max also for "standard": they size the pre-scaling of huge features.
+    finite, labels, lo, hi, mean, var = compute(
+        da.isfinite(X).all(), _label_summary(y), X.min(axis=0), X.max(axis=0),
+        X.mean(axis=0) if scale == "standard" else None,
+        X.var(axis=0) if scale == "standard" else None, what="the scaling statistics")
+    if not finite:
         raise _not_finite_error()
-    classes, counts = stats["unique"]
-    if classes.dtype.kind == "f" and np.isnan(classes).any():
-        raise ValueError("y contains NaN labels. Drop those rows or give them a label.")
+    if labels["missing"]:
+        raise ValueError(f"y contains {labels['missing']} missing labels (None/NaN). Drop "
+                         "those rows (read_parquet(..., missing_label='drop')) or give them "
+                         "a label.")
+    classes, counts = labels["values"], labels["counts"]
+    check_label_values(classes)
     check_classes(classes, counts)
-    offset, span = _scale_params(scale, stats)
-    if offset is not None:
-        X = (X - offset) / span
+    if scale is None:
+        if distances:
+            _check_unscaled(lo, hi)
+        return TrainingData(X, y.map_blocks(_encode, classes=classes, dtype=np.int64), classes,
+                            counts, None)
+    prescale = _prescale(lo, hi)
+    if scale == "standard" and np.any(prescale != 1.0):
+        # Moments of near-limit features overflowed: one more pass on X / prescale.
+        mean, var = compute((X / prescale).mean(axis=0), (X / prescale).var(axis=0),
+                            what="the scaling statistics")
+    scaling = _make_scaling(scale, {"min": lo, "max": hi, "mean": mean, "var": var}, prescale)
     codes = y.map_blocks(_encode, classes=classes, dtype=np.int64)
-    return TrainingData(X, codes, classes, counts, offset, span)
+    return TrainingData(scaling.apply(X), codes, classes, counts, scaling)

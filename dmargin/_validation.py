@@ -18,7 +18,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
-from .engine.execution import is_dask_collection
+from ._compat import compute, is_dask_collection
 
 # ---------------------------------------------------------------------------
 # Parameter constraints
@@ -116,9 +116,11 @@ def _frame_to_array(frame):
     The conversion is persisted once: the DataFrame's graph is lowered anew
     for every later graph that uses it, with different task specs under the
     same keys, which distributed warns about (and which would recompute the
-    frame each time).
+    frame each time).  The partition lengths are computed through
+    :func:`dmargin._compat.compute`, so a lost cluster ends with an error.
     """
-    return frame.to_dask_array(lengths=True).persist()
+    (lengths,) = compute(frame.map_partitions(len), what="the partition lengths")
+    return frame.to_dask_array(lengths=tuple(int(n) for n in lengths)).persist()
 
 
 def _check_dask_X(estimator, X, reset):
@@ -146,6 +148,8 @@ def _check_dask_X(estimator, X, reset):
             "X.compute_chunk_sizes() first, or build it with "
             "ddf.to_dask_array(lengths=True)."
         )
+    if np.issubdtype(X.dtype, np.complexfloating):
+        raise _complex_error(f"dtype {X.dtype}")
     if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
         raise ValueError(f"X has dtype {X.dtype}; features must be numeric.")
     if reset:
@@ -160,6 +164,12 @@ def _check_dask_X(estimator, X, reset):
             f"{estimator.n_features_in_} features."
         )
     return X
+
+
+def _complex_error(what):
+    return ValueError(f"X has complex values ({what}); complex data are not supported. Split "
+                      "them into real features (e.g. real and imaginary parts, or the modulus) "
+                      "before fitting.")
 
 
 def _as_label_array(y):
@@ -200,8 +210,17 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2):
                     f"Feature columns {bad} are not numeric. Encode them as numbers "
                     "(e.g. one-hot or ordinal codes) or drop them before fitting."
                 )
-        X = validate_data(estimator, X, reset=reset, dtype=np.float64,
-                          ensure_min_samples=min_samples)
+            complex_columns = [str(c) for c, t in X.dtypes.items() if t.kind == "c"]
+        else:
+            complex_columns = [] if not np.iscomplexobj(X) else ["X"]
+        if complex_columns:
+            raise _complex_error(f"columns {complex_columns}" if hasattr(X, "columns")
+                                 else f"dtype {np.asarray(X).dtype}")
+        # Sums of finite values near the float limit overflow inside the finiteness
+        # check; they are finite, and scaling handles them (dmargin._io).
+        with np.errstate(over="ignore", invalid="ignore"):
+            X = validate_data(estimator, X, reset=reset, dtype=np.float64,
+                              ensure_min_samples=min_samples)
     if y is None:
         raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
                          "target y is None: feature selection by margins needs class labels.")
@@ -215,17 +234,27 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2):
     ny, nx = y.shape[0], X.shape[0]
     if not (isinstance(ny, float) and np.isnan(ny)) and ny != nx:
         raise ValueError(f"X has {nx} rows but y has {ny} labels; they must match.")
-    if not is_dask_collection(y):
+    if y.dtype.kind == "c":
+        raise ValueError(f"y has complex dtype {y.dtype}; class labels must be integers, "
+                         "strings or booleans.")
+    if not is_dask_collection(y):  # dask labels: checked on their distinct values in _io
         if y.dtype.kind == "f" and np.isnan(y).any():
             raise ValueError("y contains NaN labels. Drop those rows or give them a label.")
         if y.dtype == object and any(v is None or (isinstance(v, float) and np.isnan(v))
                                      for v in y):
             raise ValueError("y contains missing labels (None/NaN). Drop those rows or "
                              "give them a label.")
-        if type_of_target(y) == "continuous":
-            raise ValueError("Unknown label type: continuous. Margin-based selection needs "
-                             "class labels; bin a continuous target into classes first.")
+        check_label_values(y)
     return X, y
+
+
+def check_label_values(values):
+    """Class labels, not a continuous target: the same test for numpy labels and for
+    the distinct values of dask labels (``type_of_target`` gives the same answer on
+    both)."""
+    if type_of_target(values) == "continuous":
+        raise ValueError("Unknown label type: continuous. Margin-based selection needs "
+                         "class labels; bin a continuous target into classes first.")
 
 
 def check_classes(classes, counts):

@@ -215,3 +215,173 @@ def test_n_features_to_select(k, expected, xy):
         assert support.sum() == expected
         top = np.argsort(-est.feature_importances_, kind="stable")[:expected]
         assert set(np.flatnonzero(support)) == set(top)
+
+
+# ---------------------------------------------------------------------------
+# Dask labels get the numpy checks; complex input is refused (issue 12)
+# ---------------------------------------------------------------------------
+
+
+def _dask(X, y, rows=10):
+    return da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=rows)
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_continuous_dask_labels_are_rejected_as_numpy_ones(cls, xy, threaded):
+    X, _ = xy
+    y = np.random.default_rng(3).normal(size=len(X))  # 30 distinct floats: not classes
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        cls().fit(X, y)
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        cls().fit(*_dask(X, y))
+
+
+def test_continuous_parquet_labels_are_rejected(tmp_path, xy, threaded):
+    X, _ = xy
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    frame["label"] = np.random.default_rng(3).normal(size=len(X))
+    frame.to_parquet(tmp_path / "d.parquet", row_group_size=7)
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        dmargin.IRelief().fit(*dmargin.read_parquet(tmp_path / "d.parquet", "label"))
+
+
+def test_integer_valued_float_dask_labels_are_classes(xy, threaded):
+    X, y = xy
+    est = dmargin.ReliefF().fit(*_dask(X, y.astype(float)))
+    np.testing.assert_allclose(est.feature_importances_,
+                               dmargin.ReliefF().fit(X, y).feature_importances_, atol=1e-15)
+    np.testing.assert_array_equal(est.classes_, [0.0, 1.0])
+
+
+def test_missing_and_mixed_dask_labels_are_rejected(xy, threaded):
+    X, y = xy
+    labels = np.where(y == 1, "yes", "no").astype(object)
+    labels[4] = None
+    with pytest.raises(ValueError, match="1 missing labels"):
+        dmargin.IRelief().fit(*_dask(X, labels))
+    labels[4] = 7  # a number among strings, in one block and across blocks
+    with pytest.raises(ValueError, match="mixes label types"):
+        dmargin.IRelief().fit(*_dask(X, labels))
+    labels = np.where(y == 1, "yes", "no").astype(object)
+    labels[20:] = 1
+    with pytest.raises(ValueError, match="mixes label types"):
+        dmargin.IRelief().fit(*_dask(X, labels))
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_complex_dask_input_is_refused(cls, xy, threaded):
+    X, y = xy
+    Xd, yd = _dask(X.astype(complex), y)
+    with pytest.raises(ValueError, match="complex"):
+        cls().fit(Xd, yd)
+    with pytest.raises(ValueError, match="complex"):
+        cls().fit(X.astype(complex), y)  # the numpy path, for comparison
+    with pytest.raises(ValueError, match="complex"):
+        cls().fit(*_dask(X, y.astype(complex)))
+
+
+def test_mixed_collection_types_compute_in_order(threaded):
+    """dask 2026.8's compute reorders arrays and Delayed; dmargin's does not."""
+    import dask
+
+    from dmargin._compat import compute
+
+    X = da.ones((6, 2), chunks=2)
+    d = dask.delayed(lambda: "D")()
+    out = compute(X.sum(), d, X.min(axis=0), "plain", X.max())
+    assert out[0] == 12.0 and out[1] == "D" and out[3] == "plain" and out[4] == 1.0
+    np.testing.assert_array_equal(out[2], [1.0, 1.0])
+
+
+# ---------------------------------------------------------------------------
+# Values near the float limit (issue 12)
+# ---------------------------------------------------------------------------
+
+
+def _separable():
+    rng = np.random.default_rng(4)
+    y = np.repeat([0, 1], 20)
+    X = rng.uniform(-1, 1, size=(40, 4))
+    X[:, 0] = np.where(y == 1, 1.0, -1.0)  # separates the classes perfectly
+    return X, y
+
+
+def _huge(X, factor=1e308):
+    X = X.copy()
+    X[:, 0] *= factor
+    return X
+
+
+SCALED = [
+    pytest.param(lambda: dmargin.IRelief(max_iter=5, tol=0), id="IRelief"),
+    pytest.param(lambda: dmargin.ReliefF(n_neighbors=3), id="ReliefF"),
+    pytest.param(lambda: dmargin.Relief(), id="Relief"),
+    pytest.param(lambda: dmargin.OnlineIRelief(random_state=0, n_passes=2), id="OnlineIRelief"),
+    pytest.param(lambda: dmargin.Immigrate(max_iter=3, tol=0), id="Immigrate"),
+    pytest.param(lambda: dmargin.LDMRFE(2), id="LDMRFE"),
+    pytest.param(lambda: dmargin.SBSMF(2, n_estimators=10), id="SBSMF"),
+]
+
+
+def _result(est):
+    for name in ("feature_importances_", "ranking_"):
+        if hasattr(est, name):
+            return np.asarray(getattr(est, name), dtype=float)
+    raise AssertionError(est)
+
+
+@pytest.mark.parametrize("make", SCALED)
+@pytest.mark.parametrize("factor", [1e308, -1.7e308, 1e200])
+def test_columns_near_the_float_limit_rank_as_unit_columns(make, factor):
+    """A +-1e308 column is scaled as a +-1 column: same weights, no NaN, no warning."""
+    import warnings
+
+    X, y = _separable()
+    expected = _result(make().fit(X, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _result(make().fit(_huge(X, factor), y))
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+# Immigrate's standardisation overflows in the first dask pass (numpy warns in the
+# task threads) and is recomputed on the pre-scaled rows.
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("make", SCALED[:2] + SCALED[4:5])
+def test_columns_near_the_float_limit_on_dask(make, threaded):
+    X, y = _separable()
+    expected = _result(make().fit(X, y))
+    got = _result(make().fit(*_dask(_huge(X), y)))
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_standard_scaling_of_huge_columns_is_finite():
+    from dmargin._io import numpy_scaling
+
+    X, _ = _separable()
+    scaling = numpy_scaling(_huge(X), "standard")
+    np.testing.assert_allclose(scaling.apply(_huge(X)), numpy_scaling(X, "standard").apply(X),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_ordinary_columns_scale_bit_for_bit_as_before():
+    from dmargin._io import numpy_scaling
+
+    X, _ = _separable()
+    X = X * 1e100 + 3.0
+    for scale in ("minmax", "standard"):
+        s = numpy_scaling(X, scale)
+        assert np.all(s.prescale == 1.0)
+        if scale == "minmax":
+            before = (X - X.min(0)) / (X.max(0) - X.min(0))
+        else:
+            before = (X - X.mean(0)) / X.std(0)
+        np.testing.assert_array_equal(s.apply(X), before)
+
+
+def test_unscaled_huge_values_name_the_fix():
+    X, y = _separable()
+    with pytest.raises(ValueError, match="overflow.*scale='minmax'"):
+        dmargin.IRelief(scale=None).fit(_huge(X), y)
