@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._compat import compute, is_dask_collection
-from ._validation import check_classes, check_label_values
+from ._validation import check_classes, check_label_values, check_one_label_type
 
 #: Features with a value above 2**_SAFE_EXPONENT in magnitude are pre-scaled by
 #: a power of two: squares and sums of up to 2**40 rows then stay finite.
@@ -148,17 +148,10 @@ def label_summary_chunk(y):
     y = np.asarray(y)
     missing = pd.isna(y) if y.dtype == object or y.dtype.kind == "f" else np.zeros(len(y), bool)
     kept = y[~missing]
-    _check_one_label_type(kept)
+    check_one_label_type(kept)
     values, counts = np.unique(kept, return_counts=True)
     return {"values": values, "counts": counts, "missing": int(missing.sum())}
 
-
-def _check_one_label_type(values):
-    if values.dtype == object:
-        kinds = sorted({type(v).__name__ for v in values})
-        if len(kinds) > 1:  # np.unique cannot order str against int, and they are not classes
-            raise ValueError(f"y mixes label types ({', '.join(kinds)}); use labels of one "
-                             "type (e.g. convert them all to str).")
 
 
 def label_summary_combine(parts):
@@ -166,7 +159,7 @@ def label_summary_combine(parts):
     parts = list(parts)
     values = np.concatenate([p["values"] for p in parts])
     counts = np.concatenate([p["counts"] for p in parts])
-    _check_one_label_type(values)
+    check_one_label_type(values)
     merged, inverse = np.unique(values, return_inverse=True)
     return {"values": merged, "counts": np.bincount(inverse.ravel(), weights=counts,
                                                      minlength=len(merged)).astype(np.int64),

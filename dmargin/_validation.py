@@ -150,8 +150,13 @@ def _check_dask_X(estimator, X, reset):
         )
     if np.issubdtype(X.dtype, np.complexfloating):
         raise _complex_error(f"dtype {X.dtype}")
-    if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
-        raise ValueError(f"X has dtype {X.dtype}; features must be numeric.")
+    if X.dtype == object:  # numbers in object blocks are fine; text is named when read
+        X = X.map_blocks(_numeric_block, dtype=np.float64)
+    elif not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
+        raise ValueError(f"X has dtype {X.dtype}; features must be numeric, and these are "
+                         "not numeric. Encode them as numbers before fitting.")
+    if X.shape[0] == 0:
+        raise ValueError("X has 0 rows (0 samples); at least 2 are needed to fit.")
     if reset:
         estimator.n_features_in_ = X.shape[1]
         if names is not None:
@@ -164,6 +169,34 @@ def _check_dask_X(estimator, X, reset):
             f"{estimator.n_features_in_} features."
         )
     return X
+
+
+def _numeric_block(block):
+    """An object block of a dask X as float64, or an error naming the first text cell.
+
+    Text is refused even when it parses as a number ("0.5"), as for pandas
+    columns of strings: a column of text is a data problem to fix upstream.
+    """
+    for j in range(block.shape[1]):
+        for v in block[:, j]:
+            if not _is_number(v):
+                raise ValueError(f"Feature column {j} is not numeric (it holds {v!r}). "
+                                 "Encode it as numbers (e.g. one-hot or ordinal codes) or "
+                                 "drop it before fitting.")
+    return block.astype(np.float64)
+
+
+def _is_number(v):
+    return isinstance(v, (numbers.Number, np.number, np.bool_)) and not isinstance(v, complex)
+
+
+def check_one_label_type(values):
+    """Labels of one Python type: ``1`` and ``"1"`` are not two classes to order."""
+    if values.dtype == object:
+        kinds = sorted({type(v).__name__ for v in values})
+        if len(kinds) > 1:
+            raise ValueError(f"y mixes label types ({', '.join(kinds)}); use labels of one "
+                             "type (e.g. convert them all to str).")
 
 
 def _complex_error(what):
@@ -244,6 +277,7 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2):
                                      for v in y):
             raise ValueError("y contains missing labels (None/NaN). Drop those rows or "
                              "give them a label.")
+        check_one_label_type(y)
         check_label_values(y)
     return X, y
 
@@ -261,6 +295,7 @@ def check_classes(classes, counts):
     """At least two classes are needed for hits and misses."""
     if len(classes) < 2:
         raise ValueError(
-            f"y has a single class ({classes[0]!r}); margin-based selection needs at least "
+            f"y has a single class ({np.asarray(classes)[:1].tolist()[0]!r}); margin-based "
+            "selection needs at least "
             "two classes to define misses."
         )
