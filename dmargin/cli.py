@@ -3,14 +3,26 @@
 ::
 
     dmargin select DATA --label COL --method irelief [--scheduler ADDRESS]
-                   [--top K] [--out FILE.csv|FILE.json] [--plot FILE.png]
+                   [--top K] [--out FILE.csv|FILE.json] [--plot FILE.png] [--force]
 
 Parquet (a file, a directory, a Spark-written partitioned directory) is read
 lazily with :func:`dmargin.read_parquet`; CSV with pandas.  With
 ``--scheduler`` the fit runs on that Dask cluster; otherwise in this process.
-The ranking (and, for IMMIGRATE, the top interactions) goes to ``--out`` as
-CSV or JSON, or to the terminal.  Every user error ends with one line on
-stderr and exit status 2.
+The ranking (and, for IMMIGRATE, the top interactions, in
+``<stem>_interactions.csv`` beside a CSV ``--out``) goes to ``--out`` as CSV
+or JSON, or to the terminal.
+
+Nothing is lost, nothing hangs:
+
+- Every user error ends with one line on stderr (``dmargin: error: ...``)
+  and exit status 2.  The command line is checked before the data is read
+  and the fit starts: ``--top`` positive; DATA exists; ``--out`` is ``.csv``
+  or ``.json``, ``--plot`` a format matplotlib writes (and matplotlib is
+  installed); their directories exist and are writable.
+- An input is never overwritten: ``--out``, its ``_interactions.csv`` and
+  ``--plot`` may not be DATA (also through a symlink or a hard link) nor lie
+  inside a DATA directory, not even with ``--force``; they must be distinct
+  files.  An existing output is replaced only with ``--force``.
 """
 
 from __future__ import annotations
@@ -18,7 +30,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,6 +49,9 @@ METHODS = {
     "sbs-mf": ("SBSMF", {}),
     "ldm-rfe": ("LDMRFE", {}),
 }
+# Methods whose fit sets ``interactions_``: with a CSV --out they also write
+# ``<stem>_interactions.csv``, which is checked like --out before the fit.
+_WITH_INTERACTIONS = {"immigrate", "im4e-immigrate", "bim"}
 
 
 class UserError(Exception):
@@ -44,25 +61,138 @@ class UserError(Exception):
 def _parser():
     parser = argparse.ArgumentParser(prog="dmargin", description="Margin-based feature selection.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sel = sub.add_parser("select", help="rank the features of a data set",
-                         description="Rank the features of DATA (Parquet or CSV) by LABEL.")
+    sel = sub.add_parser(
+        "select", help="rank the features of a data set",
+        description="Rank the features of DATA (Parquet or CSV) by LABEL.",
+        epilog="The options are checked before the data is read. --out and --plot never "
+               "overwrite the input (nor a file inside an input directory), not even with "
+               "--force. Errors are one line on stderr and exit status 2.")
     sel.add_argument("data", help="a .parquet file or directory, or a .csv file")
     sel.add_argument("--label", required=True, help="the label column")
     sel.add_argument("--method", choices=sorted(METHODS), default="irelief")
     sel.add_argument("--scheduler", metavar="ADDRESS",
                      help="a Dask scheduler (tcp://host:8786, or a scheduler file .json)")
     sel.add_argument("--top", type=int, default=None, metavar="K", help="keep the K best features")
-    sel.add_argument("--out", type=Path, help="write the ranking to FILE (.csv or .json)")
-    sel.add_argument("--plot", type=Path, help="save a weight plot (IMMIGRATE: the W heat map)")
+    sel.add_argument("--out", type=Path,
+                     help="write the ranking to FILE (.csv or .json; IMMIGRATE with .csv also "
+                          "writes FILE_interactions.csv)")
+    sel.add_argument("--plot", type=Path,
+                     help="save a weight plot (IMMIGRATE: the W heat map); the suffix "
+                          "(.png, .pdf, .svg, ...) picks the format")
+    sel.add_argument("--force", action="store_true",
+                     help="replace existing --out/--plot files (never the input)")
     sel.add_argument("--random-state", type=int, default=0)
     sel.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     return parser
 
 
+# -- checks before anything is read ----------------------------------------------------
+
+
+def _inside(path: str, folder: str) -> bool:
+    return os.path.commonpath([path, folder]) == folder
+
+
+def _input_clash(real: str, data: Path) -> str | None:
+    """How the output path ``real`` (resolved) would overwrite the input, or None."""
+    data_real = os.path.realpath(data)
+    if real == data_real:
+        return "is the input file"
+    if data.is_dir() and _inside(real, data_real):
+        return f"is inside the input directory {data}"
+    if not os.path.exists(real):
+        return None
+    if os.path.samefile(real, data):  # a hard link (or bind mount) of the input
+        return "is the input file (another link to it)"
+    if data.is_dir() and os.stat(real).st_nlink > 1:
+        # A hard link to a file of the input directory; only then is the walk needed.
+        target = os.stat(real)
+        for root, _, files in os.walk(data_real):
+            for name in files:
+                st = os.stat(os.path.join(root, name))
+                if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+                    return f"is a link to {os.path.join(root, name)}, inside the input"
+    return None
+
+
+def _check_target(option: str, path: Path, data: Path, force: bool) -> str:
+    """Check that ``path`` may be written; return its resolved real path."""
+    real = os.path.realpath(path)
+    clash = _input_clash(real, data)
+    if clash:
+        raise UserError(f"{option} {path} {clash}; choose another path (an input is never "
+                        "overwritten, not even with --force).")
+    if os.path.isdir(real):
+        raise UserError(f"{option} {path} is a directory; give a file name inside it.")
+    folder = os.path.dirname(real)
+    if not os.path.isdir(folder):
+        raise UserError(f"{option} {path}: no such directory {folder}; create it first or "
+                        "choose another path.")
+    if os.path.lexists(path) and not force:
+        raise UserError(f"{option} {path} exists; pass --force to replace it.")
+    try:  # os.access says yes to root even on a read-only file system: try it
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise UserError(f"{option} {path}: cannot write in {folder} ({exc.strerror}); "
+                        "choose a writable directory.") from None
+    return real
+
+
+def _plot_format(path: Path) -> str:
+    fmt = path.suffix.lower().lstrip(".")
+    try:
+        import matplotlib  # noqa: F401
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise UserError("--plot needs matplotlib: pip install 'dmargin[plot]' "
+                        "(or leave out --plot).") from None
+    known = Figure().canvas.get_supported_filetypes()
+    if not fmt:
+        raise UserError(f"--plot {path}: name the image format with a suffix, one of "
+                        f"{', '.join('.' + k for k in sorted(known))}.")
+    if fmt not in known:
+        raise UserError(f"--plot {path}: matplotlib cannot write .{fmt}; use one of "
+                        f"{', '.join('.' + k for k in sorted(known))}.")
+    return fmt
+
+
+_LABELS = {"out": "--out", "interactions": "the interactions file of --out", "plot": "--plot"}
+
+
+def _check(args):
+    """Check the whole command line; return the resolved output paths."""
+    if args.top is not None and args.top < 1:
+        raise UserError("--top must be a positive number of features.")
+    data = Path(args.data)
+    if not data.exists():
+        raise UserError(f"{args.data}: no such file or directory; check the DATA path.")
+    plan = {"out": None, "interactions": None, "plot": None, "plot_format": None}
+    if args.out is not None:
+        if args.out.suffix.lower() not in (".csv", ".json"):
+            raise UserError(f"--out {args.out}: use a .csv or .json file name.")
+        plan["out"] = _check_target("--out", args.out, data, args.force)
+        if args.out.suffix.lower() == ".csv" and args.method in _WITH_INTERACTIONS:
+            derived = args.out.with_name(args.out.stem + "_interactions.csv")
+            plan["interactions"] = _check_target("--out (interactions)", derived, data,
+                                                 args.force)
+    if args.plot is not None:
+        plan["plot_format"] = _plot_format(args.plot)
+        plan["plot"] = _check_target("--plot", args.plot, data, args.force)
+    written = [(k, p) for k, p in plan.items() if k != "plot_format" and p is not None]
+    for i, (first, a) in enumerate(written):
+        for second, b in written[i + 1:]:
+            if a == b or (os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)):
+                raise UserError(f"{_LABELS[first]} and {_LABELS[second]} name the same file "
+                                f"{a}; give each its own path.")
+    return plan
+
+
+# -- reading, fitting, writing --------------------------------------------------------
+
+
 def _read(path: str, label: str, use_dask: bool):
     p = Path(path)
-    if not p.exists():
-        raise UserError(f"{path}: no such file or directory.")
     if p.suffix.lower() == ".csv":
         try:
             frame = pd.read_csv(p)
@@ -76,15 +206,15 @@ def _read(path: str, label: str, use_dask: bool):
 
     try:
         X, y = read_parquet(p, label)
+        # read_parquet's feature order: every column of the schema but the label.
+        names = [n for n in _discover(p, None).schema.names if n != label]
+        if not use_dask:
+            import dask
+
+            X, y = dask.compute(X, y)
+            return pd.DataFrame(X, columns=names), y
     except (ValueError, KeyError, TypeError) as exc:
         raise UserError(str(exc)) from None
-    # read_parquet's feature order: every column of the schema but the label.
-    names = [n for n in _discover(p, None).schema.names if n != label]
-    if not use_dask:
-        import dask
-
-        X, y = dask.compute(X, y)
-        return pd.DataFrame(X, columns=names), y
     return X, y
 
 
@@ -169,45 +299,53 @@ class _Progress(logging.Handler):
         super().close()
 
 
-def _write(table, interactions, out: Path | None):
-    if out is None:
+def _replace(path: str, write, binary=False):
+    with open(path, "wb" if binary else "w", **({} if binary else {"newline": ""})) as fh:
+        write(fh)
+
+
+def _write(table, interactions, plan, given: Path | None):
+    if given is None:
         print(table.to_string(index=False))
         if interactions is not None:
             print("\ntop interactions:")
             print(interactions.to_string(index=False))
         return
-    suffix = out.suffix.lower()
-    if suffix == ".csv":
-        table.to_csv(out, index=False)
+    if given.suffix.lower() == ".csv":
+        _replace(plan["out"], lambda fh: table.to_csv(fh, index=False))
         if interactions is not None:
-            interactions.to_csv(out.with_name(out.stem + "_interactions.csv"), index=False)
-    elif suffix == ".json":
+            if plan["interactions"] is None:  # _WITH_INTERACTIONS is out of date
+                raise RuntimeError(f"unchecked interactions output for {given}")
+            _replace(plan["interactions"], lambda fh: interactions.to_csv(fh, index=False))
+    else:
         doc = {"ranking": table.to_dict(orient="records")}
         if interactions is not None:
             doc["interactions"] = interactions.to_dict(orient="records")
-        out.write_text(json.dumps(doc, indent=2, default=float))
-    else:
-        raise UserError(f"--out {out}: use a .csv or .json file name.")
+        _replace(plan["out"], lambda fh: fh.write(json.dumps(doc, indent=2, default=float)))
 
 
-def _plot(est, path: Path):
-    try:
-        from . import plotting
-    except ImportError:  # pragma: no cover - matplotlib missing
-        raise UserError("--plot needs matplotlib: pip install 'dmargin[plot]'.") from None
+def _plot(est, plan):
     import matplotlib
 
     matplotlib.use("Agg")
+    from . import plotting
+
     if hasattr(est, "weight_matrix_"):
         ax = plotting.plot_weight_matrix(est)
     else:
         ax = plotting.plot_feature_weights(est)
-    ax.figure.savefig(path, bbox_inches="tight")
+    try:
+        _replace(plan["plot"], lambda fh: ax.figure.savefig(fh, format=plan["plot_format"],
+                                                            bbox_inches="tight"), binary=True)
+    finally:
+        ax.figure.clf()
+        import matplotlib.pyplot as plt
+
+        plt.close(ax.figure)
 
 
 def select(args):
-    if args.top is not None and args.top < 1:
-        raise UserError("--top must be a positive number of features.")
+    plan = _check(args)  # everything the user typed, before reading or connecting
     client = _client(args.scheduler)
     try:
         X, y = _read(args.data, args.label, use_dask=client is not None)
@@ -244,18 +382,20 @@ def select(args):
     interactions = None
     if hasattr(est, "interactions_"):
         interactions = est.interactions_.head(args.top or 10)
-    _write(table, interactions, args.out)
+    _write(table, interactions, plan, args.out)
     if args.plot is not None:
-        _plot(est, args.plot)
+        _plot(est, plan)
     return 0
 
 
 def main(argv=None):
+    """Run ``dmargin``; return the exit status (0, or 2 after a one-line error)."""
     args = _parser().parse_args(argv)
     try:
         return select(args)
     except UserError as exc:
-        print(f"dmargin: error: {exc}", file=sys.stderr)
+        message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"dmargin: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -103,3 +103,174 @@ def test_progress_bar_on_stderr(csv_file, tmp_path, capsys):
                  "--out", str(tmp_path / "r.csv")]) == 0
     err = capsys.readouterr().err
     assert "[" in err and "IMMIGRATE step" in err and "/<=10" in err and "done in" in err
+
+
+# -- nothing lost, nothing hung: every check before the data is read ---------------------
+
+import os  # noqa: E402
+import shutil  # noqa: E402
+import time  # noqa: E402
+
+import dmargin  # noqa: E402
+import dmargin.cli as cli  # noqa: E402
+
+
+def _one_line(capsys):
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dmargin: error:") and "\n" not in err, err
+    return err
+
+
+def _parquet_dir(frame, folder):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    for i, rows in enumerate(np.array_split(np.arange(len(frame)), 2)):
+        pq.write_table(pa.Table.from_pandas(frame.iloc[rows], preserve_index=False),
+                       folder / f"part-{i}.parquet")
+    return folder
+
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture
+def no_fit(monkeypatch):
+    """Fail the test if the data is read or an estimator is fitted."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the data was read or the fit started before the checks")
+
+    monkeypatch.setattr(cli, "_read", forbidden)
+    for name, _ in cli.METHODS.values():
+        monkeypatch.setattr(getattr(dmargin, name), "fit", forbidden)
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+@pytest.mark.parametrize("alias", ["same", "symlink", "hardlink", "input-via-symlink"])
+def test_out_never_overwrites_the_input_csv(csv_file, tmp_path, capsys, no_fit, alias, force):
+    data = tmp_path / "v.csv"
+    shutil.copy(csv_file, data)
+    before = data.read_bytes()
+    given, out = data, data
+    if alias == "symlink":
+        out = tmp_path / "alias.csv"
+        out.symlink_to(data)
+    elif alias == "hardlink":
+        out = tmp_path / "hard.csv"
+        os.link(data, out)
+    elif alias == "input-via-symlink":
+        given = tmp_path / "link-to-data.csv"
+        given.symlink_to(data)
+    assert main(["select", str(given), "--label", "status", "--out", str(out), "-q", *force]) == 2
+    assert "input" in _one_line(capsys)
+    assert data.read_bytes() == before
+
+
+@pytest.mark.parametrize("option, name", [("--out", "rank.csv"), ("--out", "part-0.parquet.json"),
+                                          ("--plot", "w.png")])
+def test_outputs_inside_the_input_parquet_directory_are_refused(frame, tmp_path, capsys, no_fit,
+                                                                 option, name):
+    folder = _parquet_dir(frame, tmp_path / "table")
+    before = _snapshot(folder)
+    assert main(["select", str(folder), "--label", "status", option, str(folder / name),
+                 "-q", "--force"]) == 2
+    assert "inside the input" in _one_line(capsys)
+    assert _snapshot(folder) == before
+
+
+def test_interactions_file_never_overwrites_the_input(csv_file, tmp_path, capsys, no_fit):
+    data = tmp_path / "r_interactions.csv"
+    shutil.copy(csv_file, data)
+    before = data.read_bytes()
+    assert main(["select", str(data), "--label", "status", "--method", "immigrate",
+                 "--out", str(tmp_path / "r.csv"), "-q", "--force"]) == 2
+    assert "input" in _one_line(capsys)
+    assert data.read_bytes() == before
+
+
+def test_existing_out_needs_force(csv_file, tmp_path, capsys):
+    out = tmp_path / "rank.csv"
+    out.write_text("old ranking\n")
+    argv = ["select", str(csv_file), "--label", "status", "--out", str(out), "-q"]
+    assert main(argv) == 2
+    err = _one_line(capsys)
+    assert "exists" in err and "--force" in err
+    assert out.read_text() == "old ranking\n"
+    assert main(argv + ["--force"]) == 0
+    assert pd.read_csv(out)["feature"].iloc[0] == "signal"
+
+
+@pytest.mark.parametrize("existing", ["w.png", "r_interactions.csv"])
+def test_existing_plot_or_interactions_need_force(csv_file, tmp_path, capsys, no_fit, existing):
+    (tmp_path / existing).write_text("keep me\n")
+    assert main(["select", str(csv_file), "--label", "status", "--method", "immigrate",
+                 "--out", str(tmp_path / "r.csv"), "--plot", str(tmp_path / "w.png"), "-q"]) == 2
+    assert "--force" in _one_line(capsys)
+    assert (tmp_path / existing).read_text() == "keep me\n"
+
+
+def test_out_and_plot_must_differ(csv_file, tmp_path, capsys, no_fit):
+    out = tmp_path / "r.csv"
+    out.write_text("old\n")
+    (tmp_path / "w.png").symlink_to(out)
+    assert main(["select", str(csv_file), "--label", "status", "--out", str(out),
+                 "--plot", str(tmp_path / "w.png"), "-q", "--force"]) == 2
+    assert "same file" in _one_line(capsys)
+    assert out.read_text() == "old\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--out", "{tmp}/missing/rank.csv"], "no such directory"),
+    (["--out", "{tmp}/rank.txt"], "use a .csv or .json"),
+    (["--out", "{tmp}/sub.csv"], "is a directory"),
+    (["--plot", "{tmp}/w.xyz"], "png"),
+    (["--plot", "{tmp}/w"], "suffix"),
+    (["--plot", "{tmp}/missing/w.png"], "no such directory"),
+    (["--top", "0"], "--top must be a positive"),
+])
+def test_bad_outputs_fail_before_the_data_is_read(csv_file, tmp_path, capsys, no_fit, args,
+                                                  message):
+    (tmp_path / "sub.csv").mkdir()
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    assert main(["select", str(csv_file), "--label", "status", *args, "-q"]) == 2
+    assert message in _one_line(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub.csv"]
+
+
+def test_missing_data_fails_before_reading(tmp_path, capsys, no_fit):
+    assert main(["select", str(tmp_path / "nope.csv"), "--label", "y", "-q"]) == 2
+    assert "no such file" in _one_line(capsys)
+
+
+def test_plot_without_matplotlib_fails_before_the_fit(csv_file, tmp_path, monkeypatch, capsys,
+                                                      no_fit):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["select", str(csv_file), "--label", "status",
+                 "--plot", str(tmp_path / "w.png"), "-q"]) == 2
+    assert "matplotlib" in _one_line(capsys)
+
+
+def _run_cli(args, timeout=60):
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "dmargin.cli", *args], capture_output=True,
+                         text=True, timeout=timeout)
+    return run, time.perf_counter() - start
+
+
+def test_out_equal_to_input_in_a_real_process(csv_file, tmp_path):
+    data = tmp_path / "v.csv"
+    shutil.copy(csv_file, data)
+    before = data.read_bytes()
+    run, _ = _run_cli(["select", str(data), "--label", "status", "--out", str(data), "-q"])
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr and run.stderr.count("\n") == 1, run.stderr
+    assert data.read_bytes() == before
+
+
+def test_help_describes_force(capsys):
+    with pytest.raises(SystemExit):
+        main(["select", "--help"])
+    out = capsys.readouterr().out
+    assert "--force" in out and "input" in out
