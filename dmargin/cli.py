@@ -23,11 +23,15 @@ Nothing is lost, nothing hangs:
   ``--plot`` may not be DATA (also through a symlink or a hard link) nor lie
   inside a DATA directory, not even with ``--force``; they must be distinct
   files.  An existing output is replaced only with ``--force``.
+- Outputs are written to a temporary file in the target directory and moved
+  over the target with :func:`os.replace`, so an interrupted or failed write
+  leaves the previous file intact.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -196,7 +200,7 @@ def _read(path: str, label: str, use_dask: bool):
     if p.suffix.lower() == ".csv":
         try:
             frame = pd.read_csv(p)
-        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ParserError, UnicodeDecodeError, EmptyDataError
             raise UserError(f"{path}: not a readable CSV file ({exc}).") from None
         if label not in frame.columns:
             raise UserError(f"{path} has no column {label!r}; columns are "
@@ -213,8 +217,8 @@ def _read(path: str, label: str, use_dask: bool):
 
             X, y = dask.compute(X, y)
             return pd.DataFrame(X, columns=names), y
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UserError(str(exc)) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{path}: {exc}") from None
     return X, y
 
 
@@ -299,9 +303,34 @@ class _Progress(logging.Handler):
         super().close()
 
 
+def _file_mode(path: str) -> int:
+    """The permissions a plain ``open(path, "w")`` would give (mkstemp makes 0600)."""
+    if os.path.exists(path):
+        return os.stat(path).st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def _replace(path: str, write, binary=False):
-    with open(path, "wb" if binary else "w", **({} if binary else {"newline": ""})) as fh:
-        write(fh)
+    """Write ``path`` atomically: a temporary file beside it, then :func:`os.replace`.
+
+    A kill or a failure mid-write leaves the previous file as it was.
+    """
+    folder, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    try:
+        # newline="": pandas writes its own line endings into file objects.
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": ""})) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _file_mode(path))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _write(table, interactions, plan, given: Path | None):
@@ -364,8 +393,10 @@ def select(args):
             log.setLevel(logging.DEBUG)
         try:
             est.fit(X, y)
-        except ValueError as exc:  # the estimators' messages name the problem and the fix
+        except (ValueError, TypeError) as exc:  # the estimators' messages name problem and fix
             raise UserError(str(exc)) from None
+        except OSError as exc:  # a Parquet file gone mid-fit, a lost scheduler connection
+            raise UserError(f"the fit stopped: {exc}") from None
         finally:
             if progress is not None:
                 log.removeHandler(progress)
@@ -382,9 +413,13 @@ def select(args):
     interactions = None
     if hasattr(est, "interactions_"):
         interactions = est.interactions_.head(args.top or 10)
-    _write(table, interactions, plan, args.out)
-    if args.plot is not None:
-        _plot(est, plan)
+    try:
+        _write(table, interactions, plan, args.out)
+        if args.plot is not None:
+            _plot(est, plan)
+    except OSError as exc:
+        raise UserError(f"cannot write {exc.filename or 'the output'}: "
+                        f"{exc.strerror or exc}; any previous file there is intact.") from None
     return 0
 
 

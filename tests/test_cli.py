@@ -252,6 +252,43 @@ def test_plot_without_matplotlib_fails_before_the_fit(csv_file, tmp_path, monkey
     assert "matplotlib" in _one_line(capsys)
 
 
+def test_data_errors_are_one_line(csv_file, tmp_path, monkeypatch, capsys):
+    (tmp_path / "dir.csv").mkdir()  # read_csv: IsADirectoryError
+    assert main(["select", str(tmp_path / "dir.csv"), "--label", "status", "-q"]) == 2
+    assert "dir.csv" in _one_line(capsys)
+
+    def bad_type(self, X, y):
+        raise TypeError("X has an object column 'b'; encode it as numbers.")
+
+    monkeypatch.setattr(dmargin.IRelief, "fit", bad_type)
+    assert main(["select", str(csv_file), "--label", "status", "-q"]) == 2
+    assert "encode it as numbers" in _one_line(capsys)
+
+
+def test_outputs_are_written_atomically(csv_file, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    out, png = tmp_path / "r.csv", tmp_path / "w.png"
+    assert main(["select", str(csv_file), "--label", "status", "--method", "immigrate",
+                 "--out", str(out), "--plot", str(png), "-q"]) == 0
+    # No temporary file left beside the outputs.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r_interactions.csv", "w.png"]
+    good = out.read_bytes()
+
+    def disk_full(self, path_or_buf=None, *args, **kwargs):
+        if isinstance(path_or_buf, (str, os.PathLike)):
+            Path(path_or_buf).write_text("rank,feat")
+        else:
+            path_or_buf.write("rank,feat")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", disk_full)
+    assert main(["select", str(csv_file), "--label", "status", "--out", str(out), "-q",
+                 "--force"]) == 2
+    assert "No space left" in _one_line(capsys)
+    assert out.read_bytes() == good
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r_interactions.csv", "w.png"]
+
+
 def _run_cli(args, timeout=60):
     start = time.perf_counter()
     run = subprocess.run([sys.executable, "-m", "dmargin.cli", *args], capture_output=True,
