@@ -18,7 +18,8 @@ Nothing is lost, nothing hangs:
   and exit status 2.  The command line is checked before the data is read
   and the fit starts: ``--top`` positive; DATA exists; ``--out`` is ``.csv``
   or ``.json``, ``--plot`` a format matplotlib writes (and matplotlib is
-  installed); their directories exist and are writable.
+  installed); their directories exist and are writable; a scheduler file
+  exists and names an address.
 - An input is never overwritten: ``--out``, its ``_interactions.csv`` and
   ``--plot`` may not be DATA (also through a symlink or a hard link) nor lie
   inside a DATA directory, not even with ``--force``; they must be distinct
@@ -26,6 +27,8 @@ Nothing is lost, nothing hangs:
 - Outputs are written to a temporary file in the target directory and moved
   over the target with :func:`os.replace`, so an interrupted or failed write
   leaves the previous file intact.
+- A scheduler that does not answer (a ``tcp://`` address, or the address in
+  a scheduler file) ends the command within about 10 s.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ METHODS = {
 # Methods whose fit sets ``interactions_``: with a CSV --out they also write
 # ``<stem>_interactions.csv``, which is checked like --out before the fit.
 _WITH_INTERACTIONS = {"immigrate", "im4e-immigrate", "bim"}
+# How long a scheduler may take to answer before the command gives up.
+_CONNECT_TIMEOUT = "10s"
 
 
 class UserError(Exception):
@@ -75,7 +80,8 @@ def _parser():
     sel.add_argument("--label", required=True, help="the label column")
     sel.add_argument("--method", choices=sorted(METHODS), default="irelief")
     sel.add_argument("--scheduler", metavar="ADDRESS",
-                     help="a Dask scheduler (tcp://host:8786, or a scheduler file .json)")
+                     help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
+                          "gives up after 10 s without an answer")
     sel.add_argument("--top", type=int, default=None, metavar="K", help="keep the K best features")
     sel.add_argument("--out", type=Path,
                      help="write the ranking to FILE (.csv or .json; IMMIGRATE with .csv also "
@@ -161,11 +167,39 @@ def _plot_format(path: Path) -> str:
     return fmt
 
 
+def _scheduler_address(address: str | None) -> str | None:
+    """The address to connect to; a ``.json`` address is a scheduler file, read here.
+
+    distributed would poll for a missing scheduler file forever, and fails with
+    a bare AssertionError on one without an address.
+    """
+    if address is None or not address.endswith(".json"):
+        return address
+    path = Path(address)
+    if not path.is_file():
+        raise UserError(f"--scheduler {address}: no such file. A scheduler file is written by "
+                        f"'dask scheduler --scheduler-file {address}'; start the scheduler first "
+                        "or pass its tcp:// address.")
+    for attempt in range(10):  # the scheduler may be writing it right now
+        try:
+            found = json.loads(path.read_text()).get("address")
+        except (ValueError, AttributeError):
+            found = None
+        except OSError as exc:
+            raise UserError(f"--scheduler {address}: cannot read it ({exc.strerror}).") from None
+        if isinstance(found, str) and found:
+            return found
+        time.sleep(0.1)
+    raise UserError(f"--scheduler {address} is not a Dask scheduler file (no JSON 'address' "
+                    "entry); pass the file 'dask scheduler --scheduler-file' wrote, or a "
+                    "tcp:// address.")
+
+
 _LABELS = {"out": "--out", "interactions": "the interactions file of --out", "plot": "--plot"}
 
 
 def _check(args):
-    """Check the whole command line; return the resolved output paths."""
+    """Check the whole command line; return the resolved outputs and scheduler address."""
     if args.top is not None and args.top < 1:
         raise UserError("--top must be a positive number of features.")
     data = Path(args.data)
@@ -189,6 +223,7 @@ def _check(args):
             if a == b or (os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)):
                 raise UserError(f"{_LABELS[first]} and {_LABELS[second]} name the same file "
                                 f"{a}; give each its own path.")
+    plan["scheduler"] = _scheduler_address(args.scheduler)
     return plan
 
 
@@ -222,18 +257,18 @@ def _read(path: str, label: str, use_dask: bool):
     return X, y
 
 
-def _client(address):
+def _client(address, given):
+    """A Client of the scheduler at ``address`` (``given`` is what the user typed)."""
     if address is None:
         return None
     from distributed import Client
 
     try:
-        if address.endswith(".json"):
-            return Client(scheduler_file=address, timeout="10s")
-        return Client(address, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise UserError(f"cannot reach the Dask scheduler at {address}: {exc}. Start one with "
-                        "'dask scheduler' or check the address.") from None
+        return Client(address, timeout=_CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as exc:
+        via = f" (from {given})" if given != address else ""
+        raise UserError(f"cannot reach the Dask scheduler at {address}{via}: {exc}. Start one "
+                        "with 'dask scheduler' or check the address.") from None
 
 
 def _estimator(method, random_state):
@@ -375,7 +410,7 @@ def _plot(est, plan):
 
 def select(args):
     plan = _check(args)  # everything the user typed, before reading or connecting
-    client = _client(args.scheduler)
+    client = _client(plan["scheduler"], args.scheduler)
     try:
         X, y = _read(args.data, args.label, use_dask=client is not None)
         names = np.asarray(getattr(X, "columns", [f"x{j}" for j in range(X.shape[1])]),

@@ -109,6 +109,7 @@ def test_progress_bar_on_stderr(csv_file, tmp_path, capsys):
 
 import os  # noqa: E402
 import shutil  # noqa: E402
+import socket  # noqa: E402
 import time  # noqa: E402
 
 import dmargin  # noqa: E402
@@ -296,6 +297,17 @@ def _run_cli(args, timeout=60):
     return run, time.perf_counter() - start
 
 
+def test_missing_scheduler_file_fails_fast_in_a_real_process(csv_file, tmp_path):
+    # A hang (distributed polls for a missing scheduler file forever) fails by the timeout.
+    run, elapsed = _run_cli(["select", str(csv_file), "--label", "status", "-q",
+                             "--scheduler", str(tmp_path / "scheduler.json")])
+    assert run.returncode == 2
+    assert elapsed < 10
+    assert "Traceback" not in run.stderr
+    assert run.stderr.startswith("dmargin: error:") and run.stderr.count("\n") == 1
+    assert "scheduler.json" in run.stderr and "no such file" in run.stderr
+
+
 def test_out_equal_to_input_in_a_real_process(csv_file, tmp_path):
     data = tmp_path / "v.csv"
     shutil.copy(csv_file, data)
@@ -304,6 +316,30 @@ def test_out_equal_to_input_in_a_real_process(csv_file, tmp_path):
     assert run.returncode == 2
     assert "Traceback" not in run.stderr and run.stderr.count("\n") == 1, run.stderr
     assert data.read_bytes() == before
+
+
+def _dead_address():
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("kind", ["bad-json", "dead-scheduler-file", "dead-tcp"])
+def test_unreachable_scheduler_is_one_line_within_seconds(csv_file, tmp_path, capsys, no_fit,
+                                                          kind):
+    address = str(tmp_path / "scheduler.json")
+    if kind == "bad-json":
+        Path(address).write_text("{not json")
+    elif kind == "dead-scheduler-file":
+        Path(address).write_text(json.dumps({"address": _dead_address()}))
+    else:
+        address = _dead_address()
+    start = time.perf_counter()
+    assert main(["select", str(csv_file), "--label", "status", "--scheduler", address,
+                 "-q"]) == 2
+    assert time.perf_counter() - start < 15
+    err = _one_line(capsys)
+    assert "scheduler" in err
 
 
 def test_help_describes_force(capsys):
