@@ -83,10 +83,10 @@ def _parser():
                      help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
                           "gives up after 10 s without an answer")
     sel.add_argument("--top", type=int, default=None, metavar="K", help="keep the K best features")
-    sel.add_argument("--out", type=Path,
+    sel.add_argument("--out", type=Path, metavar="FILE",
                      help="write the ranking to FILE (.csv or .json; IMMIGRATE with .csv also "
                           "writes FILE_interactions.csv)")
-    sel.add_argument("--plot", type=Path,
+    sel.add_argument("--plot", type=Path, metavar="FILE",
                      help="save a weight plot (IMMIGRATE: the W heat map); the suffix "
                           "(.png, .pdf, .svg, ...) picks the format")
     sel.add_argument("--force", action="store_true",
