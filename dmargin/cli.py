@@ -44,6 +44,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from ._compat import ClusterStalledError, WorkerMemoryError
 import pandas as pd
 
 METHODS = {
@@ -429,6 +431,8 @@ def select(args):
         try:
             est.fit(X, y)
         except (ValueError, TypeError) as exc:  # the estimators' messages name problem and fix
+            raise UserError(str(exc)) from None
+        except (ClusterStalledError, WorkerMemoryError) as exc:  # say what to do themselves
             raise UserError(str(exc)) from None
         except OSError as exc:  # a Parquet file gone mid-fit, a lost scheduler connection
             raise UserError(f"the fit stopped: {exc}") from None

@@ -266,6 +266,20 @@ def test_data_errors_are_one_line(csv_file, tmp_path, monkeypatch, capsys):
     assert "encode it as numbers" in _one_line(capsys)
 
 
+@pytest.mark.parametrize("error", ["stalled", "memory"])
+def test_cluster_faults_are_one_line(error, csv_file, monkeypatch, capsys):
+    from dmargin._compat import ClusterStalledError, WorkerMemoryError
+
+    def fail(self, X, y):
+        if error == "stalled":
+            raise ClusterStalledError("All Dask workers were lost; call fit again.")
+        raise WorkerMemoryError("A fit needs about 3.0 GiB on worker tcp://w.")
+
+    monkeypatch.setattr(dmargin.IRelief, "fit", fail)
+    assert main(["select", str(csv_file), "--label", "status", "-q"]) == 2
+    assert ("call fit again" if error == "stalled" else "3.0 GiB") in _one_line(capsys)
+
+
 def test_outputs_are_written_atomically(csv_file, tmp_path, monkeypatch, capsys):
     pytest.importorskip("matplotlib")
     out, png = tmp_path / "r.csv", tmp_path / "w.png"
