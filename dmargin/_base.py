@@ -32,7 +32,8 @@ def start_fit(estimator, X, y, *, rows=True):
     when not asked for)."""
     check_params(estimator)
     X, y = check_X_y(estimator, X, y)
-    data = prepare_training_data(X, y, estimator.scale)
+    data = prepare_training_data(X, y, estimator.scale,
+                                 names=getattr(estimator, "feature_names_in_", None))
     if not rows:
         return data, None
     return data, prepare_rows(data.X, data.codes, len(data.classes))

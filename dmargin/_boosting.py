@@ -141,7 +141,8 @@ def _binary_data(est, X, y):
     """Validated data with two classes; the paper's quantities are binary."""
     check_params(est)
     X, y = check_X_y(est, X, y)
-    data = prepare_training_data(X, y, None, distances=False)
+    data = prepare_training_data(X, y, None, distances=False,
+                                 names=getattr(est, "feature_names_in_", None))
     if len(data.classes) != 2:
         raise ValueError(
             f"Only binary classification is supported. {type(est).__name__} is binary: the margins, contribution ratios and margin "

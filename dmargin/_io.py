@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._compat import compute, is_dask_collection
-from ._validation import check_classes, check_label_values, check_one_label_type
+from ._validation import check_classes, check_label_values, check_one_label_type, not_finite_error
 
 #: Features with a value above 2**_SAFE_EXPONENT in magnitude are pre-scaled by
 #: a power of two: squares and sums of up to 2**40 rows then stay finite.
@@ -56,13 +56,6 @@ class TrainingData:
     classes: np.ndarray
     counts: np.ndarray
     scaling: Scaling | None
-
-
-def _not_finite_error():
-    return ValueError(
-        "X contains NaN or infinite values. Impute them (e.g. "
-        "sklearn.impute.SimpleImputer) or drop those rows before fitting."
-    )
 
 
 def _prescale(lo, hi):
@@ -115,14 +108,15 @@ def _encode(y, classes):
     return np.searchsorted(classes, y).astype(np.int64)
 
 
-def prepare_training_data(X, y, scale, *, distances=True) -> TrainingData:
+def prepare_training_data(X, y, scale, *, distances=True, names=None) -> TrainingData:
     """Encode labels, check values, scale features (``None``, "minmax", "standard").
 
     ``distances=False`` for estimators that never compute distances between
-    rows (decision stumps), which take any finite values unscaled.
+    rows (decision stumps), which take any finite values unscaled.  ``names``
+    (the feature names, if any) go into the error for non-finite values.
     """
     if is_dask_collection(X) or is_dask_collection(y):
-        return _prepare_dask(X, y, scale, distances)
+        return _prepare_dask(X, y, scale, distances, names)
     X = np.asarray(X, dtype=np.float64)
     classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
     check_classes(classes, counts)
@@ -177,7 +171,7 @@ def _label_summary(y):
     return parts[0]
 
 
-def _prepare_dask(X, y, scale, distances) -> TrainingData:
+def _prepare_dask(X, y, scale, distances, names=None) -> TrainingData:
     import dask.array as da
 
     X = da.asarray(X).astype(np.float64)
@@ -185,12 +179,12 @@ def _prepare_dask(X, y, scale, distances) -> TrainingData:
     if X.chunks[0] != y.chunks[0]:
         y = y.rechunk((X.chunks[0],))
     # min/max also for "standard": they size the pre-scaling of huge features.
-    finite, labels, lo, hi, mean, var = compute(
-        da.isfinite(X).all(), _label_summary(y), X.min(axis=0), X.max(axis=0),
+    bad, labels, lo, hi, mean, var = compute(
+        (~da.isfinite(X)).sum(axis=0), _label_summary(y), X.min(axis=0), X.max(axis=0),
         X.mean(axis=0) if scale == "standard" else None,
         X.var(axis=0) if scale == "standard" else None, what="the scaling statistics")
-    if not finite:
-        raise _not_finite_error()
+    if np.any(bad):
+        raise not_finite_error(bad, names)
     if labels["missing"]:
         raise ValueError(f"y contains {labels['missing']} missing labels (None/NaN). Drop "
                          "those rows (read_parquet(..., missing_label='drop')) or give them "

@@ -199,6 +199,19 @@ def check_one_label_type(values):
                              "type (e.g. convert them all to str).")
 
 
+def not_finite_error(bad_per_column, names=None):
+    """The error for NaN/inf in X, naming the columns and how many rows each has."""
+    bad = np.asarray(bad_per_column)
+    columns = np.flatnonzero(bad)
+    label = (lambda j: repr(names[j])) if names is not None else (lambda j: str(j))
+    parts = [f"column {label(j)} ({int(bad[j])} rows)" for j in columns[:3]]
+    more = f" and {len(columns) - 3} more columns" if len(columns) > 3 else ""
+    return ValueError(
+        f"X contains NaN or infinite values in {', '.join(parts)}{more}. Impute them (e.g. "
+        "sklearn.impute.SimpleImputer in a Pipeline before the selector) or drop those rows "
+        "before fitting.")
+
+
 def _complex_error(what):
     return ValueError(f"X has complex values ({what}); complex data are not supported. Split "
                       "them into real features (e.g. real and imaginary parts, or the modulus) "
@@ -252,8 +265,16 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2):
         # Sums of finite values near the float limit overflow inside the finiteness
         # check; they are finite, and scaling handles them (dmargin._io).
         with np.errstate(over="ignore", invalid="ignore"):
-            X = validate_data(estimator, X, reset=reset, dtype=np.float64,
-                              ensure_min_samples=min_samples)
+            try:
+                X = validate_data(estimator, X, reset=reset, dtype=np.float64,
+                                  ensure_min_samples=min_samples)
+            except ValueError as exc:
+                if "NaN" not in str(exc) and "infinity" not in str(exc):
+                    raise
+                values = np.asarray(X, dtype=np.float64)
+                bad = (~np.isfinite(values)).sum(axis=0)
+                names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+                raise not_finite_error(bad, names) from None
     if y is None:
         raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
                          "target y is None: feature selection by margins needs class labels.")
