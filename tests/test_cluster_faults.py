@@ -106,6 +106,22 @@ def test_worker_memory_too_small_is_refused_before_submitting():
         assert n_tasks == 0, "tasks were submitted before the memory check"
 
 
+def test_stump_bins_too_large_are_refused_before_submitting():
+    from distributed import Client, LocalCluster
+
+    from dmargin import SBSMF
+
+    X, y = _data(n=200_000, a=60)  # 11 MiB of uint8 bins, 91 MiB of float blocks
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                               memory_limit="12MiB", dashboard_address=None)
+    with cluster, Client(cluster) as client:
+        with pytest.raises(WorkerMemoryError, match="Binning 200000 rows x 60 features"):
+            SBSMF(5, n_estimators=5).fit(X, y)
+        assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
+
+
 def test_read_ahead_thread_sees_the_current_client(local_cluster, blobs_binary):
     """``OnlineIRelief.fit`` on dask input under ``as_current()`` (not the default client)."""
     from distributed import Client, get_task_stream

@@ -37,7 +37,8 @@ import numba
 import numpy as np
 
 from . import tiles
-from .._compat import active_client, compute, gather, is_dask_collection
+from .._compat import (active_client, check_worker_memory, client_for, compute, gather,
+                       is_dask_collection)
 from .execution import SPLIT_EVERY, Rows, _Graph
 
 #: Rows used to place quantile bin edges (as sklearn's ``subsample``).
@@ -281,6 +282,11 @@ def bin_rows(X, y, max_bins, rng, *, use_dask=None) -> BinnedRows:
     X = da.asarray(X).astype(np.float64).rechunk((chunks, a))
     bins = X.map_blocks(_bin_block, edges, dtype, dtype=dtype)
     y = da.asarray(y).astype(np.int64).rechunk((X.chunks[0],))
+    # Held on the workers: the bins, the labels and the boosting weights; a task
+    # reads one float block to bin it.
+    per_row = a * np.dtype(dtype).itemsize + 16
+    check_worker_memory(client_for([bins]), n * per_row, max(X.chunks[0]) * (a * 8 + per_row),
+                        f"Binning {n} rows x {a} features")
     bins, y = dask.persist(bins, y)
     cuts = np.concatenate([[0], np.cumsum(bins.chunks[0])]).tolist()
     return BinnedRows(bins, y, edges, exact, True, list(zip(cuts[:-1], cuts[1:])))
