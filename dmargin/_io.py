@@ -164,7 +164,9 @@ def _label_summary(y):
     """A Delayed tree of :func:`label_summary_chunk` over the blocks of ``y``."""
     import dask
 
-    parts = [dask.delayed(label_summary_chunk, pure=True)(b) for b in y.to_delayed().ravel()]
+    # optimize_graph=False: the blocks keep their keys, shared with the scaling pass.
+    blocks = y.to_delayed(optimize_graph=False).ravel()
+    parts = [dask.delayed(label_summary_chunk, pure=True)(b) for b in blocks]
     while len(parts) > 1:
         parts = [dask.delayed(label_summary_combine, pure=True)(parts[i:i + 8])
                  for i in range(0, len(parts), 8)]
