@@ -661,7 +661,8 @@ def test_slurm_sbatch_script(tmp_path, certs):
     assert worker["nthreads"] == 1 and worker["scheduler_file"] == str(sched_file)
     for role, params in (("scheduler", sched), ("worker", worker)):
         assert (params["tls_ca_file"], params["tls_cert"], params["tls_key"]) == (
-            f"{certs}/{role}/ca.pem", f"{certs}/{role}/{role}.pem", f"{certs}/{role}/{role}-key.pem")
+            f"{certs}/{role}/ca.pem", f"{certs}/{role}/{role}.pem",
+            f"{certs}/{role}/{role}-key.pem")
     for f in tmp_path.glob("srun.*"):
         f.unlink()
     insecure = run(DMARGIN_INSECURE="1")
