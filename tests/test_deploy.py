@@ -353,8 +353,7 @@ def _pins(name):
 
 def _runtime_closure():
     """Names of dmargin's runtime dependencies and theirs, as installed (CPython, Linux)."""
-    import tomllib
-
+    tomllib = pytest.importorskip("tomllib", reason="Python 3.11+ reads pyproject.toml")
     deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     seen, todo = {}, [(Requirement(d), "") for d in deps]
     while todo:
@@ -379,7 +378,7 @@ def test_constraints_pin_the_runtime_closure():
     assert set(pins) - closure == {"setuptools"}, "pins of packages dmargin does not need"
     for dep in map(Requirement, deps):  # the pins satisfy pyproject.toml
         assert dep.specifier.contains(pins[canonicalize_name(dep.name)]), dep
-    build = __import__("tomllib").loads((REPO / "pyproject.toml").read_text())["build-system"]
+    build = pytest.importorskip("tomllib").loads((REPO / "pyproject.toml").read_text())["build-system"]
     for dep in map(Requirement, build["requires"]):
         assert dep.specifier.contains(pins[canonicalize_name(dep.name)]), dep
     # The notebook's pins add JupyterLab's closure without contradicting these.
