@@ -378,7 +378,8 @@ def test_constraints_pin_the_runtime_closure():
     assert set(pins) - closure == {"setuptools"}, "pins of packages dmargin does not need"
     for dep in map(Requirement, deps):  # the pins satisfy pyproject.toml
         assert dep.specifier.contains(pins[canonicalize_name(dep.name)]), dep
-    build = pytest.importorskip("tomllib").loads((REPO / "pyproject.toml").read_text())["build-system"]
+    pyproject = pytest.importorskip("tomllib").loads((REPO / "pyproject.toml").read_text())
+    build = pyproject["build-system"]
     for dep in map(Requirement, build["requires"]):
         assert dep.specifier.contains(pins[canonicalize_name(dep.name)]), dep
     # The notebook's pins add JupyterLab's closure without contradicting these.
