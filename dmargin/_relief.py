@@ -7,7 +7,6 @@ statistic per iteration and does the small update on the driver
 
 from __future__ import annotations
 
-import json
 import numbers
 import warnings
 
@@ -17,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import (N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, miss_priors,
                     start_fit, timer)
+from ._checkpoint import read_online_state, write_online_state
 from ._io import numpy_scale_params
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ._validation import check_classes, check_params, check_X_y
@@ -535,7 +535,7 @@ class OnlineIRelief(WeightSelector):
 
     # -- state on disk: arrays in an .npz, everything else as JSON in it; no pickle --
 
-    _STATE_FORMAT = "dmargin.OnlineIRelief/1"
+    _STATE_FORMAT = "dmargin.OnlineIRelief/2"
 
     def save_state(self, path):
         """Write the stream's state to ``path`` (an ``.npz`` file, no pickle).
@@ -546,15 +546,29 @@ class OnlineIRelief(WeightSelector):
         followed by the same ``partial_fit`` calls gives exactly the weights
         an uninterrupted stream would.
 
+        The write is atomic: the file goes to a temporary name in the same
+        directory, is flushed to disk and renamed onto ``path``, so ``path``
+        always holds a complete checkpoint, even when the process is killed
+        during the save.  The checkpoint it replaces is kept as
+        ``path + ".prev"``.  Load ``path``; ``path + ".prev"`` is the fallback
+        should ``path`` ever fail to load (its error message says so).
+
         Parameters
         ----------
         path : str or path-like
+
+        Raises
+        ------
+        ValueError
+            The parameters or the state are not valid (nothing is written).
         """
         check_is_fitted(self, "nu_")
+        check_params(self)  # a checkpoint that load_state would refuse is not written
         params = self.get_params()
         if not (params["random_state"] is None or isinstance(params["random_state"], int)):
             params["random_state"] = None  # the generator's state below is what matters
-        offset, span = self._scale
+        scaling = self._scale
+        ref = getattr(self, "_fixed_ref", None)
         header = {
             "format": self._STATE_FORMAT,
             "params": params,
@@ -562,21 +576,29 @@ class OnlineIRelief(WeightSelector):
             "rng": self._rng.bit_generator.state,
             "feature_names_in": None if not hasattr(self, "feature_names_in_")
             else [str(c) for c in self.feature_names_in_],
-            "scaled": offset is not None,
-            "reference": getattr(self, "_fixed_ref", None) is not None,
+            "scaled": scaling is not None,
+            "reference": ref is not None,
+            # The counts fix every array's shape before the reader touches one.
+            "n_features": int(self.nu_.shape[0]),
+            "n_classes": int(len(self.classes_)),
+            "n_reference": 0 if ref is None else int(ref[0].shape[0]),
         }
         arrays = {"nu": self.nu_, "w": self.feature_importances_,
                   "classes": _plain_array(self.classes_), "miss_prior": self._miss_prior}
-        if offset is not None:
-            arrays.update(offset=np.asarray(offset), span=np.asarray(span))
-        if header["reference"]:
-            arrays.update(zip(("ref_X", "ref_codes", "ref_index"), self._fixed_ref))
-        with open(path, "wb") as fh:
-            np.savez(fh, header=np.array(json.dumps(header)), **arrays)
+        if scaling is not None:
+            arrays.update({key: np.asarray(getattr(scaling, key), dtype=np.float64)
+                           for key in ("offset", "span", "prescale")})
+        if ref is not None:
+            arrays.update(zip(("ref_X", "ref_codes", "ref_index"), ref))
+        write_online_state(path, header, arrays, type(self))
 
     @classmethod
     def load_state(cls, path):
         """An estimator resumed from :meth:`save_state`'s file, ready for ``partial_fit``.
+
+        The file is read as untrusted input: its layout, every array's dtype
+        and shape, the values the stream relies on and the parameters are
+        checked before anything is used.
 
         Parameters
         ----------
@@ -585,26 +607,27 @@ class OnlineIRelief(WeightSelector):
         Returns
         -------
         estimator : OnlineIRelief
+
+        Raises
+        ------
+        ValueError
+            The file is damaged, crafted, or not an OnlineIRelief checkpoint of
+            this version; the message names the file, the problem and the
+            checkpoint to fall back on.
         """
-        with np.load(path, allow_pickle=False) as f:
-            header = json.loads(str(f["header"]))
-            if header.get("format") != cls._STATE_FORMAT:
-                raise ValueError(f"{path} is not an OnlineIRelief state file "
-                                 f"(format {header.get('format')!r}, expected {cls._STATE_FORMAT!r}).")
-            est = cls(**header["params"])
-            est.nu_ = f["nu"].copy()
-            est.feature_importances_ = f["w"].copy()
-            est.classes_ = f["classes"].copy()
-            est._miss_prior = f["miss_prior"].copy()
-            est._scale = (f["offset"].copy(), f["span"].copy()) if header["scaled"] else (None, None)
-            est._fixed_ref = (f["ref_X"].copy(), f["ref_codes"].copy(), f["ref_index"].copy()) \
-                if header.get("reference") else None
+        header, f, est, rng = read_online_state(path, cls, cls._STATE_FORMAT)
+        est.nu_ = f["nu"]
+        est.feature_importances_ = f["w"]
+        est.classes_ = f["classes"]
+        est._miss_prior = f["miss_prior"]
+        est._scale = Scaling(f["offset"], f["span"], f["prescale"]) if header["scaled"] else None
+        est._fixed_ref = (f["ref_X"], f["ref_codes"], f["ref_index"]) \
+            if header["reference"] else None
         est.n_steps_ = header["n_steps"]
-        est.n_features_in_ = est.nu_.shape[0]
+        est.n_features_in_ = header["n_features"]
         if header["feature_names_in"] is not None:
             est.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
-        est._rng = np.random.default_rng()
-        est._rng.bit_generator.state = header["rng"]
+        est._rng = rng
         return est
 
 

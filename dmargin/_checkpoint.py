@@ -1,0 +1,573 @@
+"""Checkpoint files: written atomically, read as untrusted input.
+
+A checkpoint of :class:`dmargin.OnlineIRelief` (``save_state`` /
+``load_state``) is an uncompressed zip of ``.npy`` members as
+:func:`numpy.savez` writes it: ``header`` -- a JSON document in a 0-d
+unicode array -- and the stream's arrays.  This module holds
+
+- :func:`write_atomic`: a save never leaves a partial file at ``path``
+  (temporary file in the same directory, ``fsync``, ``os.replace``,
+  ``fsync`` of the directory) and keeps the file it replaces as
+  ``path + ".prev"``;
+- :func:`read_online_state`: the reader.  Nothing in the file is trusted:
+  the zip directory is checked (known member names, sizes bounded by what
+  the header's counts allow, no compression bombs) before any member is
+  decompressed, every array's dtype and shape are checked against the
+  header before its bytes are turned into an array, then every value the
+  online kernel relies on (finite, in range, the invariants of the
+  weights) and the parameters (through the estimator's own checks).  The
+  numba kernels have no bounds checks, so a shape that slipped through
+  would read or write out of bounds; every problem is instead one
+  ``ValueError`` naming the file and the problem.  Members are read with
+  :mod:`zipfile` and :mod:`numpy.lib.format`, not :func:`numpy.load`,
+  which allocates whatever shape a member declares before reading it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import secrets
+import shutil
+import struct
+import zipfile
+import zlib
+
+import numpy as np
+
+from ._validation import check_params
+
+#: Suffix of the copy of the checkpoint a save replaced.
+PREVIOUS_SUFFIX = ".prev"
+
+_HEADER = "header"
+# Bytes of the header member (JSON as UTF-32: 4 bytes a character; feature
+# names dominate) and of the labels array: far above any real checkpoint.
+_MAX_HEADER_BYTES = 64 << 20
+_MAX_CLASSES_BYTES = 64 << 20
+# The .npy preamble (magic, version, dict, padding) in front of each array;
+# numpy itself refuses headers over 10000 bytes.
+_NPY_PREAMBLE = 16 << 10
+# dmargin writes stored (uncompressed) members, so the members' sizes add
+# up to about the file's size.  More than this many times the file size
+# (beyond a small allowance) is a compressed archive that would expand in
+# memory -- a zip bomb -- and is refused before anything is decompressed.
+_MAX_EXPANSION = 4
+_EXPANSION_ALLOWANCE = 64 << 20
+_MAX_STEPS = 2**62  # the kernel counts steps in int64
+_BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+# What ``zipfile`` / ``numpy.lib.format`` / ``json`` raise on bytes that are
+# not what they should be: turned into the one ValueError below.
+_READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
+                KeyError, OverflowError, RecursionError, UnicodeDecodeError, NotImplementedError,
+                struct.error, zlib.error)
+
+
+class _Problem(Exception):
+    """One thing wrong with a checkpoint (turned into a ValueError naming the file)."""
+
+
+def previous_path(path):
+    """Where :func:`write_atomic` keeps the file it replaced: ``path + ".prev"``."""
+    return os.fspath(path) + PREVIOUS_SUFFIX
+
+
+# ---------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------
+
+
+def write_atomic(path, write):
+    """Write a file with ``write(fh)`` so that ``path`` always holds a complete file.
+
+    The bytes go to a temporary file in the same directory (same file
+    system, so the rename is atomic), which is flushed and ``fsync``-ed;
+    the current ``path``, if any, is hard-linked (copied where links are
+    not supported) to ``path + ".prev"``; the temporary file is renamed
+    onto ``path`` with ``os.replace`` and the directory is ``fsync``-ed.
+    A process killed at any moment leaves ``path`` either as it was or
+    complete and new (and possibly a stray ``.<name>.*.tmp`` file, safe to
+    delete); ``path + ".prev"`` holds the save before the last one.
+
+    Parameters
+    ----------
+    path : str or path-like
+    write : callable
+        ``write(fh)`` writes the whole content to the binary file ``fh``.
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = _unique_sibling(path, "tmp")
+    # O_EXCL: never write through someone else's file; 0o666 lets the umask
+    # decide the permissions, as a plain open() would.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _keep_previous(path)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_directory(directory)
+
+
+def _unique_sibling(path, kind):
+    head, name = os.path.split(path)
+    return os.path.join(head, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.{kind}")
+
+
+def _keep_previous(path):
+    """Make ``path + ".prev"`` the current ``path`` (``path`` itself stays in place)."""
+    if not os.path.isfile(path):
+        return
+    staged = _unique_sibling(path, "prev")
+    try:
+        try:
+            os.link(path, staged)  # no copy: the replaced file's blocks live on as .prev
+        except OSError:
+            shutil.copyfile(path, staged)
+            with open(staged, "rb+") as fh:
+                os.fsync(fh.fileno())
+        os.replace(staged, previous_path(path))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise
+
+
+def _fsync_directory(directory):
+    """Make the renames durable where the file system allows it.
+
+    Best effort: the new file is complete and in place already; some file
+    systems (and Windows) cannot sync a directory.
+    """
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_online_state(path, header, arrays, estimator_cls):
+    """Check an OnlineIRelief state as :func:`read_online_state` would, then write it.
+
+    A state the reader would refuse is not written (``path`` and its
+    ``.prev`` stay as they were): a checkpoint that cannot be resumed is
+    worse than none.  Arrays in ``header`` (a bit generator's state) are
+    stored as lists.
+
+    Raises
+    ------
+    ValueError
+        The state breaks one of the checks; nothing was written.
+    """
+    try:
+        specs = _array_specs(header)
+        if set(specs) != set(arrays):
+            raise _Problem(f"arrays {sorted(arrays)} do not match the header's {sorted(specs)}")
+        for key, (dtype, shape, _, why) in specs.items():
+            _check_layout(key, arrays[key].dtype, arrays[key].shape, dtype, shape, why)
+        check_online_state(header, arrays, estimator_cls)
+    except _Problem as exc:
+        raise ValueError(f"{estimator_cls.__name__}.save_state: the stream's state is not "
+                         f"valid ({exc}); nothing was written to {os.fspath(path)}."
+                         ) from exc.__cause__
+    text = json.dumps(header, allow_nan=False, default=_json_default)
+    write_atomic(path, lambda fh: np.savez(fh, **{_HEADER: np.array(text)}, **arrays))
+
+
+def _json_default(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} cannot be stored in a checkpoint header")
+
+
+# ---------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------
+
+
+def read_online_state(path, estimator_cls, expected_format):
+    """Read and check an :class:`~dmargin.OnlineIRelief` checkpoint.
+
+    Parameters
+    ----------
+    path : str or path-like
+    estimator_cls : type
+        The estimator class; its parameters are re-checked with
+        :func:`dmargin._validation.check_params`.
+    expected_format : str
+        The header's ``format`` string this version writes.
+
+    Returns
+    -------
+    header : dict
+        The checked header.
+    arrays : dict of str to ndarray
+        The checked arrays (C-contiguous, writable copies).
+    estimator : estimator_cls
+        A new estimator with the header's parameters.
+    rng : numpy.random.Generator
+        The stream's generator, in its saved state.
+
+    Raises
+    ------
+    ValueError
+        Anything wrong with the file, in one message naming the file, the
+        problem and what to do.
+    FileNotFoundError, PermissionError
+        ``path`` cannot be opened.
+    """
+    name = os.fspath(path)
+    with open(name, "rb") as fh:  # a missing file is the caller's error, not the file's
+        try:
+            header, arrays = _read_npz(fh, expected_format)
+            state = check_online_state(header, arrays, estimator_cls)
+        except _Problem as exc:
+            raise ValueError(_message(name, str(exc))) from exc.__cause__
+        except _READ_ERRORS as exc:
+            problem = f"it cannot be read ({type(exc).__name__}: {_short(exc)})"
+            raise ValueError(_message(name, problem)) from exc
+    return (header, arrays) + state
+
+
+def _message(name, problem):
+    prev = previous_path(name)
+    if not name.endswith(PREVIOUS_SUFFIX) and os.path.isfile(prev):
+        fix = (f"resume from the previous checkpoint {prev} "
+               f"(OnlineIRelief.load_state({prev!r}))")
+    else:
+        fix = "restart the stream from its beginning (there is no earlier checkpoint)"
+    return (f"{name}: {problem}. The file is damaged or was not written by "
+            f"OnlineIRelief.save_state; {fix}.")
+
+
+def _short(exc, limit=300):
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _read_npz(fh, expected_format):
+    """The header and the arrays of a checkpoint, each checked before it is built."""
+    size = os.fstat(fh.fileno()).st_size
+    if size == 0:
+        raise _Problem("the file is empty (0 bytes): a save was interrupted or the disk "
+                       "was full")
+    try:
+        archive = zipfile.ZipFile(fh)
+    except zipfile.BadZipFile as exc:
+        raise _Problem(f"it is not a complete zip archive ({exc}): truncated, or not an "
+                       ".npz file at all") from exc
+    with archive:
+        members = _check_directory(archive.infolist(), size)
+        if _HEADER not in members:
+            raise _Problem("it has no 'header' member")
+        header = _read_header(archive, members[_HEADER], expected_format)
+        specs = _array_specs(header)
+        missing = sorted(set(specs) - set(members))
+        extra = sorted(set(members) - set(specs) - {_HEADER})
+        if missing or extra:
+            raise _Problem(f"its members do not match its header: missing {missing}, "
+                           f"unexpected {extra}")
+        # Every size first: nothing is decompressed when any member is too large.
+        for key, (_, shape, limit, why) in specs.items():
+            declared = members[key].file_size
+            if declared > limit:
+                raise _Problem(f"member {key!r} declares {declared} bytes uncompressed but "
+                               f"an array of shape {shape} ({why}) takes at most {limit}")
+        arrays = {key: _read_array(archive, members[key], key, *spec)
+                  for key, spec in specs.items()}
+    return header, arrays
+
+
+def _check_directory(infos, size):
+    """Member name -> ZipInfo, after checking names, compression and declared sizes."""
+    members = {}
+    total = 0
+    for info in infos:
+        key = info.filename[:-4] if info.filename.endswith(".npy") else None
+        if key not in _KNOWN_MEMBERS:
+            raise _Problem(f"it has an unexpected member {info.filename!r}")
+        if key in members:
+            raise _Problem(f"member {info.filename!r} appears twice")
+        if info.flag_bits & 0x1:
+            raise _Problem(f"member {info.filename!r} is encrypted")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise _Problem(f"member {info.filename!r} uses compression method "
+                           f"{info.compress_type} (save_state writes uncompressed members)")
+        members[key] = info
+        total += info.file_size
+    limit = max(_MAX_EXPANSION * size, _EXPANSION_ALLOWANCE)
+    if total > limit:
+        raise _Problem(f"its members declare {total} bytes uncompressed in a file of "
+                       f"{size} bytes (more than {_MAX_EXPANSION}x plus "
+                       f"{_EXPANSION_ALLOWANCE >> 20} MiB): a compressed archive that would "
+                       "expand in memory (a zip bomb), refused before decompressing")
+    return members
+
+
+def _read_member(archive, info, limit):
+    if info.file_size > limit:
+        raise _Problem(f"member {info.filename!r} declares {info.file_size} bytes "
+                       f"uncompressed, more than the {limit} allowed")
+    with archive.open(info) as member:
+        # zipfile stops at the declared size and checks the CRC at the end.
+        data = member.read(limit + 1)
+    if len(data) != info.file_size:
+        raise _Problem(f"member {info.filename!r} has {len(data)} bytes, its directory "
+                       f"entry says {info.file_size}")
+    return data
+
+
+def _npy_preamble(data, key):
+    """``(shape, fortran_order, dtype, offset of the data)`` of a ``.npy`` member."""
+    buf = io.BytesIO(data)
+    version = np.lib.format.read_magic(buf)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(buf)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(buf)
+    else:
+        raise _Problem(f"array {key!r} is in .npy format version {version}, not 1.0 or 2.0")
+    if dtype.hasobject:
+        raise _Problem(f"array {key!r} is an object array (pickled Python objects), which "
+                       "save_state never writes and load_state does not unpickle")
+    return shape, fortran, dtype, buf.tell()
+
+
+def _read_header(archive, info, expected_format):
+    data = _read_member(archive, info, _MAX_HEADER_BYTES)
+    shape, _, dtype, start = _npy_preamble(data, _HEADER)
+    if shape != () or dtype.kind != "U" or not dtype.isnative or dtype.itemsize == 0:
+        raise _Problem(f"the header is an array of dtype {dtype} and shape {shape}, not one "
+                       "JSON string")
+    if len(data) - start != dtype.itemsize:
+        raise _Problem(f"the header has {len(data) - start} bytes of text, its dtype "
+                       f"{dtype} says {dtype.itemsize}")
+    text = str(np.frombuffer(data, dtype=dtype, count=1, offset=start)[0])
+    try:
+        header = json.loads(text)
+    except RecursionError as exc:
+        raise _Problem("the header JSON is nested too deeply") from exc
+    except ValueError as exc:  # JSONDecodeError, and ints over Python's digit limit
+        raise _Problem(f"the header is not valid JSON ({_short(exc, 120)})") from exc
+    if not isinstance(header, dict):
+        raise _Problem(f"the header is a JSON {type(header).__name__}, not an object")
+    fmt = header.get("format")
+    if fmt != expected_format:
+        older = isinstance(fmt, str) and fmt.startswith(expected_format.rsplit("/", 1)[0] + "/")
+        hint = (": written by another version of dmargin; load it with that version or "
+                "restart the stream") if older else ""
+        raise _Problem(f"it is not an OnlineIRelief state file of this version "
+                       f"(format {_short(repr(fmt), 80)}, expected {expected_format!r}){hint}")
+    return header
+
+
+# Header keys and their JSON types (bool is not an int here).
+_HEADER_KEYS = {
+    "format": str, "params": dict, "n_steps": int, "rng": dict, "feature_names_in": (list,),
+    "scaled": bool, "reference": bool, "n_features": int, "n_classes": int,
+    "n_reference": int,
+}
+_KNOWN_MEMBERS = {_HEADER, "nu", "w", "classes", "miss_prior", "offset", "span", "prescale",
+                  "ref_X", "ref_codes", "ref_index"}
+_F8 = np.dtype(np.float64)
+_I8 = np.dtype(np.int64)
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _array_specs(header):
+    """Member -> (dtype or None for the labels, exact shape, byte limit, why), from the header."""
+    keys = set(header)
+    if keys != set(_HEADER_KEYS):
+        raise _Problem(f"the header's keys are wrong: missing {sorted(set(_HEADER_KEYS) - keys)}, "
+                       f"unexpected {sorted(keys - set(_HEADER_KEYS))[:10]}")
+    for key, kind in _HEADER_KEYS.items():
+        value = header[key]
+        if key == "feature_names_in":
+            ok = value is None or isinstance(value, list)
+        elif kind is int:
+            ok = _is_int(value)
+        else:
+            ok = isinstance(value, kind)
+        if not ok:
+            raise _Problem(f"header field {key!r} is {_short(repr(value), 80)}, not "
+                           f"{'a list or null' if key == 'feature_names_in' else kind.__name__}")
+    n_features, n_classes, n_ref = header["n_features"], header["n_classes"], header["n_reference"]
+    if n_features < 1:
+        raise _Problem(f"header field 'n_features' is {n_features}, not a positive count")
+    if n_classes < 2:
+        raise _Problem(f"header field 'n_classes' is {n_classes}; a stream has at least 2")
+    if header["reference"] != (n_ref >= 1) or n_ref < 0:
+        raise _Problem(f"header field 'n_reference' is {n_ref} with 'reference' "
+                       f"{header['reference']}")
+    a, k, m = (f"n_features {n_features}", f"n_classes {n_classes}", f"n_reference {n_ref}")
+    specs = {"nu": (_F8, (n_features,), a), "w": (_F8, (n_features,), a),
+             "classes": (None, (n_classes,), k), "miss_prior": (_F8, (n_classes, n_classes), k)}
+    if header["scaled"]:
+        specs.update({key: (_F8, (n_features,), a) for key in ("offset", "span", "prescale")})
+    if header["reference"]:
+        specs.update(ref_X=(_F8, (n_ref, n_features), f"{m}, {a}"),
+                     ref_codes=(_I8, (n_ref,), m), ref_index=(_I8, (n_ref,), m))
+    return {key: (dtype, shape, _MAX_CLASSES_BYTES if dtype is None
+                  else _NPY_PREAMBLE + math.prod(shape) * dtype.itemsize, f"{note} in the header")
+            for key, (dtype, shape, note) in specs.items()}
+
+
+def _check_layout(key, got_dtype, got_shape, dtype, shape, why):
+    if dtype is None:  # labels: numbers, or unicode strings
+        if got_dtype.kind not in "biufU" or not got_dtype.isnative or got_dtype.itemsize == 0:
+            raise _Problem(f"array {key!r} has dtype {got_dtype}, expected numeric or unicode "
+                           "labels")
+    elif got_dtype != dtype:
+        raise _Problem(f"array {key!r} has dtype {got_dtype}, expected {dtype}")
+    if got_shape != shape:
+        raise _Problem(f"array {key!r} has shape {got_shape}, expected {shape} ({why})")
+
+
+def _read_array(archive, info, key, dtype, shape, limit, why):
+    data = _read_member(archive, info, limit)
+    got_shape, fortran, got_dtype, start = _npy_preamble(data, key)
+    _check_layout(key, got_dtype, got_shape, dtype, shape, why)
+    nbytes = math.prod(shape) * got_dtype.itemsize
+    if len(data) - start != nbytes:
+        raise _Problem(f"array {key!r} holds {len(data) - start} bytes of data, its shape "
+                       f"and dtype need {nbytes}")
+    flat = np.frombuffer(data, dtype=got_dtype, count=math.prod(shape), offset=start)
+    return np.ascontiguousarray(flat.reshape(shape, order="F" if fortran else "C")).copy()
+
+
+# ---------------------------------------------------------------------------
+# The state's invariants (also checked before a save)
+# ---------------------------------------------------------------------------
+
+
+def check_online_state(header, arrays, estimator_cls):
+    """Check the values of an OnlineIRelief state; ``(estimator, rng)`` from it.
+
+    ``header`` and ``arrays`` have the layout :func:`_array_specs` describes
+    (dtypes and shapes already checked).  Raises ``_Problem``.
+    """
+    n_features = header["n_features"]
+    nu, w = arrays["nu"], arrays["w"]
+    for key in ("nu", "w", "offset", "span", "prescale", "ref_X"):
+        if key in arrays and not np.all(np.isfinite(arrays[key])):
+            raise _Problem(f"array {key!r} has NaN or infinite values")
+    _check_weights(nu, w, header["n_steps"])
+    if "span" in arrays and not np.all(arrays["span"] > 0):
+        raise _Problem("array 'span' has values <= 0 (feature ranges are positive)")
+    if "prescale" in arrays and not np.all((arrays["prescale"] >= 1)
+                                           & (np.frexp(arrays["prescale"])[0] == 0.5)):
+        raise _Problem("array 'prescale' has values that are not powers of two >= 1")
+    classes = arrays["classes"]
+    if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
+        raise _Problem("array 'classes' has NaN or infinite labels")
+    if not np.all(classes[1:] > classes[:-1]):
+        raise _Problem("array 'classes' is not sorted and unique (labels are found by binary "
+                       "search)")
+    _check_miss_prior(arrays["miss_prior"])
+    if "ref_codes" in arrays:
+        codes = arrays["ref_codes"]
+        if codes.size and (codes.min() < 0 or codes.max() >= classes.shape[0]):
+            raise _Problem(f"array 'ref_codes' has class codes outside [0, {classes.shape[0]})")
+        if np.unique(arrays["ref_index"]).size != codes.size:
+            raise _Problem("array 'ref_index' has repeated stream positions")
+    n_steps = header["n_steps"]
+    if not 0 <= n_steps < _MAX_STEPS:
+        raise _Problem(f"header field 'n_steps' is {n_steps}, not a step count")
+    names = header["feature_names_in"]
+    if names is not None and (len(names) != n_features
+                              or not all(isinstance(s, str) for s in names)):
+        raise _Problem(f"header field 'feature_names_in' is not a list of {n_features} "
+                       "strings")
+    estimator = _estimator(header["params"], estimator_cls)
+    if header["scaled"] != (estimator.scale is not None):
+        raise _Problem(f"header field 'scaled' is {header['scaled']} but the parameter "
+                       f"scale is {estimator.scale!r}")
+    return estimator, _generator(header["rng"])
+
+
+def _check_weights(nu, w, n_steps):
+    """``w = nu+ / ||nu+||`` after every step that left ``nu+`` nonzero (the kernel's rule)."""
+    if np.any(w < 0):
+        raise _Problem("array 'w' has negative weights")
+    uniform = np.full(w.shape, 1.0 / w.shape[0])
+    if n_steps == 0:
+        if np.any(nu != 0) or not np.array_equal(w, uniform):
+            raise _Problem("no step was taken (n_steps 0) but 'nu' is not zero or 'w' not "
+                           "uniform")
+        return
+    pos = np.maximum(nu, 0.0)
+    with np.errstate(over="ignore"):
+        sq = float(np.sum(pos * pos))
+    if 0.0 < sq < math.inf:
+        if not np.allclose(w, pos / math.sqrt(sq), rtol=1e-9, atol=1e-12):
+            raise _Problem("array 'w' is not nu+ / ||nu+|| (the weights every step leaves)")
+    elif sq == 0.0 and not (abs(np.linalg.norm(w) - 1.0) <= 1e-6
+                            or np.array_equal(w, uniform)):
+        raise _Problem("array 'w' is neither unit-norm nor the initial uniform weights")
+
+
+def _check_miss_prior(prior):
+    """``P(c) / (1 - P(y))`` (rows sum to 1, zero diagonal).
+
+    A row of NaN is what the prior holds for a class that was the only one in
+    the first chunk (``0 / 0``); every other row then puts all its mass on
+    that class.
+    """
+    if np.any(np.isinf(prior)) or np.any(np.diag(prior) != 0):
+        raise _Problem("array 'miss_prior' has infinite values or a nonzero diagonal")
+    off = ~np.eye(prior.shape[0], dtype=bool)
+    nan_rows = [y for y in range(prior.shape[0]) if np.isnan(prior[y][off[y]]).all()]
+    for y, row in enumerate(prior):
+        if y in nan_rows:
+            continue
+        if np.any(np.isnan(row)) or np.any(row < 0) or abs(row.sum() - 1.0) > 1e-9:
+            raise _Problem(f"array 'miss_prior' row {y} is not a distribution over the "
+                           "other classes")
+        if nan_rows and (len(nan_rows) > 1 or row[nan_rows[0]] != 1.0):
+            raise _Problem("array 'miss_prior' has a NaN row that no stream produces")
+
+
+def _estimator(params, estimator_cls):
+    expected = set(estimator_cls().get_params())
+    if set(params) != expected:
+        raise _Problem(f"header field 'params' has the wrong names: missing "
+                       f"{sorted(expected - set(params))}, unexpected "
+                       f"{sorted(map(str, set(params) - expected))[:10]}")
+    estimator = estimator_cls(**params)
+    try:
+        check_params(estimator)
+    except ValueError as exc:
+        raise _Problem(f"its parameters are not valid ({_short(exc)})") from exc
+    return estimator
+
+
+def _generator(state):
+    """The stream's numpy Generator; the bit generator's own setter checks the state."""
+    name = state.get("bit_generator")
+    if name not in _BIT_GENERATORS:
+        raise _Problem(f"header field 'rng' names bit generator {_short(repr(name), 80)}, not "
+                       f"one of {', '.join(_BIT_GENERATORS)}")
+    bit_generator = getattr(np.random, name)()
+    try:
+        bit_generator.state = state
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError) as exc:
+        raise _Problem(f"header field 'rng' is not a valid {name} state "
+                       f"({type(exc).__name__}: {_short(exc, 120)})") from exc
+    return np.random.Generator(bit_generator)
