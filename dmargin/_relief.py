@@ -7,6 +7,7 @@ statistic per iteration and does the small update on the driver
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -17,11 +18,12 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import (N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, miss_priors,
                     start_fit, timer)
 from ._checkpoint import read_online_state, write_online_state
-from ._io import numpy_scale_params
+from ._compat import client_for, compute, is_dask_collection, run_with_client
+from ._io import Scaling, numpy_scaling
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ._validation import check_classes, check_params, check_X_y
 from .engine import merge
-from .engine.execution import is_dask_collection, knn_statistic, lse_statistic
+from .engine.execution import knn_statistic, lse_statistic
 from .engine.online import online_irelief_steps
 
 _SCALE = [Options(("minmax",)), NONE]
@@ -359,10 +361,7 @@ class OnlineIRelief(WeightSelector):
         else:
             idx = np.sort(rng.choice(n, size=self.reference_size, replace=False))
             Xc, yc = X[idx], codes[idx]
-        if is_dask_collection(Xc):
-            import dask
-
-            Xc, yc = dask.compute(Xc, yc)
+        Xc, yc = compute(Xc, yc, what="the reference rows")
         return np.ascontiguousarray(Xc, dtype=np.float64), np.asarray(yc, np.int64), idx
 
     def fit(self, X, y):
@@ -378,7 +377,7 @@ class OnlineIRelief(WeightSelector):
         self : OnlineIRelief
         """
         data, _ = start_fit(self, X, y, rows=False)
-        self._scale = (data.offset, data.span)
+        self._scale = data.scaling
         self._fixed_ref = None  # a set_reference sample belongs to partial_fit streams
         rng = make_rng(self.random_state)
         ref = self._reference(data.X, data.codes, rng)
@@ -428,16 +427,13 @@ class OnlineIRelief(WeightSelector):
             check_params(self)
         # After the first chunk, a chunk may be a single row (the tail of a stream).
         X, y = check_X_y(self, X, y, reset=first, min_samples=2 if first else 1)
-        if is_dask_collection(X) or is_dask_collection(y):
-            import dask
-
-            X, y = dask.compute(X, y)
+        X, y = compute(X, y, what="a partial_fit chunk")
         X = np.asarray(X, dtype=np.float64)
         if first:
             labels = np.unique(y if classes is None else np.asarray(classes))
             check_classes(labels, None)
             self._start(X.shape[1], labels, [np.sum(y == c) for c in labels])
-            self._scale = numpy_scale_params(X, self.scale)
+            self._scale = numpy_scaling(X, self.scale)
             self._rng = make_rng(self.random_state)
             pending = getattr(self, "_pending_ref", None)
             self._pending_ref = None
@@ -449,9 +445,8 @@ class OnlineIRelief(WeightSelector):
         if not np.all(np.isfinite(X)):
             raise ValueError("X contains NaN or infinite values. Impute them or drop those "
                              "rows before fitting.")
-        offset, span = self._scale
-        if offset is not None:
-            X = (X - offset) / span
+        if self._scale is not None:
+            X = self._scale.apply(X)
         codes = np.searchsorted(self.classes_, y).astype(np.int64)
         position = self.n_steps_
         ref = getattr(self, "_fixed_ref", None)
@@ -495,10 +490,7 @@ class OnlineIRelief(WeightSelector):
         -------
         self : OnlineIRelief
         """
-        if is_dask_collection(X) or is_dask_collection(y):
-            import dask
-
-            X, y = dask.compute(X, y)
+        X, y = compute(X, y, what="the reference rows")
         started = hasattr(self, "nu_")
         X, y = check_X_y(self, X, y, reset=not started)
         if index is not None:
@@ -525,10 +517,9 @@ class OnlineIRelief(WeightSelector):
             raise ValueError(f"The reference rows have labels {unknown.tolist()} that are not "
                              f"among the stream's classes {self.classes_.tolist()}; pass "
                              "classes= with every label on the first partial_fit call.")
-        offset, span = self._scale
         X = np.asarray(X, dtype=np.float64)
-        if offset is not None:
-            X = (X - offset) / span
+        if self._scale is not None:
+            X = self._scale.apply(X)
         # Rows that are not stream rows get negative positions: never an anchor's own.
         ic = -1 - np.arange(X.shape[0], dtype=np.int64) if index is None else index
         return (np.ascontiguousarray(X), np.searchsorted(self.classes_, y).astype(np.int64), ic)
@@ -647,15 +638,15 @@ def _row_blocks(X, codes, bounds):
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    import dask
-
     if codes.chunks[0] != X.chunks[0]:
         codes = codes.rechunk((X.chunks[0],))
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])])
     n_blocks = len(X.chunks[0])
 
+    # The read-ahead thread computes on the caller's client (``as_current`` is per thread).
+    @functools.partial(run_with_client, client=client_for([X]))
     def load(i):
-        xb, yb = dask.compute(X.blocks[i], codes.blocks[i])
+        xb, yb = compute(X.blocks[i], codes.blocks[i], what="a streamed block")
         return (int(edges[i]), int(edges[i + 1]), np.asarray(xb, dtype=np.float64),
                 np.asarray(yb, dtype=np.int64))
 
