@@ -213,8 +213,9 @@ def not_finite_error(bad_per_column, names=None):
 
 
 def _complex_error(what):
-    return ValueError(f"X has complex values ({what}); complex data are not supported. Split "
-                      "them into real features (e.g. real and imaginary parts, or the modulus) "
+    # scikit-learn's own wording first: its estimator checks look for it.
+    return ValueError(f"Complex data not supported: X has complex values ({what}). Split them "
+                      "into real features (e.g. real and imaginary parts, or the modulus) "
                       "before fitting.")
 
 
@@ -258,7 +259,9 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2):
                 )
             complex_columns = [str(c) for c, t in X.dtypes.items() if t.kind == "c"]
         else:
-            complex_columns = [] if not np.iscomplexobj(X) else ["X"]
+            dtype = getattr(X, "dtype", None)
+            dtype = np.asarray(X).dtype if dtype is None else dtype
+            complex_columns = ["X"] if dtype.kind == "c" else []
         if complex_columns:
             raise _complex_error(f"columns {complex_columns}" if hasattr(X, "columns")
                                  else f"dtype {np.asarray(X).dtype}")
