@@ -58,10 +58,15 @@ def miss_priors(counts) -> np.ndarray:
     """``P(c) / (1 - P(y))`` for anchor class ``y`` (row) and miss class ``c``.
 
     Zero on the diagonal; each row sums to one (ReliefF's and I-RELIEF-1's
-    class weighting).
+    class weighting).  When the counts hold a single class (the first chunk
+    of a stream whose ``classes=`` lists more), that class's misses are
+    weighted uniformly over the other classes instead of 0/0.
     """
     p = np.asarray(counts, dtype=np.float64) / np.sum(counts)
-    prior = p[None, :] / (1.0 - p[:, None])
+    k = p.size
+    rest = 1.0 - p[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prior = np.where(rest > 0, p[None, :] / rest, 1.0 / max(k - 1, 1))
     np.fill_diagonal(prior, 0.0)
     return prior
 

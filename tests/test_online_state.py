@@ -81,3 +81,17 @@ def test_a_stream_may_end_with_a_one_row_chunk():
     assert est.n_steps_ == 400
     with pytest.raises(ValueError, match="minimum of 2"):
         OnlineIRelief().partial_fit(X[:1], y[:1])
+
+
+def test_first_chunk_with_one_class_gives_finite_relieff_weights():
+    """``classes=`` lists two labels, the first chunk holds one: the miss priors of
+    that class are uniform over the others, not 0/0, and the weights stay finite."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = np.repeat([0, 1], 30)
+    X[:, 0] += 2 * y
+    est = OnlineIRelief(multiclass="relieff", random_state=0)
+    est.partial_fit(X[:30], y[:30], classes=[0, 1])
+    est.partial_fit(X[30:], y[30:])
+    assert np.all(np.isfinite(est._miss_prior)) and np.all(np.isfinite(est.nu_))
+    assert np.all(np.isfinite(est.feature_importances_))
