@@ -69,6 +69,17 @@ def compose_bytes(text):
     return int(float(m[1]) * 1024 ** "bkmgt".index(m[2] or "b"))
 
 
+def _wait_healthy(cluster, health_argv):
+    """Run the compose health check until it passes (the scheduler is up)."""
+    for _ in range(100):
+        ok = subprocess.run(health_argv, capture_output=True, timeout=10, check=False)
+        if ok.returncode == 0:
+            return
+        assert cluster.procs["scheduler"].poll() is None, cluster.log("scheduler")
+        time.sleep(0.2)
+    raise AssertionError(ok.stderr.decode())
+
+
 def option(argv, name):
     """The value after ``name`` in a command line."""
     return argv[argv.index(name) + 1]
@@ -251,14 +262,7 @@ def test_compose_commands_run_on_loopback(tmp_path, blobs_binary):
         for i in range(2):  # two replicas
             cluster.start(_loopback(services["worker"]["command"], ports), f"worker{i}")
         # The health check passes once the scheduler is up.
-        for _ in range(100):
-            ok = subprocess.run(_loopback(health, ports), capture_output=True, timeout=10,
-                                check=False)
-            if ok.returncode == 0:
-                break
-            assert cluster.procs["scheduler"].poll() is None, cluster.log("scheduler")
-            time.sleep(0.2)
-        assert ok.returncode == 0, ok.stderr.decode()
+        _wait_healthy(cluster, _loopback(health, ports))
         with Client(f"tcp://127.0.0.1:{ports['comm']}", timeout="30s",
                     set_as_default=False) as client:
             client.wait_for_workers(2, timeout=60)
@@ -752,14 +756,7 @@ def test_tls_cluster_runs_a_fit(tmp_path, certs, blobs_binary):
             # Each process sees dask-tls.yaml and only its own role's directory.
             cluster.env = dict(cluster.env, DASK_CONFIG=str(_role_config(tmp_path, certs, name)))
             cluster.start(_loopback(services[name]["command"], ports, certs / name), name)
-        for _ in range(100):
-            ok = subprocess.run(_loopback(health, ports), capture_output=True, timeout=10,
-                                check=False)
-            if ok.returncode == 0:
-                break
-            assert cluster.procs["scheduler"].poll() is None, cluster.log("scheduler")
-            time.sleep(0.2)
-        assert ok.returncode == 0, ok.stderr.decode()
+        _wait_healthy(cluster, _loopback(health, ports))
         address = f"tls://127.0.0.1:{ports['comm']}"
         # The client's settings from dask-tls.yaml, pointing at the client directory.
         client_config = yaml.safe_load(
