@@ -1,17 +1,24 @@
 """Parquet in: a file, a directory, or a Spark-written hive-partitioned directory.
 
-The dataset is discovered once with :mod:`pyarrow.dataset` (which skips
-``_SUCCESS`` and other ``_``/``.`` files, reads hive ``key=value`` directories
-and maps ``__HIVE_DEFAULT_PARTITION__`` to a missing value), then every row
-group (or file) becomes one dask task that returns *both* the feature block
-and the label block.  X and y are two views of those same tasks, so their
-rows cannot come apart (selecting X and y as two projections of a dask
-DataFrame can let the optimiser partition them differently, dask/dask#12411).
+Discovery.  :mod:`pyarrow.dataset` lists the files (skipping ``_SUCCESS``
+and other ``_``/``.`` names), reads hive ``key=value`` directories and maps
+``__HIVE_DEFAULT_PARTITION__`` to a missing value.
 
-Row counts come from the Parquet footers, so the arrays have known chunk
-sizes without reading any data; only when rows are filtered (``filters`` or
-``missing_label="drop"``) are the blocks read once to count them, and kept in
-memory.
+Planning.  Every file's footer is read once (a small thread pool): it gives
+the columns and the row counts, so the
+arrays have known chunk sizes without reading any data.  Only when rows are
+filtered (``filters`` or ``missing_label="drop"``) are the blocks read once
+to count them, and kept in memory.
+
+Reading.  Every row group becomes one dask task -- several, each reading only
+its slice of rows, when its decoded block would exceed ``chunk_bytes`` --
+that returns *both* the feature block and the label block.  X and y are two
+views of those same tasks, so their rows cannot come apart (selecting X and
+y as two projections of a dask DataFrame can let the optimiser partition
+them differently, dask/dask#12411).  A task streams its rows from the file
+in batches of at most ``_READ_ROWS`` rows without pre-buffering whole column
+chunks, so it holds its block plus one read batch.  :func:`iter_parquet`
+uses the same plan and the same batch reader.
 
 ``dask.dataframe.read_parquet`` is not used: it infers partition types file by
 file and fails on a ``__HIVE_DEFAULT_PARTITION__`` directory ("No non-null
@@ -25,13 +32,83 @@ import os
 import numpy as np
 
 _MISSING = ("raise", "drop", "keep")
+#: Default most bytes of one decoded block, float64 features plus label.
+_CHUNK_BYTES = 64 * 2**20
+#: Most rows, and about the most bytes (as float64), decoded at once.
+_READ_ROWS = 65536
+_READ_BYTES = 2 * 2**20
+#: Read buffers, split over the columns read (64 KiB to 1 MiB each): without
+#: them pyarrow loads whole column chunks, that is a whole row group.
+_BUFFER_BYTES = 16 * 2**20
+#: Footers read concurrently while planning (they are small, latency-bound reads).
+_FOOTER_THREADS = 8
+
+
+# ---------------------------------------------------------------------------
+# Discovery
+# ---------------------------------------------------------------------------
+
+
+def _one_line(exc):
+    """pyarrow's message on one line (it may end with a newline and a detail)."""
+    return " ".join(str(exc).split()).rstrip(".")
+
+
+def _unreadable(path, exc):
+    return (f"{path}: not a readable Parquet file ({_one_line(exc)}). Re-write or remove "
+            "this file (names starting with '_' or '.' are skipped as not data).")
+
+
+def _dataset(source, first, **kw):
+    """``pyarrow.dataset.dataset`` (which reads the first file's footer for the schema),
+    its errors naming that file."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    try:
+        return ds.dataset(source, format="parquet", **kw)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(_unreadable(first, exc)) from exc
+
+
+def _discover(path, filesystem):
+    """The :class:`pyarrow.dataset.Dataset` of ``path``.  Its schema holds the
+    first file's columns, then the partition columns."""
+    import pyarrow.fs
+
+    if filesystem is None and isinstance(path, (str, os.PathLike)) and "://" not in str(path):
+        path = os.path.abspath(os.fspath(path))  # workers may run in another directory
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"Parquet path {path!r} does not exist. Check the path (relative paths are "
+                "resolved against the current directory of the client process).")
+        local = pyarrow.fs.LocalFileSystem()
+        return _dataset(path, path, partitioning="hive", filesystem=local)
+    try:
+        return _dataset(path, f"a file of {path}", partitioning="hive", filesystem=filesystem)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"Parquet path {path!r} does not exist ({e}). Check the "
+                                "path and the filesystem / storage credentials.") from e
+
+
+# ---------------------------------------------------------------------------
+# Column checks across files
+# ---------------------------------------------------------------------------
+
+
+def _value_type(arrow_type):
+    import pyarrow as pa
+
+    return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
 
 
 def _label_kind(arrow_type):
     """``"int"``, ``"float"``, ``"bool"`` or ``"str"`` for a label column's arrow type."""
     import pyarrow as pa
 
-    t = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    t = _value_type(arrow_type)
     if pa.types.is_integer(t):
         return "int"
     if pa.types.is_floating(t):
@@ -46,9 +123,126 @@ def _label_kind(arrow_type):
 def _is_numeric(arrow_type):
     import pyarrow as pa
 
-    t = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    t = _value_type(arrow_type)
     return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
             or pa.types.is_decimal(t))
+
+
+def _footers(fragments):
+    """``(physical schema, row groups)`` of every fragment, one footer read each."""
+    import pyarrow as pa
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(fragment):
+        try:
+            fragment.ensure_complete_metadata()
+            return fragment.physical_schema, fragment.row_groups
+        except (pa.ArrowException, OSError) as exc:
+            raise ValueError(
+                _unreadable(fragment.path, exc)) from exc
+
+    if len(fragments) <= 1:
+        return [one(f) for f in fragments]
+    with ThreadPoolExecutor(min(_FOOTER_THREADS, len(fragments))) as pool:
+        return list(pool.map(one, fragments))
+
+
+def _partition_schema(dataset, fragments):
+    """The hive partition columns of ``fragments`` and their inferred types.
+
+    Taken from the fragments' partition expressions (a null partition is a
+    key with value None): ``dataset.partitioning.schema`` can hold every
+    column when no directory is ``key=value``.
+    """
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    keys = set()
+    for fragment in fragments:
+        keys.update(ds.get_partition_keys(fragment.partition_expression))
+    return pa.schema([f for f in dataset.schema if f.name in keys])
+
+
+def _first_seen(paths, schemas, partition):
+    """``{column: (path, type)}`` from the first file with a non-null type, in column order."""
+    import pyarrow as pa
+
+    first = {}
+    for path, schema in zip(paths, schemas):
+        for field in schema:
+            if field.name in partition.names:
+                continue
+            seen = first.get(field.name)
+            if seen is None or (pa.types.is_null(seen[1]) and not pa.types.is_null(field.type)):
+                first[field.name] = (path, field.type)
+    return first
+
+
+def _columns(dataset, footers, partition, label, features):
+    """Check the columns: ``(features, {column: arrow type}, label kind)``.
+
+    Feature columns default to every column but the label, in the first
+    file's order with partition columns last (as ``dataset.schema``).
+    """
+    import pyarrow as pa
+
+    paths = [p for p, _ in footers]
+    schemas = [s for _, s in footers] or [dataset.schema]
+    paths = paths or ["the dataset"]
+    first = _first_seen(paths, schemas, partition)
+    types = {c: t for c, (_, t) in first.items()}
+    types.update(zip(partition.names, partition.types))
+    names = list(types)
+    if label not in types:
+        raise ValueError(f"Label column {label!r} is not in the Parquet dataset, whose columns "
+                         f"are {names}. Pass label= one of them.")
+    if features is None:
+        features = [n for n in names if n != label]
+    else:
+        features = [str(f) for f in features]
+        unknown = [f for f in features if f not in types]
+        if unknown:
+            raise ValueError(f"Feature columns {unknown} are not in the Parquet dataset, whose "
+                             f"columns are {names}.")
+        if label in features:
+            raise ValueError(f"The label column {label!r} is also listed in features; "
+                             "remove it from features.")
+    if not features:
+        raise ValueError("No feature columns: the dataset has only the label column.")
+    kinds = {_label_kind(s.field(label).type) for s in schemas
+             if label in s.names and not pa.types.is_null(s.field(label).type)}
+    kinds = kinds or {_label_kind(types[label])}
+    kind = "float" if kinds == {"int", "float"} else kinds.pop()
+    if kind is None:
+        raise ValueError(f"Label column {label!r} has type {types[label]}; use "
+                         "integer, string, boolean or categorical class labels.")
+    bad = [f for f in features if not _is_numeric(types[f])]
+    if bad:
+        raise ValueError(
+            f"Feature columns {bad} are not numeric "
+            f"({', '.join(str(types[f]) for f in bad)}). Pass features=[...] "
+            "without them, or encode them as numbers before writing the Parquet data.")
+    return features, types, kind
+
+
+def _filter_columns(filters, types):
+    """Columns a filter reads, besides features and label.
+
+    Expressions do not list their fields, so every column whose name appears
+    in the filter's text is read (a superset costs a little memory, never a
+    wrong row), after checking that the filter applies to those columns.
+    """
+    import pyarrow as pa
+
+    text = str(filters)
+    cols = [c for c in types if c in text]
+    try:
+        pa.schema([(c, types[c]) for c in cols]).empty_table().filter(filters)
+    except (pa.ArrowException, TypeError) as exc:
+        raise ValueError(f"filters={text} cannot be applied to the Parquet dataset ({exc}). "
+                         f"Filters compare columns of the dataset, {list(types)}, with values "
+                         "of their type.") from exc
+    return cols
 
 
 def _label_dtype(kind, missing_label):
@@ -61,6 +255,114 @@ def _label_dtype(kind, missing_label):
     return np.dtype(np.int64) if kind == "int" else np.dtype(bool)
 
 
+# ---------------------------------------------------------------------------
+# Planning
+# ---------------------------------------------------------------------------
+
+
+class _Spec:
+    """What a block reader needs besides the file and its rows (shared by all blocks)."""
+
+    __slots__ = ("filesystem", "features", "label", "y_dtype", "missing_label", "filter",
+                 "columns", "partition", "chunk_rows", "read_rows", "buffer_bytes")
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+def _chunk_rows(chunk_bytes, n_features):
+    if chunk_bytes is None:
+        chunk_bytes = _CHUNK_BYTES
+    if (isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer))
+            or chunk_bytes < 1):
+        raise ValueError(f"chunk_bytes must be a positive integer (bytes) or None; "
+                         f"got {chunk_bytes!r}.")
+    return max(1, int(chunk_bytes) // (8 * (n_features + 1)))
+
+
+def _plan(path, label, features, filters, missing_label, filesystem, chunk_bytes):
+    """Check the dataset and list its row groups: ``(spec, groups)``.
+
+    ``groups`` holds ``(file path, row group id, partition expression, rows
+    per the footer)`` for every non-empty row group in dataset order.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if missing_label not in _MISSING:
+        raise ValueError(f"missing_label={missing_label!r} is not valid; it must be one of "
+                         f"{', '.join(map(repr, _MISSING))}.")
+    dataset = _discover(path, filesystem)
+    if not dataset.files:
+        raise ValueError(f"The Parquet dataset at {path!r} has no rows (no data files; names "
+                         "starting with '_' or '.' such as _SUCCESS are not data).")
+    if filters is not None and not hasattr(filters, "is_valid"):  # DNF list, not an Expression
+        filters = pq.filters_to_expression(filters)
+    try:  # partition filters skip whole files here
+        fragments = list(dataset.get_fragments(filter=filters))
+    except pa.ArrowException as exc:
+        raise ValueError(f"filters={filters} cannot be applied to the Parquet dataset at "
+                         f"{path!r} ({exc}).") from exc
+    footers = _footers(fragments)
+    partition = _partition_schema(dataset, fragments)
+    features, types, kind = _columns(
+        dataset, [(f.path, s) for f, (s, _) in zip(fragments, footers)], partition, label,
+        features)
+    needed = features + [label]
+    if filters is not None:
+        needed += [c for c in _filter_columns(filters, types) if c not in needed]
+    chunk_rows = _chunk_rows(chunk_bytes, len(features))
+    spec = _Spec(filesystem=dataset.filesystem, features=features, label=label,
+                 y_dtype=_label_dtype(kind, missing_label), missing_label=missing_label,
+                 filter=filters, columns=[c for c in needed if c not in partition.names],
+                 partition=pa.schema([partition.field(c) for c in needed
+                                      if c in partition.names]),
+                 chunk_rows=chunk_rows,
+                 read_rows=min(_READ_ROWS, chunk_rows, _chunk_rows(_READ_BYTES, len(features))),
+                 buffer_bytes=min(2**20, max(2**16, _BUFFER_BYTES // len(needed))))
+    groups = [(f.path, g.id, f.partition_expression, g.num_rows)
+              for f, (_, row_groups) in zip(fragments, footers) for g in row_groups
+              if g.num_rows]
+    if not groups:
+        raise ValueError(f"The Parquet dataset at {path!r} has no rows"
+                         + (" that pass the filters." if filters is not None else
+                            " (no data files, or only empty ones; names starting with '_' or "
+                            "'.' such as _SUCCESS are not data)."))
+    return spec, groups
+
+
+def _blocks(groups, chunk_rows, split_row_groups):
+    """Dask blocks ``(path, [(group, start, stop), ...], partition expression, rows)``.
+
+    One per row group, or per file (``split_row_groups=False``) when the file
+    fits the budget; a row group of more than ``chunk_rows`` rows is cut
+    into equal slices of at most ``chunk_rows``.
+    """
+    blocks = []
+    if not split_row_groups:
+        files = {}
+        for p, g, e, n in groups:
+            files.setdefault(p, [e, []])[1].append((g, n))
+        for p, (e, gs) in files.items():
+            total = sum(n for _, n in gs)
+            if total <= chunk_rows:
+                blocks.append((p, [(g, 0, n) for g, n in gs], e, total))
+            else:
+                blocks += _blocks([(p, g, e, n) for g, n in gs], chunk_rows, True)
+        return blocks
+    for p, g, e, n in groups:
+        k = -(-n // chunk_rows)
+        bounds = [n * i // k for i in range(k + 1)]
+        blocks += [(p, [(g, a, b)], e, b - a) for a, b in zip(bounds[:-1], bounds[1:])]
+    return blocks
+
+
+# ---------------------------------------------------------------------------
+# The block reader
+# ---------------------------------------------------------------------------
+
+
 def _decode(column):
     """A ChunkedArray with dictionary chunks as plain values."""
     import pyarrow as pa
@@ -71,134 +373,139 @@ def _decode(column):
     return column
 
 
-def _read_block(path, row_groups, filesystem, schema, partition_expression, filter_,
-                features, label, label_dtype, missing_label):
-    """Read one row group (or file): ``(X float64 (n, A), y (n,))`` from ONE table."""
+def _slices(parquet_file, group, start, stop, columns, read_rows):
+    """Tables of rows ``[start, stop)`` of one row group, at most ``read_rows`` at a time.
+
+    Parquet cannot seek to a row: the rows before ``start`` are decoded and
+    dropped batch by batch, so memory stays one batch.
+    """
+    import pyarrow as pa
+
+    pos = 0
+    for batch in parquet_file.iter_batches(batch_size=read_rows, row_groups=[group],
+                                           columns=columns):
+        end = pos + batch.num_rows
+        if end > start:
+            lo, hi = max(start - pos, 0), min(stop, end) - pos
+            yield pa.Table.from_batches([batch.slice(lo, hi - lo)])
+        pos = end
+        if pos >= stop:
+            break
+
+
+def _with_partition(table, keys, partition):
+    """Add the partition columns a read needs, constant over a file."""
+    import pyarrow as pa
+
+    for field in partition:
+        if field.name not in table.column_names:
+            value = keys.get(field.name)
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type)
+                                        if value is None else
+                                        pa.repeat(pa.scalar(value, field.type), table.num_rows))
+    return table
+
+
+def _arrays(table, spec, where):
+    """``(X float64 (n, A), y (n,))`` of one table, rows with a missing label handled."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
-    fragment = ds.ParquetFileFormat().make_fragment(
-        path, filesystem=filesystem, partition_expression=partition_expression,
-        row_groups=row_groups)
-    table = fragment.to_table(schema=schema, columns=list(features) + [label], filter=filter_)
-    labels = _decode(table.column(label))
+    labels = _decode(table.column(spec.label))
     if labels.null_count:
-        if missing_label == "raise":
+        if spec.missing_label == "raise":
             raise ValueError(
-                f"{labels.null_count} rows of {path} have no value in the label column "
-                f"{label!r}. Pass missing_label='drop' to read_parquet to skip them, or "
+                f"{where}: {labels.null_count} rows have no value in the label column "
+                f"{spec.label!r}. Pass missing_label='drop' to read_parquet to skip them, or "
                 "missing_label='keep' to get them as missing values.")
-        if missing_label == "drop":
+        if spec.missing_label == "drop":
             table = table.filter(pc.is_valid(labels))
-            labels = _decode(table.column(label))
-    X = np.empty((table.num_rows, len(features)), dtype=np.float64)
-    for j, name in enumerate(features):
+            labels = _decode(table.column(spec.label))
+    X = np.empty((table.num_rows, len(spec.features)), dtype=np.float64)
+    for j, name in enumerate(spec.features):
         col = _decode(table.column(name))
-        # Nulls become NaN; fit then asks for imputation rather than guessing.
-        X[:, j] = pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)
-    if label_dtype == object:
+        # Nulls become NaN (fit then asks for imputation); int64 beyond 2**53 rounds to
+        # the nearest float64 as pandas does, where pyarrow's safe cast refuses.
+        X[:, j] = pc.cast(col, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+    if spec.y_dtype == object:
         y = np.empty(table.num_rows, dtype=object)
         y[:] = labels.to_pylist()  # Python str / None, as pandas' object columns
-    elif label_dtype == np.float64:
-        y = pc.cast(labels, pa.float64()).to_numpy(zero_copy_only=False)
+    elif spec.y_dtype == np.float64:
+        y = pc.cast(labels, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
     else:
-        y = labels.to_numpy(zero_copy_only=False).astype(label_dtype)
+        y = labels.to_numpy(zero_copy_only=False).astype(spec.y_dtype)
     return X, y
 
 
-def _discover(path, filesystem):
-    import pyarrow.dataset as ds
+def _batches(spec, path, pieces, partition_expression):
+    """Yield ``(X, y)`` for rows ``[start, stop)`` of each ``(group, start, stop)`` of one
+    file, one read batch at a time, filtered.
 
-    if filesystem is None and isinstance(path, (str, os.PathLike)) and "://" not in str(path):
-        path = os.path.abspath(os.fspath(path))  # workers may run in another directory
-        if not os.path.exists(path):
-            raise FileNotFoundError(
-                f"Parquet path {path!r} does not exist. Check the path (relative paths are "
-                "resolved against the current directory of the client process).")
-    try:
-        return ds.dataset(path, format="parquet", partitioning="hive", filesystem=filesystem)
-    except FileNotFoundError as e:
-        raise FileNotFoundError(f"Parquet path {path!r} does not exist ({e}). Check the "
-                                "path and the filesystem / storage credentials.") from e
-
-
-def _plan(path, label, features, filters, missing_label, split_row_groups, filesystem):
-    """Check the dataset and list its blocks: ``(dataset, features, filters, y_dtype, blocks)``.
-
-    ``blocks`` holds ``(file path, row group ids, partition expression, rows
-    per the footers)`` for every row group (or file) that can hold rows.
+    Raises
+    ------
+    ValueError
+        Any pyarrow or OS error while reading (a corrupt page, a truncated or
+        vanished file), as ``"<path>, row group <g>: ..."`` with the fix; the
+        original error is its ``__cause__``.
     """
+    import pyarrow as pa
+    import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
-    if missing_label not in _MISSING:
-        raise ValueError(f"missing_label={missing_label!r} is not valid; it must be one of "
-                         f"{', '.join(map(repr, _MISSING))}.")
-    dataset = _discover(path, filesystem)
-    if not dataset.files:
-        raise ValueError(f"The Parquet dataset at {path!r} has no rows (no data files; names "
-                         "starting with '_' or '.' such as _SUCCESS are not data).")
-    schema = dataset.schema
-    names = list(schema.names)
-    if label not in names:
-        raise ValueError(f"Label column {label!r} is not in the Parquet dataset, whose columns "
-                         f"are {names}. Pass label= one of them.")
-    kind = _label_kind(schema.field(label).type)
-    if kind is None:
-        raise ValueError(f"Label column {label!r} has type {schema.field(label).type}; use "
-                         "integer, string, boolean or categorical class labels.")
-    if features is None:
-        features = [n for n in names if n != label]
-    else:
-        features = [str(f) for f in features]
-        unknown = [f for f in features if f not in names]
-        if unknown:
-            raise ValueError(f"Feature columns {unknown} are not in the Parquet dataset, whose "
-                             f"columns are {names}.")
-        if label in features:
-            raise ValueError(f"The label column {label!r} is also listed in features; "
-                             "remove it from features.")
-    if not features:
-        raise ValueError("No feature columns: the dataset has only the label column.")
-    bad = [f for f in features if not _is_numeric(schema.field(f).type)]
-    if bad:
+    keys = ds.get_partition_keys(partition_expression) if len(spec.partition) else {}
+    group = pieces[0][0]
+    try:
+        with spec.filesystem.open_input_file(path) as source:
+            # pre_buffer would read whole column chunks (a row group) before decoding.
+            parquet_file = pq.ParquetFile(source, pre_buffer=False,
+                                           buffer_size=spec.buffer_bytes)
+            have = set(parquet_file.schema_arrow.names)
+            columns = [c for c in spec.columns if c in have]
+            for group, start, stop in pieces:
+                for table in _slices(parquet_file, group, start, stop, columns,
+                                     spec.read_rows):
+                    table = _with_partition(table, keys, spec.partition)
+                    if spec.filter is not None:
+                        table = table.filter(spec.filter)
+                    yield _arrays(table, spec, f"{path}, row group {group}")
+    except (pa.ArrowException, OSError) as exc:
         raise ValueError(
-            f"Feature columns {bad} are not numeric "
-            f"({', '.join(str(schema.field(f).type) for f in bad)}). Pass features=[...] "
-            "without them, or encode them as numbers before writing the Parquet data.")
-    if filters is not None and not hasattr(filters, "is_valid"):  # DNF list, not an Expression
-        filters = pq.filters_to_expression(filters)
+            f"{path}, row group {group}: could not be read ({type(exc).__name__}: "
+            f"{_one_line(exc)}). "
+            "Re-write or remove this file (if it is on remote storage, check that every "
+            "worker can read it).") from exc
 
-    # Plan: one block per row group (or file), row counts from the footers.
-    blocks = []
-    for fragment in dataset.get_fragments(filter=filters):
-        fragment.ensure_complete_metadata()
-        groups = fragment.row_groups
-        units = [[g] for g in groups] if split_row_groups else [groups]
-        for unit in units:
-            n = sum(g.num_rows for g in unit)
-            if n or filters is not None:
-                blocks.append((fragment.path, [g.id for g in unit],
-                               fragment.partition_expression, n))
-    if not blocks:
-        raise ValueError(f"The Parquet dataset at {path!r} has no rows"
-                         + (" that pass the filters." if filters is not None else
-                            " (no data files, or only empty ones; names starting with '_' or "
-                            "'.' such as _SUCCESS are not data)."))
-    return dataset, features, filters, _label_dtype(kind, missing_label), blocks
+
+def _read_block(spec, path, pieces, partition_expression, n_rows):
+    """One dask block: ``(X float64 (n, A), y (n,))``, read into arrays sized by the footer."""
+    X = np.empty((n_rows, len(spec.features)), dtype=np.float64)
+    y = np.empty(n_rows, dtype=spec.y_dtype)
+    k = 0
+    for xb, yb in _batches(spec, path, pieces, partition_expression):
+        X[k:k + len(yb)], y[k:k + len(yb)] = xb, yb
+        k += len(yb)
+    if k < n_rows:  # rows filtered out
+        X, y = X[:k].copy(), y[:k].copy()
+    return X, y
+
+
+# ---------------------------------------------------------------------------
+# Public functions
+# ---------------------------------------------------------------------------
 
 
 def read_parquet(path, label, features=None, *, filters=None, missing_label="raise",
-                 split_row_groups=True, filesystem=None):
+                 split_row_groups=True, filesystem=None, chunk_bytes=None):
     """Read features and labels from Parquet as dask arrays with known chunks.
 
     Parameters
     ----------
     path : str or path-like
         A Parquet file, or a directory of them -- also a Spark-written one:
-        ``_SUCCESS`` and other files starting with ``_`` or ``.`` are skipped,
-        hive directories ``key=value/`` become columns named ``key``, and
-        ``key=__HIVE_DEFAULT_PARTITION__`` comes back as a missing value.
+        ``_SUCCESS`` and other names starting with ``_`` or ``.`` (``.crc``
+        files, ``_temporary/``) are skipped, hive directories ``key=value/``
+        become columns named ``key``, and ``key=__HIVE_DEFAULT_PARTITION__``
+        comes back as a missing value.
     label : str
         Name of the label column (may be a partition column).  Integer,
         float, boolean, string and categorical (dictionary) labels are
@@ -206,9 +513,10 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
         array of ``str``.
     features : list of str, default=None
         Feature columns in this order.  ``None`` takes every column but the
-        label, in the dataset's column order (partition columns last).  They
-        must be numeric or boolean; nulls become NaN (``fit`` then asks for
-        imputation).
+        label, in the first file's column order (partition columns last).
+        They must be numeric or
+        boolean; nulls become NaN (``fit`` then asks for imputation) and
+        int64 values beyond 2**53 round to the nearest float64, as pandas.
     filters : pyarrow.compute.Expression or list of tuples, default=None
         Row filter, as ``pyarrow.parquet.read_table``'s ``filters`` (DNF
         tuples such as ``[("part", "==", "a")]``).  Partition filters skip
@@ -219,16 +527,30 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
         labels) or NaN (numeric labels; integer labels then come back as
         float64).
     split_row_groups : bool, default=True
-        One block per row group (``True``) or per file (``False``).
+        One block per row group (``True``) or per file (``False``; a file
+        larger than ``chunk_bytes`` is still split by row group).
     filesystem : pyarrow.fs.FileSystem, default=None
         For remote storage; ``None`` infers it from ``path`` (``s3://``, ...).
+    chunk_bytes : int, default=None
+        Most bytes of one decoded block (rows x (features + 1) x 8); ``None``
+        is 64 MiB.  A larger row group becomes several blocks of equal rows,
+        each task reading only its slice.
 
     Returns
     -------
     X : dask.array.Array of shape (n_samples, n_features), float64
-        One row block per row group, sizes known.
+        One row block per row group (or slice of one), sizes known.
     y : dask.array.Array of shape (n_samples,)
         Same row blocks as ``X``, computed by the same tasks.
+
+    Raises
+    ------
+    ValueError
+        When planning: a file whose footer cannot be read.  When
+        a block is computed: any read error (corrupt page, truncated or
+        vanished file), as ``"<file>, row group <g>: could not be read
+        (...). Re-write or remove this file ..."`` with pyarrow's error as
+        ``__cause__``; a missing label with ``missing_label="raise"``.
 
     Notes
     -----
@@ -236,7 +558,10 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     nothing is read before ``fit``: the chunk sizes come from the Parquet
     footers.  Otherwise the blocks are read once to count their rows and are
     persisted (in cluster memory under an active ``distributed.Client``).
-    Every worker must reach ``path`` (a shared or remote filesystem).
+    Every worker must reach ``path`` (a shared or remote filesystem).  A
+    task holds its block plus one read batch of at most 65536 rows; the
+    slices of an oversize row group each decode the rows before their start
+    again (Parquet cannot seek to a row), which costs time, not memory.
 
     Examples
     --------
@@ -249,21 +574,22 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     >>> X, y = read_parquet(path, label="y")
     >>> X.shape, X.chunks[0], y.compute().tolist()
     ((3, 2), (3,), ['no', 'yes', 'no'])
+    >>> read_parquet(path, label="y", chunk_bytes=48)[0].chunks[0]  # 2 rows of 3 x 8 bytes
+    (1, 2)
     """
     import dask
     import dask.array as da
     from dask.base import tokenize
 
-    dataset, features, filters, y_dtype, blocks = _plan(
-        path, label, features, filters, missing_label, split_row_groups, filesystem)
-    schema = dataset.schema
-    token = tokenize(str(path), [(p, g, str(e)) for p, g, e, _ in blocks], str(schema),
-                     str(filters), features, label, missing_label)
+    spec, groups = _plan(path, label, features, filters, missing_label, filesystem,
+                         chunk_bytes)
+    blocks = _blocks(groups, spec.chunk_rows, split_row_groups)
+    token = tokenize(str(path), [(p, s, str(e)) for p, s, e, _ in blocks], str(spec.filter),
+                     spec.features, spec.columns, label, missing_label, str(spec.y_dtype))
     reads = [
         dask.delayed(_read_block, pure=True, nout=2)(
-            p, g, dataset.filesystem, schema, e, filters, features, label, y_dtype,
-            missing_label, dask_key_name=f"dmargin-read-parquet-{token}-{i}")
-        for i, (p, g, e, _) in enumerate(blocks)
+            spec, p, s, e, n, dask_key_name=f"dmargin-read-parquet-{token}-{i}")
+        for i, (p, s, e, n) in enumerate(blocks)
     ]
     lengths = [n for *_, n in blocks]
     if filters is not None or missing_label == "drop":
@@ -274,36 +600,40 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
             raise ValueError(f"The Parquet dataset at {path!r} has no rows left after "
                              "filtering and dropping rows with missing labels.")
         reads, lengths = [reads[i] for i in kept], [lengths[i] for i in kept]
-    a = len(features)
+    a = len(spec.features)
     X = da.concatenate([da.from_delayed(r[0], shape=(n, a), dtype=np.float64)
                         for r, n in zip(reads, lengths)])
-    y = da.concatenate([da.from_delayed(r[1], shape=(n,), dtype=y_dtype)
+    y = da.concatenate([da.from_delayed(r[1], shape=(n,), dtype=spec.y_dtype)
                         for r, n in zip(reads, lengths)])
     return X, y
 
 
 def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
-                 missing_label="raise", filesystem=None):
+                 missing_label="raise", filesystem=None, chunk_bytes=None):
     """Iterate over a Parquet dataset as ``(X, y)`` numpy chunks, one read at a time.
 
     For streaming a dataset larger than memory through
-    ``OnlineIRelief.partial_fit``: only the row group being read (and the
-    rows of an unfinished ``batch_rows`` chunk) are held.  The dataset, the
-    column checks and the block reader are those of :func:`read_parquet`, so
-    the rows come in the same order and with the same values and label
-    types as ``read_parquet(...)[0].compute()``.  Filtering and dropping
-    rows cost nothing extra here: each row group is read once, as it is
-    yielded.
+    ``OnlineIRelief.partial_fit``: only the chunk being filled and one read
+    batch (at most 65536 rows) are held, whatever the row group size.  The
+    dataset, the column checks and the batch reader are those of
+    :func:`read_parquet`, so the rows come in the same order and with the
+    same values and label types as ``read_parquet(...)[0].compute()``.
+    Filtering and dropping rows cost nothing extra here: each row group is
+    read once, as it is yielded.
 
     Parameters
     ----------
     path, label, features, filters, missing_label, filesystem
         As in :func:`read_parquet`.
     batch_rows : int, default=None
-        Rows per chunk: ``None`` yields one chunk per row group (row groups
-        left empty by ``filters`` or dropped labels are skipped); an int
-        regroups the rows into chunks of exactly that many rows (the last
-        one may be shorter).
+        Rows per chunk: ``None`` yields one chunk per row group (a row group
+        larger than ``chunk_bytes`` in chunks of at most that size; row
+        groups left empty by ``filters`` or dropped labels are skipped); an
+        int regroups the rows into chunks of exactly that many rows (the
+        last one may be shorter).
+    chunk_bytes : int, default=None
+        As in :func:`read_parquet` (64 MiB); bounds the chunks when
+        ``batch_rows`` is None.
 
     Yields
     ------
@@ -313,8 +643,9 @@ def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
     Raises
     ------
     ValueError
-        As :func:`read_parquet`, before anything is read; and, at the end,
-        when no row passed ``filters`` and ``missing_label``.
+        As :func:`read_parquet`, before anything is read; while reading, a
+        read error naming the file and row group; and, at the end, when no
+        row passed ``filters`` and ``missing_label``.
 
     Examples
     --------
@@ -332,38 +663,49 @@ def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
                                    isinstance(batch_rows, (int, np.integer)) or batch_rows < 1):
         raise ValueError(f"batch_rows must be a positive integer or None; got {batch_rows!r}.")
     # Checked here, when iter_parquet is called, not at the first next().
-    plan = _plan(path, label, features, filters, missing_label, True, filesystem)
-    return _iter_blocks(path, label, plan, missing_label, batch_rows)
+    spec, groups = _plan(path, label, features, filters, missing_label, filesystem,
+                         chunk_bytes)
+    return _iter_blocks(path, spec, groups, batch_rows)
 
 
-def _iter_blocks(path, label, plan, missing_label, batch_rows):
-    dataset, features, filters, y_dtype, blocks = plan
+def _iter_blocks(path, spec, groups, batch_rows):
+    """Stream every row group once, copying its read batches into chunks of ``size`` rows.
 
-    def reads():
-        for p, g, e, _ in blocks:
-            xb, yb = _read_block(p, g, dataset.filesystem, dataset.schema, e, filters,
-                                 features, label, y_dtype, missing_label)
-            if len(yb):
-                yield xb, yb
+    A chunk is allocated for at most the rows still to come per the footers
+    (exactly those for unfiltered data), and handed out as it fills.
+    """
+    size = batch_rows or spec.chunk_rows
+    rest = sum(n for *_, n in groups)  # rows of the row groups not yet started
+    X = y = None
+    k = cap = n_seen = 0
 
-    held, n_held, n_seen = [], 0, 0
-    for xb, yb in reads():
-        n_seen += len(yb)
-        if batch_rows is None:
-            yield xb, yb
-            continue
-        held.append((xb, yb))
-        n_held += xb.shape[0]
-        if n_held < batch_rows:
-            continue
-        xs = np.concatenate([h[0] for h in held]) if len(held) > 1 else xb
-        ys = np.concatenate([h[1] for h in held]) if len(held) > 1 else yb
-        cut = n_held - n_held % batch_rows
-        for s in range(0, cut, batch_rows):
-            yield xs[s:s + batch_rows], ys[s:s + batch_rows]
-        held, n_held = [(xs[cut:], ys[cut:])], n_held - cut
-    if n_held:
-        yield np.concatenate([h[0] for h in held]), np.concatenate([h[1] for h in held])
+    def chunk():
+        return (X, y) if k == cap else (X[:k].copy(), y[:k].copy())
+
+    for p, g, e, n in groups:
+        rest -= n
+        got = 0  # rows of this group received: n - got bounds the rows it still holds
+        for xb, yb in _batches(spec, p, [(g, 0, n)], e):
+            i = 0
+            while i < len(yb):
+                if X is None:
+                    cap = min(size, n - got + (rest if batch_rows else 0))
+                    X = np.empty((cap, len(spec.features)), dtype=np.float64)
+                    y = np.empty(cap, dtype=spec.y_dtype)
+                take = min(cap - k, len(yb) - i)
+                X[k:k + take], y[k:k + take] = xb[i:i + take], yb[i:i + take]
+                k, i, got = k + take, i + take, got + take
+                if k == cap:
+                    yield chunk()
+                    X = y = None
+                    k = 0
+        n_seen += got
+        if k and batch_rows is None:  # one chunk per row group
+            yield chunk()
+            X = y = None
+            k = 0
+    if k:
+        yield chunk()
     if not n_seen:
         raise ValueError(f"The Parquet dataset at {path!r} has no rows left after "
                          "filtering and dropping rows with missing labels.")
