@@ -5,7 +5,9 @@ and other ``_``/``.`` names), reads hive ``key=value`` directories and maps
 ``__HIVE_DEFAULT_PARTITION__`` to a missing value.
 
 Planning.  Every file's footer is read once (a small thread pool): it gives
-the columns and the row counts, so the
+the columns, checked across files so that a column missing from a file, or
+a string in one file and a number in another, is an error naming both
+files, never NaN or a dropped column; and it gives the row counts, so the
 arrays have known chunk sizes without reading any data.  Only when rows are
 filtered (``filters`` or ``missing_label="drop"``) are the blocks read once
 to count them, and kept in memory.
@@ -128,6 +130,23 @@ def _is_numeric(arrow_type):
             or pa.types.is_decimal(t))
 
 
+def _type_class(arrow_type, is_label):
+    """What must agree across files: numbers (any width) / strings / ...; None for an
+    all-null column, which agrees with anything."""
+    import pyarrow as pa
+
+    if pa.types.is_null(arrow_type):
+        return None
+    kind = _label_kind(arrow_type)
+    if is_label and kind in ("int", "float"):
+        return "number"  # an int label in one file, float in another: read as float
+    if is_label and kind is not None:
+        return kind
+    if _is_numeric(arrow_type):
+        return "number"
+    return "string" if kind == "str" else str(_value_type(arrow_type))
+
+
 def _footers(fragments):
     """``(physical schema, row groups)`` of every fragment, one footer read each."""
     import pyarrow as pa
@@ -178,8 +197,33 @@ def _first_seen(paths, schemas, partition):
     return first
 
 
+def _check_files(paths, schemas, columns, first, label, features_given):
+    """Every file has every column in ``columns``, with one kind of values."""
+    for path, schema in zip(paths, schemas):
+        names = set(schema.names)
+        for c in columns:
+            p0, t0 = first[c]
+            if c not in names:
+                if c == label:
+                    fix = f"Rewrite {path} with the label column, or remove it from the directory."
+                elif features_given:
+                    fix = f"Pass features=[...] without {c!r}, or rewrite {path} with that column."
+                else:
+                    fix = (f"Pass features=[...] without {c!r} to leave it out, or rewrite "
+                           f"{path} with that column.")
+                raise ValueError(f"Column {c!r} is in {p0} but not in {path}. {fix}")
+            t = schema.field(c).type
+            k0, k = _type_class(t0, c == label), _type_class(t, c == label)
+            if k is not None and k0 is not None and k != k0:
+                raise ValueError(
+                    f"Column {c!r} is {t0} in {p0} but {t} in {path}: a column must hold one "
+                    f"kind of values in every file. Rewrite one of the two files with the "
+                    f"other's type" + (" (or pass features=[...] without it)."
+                                       if c != label else "."))
+
+
 def _columns(dataset, footers, partition, label, features):
-    """Check the columns: ``(features, {column: arrow type}, label kind)``.
+    """Check the columns across files: ``(features, {column: arrow type}, label kind)``.
 
     Feature columns default to every column but the label, in the first
     file's order with partition columns last (as ``dataset.schema``).
@@ -196,6 +240,7 @@ def _columns(dataset, footers, partition, label, features):
     if label not in types:
         raise ValueError(f"Label column {label!r} is not in the Parquet dataset, whose columns "
                          f"are {names}. Pass label= one of them.")
+    features_given = features is not None
     if features is None:
         features = [n for n in names if n != label]
     else:
@@ -209,6 +254,8 @@ def _columns(dataset, footers, partition, label, features):
                              "remove it from features.")
     if not features:
         raise ValueError("No feature columns: the dataset has only the label column.")
+    in_files = [c for c in features + [label] if c in first]
+    _check_files(paths, schemas, in_files, first, label, features_given)
     kinds = {_label_kind(s.field(label).type) for s in schemas
              if label in s.names and not pa.types.is_null(s.field(label).type)}
     kinds = kinds or {_label_kind(types[label])}
@@ -513,8 +560,8 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
         array of ``str``.
     features : list of str, default=None
         Feature columns in this order.  ``None`` takes every column but the
-        label, in the first file's column order (partition columns last).
-        They must be numeric or
+        label, in the first file's column order (partition columns last);
+        every file must then have the same columns.  They must be numeric or
         boolean; nulls become NaN (``fit`` then asks for imputation) and
         int64 values beyond 2**53 round to the nearest float64, as pandas.
     filters : pyarrow.compute.Expression or list of tuples, default=None
@@ -546,7 +593,9 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     Raises
     ------
     ValueError
-        When planning: a file whose footer cannot be read.  When
+        When planning: a column missing from some file or holding strings in
+        one file and numbers in another (naming both files and the column),
+        a file whose footer cannot be read.  When
         a block is computed: any read error (corrupt page, truncated or
         vanished file), as ``"<file>, row group <g>: could not be read
         (...). Re-write or remove this file ..."`` with pyarrow's error as

@@ -1,5 +1,6 @@
-"""Parquet input at its edges: files that break while being read, int64
-beyond 2**53, and row groups larger than memory should hold at once.
+"""Parquet input at its edges: files that disagree on their
+columns, files that break while being read, int64 beyond 2**53, and row
+groups larger than memory should hold at once.
 
 Nothing may be lost, read twice, hang, or come back silently wrong: each
 case either reads exactly the rows pandas reads, or raises a ValueError that
@@ -18,6 +19,81 @@ import pyarrow.parquet as pq
 import pytest
 
 from dmargin._parquet import iter_parquet, read_parquet
+
+
+# ---------------------------------------------------------------------------
+# Files that disagree on their columns
+# ---------------------------------------------------------------------------
+
+
+def two_files(tmp_path, first, second):
+    d = tmp_path / "drift"
+    d.mkdir(parents=True)
+    pd.DataFrame(first).to_parquet(d / "1.parquet")
+    pd.DataFrame(second).to_parquet(d / "2.parquet")
+    return d
+
+
+def test_file_missing_a_column_is_named(tmp_path):
+    d = two_files(tmp_path, {"a": [1.0, 2.0], "b": [3.0, 4.0], "y": [0, 1]},
+                  {"a": [5.0, 6.0], "y": [0, 1]})
+    with pytest.raises(ValueError, match=r"Column 'b' is in .*1\.parquet but not in "
+                                         r".*2\.parquet\. Pass features=\[\.\.\.\] without 'b'"):
+        read_parquet(d, "y")
+    with pytest.raises(ValueError, match=r"Column 'b' is in .*1\.parquet but not in "
+                                         r".*2\.parquet\. Pass features=\[\.\.\.\] without 'b'"):
+        read_parquet(d, "y", ["a", "b"])
+    X, _ = read_parquet(d, "y", ["a"])  # leaving it out is the fix
+    assert sorted(X.compute()[:, 0]) == [1.0, 2.0, 5.0, 6.0]
+
+
+def test_file_with_an_extra_column_is_named(tmp_path):
+    d = two_files(tmp_path, {"a": [1.0, 2.0], "y": [0, 1]},
+                  {"a": [5.0, 6.0], "b": [3.0, 4.0], "y": [0, 1]})
+    with pytest.raises(ValueError, match=r"Column 'b' is in .*2\.parquet but not in "
+                                         r".*1\.parquet\..*rewrite .*1\.parquet"):
+        read_parquet(d, "y")
+    X, _ = read_parquet(d, "y", ["a"])
+    assert X.shape == (4, 1)
+
+
+def test_string_in_one_file_number_in_another_is_named(tmp_path):
+    d = two_files(tmp_path, {"a": [1.0, 2.0], "s": [1.5, 2.5], "y": [0, 1]},
+                  {"a": [5.0, 6.0], "s": ["u", "v"], "y": [0, 1]})
+    with pytest.raises(ValueError, match=r"Column 's' is double in .*1\.parquet but "
+                                         r"(large_)?string in .*2\.parquet"):
+        read_parquet(d, "y", ["a", "s"])
+    X, _ = read_parquet(d, "y", ["a"])  # a column not asked for may differ
+    assert X.shape == (4, 1)
+
+
+def test_label_missing_from_a_file_is_named(tmp_path):
+    d = two_files(tmp_path, {"a": [1.0, 2.0], "y": [0, 1]}, {"a": [5.0, 6.0]})
+    with pytest.raises(ValueError, match=r"Column 'y' is in .*1\.parquet but not in "
+                                         r".*2\.parquet\. Rewrite .*2\.parquet with the label"):
+        read_parquet(d, "y")
+
+
+def test_numeric_widths_unify_to_float64(tmp_path):
+    d = two_files(tmp_path,
+                  {"a": np.array([1, 2], np.int32), "y": np.array([0, 1], np.int32)},
+                  {"a": np.array([2**40, 4], np.int64), "y": np.array([1, 0], np.int64)})
+    pd.DataFrame({"a": [0.5], "y": [1]}).to_parquet(d / "3.parquet")
+    X, y = read_parquet(d, "y")
+    assert X.compute()[:, 0].tolist() == [1.0, 2.0, 2.0**40, 4.0, 0.5]
+    assert y.dtype == np.int64 and y.compute().tolist() == [0, 1, 1, 0, 1]
+
+
+def test_int_label_in_one_file_float_in_another_reads_float(tmp_path):
+    d = two_files(tmp_path, {"a": [1.0, 2.0], "y": [0, 1]},
+                  {"a": [5.0, 6.0], "y": [1.0, 0.0]})
+    _, y = read_parquet(d, "y")
+    assert y.dtype == np.float64 and y.compute().tolist() == [0.0, 1.0, 1.0, 0.0]
+    d2 = two_files(tmp_path / "s", {"a": [1.0, 2.0], "y": [0, 1]},
+                   {"a": [5.0, 6.0], "y": ["no", "yes"]})
+    with pytest.raises(ValueError, match=r"Column 'y' is int64 in .*1\.parquet but "
+                                         r"(large_)?string in .*2\.parquet"):
+        read_parquet(d2, "y")
 
 
 # ---------------------------------------------------------------------------
