@@ -1,8 +1,14 @@
 """Parquet in: a file, a directory, or a Spark-written hive-partitioned directory.
 
-Discovery.  :mod:`pyarrow.dataset` lists the files (skipping ``_SUCCESS``
-and other ``_``/``.`` names), reads hive ``key=value`` directories and maps
-``__HIVE_DEFAULT_PARTITION__`` to a missing value.
+Discovery.  A local directory is walked here, not by pyarrow, so that a
+symbolic link can neither leave the directory nor reach a file twice
+(pyarrow follows a link loop until the path is too long, reading the same
+rows dozens of times -- or, with two loops, for ever).  The rules are Spark's: names starting with ``_`` or
+``.`` are not data (``_SUCCESS``, ``.crc`` checksums, ``_temporary/``), hive
+``key=value`` directories become columns and ``__HIVE_DEFAULT_PARTITION__`` a
+missing value.  The explicit file list then goes to :mod:`pyarrow.dataset`.
+Remote paths (``s3://...`` or ``filesystem=``) are listed by pyarrow with the
+same name rules; object stores have no links.
 
 Planning.  Every file's footer is read once (a small thread pool): it gives
 the columns, checked across files so that a column missing from a file, or
@@ -44,6 +50,7 @@ _READ_BYTES = 2 * 2**20
 _BUFFER_BYTES = 16 * 2**20
 #: Footers read concurrently while planning (they are small, latency-bound reads).
 _FOOTER_THREADS = 8
+_NOT_DATA = ("_", ".")
 
 
 # ---------------------------------------------------------------------------
@@ -75,8 +82,68 @@ def _dataset(source, first, **kw):
         raise ValueError(_unreadable(first, exc)) from exc
 
 
+def _inside(path, folder):
+    return os.path.commonpath([path, folder]) == folder
+
+
+def _check_entry(entry, real, real_folder, real_root, root, seen):
+    """Refuse an entry whose real path leaves ``root``, is missing, or was reached before."""
+    if entry.is_symlink():
+        if not os.path.exists(real):
+            raise ValueError(
+                f"{entry.path} is a symbolic link to {real}, which does not exist. Remove the "
+                "link, or point it at a Parquet file.")
+        if not _inside(real, real_root):
+            raise ValueError(
+                f"{entry.path} is a symbolic link to {real}, outside the directory {root} being "
+                "read. Links are followed only within that directory, so that a link cannot pull "
+                f"in other data or loop: pass {real} itself, or copy the data into {root}.")
+        if _inside(real_folder, real):
+            raise ValueError(
+                f"{entry.path} is a symbolic link to {real}, a directory that contains the link: "
+                "a loop, which would read the same files again at every turn. Remove the link.")
+    if real in seen:
+        raise ValueError(
+            f"{entry.path} and {seen[real]} are the same file or directory ({real}), reached "
+            "twice through a symbolic link: reading both would count its rows twice (or loop "
+            "for ever). Remove the link.")
+
+
+def _data_files(root):
+    """Data files under the local directory ``root``, sorted by path.
+
+    Names starting with ``_`` or ``.`` are skipped.  A symbolic link is
+    followed only when its real path is inside ``root`` and is not reached
+    another way (ValueError otherwise, naming the link); a pipe, socket or
+    device is an error rather than a read that may never end.
+    """
+    real_root = os.path.realpath(root)
+    seen = {real_root: root}
+    files, todo = [], [(root, real_root)]
+    while todo:
+        folder, real_folder = todo.pop()
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            if entry.name.startswith(_NOT_DATA):
+                continue
+            real = (os.path.realpath(entry.path) if entry.is_symlink()
+                    else os.path.join(real_folder, entry.name))
+            _check_entry(entry, real, real_folder, real_root, root, seen)
+            seen[real] = entry.path
+            if entry.is_dir():
+                todo.append((entry.path, real))
+            elif entry.is_file():
+                files.append(entry.path)
+            else:
+                raise ValueError(f"{entry.path} is neither a regular file nor a directory (a "
+                                 f"pipe, socket or device); remove it from {root}.")
+    return sorted(files)
+
+
 def _discover(path, filesystem):
-    """The :class:`pyarrow.dataset.Dataset` of ``path``.  Its schema holds the
+    """The :class:`pyarrow.dataset.Dataset` of ``path``: local directories walked by
+    :func:`_data_files`, remote paths listed by pyarrow.  Its schema holds the
     first file's columns, then the partition columns."""
     import pyarrow.fs
 
@@ -87,7 +154,14 @@ def _discover(path, filesystem):
                 f"Parquet path {path!r} does not exist. Check the path (relative paths are "
                 "resolved against the current directory of the client process).")
         local = pyarrow.fs.LocalFileSystem()
-        return _dataset(path, path, partitioning="hive", filesystem=local)
+        if os.path.isdir(path):
+            files = _data_files(path)
+            return _dataset(files, files[0] if files else path, partitioning="hive",
+                            partition_base_dir=path, filesystem=local)
+        if not os.path.isfile(path):
+            raise ValueError(f"Parquet path {path!r} is neither a regular file nor a "
+                             "directory (a pipe, socket or device).")
+        return _dataset(path, path, filesystem=local)
     try:
         return _dataset(path, f"a file of {path}", partitioning="hive", filesystem=filesystem)
     except FileNotFoundError as e:
@@ -552,7 +626,10 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
         ``_SUCCESS`` and other names starting with ``_`` or ``.`` (``.crc``
         files, ``_temporary/``) are skipped, hive directories ``key=value/``
         become columns named ``key``, and ``key=__HIVE_DEFAULT_PARTITION__``
-        comes back as a missing value.
+        comes back as a missing value.  In a local directory a symbolic link
+        is followed only if its target is inside the directory and not
+        reached another way; a link leaving the directory, a link loop, or
+        a file reached twice is a ValueError naming the link.
     label : str
         Name of the label column (may be a partition column).  Integer,
         float, boolean, string and categorical (dictionary) labels are
@@ -595,7 +672,7 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     ValueError
         When planning: a column missing from some file or holding strings in
         one file and numbers in another (naming both files and the column),
-        a file whose footer cannot be read.  When
+        a file whose footer cannot be read, a symbolic link as above.  When
         a block is computed: any read error (corrupt page, truncated or
         vanished file), as ``"<file>, row group <g>: could not be read
         (...). Re-write or remove this file ..."`` with pyarrow's error as

@@ -1,4 +1,4 @@
-"""Parquet input at its edges: files that disagree on their
+"""Parquet input at its edges: symbolic links, files that disagree on their
 columns, files that break while being read, int64 beyond 2**53, and row
 groups larger than memory should hold at once.
 
@@ -7,6 +7,7 @@ case either reads exactly the rows pandas reads, or raises a ValueError that
 names the file (and column or row group) and the fix.
 """
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -15,10 +16,111 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs
 import pyarrow.parquet as pq
 import pytest
 
 from dmargin._parquet import iter_parquet, read_parquet
+
+
+def spark_dir(root, n=100):
+    """``n`` rows as Spark writes them: ``part=`` dirs, ``_SUCCESS``, ``.crc`` files,
+    a ``_temporary/`` leftover; returns the frame written."""
+    frame = pd.DataFrame({"rid": np.arange(n, dtype=np.int64),
+                          "f0": np.linspace(0, 1, n),
+                          "label": np.arange(n) % 2})
+    for part, rows in (("a", frame.iloc[: n // 2]), ("b", frame.iloc[n // 2:])):
+        d = root / f"part={part}"
+        d.mkdir(parents=True)
+        rows.to_parquet(d / "part-00000.snappy.parquet", index=False)
+        (d / ".part-00000.snappy.parquet.crc").write_bytes(b"\x00crc")
+    (root / "_SUCCESS").write_text("")
+    (root / "_temporary" / "0").mkdir(parents=True)
+    frame.to_parquet(root / "_temporary" / "0" / "part-attempt.parquet", index=False)
+    return frame
+
+
+def rids(X):
+    return np.sort(np.asarray(X)[:, 0])
+
+
+# ---------------------------------------------------------------------------
+# Symbolic links
+# ---------------------------------------------------------------------------
+
+
+def test_spark_directory_reads_each_row_once(tmp_path):
+    root = tmp_path / "out"
+    frame = spark_dir(root)
+    # Links under skipped names are never looked at, as Spark skips them.
+    os.symlink(root, root / "part=a" / ".loop")
+    os.symlink(root, root / "_loop")
+    X, y = read_parquet(root, "label", ["rid", "f0"])
+    assert X.shape == (100, 2)
+    np.testing.assert_array_equal(rids(X.compute()), frame["rid"].to_numpy(float))
+
+
+def test_symlink_loop_is_refused_naming_the_link(tmp_path):
+    root = tmp_path / "out"
+    spark_dir(root)
+    os.symlink(root, root / "part=a" / "again")
+    with pytest.raises(ValueError, match=r"part=a/again is a symbolic link to .*out, a "
+                                         r"directory that contains the link: a loop.*Remove"):
+        read_parquet(root, "label", ["rid"])
+    with pytest.raises(ValueError, match="a loop"):
+        iter_parquet(root, "label", ["rid"])
+
+
+def test_symlink_reaching_a_directory_twice_is_refused(tmp_path):
+    root = tmp_path / "out"
+    spark_dir(root)
+    os.symlink(root / "part=b", root / "part=c")  # part=b's rows under a second name
+    with pytest.raises(ValueError, match=r"part=c and .*part=b are the same .*reached "
+                                         r"twice.*count its rows twice"):
+        read_parquet(root, "label", ["rid"])
+
+
+def test_symlink_leaving_the_directory_is_refused(tmp_path):
+    root = tmp_path / "out"
+    spark_dir(root)
+    elsewhere = tmp_path / "elsewhere.parquet"
+    pd.DataFrame({"rid": [7], "f0": [0.5], "label": [1]}).to_parquet(elsewhere)
+    os.symlink(elsewhere, root / "part=a" / "extra.parquet")
+    with pytest.raises(ValueError, match=r"extra\.parquet is a symbolic link to "
+                                         r".*elsewhere\.parquet, outside the directory .*out "
+                                         r"being read.*pass .*elsewhere\.parquet itself"):
+        read_parquet(root, "label", ["rid"])
+
+
+def test_links_inside_the_directory_and_to_the_root_are_followed(tmp_path):
+    real = tmp_path / "real"
+    frame = spark_dir(real)
+    os.symlink(real, tmp_path / "alias")  # the path given may be a link
+    (real / "part=a" / "part-00000.snappy.parquet").rename(real / "_stash.parquet")
+    os.symlink(real / "_stash.parquet", real / "part=a" / "part-00000.snappy.parquet")
+    X, _ = read_parquet(tmp_path / "alias", "label", ["rid"])
+    np.testing.assert_array_equal(rids(X.compute()), frame["rid"].to_numpy(float))
+
+
+def test_broken_link_and_pipe_are_refused(tmp_path):
+    root = tmp_path / "out"
+    spark_dir(root)
+    os.symlink(tmp_path / "gone.parquet", root / "part=a" / "gone.parquet")
+    with pytest.raises(ValueError, match=r"gone\.parquet is a symbolic link to .*which does "
+                                         "not exist"):
+        read_parquet(root, "label", ["rid"])
+    os.remove(root / "part=a" / "gone.parquet")
+    os.mkfifo(root / "part=b" / "pipe")  # opening it would wait for a writer for ever
+    with pytest.raises(ValueError, match=r"pipe is neither a regular file nor a directory"):
+        read_parquet(root, "label", ["rid"])
+
+
+def test_explicit_filesystem_is_listed_by_pyarrow_as_before(tmp_path):
+    root = tmp_path / "out"
+    frame = spark_dir(root)
+    X, y = read_parquet(str(root), "label", ["rid", "f0"],
+                        filesystem=pyarrow.fs.LocalFileSystem())
+    np.testing.assert_array_equal(rids(X.compute()), frame["rid"].to_numpy(float))
 
 
 # ---------------------------------------------------------------------------
