@@ -1,6 +1,6 @@
-"""Fill the README's benchmark tables from the JSON in ``benchmarks/results/``.
+"""Fill the benchmark tables of benchmarks/README.md from the JSON in ``benchmarks/results/``.
 
-Each table in README.md sits between ``<!-- table: NAME -->`` and
+Each table in benchmarks/README.md sits between ``<!-- table: NAME -->`` and
 ``<!-- /table -->``; NAME is a results file (without ``.json``) whose
 ``"markdown"`` field is pasted in.  Run after a benchmark:
 
@@ -16,7 +16,7 @@ PATTERN = re.compile(r"(<!-- table: (\S+) -->\n)(.*?)(<!-- /table -->)", re.S)
 
 
 def main():
-    readme = ROOT / "README.md"
+    readme = ROOT / "benchmarks" / "README.md"
     text = readme.read_text()
 
     def fill(match):
