@@ -39,6 +39,8 @@ import os
 
 import numpy as np
 
+from ._compat import compute
+
 _MISSING = ("raise", "drop", "keep")
 #: Default most bytes of one decoded block, float64 features plus label.
 _CHUNK_BYTES = 64 * 2**20
@@ -720,7 +722,8 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     lengths = [n for *_, n in blocks]
     if filters is not None or missing_label == "drop":
         reads = dask.persist(*reads)
-        lengths = dask.compute(*[dask.delayed(len)(r[1]) for r in reads])
+        lengths = compute(*[dask.delayed(len)(r[1]) for r in reads],
+                          what="the row counts after filtering")
         kept = [i for i, n in enumerate(lengths) if n]
         if not kept:
             raise ValueError(f"The Parquet dataset at {path!r} has no rows left after "
