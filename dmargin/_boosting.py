@@ -458,6 +458,7 @@ class _BackwardSelector(_RankingSelector):
         support = np.ones(a, dtype=bool)
         ranking = np.ones(a, dtype=np.int64)
         scores = []
+        elimination = np.full(a, np.nan)
 
         # Elimination
         while support.sum() > target:
@@ -469,6 +470,9 @@ class _BackwardSelector(_RankingSelector):
             worst = features[np.argsort(crit, kind="stable")[:n_remove]]  # ties: lower index
             logger.debug("%s: removing %s", type(self).__name__, worst.tolist())
             scores.append(crit)
+            # Overwritten while a feature survives: its last value is from the round that
+            # removed it, or, for a kept feature, from the last round.
+            elimination[features] = crit
             support[worst] = False
             ranking[~support] += 1
 
@@ -478,6 +482,7 @@ class _BackwardSelector(_RankingSelector):
         self.ranking_ = ranking
         self.n_features_ = int(support.sum())
         self.n_iter_ = len(scores)
+        self.elimination_scores_ = elimination
         return self
 
 
@@ -519,6 +524,11 @@ class SBSMF(_BackwardSelector):
         The selected features' mask.
     ranking_ : ndarray of shape (n_features,)
         1 for the selected features; larger is removed earlier.
+    elimination_scores_ : ndarray of shape (n_features,)
+        The criterion each feature had in the round it was eliminated (its
+        margin fraction; AdaBoost-CR: its contribution ratio); kept
+        features: their criterion in the last round.  NaN when there was no
+        round (``n_features_to_select`` keeps every feature).
     n_iter_ : int
         Elimination rounds.
     classes_, n_features_in_, feature_names_in_

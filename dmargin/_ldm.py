@@ -438,6 +438,7 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         support = np.ones(n_features, dtype=bool)
         ranking = np.ones(n_features, dtype=np.int64)
         history = []
+        elimination = np.full(n_features, np.nan)
 
         # Elimination
         while support.sum() > target:
@@ -449,6 +450,9 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
             if len(cols) - len(drop) < target:  # ties would undershoot: keep lower indices
                 drop = drop[np.argsort(scores[drop], kind="stable")][:n_drop]
             history.append((cols, scores))
+            # Overwritten while a feature survives: its last value is from the round that
+            # removed it, or, for a kept feature, from the last round.
+            elimination[cols] = scores
             support[cols[drop]] = False
             ranking[~support] += 1
             logger.debug("RFE: removed %s", cols[drop])
@@ -460,6 +464,7 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         self.ranking_ = ranking
         self.n_features_ = int(support.sum())
         self.scores_ = history
+        self.elimination_scores_ = elimination
         self.n_iter_ = len(history)
         return self
 
@@ -535,6 +540,11 @@ _RFE_ATTRS = """
         Number of kept features.
     scores_ : list of (ndarray, ndarray)
         Per round: the surviving feature indices and their scores.
+    elimination_scores_ : ndarray of shape (n_features_in_,)
+        The criterion (``S(j)``, or ``|DJ(j)|`` with ``criterion="abs"``)
+        each feature had in the round it was eliminated; kept features:
+        their criterion in the last round.  NaN when there was no round
+        (``n_features_to_select`` keeps every feature).
     gamma_ : float
     n_iter_ : int
         Rounds of elimination.

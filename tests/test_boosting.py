@@ -146,6 +146,32 @@ def test_sbsmf_removes_informative_features_last():
     assert bd.transform(X).shape == (n, 2)
 
 
+@pytest.mark.parametrize("Est, criterion", [(SBSMF, "margin_fractions_"),
+                                             (AdaBoostCR, "contribution_ratios_")])
+def test_elimination_scores_equal_a_per_round_recomputation(Est, criterion):
+    """Round by round, AdaBoost on the survivors: the removed feature's criterion is its
+    elimination score, and the kept feature gets its criterion in the last round."""
+    X, y = _data(a=5)
+    sel = Est(n_features_to_select=1, n_estimators=15).fit(X, y)
+    survivors, expected = list(range(5)), np.full(5, np.nan)
+    while len(survivors) > 1:
+        crit = getattr(AdaBoostStumps(n_estimators=15).fit(X[:, survivors], y), criterion)
+        worst = int(np.argsort(crit, kind="stable")[0])
+        expected[survivors] = crit  # kept features: overwritten by the next round
+        del survivors[worst]
+    np.testing.assert_array_equal(sel.support_, np.isin(np.arange(5), survivors))
+    np.testing.assert_allclose(sel.elimination_scores_, expected, rtol=1e-12, atol=0)
+    # The first feature removed had the smallest criterion of the full-feature fit.
+    full = getattr(AdaBoostStumps(n_estimators=15).fit(X, y), criterion)
+    assert sel.elimination_scores_[np.argmax(sel.ranking_)] == pytest.approx(full.min())
+
+
+def test_elimination_scores_without_a_round_are_nan():
+    X, y = _data(a=5)
+    sel = SBSMF(n_features_to_select=5, n_estimators=5).fit(X, y)
+    assert sel.n_iter_ == 0 and np.isnan(sel.elimination_scores_).all()
+
+
 def test_step_schedules_follow_rfe_ranking():
     rng = np.random.default_rng(8)
     y = np.repeat([0, 1], 30)

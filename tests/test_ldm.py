@@ -332,6 +332,47 @@ def test_svm_rfe_scores_use_svc_duals():
     np.testing.assert_allclose(est.scores_[0][1], -forms, rtol=1e-10)
 
 
+def test_svm_rfe_elimination_scores_equal_a_per_round_recomputation():
+    """Round by round, SVC on the survivors: S(j) of the removed feature is its
+    elimination score; the kept feature has its S(j) of the last round."""
+    from sklearn.svm import SVC
+
+    X, y = _informative(n=40)
+    est = SVMRFE(random_state=0).fit(X, y)
+    Xs, ys = ref.minmax_scale(X), np.where(y == 1, 1.0, -1.0)
+    survivors, expected = list(range(8)), np.full(8, np.nan)
+    while len(survivors) > 1:
+        svc = SVC(gamma=est.gamma_).fit(Xs[:, survivors], ys)
+        a = np.zeros(len(y))
+        a[svc.support_] = svc.dual_coef_[0]
+        forms, _ = ref.left_out_quadratic_forms(Xs[:, survivors], [a], est.gamma_)
+        expected[survivors] = -forms
+        del survivors[int(np.argmin(-forms))]
+    np.testing.assert_array_equal(np.flatnonzero(est.support_), survivors)
+    np.testing.assert_allclose(est.elimination_scores_, expected, rtol=1e-8)
+
+
+def test_ldm_rfe_elimination_scores_are_the_scores_at_elimination():
+    X, y = _informative(n=40)
+    est = LDMRFE(random_state=3).fit(X, y)
+    # First round against the brute force with LDM's alpha on all features.
+    ldm = LDM(scale="minmax", random_state=3).fit(X, y)
+    alpha = np.zeros(len(y))
+    alpha[ldm.support_] = ldm.dual_coef_[0]
+    forms, _ = ref.left_out_quadratic_forms(ref.minmax_scale(X), [alpha], ldm.gamma_)
+    first = np.argmax(est.ranking_)
+    assert first == np.argmin(-forms)
+    assert est.elimination_scores_[first] == pytest.approx(np.min(-forms), rel=1e-10)
+    # Every round: the removed features' scores of that round; the kept one, the last.
+    for r, (cols, scores) in enumerate(est.scores_):
+        removed = est.ranking_[cols] == est.n_iter_ + 1 - r
+        np.testing.assert_array_equal(est.elimination_scores_[cols[removed]], scores[removed])
+    cols, scores = est.scores_[-1]
+    np.testing.assert_array_equal(est.elimination_scores_[est.support_],
+                                  scores[est.support_[cols]])
+    assert not np.isnan(est.elimination_scores_).any()
+
+
 def test_ties_at_the_minimum_are_eliminated_together():
     """Algorithm 1, d <- set(arg min S): constant and duplicated features share a score."""
     X, y = _informative(n=40)
