@@ -14,6 +14,7 @@ inside numpy, numba, pandas or dask fails the test.
 
 from __future__ import annotations
 
+import re
 import traceback
 import warnings
 from pathlib import Path
@@ -150,8 +151,6 @@ def test_bad_input(est_name, defect, path, tmp_path):
         assert np.argmax(value) == 0, f"the separating feature is not first: {value}"
     else:
         assert kind == "error", f"expected an error matching {expected!r}, got weights {value}"
-        import re
-
         assert re.search(expected, value), value
         assert len(value) < 700, f"the message is a dump, not a sentence: {value[:200]}..."
 
@@ -162,7 +161,7 @@ def table(tmp_path):
     for name, _, paths, expected in DEFECTS:
         with dask.config.set(scheduler="threads"):
             kind, value = outcome("IRelief", name, paths[0], tmp_path)
-        first = " ".join(str(value).split()).split(". ")[0].rstrip(".")
+        first = re.split(r"\.\s+(?=[A-Z])", " ".join(str(value).split()))[0].rstrip(".")
         text = ("a result: finite weights, the separating feature first"
                 if kind == "ok" else f"`{first.replace('|', '/')}.`")
         rows.append(f"| {name} | {', '.join(paths)} | {text} |")
