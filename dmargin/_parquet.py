@@ -298,11 +298,12 @@ def _check_files(paths, schemas, columns, first, label, features_given):
                                        if c != label else "."))
 
 
-def _columns(dataset, footers, partition, label, features):
+def _columns(dataset, footers, partition, label, features, partition_features=False):
     """Check the columns across files: ``(features, {column: arrow type}, label kind)``.
 
     Feature columns default to every column but the label, in the first
-    file's order with partition columns last (as ``dataset.schema``).
+    file's order; hive partition columns (last, as ``dataset.schema``) only
+    with ``partition_features``.
     """
     import pyarrow as pa
 
@@ -318,7 +319,10 @@ def _columns(dataset, footers, partition, label, features):
                          f"are {names}. Pass label= one of them.")
     features_given = features is not None
     if features is None:
-        features = [n for n in names if n != label]
+        # A partition key (part=a/, date=2024-01-01/) says where Spark wrote a row,
+        # not what was measured: a feature only when asked for.
+        features = [n for n in names if n != label
+                    and (partition_features or n not in partition.names)]
     else:
         features = [str(f) for f in features]
         unknown = [f for f in features if f not in types]
@@ -329,7 +333,10 @@ def _columns(dataset, footers, partition, label, features):
             raise ValueError(f"The label column {label!r} is also listed in features; "
                              "remove it from features.")
     if not features:
-        raise ValueError("No feature columns: the dataset has only the label column.")
+        raise ValueError("No feature columns: the dataset has only the label column"
+                         + (f" and the partition columns {partition.names} (pass "
+                            "partition_features=True to use them)" if partition.names else "")
+                         + ".")
     in_files = [c for c in features + [label] if c in first]
     _check_files(paths, schemas, in_files, first, label, features_given)
     kinds = {_label_kind(s.field(label).type) for s in schemas
@@ -404,7 +411,8 @@ def _chunk_rows(chunk_bytes, n_features):
     return max(1, int(chunk_bytes) // (8 * (n_features + 1)))
 
 
-def _plan(path, label, features, filters, missing_label, filesystem, chunk_bytes):
+def _plan(path, label, features, filters, missing_label, filesystem, chunk_bytes,
+          partition_features=False):
     """Check the dataset and list its row groups: ``(spec, groups)``.
 
     ``groups`` holds ``(file path, row group id, partition expression, rows
@@ -431,7 +439,7 @@ def _plan(path, label, features, filters, missing_label, filesystem, chunk_bytes
     partition = _partition_schema(dataset, fragments)
     features, types, kind = _columns(
         dataset, [(f.path, s) for f, (s, _) in zip(fragments, footers)], partition, label,
-        features)
+        features, partition_features)
     needed = features + [label]
     if filters is not None:
         needed += [c for c in _filter_columns(filters, types) if c not in needed]
@@ -618,7 +626,8 @@ def _read_block(spec, path, pieces, partition_expression, n_rows):
 
 
 def read_parquet(path, label, features=None, *, filters=None, missing_label="raise",
-                 split_row_groups=True, filesystem=None, chunk_bytes=None):
+                 split_row_groups=True, filesystem=None, chunk_bytes=None,
+                 partition_features=False):
     """Read features and labels from Parquet as dask arrays with known chunks.
 
     Parameters
@@ -639,8 +648,8 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
         array of ``str``.
     features : list of str, default=None
         Feature columns in this order.  ``None`` takes every column but the
-        label, in the first file's column order (partition columns last);
-        every file must then have the same columns.  They must be numeric or
+        label and the hive partition columns, in the first file's column
+        order; every file must then have the same columns.  They must be numeric or
         boolean; nulls become NaN (``fit`` then asks for imputation) and
         int64 values beyond 2**53 round to the nearest float64, as pandas.
     filters : pyarrow.compute.Expression or list of tuples, default=None
@@ -661,6 +670,11 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
         Most bytes of one decoded block (rows x (features + 1) x 8); ``None``
         is 64 MiB.  A larger row group becomes several blocks of equal rows,
         each task reading only its slice.
+    partition_features : bool, default=False
+        With ``features=None``, also use the numeric hive partition columns
+        (``year=2024/``) as features.  A partition key says where a row was
+        written, rarely what was measured, so by default it is left out;
+        naming it in ``features`` uses it too.
 
     Returns
     -------
@@ -710,7 +724,7 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     from dask.base import tokenize
 
     spec, groups = _plan(path, label, features, filters, missing_label, filesystem,
-                         chunk_bytes)
+                         chunk_bytes, partition_features)
     blocks = _blocks(groups, spec.chunk_rows, split_row_groups)
     token = tokenize(str(path), [(p, s, str(e)) for p, s, e, _ in blocks], str(spec.filter),
                      spec.features, spec.columns, label, missing_label, str(spec.y_dtype))
@@ -737,8 +751,26 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     return X, y
 
 
+def parquet_features(path, label, features=None, *, partition_features=False,
+                     filesystem=None):
+    """The feature columns :func:`read_parquet` reads, in its order.
+
+    Parameters
+    ----------
+    path, label, features, partition_features, filesystem
+        As in :func:`read_parquet`.
+
+    Returns
+    -------
+    names : list of str
+    """
+    spec, _ = _plan(path, label, features, None, "keep", filesystem, None, partition_features)
+    return list(spec.features)
+
+
 def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
-                 missing_label="raise", filesystem=None, chunk_bytes=None):
+                 missing_label="raise", filesystem=None, chunk_bytes=None,
+                 partition_features=False):
     """Iterate over a Parquet dataset as ``(X, y)`` numpy chunks, one read at a time.
 
     For streaming a dataset larger than memory through
@@ -752,7 +784,7 @@ def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
 
     Parameters
     ----------
-    path, label, features, filters, missing_label, filesystem
+    path, label, features, filters, missing_label, filesystem, partition_features
         As in :func:`read_parquet`.
     batch_rows : int, default=None
         Rows per chunk: ``None`` yields one chunk per row group (a row group
@@ -793,7 +825,7 @@ def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
         raise ValueError(f"batch_rows must be a positive integer or None; got {batch_rows!r}.")
     # Checked here, when iter_parquet is called, not at the first next().
     spec, groups = _plan(path, label, features, filters, missing_label, filesystem,
-                         chunk_bytes)
+                         chunk_bytes, partition_features)
     return _iter_blocks(path, spec, groups, batch_rows)
 
 

@@ -11,7 +11,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from dmargin._parquet import read_parquet
+from dmargin._parquet import iter_parquet, parquet_features, read_parquet
 from dmargin._relief import IRelief
 
 
@@ -98,7 +98,11 @@ def test_numeric_partition_as_feature_and_filters(tmp_path, frame):
     frame = frame.assign(year=np.where(frame["rid"] % 4 == 0, np.nan,
                                        2020 + frame["rid"] % 3)).astype({"year": "Int64"})
     root = spark_like(tmp_path, frame.drop(columns="region"), ["year"])
-    X, y = read_parquet(root, "label")  # features=None: all columns but the label
+    # features=None: every column but the label and the partition key...
+    X, _ = read_parquet(root, "label")
+    assert X.shape[1] == 4
+    # ...which is a feature when asked for.
+    X, y = read_parquet(root, "label", partition_features=True)
     Xv = X.compute()
     order = by_rid(Xv)
     ref = frame.sort_values("rid")
@@ -188,3 +192,16 @@ def test_errors_name_the_fix(tmp_path, frame):
     frame.assign(when=pd.Timestamp("2020-01-01")).to_parquet(tmp_path / "t.parquet")
     with pytest.raises(ValueError, match="use integer, string"):
         read_parquet(tmp_path / "t.parquet", "when", ["f0"])
+
+
+def test_string_partition_key_is_not_a_feature(tmp_path, frame):
+    """Spark's ``part=a/`` directories: the key is no feature, and no error asks for one."""
+    root = spark_like(tmp_path, frame.drop(columns="region").assign(
+        part=np.where(frame["rid"] % 2 == 0, "a", "b")), ["part"])
+    X, y = read_parquet(root, "label")
+    assert X.shape[1] == 4
+    assert parquet_features(root, "label") == ["rid", "f0", "f1", "count"]
+    Xi = np.concatenate([x for x, _ in iter_parquet(root, "label")])
+    assert Xi.shape[1] == 4
+    with pytest.raises(ValueError, match=r"Feature columns \['part'\] are not numeric"):
+        read_parquet(root, "label", partition_features=True)
