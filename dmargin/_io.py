@@ -161,16 +161,18 @@ def label_summary_combine(parts):
 
 
 def _label_summary(y):
-    """A Delayed tree of :func:`label_summary_chunk` over the blocks of ``y``."""
-    import dask
+    """One summary per block of ``y``, as a dask array of dicts.
 
-    # optimize_graph=False: the blocks keep their keys, shared with the scaling pass.
-    blocks = y.to_delayed(optimize_graph=False).ravel()
-    parts = [dask.delayed(label_summary_chunk, pure=True)(b) for b in blocks]
-    while len(parts) > 1:
-        parts = [dask.delayed(label_summary_combine, pure=True)(parts[i:i + 8])
-                 for i in range(0, len(parts), 8)]
-    return parts[0]
+    An array (not Delayed objects) so that it is computed in the same graph
+    as the scaling statistics: each block is read once for both.
+    """
+    return y.map_blocks(_summary_block, chunks=((1,) * y.numblocks[0],), dtype=object)
+
+
+def _summary_block(block):
+    out = np.empty(1, dtype=object)
+    out[0] = label_summary_chunk(block)
+    return out
 
 
 def _prepare_dask(X, y, scale, distances, names=None) -> TrainingData:
@@ -181,10 +183,11 @@ def _prepare_dask(X, y, scale, distances, names=None) -> TrainingData:
     if X.chunks[0] != y.chunks[0]:
         y = y.rechunk((X.chunks[0],))
     # min/max also for "standard": they size the pre-scaling of huge features.
-    bad, labels, lo, hi, mean, var = compute(
+    bad, summaries, lo, hi, mean, var = compute(
         (~da.isfinite(X)).sum(axis=0), _label_summary(y), X.min(axis=0), X.max(axis=0),
         X.mean(axis=0) if scale == "standard" else None,
         X.var(axis=0) if scale == "standard" else None, what="the scaling statistics")
+    labels = label_summary_combine(summaries)
     if np.any(bad):
         raise not_finite_error(bad, names)
     if labels["missing"]:

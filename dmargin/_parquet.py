@@ -627,7 +627,7 @@ def _read_block(spec, path, pieces, partition_expression, n_rows):
 
 def read_parquet(path, label, features=None, *, filters=None, missing_label="raise",
                  split_row_groups=True, filesystem=None, chunk_bytes=None,
-                 partition_features=False):
+                 partition_features=False, as_frame=False):
     """Read features and labels from Parquet as dask arrays with known chunks.
 
     Parameters
@@ -675,13 +675,23 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
         (``year=2024/``) as features.  A partition key says where a row was
         written, rarely what was measured, so by default it is left out;
         naming it in ``features`` uses it too.
+    as_frame : bool, default=False
+        Return a dask DataFrame (columns named as in the files) and a dask
+        Series (named ``label``) over the same tasks, instead of arrays: the
+        feature names then reach every fitted estimator
+        (``feature_names_in_``, ``get_feature_names_out``, ``interactions_``)
+        on any scheduler.  A fit persists such a frame once and counts its
+        rows on the persisted blocks; for a stream larger than the cluster's
+        memory (``OnlineIRelief`` with ``reference_size``) keep the arrays.
 
     Returns
     -------
     X : dask.array.Array of shape (n_samples, n_features), float64
-        One row block per row group (or slice of one), sizes known.
+        One row block per row group (or slice of one), sizes known; a dask
+        DataFrame with ``as_frame=True``.
     y : dask.array.Array of shape (n_samples,)
-        Same row blocks as ``X``, computed by the same tasks.
+        Same row blocks as ``X``, computed by the same tasks; a dask Series
+        with ``as_frame=True``.
 
     Raises
     ------
@@ -748,6 +758,11 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
                         for r, n in zip(reads, lengths)])
     y = da.concatenate([da.from_delayed(r[1], shape=(n,), dtype=spec.y_dtype)
                         for r, n in zip(reads, lengths)])
+    if as_frame:
+        import dask.dataframe as dd
+
+        return (dd.from_dask_array(X, columns=list(spec.features)),
+                dd.from_dask_array(y, columns=label))
     return X, y
 
 

@@ -110,25 +110,23 @@ def _non_numeric_columns(dtypes):
     return [str(c) for c, t in dtypes.items() if not (is_numeric_dtype(t) or is_bool_dtype(t))]
 
 
-def _frame_to_array(frame):
-    """A dask DataFrame/Series as an array with known row chunks.
+def _frames_to_arrays(X, y):
+    """Dask DataFrames/Series as arrays with known row chunks: ``(X, y, names)``.
 
-    The conversion is persisted once: the DataFrame's graph is lowered anew
-    for every later graph that uses it, with different task specs under the
-    same keys, which distributed warns about (and which would recompute the
-    frame each time).  The partition lengths are computed through
-    :func:`dmargin._compat.compute`, so a lost cluster ends with an error.
+    Both are persisted in one call, so partitions that X and y share (the
+    blocks of ``read_parquet(..., as_frame=True)``, or two selections of one
+    frame) are computed once; the row counts are then taken from the
+    persisted blocks instead of another pass over the source.  Persisting
+    also matters because a DataFrame's graph is lowered anew for every later
+    graph that uses it, with different task specs under the same keys, which
+    distributed warns about (and which would recompute the frame each time).
+    ``names`` are X's column names (``None`` for arrays).
     """
-    (lengths,) = compute(frame.map_partitions(len), what="the partition lengths")
-    return frame.to_dask_array(lengths=tuple(int(n) for n in lengths)).persist()
-
-
-def _check_dask_X(estimator, X, reset):
-    """Metadata-only checks for a dask array or DataFrame; returns a dask array."""
+    import dask
     import dask.array as da
     import dask.dataframe as dd
 
-    names = None
+    names, todo = None, {}
     if isinstance(X, dd.DataFrame):
         bad = _non_numeric_columns(X.dtypes)
         if bad:
@@ -137,7 +135,37 @@ def _check_dask_X(estimator, X, reset):
                 "(e.g. one-hot or ordinal codes) or drop them before fitting."
             )
         names = np.asarray([str(c) for c in X.columns], dtype=object)
-        X = _frame_to_array(X)
+        todo["X"] = X.to_dask_array()
+    if isinstance(y, dd.DataFrame):
+        if len(y.columns) != 1:
+            raise ValueError("y must be one label column; got a DataFrame with "
+                             f"{len(y.columns)} columns.")
+        y = y[y.columns[0]]
+    if isinstance(y, dd.Series):
+        with warnings.catch_warnings():
+            # dask stores text labels as pyarrow strings and says so when it hands
+            # them back as objects; object labels are what the checks expect.
+            warnings.filterwarnings("ignore", "Dask currently has limited support",
+                                    UserWarning)
+            todo["y"] = y.to_dask_array()
+    if not todo:
+        return X, y, names
+    arrays = dask.persist(*todo.values())
+    blocks = [a.to_delayed().ravel() for a in arrays]
+    sizes = compute(*[dask.delayed(len)(b) for bs in blocks for b in bs],
+                    what="the partition lengths")
+    out, start = {}, 0
+    for key, a, bs in zip(todo, arrays, blocks):
+        rows = tuple(int(n) for n in sizes[start:start + len(bs)])
+        start += len(bs)
+        out[key] = da.Array(a.dask, a.name, (rows,) + a.chunks[1:], dtype=a.dtype)
+    return out.get("X", X), out.get("y", y), names
+
+
+def _check_dask_X(estimator, X, reset, names=None):
+    """Metadata-only checks for a dask array; returns it (object blocks as float64)."""
+    import dask.array as da
+
     if not isinstance(X, da.Array):
         raise TypeError(f"Expected a dask array or DataFrame, got {type(X).__name__}.")
     if X.ndim != 2:
@@ -220,17 +248,9 @@ def _complex_error(what):
 
 
 def _as_label_array(y):
-    """Labels as a 1-D numpy or dask array (pandas and dask Series unwrapped)."""
+    """Labels as a 1-D numpy or dask array (pandas Series unwrapped)."""
     import dask.array as da
-    import dask.dataframe as dd
 
-    if isinstance(y, (dd.Series, dd.DataFrame)):
-        if isinstance(y, dd.DataFrame):
-            if len(y.columns) != 1:
-                raise ValueError("y must be one label column; got a DataFrame with "
-                                 f"{len(y.columns)} columns.")
-            y = y[y.columns[0]]
-        return _frame_to_array(y)
     if isinstance(y, da.Array):
         return y
     if hasattr(y, "to_numpy"):
@@ -247,8 +267,10 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2):
     inf, dtype, ``feature_names_in_``); dask ``X`` is checked on metadata and
     its values are checked for finiteness in the scaling pass.
     """
+    if is_dask_collection(X) or is_dask_collection(y):
+        X, y, names = _frames_to_arrays(X, y)
     if is_dask_collection(X):
-        X = _check_dask_X(estimator, X, reset)
+        X = _check_dask_X(estimator, X, reset, names)
     else:
         if hasattr(X, "dtypes") and hasattr(X, "columns"):
             bad = _non_numeric_columns(X.dtypes)

@@ -205,3 +205,51 @@ def test_string_partition_key_is_not_a_feature(tmp_path, frame):
     assert Xi.shape[1] == 4
     with pytest.raises(ValueError, match=r"Feature columns \['part'\] are not numeric"):
         read_parquet(root, "label", partition_features=True)
+
+
+def _count_reads(monkeypatch):
+    """How often each Parquet block is read (in this process: local schedulers)."""
+    import collections
+
+    from dmargin import _parquet
+
+    counts, original = collections.Counter(), _parquet._read_block
+
+    def spy(spec, path, pieces, *rest):
+        counts[(path, str(pieces))] += 1
+        return original(spec, path, pieces, *rest)
+
+    monkeypatch.setattr(_parquet, "_read_block", spy)
+    return counts
+
+
+@pytest.mark.parametrize("mode", ["threads", "cluster"])
+def test_as_frame_carries_the_names_and_reads_as_often_as_arrays(tmp_path, frame, mode,
+                                                                 request, monkeypatch):
+    """Names reach the fitted estimator on every scheduler; a batch fit reads each
+    block twice either way (the scaling pass, then the persisted rows)."""
+    import dask
+
+    import dmargin
+
+    root = spark_like(tmp_path, frame.drop(columns="region"), [])
+    names = ["f0", "f1", "count"]
+    reads = _count_reads(monkeypatch)  # before read_parquet: its tasks hold the reader
+    X, y = read_parquet(root, "label", names, as_frame=True)
+    assert list(X.columns) == names and y.name == "label"
+    if mode == "threads":
+        with dask.config.set(scheduler="threads"):
+            est = dmargin.ReliefF(n_neighbors=3).fit(X, y)
+            frame_reads = dict(reads)
+            reads.clear()
+            ref = dmargin.ReliefF(n_neighbors=3).fit(*read_parquet(root, "label", names))
+        assert set(frame_reads.values()) == {2} and set(reads.values()) == {2}
+    else:
+        request.getfixturevalue("client")
+        est = dmargin.ReliefF(n_neighbors=3).fit(X, y)
+        with dask.config.set(scheduler="threads"):
+            ref = dmargin.ReliefF(n_neighbors=3).fit(*read_parquet(root, "label", names))
+    assert list(est.feature_names_in_) == names
+    np.testing.assert_allclose(est.feature_importances_, ref.feature_importances_, atol=1e-12)
+    est.set_params(n_features_to_select=2)
+    assert set(est.get_feature_names_out()) <= set(names)
