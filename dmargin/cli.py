@@ -287,11 +287,15 @@ def _estimator(method, random_state):
 
 
 def _ranking(est, names):
-    if hasattr(est, "ranking_"):  # elimination order (SBS-MF, LDM-RFE): rank 1 = kept longest
-        score = -np.asarray(est.ranking_, dtype=float)
+    if hasattr(est, "ranking_"):
+        # Elimination order (SBS-MF, LDM-RFE): rank 1 = kept longest; within a round (and
+        # among the kept features) the higher criterion at elimination first.
+        rank = np.asarray(est.ranking_)
+        score = np.asarray(getattr(est, "elimination_scores_", -rank), dtype=float)
+        order = np.lexsort((-np.nan_to_num(score, nan=-np.inf), rank))
     else:
         score = np.asarray(est.feature_importances_, dtype=float)
-    order = np.argsort(-score, kind="stable")
+        order = np.argsort(-score, kind="stable")
     table = pd.DataFrame({"rank": np.arange(1, len(order) + 1), "feature": names[order],
                           "index": order, "score": score[order]})
     if hasattr(est, "ranking_"):

@@ -361,3 +361,18 @@ def test_help_describes_force(capsys):
         main(["select", "--help"])
     out = capsys.readouterr().out
     assert "--force" in out and "input" in out
+
+
+@pytest.mark.parametrize("method", ["sbs-mf", "ldm-rfe"])
+def test_elimination_score_is_the_criterion_at_elimination(frame, csv_file, tmp_path, method):
+    out = tmp_path / "rank.csv"
+    assert main(["select", str(csv_file), "--label", "status", "--method", method,
+                 "--out", str(out), "-q"]) == 0
+    table = pd.read_csv(out)
+    name, defaults = cli.METHODS[method]
+    est = getattr(dmargin, name)(**defaults, random_state=0)
+    est.fit(frame.drop(columns="status"), frame["status"].to_numpy())
+    np.testing.assert_allclose(table["score"], est.elimination_scores_[table["index"]],
+                               rtol=1e-10)
+    np.testing.assert_array_equal(table["rfe_rank"], est.ranking_[table["index"]])
+    assert list(table["rfe_rank"]) == sorted(table["rfe_rank"])  # ordered by elimination
