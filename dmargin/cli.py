@@ -1,25 +1,36 @@
-"""``dmargin select``: rank the features of a Parquet or CSV file from the shell.
+"""``dmargin select``: rank the features of a Parquet, CSV or TSV file from the shell.
 
 ::
 
     dmargin select DATA --label COL --method irelief [--scheduler ADDRESS]
+                   [--features COL,... | --exclude COL,...] [--missing-label drop|keep|raise]
+                   [--sigma S] [--max-iter N] [--n-neighbors K] [--random-state SEED]
                    [--top K] [--out FILE.csv|FILE.json] [--plot FILE.png] [--force]
+    dmargin --version
 
-Parquet (a file, a directory, a Spark-written partitioned directory) is read
-lazily with :func:`dmargin.read_parquet`; CSV with pandas.  With
-``--scheduler`` the fit runs on that Dask cluster; otherwise in this process.
-The ranking (and, for IMMIGRATE, the top interactions, in
+``.csv``, ``.tsv`` and ``.txt`` files (also compressed: ``.csv.gz``, ...)
+are read with pandas; anything else as Parquet (a file, a directory, a
+Spark-written partitioned directory), lazily with
+:func:`dmargin.read_parquet`.  With ``--scheduler`` the fit runs on that Dask
+cluster (its dashboard link is printed); otherwise in this process.  The
+ranking (and, for IMMIGRATE, the top interactions, in
 ``<stem>_interactions.csv`` beside a CSV ``--out``) goes to ``--out`` as CSV
-or JSON, or to the terminal.
+or JSON, or to the terminal.  For SBS-MF and LDM-RFE the ``score`` is the
+criterion a feature had when it was eliminated (``elimination_scores_``) and
+``rfe_rank`` its elimination rank.
 
 Nothing is lost, nothing hangs:
 
 - Every user error ends with one line on stderr (``dmargin: error: ...``)
   and exit status 2.  The command line is checked before the data is read
-  and the fit starts: ``--top`` positive; DATA exists; ``--out`` is ``.csv``
+  and the fit starts: ``--top`` positive; DATA exists; ``--sigma``,
+  ``--max-iter``, ``--n-neighbors`` are parameters of the method and valid;
+  ``--features`` and ``--exclude`` not both, nor the label; ``--out`` is ``.csv``
   or ``.json``, ``--plot`` a format matplotlib writes (and matplotlib is
   installed); their directories exist and are writable; a scheduler file
-  exists and names an address.
+  exists and names an address.  The columns (label, ``--features``,
+  ``--exclude``) are checked against the header or schema before the rows
+  are read.
 - An input is never overwritten: ``--out``, its ``_interactions.csv`` and
   ``--plot`` may not be DATA (also through a symlink or a hard link) nor lie
   inside a DATA directory, not even with ``--force``; they must be distinct
@@ -38,6 +49,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -63,24 +75,69 @@ METHODS = {
 _WITH_INTERACTIONS = {"immigrate", "im4e-immigrate", "bim"}
 # How long a scheduler may take to answer before the command gives up.
 _CONNECT_TIMEOUT = "10s"
+# Estimator parameters settable from the command line: option -> parameter.
+_TUNING = {"--sigma": "sigma", "--max-iter": "max_iter", "--n-neighbors": "n_neighbors"}
+# Text files by suffix (before an optional compression suffix, which pandas infers):
+# their separator; None: sniffed by pandas.  Anything else is read as Parquet.
+_TEXT = {".csv": ",", ".tsv": "\t", ".txt": None}
+_COMPRESSION = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")
 
 
 class UserError(Exception):
     """A problem with the command line or the data: reported in one line."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line like every other error."""
+
+    def error(self, message):
+        self.exit(2, f"dmargin: error: {message} (see '{self.prog} --help').\n")
+
+
+def _version():
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dmargin")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        from . import __version__
+
+        return __version__
+
+
+def _names(text):
+    """``--features a,b --features c`` -> ``["a", "b"]`` then ``["c"]`` (empty ones dropped)."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def _parser():
-    parser = argparse.ArgumentParser(prog="dmargin", description="Margin-based feature selection.")
+    parser = _Parser(prog="dmargin", description="Margin-based feature selection.")
+    parser.add_argument("--version", action="version", version=f"dmargin {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sel = sub.add_parser(
         "select", help="rank the features of a data set",
-        description="Rank the features of DATA (Parquet or CSV) by LABEL.",
+        description="Rank the features of DATA (Parquet, CSV or TSV) by LABEL.",
         epilog="The options are checked before the data is read. --out and --plot never "
                "overwrite the input (nor a file inside an input directory), not even with "
                "--force. Errors are one line on stderr and exit status 2.")
-    sel.add_argument("data", help="a .parquet file or directory, or a .csv file")
+    sel.add_argument("data", help="a Parquet file or directory (also Spark output), or a "
+                                  ".csv, .tsv or .txt file (also .gz, .bz2, .xz, .zip, .zst)")
     sel.add_argument("--label", required=True, help="the label column")
     sel.add_argument("--method", choices=sorted(METHODS), default="irelief")
+    sel.add_argument("--features", type=_names, action="append", metavar="COL,COL,...",
+                     help="the feature columns, in this order (repeatable); default: every "
+                          "column but the label")
+    sel.add_argument("--exclude", type=_names, action="append", metavar="COL,COL,...",
+                     help="columns that are not features, e.g. an id (repeatable)")
+    sel.add_argument("--missing-label", choices=("raise", "drop", "keep"), default="raise",
+                     help="rows without a label: stop with an error (raise, the default), "
+                          "leave them out (drop), or pass them on (keep)")
+    sel.add_argument("--sigma", type=float, default=None,
+                     help="kernel width (irelief, online-irelief, immigrate, im4e-immigrate)")
+    sel.add_argument("--max-iter", type=int, default=None, metavar="N",
+                     help="iteration limit (irelief, immigrate, im4e-immigrate, bim, ldm-rfe)")
+    sel.add_argument("--n-neighbors", type=int, default=None, metavar="K",
+                     help="nearest hits and misses per row (relieff)")
     sel.add_argument("--scheduler", metavar="ADDRESS",
                      help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
                           "gives up after 10 s without an answer")
@@ -93,7 +150,7 @@ def _parser():
                           "(.png, .pdf, .svg, ...) picks the format")
     sel.add_argument("--force", action="store_true",
                      help="replace existing --out/--plot files (never the input)")
-    sel.add_argument("--random-state", type=int, default=0)
+    sel.add_argument("--random-state", type=int, default=0, metavar="SEED")
     sel.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     return parser
 
@@ -200,6 +257,64 @@ def _scheduler_address(address: str | None) -> str | None:
 _LABELS = {"out": "--out", "interactions": "the interactions file of --out", "plot": "--plot"}
 
 
+def _flat(lists):
+    return [name for names in lists or () for name in names]
+
+
+def _check_columns(args):
+    """``--features`` / ``--exclude`` as lists; what can be said without the data."""
+    features, exclude = _flat(args.features), _flat(args.exclude)
+    if args.features is not None and args.exclude is not None:
+        raise UserError("--features and --exclude are both given; list the features to use "
+                        "with --features, or the columns to leave out with --exclude.")
+    if args.features is not None and not features:
+        raise UserError("--features names no column; give COL,COL,... or leave it out.")
+    if args.label in features:
+        raise UserError(f"--features lists the label column {args.label!r}; a column is "
+                        "either the label or a feature, take it out of --features.")
+    twice = sorted({f for f in features if features.count(f) > 1})
+    if twice:
+        raise UserError(f"--features lists {', '.join(map(repr, twice))} more than once; "
+                        "name each feature once.")
+    return features or None, [c for c in exclude if c != args.label]
+
+
+def _check_estimator(args):
+    """The estimator of ``--method`` with the options given; its parameters checked."""
+    import dmargin
+
+    from ._validation import check_params
+
+    name, defaults = METHODS[args.method]
+    cls = getattr(dmargin, name, None)
+    if cls is None:
+        raise UserError(f"--method {args.method} is not available in this version of dmargin.")
+    params = dict(defaults)
+    accepted = cls().get_params()
+    if "random_state" in accepted:
+        params["random_state"] = args.random_state
+    for option, param in _TUNING.items():
+        value = getattr(args, param)
+        if value is None:
+            continue
+        if param not in accepted:
+            takers = [m for m, (n, _) in sorted(METHODS.items())
+                      if hasattr(dmargin, n) and param in getattr(dmargin, n)().get_params()]
+            raise UserError(f"{option} does not apply to --method {args.method}; it is a "
+                            f"parameter of --method {', '.join(takers)}. Leave it out or "
+                            "change the method.")
+        params[param] = value
+    est = cls(**params)
+    try:
+        check_params(est)
+    except ValueError as exc:
+        for option, param in _TUNING.items():  # name the option the user typed
+            if f"parameter {param}=" in str(exc):
+                raise UserError(f"{option} {getattr(args, param)} is not valid: {exc}") from None
+        raise UserError(str(exc)) from None
+    return est
+
+
 def _check(args):
     """Check the whole command line; return the resolved outputs and scheduler address."""
     if args.top is not None and args.top < 1:
@@ -208,6 +323,8 @@ def _check(args):
     if not data.exists():
         raise UserError(f"{args.data}: no such file or directory; check the DATA path.")
     plan = {"out": None, "interactions": None, "plot": None, "plot_format": None}
+    plan["features"], plan["exclude"] = _check_columns(args)
+    plan["estimator"] = _check_estimator(args)
     if args.out is not None:
         if args.out.suffix.lower() not in (".csv", ".json"):
             raise UserError(f"--out {args.out}: use a .csv or .json file name.")
@@ -219,7 +336,7 @@ def _check(args):
     if args.plot is not None:
         plan["plot_format"] = _plot_format(args.plot)
         plan["plot"] = _check_target("--plot", args.plot, data, args.force)
-    written = [(k, p) for k, p in plan.items() if k != "plot_format" and p is not None]
+    written = [(k, plan[k]) for k in _LABELS if plan[k] is not None]
     for i, (first, a) in enumerate(written):
         for second, b in written[i + 1:]:
             if a == b or (os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)):
@@ -232,31 +349,93 @@ def _check(args):
 # -- reading, fitting, writing --------------------------------------------------------
 
 
-def _read(path: str, label: str, use_dask: bool):
+def _separator(path: Path):
+    """``(True, separator)`` for a text file by its suffix, ``(False, None)`` for Parquet."""
+    name = path.name.lower()
+    for compression in _COMPRESSION:
+        stem = name[:len(name) - len(compression)] if compression else name
+        if name.endswith(compression):
+            for suffix, sep in _TEXT.items():
+                if stem.endswith(suffix):
+                    return True, sep
+    return False, None
+
+
+def _feature_names(columns, label, features, exclude, where):
+    """The feature columns of a file whose columns are ``columns``; unknown names refused."""
+    if label not in columns:
+        raise UserError(f"{where} has no column {label!r}; columns are {list(columns)[:20]}. "
+                        "Pass --label with one of them.")
+    for option, given in (("--features", features), ("--exclude", exclude)):
+        unknown = [c for c in given or () if c not in columns]
+        if unknown:
+            raise UserError(f"{option}: {where} has no column "
+                            f"{', '.join(map(repr, unknown))}; columns are "
+                            f"{list(columns)[:20]}. Correct {option}.")
+    if features is not None:
+        return list(features)
+    names = [c for c in columns if c != label and c not in exclude]
+    if not names:
+        raise UserError(f"{where}: no feature column is left besides the label {label!r}"
+                        + (" and --exclude" if exclude else "") + "; check --label and "
+                        "--exclude.")
+    return names
+
+
+def _read_text(path, sep, label, features, exclude, missing_label):
+    where = str(path)
+    options = {"sep": sep} if sep else {"sep": None, "engine": "python"}
+    try:
+        # The header first: column errors before the rows are read.
+        columns = [str(c) for c in pd.read_csv(path, nrows=0, **options).columns]
+        names = _feature_names(columns, label, features, exclude, where)
+        frame = pd.read_csv(path, usecols=[*names, label], **options)
+    except (OSError, ValueError) as exc:  # ParserError, UnicodeDecodeError, EmptyDataError
+        kind = {",": "CSV", "\t": "TSV"}.get(sep, "text")
+        raise UserError(f"{where}: not a readable {kind} file ({exc}).") from None
+    X, y = frame[names], frame[label]
+    text_columns = [c for c in names if not (pd.api.types.is_numeric_dtype(X[c])
+                                             or pd.api.types.is_bool_dtype(X[c]))]
+    if text_columns:
+        raise UserError(f"{where}: feature columns {text_columns} are not numeric; leave them "
+                        f"out with --exclude {','.join(text_columns)}, or encode them as "
+                        "numbers.")
+    missing = y.isna().to_numpy()
+    if missing.any() and missing_label == "raise":
+        raise UserError(f"{where}: {int(missing.sum())} rows have no value in the label "
+                        f"column {label!r} (the first on line {int(np.argmax(missing)) + 2}); "
+                        "pass --missing-label drop to leave them out, or fill them in.")
+    if missing.any() and missing_label == "drop":
+        X, y = X[~missing], y[~missing]
+    return X, y.to_numpy(), names
+
+
+def _read(path: str, label: str, use_dask: bool, features=None, exclude=(),
+          missing_label="raise"):
+    """``(X, y, feature names)``: pandas/numpy, or dask arrays for Parquet with ``use_dask``."""
     p = Path(path)
-    if p.suffix.lower() == ".csv":
-        try:
-            frame = pd.read_csv(p)
-        except (OSError, ValueError) as exc:  # ParserError, UnicodeDecodeError, EmptyDataError
-            raise UserError(f"{path}: not a readable CSV file ({exc}).") from None
-        if label not in frame.columns:
-            raise UserError(f"{path} has no column {label!r}; columns are "
-                            f"{list(frame.columns)[:20]}. Pass --label with one of them.")
-        return frame.drop(columns=[label]), frame[label].to_numpy()
+    text, sep = _separator(p)
+    if text:
+        return _read_text(p, sep, label, features, exclude, missing_label)
     from ._parquet import _discover, read_parquet
 
     try:
-        X, y = read_parquet(p, label)
         # read_parquet's feature order: every column of the schema but the label.
-        names = [n for n in _discover(p, None).schema.names if n != label]
+        columns = _discover(str(p), None).schema.names
+        # No columns: no data files, which read_parquet says in its own words.
+        names = _feature_names(columns, label, features, exclude, str(p)) if columns else None
+        # features=None keeps read_parquet's check that every file has every column.
+        chosen = names if features is not None or exclude else None
+        X, y = read_parquet(str(p), label, features=chosen, missing_label=missing_label)
         if not use_dask:
             import dask
 
             X, y = dask.compute(X, y)
-            return pd.DataFrame(X, columns=names), y
+            X = pd.DataFrame(X, columns=names)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"{path}: {exc}") from None
-    return X, y
+        message = str(exc)
+        raise UserError(message if str(p) in message else f"{p}: {message}") from None
+    return X, y, names
 
 
 def _client(address, given):
@@ -273,17 +452,12 @@ def _client(address, given):
                         "with 'dask scheduler' or check the address.") from None
 
 
-def _estimator(method, random_state):
-    import dmargin
-
-    name, defaults = METHODS[method]
-    cls = getattr(dmargin, name, None)
-    if cls is None:
-        raise UserError(f"--method {method} is not available in this version of dmargin.")
-    params = dict(defaults)
-    if "random_state" in cls().get_params():
-        params["random_state"] = random_state
-    return cls(**params)
+def _dashboard(client):
+    """The dashboard URL of ``client``'s scheduler, or None when it serves none."""
+    try:
+        return client.dashboard_link or None
+    except (KeyError, AttributeError, TypeError, ValueError, OSError):
+        return None
 
 
 def _ranking(est, names):
@@ -418,10 +592,15 @@ def select(args):
     plan = _check(args)  # everything the user typed, before reading or connecting
     client = _client(plan["scheduler"], args.scheduler)
     try:
-        X, y = _read(args.data, args.label, use_dask=client is not None)
-        names = np.asarray(getattr(X, "columns", [f"x{j}" for j in range(X.shape[1])]),
-                           dtype=object)
-        est = _estimator(args.method, args.random_state)
+        if client is not None and not args.quiet:
+            link = _dashboard(client)
+            if link:
+                print(f"dashboard: {link}", file=sys.stderr)
+        X, y, names = _read(args.data, args.label, use_dask=client is not None,
+                            features=plan["features"], exclude=plan["exclude"],
+                            missing_label=args.missing_label)
+        names = np.asarray(names, dtype=object)
+        est = plan["estimator"]
         if not args.quiet:
             print(f"fitting {type(est).__name__} on {X.shape[0]} rows x {X.shape[1]} features"
                   + (f" on {args.scheduler}" if client is not None else ""), file=sys.stderr)
@@ -466,6 +645,24 @@ def select(args):
     return 0
 
 
+def _excluding(match):
+    what = match.group(2)
+    if what.startswith(("'", '"')):
+        return f"{match.group(1)}ass --exclude {what[1:-1]} to leave it out"
+    return f"{'L' if match.group(1) == 'P' else 'l'}eave {what} out with --exclude"
+
+
+def _cli_words(message):
+    """The library's advice (``missing_label='drop'``, ``features=[...]``) in options."""
+    message = re.sub(r"read_parquet\(\.\.\., missing_label=(['\"])(\w+)\1\)",
+                     r"--missing-label \2", message)
+    message = re.sub(r"missing_label=(['\"])(\w+)\1( to read_parquet)?", r"--missing-label \2",
+                     message)
+    message = re.sub(r"([Pp])ass features=\[\.\.\.\] without ('[^']*'|\"[^\"]*\"|them|it)"
+                     r"( to leave it out)?", _excluding, message)
+    return message.replace("features=[...]", "--features or --exclude")
+
+
 def main(argv=None):
     """Run ``dmargin``; return the exit status (0, or 2 after a one-line error)."""
     args = _parser().parse_args(argv)
@@ -473,7 +670,7 @@ def main(argv=None):
         return select(args)
     except UserError as exc:
         message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        print(f"dmargin: error: {message}", file=sys.stderr)
+        print(f"dmargin: error: {_cli_words(message)}", file=sys.stderr)
         return 2
 
 

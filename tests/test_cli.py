@@ -363,6 +363,206 @@ def test_help_describes_force(capsys):
     assert "--force" in out and "input" in out
 
 
+# -- a new user's first hour: options, text formats, the dashboard, real scores ------------
+
+
+def _write_parquet(frame, path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+    return path
+
+
+@pytest.fixture(params=["csv", "parquet"])
+def with_id(request, frame, tmp_path):
+    """The data set with a text id column, as a user's export has one."""
+    data = frame.assign(id=[f"row{i}" for i in range(len(frame))])
+    if request.param == "csv":
+        path = tmp_path / "data.csv"
+        data.to_csv(path, index=False)
+        return path
+    return _write_parquet(data, tmp_path / "data.parquet")
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"dmargin {dmargin.__version__}"
+
+
+def test_a_text_column_is_left_out_with_exclude(with_id, tmp_path, capsys):
+    assert main(["select", str(with_id), "--label", "status", "-q"]) == 2
+    err = _one_line(capsys)
+    assert "--exclude" in err and "id" in err and "features=[" not in err
+    out = tmp_path / "rank.csv"
+    assert main(["select", str(with_id), "--label", "status", "--exclude", "id",
+                 "--out", str(out), "-q"]) == 0
+    table = pd.read_csv(out)
+    assert sorted(table["feature"]) == ["a", "b", "d", "e", "signal"]
+    assert table["feature"].iloc[0] == "signal"
+
+
+def test_features_pick_and_order_the_columns(with_id, tmp_path):
+    out = tmp_path / "rank.csv"
+    assert main(["select", str(with_id), "--label", "status", "--features", "signal,a",
+                 "--features", "d", "--out", str(out), "-q"]) == 0
+    table = pd.read_csv(out).set_index("feature")
+    assert sorted(table.index) == ["a", "d", "signal"]
+    assert table.loc["signal", "index"] == 0 and table.loc["d", "index"] == 2  # given order
+    assert table["rank"].idxmin() == "signal"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--features", "a", "--exclude", "b"], "both given"),
+    (["--features", "a,status"], "label column 'status'"),
+    (["--features", "a,a"], "more than once"),
+    (["--features", ","], "names no column"),
+])
+def test_column_options_checked_before_the_data_is_read(csv_file, capsys, no_fit, args,
+                                                        message):
+    assert main(["select", str(csv_file), "--label", "status", *args, "-q"]) == 2
+    assert message in _one_line(capsys)
+
+
+@pytest.mark.parametrize("option", ["--features", "--exclude"])
+def test_unknown_columns_are_named(with_id, capsys, option):
+    assert main(["select", str(with_id), "--label", "status", option, "signal,nope",
+                 "-q"]) == 2
+    err = _one_line(capsys)
+    assert "'nope'" in err and option in err and "PosixPath" not in err
+
+
+@pytest.fixture(params=["csv", "parquet"])
+def null_labels(request, frame, tmp_path):
+    """The data set with the labels of rows 3 and 50 missing (Spark writes nulls)."""
+    data = frame.astype({"status": object})
+    data.loc[[3, 50], "status"] = None
+    if request.param == "csv":
+        path = tmp_path / "nulls.csv"
+        data.to_csv(path, index=False)
+        return path
+    folder = tmp_path / "spark"
+    folder.mkdir()
+    (folder / "_SUCCESS").write_bytes(b"")
+    _write_parquet(data.iloc[:60], folder / "part-00000.snappy.parquet")
+    _write_parquet(data.iloc[60:], folder / "part-00001.snappy.parquet")
+    return folder
+
+
+def test_missing_labels_raise_with_the_option_to_pass(null_labels, capsys):
+    assert main(["select", str(null_labels), "--label", "status", "-q"]) == 2
+    err = _one_line(capsys)
+    assert "--missing-label drop" in err and "missing_label=" not in err
+
+
+def test_missing_label_drop_fits_on_the_labelled_rows(null_labels, tmp_path, capsys):
+    out = tmp_path / "rank.csv"
+    assert main(["select", str(null_labels), "--label", "status", "--missing-label", "drop",
+                 "--out", str(out)]) == 0
+    assert "on 118 rows x 5 features" in capsys.readouterr().err
+    assert pd.read_csv(out)["feature"].iloc[0] == "signal"
+
+
+def test_missing_label_keep_ends_in_the_estimators_error(null_labels, capsys):
+    assert main(["select", str(null_labels), "--label", "status", "--missing-label", "keep",
+                 "-q"]) == 2
+    assert "missing labels" in _one_line(capsys)
+
+
+@pytest.mark.parametrize("method, args, param, value", [
+    ("irelief", ["--sigma", "0.5"], "sigma", 0.5),
+    ("irelief", ["--max-iter", "3"], "max_iter", 3),
+    ("immigrate", ["--sigma", "2", "--max-iter", "2"], "sigma", 2.0),
+    ("relieff", ["--n-neighbors", "4"], "n_neighbors", 4),
+    ("ldm-rfe", ["--max-iter", "50"], "max_iter", 50),
+])
+def test_tuning_options_reach_the_estimator(csv_file, tmp_path, monkeypatch, method, args,
+                                            param, value):
+    cls = getattr(dmargin, cli.METHODS[method][0])
+    fit, seen = cls.fit, {}
+
+    def spy(self, X, y):
+        seen.update(self.get_params())
+        return fit(self, X, y)
+
+    monkeypatch.setattr(cls, "fit", spy)
+    assert main(["select", str(csv_file), "--label", "status", "--method", method, *args,
+                 "--out", str(tmp_path / "r.csv"), "-q"]) == 0
+    assert seen[param] == value and type(seen[param]) is type(value)
+    assert seen.get("random_state", 0) == 0  # ReliefF takes none
+
+
+@pytest.mark.parametrize("method, args, message", [
+    ("irelief", ["--n-neighbors", "5"], "--method relieff"),
+    ("sbs-mf", ["--sigma", "1"], "im4e-immigrate, immigrate, irelief, online-irelief"),
+    ("relieff", ["--max-iter", "5"], "--max-iter does not apply to --method relieff"),
+    ("irelief", ["--sigma", "-1"], "--sigma -1.0 is not valid"),
+])
+def test_tuning_options_checked_before_the_data_is_read(csv_file, capsys, no_fit, method,
+                                                        args, message):
+    assert main(["select", str(csv_file), "--label", "status", "--method", method, *args,
+                 "-q"]) == 2
+    assert message in _one_line(capsys)
+
+
+def test_usage_errors_are_one_line(csv_file, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["select", str(csv_file), "--label", "status", "--missing-label", "maybe"])
+    assert exit_.value.code == 2
+    assert "--missing-label" in _one_line(capsys)
+
+
+@pytest.mark.parametrize("name, sep", [("data.csv.gz", ","), ("data.tsv", "\t"),
+                                       ("data.tsv.gz", "\t"), ("data.txt", " ")])
+def test_text_formats_read_as_the_csv(frame, csv_file, tmp_path, name, sep):
+    frame.to_csv(tmp_path / name, sep=sep, index=False)
+    assert main(["select", str(csv_file), "--label", "status", "--out",
+                 str(tmp_path / "expected.csv"), "-q"]) == 0
+    assert main(["select", str(tmp_path / name), "--label", "status", "--out",
+                 str(tmp_path / "got.csv"), "-q"]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "got.csv"),
+                                  pd.read_csv(tmp_path / "expected.csv"))
+
+
+@pytest.mark.parametrize("kind", ["not-parquet", "spark-dir-without-data"])
+def test_parquet_errors_show_plain_paths(tmp_path, capsys, kind):
+    bad = tmp_path / "data.parquet"
+    if kind == "not-parquet":
+        bad.write_bytes(b"not parquet at all")
+    else:
+        bad.mkdir()
+        (bad / "_SUCCESS").write_bytes(b"")
+    assert main(["select", str(bad), "--label", "status", "-q"]) == 2
+    err = _one_line(capsys)
+    assert str(bad) in err and "PosixPath" not in err
+
+
+@pytest.fixture
+def local_cluster():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
+        if not cluster.dashboard_link:
+            pytest.skip("the dashboard needs bokeh")
+        yield cluster
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_dashboard_link_printed_with_a_scheduler(csv_file, tmp_path, capsys, local_cluster,
+                                                  quiet):
+    assert main(["select", str(csv_file), "--label", "status", "--scheduler",
+                 local_cluster.scheduler_address, "--out", str(tmp_path / "r.csv"),
+                 *(["-q"] if quiet else [])]) == 0
+    err = capsys.readouterr().err
+    if quiet:
+        assert "dashboard" not in err
+    else:
+        link = [line for line in err.splitlines() if line.startswith("dashboard: ")]
+        assert link and link[0].split(": ", 1)[1].startswith("http")
+
+
 @pytest.mark.parametrize("method", ["sbs-mf", "ldm-rfe"])
 def test_elimination_score_is_the_criterion_at_elimination(frame, csv_file, tmp_path, method):
     out = tmp_path / "rank.csv"
@@ -376,3 +576,14 @@ def test_elimination_score_is_the_criterion_at_elimination(frame, csv_file, tmp_
                                rtol=1e-10)
     np.testing.assert_array_equal(table["rfe_rank"], est.ranking_[table["index"]])
     assert list(table["rfe_rank"]) == sorted(table["rfe_rank"])  # ordered by elimination
+
+
+def test_parquet_on_a_scheduler_keeps_the_column_names(frame, tmp_path, local_cluster):
+    folder = _parquet_dir(frame.assign(id=[f"r{i}" for i in range(len(frame))]),
+                          tmp_path / "table")
+    out = tmp_path / "rank.csv"
+    assert main(["select", str(folder), "--label", "status", "--exclude", "id", "--scheduler",
+                 local_cluster.scheduler_address, "--out", str(out), "-q"]) == 0
+    table = pd.read_csv(out)
+    assert sorted(table["feature"]) == ["a", "b", "d", "e", "signal"]
+    assert table["feature"].iloc[0] == "signal"
