@@ -361,8 +361,11 @@ def _separator(path: Path):
     return False, None
 
 
-def _feature_names(columns, label, features, exclude, where):
-    """The feature columns of a file whose columns are ``columns``; unknown names refused."""
+def _feature_names(columns, label, features, exclude, where, default=None):
+    """The feature columns of data whose columns are ``columns``; unknown names refused.
+
+    ``default``: the features when none are named (every column but the label).
+    """
     if label not in columns:
         raise UserError(f"{where} has no column {label!r}; columns are {list(columns)[:20]}. "
                         "Pass --label with one of them.")
@@ -374,7 +377,8 @@ def _feature_names(columns, label, features, exclude, where):
                             f"{list(columns)[:20]}. Correct {option}.")
     if features is not None:
         return list(features)
-    names = [c for c in columns if c != label and c not in exclude]
+    default = [c for c in columns if c != label] if default is None else default
+    names = [c for c in default if c not in exclude]
     if not names:
         raise UserError(f"{where}: no feature column is left besides the label {label!r}"
                         + (" and --exclude" if exclude else "") + "; check --label and "
@@ -417,15 +421,24 @@ def _read(path: str, label: str, use_dask: bool, features=None, exclude=(),
     text, sep = _separator(p)
     if text:
         return _read_text(p, sep, label, features, exclude, missing_label)
-    from ._parquet import _discover, read_parquet
+    from ._parquet import _discover, parquet_features, read_parquet
 
     try:
-        # read_parquet's feature order: every column of the schema but the label.
-        columns = _discover(str(p), None).schema.names
-        # No columns: no data files, which read_parquet says in its own words.
-        names = _feature_names(columns, label, features, exclude, str(p)) if columns else None
-        # features=None keeps read_parquet's check that every file has every column.
-        chosen = names if features is not None or exclude else None
+        dataset = _discover(str(p), None)
+        columns = dataset.schema.names
+        names = chosen = None
+        if not columns:
+            pass  # no data files, which read_parquet says in its own words
+        elif features is None and not exclude:
+            # features=None keeps read_parquet's check that every file has every column.
+            _feature_names(columns, label, None, (), str(p))
+            names = parquet_features(str(p), label)
+        else:
+            # As read_parquet's default: the schema but the label and hive partition keys
+            # (a partition key is a feature only when --features names it).
+            partitions = set(_partition_columns(dataset))
+            default = [c for c in columns if c != label and c not in partitions]
+            names = chosen = _feature_names(columns, label, features, exclude, str(p), default)
         X, y = read_parquet(str(p), label, features=chosen, missing_label=missing_label)
         if not use_dask:
             import dask
@@ -436,6 +449,18 @@ def _read(path: str, label: str, use_dask: bool, features=None, exclude=(),
         message = str(exc)
         raise UserError(message if str(p) in message else f"{p}: {message}") from None
     return X, y, names
+
+
+def _partition_columns(dataset):
+    """The hive partition columns (``key=value/`` directories) of a Parquet dataset: the
+    columns of its schema that its first file does not hold."""
+    files = getattr(dataset, "files", None)
+    if not files:
+        return []
+    import pyarrow.parquet as pq
+
+    own = pq.read_schema(files[0], filesystem=dataset.filesystem).names
+    return [c for c in dataset.schema.names if c not in own]
 
 
 def _client(address, given):

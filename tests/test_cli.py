@@ -587,3 +587,30 @@ def test_parquet_on_a_scheduler_keeps_the_column_names(frame, tmp_path, local_cl
     table = pd.read_csv(out)
     assert sorted(table["feature"]) == ["a", "b", "d", "e", "signal"]
     assert table["feature"].iloc[0] == "signal"
+
+
+def test_spark_output_directory(frame, tmp_path, capsys):
+    """day=.../part-*.parquet, _SUCCESS, an id column and two null labels: --exclude and
+    --missing-label rank it; the partition key is not a feature unless named."""
+    data = frame.assign(id=[f"r{i}" for i in range(len(frame))]).astype({"status": object})
+    data.loc[[3, 70], "status"] = None
+    folder = tmp_path / "export"
+    for day, rows in (("2024-01-01", slice(0, 60)), ("2024-01-02", slice(60, None))):
+        (folder / f"day={day}").mkdir(parents=True)
+        _write_parquet(data.iloc[rows], folder / f"day={day}" / "part-00000.snappy.parquet")
+    (folder / "_SUCCESS").write_bytes(b"")
+    out = tmp_path / "rank.csv"
+    assert main(["select", str(folder), "--label", "status", "--exclude", "id",
+                 "--missing-label", "drop", "--out", str(out)]) == 0
+    assert "on 118 rows x 5 features" in capsys.readouterr().err
+    table = pd.read_csv(out)
+    assert sorted(table["feature"]) == ["a", "b", "d", "e", "signal"]
+    assert table["feature"].iloc[0] == "signal"
+    # Without the id column and the nulls, no option is needed.
+    clean = tmp_path / "clean"
+    for day, rows in (("2024-01-01", slice(0, 60)), ("2024-01-02", slice(60, None))):
+        (clean / f"day={day}").mkdir(parents=True)
+        _write_parquet(frame.iloc[rows], clean / f"day={day}" / "part-0.parquet")
+    assert main(["select", str(clean), "--label", "status", "--out", str(out), "--force",
+                 "-q"]) == 0
+    assert sorted(pd.read_csv(out)["feature"]) == ["a", "b", "d", "e", "signal"]
