@@ -801,10 +801,21 @@ def test_immigrate_pruning_matches_reference(dmargin, dataset, max_iter):
     _assert_history(estimator, expected, max_iter)
 
 
-def test_immigrate_default_tol_stops_where_reference_stops(dmargin, dataset):
-    """Default tol = 1e-4 and max_iter = 10: the same number of steps and W."""
+def test_immigrate_defaults_run_the_papers_ten_steps(dmargin, dataset):
+    """Defaults tol = 0 and max_iter = 10: exactly 10 steps, the reference's W after 10."""
     X, y, _, _ = _data(dataset)
     estimator = _estimator(dmargin, "Immigrate")(scale=None)
+    _fit(estimator, X, y)
+    expected = _reference_immigrate(dataset, 1.0, max_iter=10, tol=0.0)
+    assert expected["n_iter"] == 10
+    np.testing.assert_allclose(estimator.weight_matrix_, expected["W"], rtol=0, atol=ATOL)
+    _assert_history(estimator, expected, 10)
+
+
+def test_immigrate_tol_stops_where_reference_stops(dmargin, dataset):
+    """The opt-in check, tol = 1e-4 and max_iter = 10: the same number of steps and W."""
+    X, y, _, _ = _data(dataset)
+    estimator = _estimator(dmargin, "Immigrate")(scale=None, tol=1e-4)
     _fit(estimator, X, y)
     expected = _reference_immigrate(dataset, 1.0, max_iter=10, tol=1e-4)
     np.testing.assert_allclose(estimator.weight_matrix_, expected["W"], rtol=0, atol=ATOL)
@@ -975,11 +986,23 @@ def test_im4e_without_positive_m_keeps_w_and_warns(dmargin):
     np.testing.assert_array_equal(estimator.feature_importances_, expected["w"])
 
 
-def test_im4e_default_tol_stops_where_reference_stops(dmargin, dataset):
-    """Default tol = 1e-4, max_iter = 10."""
+def test_im4e_defaults_run_ten_steps(dmargin, dataset):
+    """Defaults tol = 0, max_iter = 10: exactly 10 steps, as the reference's 10."""
     X, y, _, _ = _data(dataset)
     estimator = _fit(_estimator(dmargin, "IM4E")(scale=None), X, y)
-    expected = ref.im4e(X, y)
+    expected = ref.im4e(X, y, tol=0.0)
+    assert expected["n_iter"] == 10
+    np.testing.assert_allclose(
+        estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL
+    )
+    _assert_history(estimator, expected, 10)
+
+
+def test_im4e_tol_stops_where_reference_stops(dmargin, dataset):
+    """The opt-in check, tol = 1e-4, max_iter = 10."""
+    X, y, _, _ = _data(dataset)
+    estimator = _fit(_estimator(dmargin, "IM4E")(scale=None, tol=1e-4), X, y)
+    expected = ref.im4e(X, y, tol=1e-4)
     np.testing.assert_allclose(
         estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL
     )

@@ -1,0 +1,69 @@
+"""What a new user meets first: default estimators on the bundled data fit without a
+word."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import dmargin
+from dmargin.datasets import load_dataset
+
+BUNDLED = ["wdbc", "heart"]
+
+# Every estimator with its defaults, except where a default makes the fit take tens of
+# seconds on wdbc: there the same code path runs with fewer rounds.
+DEFAULTS = [
+    pytest.param(dmargin.Immigrate, id="Immigrate"),
+    pytest.param(dmargin.IM4E, id="IM4E"),
+    pytest.param(dmargin.IM4EImmigrate, id="IM4EImmigrate"),
+    pytest.param(lambda: dmargin.BoostedImmigrate(n_estimators=10), id="BoostedImmigrate"),
+    pytest.param(dmargin.IRelief, id="IRelief"),
+    pytest.param(dmargin.OnlineIRelief, id="OnlineIRelief"),
+    pytest.param(dmargin.Relief, id="Relief"),
+    pytest.param(dmargin.ReliefF, id="ReliefF"),
+    pytest.param(dmargin.Simba, id="Simba"),
+    pytest.param(dmargin.AdaBoostStumps, id="AdaBoostStumps"),
+    pytest.param(dmargin.SBSMF, id="SBSMF"),
+    pytest.param(dmargin.AdaBoostCR, id="AdaBoostCR"),
+    pytest.param(dmargin.BDSFS, id="BDSFS"),
+    pytest.param(dmargin.LDM, id="LDM"),
+    pytest.param(dmargin.SVMRFE, id="SVMRFE"),
+    pytest.param(lambda: dmargin.LDMRFE(step=0.5), id="LDMRFE"),
+]
+
+
+@pytest.fixture(scope="module", params=BUNDLED)
+def bundled(request):
+    return load_dataset(request.param)
+
+
+@pytest.mark.parametrize("make", DEFAULTS)
+def test_defaults_on_bundled_data_fit_without_any_warning(make, bundled):
+    X, y = bundled
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make().fit(X, y)
+
+
+@pytest.mark.parametrize("make", [dmargin.Immigrate, dmargin.IM4E, dmargin.IM4EImmigrate])
+def test_immigrate_family_runs_max_iter_steps_by_default(make, bundled):
+    """tol=0: the paper's fixed 10 steps, history kept; no early stop, no warning."""
+    X, y = bundled
+    est = make().fit(X, y)
+    assert est.tol == 0 and est.max_iter == 10
+    assert est.n_iter_ == 10 and len(est.history_) == 10
+    assert np.all(np.isfinite(est.history_["cost"])) and np.all(est.history_["change"] >= 0)
+
+
+def test_immigrate_tol_opts_in_to_the_convergence_check():
+    """tol > 0: early stop once W settles, and a ConvergenceWarning only then when it does not."""
+    X, y = load_dataset("heart")
+    with pytest.warns(ConvergenceWarning, match=r"did not converge in max_iter=10 steps"):
+        est = dmargin.Immigrate(tol=1e-4).fit(X, y)  # W keeps moving on heart
+    assert est.n_iter_ == 10 and est.history_["change"][-1] >= 1e-4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loose = dmargin.Immigrate(tol=10.0).fit(X, y)  # ||W - W'||_F <= 2 < 10: one step
+    assert loose.n_iter_ == 1
