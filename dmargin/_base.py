@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 import numbers
+import os
+import sys
 import time
+import warnings
 from contextlib import contextmanager
 
 import numpy as np
@@ -32,6 +35,7 @@ def start_fit(estimator, X, y, *, rows=True):
     when not asked for)."""
     check_params(estimator)
     X, y = check_X_y(estimator, X, y)
+    warn_n_features_to_select(estimator, X.shape[1])
     data = prepare_training_data(X, y, estimator.scale,
                                  names=getattr(estimator, "feature_names_in_", None))
     if not rows:
@@ -112,12 +116,39 @@ class DaskSelectorMixin(SelectorMixin):
         return X[:, np.flatnonzero(mask)]
 
 
+def user_stacklevel():
+    """``stacklevel`` for a ``warnings.warn`` in the caller that points at the
+    first frame outside dmargin: the user's call, however deep the fit path."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def warn_n_features_to_select(estimator, n_features):
+    """At fit time, once: a ``UserWarning`` when an integer ``n_features_to_select``
+    exceeds the number of features (selection then keeps all of them).
+
+    Called by every fit's door (:func:`start_fit`, and the boosting selectors'
+    own) rather than by ``_get_support_mask``, which runs on every
+    ``transform`` and would repeat it.
+    """
+    k = getattr(estimator, "n_features_to_select", None)
+    if isinstance(k, numbers.Integral) and isinstance(n_features, numbers.Integral) \
+            and k > n_features:
+        warnings.warn(f"n_features_to_select={k} exceeds the {n_features} features; all "
+                      f"{n_features} are kept.", UserWarning, stacklevel=user_stacklevel())
+
+
 class WeightSelector(DaskSelectorMixin, BaseEstimator):
     """Selector over a learned ``feature_importances_`` vector.
 
     ``n_features_to_select``: ``None`` keeps the features with positive
-    weight, an int keeps that many of the highest, a float in (0, 1] keeps
-    that fraction (at least one).  Ties go to the lower feature index.
+    weight, an int keeps that many of the highest (all of them when it
+    exceeds the number of features, with a ``UserWarning`` at fit), a float
+    in (0, 1] keeps that fraction (at least one).  Ties go to the lower
+    feature index.
     """
 
     def _get_support_mask(self):
@@ -127,7 +158,7 @@ class WeightSelector(DaskSelectorMixin, BaseEstimator):
         if k is None:
             return scores > 0
         if isinstance(k, numbers.Integral):
-            k = min(int(k), scores.size)
+            k = min(int(k), scores.size)  # more than A: fit warned (warn_n_features_to_select)
         else:
             k = max(1, int(k * scores.size))
         mask = np.zeros(scores.size, dtype=bool)

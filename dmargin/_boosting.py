@@ -19,7 +19,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, logger, make_rng, timer
+from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, logger, make_rng, timer,
+                    warn_n_features_to_select)
 from ._io import prepare_training_data
 from ._validation import NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
 from ._compat import gather
@@ -141,6 +142,7 @@ def _binary_data(est, X, y):
     """Validated data with two classes; the paper's quantities are binary."""
     check_params(est)
     X, y = check_X_y(est, X, y)
+    warn_n_features_to_select(est, X.shape[1])  # the fit's one warning; _n_to_select clamps
     data = prepare_training_data(X, y, None, distances=False,
                                  names=getattr(est, "feature_names_in_", None))
     if len(data.classes) != 2:

@@ -1,5 +1,5 @@
 """What a new user meets first: default estimators on the bundled data fit without a
-word."""
+word; a clamped ``n_features_to_select`` is said once and says what happened."""
 
 import warnings
 
@@ -67,3 +67,42 @@ def test_immigrate_tol_opts_in_to_the_convergence_check():
         warnings.simplefilter("error")
         loose = dmargin.Immigrate(tol=10.0).fit(X, y)  # ||W - W'||_F <= 2 < 10: one step
     assert loose.n_iter_ == 1
+
+
+# --- n_features_to_select beyond the number of features ---------------------------------
+
+
+CLAMPED = [
+    pytest.param(lambda: dmargin.Immigrate(n_features_to_select=100, max_iter=2), id="Immigrate"),
+    pytest.param(lambda: dmargin.ReliefF(n_features_to_select=100), id="ReliefF"),
+    pytest.param(lambda: dmargin.IRelief(n_features_to_select=100), id="IRelief"),
+    pytest.param(lambda: dmargin.AdaBoostStumps(n_features_to_select=100, n_estimators=5),
+                 id="AdaBoostStumps"),
+    pytest.param(lambda: dmargin.SBSMF(n_features_to_select=100, n_estimators=5), id="SBSMF"),
+    pytest.param(lambda: dmargin.BDSFS(n_features_to_select=100), id="BDSFS"),
+    pytest.param(lambda: dmargin.LDMRFE(n_features_to_select=100), id="LDMRFE"),
+    pytest.param(lambda: dmargin.SVMRFE(n_features_to_select=100), id="SVMRFE"),
+]
+
+
+@pytest.mark.parametrize("make", CLAMPED)
+def test_n_features_to_select_beyond_the_features_warns_once_and_keeps_all(make):
+    X, y = load_dataset("wdbc")
+    est = make()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+        Xt = est.transform(X)
+        est.transform(X)
+    assert [str(w.message) for w in caught] == [
+        "n_features_to_select=100 exceeds the 30 features; all 30 are kept."]
+    assert caught[0].category is UserWarning and caught[0].filename == __file__
+    assert Xt.shape == (569, 30) and est.get_support().all()
+
+
+def test_n_features_to_select_within_the_features_is_quiet():
+    X, y = load_dataset("wdbc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in (30, 0.5):
+            dmargin.ReliefF(n_features_to_select=k).fit(X, y).transform(X)
