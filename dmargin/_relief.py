@@ -20,6 +20,7 @@ from ._base import (N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, miss
 from ._checkpoint import read_online_state, write_online_state
 from ._compat import client_for, compute, is_dask_collection, run_with_client
 from ._io import Scaling, numpy_scaling
+from .progress import fit_steps
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ._validation import check_classes, check_params, check_X_y
 from .engine import merge
@@ -185,30 +186,33 @@ class IRelief(WeightSelector):
 
         # Iteration: E-step on the engine, M-step here (Fig. 2 of the paper)
         history = []
-        for it in range(1, self.max_iter + 1):
-            with timer("I-RELIEF iteration %d", it):
-                nu = lse_statistic(rows, w, self.sigma, merge.irelief_agg, agg_args)  # eq. (12)
-            w_new = _positive_unit(nu)
-            if w_new is None:
-                warnings.warn("nu+ is zero: no feature separates the classes under these "
-                              "weights; returning all-zero weights.", RuntimeWarning,
-                              stacklevel=2)
-                w_new = np.zeros_like(w)
+        with fit_steps(self, "iteration", self.max_iter) as steps:
+            for it in range(1, self.max_iter + 1):
+                with timer("I-RELIEF iteration %d", it):
+                    # eq. (12)
+                    nu = lse_statistic(rows, w, self.sigma, merge.irelief_agg, agg_args)
+                w_new = _positive_unit(nu)
+                if w_new is None:
+                    warnings.warn("nu+ is zero: no feature separates the classes under these "
+                                  "weights; returning all-zero weights.", RuntimeWarning,
+                                  stacklevel=2)
+                    w_new = np.zeros_like(w)
+                    history.append(np.linalg.norm(w_new - w))
+                    w = w_new
+                    break
                 history.append(np.linalg.norm(w_new - w))
                 w = w_new
-                break
-            history.append(np.linalg.norm(w_new - w))
-            w = w_new
-            logger.debug("I-RELIEF iteration %d: change %.3g", it, history[-1])
-            if history[-1] < self.tol:
-                break
-        else:
-            if self.tol > 0:
-                warnings.warn(
-                    f"I-RELIEF did not converge in max_iter={self.max_iter} iterations (last "
-                    f"change {history[-1]:.3g} >= tol={self.tol}); increase max_iter or sigma.",
-                    ConvergenceWarning, stacklevel=2,
-                )
+                steps.step()
+                logger.debug("I-RELIEF iteration %d: change %.3g", it, history[-1])
+                if history[-1] < self.tol:
+                    break
+            else:
+                if self.tol > 0:
+                    warnings.warn(
+                        f"I-RELIEF did not converge in max_iter={self.max_iter} iterations (last "
+                        f"change {history[-1]:.3g} >= tol={self.tol}); increase max_iter or sigma.",
+                        ConvergenceWarning, stacklevel=2,
+                    )
 
         # Final attributes
         self.classes_ = data.classes
@@ -385,16 +389,18 @@ class OnlineIRelief(WeightSelector):
         n = data.X.shape[0]
         bounds = [(s, min(s + self.block_size, n)) for s in range(0, n, self.block_size)]
         history = []
-        for p in range(self.n_passes):
-            w_before = self.feature_importances_.copy()
-            with timer("online I-RELIEF pass %d", p + 1):
-                for start, Xa, ya in _row_blocks(data.X, data.codes, bounds):
-                    order = rng.permutation(Xa.shape[0]) if self.shuffle \
-                        else np.arange(Xa.shape[0])
-                    self._steps(Xa, start, ya, order, ref)
-            history.append(np.linalg.norm(self.feature_importances_ - w_before))
-            if history[-1] < self.tol:
-                break
+        with fit_steps(self, "pass", self.n_passes) as steps:
+            for p in range(self.n_passes):
+                w_before = self.feature_importances_.copy()
+                with timer("online I-RELIEF pass %d", p + 1):
+                    for start, Xa, ya in _row_blocks(data.X, data.codes, bounds):
+                        order = rng.permutation(Xa.shape[0]) if self.shuffle \
+                            else np.arange(Xa.shape[0])
+                        self._steps(Xa, start, ya, order, ref)
+                history.append(np.linalg.norm(self.feature_importances_ - w_before))
+                steps.step()
+                if history[-1] < self.tol:
+                    break
         self.history_ = np.asarray(history)
         self.n_passes_ = len(history)
         self._rng = rng  # partial_fit after fit continues the same stream
@@ -742,9 +748,10 @@ class ReliefF(WeightSelector):
         self : ReliefF
         """
         data, rows = start_fit(self, X, y)
-        with timer("ReliefF"):
+        with fit_steps(self, "pass", 1) as steps, timer("ReliefF"):
             total = knn_statistic(rows, self.n_neighbors, merge.relieff_agg,
                                   (miss_priors(data.counts),))
+            steps.step()
         self.classes_ = data.classes
         self.feature_importances_ = np.asarray(total) / rows.n_samples
         return self

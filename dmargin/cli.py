@@ -47,18 +47,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import re
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ._compat import ClusterStalledError, WorkerMemoryError
-import pandas as pd
+from .progress import on_progress
 
 METHODS = {
     "irelief": ("IRelief", {}),
@@ -502,45 +503,37 @@ def _ranking(est, names):
     return table
 
 
-# The unit of work each method logs once per step (``dmargin._base.timer``),
-# and how many of them a fit takes at most.
-_UNITS = {
-    "IRelief": ("I-RELIEF iteration", lambda est, a: est.max_iter),
-    "OnlineIRelief": ("online I-RELIEF pass", lambda est, a: est.n_passes),
-    "ReliefF": ("ReliefF", lambda est, a: 1),
-    "Immigrate": ("IMMIGRATE step", lambda est, a: est.max_iter),
-    "IM4EImmigrate": ("IM", lambda est, a: 2 * est.max_iter),
-    "BoostedImmigrate": ("IMMIGRATE step", lambda est, a: est.n_estimators * est.max_iter),
-    "SBSMF": ("SBSMF: boosting", lambda est, a: a),
-    "LDMRFE": ("RFE round", lambda est, a: a),
-}
+class _Bar:
+    """A fit's progress on stderr, from :mod:`dmargin.progress` events.
 
+    On a terminal one line redrawn in place; otherwise (a log file, CI) one
+    plain line per step, so redirected output has no carriage returns.
+    """
 
-class _Progress(logging.Handler):
-    """A one-line progress bar on stderr, advanced by the estimator's step log records."""
-
-    def __init__(self, est, n_features, width=30):
-        super().__init__(logging.DEBUG)
-        self.unit, total = _UNITS.get(type(est).__name__, ("", lambda e, a: 0))
-        self.total = max(1, int(total(est, n_features)))
-        self.done = 0
+    def __init__(self, stream=None, width=30):
+        self.stream = sys.stderr if stream is None else stream
         self.width = width
-        self.start = time.perf_counter()
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.open = False
 
-    def emit(self, record):
-        if not self.unit or not record.getMessage().startswith(self.unit):
-            return
-        self.done += 1
-        filled = min(self.width, self.width * self.done // self.total)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/<="
-                         f"{self.total} {self.unit.split(':')[0].strip()} "
-                         f"{time.perf_counter() - self.start:.1f} s")
-        sys.stderr.flush()
+    def __call__(self, event):
+        filled = self.width * event.done // max(event.total, 1)
+        unit = event.unit + ("es" if event.unit.endswith("s") else "s")
+        left = event.remaining
+        line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {event.done}/"
+                f"{'' if event.final else '<='}{event.total} {unit}, {event.elapsed:.1f} s"
+                + ("" if event.final or left is None else f", about {left:.0f} s left"))
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if event.final else ""))
+            self.open = not event.final
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
 
     def close(self):
-        if self.done:
-            sys.stderr.write("\n")
-        super().close()
+        if self.open:
+            self.stream.write("\n")
+            self.open = False
 
 
 def _file_mode(path: str) -> int:
@@ -630,14 +623,13 @@ def select(args):
             print(f"fitting {type(est).__name__} on {X.shape[0]} rows x {X.shape[1]} features"
                   + (f" on {args.scheduler}" if client is not None else ""), file=sys.stderr)
         start = time.perf_counter()
-        log = logging.getLogger("dmargin")
-        progress = None if args.quiet else _Progress(est, X.shape[1])
-        if progress is not None:
-            log.addHandler(progress)
-            level = log.level
-            log.setLevel(logging.DEBUG)
+        bar = None if args.quiet else _Bar()
         try:
-            est.fit(X, y)
+            # Warnings wait until the bar is done, each then on a line of its own.
+            with warnings.catch_warnings(record=True) as caught, \
+                    (on_progress(bar) if bar is not None else contextlib.nullcontext()):
+                warnings.simplefilter("default")
+                est.fit(X, y)
         except (ValueError, TypeError) as exc:  # the estimators' messages name problem and fix
             raise UserError(str(exc)) from None
         except (ClusterStalledError, WorkerMemoryError) as exc:  # say what to do themselves
@@ -645,10 +637,10 @@ def select(args):
         except OSError as exc:  # a Parquet file gone mid-fit, a lost scheduler connection
             raise UserError(f"the fit stopped: {exc}") from None
         finally:
-            if progress is not None:
-                log.removeHandler(progress)
-                log.setLevel(level)
-                progress.close()
+            if bar is not None:
+                bar.close()
+        for message in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
+            print(f"warning: {message}", file=sys.stderr)
         if not args.quiet:
             print(f"done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     finally:

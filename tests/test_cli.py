@@ -98,11 +98,56 @@ def test_elimination_methods_rank_the_signal_first(csv_file, tmp_path, method):
     assert table["rfe_rank"].iloc[0] == 1
 
 
-def test_progress_bar_on_stderr(csv_file, tmp_path, capsys):
-    assert main(["select", str(csv_file), "--label", "status", "--method", "immigrate",
+# Steps of each method's outer loop, read off the fitted estimator.
+STEPS = {
+    "irelief": lambda est: est.n_iter_,
+    "online-irelief": lambda est: est.n_passes_,
+    "relieff": lambda est: 1,
+}
+
+
+@pytest.mark.parametrize("method", sorted(STEPS))
+def test_progress_bar_counts_the_fits_steps(method, csv_file, tmp_path, capsys, monkeypatch):
+    """Not a terminal: one plain line per step, no carriage return; the last line is
+    complete (n/n) even when the fit converged early; warnings after the bar."""
+    fitted, real_fit = {}, {}
+
+    def spy_fit(self, X, y):  # keeps the fitted estimator to read its step count
+        fitted.setdefault("est", self)  # the outer fit (BIM fits IMMIGRATE learners)
+        return real_fit[type(self)](self, X, y)
+
+    for name, _ in cli.METHODS.values():
+        cls = getattr(dmargin, name)
+        real_fit[cls] = cls.fit
+        monkeypatch.setattr(cls, "fit", spy_fit)
+    assert main(["select", str(csv_file), "--label", "status", "--method", method,
                  "--out", str(tmp_path / "r.csv")]) == 0
     err = capsys.readouterr().err
-    assert "[" in err and "IMMIGRATE step" in err and "/<=10" in err and "done in" in err
+    assert "\r" not in err
+    bar = [line for line in err.splitlines() if line.startswith("[")]
+    steps = STEPS[method](fitted["est"])
+    assert len(bar) == steps + 1, err  # one line a step, then the final one
+    assert bar[-1].startswith("[" + "#" * 30 + "]") and f" {steps}/{steps} " in bar[-1]
+    assert "<=" not in bar[-1] and "done in" in err
+
+
+def test_progress_bar_redraws_in_place_on_a_terminal():
+    import io
+
+    from dmargin.progress import ProgressEvent
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    bar = cli._Bar(out, width=10)
+    bar(ProgressEvent("IRelief", "iteration", 1, 100, 0.5))
+    bar(ProgressEvent("IRelief", "iteration", 3, 3, 1.5, final=True))
+    text = out.getvalue()
+    assert text.count("\r") == 2 and text.endswith("\n") and text.count("\n") == 1
+    assert "1/<=100 iterations, 0.5 s, about 50 s left" in text
+    assert "[##########] 3/3 iterations, 1.5 s" in text
 
 
 # -- nothing lost, nothing hung: every check before the data is read ---------------------
