@@ -21,7 +21,8 @@ from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, start_fit, timer
+from ._base import (N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, start_fit, timer,
+                    user_stacklevel)
 from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from .engine import merge
 from ._compat import gather
@@ -343,8 +344,21 @@ class Immigrate(_SoftminClassifier):
         Returns
         -------
         self : Immigrate
+
+        Warns
+        -----
+        UserWarning
+            Once, before the first step, when the data are wide enough for
+            the fit to be slow (estimated over a minute, or more than 1000
+            features): each step costs about ``N^2 A^2``, and
+            :class:`IM4EImmigrate` is the estimator made for such data.
         """
+        return self._fit(X, y, sample_weight)
+
+    def _fit(self, X, y, sample_weight=None, wide_hint=True):
         data, rows = start_fit(self, X, y)
+        if wide_hint:
+            _wide_data_hint(rows.n_samples, rows.n_features, self.max_iter)
         weight = _sample_weight(sample_weight, rows.n_samples)
         W = self._initial_matrix(rows.n_features)
         self.classes_ = data.classes
@@ -357,6 +371,58 @@ class Immigrate(_SoftminClassifier):
         self.interactions_ = _interaction_table(W, _names(self, rows.n_features))
         self._store_training(data, rows)
         return self
+
+
+#: Fit-time model of IMMIGRATE on one core, in seconds:
+#:     max_iter * (N^2 A^2 / _PAIR_RATE + A^3 / _EIGH_RATE)
+#: A step's E-step visits the N^2 / 2 unordered pairs of rows, each adding an A x A outer
+#: product to Sigma (and, for A > _DENSE_W_FEATURES, computing q with the dense W); its
+#: M-step eigendecomposes the A x A Sigma, which dominates when N is small (50 x 5000).
+#: Rates measured on the project's 2-core development machine while it ran other jobs
+#: (load 5-6; numba, one BLAS thread): the E-step from the "IMMIGRATE step" DEBUG timings
+#: of Immigrate(max_iter=3) on Gaussian N x A data (steps 2-3, dense W), N = 40..200,
+#: A = 300..1500: 0.92e10-1.01e10 N^2 A^2 per second; the M-step from _eigen_update on
+#: random symmetric A x A matrices, A = 500..3000: 1.9e9-2.4e9 A^3 per second (1.0e9 at
+#: A = 5000 under heavier load).  Rounded down, so the estimate errs long: 50 x 5000 with
+#: 10 steps comes out at ~690 s, against 417 s reported for that fit.  Raw numbers
+#: and the method: benchmarks/results/immigrate_cost_rate.json.
+_PAIR_RATE = 9.0e9
+_EIGH_RATE = 2.0e9
+#: Above either, Immigrate.fit points to IM4EImmigrate (one UserWarning): a fit estimated
+#: at over a minute, or more features than plain IMMIGRATE is meant for (the paper runs it
+#: on UCI sets and turns to IM4E-IMMIGRATE for its microarray sets, A >= 2000; with A^2 / 2
+#: interactions to learn from N rows it also overfits: on 50 x 5000 it missed the one
+#: informative feature that IM4EImmigrate ranked first, in 2 s).
+_WIDE_SECONDS = 60.0
+_WIDE_FEATURES = 1000
+
+
+def _estimated_fit_seconds(n_samples, n_features, max_iter):
+    """Seconds a plain IMMIGRATE fit of ``max_iter`` steps takes on one core (rough)."""
+    n, a = float(n_samples), float(n_features)
+    return max_iter * (n * n * a * a / _PAIR_RATE + a**3 / _EIGH_RATE)
+
+
+def _format_seconds(seconds):
+    if seconds < 120:
+        return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _wide_data_hint(n_samples, n_features, max_iter):
+    """One UserWarning naming IM4EImmigrate when plain IMMIGRATE is slow on these data."""
+    seconds = _estimated_fit_seconds(n_samples, n_features, max_iter)
+    if seconds <= _WIDE_SECONDS and n_features <= _WIDE_FEATURES:
+        return
+    warnings.warn(
+        f"Immigrate on {n_samples} x {n_features} costs about N^2 A^2 per step (every pair of "
+        f"rows adds an A x A matrix) plus an A x A eigendecomposition: ~{_format_seconds(seconds)} "
+        f"for max_iter={max_iter} on one core. IM4EImmigrate prescreens features with IM4E "
+        "first and is made for wide data (thousands of features, few rows).",
+        UserWarning, stacklevel=user_stacklevel(),
+    )
 
 
 def _immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune):
@@ -663,7 +729,8 @@ class IM4EImmigrate(_SoftminClassifier):
             keep = np.flatnonzero(w == w.max())
         W0 = np.diag(w[keep])
         imm = Immigrate(sigma=self.sigma, max_iter=self.max_iter, tol=self.tol, init=W0,
-                        prune=self.prune, scale=None).fit(data.X[:, keep], data.codes)
+                        prune=self.prune, scale=None)._fit(data.X[:, keep], data.codes,
+                                                           wide_hint=False)
         self.classes_ = data.classes
         self.features_ = keep
         self.im4e_weights_ = w

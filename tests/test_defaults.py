@@ -1,6 +1,8 @@
 """What a new user meets first: default estimators on the bundled data fit without a
-word; a clamped ``n_features_to_select`` is said once and says what happened."""
+word; the words that are said (a wide-data hint, a clamped ``n_features_to_select``)
+are said once and say what happened."""
 
+import re
 import warnings
 
 import numpy as np
@@ -8,6 +10,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import dmargin
+from dmargin import _immigrate
 from dmargin.datasets import load_dataset
 
 BUNDLED = ["wdbc", "heart"]
@@ -67,6 +70,63 @@ def test_immigrate_tol_opts_in_to_the_convergence_check():
         warnings.simplefilter("error")
         loose = dmargin.Immigrate(tol=10.0).fit(X, y)  # ||W - W'||_F <= 2 < 10: one step
     assert loose.n_iter_ == 1
+
+
+# --- the wide-data hint ---------------------------------------------------------------
+
+
+def _wide(n, a, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, a))
+    y = np.repeat([0, 1], n // 2)
+    X[:, 0] += 2.0 * y
+    return X, y
+
+
+def test_wide_data_hint_names_im4e_immigrate_and_the_estimate():
+    """More than 1000 features: one UserWarning, before the fit, pointing to IM4EImmigrate."""
+    X, y = _wide(20, 1001)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dmargin.Immigrate(max_iter=1).fit(X, y)
+    hints = [w for w in caught if "IM4EImmigrate" in str(w.message)]
+    assert len(caught) == len(hints) == 1
+    assert hints[0].category is UserWarning
+    assert hints[0].filename == __file__  # points at the caller
+    message = str(hints[0].message)
+    assert "Immigrate on 20 x 1001 costs about N^2 A^2" in message
+    assert "max_iter=1" in message and " s for " in message
+    assert "prescreens features with IM4E" in message
+
+
+def test_wide_data_hint_on_estimated_time(monkeypatch):
+    """Few features but an estimate over a minute (here: a 10,000 times slower machine)."""
+    X, y = load_dataset("heart")
+    monkeypatch.setattr(_immigrate, "_PAIR_RATE", _immigrate._PAIR_RATE / 1e4)
+    monkeypatch.setattr(_immigrate, "_EIGH_RATE", _immigrate._EIGH_RATE / 1e4)
+    seconds = _immigrate._estimated_fit_seconds(270, 13, 10)
+    assert seconds > _immigrate._WIDE_SECONDS
+    estimate = re.escape(_immigrate._format_seconds(seconds))
+    with pytest.warns(UserWarning, match=rf"Immigrate on 270 x 13 .* ~{estimate} for "
+                                         r"max_iter=10 .* IM4EImmigrate"):
+        dmargin.Immigrate().fit(X, y)
+
+
+def test_cost_model_flags_the_reported_case_and_not_the_bundled_data():
+    """50 x 5000 took 417 s: the model says minutes; the bundled sets: well under one."""
+    assert 200 < _immigrate._estimated_fit_seconds(50, 5000, 10) < 2000
+    for name in BUNDLED:
+        X, _ = load_dataset(name)
+        assert _immigrate._estimated_fit_seconds(*X.shape, 10) < _immigrate._WIDE_SECONDS / 10
+
+
+def test_no_wide_data_hint_from_im4e_immigrate():
+    """IM4EImmigrate is the remedy: its inner IMMIGRATE fit does not point to itself."""
+    X, y = _wide(20, 1001)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = dmargin.IM4EImmigrate(max_iter=2, threshold=1e-3).fit(X, y)
+    assert 0 in est.features_
 
 
 # --- n_features_to_select beyond the number of features ---------------------------------
