@@ -19,11 +19,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, logger, make_rng, timer,
-                    warn_n_features_to_select)
+from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector,
+                    elimination_rounds, logger, make_rng, timer, warn_n_features_to_select)
+from ._compat import gather
 from ._io import prepare_training_data
 from ._validation import NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
-from ._compat import gather
+from .progress import fit_steps
 from .engine.histograms import WeightedHistograms, bin_rows, counts
 
 #: A stump's edge is capped below 1 so that alpha stays finite (spec 8.1).
@@ -463,20 +464,23 @@ class _BackwardSelector(_RankingSelector):
         elimination = np.full(a, np.nan)
 
         # Elimination
-        while support.sum() > target:
-            features = np.flatnonzero(support)
-            with timer("%s: boosting on %d features", type(self).__name__, features.size):
-                stumps = boost(binned, features, self.n_estimators, class_weight, count_cum)
-            crit = getattr(stumps, self._criterion)(a)[features]
-            n_remove = min(self._n_remove(features.size, a), features.size - target)
-            worst = features[np.argsort(crit, kind="stable")[:n_remove]]  # ties: lower index
-            logger.debug("%s: removing %s", type(self).__name__, worst.tolist())
-            scores.append(crit)
-            # Overwritten while a feature survives: its last value is from the round that
-            # removed it, or, for a kept feature, from the last round.
-            elimination[features] = crit
-            support[worst] = False
-            ranking[~support] += 1
+        rounds = elimination_rounds(a, target, lambda left: self._n_remove(left, a))
+        with fit_steps(self, "round", rounds) as steps:
+            while support.sum() > target:
+                features = np.flatnonzero(support)
+                with timer("%s: boosting on %d features", type(self).__name__, features.size):
+                    stumps = boost(binned, features, self.n_estimators, class_weight, count_cum)
+                crit = getattr(stumps, self._criterion)(a)[features]
+                n_remove = min(self._n_remove(features.size, a), features.size - target)
+                worst = features[np.argsort(crit, kind="stable")[:n_remove]]  # ties: lower index
+                logger.debug("%s: removing %s", type(self).__name__, worst.tolist())
+                scores.append(crit)
+                # Overwritten while a feature survives: its last value is from the round
+                # that removed it, or, for a kept feature, from the last round.
+                elimination[features] = crit
+                support[worst] = False
+                ranking[~support] += 1
+                steps.step()
 
         # Set final attributes
         self.classes_ = data.classes

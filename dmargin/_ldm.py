@@ -25,10 +25,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import DaskSelectorMixin, logger, make_rng, start_fit, timer
+from ._base import DaskSelectorMixin, elimination_rounds, logger, make_rng, start_fit, timer
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from ._compat import gather
 from .engine.kernel_sums import ldm_dcd, ldm_dcd_linear, rbf_left_out_sums
+from .progress import fit_steps
 
 _KERNELS = [Options(("rbf", "linear"))]
 _GAMMA = [Options(("scale", "auto")), Interval(numbers.Real, 0, None, closed="neither")]
@@ -441,21 +442,24 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         elimination = np.full(n_features, np.nan)
 
         # Elimination
-        while support.sum() > target:
-            cols = np.flatnonzero(support)
-            with timer("RFE round with %d features", len(cols)):
-                scores = self._scores(rows, Xd, codes, cols, gamma, rng)
-            n_drop = min(step, len(cols) - target)
-            drop = _to_eliminate(scores, n_drop)
-            if len(cols) - len(drop) < target:  # ties would undershoot: keep lower indices
-                drop = drop[np.argsort(scores[drop], kind="stable")][:n_drop]
-            history.append((cols, scores))
-            # Overwritten while a feature survives: its last value is from the round that
-            # removed it, or, for a kept feature, from the last round.
-            elimination[cols] = scores
-            support[cols[drop]] = False
-            ranking[~support] += 1
-            logger.debug("RFE: removed %s", cols[drop])
+        with fit_steps(self, "round", elimination_rounds(n_features, target,
+                                                         lambda left: step)) as steps:
+            while support.sum() > target:
+                cols = np.flatnonzero(support)
+                with timer("RFE round with %d features", len(cols)):
+                    scores = self._scores(rows, Xd, codes, cols, gamma, rng)
+                n_drop = min(step, len(cols) - target)
+                drop = _to_eliminate(scores, n_drop)
+                if len(cols) - len(drop) < target:  # ties would undershoot: keep lower indices
+                    drop = drop[np.argsort(scores[drop], kind="stable")][:n_drop]
+                history.append((cols, scores))
+                # Overwritten while a feature survives: its last value is from the round
+                # that removed it, or, for a kept feature, from the last round.
+                elimination[cols] = scores
+                support[cols[drop]] = False
+                ranking[~support] += 1
+                logger.debug("RFE: removed %s", cols[drop])
+                steps.step()
 
         # Final attributes
         self.classes_ = data.classes

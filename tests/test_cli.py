@@ -103,6 +103,8 @@ STEPS = {
     "irelief": lambda est: est.n_iter_,
     "online-irelief": lambda est: est.n_passes_,
     "relieff": lambda est: 1,
+    "sbs-mf": lambda est: est.n_iter_,
+    "ldm-rfe": lambda est: est.n_iter_,
 }
 
 
