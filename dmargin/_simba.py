@@ -20,6 +20,7 @@ from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, start
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from .engine import tiles
 from ._compat import gather
+from .progress import fit_steps
 
 _njit = numba.njit(cache=True, nogil=True)
 
@@ -203,16 +204,18 @@ class Simba(WeightSelector):
         sigmoid = self.utility == "sigmoid"
         constant = np.ptp(X, axis=0) == 0
         runs, scores = [], []
-        for s in range(self.n_starts):
-            order = np.concatenate([rng.permutation(X.shape[0])
-                                    for _ in range(self.n_passes)]).astype(np.int64)
-            with timer("Simba start %d", s + 1):
-                w = simba_run(X, codes, order, sigmoid, float(self.beta))
-            w2 = np.where(constant, 0.0, w * w)
-            v = w2 / w2.max() if w2.max() > 0 else w2
-            runs.append((w, v))
-            scores.append(simba_score(X, codes, v, sigmoid, float(self.beta)))
-            logger.debug("Simba start %d: score %.6g", s + 1, scores[-1])
+        with fit_steps(self, "start", self.n_starts) as steps:
+            for s in range(self.n_starts):
+                order = np.concatenate([rng.permutation(X.shape[0])
+                                        for _ in range(self.n_passes)]).astype(np.int64)
+                with timer("Simba start %d", s + 1):
+                    w = simba_run(X, codes, order, sigmoid, float(self.beta))
+                w2 = np.where(constant, 0.0, w * w)
+                v = w2 / w2.max() if w2.max() > 0 else w2
+                runs.append((w, v))
+                scores.append(simba_score(X, codes, v, sigmoid, float(self.beta)))
+                logger.debug("Simba start %d: score %.6g", s + 1, scores[-1])
+                steps.step()
         best = int(np.argmax(scores))
         w, v = runs[best]
         if not np.any(v > 0):
