@@ -27,6 +27,7 @@ from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from .engine import merge
 from ._compat import gather
 from .engine.execution import anchor_partials, lse_statistic, quad_statistic
+from .progress import fit_steps
 
 _SCALE = [Options(("standard",)), NONE]
 _HISTORY = np.dtype([("cost", "f8"), ("change", "f8")])
@@ -362,8 +363,9 @@ class Immigrate(_SoftminClassifier):
         weight = _sample_weight(sample_weight, rows.n_samples)
         W = self._initial_matrix(rows.n_features)
         self.classes_ = data.classes
-        W, history = _immigrate_loop(rows, W, weight, self.sigma, self.max_iter, self.tol,
-                                     self.prune)
+        with fit_steps(self, "step", self.max_iter) as steps:
+            W, history = _immigrate_loop(rows, W, weight, self.sigma, self.max_iter, self.tol,
+                                         self.prune, on_step=steps.step)
         self.weight_matrix_ = W
         self.feature_importances_ = np.diag(W).copy()
         self.history_ = np.array(history, dtype=_HISTORY)
@@ -425,8 +427,11 @@ def _wide_data_hint(n_samples, n_features, max_iter):
     )
 
 
-def _immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune):
-    """Alternate E-step (engine) and M-step (here); returns W and the history."""
+def _immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune, on_step=None):
+    """Alternate E-step (engine) and M-step (here); returns W and the history.
+
+    ``on_step()`` is called after each step (progress).
+    """
     history = []
     factor = None
     for t in range(1, max_iter + 1):
@@ -447,6 +452,8 @@ def _immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune):
         history.append((cost, float(np.linalg.norm(W_new - W))))
         logger.debug("IMMIGRATE step %d: cost %.6g, change %.3g", t, *history[-1])
         W = W_new
+        if on_step is not None:
+            on_step()
         if history[-1][1] < tol:
             break
     else:
@@ -588,27 +595,29 @@ class IM4E(_SoftminClassifier):
         weight = _sample_weight(sample_weight, rows.n_samples)
         w = np.full(rows.n_features, 1.0 / rows.n_features)
         history = []
-        for t in range(1, self.max_iter + 1):
-            with timer("IM4E step %d", t):
-                out = lse_statistic(rows, w, self.sigma, merge.im4e_agg, (w, float(self.sigma)),
-                                    anchor_weight=weight)
-            m, entropy = out[:-1], out[-1]
-            if self.weight_update == "simplex":
-                w_new = _simplex_projection(m / (2 * self.lam))
-            else:
-                pos = np.maximum(m, 0.0)
-                if not pos.any():
-                    warnings.warn("m+ is zero: no feature separates misses from hits; "
-                                  "keeping the previous weights.", RuntimeWarning, stacklevel=2)
+        with fit_steps(self, "step", self.max_iter) as steps:
+            for t in range(1, self.max_iter + 1):
+                with timer("IM4E step %d", t):
+                    out = lse_statistic(rows, w, self.sigma, merge.im4e_agg, (w, float(self.sigma)),
+                                        anchor_weight=weight)
+                m, entropy = out[:-1], out[-1]
+                if self.weight_update == "simplex":
+                    w_new = _simplex_projection(m / (2 * self.lam))
+                else:
+                    pos = np.maximum(m, 0.0)
+                    if not pos.any():
+                        warnings.warn("m+ is zero: no feature separates misses from hits; "
+                                      "keeping the previous weights.", RuntimeWarning, stacklevel=2)
+                        break
+                    w_new = pos / pos.sum()
+                cost = float(-w_new @ m + self.sigma * entropy + self.lam * w_new @ w_new)
+                history.append((cost, float(np.linalg.norm(w_new - w))))
+                w = w_new
+                steps.step()
+                if history[-1][1] < self.tol:
                     break
-                w_new = pos / pos.sum()
-            cost = float(-w_new @ m + self.sigma * entropy + self.lam * w_new @ w_new)
-            history.append((cost, float(np.linalg.norm(w_new - w))))
-            w = w_new
-            if history[-1][1] < self.tol:
-                break
-        else:
-            _warn_not_converged("IM4E", self.max_iter, history, self.tol)
+            else:
+                _warn_not_converged("IM4E", self.max_iter, history, self.tol)
         self.classes_ = data.classes
         self.feature_importances_ = w
         self.history_ = np.array(history, dtype=_HISTORY)
@@ -717,20 +726,32 @@ class IM4EImmigrate(_SoftminClassifier):
         """
         data, _ = start_fit(self, X, y, rows=False)
         n_features = data.X.shape[1]
-        im4e = IM4E(sigma=self.sigma, lam=self.lam, max_iter=self.max_iter, tol=self.tol,
-                    scale=None).fit(data.X, data.codes)
-        w = im4e.feature_importances_
+        # Two stages for progress: the prescreen, then IMMIGRATE (their steps are theirs).
+        with fit_steps(self, "stage", 2) as stages:
+            im4e = IM4E(sigma=self.sigma, lam=self.lam, max_iter=self.max_iter, tol=self.tol,
+                        scale=None).fit(data.X, data.codes)
+            stages.step()
+            keep, imm = self._interactions(data, im4e.feature_importances_)
+            stages.step()
+        return self._finish(data, n_features, im4e.feature_importances_, keep, imm)
+
+    def _interactions(self, data, w):
+        """``(keep, fitted Immigrate)``: IMMIGRATE on the features IM4E keeps, from ``diag(w)``."""
+        n_features = w.size
         threshold = 2.0 / n_features if self.threshold is None else self.threshold
         keep = np.flatnonzero(w > threshold)
         if keep.size == 0:
             warnings.warn(f"No feature has an IM4E weight above threshold={threshold:.3g} "
                           f"(largest {w.max():.3g}); keeping the largest.", RuntimeWarning,
-                          stacklevel=2)
+                          stacklevel=3)
             keep = np.flatnonzero(w == w.max())
         W0 = np.diag(w[keep])
         imm = Immigrate(sigma=self.sigma, max_iter=self.max_iter, tol=self.tol, init=W0,
                         prune=self.prune, scale=None)._fit(data.X[:, keep], data.codes,
                                                            wide_hint=False)
+        return keep, imm
+
+    def _finish(self, data, n_features, w, keep, imm):
         self.classes_ = data.classes
         self.features_ = keep
         self.im4e_weights_ = w
@@ -840,27 +861,29 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         D = np.full(n, 1.0 / n)
         ratio = (self.sigma_min / self.sigma_max) ** (1.0 / self.n_estimators)
         kept, alphas, errors, fallback = [], [], [], None
-        for t in range(self.n_estimators):
-            sigma_t = self.sigma_max * ratio**t
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                W, history = _immigrate_loop(rows, np.eye(n_features) / np.sqrt(n_features), D,
-                                             sigma_t, self.max_iter, 0.0, None)
-            learner = _fitted_immigrate(W, history, sigma_t, self.max_iter, data, rows, names,
-                                        self)
-            wrong = learner._loo_codes() != codes
-            eps = float(D[wrong].sum())
-            errors.append(eps)
-            logger.debug("BIM round %d: sigma %.3g, error %.4f", t + 1, sigma_t, eps)
-            if fallback is None or eps < fallback[1]:
-                fallback = (learner, eps)
-            if eps >= 0.5 or eps == 0.0:
-                continue  # Algorithm 3: discard h_t and go on
-            alpha = 0.5 * np.log((1.0 - eps) / eps)
-            D = D * np.exp(alpha * wrong)
-            D /= D.sum()
-            kept.append(learner)
-            alphas.append(alpha)
+        with fit_steps(self, "round", self.n_estimators) as steps:
+            for t in range(self.n_estimators):
+                sigma_t = self.sigma_max * ratio**t
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    W, history = _immigrate_loop(rows, np.eye(n_features) / np.sqrt(n_features), D,
+                                                 sigma_t, self.max_iter, 0.0, None)
+                learner = _fitted_immigrate(W, history, sigma_t, self.max_iter, data, rows, names,
+                                            self)
+                wrong = learner._loo_codes() != codes
+                eps = float(D[wrong].sum())
+                errors.append(eps)
+                logger.debug("BIM round %d: sigma %.3g, error %.4f", t + 1, sigma_t, eps)
+                if fallback is None or eps < fallback[1]:
+                    fallback = (learner, eps)
+                steps.step()
+                if eps >= 0.5 or eps == 0.0:
+                    continue  # Algorithm 3: discard h_t and go on
+                alpha = 0.5 * np.log((1.0 - eps) / eps)
+                D = D * np.exp(alpha * wrong)
+                D /= D.sum()
+                kept.append(learner)
+                alphas.append(alpha)
         if not kept:
             warnings.warn("Every boosting round was discarded (training error 0 or >= 1/2); "
                           "keeping the learner with the smallest error.", RuntimeWarning,

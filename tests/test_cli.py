@@ -103,6 +103,9 @@ STEPS = {
     "irelief": lambda est: est.n_iter_,
     "online-irelief": lambda est: est.n_passes_,
     "relieff": lambda est: 1,
+    "immigrate": lambda est: est.n_iter_,
+    "im4e-immigrate": lambda est: 2,  # the IM4E prescreen, then IMMIGRATE
+    "bim": lambda est: est.n_estimators,
     "sbs-mf": lambda est: est.n_iter_,
     "ldm-rfe": lambda est: est.n_iter_,
 }
