@@ -13,6 +13,8 @@ import math
 import numba
 import numpy as np
 
+from .tiles import _filled
+
 # ---------------------------------------------------------------------------
 # Log-sum-exp partials (m, s, v)
 # ---------------------------------------------------------------------------
@@ -46,7 +48,7 @@ def lse_combine(parts):
 # ---------------------------------------------------------------------------
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _irelief_coef(m, s, y, pooled, miss_prior, outliers, log_z, coef):
     """Per-anchor log-normalisers and signed multipliers for I-RELIEF.
 
@@ -109,7 +111,7 @@ def _irelief_coef(m, s, y, pooled, miss_prior, outliers, log_z, coef):
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def irelief_anchor_term(m, s, v, y, pooled, miss_prior, outliers, out):
     """Add one anchor's ``gamma (mbar - hbar)`` to ``out`` from its (m, s, v)."""
     n_classes = m.shape[0]
@@ -120,20 +122,24 @@ def irelief_anchor_term(m, s, v, y, pooled, miss_prior, outliers, out):
     for c in range(n_classes):
         if coef[c] != 0.0:
             r = coef[c] * math.exp(m[c] - log_z[c])
-            out += r * v[c]
+            # ``out += r * v[c]`` as a loop (same operations): the array form
+            # compiles numba's shape-mismatch error path on first use.
+            for k in range(out.shape[0]):
+                out[k] += r * v[c, k]
 
 
 @numba.njit(cache=True, nogil=True)
 def irelief_agg(m, s, v, ya, weight, pooled, miss_prior, outliers):
     """Anchor block's share of eq. (12): ``sum_a weight_a gamma_a (mbar_a - hbar_a)``."""
-    out = np.zeros(v.shape[2])
+    out = _filled((v.shape[2],), 0.0)
     term = np.empty(v.shape[2])
     for a in range(m.shape[0]):
         if weight[a] == 0.0:
             continue
         term[:] = 0.0
         irelief_anchor_term(m[a], s[a], v[a], ya[a], pooled, miss_prior, outliers, term)
-        out += weight[a] * term
+        for k in range(out.shape[0]):
+            out[k] += weight[a] * term[k]
     return out
 
 
@@ -141,8 +147,8 @@ def irelief_agg(m, s, v, ya, weight, pooled, miss_prior, outliers):
 def irelief_coef(m, s, ya, weight, pooled, miss_prior, outliers):
     """Two-pass mode: per-anchor ``(log_z, coef)`` for :func:`tiles.pair_sum_tile`."""
     n_anchors, n_classes = m.shape
-    log_z = np.full((n_anchors, n_classes), -np.inf)
-    coef = np.zeros((n_anchors, n_classes))
+    log_z = _filled((n_anchors, n_classes), -np.inf)
+    coef = _filled((n_anchors, n_classes), 0.0)
     for a in range(n_anchors):
         if weight[a] != 0.0 and _irelief_coef(
             m[a], s[a], ya[a], pooled, miss_prior, outliers, log_z[a], coef[a]
@@ -185,8 +191,8 @@ def softmin_coef(m, s, u, ya, weight, sigma):
     scalar partials ``u`` (``ALGORITHMS.md`` section 2).
     """
     n_anchors, n_classes = m.shape
-    log_z = np.full((n_anchors, n_classes), -np.inf)
-    coef = np.zeros((n_anchors, n_classes))
+    log_z = _filled((n_anchors, n_classes), -np.inf)
+    coef = _filled((n_anchors, n_classes), 0.0)
     entropy = 0.0
     for a in range(n_anchors):
         if weight[a] == 0.0:

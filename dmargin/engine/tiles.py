@@ -56,32 +56,77 @@ def _jit(fn):
 
 
 _helper = numba.njit(fastmath=_FASTMATH, cache=True, nogil=True)
+# Helpers of the Relief kernels are inlined into their callers as numba IR:
+# compiled on their own, each would be optimised and turned into machine code
+# once by itself and again in every caller that links it, most of a first
+# fit's compilation time.  Inlined code takes its caller's flags, so only
+# helpers whose callers all use _FASTMATH, or that do no floating-point
+# arithmetic, are inlined (lse_anchor, called by the online kernel, is not;
+# inlined into _lse_tile as well, it made that compilation slower than both).
+_inline = numba.njit(fastmath=_FASTMATH, cache=True, nogil=True, inline="always")
 
 
-@_helper
+@_inline
+def _filled(shape, value):
+    """``np.full(shape, value)`` (float64) from one 1-d ``np.empty``.
+
+    Numba compiles each allocation function once per signature: every kind
+    (``zeros``, ``full``, ``empty``) and every number of dimensions is another
+    compilation on first use.  A flat buffer reshaped is one for all shapes.
+    """
+    n = 1
+    for d in shape:
+        n *= d
+    out = np.empty(n)
+    out[:] = value
+    return out.reshape(shape)
+
+
+@_inline
+def class_order(yc, n_classes):
+    """Stable order of the candidates by class, and where each class starts.
+
+    A counting sort: the same order as ``np.argsort(yc, kind="mergesort")``
+    (row order kept within a class), without compiling numba's generic
+    mergesort.  Class ``c`` occupies ``order[starts[c]:starts[c + 1]]``.
+    """
+    n_cand = yc.shape[0]
+    starts = np.empty(n_classes + 1, dtype=np.int64)
+    starts[:] = 0
+    for j in range(n_cand):
+        starts[yc[j] + 1] += 1
+    for c in range(n_classes):
+        starts[c + 1] += starts[c]
+    nxt = starts[:n_classes].copy()
+    order = np.empty(n_cand, dtype=np.int64)
+    for j in range(n_cand):
+        c = yc[j]
+        order[nxt[c]] = j
+        nxt[c] += 1
+    return order, starts
+
+
+@_inline
 def by_class(Xc, yc, ic, n_classes):
     """Candidates sorted by class (stable), as a contiguous copy.
 
     Returns the sorted rows ``Xs``, their global indices, and ``starts``
     (class ``c`` occupies rows ``starts[c]:starts[c + 1]``).
     """
-    order = np.argsort(yc, kind="mergesort")
+    order, starts = class_order(yc, n_classes)
     n_cand, n_features = Xc.shape
-    Xs = np.empty((n_cand, n_features))
+    Xs = np.empty(n_cand * n_features).reshape((n_cand, n_features))
     ic_sorted = np.empty(n_cand, dtype=np.int64)
     for r in range(n_cand):
         j = order[r]
         ic_sorted[r] = ic[j]
-        Xs[r] = Xc[j]
-    starts = np.zeros(n_classes + 1, dtype=np.int64)
-    for j in range(n_cand):
-        starts[yc[j] + 1] += 1
-    for c in range(n_classes):
-        starts[c + 1] += starts[c]
+        # Element by element: see _scale_row.
+        for k in range(n_features):
+            Xs[r, k] = Xc[j, k]
     return Xs, ic_sorted, starts
 
 
-@_helper
+@_inline
 def _distances(xa, Xs, c0, c1, w, d):
     """``d[j - c0] = sum_k w_k |xa_k - Xs[j, k]|`` for ``c0 <= j < c1``.
 
@@ -95,7 +140,7 @@ def _distances(xa, Xs, c0, c1, w, d):
         d[j - c0] = acc
 
 
-@_helper
+@_inline
 def _weighted_absdiff(xa, Xs, c0, c1, e, out):
     """``out[k] += sum_j e[j - c0] |xa_k - Xs[j, k]|`` for ``c0 <= j < c1``.
 
@@ -121,7 +166,7 @@ def _weighted_absdiff(xa, Xs, c0, c1, e, out):
         j += 1
 
 
-@_helper
+@_inline
 def _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf):
     """Logits ``-d / sigma`` into ``buf``; the anchor itself gets ``-inf``.
 
@@ -136,6 +181,17 @@ def _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf):
             buf[j] = -np.inf
         best = max(best, buf[j])
     return best
+
+
+@_inline
+def _scale_row(row, r):
+    """``row *= r`` element by element.
+
+    The same products as the array statement, which would compile numba's
+    shape-mismatch error path (seconds of string formatting code) on first use.
+    """
+    for k in range(row.shape[0]):
+        row[k] *= r
 
 
 @_helper
@@ -156,7 +212,8 @@ def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
                 if s[c] > 0.0:
                     r = math.exp(m[c] - best)
                     s[c] *= r
-                    v[c] *= r
+                    # A loop, not ``v[c] *= r``: see _scale_row.
+                    _scale_row(v[c], r)
                 m[c] = best
             n = c1 - c0
             tot = 0.0
@@ -167,7 +224,7 @@ def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
             _weighted_absdiff(xa, Xs, c0, c1, buf, v[c])
 
 
-@_helper
+@_inline
 def logz_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, buf):
     """As :func:`lse_anchor` without ``v``: the per-class log-normalisers."""
     for c in range(starts.shape[0] - 1):
@@ -201,9 +258,9 @@ def _lse_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
     """
     n_anchors, n_features = Xa.shape
     Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
-    m = np.full((n_anchors, n_classes), -np.inf)
-    s = np.zeros((n_anchors, n_classes))
-    v = np.zeros((n_anchors, n_classes, n_features))
+    m = _filled((n_anchors, n_classes), -np.inf)
+    s = _filled((n_anchors, n_classes), 0.0)
+    v = _filled((n_anchors, n_classes, n_features), 0.0)
     inv_sigma = 1.0 / sigma
     for a in numba.prange(n_anchors):
         buf = np.empty(_CAND_BLOCK)
@@ -215,8 +272,8 @@ def _logz_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
     """Pass 1 of the two-pass mode: ``(m, s)`` of :func:`_lse_tile` only."""
     n_anchors = Xa.shape[0]
     Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
-    m = np.full((n_anchors, n_classes), -np.inf)
-    s = np.zeros((n_anchors, n_classes))
+    m = _filled((n_anchors, n_classes), -np.inf)
+    s = _filled((n_anchors, n_classes), 0.0)
     inv_sigma = 1.0 / sigma
     for a in numba.prange(n_anchors):
         buf = np.empty(_CAND_BLOCK)
@@ -243,7 +300,7 @@ def _pair_sum_tile(Xa, ia, Xc, yc, ic, w, sigma, log_z, coef):
     Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
     inv_sigma = 1.0 / sigma
     n_chunks = min(n_anchors, 64)
-    partial = np.zeros((n_chunks, n_features))
+    partial = _filled((n_chunks, n_features), 0.0)
     for t in numba.prange(n_chunks):
         buf = np.empty(_CAND_BLOCK)
         for a in range(t, n_anchors, n_chunks):
@@ -256,13 +313,13 @@ def _pair_sum_tile(Xa, ia, Xc, yc, ic, w, sigma, log_z, coef):
                     for j in range(c1 - c0):
                         buf[j] = coef[a, c] * math.exp(buf[j] - log_z[a, c])
                     _weighted_absdiff(Xa[a], Xs, c0, c1, buf, partial[t])
-    out = np.zeros(n_features)
+    out = _filled((n_features,), 0.0)
     for t in range(n_chunks):
         out += partial[t]
     return out
 
 
-@_helper
+@_inline
 def _distances32(xa, Xs, c0, c1, d):
     """Unweighted Manhattan distances in float32 (8 lanes per vector)."""
     n_features = Xs.shape[1]
@@ -273,7 +330,7 @@ def _distances32(xa, Xs, c0, c1, d):
         d[j - c0] = acc
 
 
-@_helper
+@_inline
 def _distance(xa, Xs, j):
     acc = 0.0
     for k in range(Xs.shape[1]):
@@ -305,9 +362,10 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
     # |fl32(d) - d| <= 2^-24 M (4A + 2A^2) for |x| <= M; doubled for margin.
     bound = 2.0 * 2.0**-24 * scale * (4 * n_features + 2 * n_features * n_features)
     k = n_neighbors
-    dist = np.full((n_anchors, n_classes, k), np.inf)
-    idx = np.full((n_anchors, n_classes, k), -1, dtype=np.int64)
-    z = np.zeros((n_anchors, n_classes, k, n_features))
+    dist = _filled((n_anchors, n_classes, k), np.inf)
+    idx = np.empty(n_anchors * n_classes * k, dtype=np.int64).reshape((n_anchors, n_classes, k))
+    idx[:] = -1
+    z = _filled((n_anchors, n_classes, k, n_features), 0.0)
     for a in numba.prange(n_anchors):
         buf = np.empty(_CAND_BLOCK, dtype=np.float32)
         loc = np.empty(k, dtype=np.int64)
@@ -570,11 +628,11 @@ def _sorted_pair(Xp, ip, yp, Xq, iq, yq, n_classes, mode):
     """Both row sets sorted by class: rows, global indices, positions, segments."""
     seg = _segment_rows(Xp.shape[1])
     Xps, ips, sp = by_class(Xp, yp, ip, n_classes)
-    op = np.argsort(yp, kind="mergesort")  # by_class's order
+    op = class_order(yp, n_classes)[0]  # by_class's order
     if mode == WITHIN:
         return Xps, ips, op, _segments(sp, seg), Xps, ips, op, _segments(sp, seg)
     Xqs, iqs, sq = by_class(Xq, yq, iq, n_classes)
-    oq = np.argsort(yq, kind="mergesort")
+    oq = class_order(yq, n_classes)[0]
     return Xps, ips, op, _segments(sp, seg), Xqs, iqs, oq, _segments(sq, seg)
 
 
