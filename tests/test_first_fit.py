@@ -139,3 +139,17 @@ def test_class_order_is_a_stable_sort_by_class():
         order, starts = tiles.class_order(yc, k)
         np.testing.assert_array_equal(order, np.argsort(yc, kind="mergesort"))
         np.testing.assert_array_equal(starts, np.concatenate([[0], np.cumsum(np.bincount(yc, minlength=k))]))
+
+
+@pytest.mark.slow
+def test_demo_mentions_compilation_only_when_it_compiled(tmp_path):
+    """``python -m dmargin.demo``: the compile note on a cold cache, none on a warm one."""
+    env = _env(NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    lines = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-m", "dmargin.demo", "--no-cluster", "--top", "1"],
+                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+        assert out.returncode == 0, out.stderr[-3000:]
+        lines.append(next(line for line in out.stdout.splitlines() if line.startswith("In-process")))
+    assert "compiling the kernels on first use" in lines[0]
+    assert "compil" not in lines[1], lines[1]
