@@ -3,8 +3,9 @@
 Discovery.  A local directory is walked here, not by pyarrow, so that a
 symbolic link can neither leave the directory nor reach a file twice
 (pyarrow follows a link loop until the path is too long, reading the same
-rows dozens of times -- or, with two loops, for ever).  The rules are Spark's: names starting with ``_`` or
-``.`` are not data (``_SUCCESS``, ``.crc`` checksums, ``_temporary/``), hive
+rows dozens of times -- or, with two loops, for ever).  The rules are Spark's:
+names starting with ``_`` or ``.`` are not data (``_SUCCESS``, ``.crc``
+checksums, ``_temporary/``), hive
 ``key=value`` directories become columns and ``__HIVE_DEFAULT_PARTITION__`` a
 missing value.  The explicit file list then goes to :mod:`pyarrow.dataset`.
 Remote paths (``s3://...`` or ``filesystem=``) are listed by pyarrow with the
