@@ -515,13 +515,19 @@ class _Bar:
         self.width = width
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.open = False
+        self.shown = 0.0
 
     def __call__(self, event):
-        filled = self.width * event.done // max(event.total, 1)
+        if event.fraction and not self.tty and event.elapsed - self.shown < 10.0:
+            return  # inside a step: a plain log gets a line every 10 s at most
+        self.shown = event.elapsed
+        filled = int(self.width * (event.done + event.fraction) / max(event.total, 1))
         unit = event.unit + ("es" if event.unit.endswith("s") else "s")
         left = event.remaining
+        inside = f" (+{event.fraction:.0%} of the next)" if event.fraction else ""
         line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {event.done}/"
-                f"{'' if event.final else '<='}{event.total} {unit}, {event.elapsed:.1f} s"
+                f"{'' if event.final else '<='}{event.total} {unit}{inside}, "
+                f"{event.elapsed:.1f} s"
                 + ("" if event.final or left is None else f", about {left:.0f} s left"))
         if self.tty:
             self.stream.write("\r" + line + ("\n" if event.final else ""))

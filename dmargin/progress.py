@@ -36,7 +36,8 @@ from dataclasses import dataclass
 __all__ = ["ProgressEvent", "on_progress", "tqdm_bar"]
 
 logger = logging.getLogger("dmargin.progress")
-_ACTIVE = contextvars.ContextVar("dmargin_progress_active", default=False)
+# The outermost fit's steps (None outside a fit): inner fits and the engine report to it.
+_ACTIVE = contextvars.ContextVar("dmargin_progress_active", default=None)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class ProgressEvent:
         Seconds since the fit started.
     final : bool
         The fit ended (its last event; ``done == total``).
+    fraction : float
+        How much of the step in progress is done (tile blocks of a long
+        in-process iteration), in [0, 1).
     """
 
     estimator: str
@@ -65,15 +69,17 @@ class ProgressEvent:
     total: int
     elapsed: float
     final: bool = False
+    fraction: float = 0.0
 
     @property
     def remaining(self) -> float | None:
-        """Seconds left at the pace so far, if the total is reached (``None`` before a step)."""
+        """Seconds left at the pace so far, if the total is reached (``None`` before any work)."""
         if self.final:
             return 0.0
-        if self.done == 0:
+        progressed = self.done + self.fraction
+        if progressed <= 0:
             return None
-        return self.elapsed / self.done * (self.total - self.done)
+        return self.elapsed / progressed * (self.total - progressed)
 
 
 class _Steps:
@@ -81,10 +87,10 @@ class _Steps:
         self.estimator, self.unit, self.total, self.emit = estimator, unit, total, emit
         self.done, self.start = 0, time.perf_counter()
 
-    def _event(self, final=False):
-        total = self.done if final else max(self.total, self.done)
+    def _event(self, final=False, fraction=0.0):
+        total = self.done if final else max(self.total, self.done + (fraction > 0))
         return ProgressEvent(self.estimator, self.unit, self.done, total,
-                             time.perf_counter() - self.start, final)
+                             time.perf_counter() - self.start, final, fraction)
 
     def step(self, n=1):
         """Count ``n`` finished steps."""
@@ -109,15 +115,28 @@ def fit_steps(estimator, unit, total):
 
     Inside another fit's loop nothing is reported (the outer fit counts).
     """
-    outer = not _ACTIVE.get()
-    token = _ACTIVE.set(True)
+    outer = _ACTIVE.get() is None
     steps = _Steps(type(estimator).__name__, unit, int(total), emit=outer)
+    token = _ACTIVE.set(steps if outer else _ACTIVE.get())
     try:
         yield steps
     finally:
         _ACTIVE.reset(token)
     if outer:
         _log(steps._event(final=True))
+
+
+def step_fraction(done, total):
+    """Within the current step, ``done`` of ``total`` pieces of work are finished.
+
+    Called by the engine's in-process loops after each anchor block, so that
+    a long iteration shows movement; nothing happens outside a fit or when
+    nobody listens.
+    """
+    steps = _ACTIVE.get()
+    if steps is not None and steps.emit and 0 < done < total \
+            and logger.isEnabledFor(logging.DEBUG):
+        _log(steps._event(fraction=done / total))
 
 
 class _Handler(logging.Handler):
@@ -161,7 +180,7 @@ def tqdm_bar(**kwargs):
             bar = bars[event.estimator] = tqdm(total=event.total, desc=event.estimator,
                                                unit=event.unit, **kwargs)
         bar.total = event.total
-        bar.n = event.done
+        bar.n = event.done + event.fraction if event.fraction else event.done
         bar.refresh()
         if event.final:
             bar.close()

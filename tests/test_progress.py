@@ -64,3 +64,18 @@ def test_tqdm_bar_follows_the_fit(data, capsys):
         est = dmargin.IRelief(max_iter=4, tol=0).fit(*data)
     err = capsys.readouterr().err
     assert "IRelief" in err and "4/4" in err and np.all(np.isfinite(est.feature_importances_))
+
+
+def test_a_long_iteration_reports_its_blocks(data, monkeypatch):
+    """In-process, each anchor block of an iteration moves the fraction of the step."""
+    from dmargin.engine import execution
+
+    monkeypatch.setattr(execution, "TILE_BUDGET", 8 * 2 * 8 * 20)  # 20 anchor rows a block
+    events = []
+    with on_progress(events.append):
+        est = dmargin.IRelief(max_iter=2, tol=0).fit(*data)
+    inside = [e for e in events if e.fraction]
+    assert len(inside) == 2 * 3  # 80 rows: 4 blocks, 3 moves before each step completes
+    assert [e.fraction for e in inside[:3]] == [0.25, 0.5, 0.75]
+    assert all(e.done == 0 for e in inside[:3]) and all(e.done == 1 for e in inside[3:])
+    assert inside[0].remaining is not None and est.n_iter_ == 2

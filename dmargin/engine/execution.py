@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._compat import active_client, check_worker_memory, client_for, compute, is_dask_collection
+from ..progress import step_fraction
 from . import merge, tiles
 
 #: Bytes one tile's partial may take.
@@ -241,7 +242,8 @@ def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, mo
     two_pass = mode == "two-pass"
     if not rows.on_dask:
         total = 0.0
-        for start, stop, ia, ic in _local_blocks(rows, k * (a + 2)):
+        blocks = list(_local_blocks(rows, k * (a + 2)))
+        for b, (start, stop, ia, ic) in enumerate(blocks, 1):
             Xa, ya = rows.X[start:stop], rows.codes[start:stop]
             work = (stop - start) * n * a
             if two_pass:
@@ -253,6 +255,7 @@ def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, mo
                 m, s, v = _kernel("lse", work)(Xa, ia, rows.X, rows.codes, ic, w, sigma, k)
                 part = agg(m, s, v, ya, weight[start:stop], *agg_args)
             total = total + part
+            step_fraction(b, len(blocks))
         return total
 
     g = _Graph(rows, "lse", w, sigma, agg.__name__, agg_args, weight, mode,
@@ -297,10 +300,12 @@ def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), split_every=SP
     per_row = k * n_neighbors * (a + 2)
     if not rows.on_dask:
         total = 0.0
-        for start, stop, ia, ic in _local_blocks(rows, per_row):
+        blocks = list(_local_blocks(rows, per_row))
+        for b, (start, stop, ia, ic) in enumerate(blocks, 1):
             knn = _kernel("knn", (stop - start) * n * a)
             d, idx, z = knn(rows.X[start:stop], ia, rows.X, rows.codes, ic, k, n_neighbors)
             total = total + agg(d, idx, z, rows.codes[start:stop], *agg_args)
+            step_fraction(b, len(blocks))
         return total
 
     g = _Graph(rows, "knn", n_neighbors, agg.__name__, agg_args, split_every=split_every)
