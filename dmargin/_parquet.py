@@ -299,12 +299,13 @@ def _check_files(paths, schemas, columns, first, label, features_given):
                                        if c != label else "."))
 
 
-def _columns(dataset, footers, partition, label, features, partition_features=False):
+def _columns(dataset, footers, partition, label, features, partition_features=False,
+             exclude=()):
     """Check the columns across files: ``(features, {column: arrow type}, label kind)``.
 
-    Feature columns default to every column but the label, in the first
-    file's order; hive partition columns (last, as ``dataset.schema``) only
-    with ``partition_features``.
+    Feature columns default to every column but the label and ``exclude``,
+    in the first file's order; hive partition columns (last, as
+    ``dataset.schema``) only with ``partition_features``.
     """
     import pyarrow as pa
 
@@ -318,18 +319,23 @@ def _columns(dataset, footers, partition, label, features, partition_features=Fa
     if label not in types:
         raise ValueError(f"Label column {label!r} is not in the Parquet dataset, whose columns "
                          f"are {names}. Pass label= one of them.")
-    features_given = features is not None
+    unknown = [c for c in exclude if c not in types]
+    if unknown:
+        raise ValueError(f"exclude= names columns {unknown} that are not in the Parquet "
+                         f"dataset, whose columns are {names}.")
+    # Excluded columns need not be in every file.
+    features_given = features is not None or bool(exclude)
     if features is None:
         # A partition key (part=a/, date=2024-01-01/) says where Spark wrote a row,
         # not what was measured: a feature only when asked for.
-        features = [n for n in names if n != label
+        features = [n for n in names if n != label and n not in exclude
                     and (partition_features or n not in partition.names)]
     else:
         features = [str(f) for f in features]
         unknown = [f for f in features if f not in types]
         if unknown:
-            raise ValueError(f"Feature columns {unknown} are not in the Parquet dataset, whose "
-                             f"columns are {names}.")
+            raise ValueError(f"features= names columns {unknown} that are not in the Parquet "
+                             f"dataset, whose columns are {names}.")
         if label in features:
             raise ValueError(f"The label column {label!r} is also listed in features; "
                              "remove it from features.")
@@ -413,7 +419,7 @@ def _chunk_rows(chunk_bytes, n_features):
 
 
 def _plan(path, label, features, filters, missing_label, filesystem, chunk_bytes,
-          partition_features=False):
+          partition_features=False, exclude=()):
     """Check the dataset and list its row groups: ``(spec, groups)``.
 
     ``groups`` holds ``(file path, row group id, partition expression, rows
@@ -440,7 +446,7 @@ def _plan(path, label, features, filters, missing_label, filesystem, chunk_bytes
     partition = _partition_schema(dataset, fragments)
     features, types, kind = _columns(
         dataset, [(f.path, s) for f, (s, _) in zip(fragments, footers)], partition, label,
-        features, partition_features)
+        features, partition_features, exclude)
     needed = features + [label]
     if filters is not None:
         needed += [c for c in _filter_columns(filters, types) if c not in needed]
@@ -767,20 +773,25 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     return X, y
 
 
-def parquet_features(path, label, features=None, *, partition_features=False,
+def parquet_features(path, label, features=None, *, exclude=(), partition_features=False,
                      filesystem=None):
-    """The feature columns :func:`read_parquet` reads, in its order.
+    """The feature columns :func:`read_parquet` reads, in its order, checked.
 
     Parameters
     ----------
     path, label, features, partition_features, filesystem
         As in :func:`read_parquet`.
+    exclude : sequence of str, default=()
+        With ``features=None``: columns to leave out of the default
+        (identifiers, timestamps); each must be a column of the dataset.
 
     Returns
     -------
     names : list of str
+        Pass them as ``features=`` to read :func:`read_parquet` in this order.
     """
-    spec, _ = _plan(path, label, features, None, "keep", filesystem, None, partition_features)
+    spec, _ = _plan(path, label, features, None, "keep", filesystem, None, partition_features,
+                    tuple(exclude))
     return list(spec.features)
 
 

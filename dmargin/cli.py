@@ -422,25 +422,13 @@ def _read(path: str, label: str, use_dask: bool, features=None, exclude=(),
     text, sep = _separator(p)
     if text:
         return _read_text(p, sep, label, features, exclude, missing_label)
-    from ._parquet import _discover, parquet_features, read_parquet
+    from ._parquet import parquet_features, read_parquet
 
     try:
-        dataset = _discover(str(p), None)
-        columns = dataset.schema.names
-        names = chosen = None
-        if not columns:
-            pass  # no data files, which read_parquet says in its own words
-        elif features is None and not exclude:
-            # features=None keeps read_parquet's check that every file has every column.
-            _feature_names(columns, label, None, (), str(p))
-            names = parquet_features(str(p), label)
-        else:
-            # As read_parquet's default: the schema but the label and hive partition keys
-            # (a partition key is a feature only when --features names it).
-            partitions = set(_partition_columns(dataset))
-            default = [c for c in columns if c != label and c not in partitions]
-            names = chosen = _feature_names(columns, label, features, exclude, str(p), default)
-        X, y = read_parquet(str(p), label, features=chosen, missing_label=missing_label)
+        # One check of the columns across files (label, --features, --exclude, partition
+        # keys, drift between files) gives the names, in read_parquet's order.
+        names = parquet_features(str(p), label, features, exclude=tuple(exclude or ()))
+        X, y = read_parquet(str(p), label, features=names, missing_label=missing_label)
         if not use_dask:
             import dask
 
@@ -450,18 +438,6 @@ def _read(path: str, label: str, use_dask: bool, features=None, exclude=(),
         message = str(exc)
         raise UserError(message if str(p) in message else f"{p}: {message}") from None
     return X, y, names
-
-
-def _partition_columns(dataset):
-    """The hive partition columns (``key=value/`` directories) of a Parquet dataset: the
-    columns of its schema that its first file does not hold."""
-    files = getattr(dataset, "files", None)
-    if not files:
-        return []
-    import pyarrow.parquet as pq
-
-    own = pq.read_schema(files[0], filesystem=dataset.filesystem).names
-    return [c for c in dataset.schema.names if c not in own]
 
 
 def _client(address, given):
@@ -683,7 +659,10 @@ def _cli_words(message):
                      message)
     message = re.sub(r"([Pp])ass features=\[\.\.\.\] without ('[^']*'|\"[^\"]*\"|them|it)"
                      r"( to leave it out)?", _excluding, message)
-    return message.replace("features=[...]", "--features or --exclude")
+    message = message.replace("features=[...]", "--features or --exclude")
+    for name in ("features", "exclude", "label"):  # parameter names as the options
+        message = re.sub(rf"(?<![\w-]){name}=(?!\[)", f"--{name} ", message)
+    return message
 
 
 def main(argv=None):

@@ -172,7 +172,7 @@ def test_errors_name_the_fix(tmp_path, frame):
         read_parquet(path, "target")
     with pytest.raises(ValueError, match=r"\['region'\] are not numeric.*Pass features="):
         read_parquet(path, "label")
-    with pytest.raises(ValueError, match=r"\['nope'\] are not in"):
+    with pytest.raises(ValueError, match=r"features= names columns \['nope'\] that are not in"):
         read_parquet(path, "label", ["f0", "nope"])
     with pytest.raises(ValueError, match="also listed in features"):
         read_parquet(path, "label", ["f0", "label"])
@@ -253,3 +253,10 @@ def test_as_frame_carries_the_names_and_reads_as_often_as_arrays(tmp_path, frame
     np.testing.assert_allclose(est.feature_importances_, ref.feature_importances_, atol=1e-12)
     est.set_params(n_features_to_select=2)
     assert set(est.get_feature_names_out()) <= set(names)
+
+
+def test_parquet_features_leaves_out_excluded_columns(tmp_path, frame):
+    root = spark_like(tmp_path, frame.drop(columns="region"), [])
+    assert parquet_features(root, "label", exclude=["rid"]) == ["f0", "f1", "count"]
+    with pytest.raises(ValueError, match=r"exclude= names columns \['nope'\]"):
+        parquet_features(root, "label", exclude=["nope"])
