@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._io import prepare_training_data
 from ._validation import NONE, Interval, check_params, check_X_y
 from ._compat import is_dask_collection
-from .engine.execution import prepare_rows
+from .engine import prepare_rows
 
 logger = logging.getLogger("dmargin")
 

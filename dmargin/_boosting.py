@@ -25,7 +25,7 @@ from ._compat import gather
 from ._io import prepare_training_data
 from ._validation import NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
 from .progress import fit_steps
-from .engine.histograms import WeightedHistograms, bin_rows, counts
+from .engine import WeightedHistograms, bin_rows, counts
 
 #: A stump's edge is capped below 1 so that alpha stays finite (spec 8.1).
 _EDGE_CAP = 1.0 - 1e-10

@@ -26,7 +26,7 @@ from ._base import (N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, star
 from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from .engine import merge
 from ._compat import gather
-from .engine.execution import anchor_partials, lse_statistic, quad_statistic
+from .engine import anchor_partials, lse_statistic, quad_statistic
 from .progress import fit_steps
 
 _SCALE = [Options(("standard",)), NONE]

@@ -28,7 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import DaskSelectorMixin, elimination_rounds, logger, make_rng, start_fit, timer
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from ._compat import gather
-from .engine.kernel_sums import ldm_dcd, ldm_dcd_linear, rbf_left_out_sums
+from .engine import ldm_dcd, ldm_dcd_linear, rbf_left_out_sums
 from .progress import fit_steps
 
 _KERNELS = [Options(("rbf", "linear"))]

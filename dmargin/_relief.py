@@ -24,8 +24,7 @@ from .progress import fit_steps
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ._validation import check_classes, check_params, check_X_y
 from .engine import merge
-from .engine.execution import knn_statistic, lse_statistic
-from .engine.online import online_irelief_steps
+from .engine import knn_statistic, lse_statistic, online_irelief_steps
 
 _SCALE = [Options(("minmax",)), NONE]
 
