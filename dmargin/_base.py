@@ -43,18 +43,6 @@ def start_fit(estimator, X, y, *, rows=True):
     return data, prepare_rows(data.X, data.codes, len(data.classes))
 
 
-def elimination_rounds(n_features, target, n_remove):
-    """Rounds a backward elimination takes from ``n_features`` down to ``target``.
-
-    ``n_remove(n_left)`` is the number a round removes (at most down to the target).
-    """
-    rounds, left = 0, n_features
-    while left > target:
-        left -= max(1, min(n_remove(left), left - target))
-        rounds += 1
-    return rounds
-
-
 @contextmanager
 def timer(message, *args):
     """Log how long the block took, at DEBUG level (like dask-ml's ``_timer``)."""

@@ -19,12 +19,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector,
-                    elimination_rounds, logger, make_rng, timer, warn_n_features_to_select)
+from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, make_rng, timer,
+                    warn_n_features_to_select)
 from ._compat import gather
+from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate, n_to_select
 from ._io import prepare_training_data
 from ._validation import NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
-from .progress import fit_steps
 from .engine import WeightedHistograms, bin_rows, counts
 
 #: A stump's edge is capped below 1 so that alpha stays finite (spec 8.1).
@@ -143,7 +143,7 @@ def _binary_data(est, X, y):
     """Validated data with two classes; the paper's quantities are binary."""
     check_params(est)
     X, y = check_X_y(est, X, y)
-    warn_n_features_to_select(est, X.shape[1])  # the fit's one warning; _n_to_select clamps
+    warn_n_features_to_select(est, X.shape[1])  # the fit's one warning; n_to_select clamps
     data = prepare_training_data(X, y, None, distances=False,
                                  names=getattr(est, "feature_names_in_", None))
     if len(data.classes) != 2:
@@ -391,14 +391,6 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
 # ---------------------------------------------------------------------------
 
 
-def _n_to_select(k, n_features):
-    if k is None:
-        return max(1, n_features // 2)
-    if isinstance(k, numbers.Integral):
-        return min(int(k), n_features)
-    return max(1, int(k * n_features))
-
-
 class _RankingSelector(DaskSelectorMixin, BaseEstimator):
     def _get_support_mask(self):
         check_is_fitted(self, "support_")
@@ -418,11 +410,8 @@ class _BackwardSelector(_RankingSelector):
 
     _parameter_constraints = {
         **_BOOST_CONSTRAINTS,
-        "n_features_to_select": [Interval(numbers.Integral, 1, None),
-                                 Interval(numbers.Real, 0, 1, closed="right")],
-        "step": [Interval(numbers.Integral, 1, None), Interval(numbers.Real, 0, 1,
-                                                                closed="neither"),
-                 Options(("halving",))],
+        "n_features_to_select": N_FEATURES_TO_KEEP,
+        "step": [*STEP, Options(("halving",))],
     }
 
     def __init__(self, n_features_to_select=1, *, step=1, n_estimators=100, max_bins=256,
@@ -433,13 +422,6 @@ class _BackwardSelector(_RankingSelector):
         self.max_bins = max_bins
         self.class_weight = class_weight
         self.random_state = random_state
-
-    def _n_remove(self, n_left, n_features):
-        if self.step == "halving":  # the paper's microarray schedule
-            return min(n_left // 2, n_left - 100) if n_left > 100 else 1
-        if isinstance(self.step, numbers.Integral):
-            return int(self.step)
-        return max(1, int(self.step * n_features))
 
     def fit(self, X, y):
         """Rank the features by backward elimination.
@@ -457,38 +439,23 @@ class _BackwardSelector(_RankingSelector):
         # Initialization: bin once, the rounds reuse the codes of any subset
         data, binned, count_cum, class_weight = _prepare(self, X, y)
         a = binned.n_features
-        target = _n_to_select(self.n_features_to_select, a)
-        support = np.ones(a, dtype=bool)
-        ranking = np.ones(a, dtype=np.int64)
-        scores = []
-        elimination = np.full(a, np.nan)
 
-        # Elimination
-        rounds = elimination_rounds(a, target, lambda left: self._n_remove(left, a))
-        with fit_steps(self, "round", rounds) as steps:
-            while support.sum() > target:
-                features = np.flatnonzero(support)
-                with timer("%s: boosting on %d features", type(self).__name__, features.size):
-                    stumps = boost(binned, features, self.n_estimators, class_weight, count_cum)
-                crit = getattr(stumps, self._criterion)(a)[features]
-                n_remove = min(self._n_remove(features.size, a), features.size - target)
-                worst = features[np.argsort(crit, kind="stable")[:n_remove]]  # ties: lower index
-                logger.debug("%s: removing %s", type(self).__name__, worst.tolist())
-                scores.append(crit)
-                # Overwritten while a feature survives: its last value is from the round
-                # that removed it, or, for a kept feature, from the last round.
-                elimination[features] = crit
-                support[worst] = False
-                ranking[~support] += 1
-                steps.step()
+        def criterion(features):
+            """Algorithm 1, steps 2-3: AdaBoost on the survivors, their criterion."""
+            stumps = boost(binned, features, self.n_estimators, class_weight, count_cum)
+            return getattr(stumps, self._criterion)(a)[features]
+
+        # Elimination: the smallest criterion goes, ties to the lower index
+        result = eliminate(self, criterion, a, n_features_to_select=self.n_features_to_select,
+                           step=self.step, ties="lower_index")
 
         # Set final attributes
         self.classes_ = data.classes
-        self.support_ = support
-        self.ranking_ = ranking
-        self.n_features_ = int(support.sum())
-        self.n_iter_ = len(scores)
-        self.elimination_scores_ = elimination
+        self.support_ = result.support
+        self.ranking_ = result.ranking
+        self.n_features_ = int(result.support.sum())
+        self.n_iter_ = result.n_iter
+        self.elimination_scores_ = result.scores
         return self
 
 
@@ -644,8 +611,7 @@ class BDSFS(_RankingSelector):
     """
 
     _parameter_constraints = {
-        "n_features_to_select": [Interval(numbers.Integral, 1, None),
-                                 Interval(numbers.Real, 0, 1, closed="right")],
+        "n_features_to_select": N_FEATURES_TO_KEEP,
         "max_bins": _BOOST_CONSTRAINTS["max_bins"],
         "class_weight": _BOOST_CONSTRAINTS["class_weight"],
         "random_state": [RANDOM_STATE],
@@ -702,7 +668,7 @@ class BDSFS(_RankingSelector):
             stump = (f, int(b), polarity, alpha, z)
 
         order = np.asarray(order, dtype=np.int64)
-        k = _n_to_select(self.n_features_to_select, a)
+        k = n_to_select(self.n_features_to_select, a)
         ranking = np.empty(a, dtype=np.int64)
         ranking[order] = np.maximum(1, np.arange(a) - k + 2)
         self.classes_ = data.classes

@@ -25,11 +25,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import DaskSelectorMixin, elimination_rounds, logger, make_rng, start_fit, timer
-from ._validation import NONE, RANDOM_STATE, Interval, Options
+from ._base import DaskSelectorMixin, logger, make_rng, start_fit, timer
 from ._compat import gather
+from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate
+from ._validation import NONE, RANDOM_STATE, Interval, Options
 from .engine import ldm_dcd, ldm_dcd_linear, rbf_left_out_sums
-from .progress import fit_steps
 
 _KERNELS = [Options(("rbf", "linear"))]
 _GAMMA = [Options(("scale", "auto")), Interval(numbers.Real, 0, None, closed="neither")]
@@ -388,17 +388,6 @@ class LDM(ClassifierMixin, BaseEstimator):
 # ---------------------------------------------------------------------------
 
 
-def _to_eliminate(scores, n_drop):
-    """Indices (into ``scores``) removed this round: the ``n_drop`` smallest, and
-    every score tied with the smallest (papers/ldm_rfe.txt, Algorithm 1:
-    ``d <- set(arg min S)``).  Ties are equal to 1e-12 relative."""
-    order = np.argsort(scores, kind="stable")
-    low = scores[order[0]]
-    tied = np.flatnonzero(np.abs(scores - low) <= 1e-12 * max(abs(low), 1e-300))
-    chosen = set(order[:n_drop].tolist()) | set(tied.tolist())
-    return np.array(sorted(chosen), dtype=np.int64)
-
-
 class _KernelRFE(DaskSelectorMixin, BaseEstimator):
     """The RFE loop shared by LDM-RFE and SVM-RFE; subclasses train the machines."""
 
@@ -428,48 +417,23 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         # Initialization
         data, rows = start_fit(self, X, y, rows=True)
         Xd, codes = _gather(rows.X), _gather(rows.codes)
-        n_features = Xd.shape[1]
-        k = self.n_features_to_select
-        target = (min(int(k), n_features) if isinstance(k, numbers.Integral)
-                  else max(1, int(k * n_features)))
-        step = (int(self.step) if isinstance(self.step, numbers.Integral)
-                else max(1, int(self.step * n_features)))
         gamma = resolve_gamma(self.gamma, Xd)  # fixed for all rounds (9b, [CHOICE])
         rng = make_rng(self.random_state)
-        support = np.ones(n_features, dtype=bool)
-        ranking = np.ones(n_features, dtype=np.int64)
-        history = []
-        elimination = np.full(n_features, np.nan)
 
-        # Elimination
-        with fit_steps(self, "round", elimination_rounds(n_features, target,
-                                                         lambda left: step)) as steps:
-            while support.sum() > target:
-                cols = np.flatnonzero(support)
-                with timer("RFE round with %d features", len(cols)):
-                    scores = self._scores(rows, Xd, codes, cols, gamma, rng)
-                n_drop = min(step, len(cols) - target)
-                drop = _to_eliminate(scores, n_drop)
-                if len(cols) - len(drop) < target:  # ties would undershoot: keep lower indices
-                    drop = drop[np.argsort(scores[drop], kind="stable")][:n_drop]
-                history.append((cols, scores))
-                # Overwritten while a feature survives: its last value is from the round
-                # that removed it, or, for a kept feature, from the last round.
-                elimination[cols] = scores
-                support[cols[drop]] = False
-                ranking[~support] += 1
-                logger.debug("RFE: removed %s", cols[drop])
-                steps.step()
+        # Elimination: Algorithm 1 of papers/ldm_rfe.txt, every feature tied at the minimum
+        result = eliminate(self, lambda cols: self._scores(rows, Xd, codes, cols, gamma, rng),
+                           Xd.shape[1], n_features_to_select=self.n_features_to_select,
+                           step=self.step, ties="together")
 
         # Final attributes
         self.classes_ = data.classes
         self.gamma_ = gamma
-        self.support_ = support
-        self.ranking_ = ranking
-        self.n_features_ = int(support.sum())
-        self.scores_ = history
-        self.elimination_scores_ = elimination
-        self.n_iter_ = len(history)
+        self.support_ = result.support
+        self.ranking_ = result.ranking
+        self.n_features_ = int(result.support.sum())
+        self.scores_ = result.history
+        self.elimination_scores_ = result.scores
+        self.n_iter_ = result.n_iter
         return self
 
     def _scores(self, rows, Xd, codes, cols, gamma, rng):
@@ -498,9 +462,8 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
 
 
 _RFE_CONSTRAINTS = {
-    "n_features_to_select": [Interval(numbers.Integral, 1, None),
-                             Interval(numbers.Real, 0, 1, closed="right")],
-    "step": [Interval(numbers.Integral, 1, None), Interval(numbers.Real, 0, 1, closed="neither")],
+    "n_features_to_select": N_FEATURES_TO_KEEP,
+    "step": STEP,
     "C": [Interval(numbers.Real, 0, None, closed="neither")],
     "kernel": _KERNELS,
     "gamma": _GAMMA,
