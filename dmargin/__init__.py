@@ -3,8 +3,9 @@
 from ._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
 from ._immigrate import IM4E, BoostedImmigrate, IM4EImmigrate, Immigrate
 from ._ldm import LDM, LDMRFE, SVMRFE
+from ._online import OnlineIRelief
 from ._parquet import iter_parquet, read_parquet
-from ._relief import IRelief, OnlineIRelief, Relief, ReliefF
+from ._relief import IRelief, Relief, ReliefF
 from ._simba import Simba
 
 __all__ = [

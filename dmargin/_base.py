@@ -15,9 +15,9 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._compat import compute, is_dask_collection
 from ._io import prepare_training_data
-from ._validation import NONE, Interval, check_params, check_X_y
-from ._compat import is_dask_collection
+from ._validation import NONE, Interval, check_binary, check_params, check_X_y
 from .engine import prepare_rows
 
 logger = logging.getLogger("dmargin")
@@ -29,15 +29,60 @@ N_FEATURES_TO_SELECT = [
 ]
 
 
-def start_fit(estimator, X, y, *, rows=True):
-    """The door of every ``fit``: parameters, data, labels, scaling, and the
-    engine's persisted rows.  Returns ``(data, rows)`` (``rows`` is ``None``
-    when not asked for)."""
+def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_memory=False,
+              reset=True, classes=None, scaling=None):
+    """The door of every ``fit`` and ``partial_fit``: parameters, data, labels,
+    scaling, and the engine's persisted rows.
+
+    Every fit path goes through here, so bad input gets the same message
+    whichever estimator or method it is given to.
+
+    Parameters
+    ----------
+    estimator : dmargin estimator
+        Checked against its ``_parameter_constraints``; its ``scale``
+        parameter, if it has one, picks the scaling.
+    X, y : the data as given to the fit
+    rows : bool, default=True
+        Also lay the rows out for the engine (persisted once for dask input).
+    distances : bool, default=True
+        Whether the estimator computes distances between rows: without
+        scaling, values whose squares overflow are refused.
+    binary : str or None, default=None
+        Why the estimator needs exactly two classes; ``y`` with another
+        number of classes is refused with that reason.
+    in_memory : bool, default=False
+        Compute dask input at the door and check it as numpy: for a chunk
+        of a stream, which the driver processes whole.
+    reset : bool, default=True
+        A new fit (records ``n_features_in_`` and ``feature_names_in_``, warns
+        about ``n_features_to_select``); ``False`` continues one (a later
+        ``partial_fit`` chunk): ``X`` must have the fitted features, and may
+        be a single row.
+    classes : array-like or None, default=None
+        The classes the labels must be among (the codes index them); at
+        least two.  ``None``: the labels of ``y``.
+    scaling : Scaling or None, default=None
+        A fixed scaling to apply (a stream's frozen ranges) instead of one
+        learned from ``X``.
+
+    Returns
+    -------
+    data : TrainingData
+    rows : Rows or None
+        ``None`` unless ``rows``.
+    """
     check_params(estimator)
-    X, y = check_X_y(estimator, X, y)
-    warn_n_features_to_select(estimator, X.shape[1])
-    data = prepare_training_data(X, y, estimator.scale,
-                                 names=getattr(estimator, "feature_names_in_", None))
+    if in_memory:
+        X, y = compute(X, y, what=f"the rows given to {type(estimator).__name__}")
+    X, y = check_X_y(estimator, X, y, reset=reset, min_samples=2 if reset else 1)
+    if reset:
+        _warn_n_features_to_select(estimator, X.shape[1])
+    data = prepare_training_data(X, y, getattr(estimator, "scale", None), distances=distances,
+                                 names=getattr(estimator, "feature_names_in_", None),
+                                 classes=classes, scaling=scaling)
+    if binary is not None:
+        check_binary(estimator, data.classes, binary)
     if not rows:
         return data, None
     return data, prepare_rows(data.X, data.codes, len(data.classes))
@@ -89,7 +134,8 @@ class DaskSelectorMixin(SelectorMixin):
 
         Parameters
         ----------
-        X : array-like, pandas DataFrame, dask array or dask DataFrame of shape (n_samples, n_features)
+        X : array-like, pandas DataFrame, dask array or dask DataFrame
+            Of shape (n_samples, n_features).
 
         Returns
         -------
@@ -107,8 +153,8 @@ class DaskSelectorMixin(SelectorMixin):
                     f"The dask DataFrame's columns {list(columns)} are not the columns seen in "
                     f"fit {list(names)}; select and order them as in fit.")
             if len(columns) != mask.size:
-                raise ValueError(f"X has {len(columns)} features, but "
-                                 f"{type(self).__name__} is expecting {mask.size} features as input.")
+                raise ValueError(f"X has {len(columns)} features, but {type(self).__name__} "
+                                 f"is expecting {mask.size} features as input.")
             return X[[c for c, keep in zip(columns, mask) if keep]]
         if X.ndim != 2 or X.shape[1] != mask.size:
             raise ValueError(f"X has shape {X.shape}, but {type(self).__name__} is expecting "
@@ -126,13 +172,13 @@ def user_stacklevel():
     return level
 
 
-def warn_n_features_to_select(estimator, n_features):
+def _warn_n_features_to_select(estimator, n_features):
     """At fit time, once: a ``UserWarning`` when an integer ``n_features_to_select``
     exceeds the number of features (selection then keeps all of them).
 
-    Called by every fit's door (:func:`start_fit`, and the boosting selectors'
-    own) rather than by ``_get_support_mask``, which runs on every
-    ``transform`` and would repeat it.
+    Called by the fit's door (:func:`start_fit`) rather than by
+    ``_get_support_mask``, which runs on every ``transform`` and would repeat
+    it.
     """
     k = getattr(estimator, "n_features_to_select", None)
     if isinstance(k, numbers.Integral) and isinstance(n_features, numbers.Integral) \
@@ -158,7 +204,7 @@ class WeightSelector(DaskSelectorMixin, BaseEstimator):
         if k is None:
             return scores > 0
         if isinstance(k, numbers.Integral):
-            k = min(int(k), scores.size)  # more than A: fit warned (warn_n_features_to_select)
+            k = min(int(k), scores.size)  # more than A: start_fit warned
         else:
             k = max(1, int(k * scores.size))
         mask = np.zeros(scores.size, dtype=bool)

@@ -19,12 +19,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, make_rng, timer,
-                    warn_n_features_to_select)
+from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, make_rng,
+                    start_fit, timer)
 from ._compat import gather
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate, n_to_select
-from ._io import prepare_training_data
-from ._validation import NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
+from ._validation import NONE, RANDOM_STATE, Interval, Options
 from .engine import WeightedHistograms, bin_rows, counts
 
 #: A stump's edge is capped below 1 so that alpha stays finite (spec 8.1).
@@ -139,25 +138,14 @@ def _initial_class_weight(class_weight, counts_):
     return np.full(2, 1.0 / counts_.sum())
 
 
-def _binary_data(est, X, y):
-    """Validated data with two classes; the paper's quantities are binary."""
-    check_params(est)
-    X, y = check_X_y(est, X, y)
-    warn_n_features_to_select(est, X.shape[1])  # the fit's one warning; n_to_select clamps
-    data = prepare_training_data(X, y, None, distances=False,
-                                 names=getattr(est, "feature_names_in_", None))
-    if len(data.classes) != 2:
-        raise ValueError(
-            f"Only binary classification is supported. {type(est).__name__} is binary: the margins, contribution ratios and margin "
-            f"fractions of the SBS-MF paper are defined for two classes, but y has "
-            f"{len(data.classes)} classes. Select features one class against the rest "
-            "(relabel y) or use a multiclass selector such as dmargin.IRelief."
-        )
-    return data
+#: Why the estimators here refuse other than two classes (the fit's error says it).
+_BINARY = ("the margins, contribution ratios and margin fractions of the SBS-MF paper are "
+           "defined for two classes")
 
 
 def _prepare(est, X, y):
-    data = _binary_data(est, X, y)
+    # Stumps compare values, never distances: any finite values, unscaled.
+    data, _ = start_fit(est, X, y, rows=False, distances=False, binary=_BINARY)
     rng = make_rng(est.random_state)
     with timer("binning"):
         binned = bin_rows(data.X, data.codes, est.max_bins, rng)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._compat import compute, is_dask_collection
-from ._validation import check_classes, check_label_values, check_one_label_type, not_finite_error
+from ._validation import (check_classes, check_known_labels, check_label_values,
+                          check_one_label_type, not_finite_error)
 
 #: Features with a value above 2**_SAFE_EXPONENT in magnitude are pre-scaled by
 #: a power of two: squares and sums of up to 2**40 rows then stay finite.
@@ -108,22 +109,36 @@ def _encode(y, classes):
     return np.searchsorted(classes, y).astype(np.int64)
 
 
-def prepare_training_data(X, y, scale, *, distances=True, names=None) -> TrainingData:
+def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=None,
+                          scaling=None) -> TrainingData:
     """Encode labels, check values, scale features (``None``, "minmax", "standard").
 
     ``distances=False`` for estimators that never compute distances between
     rows (decision stumps), which take any finite values unscaled.  ``names``
     (the feature names, if any) go into the error for non-finite values.
+    ``classes``: the classes the labels must be among (a stream's, fixed by
+    its first chunk), instead of those of ``y``; ``scaling``: a fixed
+    :class:`Scaling` (a stream's frozen ranges) instead of one learned from X.
     """
+    if classes is not None:
+        classes = np.unique(np.asarray(classes))
+        check_classes(classes, None)
     if is_dask_collection(X) or is_dask_collection(y):
-        return _prepare_dask(X, y, scale, distances, names)
+        return _prepare_dask(X, y, scale, distances, names, classes, scaling)
     X = np.asarray(X, dtype=np.float64)
-    classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
-    check_classes(classes, counts)
-    scaling = numpy_scaling(X, scale, distances=distances)
+    if classes is None:
+        classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
+        check_classes(classes, counts)
+        codes = codes.astype(np.int64)
+    else:
+        check_known_labels(np.unique(y), classes)
+        codes = _encode(y, classes)
+        counts = np.bincount(codes, minlength=len(classes))
+    if scaling is None:
+        scaling = numpy_scaling(X, scale, distances=distances)
     if scaling is not None:
         X = scaling.apply(X)
-    return TrainingData(X, codes.astype(np.int64), classes, counts, scaling)
+    return TrainingData(X, codes, classes, counts, scaling)
 
 
 # ---------------------------------------------------------------------------
@@ -175,7 +190,7 @@ def _summary_block(block):
     return out
 
 
-def _prepare_dask(X, y, scale, distances, names=None) -> TrainingData:
+def _prepare_dask(X, y, scale, distances, names, classes, scaling) -> TrainingData:
     import dask.array as da
 
     X = da.asarray(X).astype(np.float64)
@@ -183,10 +198,11 @@ def _prepare_dask(X, y, scale, distances, names=None) -> TrainingData:
     if X.chunks[0] != y.chunks[0]:
         y = y.rechunk((X.chunks[0],))
     # min/max also for "standard": they size the pre-scaling of huge features.
+    moments = scale == "standard" and scaling is None
     bad, summaries, lo, hi, mean, var = compute(
         (~da.isfinite(X)).sum(axis=0), _label_summary(y), X.min(axis=0), X.max(axis=0),
-        X.mean(axis=0) if scale == "standard" else None,
-        X.var(axis=0) if scale == "standard" else None, what="the scaling statistics")
+        X.mean(axis=0) if moments else None, X.var(axis=0) if moments else None,
+        what="the scaling statistics")
     labels = label_summary_combine(summaries)
     if np.any(bad):
         raise not_finite_error(bad, names)
@@ -194,9 +210,18 @@ def _prepare_dask(X, y, scale, distances, names=None) -> TrainingData:
         raise ValueError(f"y contains {labels['missing']} missing labels (None/NaN). Drop "
                          "those rows (read_parquet(..., missing_label='drop')) or give them "
                          "a label.")
-    classes, counts = labels["values"], labels["counts"]
-    check_label_values(classes)
-    check_classes(classes, counts)
+    check_label_values(labels["values"])
+    if classes is None:
+        classes, counts = labels["values"], labels["counts"]
+        check_classes(classes, counts)
+    else:
+        check_known_labels(labels["values"], classes)
+        counts = np.zeros(len(classes), dtype=np.int64)
+        counts[_encode(labels["values"], classes)] = labels["counts"]
+    if scaling is not None:
+        return TrainingData(scaling.apply(X), y.map_blocks(_encode, classes=classes,
+                                                           dtype=np.int64),
+                            classes, counts, scaling)
     if scale is None:
         if distances:
             _check_unscaled(lo, hi)

@@ -337,6 +337,25 @@ def check_label_values(values):
                          "class labels; bin a continuous target into classes first.")
 
 
+def check_binary(estimator, classes, why):
+    """Exactly two classes, for the estimators whose quantities are binary (``why``)."""
+    if len(classes) != 2:
+        raise ValueError(
+            f"Only binary classification is supported. {type(estimator).__name__} is binary: "
+            f"{why}, but y has {len(classes)} classes. Select features one class against the "
+            "rest (relabel y) or use a multiclass selector such as dmargin.IRelief."
+        )
+
+
+def check_known_labels(labels, classes):
+    """Labels outside ``classes`` (fixed by a stream's first ``partial_fit``) are refused."""
+    unknown = np.setdiff1d(labels, classes)
+    if unknown.size:
+        raise ValueError(f"y has labels {unknown.tolist()} not seen in the classes "
+                         f"{np.asarray(classes).tolist()} of the first partial_fit call; pass "
+                         "classes= with every label on the first call.")
+
+
 def check_classes(classes, counts):
     """At least two classes are needed for hits and misses."""
     if len(classes) < 2:

@@ -10,9 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from dask.callbacks import Callback
 
-from dmargin import _relief
+from dmargin import OnlineIRelief, _online
 from dmargin._parquet import iter_parquet, read_parquet
-from dmargin._relief import OnlineIRelief
 
 try:  # tests/ as a package
     from . import reference
@@ -287,13 +286,13 @@ def test_fit_on_parquet_never_holds_all_rows(tmp_path, monkeypatch, block_size):
     path = str(tmp_path / "d.parquet")
     _write_parquet(path, X, y, row_group_size=500)
     kernel_rows = []
-    original = _relief.online_irelief_steps
+    original = _online.online_irelief_steps
 
     def spy(Xa, ia, ya, order, Xc, *args):
         kernel_rows.append((Xa.shape[0], Xc.shape[0]))
         return original(Xa, ia, ya, order, Xc, *args)
 
-    monkeypatch.setattr(_relief, "online_irelief_steps", spy)
+    monkeypatch.setattr(_online, "online_irelief_steps", spy)
     params = dict(reference_size=64, block_size=block_size, n_passes=2, tol=0, random_state=5)
     Xd, yd = read_parquet(path, "label")
     sizes = _TaskSizes()
@@ -313,9 +312,10 @@ def test_row_blocks_cut_dask_chunks_like_numpy():
     """_row_blocks gives the same blocks from any dask chunking (empty chunks too)."""
     X, y = _data(n=400)
     bounds = [(s, min(s + 70, 400)) for s in range(0, 400, 70)]
-    expected = list(_relief._row_blocks(X, y, bounds))
+    # _row_blocks is the fit's private block reader; no public call exposes its blocks.
+    expected = list(_online._row_blocks(X, y, bounds))
     for rows in [400, 33, (100, 0, 50, 250)]:
-        got = list(_relief._row_blocks(da.from_array(X, chunks=(rows, 5)),
+        got = list(_online._row_blocks(da.from_array(X, chunks=(rows, 5)),
                                        da.from_array(y, chunks=(rows,)), bounds))
         assert [g[0] for g in got] == [e[0] for e in expected]
         for g, e in zip(got, expected):
