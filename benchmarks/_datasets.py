@@ -9,7 +9,7 @@ The data directory is, in order: the ``DMARGIN_DATA`` environment variable, else
 
 Usage::
 
-    from benchmarks._datasets import load, names
+    from _datasets import load, names   # benchmarks/ on sys.path, as every script has it
     ds = load("heart")
     ds.X, ds.y, ds.feature_names, ds.notes
 """

@@ -1,6 +1,21 @@
-"""Small shared helpers for the benchmark scripts in this folder.
+"""Shared helpers of the benchmark scripts in this folder.
+
+Every script runs as ``python benchmarks/bench_<name>.py [--quick]`` and imports
+this module (and ``_datasets`` when it reads the shared data) with the same two
+lines::
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _harness as harness  # noqa: E402
+
+Command line (``options``, ``parse_args``): the options every script shares --
+``--quick`` (small sizes, one repeat, no waiting for a quiet machine),
+``--idle-wait`` and ``--attempts`` where a script waits for a quiet machine, and
+the hidden ``--worker SPEC`` of scripts that measure in fresh subprocesses.
 
 Parent side:
+    ``launch``       wait (bounded) for a quiet machine, run one measurement in a
+                     fresh subprocess (``run_worker``), repeat it while other
+                     processes disturbed it.
     ``run_worker``   run ``python <script> <args>`` in a fresh subprocess with the
                      thread-count environment variables set, and return the JSON
                      result the worker printed.
@@ -11,10 +26,13 @@ Parent side:
     ``write_json``, ``markdown_table``.
 
 Worker side:
-    ``emit_result``  print the worker's result as one marked JSON line.
+    ``serve_worker`` run the measurement a ``--worker SPEC`` names and print its
+                     result (``emit_result``) for ``run_worker`` to pick up.
     ``CpuMonitor``   cores used by this process and by everything else while
                      something was measured.
-    ``rss_mib``, ``peak_rss_mib``, ``timed``.
+    ``fused_abs_diff``  the machine's limit for pairwise work: a plain fused
+                     numba loop over all ordered pairs of rows.
+    ``rss_mib``, ``peak_rss_mib``, ``timed``, ``StepLog``.
 
 Only the standard library is needed at import time; numpy/numba/psutil are
 imported lazily where they are used.
@@ -22,6 +40,7 @@ imported lazily where they are used.
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import logging
@@ -35,8 +54,55 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULTS = HERE / "results"
+
 THREAD_VARS = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 RESULT_PREFIX = "@@BENCH_RESULT@@ "
+
+
+# --------------------------------------------------------------------------- #
+# command line
+# --------------------------------------------------------------------------- #
+def options(doc: str, *, quick: str, idle_wait: float | None = None, attempts: int | None = None,
+            worker: bool = False) -> argparse.ArgumentParser:
+    """The parser with the options the benchmark scripts share; add the script's own to it.
+
+    ``--quick`` (help text ``quick``): small sizes and one repeat, the same code
+    paths and comparisons as the full run.  ``idle_wait`` / ``attempts`` (the full
+    run's defaults) add ``--idle-wait S`` / ``--attempts K``; a quick run neither
+    waits for a quiet machine nor repeats a disturbed measurement unless they are
+    given.  ``worker`` adds the hidden ``--worker SPEC`` of the measurement
+    subprocesses (``launch``, ``serve_worker``).  Read them with ``parse_args``.
+    """
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help=quick)
+    full = {}
+    if idle_wait is not None:
+        parser.add_argument("--idle-wait", type=float, default=None, metavar="S",
+                            help="before each measurement wait up to S seconds for a quiet machine "
+                                 f"(default {idle_wait:g}; 0 with --quick)")
+        full["idle_wait"] = idle_wait
+    if attempts is not None:
+        parser.add_argument("--attempts", type=int, default=None, metavar="K",
+                            help="run a measurement disturbed by other processes up to K times in all, "
+                                 f"keeping the least disturbed run (default {attempts}; 1 with --quick)")
+        full["attempts"] = attempts
+    if worker:
+        parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
+    parser.full_run_defaults = full
+    return parser
+
+
+def parse_args(parser: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
+    """Parse; ``--idle-wait`` / ``--attempts`` not given: 0 / 1 with ``--quick``, else the full defaults."""
+    args = parser.parse_args(argv)
+    quick_values = {"idle_wait": 0.0, "attempts": 1}
+    for name, full in getattr(parser, "full_run_defaults", {}).items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick_values[name] if args.quick else full)
+    return args
 
 
 # --------------------------------------------------------------------------- #
@@ -57,22 +123,28 @@ def thread_env(threads: int, fresh_numba_cache: bool = True) -> dict:
     return env
 
 
-def run_worker(script: str | Path, args: list[str], threads: int, timeout: float) -> dict:
+def run_worker(script: str | Path, args: list[str], threads: int, timeout: float, *,
+               env: dict | None = None, python: str = sys.executable, cwd: str | None = None) -> dict:
     """Run one measurement in a fresh interpreter and return its result dict.
 
     The worker must print exactly one line starting with ``RESULT_PREFIX``
     (see ``emit_result``).  Failures and timeouts come back as
     ``{"ok": False, "error": ...}`` so one broken measurement never stops a run.
+    Without ``env`` the worker gets ``thread_env(threads)`` (its own empty numba
+    cache, removed afterwards); with ``env`` it gets exactly that environment.
     """
-    cmd = [sys.executable, str(script), *args]
-    env = thread_env(threads)
+    cmd = [python, str(script), *args]
+    own_env = env is None
+    if own_env:
+        env = thread_env(threads)
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"timeout after {timeout:.0f} s", "threads": threads}
     finally:
-        _remove_tree(env["NUMBA_CACHE_DIR"])
+        if own_env:
+            _remove_tree(env["NUMBA_CACHE_DIR"])
     wall = time.perf_counter() - start
 
     for line in reversed(proc.stdout.splitlines()):
@@ -82,6 +154,42 @@ def run_worker(script: str | Path, args: list[str], threads: int, timeout: float
             return result
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-8:]
     return {"ok": False, "error": "\n".join(tail), "returncode": proc.returncode, "threads": threads}
+
+
+def launch(script: str | Path, spec: dict, *, threads: int, timeout: float, quiet_cores: float = 0.3,
+           idle_wait: float = 0.0, attempts: int = 1) -> dict:
+    """One measurement ``spec`` in a fresh subprocess of ``script`` (``--worker SPEC``).
+
+    Before each run wait (at most ``idle_wait`` s) until other processes use
+    fewer than ``quiet_cores`` cores.  When they kept that many busy during the
+    measurement (the worker's ``other_cores_busy``), run it again, up to
+    ``attempts`` runs in all, and keep the least disturbed run.  The result
+    carries ``spec``, ``launch`` (the wait), ``attempt`` and ``attempts``.
+    """
+    label = " ".join(f"{k}={v}" for k, v in spec.items() if isinstance(v, (int, float, str)) and k != "path")
+    best = None
+    for attempt in range(1, max(attempts, 1) + 1):
+        quiet = wait_until_quiet(quiet_cores, idle_wait)
+        print(f"[bench] {label} #{attempt} (busy at launch: {quiet['busy_cores_at_launch']} cores) ...",
+              file=sys.stderr, flush=True)
+        result = run_worker(script, ["--worker", json.dumps(spec)], threads, timeout)
+        result.setdefault("spec", spec)
+        result.update(launch=quiet, attempt=attempt)
+        busy = result.get("other_cores_busy")
+        status = f"ok, others busy {busy} cores" if result.get("ok") else f"FAILED: {result.get('error', '')[-400:]}"
+        print(f"[bench]   {status} ({result.get('subprocess_wall_s', '?')} s)", file=sys.stderr, flush=True)
+        if best is None or _less_disturbed(result, best):
+            best = result
+        if not result.get("ok") or busy is None or busy < quiet_cores:
+            break
+    best["attempts"] = attempt
+    return best
+
+
+def _less_disturbed(new: dict, old: dict) -> bool:
+    if not old.get("ok"):
+        return bool(new.get("ok"))
+    return bool(new.get("ok")) and (new.get("other_cores_busy") or 0) < (old.get("other_cores_busy") or 0)
 
 
 def _remove_tree(path: str) -> None:
@@ -176,6 +284,78 @@ def markdown_table(headers: list[str], rows: list[list]) -> str:
 # --------------------------------------------------------------------------- #
 # worker side
 # --------------------------------------------------------------------------- #
+def serve_worker(spec_json: str, workers: dict) -> None:
+    """Worker side of ``launch``: run ``workers[spec["kind"]](spec)`` and emit its result.
+
+    The result is emitted with the ``spec``, its ``threads`` and
+    ``other_cores_busy``, the largest such reading anywhere in the result (how
+    much other processes disturbed the measurement).  scikit-learn's
+    ``ConvergenceWarning`` is silenced: fits with ``tol=0`` stop at ``max_iter``
+    on purpose.
+    """
+    import warnings
+
+    try:
+        from sklearn.exceptions import ConvergenceWarning
+
+        warnings.filterwarnings("ignore", category=ConvergenceWarning)
+    except ImportError:
+        pass
+    spec = json.loads(spec_json)
+    result = workers[spec["kind"]](spec)
+    busy = list(find_key(result, "other_cores_busy"))
+    result["other_cores_busy"] = max(busy) if busy else None
+    head = {"spec": spec, **({"threads": spec["threads"]} if "threads" in spec else {})}
+    emit_result({**head, **result})
+
+
+def find_key(obj, key):
+    """Every non-None value stored under ``key`` anywhere in nested dicts."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == key and v is not None:
+                yield v
+            else:
+                yield from find_key(v, key)
+
+
+def fused_abs_diff(X, acc) -> None:
+    """``acc[i] += sum_j sum_k |X[i, k] - X[j, k]|`` over all ordered pairs of rows.
+
+    The machine's practical limit for pairwise work: one plain fused numba loop
+    (``prange`` over i, accumulation in X's dtype, ``fastmath``), against which
+    the engine's rates are quoted.  Compiled on first use.
+    """
+    _compiled_fused_abs_diff()(X, acc)
+
+
+_FUSED = None
+
+
+def _compiled_fused_abs_diff():
+    global _FUSED
+    if _FUSED is None:
+        from numba import njit, prange
+
+        @njit(parallel=True, fastmath=True)
+        def kernel(X, acc):
+            n, a = X.shape
+            zero = X.dtype.type(0)  # accumulate in X's own precision
+            for i in prange(n):
+                xi = X[i]
+                total = acc[i]
+                for j in range(n):
+                    xj = X[j]
+                    pair = zero
+                    for k in range(a):
+                        pair += abs(xi[k] - xj[k])
+                    total += pair
+                acc[i] = total
+
+        _FUSED = kernel
+    return _FUSED
+
+
 def emit_result(result: dict) -> None:
     """Print the worker's result for ``run_worker`` to pick up."""
     result.setdefault("ok", True)

@@ -38,7 +38,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -49,12 +48,10 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
-RESULT_PATH = HERE / "results" / "first_fit.json"
+RESULT_PATH = harness.RESULTS / "first_fit.json"
 TARGET_COLD_S = 3.0
 STEADY_REPEATS = 3
 WORKER_TIMEOUT_S = 300
@@ -157,21 +154,10 @@ def run_as_worker(spec_json: str) -> None:
 # parent
 # --------------------------------------------------------------------------- #
 def _run(phase, env, python=sys.executable):
-    env = dict(env)
-    cmd = [python, str(Path(__file__).resolve()), "--worker", json.dumps({"phase": phase})]
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S,
-                              cwd=tempfile.gettempdir())
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "phase": phase, "error": f"timeout after {WORKER_TIMEOUT_S} s"}
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(harness.RESULT_PREFIX):
-            result = json.loads(line[len(harness.RESULT_PREFIX):])
-            result["subprocess_wall_s"] = round(time.perf_counter() - start, 3)
-            return result
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-8:]
-    return {"ok": False, "phase": phase, "error": "\n".join(tail)}
+    result = harness.run_worker(__file__, ["--worker", json.dumps({"phase": phase})], 0, WORKER_TIMEOUT_S,
+                                env=env, python=python, cwd=tempfile.gettempdir())
+    result.setdefault("phase", phase)
+    return result
 
 
 def measure(label, repeats, idle_wait, pythonpath=None, python=sys.executable, own_cache=True):
@@ -232,7 +218,7 @@ def _medians(runs):
 
 def export_revision(rev):
     path = Path(tempfile.mkdtemp(prefix="bench_first_fit_rev_"))
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "dmargin"], check=True,
+    archive = subprocess.run(["git", "-C", str(harness.REPO), "archive", rev, "dmargin"], check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(path)], input=archive, check=True)
     return path
@@ -243,7 +229,7 @@ def clean_venv():
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     python = path / "bin" / "python"
     t = time.perf_counter()
-    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", str(REPO)], capture_output=True,
+    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", str(harness.REPO)], capture_output=True,
                           text=True)
     if proc.returncode != 0:
         return path, None, proc.stderr.strip().splitlines()[-3:]
@@ -264,31 +250,24 @@ def render_markdown(results):
          "compiling (s)", "steady IRelief (s)", "steady ReliefF (s)", "other cores busy"], rows)
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="one (cold, warm) pair instead of --repeats")
+def main(argv=None) -> int:
+    parser = harness.options(__doc__, quick="one (cold, warm) pair instead of --repeats", idle_wait=30.0,
+                             worker=True)
     parser.add_argument("--repeats", type=int, default=3, help="(cold, warm) pairs per code version")
     parser.add_argument("--baseline", metavar="REV", help="also measure dmargin/ at this git revision")
     parser.add_argument("--clean-venv", action="store_true",
                         help="also pip-install the working tree into a new venv and measure there")
-    parser.add_argument("--idle-wait", type=float, default=30.0, metavar="S",
-                        help="before each pair wait up to S seconds for a quiet machine")
     parser.add_argument("--output", type=Path, default=None, help="JSON output path")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
-
-
-def main(argv=None) -> int:
-    args = parse_args(argv)
+    args = harness.parse_args(parser, argv)
     if args.worker:
         run_as_worker(args.worker)
         return 0
     repeats = 1 if args.quick else args.repeats
     output = args.output or (RESULT_PATH.with_name("first_fit_quick.json") if args.quick else RESULT_PATH)
     machine = harness.machine_info(["dmargin", "numpy", "numba", "llvmlite", "pandas", "dask"])
-    machine["dmargin_git"] = harness.git_revision(REPO)
+    machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
-    results = [measure("working tree", repeats, args.idle_wait, pythonpath=str(REPO))]
+    results = [measure("working tree", repeats, args.idle_wait, pythonpath=str(harness.REPO))]
     if args.baseline:
         tree = export_revision(args.baseline)
         try:

@@ -65,7 +65,6 @@ import os
 for _v in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
-import argparse
 import collections
 import sys
 import time
@@ -76,11 +75,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from benchmarks._datasets import Dataset, _encode, data_dir, load_pmlb, load_skf_mat  # noqa: E402
-from benchmarks._harness import git_revision, machine_info, markdown_table, write_json  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness as harness  # noqa: E402
+from _datasets import Dataset, _encode, data_dir, load_pmlb, load_skf_mat  # noqa: E402
 
 # "we gradually decrease sigma from sigma_0 = 4 by half each time until it is not larger than 0.2"
 # (paper §4.2): the halving stops at the first value not larger than 0.2, which is tried too.
@@ -740,7 +737,7 @@ def build_markdown(uci, micro, args):
             else "every feature standardised")
     md = [f"UCI sets (Tables 2-3; two largest classes; {norm}; IGT/IM4/1NN {args.reps}x10-fold CV, "
           f"BIM {args.bim_reps}x10-fold with T={args.bim_estimators}; accuracy %, mean ± sd over folds):", "",
-          markdown_table(["data", "n", "A", "IGT paper", "IGT ours", "Δ", "ceiling", "IGT ours, eq. 3.18 at fitted σ", "Δ",
+          harness.markdown_table(["data", "n", "A", "IGT paper", "IGT ours", "Δ", "ceiling", "IGT ours, eq. 3.18 at fitted σ", "Δ",
                           "R rule", "rule by CV", "BIM ours", "BIM paper", "IM4 ours", "IM4 paper", "1NN ours",
                           "1NN paper"], rows),
           "", "IGT ours: sigma, pruning and the prediction sigma of eq. 3.18 chosen per outer fold by one "
@@ -759,7 +756,7 @@ def build_markdown(uci, micro, args):
             mrows.append([name, d["n"], d["A"], _fmt(o["EGT"]), p["EGT"], _fmt(o["IM4"]), p["IM4"],
                           p["B4G"], _fmt(o["1NN"]), p["1NN"], ft.get("mean")])
         md += ["", f"Microarray sets (Table 1; {args.micro_reps}x10-fold CV, sigma = 1 fixed):", "",
-               markdown_table(["data", "n", "A", "EGT ours", "EGT paper", "IM4 ours", "IM4 paper",
+               harness.markdown_table(["data", "n", "A", "EGT ours", "EGT paper", "IM4 ours", "IM4 paper",
                                "B4G paper", "1NN ours", "1NN paper", "EGT fit s/fold"], mrows)]
     notes = []
     for name, d in uci.items():
@@ -802,9 +799,8 @@ def gap_reason(name, d, args):
 
 
 # --------------------------------------------------------------------------------------------
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="smoke test: CRY and HMS, 1 rep, BIM T=5, COL only")
+def main(argv=None):
+    ap = harness.options(__doc__, quick="CRY and HMS, 1 repetition, BIM T=5, COL only")
     ap.add_argument("--reps", type=int, default=10, help="repetitions of 10-fold CV for IGT/IM4/1NN")
     ap.add_argument("--inner-folds", type=int, default=10, help="folds of the internal CV")
     ap.add_argument("--bim-reps", type=int, default=2)
@@ -823,7 +819,7 @@ def main():
                     help="sigma grid of the internal CV (fitting and prediction)")
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--out", default=None)
-    args = ap.parse_args()
+    args = harness.parse_args(ap, argv)
     if 1.0 not in args.sigmas:
         ap.error("--sigmas must contain 1 (the R package's rule predicts at sigma = 1)")
     if args.quick:
@@ -832,7 +828,7 @@ def main():
         args.micro = args.micro if args.micro is not None else ["COL"]
     uci_names = args.datasets or list(UCI)
     micro_names = args.micro if args.micro is not None else list(MICRO)
-    out = Path(args.out) if args.out else REPO / "benchmarks" / "results" / (
+    out = Path(args.out) if args.out else harness.RESULTS / (
         "immigrate_accuracy_quick.json" if args.quick else "immigrate_accuracy.json")
 
     from joblib import Parallel, delayed
@@ -885,8 +881,8 @@ def main():
         "benchmark": "immigrate_accuracy",
         "paper": "Zhao, Hong, Liu: IMMIGRATE (shared/papers/immigrate.txt), §4.2, Tables 1-3",
         "quick": args.quick,
-        "dmargin_git": git_revision(REPO),
-        "machine": machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "pandas", "numba", "joblib"]),
+        "dmargin_git": harness.git_revision(harness.REPO),
+        "machine": harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "pandas", "numba", "joblib"]),
         "wall_time_s": round(wall, 1),
         "n_jobs": args.n_jobs,
         "seed": args.seed,
@@ -930,7 +926,7 @@ def main():
             f"; over the sets of the paper's size (Table 4): {share_same['count']} of {share_same['of']} "
             "(prediction sigma by CV)." if uci else ""),
     }
-    write_json(out, result)
+    harness.write_json(out, result)
     print(result["markdown"])
     print(f"wall {wall:.0f} s -> {out}")
 

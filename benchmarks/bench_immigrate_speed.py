@@ -36,26 +36,22 @@ What is measured (results go to ``benchmarks/results/immigrate_speed.json``):
 Usage::
 
     python benchmarks/bench_immigrate_speed.py            # full run (< ~10 min on 2 cores)
-    python benchmarks/bench_immigrate_speed.py --quick    # smoke test: 2 steady fits, N = 4000 step
+    python benchmarks/bench_immigrate_speed.py --quick    # one steady fit, one rate repeat, N = 4000 step
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import threading
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
-RESULT_PATH = HERE / "results" / "immigrate_speed.json"
+RESULT_PATH = harness.RESULTS / "immigrate_speed.json"
 
 R_REFERENCE_S = 10.6  # published time of the reference R implementation on this machine (project constant)
 TARGET_FIT_S = 0.1
@@ -68,6 +64,7 @@ RATE_N, RATE_A = 2000, 50
 SQUARE_N = 2000
 SKINNY_SHAPE = (30_000, 50)
 STEP_N, STEP_N_FALLBACK, STEP_A = 20_000, 10_000, 50
+STEP_N_QUICK = 4000
 STEP_CHUNK = 2_500
 WARMUP_N = 2_000
 SAMPLE_EVERY_S = 0.2
@@ -320,40 +317,12 @@ WORKERS = {"bc": worker_breast_cancer, "rate": worker_rate, "step_inprocess": wo
            "step_cluster": worker_step_cluster}
 
 
-def run_as_worker(spec_json: str) -> None:
-    from sklearn.exceptions import ConvergenceWarning
-
-    warnings.filterwarnings("ignore", category=ConvergenceWarning)
-    spec = json.loads(spec_json)
-    result = WORKERS[spec["kind"]](spec)
-    busy = [v for v in _find_key(result, "other_cores_busy")]
-    result["other_cores_busy"] = max(busy) if busy else None
-    harness.emit_result({"spec": spec, "threads": spec["threads"], **result})
-
-
-def _find_key(obj, key):
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if k == key and v is not None:
-                yield v
-            else:
-                yield from _find_key(v, key)
-
-
 # --------------------------------------------------------------------------- #
 # parent
 # --------------------------------------------------------------------------- #
 def launch(spec: dict, idle_wait_s: float) -> dict:
-    quiet = harness.wait_until_quiet(QUIET_BUSY_CORES, idle_wait_s)
-    label = " ".join(f"{k}={v}" for k, v in spec.items() if k in ("kind", "n", "threads"))
-    print(f"[bench] {label} (busy at launch: {quiet['busy_cores_at_launch']} cores) ...", file=sys.stderr, flush=True)
-    result = harness.run_worker(__file__, ["--worker", json.dumps(spec)], spec["threads"], WORKER_TIMEOUT_S)
-    result.setdefault("spec", spec)
-    result["launch"] = quiet
-    status = "ok" if result.get("ok") else f"FAILED: {result.get('error', '')[-400:]}"
-    print(f"[bench]   {status}, others busy {result.get('other_cores_busy')} "
-          f"({result.get('subprocess_wall_s', '?')} s)", file=sys.stderr, flush=True)
-    return result
+    return harness.launch(__file__, spec, threads=spec["threads"], timeout=WORKER_TIMEOUT_S,
+                          quiet_cores=QUIET_BUSY_CORES, idle_wait=idle_wait_s)
 
 
 def f3(x):
@@ -367,7 +336,7 @@ def met(flag):
 def choose_step_n(rate_2thr: dict | None, quick: bool, remaining_s: float) -> dict:
     """N for part 3: 20,000 unless the measured E-step rate says it will not fit the budget."""
     if quick:
-        return {"n": 4000, "reason": "--quick", "predicted_step_s_at_20000": None}
+        return {"n": STEP_N_QUICK, "reason": "--quick", "predicted_step_s_at_20000": None}
     predicted = None
     if rate_2thr and rate_2thr.get("ok"):
         t = rate_2thr["quad_statistic"]["best_s"]
@@ -505,28 +474,25 @@ def contention_note(results) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke test: 2 steady fits, step at N = 4000")
+    parser = harness.options(__doc__, quick=f"one steady fit, one rate repeat, the step at N = {STEP_N_QUICK}",
+                             idle_wait=15.0, worker=True)
     parser.add_argument("--output", type=Path, default=RESULT_PATH)
-    parser.add_argument("--idle-wait", type=float, default=15.0, metavar="S",
-                        help=f"wait up to S s before each measurement for others to use < {QUIET_BUSY_CORES} cores")
     parser.add_argument("--budget", type=float, default=560.0, metavar="S",
                         help="wall-time budget of the whole run; decides N of part 3 (default 560)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = harness.parse_args(parser, argv)
     if args.worker:
-        run_as_worker(args.worker)
+        harness.serve_worker(args.worker, WORKERS)
         return 0
 
     start = time.perf_counter()
     machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba", "dask", "distributed",
                                     "psutil", "threadpoolctl"])
-    machine["dmargin_git"] = harness.git_revision(HERE.parent)
-    repeats = 2 if args.quick else STEADY_REPEATS
+    machine["dmargin_git"] = harness.git_revision(harness.REPO)
+    repeats = 1 if args.quick else STEADY_REPEATS
 
     bc = [launch({"kind": "bc", "threads": t, "repeats": repeats}, args.idle_wait) for t in THREADS]
     rate = [launch({"kind": "rate", "threads": t, "n": RATE_N, "features": RATE_A,
-                    "repeats": 2 if args.quick else 3}, args.idle_wait) for t in THREADS]
+                    "repeats": 1 if args.quick else 3}, args.idle_wait) for t in THREADS]
     rate2 = next((r for r in rate if r["spec"]["threads"] == 2), None)
     remaining = args.budget - (time.perf_counter() - start)
     choice = choose_step_n(rate2, args.quick, remaining)

@@ -34,7 +34,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -43,12 +42,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 from _datasets import data_dir  # noqa: E402
 
-RESULT_PATH = HERE / "results" / "interactions.json"
+RESULT_PATH = harness.RESULTS / "interactions.json"
 GAMETES = "gametes"
 SIGMAS = (4.0, 2.0, 1.0, 0.5)
 QUIET_BUSY_CORES = 0.3
@@ -185,15 +183,14 @@ def render(entries) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = harness.options(__doc__, quick="the 20atts file; IMMIGRATE at its default sigma, IM4E, I-RELIEF",
+                             idle_wait=15.0)
     parser.add_argument("--output", type=Path, default=RESULT_PATH)
-    parser.add_argument("--idle-wait", type=float, default=15.0, metavar="S")
-    args = parser.parse_args(argv)
+    args = harness.parse_args(parser, argv)
 
     start = time.perf_counter()
     machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba", "pandas"])
-    machine["dmargin_git"] = harness.git_revision(HERE.parent)
+    machine["dmargin_git"] = harness.git_revision(harness.REPO)
     quiet = harness.wait_until_quiet(QUIET_BUSY_CORES, args.idle_wait)
     monitor = harness.CpuMonitor().start()
     files = FILES[:1] if args.quick else FILES

@@ -50,7 +50,6 @@ Output: ``benchmarks/results/irelief_accuracy.json`` (``--quick`` writes
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import os
@@ -67,13 +66,9 @@ from scipy import stats
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(REPO))  # so that "benchmarks._datasets" and "dmargin" import
-# worker processes (joblib/loky) need the same path
-os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-
-from benchmarks._datasets import load  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness as harness  # noqa: E402
+from _datasets import load  # noqa: E402
 
 N_IRRELEVANT = 50
 N_FOLDS = 10
@@ -606,8 +601,7 @@ PROTOCOL_DIFFERENCES = [
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="3 runs on heart and thyroid (smoke test)")
+    ap = harness.options(__doc__, quick="3 runs on heart and thyroid")
     ap.add_argument("--runs", type=int, default=None, help="runs per dataset (default 20, quick 3)")
     ap.add_argument("--datasets", nargs="*", default=None, help=f"subset of {ORDER}")
     ap.add_argument("--mislabel", nargs="*", type=int, default=[0, 10], help="mislabel levels in %% (default: 0 and 10)")
@@ -619,11 +613,11 @@ def main(argv=None):
                     help="IRelief multiclass rule ('margin' = I-RELIEF-2, 'relieff' = I-RELIEF-1); default: the library's")
     ap.add_argument("--check-knn", action="store_true", help="compare the fast KNN with sklearn on every run")
     ap.add_argument("--out", default=None)
-    args = ap.parse_args(argv)
+    args = harness.parse_args(ap, argv)
 
     datasets = args.datasets or (QUICK_DATASETS if args.quick else ORDER)
     n_runs = args.runs or (3 if args.quick else 20)
-    out_path = Path(args.out) if args.out else HERE / "results" / (
+    out_path = Path(args.out) if args.out else harness.RESULTS / (
         "irelief_accuracy_quick.json" if args.quick else "irelief_accuracy.json")
     if args.backend == "standin" and args.out is None:
         out_path = out_path.with_name(out_path.stem + "_standin.json")
@@ -774,7 +768,7 @@ def dmargin_source_hash():
     import hashlib
 
     h = hashlib.sha256()
-    root = REPO / "dmargin"
+    root = harness.REPO / "dmargin"
     for f in sorted(root.rglob("*.py")):
         h.update(str(f.relative_to(root)).encode())
         h.update(f.read_bytes())

@@ -31,7 +31,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -39,13 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 from _datasets import load_pmlb  # noqa: E402
 
-RESULT_PATH = HERE / "results" / "ldm_rfe.json"
-QUICK_PATH = HERE / "results" / "ldm_rfe_quick.json"
+RESULT_PATH = harness.RESULTS / "ldm_rfe.json"
+QUICK_PATH = harness.RESULTS / "ldm_rfe_quick.json"
 DATA = "hill-valley/Hill_Valley_with_noise.tsv.gz"
 DATA_FULL = (DATA, "hill-valley/Hill_Valley_without_noise.tsv.gz")
 TOP_N = (1, 2, 5, 10, 20, 30, 50, 75, 100)
@@ -283,15 +281,14 @@ def render(accs, speed, rfe, cpu) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = harness.options(__doc__, quick="1 split, RFE step 10, the per-feature baselines timed on a tenth "
+                                            "of the features and extrapolated", idle_wait=15.0)
     parser.add_argument("--output", type=Path, default=None)
-    parser.add_argument("--idle-wait", type=float, default=15.0, metavar="S")
-    args = parser.parse_args(argv)
+    args = harness.parse_args(parser, argv)
 
     start = time.perf_counter()
     machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba"])
-    machine["dmargin_git"] = harness.git_revision(HERE.parent)
+    machine["dmargin_git"] = harness.git_revision(harness.REPO)
     quiet = harness.wait_until_quiet(QUIET_BUSY_CORES, args.idle_wait)
     monitor = harness.CpuMonitor().start()
     speed = score_step(args.quick)

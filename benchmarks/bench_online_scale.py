@@ -36,8 +36,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 import sys
@@ -48,8 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
 A = 50
@@ -185,12 +182,10 @@ def worker_batch(spec):
 def worker_limit(spec):
     import numba
 
-    from bench_relief_speed import fused_abs_diff
-
     X, _ = make_batch(0, spec["n"])
     X = np.ascontiguousarray((X - X.min(0)) / (X.max(0) - X.min(0)))
-    fused_abs_diff(X[:256], np.zeros(256))
-    best = min(harness.timed(fused_abs_diff, X, np.zeros(len(X)))[0] for _ in range(3))
+    harness.fused_abs_diff(X[:256], np.zeros(256))
+    best = min(harness.timed(harness.fused_abs_diff, X, np.zeros(len(X)))[0] for _ in range(3))
     return {"threads": numba.get_num_threads(), "n": spec["n"], "best_s": round(best, 4),
             "pair_features_per_s": spec["n"] ** 2 * A / best}
 
@@ -198,15 +193,9 @@ def worker_limit(spec):
 WORKERS = {"online": worker_online, "batch": worker_batch, "limit": worker_limit}
 
 
-def launch(spec, threads=2):
-    quiet = harness.wait_until_quiet(1.0, 30.0)
-    print(f"[bench] {spec['kind']} {spec.get('n')} m={spec.get('m')} (busy {quiet['busy_cores_at_launch']})",
-          file=sys.stderr, flush=True)
-    result = harness.run_worker(__file__, ["--worker", json.dumps(spec)], threads, WORKER_TIMEOUT_S)
-    result["launch"] = quiet
-    if not result.get("ok"):
-        print(f"[bench]   FAILED: {result.get('error')}", file=sys.stderr, flush=True)
-    return result
+def launch(spec, args, threads=2):
+    return harness.launch(__file__, spec, threads=threads, timeout=WORKER_TIMEOUT_S, quiet_cores=1.0,
+                          idle_wait=args.idle_wait)
 
 
 # --------------------------------------------------------------------------- #
@@ -225,14 +214,11 @@ def sci(v):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="10^5 rows; M sweep 200/500/2000")
+    parser = harness.options(__doc__, quick="10^5 rows; M sweep 200/500/2000", idle_wait=30.0, worker=True)
     parser.add_argument("--rows", type=int, nargs="+", help="row counts (default 10^6 10^7)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = harness.parse_args(parser, argv)
     if args.worker:
-        spec = json.loads(args.worker)
-        harness.emit_result(WORKERS[spec["kind"]](spec))
+        harness.serve_worker(args.worker, WORKERS)
         return 0
 
     rows = args.rows or ([100_000] if args.quick else [1_000_000, 10_000_000])
@@ -242,13 +228,13 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="dmargin_online_scale_")
     out = {"benchmark": "online_scale", "mode": "quick" if args.quick else "full",
            "machine": harness.machine_info(["numpy", "numba", "dask", "pyarrow", "dmargin"]),
-           "revision": harness.git_revision(HERE.parent),
+           "revision": harness.git_revision(harness.REPO),
            "dataset": {"features": A, "informative": N_INFORMATIVE, "row_group": row_group,
                        "generator": "2 classes x 2 Gaussian clusters (sd 1), centroids -/+(0.5 + "
                                     "U[0,1]) on 10 informative features, 40 N(0,1) noise "
                                     "features, columns permuted (seed 0)",
                        "informative_columns": layout()[1]},
-           "limit": [launch({"kind": "limit", "n": 2000 if args.quick else 4000}, threads=t)
+           "limit": [launch({"kind": "limit", "n": 2000 if args.quick else 4000}, args, threads=t)
                      for t in (1, 2)],
            "passes": [], "sweep": {}}
     try:
@@ -261,13 +247,13 @@ def main(argv=None):
                   file=sys.stderr, flush=True)
             ms = sorted(set(sweep) | {m_main}) if n == sweep_n else [m_main]
             results = {m: launch({"kind": "online", "n": n, "m": m, "path": path,
-                                  "block_size": 10_000}) for m in ms}
+                                  "block_size": 10_000}, args) for m in ms}
             for m, r in results.items():
                 r["parquet_mib"] = round(size / 2**20, 1)
                 if m == m_main and n in rows:
                     out["passes"].append(r)
             if n == sweep_n:
-                batch = launch({"kind": "batch", "n": min(SUBSAMPLE, n)})
+                batch = launch({"kind": "batch", "n": min(SUBSAMPLE, n)}, args)
                 top_m = max(ms)
                 out["sweep"] = {
                     "n": n, "batch_subsample": min(SUBSAMPLE, n), "batch_n_iter": batch.get("n_iter"),
@@ -285,7 +271,7 @@ def main(argv=None):
 
     out["markdown"] = render(out, m_main)
     name = "online_scale_quick.json" if args.quick else "online_scale.json"
-    harness.write_json(HERE / "results" / name, out)
+    harness.write_json(harness.RESULTS / name, out)
     print(out["markdown"])
     return 0
 

@@ -32,31 +32,29 @@ float64 matrix (their own normalisation is then a no-op up to rounding).
 Usage::
 
     python benchmarks/bench_relief_speed.py            # full run (~10 min on a quiet 2-core machine)
-    python benchmarks/bench_relief_speed.py --quick    # N = 1000, 2000; no 50k run
+    python benchmarks/bench_relief_speed.py --quick    # N = 1000, 2000, one steady fit;
+                                                       # limit at N = 2000, scale run at N = 5000
 
 Only the public API of dmargin is used (``dmargin.ReliefF``, ``dmargin.IRelief``).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import sys
-import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
-RESULT_PATH = HERE / "results" / "relief_speed.json"
+RESULT_PATH = harness.RESULTS / "relief_speed.json"
 
 N_FULL = (1000, 2000, 4000, 8000)
 N_QUICK = (1000, 2000)
+N_LIMIT_QUICK = 2000
+N_SCALE_QUICK = 5000
 THREADS = (1, 2)
 A_SPEED = 50
 N_LIMIT, A_LIMIT = 8000, 50
@@ -191,42 +189,6 @@ def top_features(estimator, k: int = 5) -> list[int]:
 
 
 # --------------------------------------------------------------------------- #
-# the practical limit: a fused abs-difference loop
-# --------------------------------------------------------------------------- #
-def fused_abs_diff(X: np.ndarray, acc: np.ndarray) -> None:
-    """``acc[i] += sum_j sum_k |X[i, k] - X[j, k]|`` over all ordered pairs."""
-    fused = _compiled_fused_abs_diff()
-    fused(X, acc)
-
-
-_FUSED = None
-
-
-def _compiled_fused_abs_diff():
-    global _FUSED
-    if _FUSED is None:
-        from numba import njit, prange
-
-        @njit(parallel=True, fastmath=True)
-        def kernel(X, acc):
-            n, a = X.shape
-            zero = X.dtype.type(0)  # accumulate in X's own precision
-            for i in prange(n):
-                xi = X[i]
-                total = acc[i]
-                for j in range(n):
-                    xj = X[j]
-                    pair = zero
-                    for k in range(a):
-                        pair += abs(xi[k] - xj[k])
-                    total += pair
-                acc[i] = total
-
-        _FUSED = kernel
-    return _FUSED
-
-
-# --------------------------------------------------------------------------- #
 # workers: each runs in its own subprocess and emits one JSON result
 # --------------------------------------------------------------------------- #
 def memory_fields(rss_before: float, peak_before: float) -> dict:
@@ -289,11 +251,11 @@ def worker_limit(spec: dict) -> dict:
     out = {"numba_threads": numba.get_num_threads()}
     for name, dtype in (("float64", np.float64), ("float32", np.float32)):
         Xd = np.ascontiguousarray(X, dtype=dtype)
-        fused_abs_diff(Xd[:256], np.zeros(256, dtype=dtype))  # JIT warm-up
+        harness.fused_abs_diff(Xd[:256], np.zeros(256, dtype=dtype))  # JIT warm-up
         monitor = harness.CpuMonitor().start()
         times = []
         for _ in range(spec["repeats"]):
-            seconds, _ = harness.timed(fused_abs_diff, Xd, np.zeros(n, dtype=dtype))
+            seconds, _ = harness.timed(harness.fused_abs_diff, Xd, np.zeros(n, dtype=dtype))
             times.append(seconds)
         best = min(times)
         out[name] = {
@@ -355,71 +317,10 @@ def worker_scale(spec: dict) -> dict:
 WORKERS = {"fit": worker_fit, "limit": worker_limit, "estep": worker_estep, "scale": worker_scale}
 
 
-def run_as_worker(spec_json: str) -> None:
-    from sklearn.exceptions import ConvergenceWarning
-
-    warnings.filterwarnings("ignore", category=ConvergenceWarning)  # expected with tol=0
-    spec = json.loads(spec_json)
-    result = WORKERS[spec["kind"]](spec)
-    result["other_cores_busy"] = max(_find_key(result, "other_cores_busy"), default=None)
-    harness.emit_result({"spec": spec, "threads": spec["threads"], **result})
-
-
-def _find_key(obj, key):
-    """Every value stored under ``key`` anywhere in nested dicts."""
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if k == key and v is not None:
-                yield v
-            else:
-                yield from _find_key(v, key)
-
-
 # --------------------------------------------------------------------------- #
 # parent: schedule the subprocesses
 # --------------------------------------------------------------------------- #
-@dataclass(frozen=True)
-class Schedule:
-    """How patient to be with other processes on a shared machine."""
-
-    idle_wait_s: float = 60.0  # before each run, wait up to this long for a quiet machine
-    attempts: int = 2  # runs of a measurement at most, while others disturb it
-
-
-def launch(spec: dict, schedule: Schedule) -> dict:
-    """Run one measurement subprocess after waiting (bounded) for a quiet machine.
-
-    When other processes kept >= QUIET_BUSY_CORES cores busy during the measurement,
-    it is repeated (up to ``schedule.attempts`` runs in all) and the least disturbed
-    run kept.
-    """
-    label = " ".join(f"{k}={v}" for k, v in spec.items() if k in ("kind", "method", "n", "threads"))
-    best = None
-    for attempt in range(1, schedule.attempts + 1):
-        quiet = harness.wait_until_quiet(QUIET_BUSY_CORES, schedule.idle_wait_s)
-        print(f"[bench] {label} #{attempt} (busy at launch: {quiet['busy_cores_at_launch']} cores) ...",
-              file=sys.stderr, flush=True)
-        result = harness.run_worker(__file__, ["--worker", json.dumps(spec)], spec["threads"], WORKER_TIMEOUT_S)
-        result.setdefault("spec", spec)
-        result.update(launch=quiet, attempt=attempt)
-        busy = result.get("other_cores_busy")
-        status = f"ok, others busy {busy} cores" if result.get("ok") else f"FAILED: {result.get('error', '')[-300:]}"
-        print(f"[bench]   {status} ({result.get('subprocess_wall_s', '?')} s)", file=sys.stderr, flush=True)
-        if best is None or _less_disturbed(result, best):
-            best = result
-        if not result.get("ok") or busy is None or busy < QUIET_BUSY_CORES:
-            break
-    best["attempts"] = attempt
-    return best
-
-
-def _less_disturbed(new: dict, old: dict) -> bool:
-    if not old.get("ok"):
-        return bool(new.get("ok"))
-    return bool(new.get("ok")) and (new.get("other_cores_busy") or 0) < (old.get("other_cores_busy") or 0)
-
-
-def fit_spec(method: str, n: int, threads: int, largest_n: int) -> dict:
+def fit_spec(method: str, n: int, threads: int, largest_n: int, steady_repeats: int) -> dict:
     single = method == "skrebate.ReliefF" and n >= SKREBATE_SINGLE_FIT_FROM_N
     return {
         "kind": "fit",
@@ -427,29 +328,36 @@ def fit_spec(method: str, n: int, threads: int, largest_n: int) -> dict:
         "n": n,
         "features": A_SPEED,
         "threads": threads,
-        "steady_repeats": 0 if single else STEADY_REPEATS,
+        "steady_repeats": 0 if single else steady_repeats,
         "steady_budget_s": STEADY_BUDGET_S,
         "keep_importances": n == largest_n,
     }
 
 
-def run_speed(ns, schedule: Schedule) -> list[dict]:
-    return [launch(fit_spec(m, n, t, max(ns)), schedule) for n in ns for m in SPEED_METHODS for t in THREADS]
+def launch(spec: dict, args) -> dict:
+    """One measurement in a fresh subprocess, on a machine as quiet as ``args`` asks."""
+    return harness.launch(__file__, spec, threads=spec["threads"], timeout=WORKER_TIMEOUT_S,
+                          quiet_cores=QUIET_BUSY_CORES, idle_wait=args.idle_wait, attempts=args.attempts)
 
 
-def run_limit(n: int, schedule: Schedule) -> list[dict]:
+def run_speed(ns, steady_repeats: int, args) -> list[dict]:
+    return [launch(fit_spec(m, n, t, max(ns), steady_repeats), args)
+            for n in ns for m in SPEED_METHODS for t in THREADS]
+
+
+def run_limit(n: int, repeats: int, args) -> list[dict]:
     results = []
     for threads in THREADS:
-        base = {"n": n, "features": A_LIMIT, "threads": threads, "repeats": 3}
+        base = {"n": n, "features": A_LIMIT, "threads": threads, "repeats": repeats}
         results.append({
-            "fused": launch({"kind": "limit", **base}, schedule),
-            "estep": launch({"kind": "estep", **base}, schedule),
+            "fused": launch({"kind": "limit", **base}, args),
+            "estep": launch({"kind": "estep", **base}, args),
         })
     return results
 
 
-def run_scale(schedule: Schedule) -> dict:
-    return launch({"kind": "scale", "n": N_SCALE, "features": A_SCALE, "threads": max(THREADS)}, schedule)
+def run_scale(n: int, args) -> dict:
+    return launch({"kind": "scale", "n": n, "features": A_SCALE, "threads": max(THREADS)}, args)
 
 
 # --------------------------------------------------------------------------- #
@@ -570,9 +478,9 @@ def scale_rows(scale: dict | None) -> tuple[list[str], list[list]]:
     if not scale:
         return headers, []
     if not scale.get("ok"):
-        return headers, [[N_SCALE, A_SCALE, scale["spec"]["threads"], "FAILED", None, None, None, None]]
+        return headers, [[scale["spec"]["n"], A_SCALE, scale["spec"]["threads"], "FAILED", None, None, None, None]]
     return headers, [[
-        N_SCALE, A_SCALE, scale["threads"], fmt_s(scale["fit_s"]), fmt_s(scale["subprocess_wall_s"]),
+        scale["spec"]["n"], A_SCALE, scale["threads"], fmt_s(scale["fit_s"]), fmt_s(scale["subprocess_wall_s"]),
         scale["rss_before_fit_mib"], scale["peak_rss_mib"], "yes" if scale["under_limit"] else "NO",
     ]]
 
@@ -650,6 +558,7 @@ def targets(speed, limit, scale, largest_n) -> dict:
             out[f"estep_fraction_whole_fit_{t}thr"] = whole
             out[f"estep_at_least_30pct_{t}thr"] = per is not None and per >= TARGET_ESTEP_FRACTION
     if scale is not None:
+        out["scale_n"] = scale["spec"]["n"]
         out["scale_peak_rss_mib"] = scale.get("peak_rss_mib")
         out["scale_under_2gb"] = scale.get("under_limit") if scale.get("ok") else None
     return out
@@ -668,7 +577,7 @@ def render_markdown(machine, speed, limit, scale, ns, top5, goals) -> str:
         f"`*` skrebate at N >= {SKREBATE_SINGLE_FIT_FROM_N}: a single fit (no JIT in skrebate). "
         "Ratios use steady-state times; > 1 means dmargin is faster."
     )
-    parts.append(f"#### Pairwise limit, N = {N_LIMIT}, A = {A_LIMIT} (pf/s = N*N*A / seconds)")
+    parts.append(f"#### Pairwise limit, N = {limit[0]['fused']['spec']['n']}, A = {A_LIMIT} (pf/s = N*N*A / seconds)")
     parts.append(harness.markdown_table(*limit_rows(limit)))
     parts.append(f"#### Memory of the fits at N = {max(ns)}, A = {A_SPEED} (peak includes JIT compilation)")
     parts.append(harness.markdown_table(*memory_rows(speed, max(ns))))
@@ -731,7 +640,7 @@ def targets_rows(goals: dict) -> tuple[list[str], list[list]]:
                 met(goals[f"estep_at_least_30pct_{t}thr"]),
             ])
     if "scale_under_2gb" in goals:
-        rows.append([f"IRelief(max_iter=2) peak RSS < 2 GB at N={N_SCALE:,}, A={A_SCALE}",
+        rows.append([f"IRelief(max_iter=2) peak RSS < 2 GB at N={goals['scale_n']:,}, A={A_SCALE}",
                      f"{goals['scale_peak_rss_mib']} MiB", met(goals["scale_under_2gb"])])
     return ["target", "measured", "met"], rows
 
@@ -739,34 +648,26 @@ def targets_rows(goals: dict) -> tuple[list[str], list[list]]:
 # --------------------------------------------------------------------------- #
 # main
 # --------------------------------------------------------------------------- #
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="N = 1000, 2000 only; skip the N = 50,000 run")
-    parser.add_argument("--output", type=Path, default=RESULT_PATH, help="JSON output path")
-    parser.add_argument("--idle-wait", type=float, default=60.0, metavar="S",
-                        help="before each measurement wait up to S seconds for other processes "
-                             f"to use < {QUIET_BUSY_CORES} cores (default 60)")
-    parser.add_argument("--attempts", type=int, default=2, metavar="K",
-                        help="run a measurement disturbed by other processes up to K times in all, "
-                             "keeping the least disturbed run (default 2)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
-
-
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    parser = harness.options(__doc__, quick=f"N = {', '.join(map(str, N_QUICK))} only, one steady fit, "
+                                            f"limit at N = {N_LIMIT_QUICK}, scale run at N = {N_SCALE_QUICK:,}",
+                             idle_wait=60.0, attempts=2, worker=True)
+    parser.add_argument("--output", type=Path, default=RESULT_PATH, help="JSON output path")
+    args = harness.parse_args(parser, argv)
     if args.worker:
-        run_as_worker(args.worker)
+        harness.serve_worker(args.worker, WORKERS)
         return 0
 
     ns = N_QUICK if args.quick else N_FULL
+    steady_repeats, limit_repeats = (1, 1) if args.quick else (STEADY_REPEATS, 3)
+    n_limit = N_LIMIT_QUICK if args.quick else N_LIMIT
+    n_scale = N_SCALE_QUICK if args.quick else N_SCALE
     machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba", "llvmlite", "skrebate", "fast-select", "joblib"])
-    machine["dmargin_git"] = harness.git_revision(HERE.parent)
+    machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
-    schedule = Schedule(idle_wait_s=args.idle_wait, attempts=args.attempts)
-    speed = run_speed(ns, schedule)
-    limit = run_limit(N_LIMIT, schedule)
-    scale = None if args.quick else run_scale(schedule)
+    speed = run_speed(ns, steady_repeats, args)
+    limit = run_limit(n_limit, limit_repeats, args)
+    scale = run_scale(n_scale, args)
 
     top5 = top5_summary(speed, max(ns))
     goals = targets(speed, limit, scale, max(ns))
@@ -780,25 +681,26 @@ def main(argv=None) -> int:
             "generator": "sklearn.datasets.make_classification",
             "arguments": dataset_args("N", A_SPEED),
             "preprocessing": "per-column min-max scaling to [0, 1], float64, C-contiguous",
-            "sizes": {"speed": list(ns), "limit": [N_LIMIT, A_LIMIT], "scale": None if args.quick else [N_SCALE, A_SCALE]},
+            "sizes": {"speed": list(ns), "limit": [n_limit, A_LIMIT], "scale": [n_scale, A_SCALE]},
         },
         "protocol": {
             "subprocess_per_measurement": True,
             "thread_env_vars": list(harness.THREAD_VARS),
             "fresh_numba_cache_dir_per_subprocess": True,
-            "steady_state": f"best of up to {STEADY_REPEATS} fits after the first, stopping early once "
+            "steady_state": f"best of up to {steady_repeats} fits after the first, stopping early once "
                             f"the repeats used {STEADY_BUDGET_S:.0f} s",
             "skrebate_single_fit_from_n": SKREBATE_SINGLE_FIT_FROM_N,
             "memory": "rss_before_fit from /proc/self/statm after imports and data; peak_rss from "
                       "getrusage(RUSAGE_SELF).ru_maxrss after the fits; children_rss = live worker processes",
-            "estep": "IRelief(max_iter=1, tol=0) and (max_iter=2, tol=0), best of 3 each after a warm-up fit; "
-                     "per-iteration = difference",
+            "estep": f"IRelief(max_iter=1, tol=0) and (max_iter=2, tol=0), best of {limit_repeats} each after "
+                     "a warm-up fit; per-iteration = difference",
             "fused_loop": "prange over i, per pair sum_k |x_ik - x_jk| in X's dtype, njit(parallel=True, "
-                          "fastmath=True); warm-up on 256 rows, then best of 3; float64 is the reference",
-            "contention": f"before each measurement wait up to {schedule.idle_wait_s:.0f} s until other processes "
+                          f"fastmath=True); warm-up on 256 rows, then best of {limit_repeats}; float64 is the "
+                          "reference",
+            "contention": f"before each measurement wait up to {args.idle_wait:.0f} s until other processes "
                           f"use < {QUIET_BUSY_CORES} cores; other_cores_busy = average cores used by other "
                           f"processes during the timed part; a disturbed measurement is run up to "
-                          f"{schedule.attempts} times, the least disturbed kept",
+                          f"{args.attempts} times, the least disturbed kept",
             "memory_limit_mib": round(MEMORY_LIMIT_MIB, 1),
         },
         "input_handling": INPUT_HANDLING,

@@ -23,17 +23,16 @@ load at start is recorded (``busy_cores_at_start``).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness as harness  # noqa: E402
+from _datasets import load_pmlb, load_skf_mat  # noqa: E402
 
-from benchmarks import _datasets, _harness  # noqa: E402
 from dmargin._boosting import BDSFS, SBSMF, AdaBoostCR, boost  # noqa: E402
 from dmargin._simba import Simba  # noqa: E402
 
@@ -85,7 +84,7 @@ def part_accuracy(quick):
     repeats, folds = (2, 5) if quick else (10, 10)
     out, rows = {}, []
     for name, (path, label) in SETS.items():
-        ds = _datasets.load_pmlb(path, label)
+        ds = load_pmlb(path, label)
         X, y = ds.X, ds.y
         if name == "musk-clean1":  # molecule/conformation names identify the bag: drop
             keep = [i for i, f in enumerate(ds.feature_names) if f.startswith("f")]
@@ -98,7 +97,7 @@ def part_accuracy(quick):
                "methods": {}}
         subsets = {"All": np.arange(X.shape[1])}
         for m, sel in _selectors(k, quick).items():
-            t, fitted = _harness.timed(sel.fit, X, y)
+            t, fitted = harness.timed(sel.fit, X, y)
             subsets[m] = np.flatnonzero(fitted.get_support())
             res["methods"][m] = {"select_s": round(t, 2), "features": subsets[m].tolist()}
         for cname, clf in _classifiers().items():
@@ -122,7 +121,7 @@ def part_accuracy(quick):
             res[f"acceptance_{cname}"] = sbs["mark"] != "-"
             res[f"acceptance_{cname}_mean_ge_all"] = bool(sbs["mean"]
                                                           >= res["methods"]["All"][cname]["mean"])
-    table = _harness.markdown_table(["set", "classifier", "features", "ours (%)", "paper (%)"],
+    table = harness.markdown_table(["set", "classifier", "features", "ours (%)", "paper (%)"],
                                     rows)
     return {"protocol": f"{repeats} x {folds}-fold stratified CV; top 40% by each selector "
                         "ranked on the whole set; '+'/'-': paired t-test p<0.05 vs all features",
@@ -135,14 +134,14 @@ def part_microarray(quick):
     sets = {"prostate-ge": "prostate-ge/Prostate-GE.mat", "colon": "colon/colon.mat"}
     out, rows = {}, []
     for name, path in sets.items():
-        ds = _datasets.load_skf_mat(path, name)
+        ds = load_skf_mat(path, name)
         X, y = ds.X, ds.y
         if quick:
             X = X[:, np.argsort(-X.var(0))[:600]]  # fewer genes in the quick mode
         res = {"n_samples": int(X.shape[0]), "n_features": int(X.shape[1]), "curves": {}}
         orders = {}
         for m, sel in _selectors(1, quick, balanced=True, step="halving").items():
-            t, fitted = _harness.timed(sel.fit, X, y)
+            t, fitted = harness.timed(sel.fit, X, y)
             if hasattr(fitted, "ranking_"):
                 orders[m] = np.argsort(fitted.ranking_, kind="stable")
             else:
@@ -157,7 +156,7 @@ def part_microarray(quick):
                 res["curves"][m][cname] = dict(zip(map(str, sizes), aucs))
                 rows.append([name, cname, m, *aucs, round(allf, 4)])
         out[name] = res
-    table = _harness.markdown_table(["set", "classifier", "selector",
+    table = harness.markdown_table(["set", "classifier", "selector",
                                      *[f"AUC@{s}" for s in sizes], "all features"], rows)
     return {"protocol": f"{repeats} x stratified 10-fold CV AUC; ranking on the whole set; "
                         "SBS-MF/AdaBoost-CR with step='halving' and class_weight='balanced'",
@@ -177,9 +176,9 @@ def part_speed(quick):
     y = rng.integers(0, 2, n)
     X = rng.normal(size=(n, a))
     X[:, :5] += y[:, None] * np.linspace(0.3, 1.5, 5)
-    t_ours, ours = _harness.timed(SBSMF(1, n_estimators=n_est).fit, X, y)
+    t_ours, ours = harness.timed(SBSMF(1, n_estimators=n_est).fit, X, y)
     ada = AdaBoostClassifier(DecisionTreeClassifier(max_depth=1), n_estimators=n_est)
-    t_rfe, rfe = _harness.timed(RFE(ada, n_features_to_select=1, step=1).fit, X, y)
+    t_rfe, rfe = harness.timed(RFE(ada, n_features_to_select=1, step=1).fit, X, y)
     rows = [["SBS-MF (dmargin)", n, a, n_est, round(t_ours, 2)],
             ["RFE(AdaBoostClassifier stumps) (sklearn)", n, a, n_est, round(t_rfe, 2)]]
     scaling = {}
@@ -194,7 +193,7 @@ def part_speed(quick):
         boost(binned, np.arange(20), 2, cw, (left, left[:, -1]))  # compile / warm
         best = []
         for _ in range(3):  # best of 3: one run is at the mercy of the machine
-            t, st = _harness.timed(boost, binned, np.arange(20), 20, cw, (left, left[:, -1]))
+            t, st = harness.timed(boost, binned, np.arange(20), 20, cw, (left, left[:, -1]))
             best.append(t / max(1, st.alpha.size))
         scaling[rows_n] = min(best)
         rows.append(["stump search per round, 20 features", rows_n, 20, 1,
@@ -206,31 +205,33 @@ def part_speed(quick):
             == sorted(np.argsort(rfe.ranking_)[:5].tolist())),
             "round_s": {str(k): round(v, 5) for k, v in scaling.items()},
             "rows_x10_time_ratio": round(ratio, 2), "acceptance_ratio_le_12": bool(ratio <= 12),
-            "markdown": _harness.markdown_table(["what", "rows", "features", "estimators",
+            "markdown": harness.markdown_table(["what", "rows", "features", "estimators",
                                                  "seconds"], rows)}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
+def main(argv=None):
+    ap = harness.options(__doc__, quick="accuracy: 2 x 5-fold CV, mushroom subsampled to 2,000 rows, 30 "
+                                        "boosting rounds; microarray: 600 genes, one CV repeat; speed: "
+                                        "2,000 x 20, stump rounds at 10^4 and 10^5 rows")
     ap.add_argument("--part", default="all", choices=["all", "accuracy", "microarray", "speed"])
-    args = ap.parse_args()
+    args = harness.parse_args(ap, argv)
     parts = {"accuracy": part_accuracy, "microarray": part_microarray, "speed": part_speed}
     for name, fn in parts.items():
         if args.part not in ("all", name):
             continue
-        busy = _harness.machine_busy_cores()
+        busy = harness.machine_busy_cores()
         start = time.perf_counter()
         result = fn(args.quick)
         result.update(quick=args.quick, busy_cores_at_start=round(busy, 2),
                       wall_s=round(time.perf_counter() - start, 1),
-                      machine=_harness.machine_info(["numpy", "scikit-learn", "numba", "dask"]),
-                      git=_harness.git_revision(HERE.parent))
+                      machine=harness.machine_info(["numpy", "scikit-learn", "numba", "dask"]),
+                      git=harness.git_revision(harness.REPO))
         suffix = "_quick" if args.quick else ""
-        path = _harness.write_json(HERE / "results" / f"sbsmf_{name}{suffix}.json", result)
+        path = harness.write_json(harness.RESULTS / f"sbsmf_{name}{suffix}.json", result)
         print(result["markdown"])
         print(f"-> {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

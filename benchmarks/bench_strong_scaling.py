@@ -23,20 +23,17 @@ What is measured (results go to ``benchmarks/results/strong_scaling.json``, or
 Usage::
 
     python benchmarks/bench_strong_scaling.py            # N = 20,000
-    python benchmarks/bench_strong_scaling.py --quick    # N = 6,000, fewer repeats
+    python benchmarks/bench_strong_scaling.py --quick    # N = 6,000, one fit per cluster size
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import warnings
 from pathlib import Path
 
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
 A = 50
@@ -117,15 +114,11 @@ def task_summary(stream, repeats):
                                           sorted(kinds.items(), key=lambda kv: -kv[1])[:8]}}
 
 
-def launch(spec):
-    quiet = harness.wait_until_quiet(1.0, 60.0)
-    print(f"[bench] {spec} (busy {quiet['busy_cores_at_launch']})", file=sys.stderr, flush=True)
+def launch(spec, args):
     monitor = harness.CpuMonitor().start()
-    result = harness.run_worker(__file__, ["--worker", json.dumps(spec)], 1, WORKER_TIMEOUT_S)
+    result = harness.launch(__file__, spec, threads=1, timeout=WORKER_TIMEOUT_S, quiet_cores=1.0,
+                            idle_wait=args.idle_wait)
     result["machine_during_run"] = monitor.stop()  # this process' children = driver + workers
-    result["launch"] = quiet
-    if not result.get("ok"):
-        print(f"[bench]   FAILED: {result.get('error')}", file=sys.stderr, flush=True)
     return result
 
 
@@ -182,20 +175,20 @@ def model(one, two, n):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    parser = harness.options(__doc__, quick=f"N = {N_QUICK:,}, one fit per cluster size", idle_wait=60.0,
+                             worker=True)
+    args = harness.parse_args(parser, argv)
     if args.worker:
-        harness.emit_result(worker_cluster(json.loads(args.worker)))
+        harness.serve_worker(args.worker, {"cluster": worker_cluster})
         return 0
 
     n = N_QUICK if args.quick else N_FULL
-    repeats = 2 if args.quick else REPEATS
-    runs = {p: launch({"workers": p, "n": n, "repeats": repeats, "tiny": p == 2}) for p in (1, 2)}
+    repeats = 1 if args.quick else REPEATS
+    runs = {p: launch({"kind": "cluster", "workers": p, "n": n, "repeats": repeats, "tiny": p == 2}, args)
+            for p in (1, 2)}
     out = {"benchmark": "strong_scaling", "mode": "quick" if args.quick else "full",
            "machine": harness.machine_info(["numpy", "numba", "dask", "distributed", "dmargin"]),
-           "revision": harness.git_revision(HERE.parent), "n": n, "features": A,
+           "revision": harness.git_revision(harness.REPO), "n": n, "features": A,
            "runs": {str(p): r for p, r in runs.items()}}
     one, two = runs[1], runs[2]
     if one.get("ok") and two.get("ok"):
@@ -207,7 +200,7 @@ def main(argv=None):
         out["model"] = model(one, two, n)
     out["markdown"] = render(out)
     name = "strong_scaling_quick.json" if args.quick else "strong_scaling.json"
-    harness.write_json(HERE / "results" / name, out)
+    harness.write_json(harness.RESULTS / name, out)
     print(out["markdown"])
     return 0
 
