@@ -1,5 +1,12 @@
 """Where dmargin meets dask: "is this dask?", and every wait on a cluster.
 
+The one place besides the engine, the Parquet reader and the CLI's Client that
+imports dask or distributed: the type tests (:func:`is_dask_collection`,
+:func:`is_dask_array`, :func:`is_dask_frame`, :func:`is_dask_series`), the
+few dask calls the data layer needs (:func:`as_dask_array`,
+:func:`persist_with_known_rows`, :func:`from_pandas`, :func:`local_cluster`),
+and the waits.
+
 Every computation dmargin brings back from dask goes through :func:`compute`
 (or :func:`gather` for one value).  Without a ``distributed.Client`` it is
 ``dask.compute``.  With one, it submits the graph and waits in short polls,
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 
 logger = logging.getLogger("dmargin")
 
@@ -46,6 +54,79 @@ def is_dask_collection(x) -> bool:
     except ImportError:  # pragma: no cover - dask is a dependency
         return False
     return dask.is_dask_collection(x)
+
+
+def is_dask_array(x) -> bool:
+    """Whether ``x`` is a dask array."""
+    if not is_dask_collection(x):
+        return False
+    import dask.array as da
+
+    return isinstance(x, da.Array)
+
+
+def is_dask_frame(x) -> bool:
+    """Whether ``x`` is a dask DataFrame."""
+    if not is_dask_collection(x):
+        return False
+    import dask.dataframe as dd
+
+    return isinstance(x, dd.DataFrame)
+
+
+def is_dask_series(x) -> bool:
+    """Whether ``x`` is a dask Series."""
+    if not is_dask_collection(x):
+        return False
+    import dask.dataframe as dd
+
+    return isinstance(x, dd.Series)
+
+
+def as_dask_array(x):
+    """``x`` as a dask array (numpy input in dask's default chunks)."""
+    import dask.array as da
+
+    return da.asarray(x)
+
+
+def persist_with_known_rows(*arrays):
+    """Dask arrays persisted in one call, with the row chunk sizes of their blocks.
+
+    Arrays made from DataFrames have unknown row chunk sizes; the sizes are
+    read from the persisted blocks instead of another pass over the source,
+    and blocks the arrays share (X and y from one frame) are computed once.
+    """
+    import dask
+    import dask.array as da
+
+    arrays = dask.persist(*arrays)
+    blocks = [a.to_delayed().ravel() for a in arrays]
+    sizes = compute(*[dask.delayed(len)(b) for bs in blocks for b in bs],
+                    what="the partition lengths")
+    out, start = [], 0
+    for a, bs in zip(arrays, blocks):
+        rows = tuple(int(n) for n in sizes[start:start + len(bs)])
+        start += len(bs)
+        out.append(da.Array(a.dask, a.name, (rows,) + a.chunks[1:], dtype=a.dtype))
+    return out
+
+
+def from_pandas(data, npartitions):
+    """A pandas DataFrame or Series as a dask one of ``npartitions`` partitions."""
+    import dask.dataframe as dd
+
+    return dd.from_pandas(data, npartitions=npartitions)
+
+
+@contextmanager
+def local_cluster(n_workers):
+    """A ``LocalCluster`` of ``n_workers`` single-threaded processes and its Client."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        yield client
 
 
 def active_client():

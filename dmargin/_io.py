@@ -1,4 +1,4 @@
-"""Data in: labels to class codes, and feature scaling in one pass.
+"""Data in: labels to class codes, feature scaling in one pass, rows streamed in blocks.
 
 Works on numpy or dask arrays.  For dask input, the scaling statistics, the
 finite-value check and the label summary are one computation -- no extra
@@ -13,11 +13,12 @@ exactly as ``(x - offset) / span``, bit for bit.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._compat import compute, is_dask_collection
+from ._compat import as_dask_array, client_for, compute, is_dask_collection, run_with_client
 from ._validation import (check_classes, check_known_labels, check_label_values,
                           check_one_label_type, not_finite_error)
 
@@ -142,6 +143,59 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
 
 
 # ---------------------------------------------------------------------------
+# Streaming: row blocks to the driver, one dask block at a time
+# ---------------------------------------------------------------------------
+
+
+def iter_row_blocks(X, codes, bounds):
+    """Yield ``(start, X[start:stop], codes[start:stop])`` as numpy for each bound.
+
+    A dask ``X`` is computed one dask block at a time -- each block once per
+    pass, however many ``bounds`` it spans -- and the next block is computed
+    in a background thread while the caller streams the current one (the
+    online kernel releases the GIL).  Only the blocks that overlap the
+    current bound are held.
+    """
+    if not is_dask_collection(X):
+        for start, stop in bounds:
+            yield (start, np.ascontiguousarray(X[start:stop], dtype=np.float64),
+                   np.asarray(codes[start:stop], dtype=np.int64))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    if codes.chunks[0] != X.chunks[0]:
+        codes = codes.rechunk((X.chunks[0],))
+    edges = np.concatenate([[0], np.cumsum(X.chunks[0])])
+    n_blocks = len(X.chunks[0])
+
+    # The read-ahead thread computes on the caller's client (``as_current`` is per thread).
+    @functools.partial(run_with_client, client=client_for([X]))
+    def load(i):
+        xb, yb = compute(X.blocks[i], codes.blocks[i], what="a streamed block")
+        return (int(edges[i]), int(edges[i + 1]), np.asarray(xb, dtype=np.float64),
+                np.asarray(yb, dtype=np.int64))
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        nxt, future, held = 0, None, []
+        if n_blocks:
+            future, nxt = pool.submit(load, 0), 1
+        for start, stop in bounds:
+            while not held or held[-1][1] < stop:
+                held.append(future.result())
+                future = pool.submit(load, nxt) if nxt < n_blocks else None
+                nxt += 1
+            held = [h for h in held if h[1] > start]
+            parts = [(h[2][max(start - h[0], 0):stop - h[0]],
+                      h[3][max(start - h[0], 0):stop - h[0]]) for h in held if h[0] < stop]
+            if len(parts) == 1:
+                Xa, ya = parts[0]
+            else:
+                Xa = np.concatenate([p[0] for p in parts])
+                ya = np.concatenate([p[1] for p in parts])
+            yield start, np.ascontiguousarray(Xa), np.ascontiguousarray(ya)
+
+
+# ---------------------------------------------------------------------------
 # Dask: one pass for finiteness, ranges, moments and the label summary
 # ---------------------------------------------------------------------------
 
@@ -191,16 +245,14 @@ def _summary_block(block):
 
 
 def _prepare_dask(X, y, scale, distances, names, classes, scaling) -> TrainingData:
-    import dask.array as da
-
-    X = da.asarray(X).astype(np.float64)
-    y = da.asarray(y)
+    X = as_dask_array(X).astype(np.float64)
+    y = as_dask_array(y)
     if X.chunks[0] != y.chunks[0]:
         y = y.rechunk((X.chunks[0],))
     # min/max also for "standard": they size the pre-scaling of huge features.
     moments = scale == "standard" and scaling is None
     bad, summaries, lo, hi, mean, var = compute(
-        (~da.isfinite(X)).sum(axis=0), _label_summary(y), X.min(axis=0), X.max(axis=0),
+        (~np.isfinite(X)).sum(axis=0), _label_summary(y), X.min(axis=0), X.max(axis=0),
         X.mean(axis=0) if moments else None, X.var(axis=0) if moments else None,
         what="the scaling statistics")
     labels = label_summary_combine(summaries)

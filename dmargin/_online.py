@@ -9,7 +9,6 @@ resumed exactly through :mod:`dmargin._checkpoint`.
 
 from __future__ import annotations
 
-import functools
 import numbers
 
 import numpy as np
@@ -18,8 +17,8 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import (N_FEATURES_TO_SELECT, WeightSelector, make_rng, miss_priors, start_fit,
                     timer)
 from ._checkpoint import read_online_state, write_online_state
-from ._compat import client_for, compute, is_dask_collection, run_with_client
-from ._io import Scaling
+from ._compat import compute
+from ._io import Scaling, iter_row_blocks
 from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
 from .engine import online_irelief_steps
 from .progress import fit_steps
@@ -193,7 +192,7 @@ class OnlineIRelief(WeightSelector):
             for p in range(self.n_passes):
                 w_before = self.feature_importances_.copy()
                 with timer("online I-RELIEF pass %d", p + 1):
-                    for start, Xa, ya in _row_blocks(data.X, data.codes, bounds):
+                    for start, Xa, ya in iter_row_blocks(data.X, data.codes, bounds):
                         order = rng.permutation(Xa.shape[0]) if self.shuffle \
                             else np.arange(Xa.shape[0])
                         self._steps(Xa, start, ya, order, ref)
@@ -414,54 +413,6 @@ class OnlineIRelief(WeightSelector):
             est.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
         est._rng = rng
         return est
-
-
-def _row_blocks(X, codes, bounds):
-    """Yield ``(start, X[start:stop], codes[start:stop])`` as numpy for each bound.
-
-    A dask ``X`` is computed one dask block at a time -- each block once per
-    pass, however many ``bounds`` it spans -- and the next block is computed
-    in a background thread while the caller streams the current one (the
-    online kernel releases the GIL).  Only the blocks that overlap the
-    current bound are held.
-    """
-    if not is_dask_collection(X):
-        for start, stop in bounds:
-            yield (start, np.ascontiguousarray(X[start:stop], dtype=np.float64),
-                   np.asarray(codes[start:stop], dtype=np.int64))
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    if codes.chunks[0] != X.chunks[0]:
-        codes = codes.rechunk((X.chunks[0],))
-    edges = np.concatenate([[0], np.cumsum(X.chunks[0])])
-    n_blocks = len(X.chunks[0])
-
-    # The read-ahead thread computes on the caller's client (``as_current`` is per thread).
-    @functools.partial(run_with_client, client=client_for([X]))
-    def load(i):
-        xb, yb = compute(X.blocks[i], codes.blocks[i], what="a streamed block")
-        return (int(edges[i]), int(edges[i + 1]), np.asarray(xb, dtype=np.float64),
-                np.asarray(yb, dtype=np.int64))
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        nxt, future, held = 0, None, []
-        if n_blocks:
-            future, nxt = pool.submit(load, 0), 1
-        for start, stop in bounds:
-            while not held or held[-1][1] < stop:
-                held.append(future.result())
-                future = pool.submit(load, nxt) if nxt < n_blocks else None
-                nxt += 1
-            held = [h for h in held if h[1] > start]
-            parts = [(h[2][max(start - h[0], 0):stop - h[0]],
-                      h[3][max(start - h[0], 0):stop - h[0]]) for h in held if h[0] < stop]
-            if len(parts) == 1:
-                Xa, ya = parts[0]
-            else:
-                Xa = np.concatenate([p[0] for p in parts])
-                ya = np.concatenate([p[1] for p in parts])
-            yield start, np.ascontiguousarray(Xa), np.ascontiguousarray(ya)
 
 
 def _plain_array(values):

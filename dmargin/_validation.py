@@ -18,7 +18,8 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
-from ._compat import compute, is_dask_collection
+from ._compat import (is_dask_array, is_dask_collection, is_dask_frame, is_dask_series,
+                      persist_with_known_rows)
 
 # ---------------------------------------------------------------------------
 # Parameter constraints
@@ -122,12 +123,8 @@ def _frames_to_arrays(X, y):
     distributed warns about (and which would recompute the frame each time).
     ``names`` are X's column names (``None`` for arrays).
     """
-    import dask
-    import dask.array as da
-    import dask.dataframe as dd
-
     names, todo = None, {}
-    if isinstance(X, dd.DataFrame):
+    if is_dask_frame(X):
         bad = _non_numeric_columns(X.dtypes)
         if bad:
             raise ValueError(
@@ -136,12 +133,12 @@ def _frames_to_arrays(X, y):
             )
         names = np.asarray([str(c) for c in X.columns], dtype=object)
         todo["X"] = X.to_dask_array()
-    if isinstance(y, dd.DataFrame):
+    if is_dask_frame(y):
         if len(y.columns) != 1:
             raise ValueError("y must be one label column; got a DataFrame with "
                              f"{len(y.columns)} columns.")
         y = y[y.columns[0]]
-    if isinstance(y, dd.Series):
+    if is_dask_series(y):
         with warnings.catch_warnings():
             # dask stores text labels as pyarrow strings and says so when it hands
             # them back as objects; object labels are what the checks expect.
@@ -150,23 +147,13 @@ def _frames_to_arrays(X, y):
             todo["y"] = y.to_dask_array()
     if not todo:
         return X, y, names
-    arrays = dask.persist(*todo.values())
-    blocks = [a.to_delayed().ravel() for a in arrays]
-    sizes = compute(*[dask.delayed(len)(b) for bs in blocks for b in bs],
-                    what="the partition lengths")
-    out, start = {}, 0
-    for key, a, bs in zip(todo, arrays, blocks):
-        rows = tuple(int(n) for n in sizes[start:start + len(bs)])
-        start += len(bs)
-        out[key] = da.Array(a.dask, a.name, (rows,) + a.chunks[1:], dtype=a.dtype)
+    out = dict(zip(todo, persist_with_known_rows(*todo.values())))
     return out.get("X", X), out.get("y", y), names
 
 
 def _check_dask_X(estimator, X, reset, names=None):
     """Metadata-only checks for a dask array; returns it (object blocks as float64)."""
-    import dask.array as da
-
-    if not isinstance(X, da.Array):
+    if not is_dask_array(X):
         raise TypeError(f"Expected a dask array or DataFrame, got {type(X).__name__}.")
     if X.ndim != 2:
         raise ValueError(f"Expected a 2-D array of shape (n_samples, n_features); got {X.ndim}-D.")
@@ -249,9 +236,7 @@ def _complex_error(what):
 
 def _as_label_array(y):
     """Labels as a 1-D numpy or dask array (pandas Series unwrapped)."""
-    import dask.array as da
-
-    if isinstance(y, da.Array):
+    if is_dask_array(y):
         return y
     if hasattr(y, "to_numpy"):
         y = y.to_numpy()

@@ -58,7 +58,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._compat import ClusterStalledError, WorkerMemoryError
+from ._compat import ClusterStalledError, WorkerMemoryError, compute
 from .progress import on_progress
 
 METHODS = {
@@ -430,9 +430,7 @@ def _read(path: str, label: str, use_dask: bool, features=None, exclude=(),
         names = parquet_features(str(p), label, features, exclude=tuple(exclude or ()))
         X, y = read_parquet(str(p), label, features=names, missing_label=missing_label)
         if not use_dask:
-            import dask
-
-            X, y = dask.compute(X, y)
+            X, y = compute(X, y, what=f"the rows of {p}")
             X = pd.DataFrame(X, columns=names)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         message = str(exc)

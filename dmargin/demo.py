@@ -13,6 +13,7 @@ import pandas as pd
 from numba.core.event import install_timer
 
 from . import IRelief, ReliefF
+from ._compat import from_pandas, local_cluster
 from .datasets import load_dataset
 
 
@@ -28,8 +29,9 @@ def _ranking(X, y):
         index=pd.Index(X.columns if hasattr(X, "columns") else irelief.feature_names_in_,
                        name="feature"),
     )
-    table["I-RELIEF rank"] = table["I-RELIEF weight"].rank(ascending=False, method="first").astype(int)
-    table["ReliefF rank"] = table["ReliefF weight"].rank(ascending=False, method="first").astype(int)
+    for method in ("I-RELIEF", "ReliefF"):
+        table[f"{method} rank"] = table[f"{method} weight"].rank(ascending=False,
+                                                                 method="first").astype(int)
     return table.sort_values("I-RELIEF rank"), irelief.n_iter_, t1 - t0, t2 - t1
 
 
@@ -55,15 +57,9 @@ def main(argv=None):
 
     if args.no_cluster:
         return
-    import dask.dataframe as dd
-    from distributed import Client, LocalCluster
-
     print("\nThe same fit on a LocalCluster of 2 worker processes (dask DataFrame input):")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        ddf = dd.from_pandas(X, npartitions=4)
-        dy = dd.from_pandas(y, npartitions=4)
-        on_cluster, n_iter_c, t_c, _ = _ranking(ddf, dy)
+    with local_cluster(n_workers=2) as client:
+        on_cluster, n_iter_c, t_c, _ = _ranking(from_pandas(X, 4), from_pandas(y, 4))
         workers = len(client.scheduler_info()["workers"])
     same = np.allclose(on_cluster["I-RELIEF weight"].loc[table.index],
                        table["I-RELIEF weight"], rtol=0, atol=1e-10)

@@ -11,6 +11,7 @@ import pytest
 from dask.callbacks import Callback
 
 from dmargin import OnlineIRelief, _online
+from dmargin._io import iter_row_blocks
 from dmargin._parquet import iter_parquet, read_parquet
 
 try:  # tests/ as a package
@@ -309,14 +310,13 @@ def test_fit_on_parquet_never_holds_all_rows(tmp_path, monkeypatch, block_size):
 
 
 def test_row_blocks_cut_dask_chunks_like_numpy():
-    """_row_blocks gives the same blocks from any dask chunking (empty chunks too)."""
+    """iter_row_blocks gives the same blocks from any dask chunking (empty chunks too)."""
     X, y = _data(n=400)
     bounds = [(s, min(s + 70, 400)) for s in range(0, 400, 70)]
-    # _row_blocks is the fit's private block reader; no public call exposes its blocks.
-    expected = list(_online._row_blocks(X, y, bounds))
+    expected = list(iter_row_blocks(X, y, bounds))
     for rows in [400, 33, (100, 0, 50, 250)]:
-        got = list(_online._row_blocks(da.from_array(X, chunks=(rows, 5)),
-                                       da.from_array(y, chunks=(rows,)), bounds))
+        got = list(iter_row_blocks(da.from_array(X, chunks=(rows, 5)),
+                                   da.from_array(y, chunks=(rows,)), bounds))
         assert [g[0] for g in got] == [e[0] for e in expected]
         for g, e in zip(got, expected):
             np.testing.assert_array_equal(g[1], e[1])
