@@ -2,13 +2,19 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
+BENCHMARKS = $(sort $(wildcard benchmarks/bench_*.py))
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench bench-full clean
 
 $(BIN)/dmargin-ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@
+
+# The peers the benchmarks compare with (skrebate, fast-select, ...).
+$(BIN)/bench-ready: $(BIN)/dmargin-ready
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	touch $@
 
 demo: $(BIN)/dmargin-ready
@@ -17,10 +23,27 @@ demo: $(BIN)/dmargin-ready
 test: $(BIN)/dmargin-ready
 	$(BIN)/python -m pytest
 
-bench: $(BIN)/dmargin-ready
-	$(BIN)/python -m pip install --quiet -e ".[bench]"
-	$(BIN)/python benchmarks/bench_relief_speed.py
-	$(BIN)/python benchmarks/bench_irelief_accuracy.py
+# Every benchmark in its --quick mode (small sizes, one repeat; results in
+# benchmarks/results/quick/, not committed); a failed script does not stop the others.
+bench: $(BIN)/bench-ready
+	@start=$$(date +%s); failed=""; \
+	for script in $(BENCHMARKS); do \
+		echo "== $$script --quick"; \
+		$(BIN)/python $$script --quick || failed="$$failed $$script"; \
+	done; \
+	echo "make bench: $$(( $$(date +%s) - start )) s"; \
+	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
+
+# The full runs (hours); they rewrite benchmarks/results/*.json and the tables
+# of benchmarks/README.md.
+bench-full: $(BIN)/bench-ready
+	@failed=""; \
+	for script in $(BENCHMARKS); do \
+		echo "== $$script"; \
+		$(BIN)/python $$script || failed="$$failed $$script"; \
+	done; \
+	$(BIN)/python benchmarks/report.py; \
+	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 clean:
 	rm -rf $(VENV)

@@ -57,6 +57,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULTS = HERE / "results"
+#: Where ``--quick`` runs write (git-ignored): a quick run never replaces a full result.
+QUICK_RESULTS = RESULTS / "quick"
 
 THREAD_VARS = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 RESULT_PREFIX = "@@BENCH_RESULT@@ "
@@ -261,6 +263,11 @@ def _memory_total_gib() -> float | None:
         return round(psutil.virtual_memory().total / 2**30, 1)
     except ImportError:
         return None
+
+
+def result_path(name: str, quick: bool) -> Path:
+    """``results/<name>.json``, or ``results/quick/<name>.json`` for a ``--quick`` run."""
+    return (QUICK_RESULTS if quick else RESULTS) / f"{name}.json"
 
 
 def write_json(path: str | Path, obj: dict) -> Path:

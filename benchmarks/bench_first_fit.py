@@ -51,7 +51,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
-RESULT_PATH = harness.RESULTS / "first_fit.json"
 TARGET_COLD_S = 3.0
 STEADY_REPEATS = 3
 WORKER_TIMEOUT_S = 300
@@ -263,7 +262,7 @@ def main(argv=None) -> int:
         run_as_worker(args.worker)
         return 0
     repeats = 1 if args.quick else args.repeats
-    output = args.output or (RESULT_PATH.with_name("first_fit_quick.json") if args.quick else RESULT_PATH)
+    output = args.output or harness.result_path("first_fit", args.quick)
     machine = harness.machine_info(["dmargin", "numpy", "numba", "llvmlite", "pandas", "dask"])
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
 

@@ -55,7 +55,7 @@ Usage::
     python benchmarks/bench_immigrate_accuracy.py --seed 20250601 --bim-reps 0 --micro \
         --out benchmarks/results/immigrate_accuracy_seed2.json
 
-Output: ``benchmarks/results/immigrate_accuracy.json`` (``--quick``: ``..._quick.json``).
+Output: ``benchmarks/results/immigrate_accuracy.json`` (``--quick``: ``benchmarks/results/quick/``).
 """
 
 from __future__ import annotations
@@ -828,8 +828,7 @@ def main(argv=None):
         args.micro = args.micro if args.micro is not None else ["COL"]
     uci_names = args.datasets or list(UCI)
     micro_names = args.micro if args.micro is not None else list(MICRO)
-    out = Path(args.out) if args.out else harness.RESULTS / (
-        "immigrate_accuracy_quick.json" if args.quick else "immigrate_accuracy.json")
+    out = Path(args.out) if args.out else harness.result_path("immigrate_accuracy", args.quick)
 
     from joblib import Parallel, delayed
 

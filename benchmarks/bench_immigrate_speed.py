@@ -36,7 +36,8 @@ What is measured (results go to ``benchmarks/results/immigrate_speed.json``):
 Usage::
 
     python benchmarks/bench_immigrate_speed.py            # full run (< ~10 min on 2 cores)
-    python benchmarks/bench_immigrate_speed.py --quick    # one steady fit, one rate repeat, N = 4000 step
+    python benchmarks/bench_immigrate_speed.py --quick    # breast cancer at 1 thread, one steady fit;
+                                                          # one rate repeat; the step at N = 3000
 """
 
 from __future__ import annotations
@@ -51,22 +52,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
-RESULT_PATH = harness.RESULTS / "immigrate_speed.json"
-
 R_REFERENCE_S = 10.6  # published time of the reference R implementation on this machine (project constant)
 TARGET_FIT_S = 0.1
 TARGET_SPEEDUP = 100.0
 TARGET_RATE_FRACTION = 0.5
 
 THREADS = (1, 2)
+BC_THREADS_QUICK = (1,)
 STEADY_REPEATS = 5
 RATE_N, RATE_A = 2000, 50
 SQUARE_N = 2000
 SKINNY_SHAPE = (30_000, 50)
 STEP_N, STEP_N_FALLBACK, STEP_A = 20_000, 10_000, 50
-STEP_N_QUICK = 4000
+STEP_N_QUICK = 3000
 STEP_CHUNK = 2_500
 WARMUP_N = 2_000
+WARMUP_N_QUICK = 500
 SAMPLE_EVERY_S = 0.2
 QUIET_BUSY_CORES = 0.3
 WORKER_TIMEOUT_S = 900.0
@@ -222,7 +223,8 @@ def worker_step_inprocess(spec: dict) -> dict:
     import dmargin
 
     X, y = step_data(spec["n"], spec["features"])
-    dmargin.Immigrate(max_iter=1, tol=0).fit(X[:WARMUP_N], y[:WARMUP_N])  # JIT warm-up
+    warm = spec["warmup"]
+    dmargin.Immigrate(max_iter=1, tol=0).fit(X[:warm], y[:warm])  # JIT warm-up
     rss_before = harness.rss_mib()
     monitor = harness.CpuMonitor().start()
     seconds, est = harness.timed(dmargin.Immigrate(max_iter=1, tol=0).fit, X, y)
@@ -281,8 +283,9 @@ def worker_step_cluster(spec: dict) -> dict:
     client = Client(cluster)
     startup_s = time.perf_counter() - t0
     try:
-        Xw = da.from_array(X[:WARMUP_N], chunks=(STEP_CHUNK // 4, X.shape[1]))
-        seconds_warm, _ = harness.timed(dmargin.Immigrate(max_iter=1, tol=0).fit, Xw, y[:WARMUP_N])
+        warm = spec["warmup"]
+        Xw = da.from_array(X[:warm], chunks=(min(STEP_CHUNK // 4, warm // 2), X.shape[1]))
+        seconds_warm, _ = harness.timed(dmargin.Immigrate(max_iter=1, tol=0).fit, Xw, y[:warm])
         pids = sorted(client.run(os.getpid).values())
         baseline = {pid: psutil.Process(pid).memory_info().rss for pid in pids}
         Xd = da.from_array(X, chunks=(spec["chunk"], X.shape[1]))
@@ -431,7 +434,7 @@ def summarise(bc, rate, step, step_choice, repeats) -> tuple[dict, str]:
         ["mode", "N", "wall s", f"extrapolated to N={STEP_N} (x N^2)", "peak RSS MiB per worker"], rows))
     note = f"N chosen: {n} ({step_choice['reason']})."
     if cl and cl.get("ok"):
-        note += (f" Cluster start-up {cl['cluster_startup_s']} s and a warm-up fit at N={WARMUP_N} "
+        note += (f" Cluster start-up {cl['cluster_startup_s']} s and a warm-up fit at N={cl['spec']['warmup']} "
                  f"({cl['warmup_fit_s']} s, JIT on the workers) are not in the wall time; worker RSS sampled "
                  f"every {SAMPLE_EVERY_S} s ({cl['rss_samples']} samples).")
     parts.append(note)
@@ -474,9 +477,10 @@ def contention_note(results) -> str:
 
 
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick=f"one steady fit, one rate repeat, the step at N = {STEP_N_QUICK}",
+    parser = harness.options(__doc__, quick=f"breast cancer at 1 thread, one steady fit; one rate repeat; the "
+                                            f"step at N = {STEP_N_QUICK}",
                              idle_wait=15.0, worker=True)
-    parser.add_argument("--output", type=Path, default=RESULT_PATH)
+    parser.add_argument("--output", type=Path, default=None, help="JSON output path")
     parser.add_argument("--budget", type=float, default=560.0, metavar="S",
                         help="wall-time budget of the whole run; decides N of part 3 (default 560)")
     args = harness.parse_args(parser, argv)
@@ -490,14 +494,16 @@ def main(argv=None) -> int:
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
     repeats = 1 if args.quick else STEADY_REPEATS
 
-    bc = [launch({"kind": "bc", "threads": t, "repeats": repeats}, args.idle_wait) for t in THREADS]
+    bc = [launch({"kind": "bc", "threads": t, "repeats": repeats}, args.idle_wait)
+          for t in (BC_THREADS_QUICK if args.quick else THREADS)]
     rate = [launch({"kind": "rate", "threads": t, "n": RATE_N, "features": RATE_A,
                     "repeats": 1 if args.quick else 3}, args.idle_wait) for t in THREADS]
     rate2 = next((r for r in rate if r["spec"]["threads"] == 2), None)
     remaining = args.budget - (time.perf_counter() - start)
     choice = choose_step_n(rate2, args.quick, remaining)
     print(f"[bench] step N = {choice['n']}: {choice['reason']}", file=sys.stderr, flush=True)
-    step_spec = {"n": choice["n"], "features": STEP_A, "chunk": STEP_CHUNK}
+    step_spec = {"n": choice["n"], "features": STEP_A, "chunk": STEP_CHUNK,
+                 "warmup": WARMUP_N_QUICK if args.quick else WARMUP_N}
     step = {
         "cluster": launch({"kind": "step_cluster", "threads": 1, **step_spec}, args.idle_wait),
         "inprocess": launch({"kind": "step_inprocess", "threads": 2, **step_spec}, args.idle_wait),
@@ -532,9 +538,9 @@ def main(argv=None) -> int:
                     "matmul in the same process (square best of 5, skinny best of >= 20 and >= 1 s)",
             "step": "make_classification(N, 50, n_informative=5, random_state=0); Immigrate(max_iter=1, tol=0); "
                     f"cluster: LocalCluster(n_workers=2, threads_per_worker=1), da.from_array chunks "
-                    f"({STEP_CHUNK}, 50), warm-up fit at N={WARMUP_N} first; worker RSS via psutil on the "
+                    f"({STEP_CHUNK}, 50), warm-up fit at N={step_spec['warmup']} first; worker RSS via psutil on the "
                     f"worker PIDs every {SAMPLE_EVERY_S} s; in-process: numpy input, 2 threads, warm-up "
-                    f"fit at N={WARMUP_N} first",
+                    f"fit at N={step_spec['warmup']} first",
             "idle_wait_s": args.idle_wait,
             "budget_s": args.budget,
         },
@@ -546,7 +552,7 @@ def main(argv=None) -> int:
         "total_wall_s": round(total, 1),
         "markdown": markdown,
     }
-    path = harness.write_json(args.output, report)
+    path = harness.write_json(args.output or harness.result_path("immigrate_speed", args.quick), report)
     print(markdown)
     print(f"\nwritten: {path} (total {total:.0f} s)")
     return 0

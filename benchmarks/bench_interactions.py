@@ -46,7 +46,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 from _datasets import data_dir  # noqa: E402
 
-RESULT_PATH = harness.RESULTS / "interactions.json"
 GAMETES = "gametes"
 SIGMAS = (4.0, 2.0, 1.0, 0.5)
 QUIET_BUSY_CORES = 0.3
@@ -185,7 +184,7 @@ def render(entries) -> str:
 def main(argv=None) -> int:
     parser = harness.options(__doc__, quick="the 20atts file; IMMIGRATE at its default sigma, IM4E, I-RELIEF",
                              idle_wait=15.0)
-    parser.add_argument("--output", type=Path, default=RESULT_PATH)
+    parser.add_argument("--output", type=Path, default=None, help="JSON output path")
     args = harness.parse_args(parser, argv)
 
     start = time.perf_counter()
@@ -209,7 +208,7 @@ def main(argv=None) -> int:
         "total_wall_s": round(time.perf_counter() - start, 1),
         "markdown": markdown,
     }
-    path = harness.write_json(args.output, report)
+    path = harness.write_json(args.output or harness.result_path("interactions", args.quick), report)
     print(markdown)
     print(f"\nwritten: {path} ({report['total_wall_s']} s)")
     return 0

@@ -35,17 +35,17 @@ agreement with sklearn is checked by ``--check-knn``.
 Usage::
 
     python benchmarks/bench_irelief_accuracy.py            # full run: 0 % and 10 % mislabeling
-    python benchmarks/bench_irelief_accuracy.py --quick    # 3 runs, heart and thyroid
+    python benchmarks/bench_irelief_accuracy.py --quick    # 2 runs, heart and thyroid
     python benchmarks/bench_irelief_accuracy.py --backend standin --quick   # harness debug only
     # supplementary: I-RELIEF-1 instead of the default I-RELIEF-2 on the multiclass sets
     python benchmarks/bench_irelief_accuracy.py --datasets segmentation yeast \
         --irelief-multiclass relieff --out benchmarks/results/irelief_accuracy_multiclass_irelief1.json
 
 The full run took 391 s wall (733 s of task CPU) with n_jobs=2 on a 2-core machine shared with
-other work; the supplementary run 135 s; --quick about 20 s.
+other work; the supplementary run 135 s; --quick about 30 s.
 
 Output: ``benchmarks/results/irelief_accuracy.json`` (``--quick`` writes
-``irelief_accuracy_quick.json``), and the README table printed at the end.
+``benchmarks/results/quick/irelief_accuracy.json``), and the README table printed at the end.
 """
 
 from __future__ import annotations
@@ -601,8 +601,8 @@ PROTOCOL_DIFFERENCES = [
 
 
 def main(argv=None):
-    ap = harness.options(__doc__, quick="3 runs on heart and thyroid")
-    ap.add_argument("--runs", type=int, default=None, help="runs per dataset (default 20, quick 3)")
+    ap = harness.options(__doc__, quick="2 runs on heart and thyroid")
+    ap.add_argument("--runs", type=int, default=None, help="runs per dataset (default 20, quick 2)")
     ap.add_argument("--datasets", nargs="*", default=None, help=f"subset of {ORDER}")
     ap.add_argument("--mislabel", nargs="*", type=int, default=[0, 10], help="mislabel levels in %% (default: 0 and 10)")
     ap.add_argument("--sigma-grid", nargs="*", type=float, default=SIGMA_GRID)
@@ -616,9 +616,8 @@ def main(argv=None):
     args = harness.parse_args(ap, argv)
 
     datasets = args.datasets or (QUICK_DATASETS if args.quick else ORDER)
-    n_runs = args.runs or (3 if args.quick else 20)
-    out_path = Path(args.out) if args.out else harness.RESULTS / (
-        "irelief_accuracy_quick.json" if args.quick else "irelief_accuracy.json")
+    n_runs = args.runs or (2 if args.quick else 20)
+    out_path = Path(args.out) if args.out else harness.result_path("irelief_accuracy", args.quick)
     if args.backend == "standin" and args.out is None:
         out_path = out_path.with_name(out_path.stem + "_standin.json")
 

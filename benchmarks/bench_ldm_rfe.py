@@ -42,8 +42,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 from _datasets import load_pmlb  # noqa: E402
 
-RESULT_PATH = harness.RESULTS / "ldm_rfe.json"
-QUICK_PATH = harness.RESULTS / "ldm_rfe_quick.json"
 DATA = "hill-valley/Hill_Valley_with_noise.tsv.gz"
 DATA_FULL = (DATA, "hill-valley/Hill_Valley_without_noise.tsv.gz")
 TOP_N = (1, 2, 5, 10, 20, 30, 50, 75, 100)
@@ -176,7 +174,7 @@ def score_step(quick):
     X, c = rng.random((n, a)), rng.normal(size=n)
     rows = prepare_rows(X, np.zeros(n, dtype=np.int64), 2, use_dask=False)
     kernel_sums.rbf_left_out_sums(rows, c[:, None], np.arange(a), gamma)  # compile
-    measured = max(1, a // 10) if quick else a  # baselines: features actually timed
+    measured = max(1, a // 50) if quick else a  # baselines: features actually timed
     all_threads = numba.config.NUMBA_NUM_THREADS
     out = []
     for threads in sorted({1, all_threads}):
@@ -281,8 +279,8 @@ def render(accs, speed, rfe, cpu) -> str:
 
 
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick="1 split, RFE step 10, the per-feature baselines timed on a tenth "
-                                            "of the features and extrapolated", idle_wait=15.0)
+    parser = harness.options(__doc__, quick="1 split, RFE step 10, the per-feature baselines timed on 2 of the "
+                                            "100 features and extrapolated", idle_wait=15.0)
     parser.add_argument("--output", type=Path, default=None)
     args = harness.parse_args(parser, argv)
 
@@ -304,7 +302,7 @@ def main(argv=None) -> int:
         "total_wall_s": round(time.perf_counter() - start, 1),
         "markdown": markdown,
     }
-    path = harness.write_json(args.output or (QUICK_PATH if args.quick else RESULT_PATH), report)
+    path = harness.write_json(args.output or harness.result_path("ldm_rfe", args.quick), report)
     print(markdown)
     print(f"\nwritten: {path} ({report['total_wall_s']} s)")
     return 0

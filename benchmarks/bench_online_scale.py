@@ -1,7 +1,7 @@
 """Online I-RELIEF over 10^6 and 10^7 Parquet rows with a bounded reference sample.
 
 What is measured (results go to ``benchmarks/results/online_scale.json``, or
-``online_scale_quick.json`` with ``--quick``):
+``benchmarks/results/quick/online_scale.json`` with ``--quick``):
 
 1. Data: for each N, ``N x 50`` rows written by this script to Parquet in a
    temporary directory, in row groups of ``ROW_GROUP`` rows generated one at a
@@ -30,7 +30,7 @@ What is measured (results go to ``benchmarks/results/online_scale.json``, or
 Usage::
 
     python benchmarks/bench_online_scale.py                 # 10^6 and 10^7 rows + M sweep
-    python benchmarks/bench_online_scale.py --quick         # 10^5 rows, M sweep 200/500/2000
+    python benchmarks/bench_online_scale.py --quick         # 10^5 rows, M sweep 200/500/1000
     python benchmarks/bench_online_scale.py --rows 1000000  # chosen sizes
 """
 
@@ -55,6 +55,7 @@ ROW_GROUP = 100_000
 M_MAIN = 2_000
 M_SWEEP = (500, 2_000, 10_000)
 SUBSAMPLE = 5_000
+SUBSAMPLE_QUICK = 2_000
 SEED = 0
 WORKER_TIMEOUT_S = 3 * 3600
 
@@ -214,7 +215,8 @@ def sci(v):
 
 
 def main(argv=None):
-    parser = harness.options(__doc__, quick="10^5 rows; M sweep 200/500/2000", idle_wait=30.0, worker=True)
+    parser = harness.options(__doc__, quick="10^5 rows; M sweep 200/500/1000; batch IRelief on 2,000 rows",
+                             idle_wait=30.0, worker=True)
     parser.add_argument("--rows", type=int, nargs="+", help="row counts (default 10^6 10^7)")
     args = harness.parse_args(parser, argv)
     if args.worker:
@@ -222,7 +224,7 @@ def main(argv=None):
         return 0
 
     rows = args.rows or ([100_000] if args.quick else [1_000_000, 10_000_000])
-    sweep = (200, 500, 2_000) if args.quick else M_SWEEP
+    sweep = (200, 500, 1_000) if args.quick else M_SWEEP
     m_main = 500 if args.quick else M_MAIN
     row_group = 10_000 if args.quick else ROW_GROUP
     tmp = tempfile.mkdtemp(prefix="dmargin_online_scale_")
@@ -253,10 +255,11 @@ def main(argv=None):
                 if m == m_main and n in rows:
                     out["passes"].append(r)
             if n == sweep_n:
-                batch = launch({"kind": "batch", "n": min(SUBSAMPLE, n)}, args)
+                subsample = min(SUBSAMPLE_QUICK if args.quick else SUBSAMPLE, n)
+                batch = launch({"kind": "batch", "n": subsample}, args)
                 top_m = max(ms)
                 out["sweep"] = {
-                    "n": n, "batch_subsample": min(SUBSAMPLE, n), "batch_n_iter": batch.get("n_iter"),
+                    "n": n, "batch_subsample": subsample, "batch_n_iter": batch.get("n_iter"),
                     "rows": [{"m": m, "pass_s": r.get("pass_s"),
                               "corr_batch": _corr(r["weights"], batch["weights"]),
                               "top10_overlap_batch": _overlap(r["weights"], batch["weights"]),
@@ -270,8 +273,7 @@ def main(argv=None):
         shutil.rmtree(tmp, ignore_errors=True)
 
     out["markdown"] = render(out, m_main)
-    name = "online_scale_quick.json" if args.quick else "online_scale.json"
-    harness.write_json(harness.RESULTS / name, out)
+    harness.write_json(harness.result_path("online_scale", args.quick), out)
     print(out["markdown"])
     return 0
 

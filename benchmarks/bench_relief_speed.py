@@ -32,8 +32,8 @@ float64 matrix (their own normalisation is then a no-op up to rounding).
 Usage::
 
     python benchmarks/bench_relief_speed.py            # full run (~10 min on a quiet 2-core machine)
-    python benchmarks/bench_relief_speed.py --quick    # N = 1000, 2000, one steady fit;
-                                                       # limit at N = 2000, scale run at N = 5000
+    python benchmarks/bench_relief_speed.py --quick    # fits at N = 1000, 1 thread, one steady
+                                                       # fit; limit at N = 2000, scale at N = 5000
 
 Only the public API of dmargin is used (``dmargin.ReliefF``, ``dmargin.IRelief``).
 """
@@ -49,13 +49,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
-RESULT_PATH = harness.RESULTS / "relief_speed.json"
-
 N_FULL = (1000, 2000, 4000, 8000)
-N_QUICK = (1000, 2000)
+N_QUICK = (1000,)
 N_LIMIT_QUICK = 2000
 N_SCALE_QUICK = 5000
 THREADS = (1, 2)
+SPEED_THREADS_QUICK = (1,)
 A_SPEED = 50
 N_LIMIT, A_LIMIT = 8000, 50
 N_SCALE, A_SCALE = 50_000, 20
@@ -340,9 +339,14 @@ def launch(spec: dict, args) -> dict:
                           quiet_cores=QUIET_BUSY_CORES, idle_wait=args.idle_wait, attempts=args.attempts)
 
 
-def run_speed(ns, steady_repeats: int, args) -> list[dict]:
+def run_speed(ns, threads, steady_repeats: int, args) -> list[dict]:
     return [launch(fit_spec(m, n, t, max(ns), steady_repeats), args)
-            for n in ns for m in SPEED_METHODS for t in THREADS]
+            for n in ns for m in SPEED_METHODS for t in threads]
+
+
+def speed_threads(speed: list[dict]) -> list[int]:
+    """The thread counts the speed fits ran at."""
+    return sorted({r["spec"]["threads"] for r in speed})
 
 
 def run_limit(n: int, repeats: int, args) -> list[dict]:
@@ -403,7 +407,7 @@ def speed_rows(speed: list[dict], ns) -> tuple[list[str], list[list]]:
     ]
     rows = []
     for n in ns:
-        for t in THREADS:
+        for t in speed_threads(speed):
             dm, sk, fs, ir = (lookup(speed, m, n, t) for m in SPEED_METHODS)
             dm_s, sk_s, fs_s = (steady_time(r) for r in (dm, sk, fs))
             rows.append([
@@ -461,7 +465,7 @@ def memory_rows(speed: list[dict], n: int) -> tuple[list[str], list[list]]:
     headers = ["method", "thr", "RSS before fit MiB", "peak RSS MiB", "increment MiB", "live child processes MiB"]
     rows = []
     for method in SPEED_METHODS:
-        for t in THREADS:
+        for t in speed_threads(speed):
             r = lookup(speed, method, n, t)
             if r and r.get("ok"):
                 rows.append([method, t, r["rss_before_fit_mib"], r["peak_rss_mib"], r["peak_increment_mib"],
@@ -529,8 +533,8 @@ def relieff_weight_agreement(speed: list[dict], n: int) -> dict:
 
 
 def _same_top5_across_threads(speed, method, n):
-    tops = [lookup(speed, method, n, t) for t in THREADS]
-    if not all(r and r.get("ok") for r in tops):
+    tops = [lookup(speed, method, n, t) for t in speed_threads(speed)]
+    if len(tops) < 2 or not all(r and r.get("ok") for r in tops):
         return None
     return len({tuple(r["top5"]) for r in tops}) == 1
 
@@ -649,10 +653,11 @@ def targets_rows(goals: dict) -> tuple[list[str], list[list]]:
 # main
 # --------------------------------------------------------------------------- #
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick=f"N = {', '.join(map(str, N_QUICK))} only, one steady fit, "
-                                            f"limit at N = {N_LIMIT_QUICK}, scale run at N = {N_SCALE_QUICK:,}",
+    parser = harness.options(__doc__, quick=f"fits at N = {', '.join(map(str, N_QUICK))} and 1 thread, one "
+                                            f"steady fit; limit at N = {N_LIMIT_QUICK}, scale run at "
+                                            f"N = {N_SCALE_QUICK:,}",
                              idle_wait=60.0, attempts=2, worker=True)
-    parser.add_argument("--output", type=Path, default=RESULT_PATH, help="JSON output path")
+    parser.add_argument("--output", type=Path, default=None, help="JSON output path")
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, WORKERS)
@@ -665,7 +670,7 @@ def main(argv=None) -> int:
     machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba", "llvmlite", "skrebate", "fast-select", "joblib"])
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
-    speed = run_speed(ns, steady_repeats, args)
+    speed = run_speed(ns, SPEED_THREADS_QUICK if args.quick else THREADS, steady_repeats, args)
     limit = run_limit(n_limit, limit_repeats, args)
     scale = run_scale(n_scale, args)
 
@@ -711,7 +716,7 @@ def main(argv=None) -> int:
         "targets": goals,
         "markdown": markdown,
     }
-    path = harness.write_json(args.output, report)
+    path = harness.write_json(args.output or harness.result_path("relief_speed", args.quick), report)
     print(markdown)
     print(f"\nwritten: {path}")
     return 0

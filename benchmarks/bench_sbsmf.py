@@ -16,7 +16,7 @@ speed       SBS-MF (step 1) against scikit-learn RFE around AdaBoostClassifier
             with stumps, same data; and the stump search's time per boosting
             round at 10x more rows.
 
-Results: ``benchmarks/results/sbsmf_<part>.json`` (``--quick``: ``sbsmf_<part>_quick.json``),
+Results: ``benchmarks/results/sbsmf_<part>.json`` (``--quick``: in ``benchmarks/results/quick/``),
 each with a ``"markdown"`` table.  Timings are taken in-process; the machine
 load at start is recorded (``busy_cores_at_start``).
 """
@@ -46,6 +46,7 @@ PAPER_TABLE2 = {  # 1-NN and SVM accuracy (%), paper Table II
                     "SVM": {"All": 86.27, "SBS-MF": 92.89, "AdaBoost-CR": 85.75,
                             "BDSFS": 80.36, "Simba": 80.09}},
 }
+QUICK_GENES = 300
 SETS = {"mushroom": ("mushroom/mushroom.tsv.gz", "mushroom"),
         "musk-clean1": ("musk-clean1/clean1.tsv.gz", "musk-clean1")}
 
@@ -137,7 +138,7 @@ def part_microarray(quick):
         ds = load_skf_mat(path, name)
         X, y = ds.X, ds.y
         if quick:
-            X = X[:, np.argsort(-X.var(0))[:600]]  # fewer genes in the quick mode
+            X = X[:, np.argsort(-X.var(0))[:QUICK_GENES]]  # fewer genes in the quick mode
         res = {"n_samples": int(X.shape[0]), "n_features": int(X.shape[1]), "curves": {}}
         orders = {}
         for m, sel in _selectors(1, quick, balanced=True, step="halving").items():
@@ -160,7 +161,7 @@ def part_microarray(quick):
                                      *[f"AUC@{s}" for s in sizes], "all features"], rows)
     return {"protocol": f"{repeats} x stratified 10-fold CV AUC; ranking on the whole set; "
                         "SBS-MF/AdaBoost-CR with step='halving' and class_weight='balanced'",
-            "quick_gene_subset": 600 if quick else None, "sets": out, "markdown": table}
+            "quick_gene_subset": QUICK_GENES if quick else None, "sets": out, "markdown": table}
 
 
 def part_speed(quick):
@@ -211,7 +212,7 @@ def part_speed(quick):
 
 def main(argv=None):
     ap = harness.options(__doc__, quick="accuracy: 2 x 5-fold CV, mushroom subsampled to 2,000 rows, 30 "
-                                        "boosting rounds; microarray: 600 genes, one CV repeat; speed: "
+                                        "boosting rounds; microarray: 300 genes, one CV repeat; speed: "
                                         "2,000 x 20, stump rounds at 10^4 and 10^5 rows")
     ap.add_argument("--part", default="all", choices=["all", "accuracy", "microarray", "speed"])
     args = harness.parse_args(ap, argv)
@@ -226,8 +227,7 @@ def main(argv=None):
                       wall_s=round(time.perf_counter() - start, 1),
                       machine=harness.machine_info(["numpy", "scikit-learn", "numba", "dask"]),
                       git=harness.git_revision(harness.REPO))
-        suffix = "_quick" if args.quick else ""
-        path = harness.write_json(harness.RESULTS / f"sbsmf_{name}{suffix}.json", result)
+        path = harness.write_json(harness.result_path(f"sbsmf_{name}", args.quick), result)
         print(result["markdown"])
         print(f"-> {path}")
     return 0

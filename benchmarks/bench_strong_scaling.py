@@ -1,7 +1,7 @@
 """Strong scaling of one I-RELIEF iteration on a LocalCluster, and the per-iteration overhead.
 
 What is measured (results go to ``benchmarks/results/strong_scaling.json``, or
-``strong_scaling_quick.json`` with ``--quick``):
+``benchmarks/results/quick/strong_scaling.json`` with ``--quick``):
 
 1. ``IRelief(max_iter=1, tol=0)`` at N = 20,000, A = 50 (numpy input sent to the
    cluster, so the engine cuts it into 8 row blocks = 64 tile tasks) on a
@@ -25,7 +25,7 @@ What is measured (results go to ``benchmarks/results/strong_scaling.json``, or
 Usage::
 
     python benchmarks/bench_strong_scaling.py            # N = 20,000
-    python benchmarks/bench_strong_scaling.py --quick    # N = 6,000, one fit per cluster size
+    python benchmarks/bench_strong_scaling.py --quick    # N = 4,000, one fit per cluster size
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
 A = 50
-N_FULL, N_QUICK, N_TINY = 20_000, 6_000, 200
+N_FULL, N_QUICK, N_TINY = 20_000, 4_000, 200
 REPEATS = 3
 TINY_ITERS = 50
 WARMUP_SEED = 99
@@ -204,8 +204,7 @@ def main(argv=None):
                           "overhead_lt_100ms": out["tiny_per_iteration_ms"] < 100}
         out["model"] = model(one, two, n)
     out["markdown"] = render(out)
-    name = "strong_scaling_quick.json" if args.quick else "strong_scaling.json"
-    harness.write_json(harness.RESULTS / name, out)
+    harness.write_json(harness.result_path("strong_scaling", args.quick), out)
     print(out["markdown"])
     return 0
 
