@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from dmargin._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps, best_stump
-from dmargin.engine import histograms
+from dmargin.engine import binning, statistics
+from dmargin.engine.kernels import hist
 
 try:  # tests/ as a package
     from . import reference_boosting as ref
@@ -55,10 +56,10 @@ def test_stump_search_equals_brute_force(seed):
     rng = np.random.default_rng(seed)
     D = rng.random(len(y))
     D /= D.sum()
-    binned = histograms.bin_rows(X, y, 256, rng, use_dask=False)
+    binned = binning.bin_rows(X, y, 256, rng, use_dask=False)
     assert binned.exact.all()
     feats = np.arange(X.shape[1])
-    H = histograms._histogram[0](binned.bins, binned.y, D, feats, int(binned.n_bins.max()))
+    H = hist.TWINS[0](binned.bins, binned.y, D, feats, int(binned.n_bins.max()))
     k, b, edge, total = best_stump(H, binned.n_bins)
     thresholds = [ref.exact_thresholds(X[:, j]) for j in range(X.shape[1])]
     f, bb, r = ref.brute_stump(X, 2 * y - 1, D, thresholds)
@@ -222,10 +223,10 @@ def test_threaded_dask_equals_in_process(make, threaded):
 
 def test_dask_weights_stay_on_blocks_and_graph_size_is_constant(threaded):
     X, y = _data(n=90, seed=9)
-    binned = histograms.bin_rows(*_as_dask(X, y), 256, np.random.default_rng(0))
-    hist = histograms.WeightedHistograms(binned, np.full(2, 1 / 90))
-    local = histograms.WeightedHistograms(
-        histograms.bin_rows(X, y, 256, np.random.default_rng(0), use_dask=False),
+    binned = binning.bin_rows(*_as_dask(X, y), 256, np.random.default_rng(0))
+    hist = statistics.WeightedHistograms(binned, np.full(2, 1 / 90))
+    local = statistics.WeightedHistograms(
+        binning.bin_rows(X, y, 256, np.random.default_rng(0), use_dask=False),
         np.full(2, 1 / 90))
     feats = np.arange(X.shape[1])
     stump = None

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from dmargin._base import miss_priors
-from dmargin.engine import execution, merge, tiles
+from dmargin.engine import execution, merge, statistics
+from dmargin.engine.kernels import knn, lse, quad
 
 try:
     from . import reference_immigrate as ref
@@ -52,7 +53,7 @@ def test_lse_tile_matches_brute_force(rows_data):
     X, y, k = rows_data
     w = np.random.default_rng(0).random(X.shape[1])
     ia, ic = np.arange(20, 40), np.arange(57)
-    for kernel in tiles.KERNELS["lse"]:
+    for kernel in statistics.KERNELS["lse"]:
         got = kernel(X[20:40], ia, X, y, ic, w, 0.7, k)
         want = _brute_lse(X[20:40], ia, X, y, ic, w, 0.7, k)
         for g, e in zip(got, want):
@@ -65,9 +66,9 @@ def test_lse_combine_is_associative(rows_data, seed):
     rng = np.random.default_rng(seed)
     w = rng.random(X.shape[1])
     ia, ic = np.arange(57), np.arange(57)
-    whole = tiles.lse_tile(X, ia, X, y, ic, w, 0.3, k)
+    whole = lse.lse_tile(X, ia, X, y, ic, w, 0.3, k)
     cuts = np.sort(rng.choice(np.arange(1, 57), 4, replace=False))
-    pieces = [tiles.lse_tile(X, ia, X[a:b], y[a:b], ic[a:b], w, 0.3, k)
+    pieces = [lse.lse_tile(X, ia, X[a:b], y[a:b], ic[a:b], w, 0.3, k)
               for a, b in zip([0, *cuts], [*cuts, 57])]
     left = merge.lse_combine([merge.lse_combine(pieces[:2]), merge.lse_combine(pieces[2:])])
     flat = merge.lse_combine(pieces[::-1])
@@ -81,9 +82,9 @@ def test_knn_combine_equals_whole_search(rows_data, seed):
     X, y, k = rows_data
     rng = np.random.default_rng(seed)
     ia, ic = np.arange(57), np.arange(57)
-    whole = tiles.knn_tile(X, ia, X, y, ic, k, 5)
+    whole = knn.knn_tile(X, ia, X, y, ic, k, 5)
     cuts = np.sort(rng.choice(np.arange(1, 57), 3, replace=False))
-    pieces = [tiles.knn_tile(X, ia, X[a:b], y[a:b], ic[a:b], k, 5)
+    pieces = [knn.knn_tile(X, ia, X[a:b], y[a:b], ic[a:b], k, 5)
               for a, b in zip([0, *cuts], [*cuts, 57])]
     merged = merge.knn_combine([merge.knn_combine(pieces[1:]), pieces[0]])
     for g, e in zip(merged, whole):
@@ -97,7 +98,7 @@ def test_knn_tile_exact_despite_float32_prefilter():
     X[5] = X[4] + 1e-9  # distances differ far below float32 precision
     y = np.zeros(40, dtype=np.int64)
     ia = ic = np.arange(40)
-    d, idx, _ = tiles.knn_tile(X, ia, X, y, ic, 1, 3)
+    d, idx, _ = knn.knn_tile(X, ia, X, y, ic, 1, 3)
     for i in range(40):
         full = np.abs(X - X[i]).sum(axis=1)
         full[i] = np.inf
@@ -110,32 +111,30 @@ def _irelief_args(y, k):
     return (True, miss_priors(np.bincount(y, minlength=k)), True)
 
 
-@pytest.mark.parametrize("rows", [5, 19, 57])
-@pytest.mark.parametrize("split_every", [2, 3, 8])
-def test_lse_statistic_over_chunkings(rows_data, rows, split_every, threaded):
+@pytest.mark.parametrize("rows", [3, 5, 19, 57])
+def test_lse_statistic_over_chunkings(rows_data, rows, threaded):
     import dask.array as da
 
     X, y, k = rows_data
     w = np.full(X.shape[1], 0.3)
-    local = execution.lse_statistic(execution.prepare_rows(X, y, k), w, 1.5, merge.irelief_agg,
-                                    _irelief_args(y, k))
+    local = statistics.lse_statistic(execution.prepare_rows(X, y, k), w, 1.5, merge.irelief_agg,
+                                     _irelief_args(y, k))
     on_dask = execution.prepare_rows(da.from_array(X, chunks=(rows, 6)),
                                      da.from_array(y, chunks=rows), k)
-    for mode, agg in (("auto", merge.irelief_agg), ("two-pass", merge.irelief_coef)):
-        got = execution.lse_statistic(on_dask, w, 1.5, agg, _irelief_args(y, k), mode=mode,
-                                      split_every=split_every)
-        np.testing.assert_allclose(got, local, rtol=1e-12, atol=1e-15)
+    got = statistics.lse_statistic(on_dask, w, 1.5, merge.irelief_agg, _irelief_args(y, k))
+    np.testing.assert_allclose(got, local, rtol=1e-12, atol=1e-15)
 
 
-def test_two_pass_equals_one_pass_in_process(rows_data):
+def test_in_process_anchor_blocks_equal_one_block(rows_data, monkeypatch):
     X, y, k = rows_data
-    rows = execution.prepare_rows(X, y, k)
     w = np.random.default_rng(2).random(X.shape[1])
-    for pooled in (True, False):
-        args = (pooled, miss_priors(np.bincount(y, minlength=k)), True)
-        one = execution.lse_statistic(rows, w, 0.4, merge.irelief_agg, args)
-        two = execution.lse_statistic(rows, w, 0.4, merge.irelief_coef, args, mode="two-pass")
-        np.testing.assert_allclose(one, two, rtol=1e-12, atol=1e-15)
+    args = _irelief_args(y, k)
+    rows = execution.prepare_rows(X, y, k)
+    whole = statistics.lse_statistic(rows, w, 0.4, merge.irelief_agg, args)
+    # A budget of 4 anchors per tile: 15 anchor blocks, tree-merged.
+    monkeypatch.setattr(statistics, "TILE_BUDGET", 8 * k * (X.shape[1] + 2) * 4)
+    split = statistics.lse_statistic(rows, w, 0.4, merge.irelief_agg, args)
+    np.testing.assert_allclose(split, whole, rtol=1e-12, atol=1e-15)
 
 
 def test_graph_keys_are_deterministic(rows_data, threaded):
@@ -144,18 +143,19 @@ def test_graph_keys_are_deterministic(rows_data, threaded):
     X, y, k = rows_data
     rows = execution.prepare_rows(da.from_array(X, chunks=(20, 6)), da.from_array(y, chunks=20), k)
     names = []
-    original = execution._Graph.compute
+    original = execution.Graph.compute
 
-    def spy(self, key):
+    def spy(self, key, **kwargs):
         names.append((self.name, sorted(map(str, self.dsk))))
-        return original(self, key)
+        return original(self, key, **kwargs)
 
-    execution._Graph.compute = spy
+    execution.Graph.compute = spy
     try:
         for _ in range(2):
-            execution.lse_statistic(rows, np.ones(6), 1.0, merge.irelief_agg, _irelief_args(y, k))
+            statistics.lse_statistic(rows, np.ones(6), 1.0, merge.irelief_agg,
+                                     _irelief_args(y, k))
     finally:
-        execution._Graph.compute = original
+        execution.Graph.compute = original
     assert names[0] == names[1]
 
 
@@ -204,7 +204,7 @@ def _quad_case(name):
 def test_quad_statistic_matches_brute_force(case, how, monkeypatch, threaded):
     import dask.array as da
 
-    from dmargin._immigrate import _factor
+    from dmargin._immigrate import _factor  # the eigen-factor IMMIGRATE passes the engine
 
     X, y, W, sigma, d = _quad_case(case)
     want = ref.immigrate_step(X, y, W, sigma=sigma, sample_weight=d)
@@ -216,14 +216,14 @@ def test_quad_statistic_matches_brute_force(case, how, monkeypatch, threaded):
     else:
         rows = execution.prepare_rows(X, y, k)
     if how == "threads":
-        monkeypatch.setattr(execution, "_THREADS_MIN_FLOPS", 0)
-        monkeypatch.setattr(execution, "_n_threads", lambda: 2)
+        monkeypatch.setattr(statistics, "use_threads", lambda work, cost: True)
+        monkeypatch.setattr(statistics, "n_threads", lambda: 2)
     if how == "no-store":
-        monkeypatch.setattr(execution, "TILE_BUDGET", 0)
+        monkeypatch.setattr(statistics, "TILE_BUDGET", 0)
     U, lam = _factor(W)
     assert (U.shape[1] == 0) == (case in ("diagonal", "far-apart"))
     weight = np.ones(len(y)) if d is None else d
-    Sigma, entropy = execution.quad_statistic(rows, U, lam, sigma, weight, merge.softmin_coef)
+    Sigma, entropy = statistics.quad_statistic(rows, U, lam, sigma, weight, merge.softmin_coef)
     scale = np.abs(want["Sigma"]).max()
     np.testing.assert_allclose(Sigma, want["Sigma"], rtol=0, atol=1e-10 * scale)
     np.testing.assert_allclose(entropy, want["entropy"], rtol=1e-10)
@@ -236,15 +236,15 @@ def test_quad_pair_modes_visit_every_ordered_pair_once():
     y = rng.integers(0, 2, size=75)
     U, lam = np.linalg.qr(rng.normal(size=(4, 4)))[0], rng.random(4)
     idx = np.arange(75)
-    ordered = tiles.qlse_pairs(X, idx, y, X, idx, y, U, lam, 0.8, 2, tiles.ORDERED,
+    ordered = quad.qlse_pairs(X, idx, y, X, idx, y, U, lam, 0.8, 2, quad.ORDERED,
                                np.empty(0))[:3]
     a, b = slice(0, 40), slice(40, 75)
-    within_a = tiles.qlse_pairs(X[a], idx[a], y[a], X[a], idx[a], y[a], U, lam, 0.8, 2,
-                                tiles.WITHIN, np.empty(0))
-    within_b = tiles.qlse_pairs(X[b], idx[b], y[b], X[b], idx[b], y[b], U, lam, 0.8, 2,
-                                tiles.WITHIN, np.empty(0))
-    cross = tiles.qlse_pairs(X[a], idx[a], y[a], X[b], idx[b], y[b], U, lam, 0.8, 2,
-                             tiles.CROSS, np.empty(0))
+    within_a = quad.qlse_pairs(X[a], idx[a], y[a], X[a], idx[a], y[a], U, lam, 0.8, 2,
+                                quad.WITHIN, np.empty(0))
+    within_b = quad.qlse_pairs(X[b], idx[b], y[b], X[b], idx[b], y[b], U, lam, 0.8, 2,
+                                quad.WITHIN, np.empty(0))
+    cross = quad.qlse_pairs(X[a], idx[a], y[a], X[b], idx[b], y[b], U, lam, 0.8, 2,
+                             quad.CROSS, np.empty(0))
     top = merge.lse_combine([within_a[:3], cross[:3]])
     bottom = merge.lse_combine([within_b[:3], cross[3:]])
     for got, want in zip((np.concatenate(p) for p in zip(top, bottom)), ordered):
@@ -262,10 +262,10 @@ def test_sigma_pairs_with_coefficients_of_both_signs(store):
     log_z = rng.normal(size=(50, 2))
     coef = rng.normal(size=(50, 2))
     idx = np.arange(50)
-    buf = np.empty(tiles.n_pairs(50, 50, tiles.WITHIN) if store else 0)
-    tiles.qlse_pairs(X, idx, y, X, idx, y, U, lam, 0.9, 2, tiles.WITHIN, buf)
-    got = tiles.sigma_pairs(X, idx, y, X, idx, y, U, lam, 0.9, log_z, coef, log_z, coef,
-                            tiles.WITHIN, buf)
+    buf = np.empty(quad.n_pairs(50, 50, quad.WITHIN) if store else 0)
+    quad.qlse_pairs(X, idx, y, X, idx, y, U, lam, 0.9, 2, quad.WITHIN, buf)
+    got = quad.sigma_pairs(X, idx, y, X, idx, y, U, lam, 0.9, log_z, coef, log_z, coef,
+                            quad.WITHIN, buf)
     want = np.zeros((4, 4))
     for a in range(50):
         for j in range(50):
@@ -283,10 +283,10 @@ def test_quad_statistic_with_w_itself_equals_its_factor(monkeypatch):
     X, y, W, sigma, d = _quad_case("dense")
     rows = execution.prepare_rows(X, y, 3)
     U, lam = _immigrate._factor(W)
-    want = execution.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), merge.softmin_coef)
+    want = statistics.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), merge.softmin_coef)
     monkeypatch.setattr(_immigrate, "_DENSE_W_FEATURES", 2)
     U, lam = _immigrate._factor(W)
     assert U.shape == W.shape and lam.size == 0
-    got = execution.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), merge.softmin_coef)
+    got = statistics.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), merge.softmin_coef)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12 * np.abs(want[0]).max())
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)

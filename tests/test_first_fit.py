@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dmargin.engine import tiles
+from dmargin.engine.kernels import lse
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -25,8 +25,11 @@ REPO = Path(__file__).resolve().parents[1]
 _FIRST_FIT = textwrap.dedent("""
     import json, time
     import dmargin
-    from dmargin.engine import histograms, kernel_sums, merge, online, tiles
-    dispatchers = {f"{m.__name__}.{n}": d for m in (tiles, merge, online, kernel_sums, histograms)
+    import importlib, pkgutil
+    import dmargin.engine as engine
+    mods = [importlib.import_module(m.name)
+            for m in pkgutil.walk_packages(engine.__path__, "dmargin.engine.")]
+    dispatchers = {f"{m.__name__}.{n}": d for m in mods
                    for n, d in vars(m).items() if hasattr(d, "py_func") and hasattr(d, "stats")}
     at_import = sorted(n for n, d in dispatchers.items() if d.signatures)
     from numba.core import event
@@ -59,8 +62,8 @@ def _env(**extra):
     return env
 
 
-_USED = ("dmargin.engine.tiles.lse_tile", "dmargin.engine.merge.irelief_agg",
-         "dmargin.engine.tiles.knn_tile")
+_USED = ("dmargin.engine.kernels.lse.lse_tile", "dmargin.engine.merge.irelief_agg",
+         "dmargin.engine.kernels.knn.knn_tile")
 
 
 def _assert_warm(cold, warm):
@@ -125,7 +128,7 @@ def test_read_only_install_caches_in_the_user_cache_dir(tmp_path):
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     assert runs[0]["file"].startswith(str(site))
     assert not list(site.rglob("*.nbi"))
-    assert list((home / ".cache" / "numba").rglob("tiles._lse_tile-*.nbi"))
+    assert list((home / ".cache" / "numba").rglob("lse._lse_tile-*.nbi"))
     _assert_warm(*runs)
 
 
@@ -136,7 +139,7 @@ def test_class_order_is_a_stable_sort_by_class():
         yc = rng.integers(0, k, n).astype(np.int64)
         if n:
             yc[yc == k - 1] = 0  # an empty last class
-        order, starts = tiles.class_order(yc, k)
+        order, starts = lse.class_order(yc, k)
         np.testing.assert_array_equal(order, np.argsort(yc, kind="mergesort"))
         np.testing.assert_array_equal(starts, np.concatenate([[0], np.cumsum(np.bincount(yc, minlength=k))]))
 

@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from dmargin._ldm import LDM, LDMRFE, SVMRFE, dual_matrices
-from dmargin.engine import kernel_sums
+from dmargin._ldm import LDM, LDMRFE, SVMRFE, dual_matrices, fit_machines
+from dmargin.engine import _numba, statistics
+from dmargin.engine.kernels import rbf
 from dmargin.engine.execution import prepare_rows
 
 try:  # tests/ as a package (tests/__init__.py present)
@@ -99,15 +100,13 @@ def test_linear_primal_equals_linear_dual():
     primal = LDM(**kw).fit(X, y)
     assert primal.solver_ == "primal"
     # The dual path is taken when features >= rows; force it on the same data.
-    dual = LDM(**kw)
-    dual.classes_, dual.gamma_ = np.array([-1.0, 1.0]), 1.0
-    dual._fit_machines(X, (y > 0).astype(int), np.random.default_rng(0), primal=False)
-    assert dual.solver_ == "dual"
-    np.testing.assert_allclose(primal.coef_, dual.coef_, rtol=0, atol=1e-7)
+    dual = fit_machines(X, (y > 0).astype(int), np.array([-1.0, 1.0]), C=1.0, lambda1=0.125,
+                        lambda2=0.125, kernel="linear", gamma=1.0, tol=1e-12, max_iter=100000,
+                        rng=np.random.default_rng(0), primal=False)
+    assert dual.solver == "dual"
+    np.testing.assert_allclose(primal.coef_, dual.coef, rtol=0, atol=1e-7)
     # Identity (no solver tolerance): one beta, both recoveries, the same w.
-    beta = dual.beta_[0]
-    alpha = np.zeros(len(y))
-    alpha[dual.support_] = dual.dual_coef_[0]
+    beta = dual.beta[0]
     _, coef = dual_matrices(X @ X.T, y, 0.125)
     np.testing.assert_allclose(X.T @ coef(0.125 / len(y) + beta),
                                ref.linear_ldm_w(X, y, beta, 0.125, 0.125), rtol=0, atol=1e-12)
@@ -147,7 +146,7 @@ def test_one_vs_one_on_three_classes():
     # Machine (x, z) is the binary LDM on those rows, z positive.
     keep = y != "y"
     pair = LDM(random_state=5, **kw).fit(X[keep], y[keep])
-    F = ldm._machine_values(X)
+    F = ldm._machine_values(X)  # per-machine values: decision_function gives the votes
     np.testing.assert_allclose(F[:, 1], pair.decision_function(X), rtol=0, atol=1e-7)
     pos, neg = (F > 0).astype(int), (F <= 0).astype(int)
     votes = np.stack([neg[:, 0] + neg[:, 1], pos[:, 0] + neg[:, 2], pos[:, 1] + pos[:, 2]], axis=1)
@@ -189,14 +188,14 @@ def test_convergence_warning():
 def test_left_out_sums_match_per_feature_kernel_matrices(parallel, monkeypatch):
     """One pass over pairs == recomputing K(-j) for every j (two machines), to 1e-12."""
     if parallel:
-        monkeypatch.setattr(kernel_sums, "_PARALLEL_MIN_WORK", 0)
+        monkeypatch.setattr(_numba, "PARALLEL_MIN_WORK", 0)
     rng = np.random.default_rng(3)
     X = rng.random((37, 6))
     X[5] = X[9]  # a duplicate row
     X[:, 3] = 0.25  # a constant feature
     coefs = [rng.normal(size=37), np.where(rng.random(37) < 0.5, 0.0, rng.normal(size=37))]
     cols = np.array([0, 1, 3, 4, 5])
-    sums = kernel_sums.rbf_left_out_sums(_rows(X), np.column_stack(coefs), cols, 0.9)
+    sums = statistics.rbf_left_out_sums(_rows(X), np.column_stack(coefs), cols, 0.9)
     forms, full = ref.left_out_quadratic_forms(X[:, cols], coefs, 0.9)
     np.testing.assert_allclose(sums[:-1], forms, rtol=1e-12, atol=0)
     assert sums[-1] == pytest.approx(full, rel=1e-12)
@@ -216,7 +215,7 @@ def test_left_out_sums_do_not_overflow_for_wide_kernels():
     """A far-apart pair: K_ab underflows, but K(-j)_ab need not; the clipped form is exact."""
     X = np.array([[0.0, 0.0], [40.0, 0.1], [0.2, 0.3]])
     coefs = [np.array([1.0, -2.0, 0.5])]
-    sums = kernel_sums.rbf_left_out_sums(_rows(X), np.column_stack(coefs), np.arange(2), 1.0)
+    sums = statistics.rbf_left_out_sums(_rows(X), np.column_stack(coefs), np.arange(2), 1.0)
     forms, _ = ref.left_out_quadratic_forms(X, coefs, 1.0)
     np.testing.assert_allclose(sums[:-1], forms, rtol=1e-12)
     assert np.all(np.isfinite(sums))
@@ -227,9 +226,9 @@ def test_exp_polynomial_of_the_product_form():
     reference, 64-bit mantissa)."""
     if np.finfo(np.longdouble).nmant < 63:
         pytest.skip("no extended precision long double on this platform")
-    u = np.linspace(0.0, kernel_sums._POLY_SPAN, 20001)
+    u = np.linspace(0.0, rbf._POLY_SPAN, 20001)  # the kernel's own constants
     p = np.zeros_like(u)
-    for c in kernel_sums._EXP_POLY[::-1]:
+    for c in rbf._EXP_POLY[::-1]:
         p = p * u + c
     exact = np.exp(u.astype(np.longdouble))
     assert np.max(np.abs(p / exact - 1.0)) < 2e-15
@@ -245,23 +244,23 @@ def test_left_out_sums_every_exp_path(gamma, squarings, far_row):
     X = rng.random((300, 5))
     if far_row:
         X[17] = [3.0, -2.0, 0.5, 0.5, 4.0]
-    assert kernel_sums._squarings(X * np.sqrt(gamma)) == squarings
+    assert rbf.squarings(X * np.sqrt(gamma)) == squarings
     coefs = [rng.normal(size=300), rng.normal(size=300)]
-    sums = kernel_sums.rbf_left_out_sums(_rows(X), np.column_stack(coefs), np.arange(5), gamma)
+    sums = statistics.rbf_left_out_sums(_rows(X), np.column_stack(coefs), np.arange(5), gamma)
     forms, full = ref.left_out_quadratic_forms(X, coefs, gamma)
     np.testing.assert_allclose(sums[:-1], forms, rtol=1e-12, atol=0)
     assert sums[-1] == pytest.approx(full, rel=1e-12)
 
 
-@pytest.mark.parametrize("chunk,split_every", [(7, 2), (16, 4), (100, 4)])
-def test_left_out_sums_dask_equals_in_process(chunk, split_every, threaded):
+@pytest.mark.parametrize("chunk", [7, 16, 100])
+def test_left_out_sums_dask_equals_in_process(chunk, threaded):
     rng = np.random.default_rng(5)
     X, C = rng.random((45, 4)), rng.normal(size=(45, 3))
-    local = kernel_sums.rbf_left_out_sums(_rows(X), C, np.arange(4), 0.5)
+    local = statistics.rbf_left_out_sums(_rows(X), C, np.arange(4), 0.5)
     rows = _rows(X, use_dask=True, chunk=chunk)
-    on_dask = kernel_sums.rbf_left_out_sums(rows, C, np.arange(4), 0.5, split_every=split_every)
+    on_dask = statistics.rbf_left_out_sums(rows, C, np.arange(4), 0.5)
     np.testing.assert_allclose(on_dask, local, rtol=1e-13)
-    again = kernel_sums.rbf_left_out_sums(rows, C, np.arange(4), 0.5, split_every=split_every)
+    again = statistics.rbf_left_out_sums(rows, C, np.arange(4), 0.5)
     np.testing.assert_array_equal(again, on_dask)  # deterministic graph
 
 

@@ -117,7 +117,7 @@ def test_set_reference_between_chunks_and_fit_discards_it():
     np.testing.assert_allclose(est.feature_importances_, w, rtol=0, atol=1e-10)
 
     est.fit(X, y)  # fit draws its own candidates: the held sample is gone
-    assert est._fixed_ref is None
+    assert est._fixed_ref is None  # the held reference rows have no public attribute
     again = OnlineIRelief(scale=None, shuffle=False).fit(X, y)
     np.testing.assert_array_equal(est.feature_importances_, again.feature_importances_)
 
@@ -248,7 +248,7 @@ def test_parquet_stream_with_reference_holds_bounded_state(tmp_path):
         est.partial_fit(Xc, yc, classes=[0, 1])
     sizes = {k: np.shape(v) for k, v in vars(est).items() if isinstance(v, np.ndarray)}
     assert max(s[0] for s in sizes.values() if s) <= 80, sizes
-    assert [len(a) for a in est._fixed_ref] == [80, 80, 80]
+    assert [len(a) for a in est._fixed_ref] == [80, 80, 80]  # held rows: private state
     memory = OnlineIRelief(random_state=0).set_reference(X[idx], y[idx], index=idx)
     for start in range(0, 2000, 250):
         memory.partial_fit(X[start:start + 250], y[start:start + 250], classes=[0, 1])
@@ -324,7 +324,7 @@ def test_row_blocks_cut_dask_chunks_like_numpy():
 
 
 def test_small_numpy_input_is_not_cut_into_tiny_tiles():
-    """Numpy rows sent to a cluster: no tile task below _MIN_TILE_WORK pair-features
+    """Numpy rows sent to a cluster: no tile task below MIN_TILE_WORK pair-features
     (N = 200 is one block: ~20 ms per iteration instead of ~130 ms for 64 tiny
     tiles), while N = 20,000 keeps its 8 blocks."""
     from dmargin.engine import execution
@@ -334,4 +334,4 @@ def test_small_numpy_input_is_not_cut_into_tiny_tiles():
         rows = execution.prepare_rows(X, np.zeros(n, dtype=np.int64), 2, use_dask=True)
         assert len(rows.bounds) == blocks, n
         sizes = [b - a for a, b in rows.bounds]
-        assert min(sizes) ** 2 * 50 >= execution._MIN_TILE_WORK or len(sizes) == 1
+        assert min(sizes) ** 2 * 50 >= execution.MIN_TILE_WORK or len(sizes) == 1

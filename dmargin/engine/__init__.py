@@ -1,15 +1,24 @@
 """The pairwise engine: tile kernels, their merges, and where they run.
 
+By layer: :mod:`~dmargin.engine.kernels` (numba, arrays in and out, one
+module per kernel family) under :mod:`~dmargin.engine._numba` (compile
+flags and the one serial-or-threaded rule); :mod:`~dmargin.engine.merge`
+(every combine and aggregate); :mod:`~dmargin.engine.statistics` (each
+statistic written once as a task graph); :mod:`~dmargin.engine.execution`
+(the graph, run in-process or on dask -- the only engine module that
+imports dask); :mod:`~dmargin.engine.binning` (boosting's bin codes).
+
 Algorithm modules import what they use from here, never from the engine's
-submodules: the layout under this package may change, these names do not.
+submodules.
 """
 
 from . import merge
+from .binning import BinnedRows, bin_rows
 from .execution import Rows, prepare_rows
-from .histograms import BinnedRows, WeightedHistograms, bin_rows, counts
-from .kernel_sums import ldm_dcd, ldm_dcd_linear, rbf_left_out_sums
-from .online import online_irelief_steps, simba_margins, simba_run
-from .execution import anchor_partials, knn_statistic, lse_statistic, quad_statistic
+from .kernels.sequential import (ldm_dcd, ldm_dcd_linear, online_irelief_steps, simba_margins,
+                                 simba_run)
+from .statistics import (WeightedHistograms, anchor_partials, counts, knn_statistic,
+                         lse_statistic, quad_statistic, rbf_left_out_sums)
 
 __all__ = [
     "BinnedRows", "Rows", "WeightedHistograms", "anchor_partials", "bin_rows", "counts",

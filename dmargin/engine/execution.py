@@ -1,22 +1,26 @@
-"""Where tiles run: in-process, or as dask tasks over persisted row blocks.
+"""Where tiles run: one task graph over row blocks, run in-process or by dask.
 
-The only module of the engine that imports dask.  An algorithm asks for one
-statistic per iteration -- a sum over anchor blocks of an ``*_agg`` applied to
-the merge over candidate blocks of a tile kernel -- and gets a small numpy
-result back.  Two executions give the same numbers up to floating-point
-reassociation:
+The only module of the engine that imports dask.  A statistic
+(:mod:`dmargin.engine.statistics`) is written once, as a :class:`Graph` of
+tasks over the row blocks of :class:`Rows` -- tile tasks over a *grid* of
+blocks, tree reductions (:meth:`Graph.tree`), small per-block steps -- and
+the same graph runs two ways:
 
-- **in-process** (numpy input, no active ``distributed.Client``): one call of
-  the threaded kernel per anchor block against all candidates; no graph.
+- **in-process** (numpy input, no active ``distributed.Client``): the rows
+  are numpy; anchor blocks are cut from a memory budget and every candidate
+  block is all rows, so a tile kernel sees all candidates in one call and
+  threads inside (:func:`dmargin.engine._numba.pick`).  Kernels that cannot
+  thread inside (the BLAS-bound quadratic ones) get their tasks spread over
+  threads instead, level by level, so the sums never depend on timing.
 - **dask** (dask input, or an active client): ``X`` is persisted once as row
-  blocks; each iteration builds one graph of (anchor block x candidate
-  block) tile tasks, tree-reduces the partials of each anchor block over the
-  candidate blocks (``split_every``), aggregates each anchor block, and
-  tree-reduces those to one small array computed back on the driver.
+  blocks; anchor and candidate blocks are those blocks; the graph's tasks
+  run on the workers (serial kernels: dask runs one task per core) and only
+  the small result comes back.
 
-IMMIGRATE's quadratic statistic visits *pairs* of row blocks instead
-(:func:`quad_statistic`): its distances are symmetric in the pair, so each
-unordered pair is computed once for both of its anchors.
+The grids: ``ordered`` (every anchor block against every candidate block),
+``symmetric`` (unordered pairs ``I <= J`` of one block set, for statistics
+symmetric in the pair), ``blocks`` (one task per row block), and new anchors
+from the driver against every candidate block.
 
 Tile sizes come from a memory budget (:data:`TILE_BUDGET` bytes for the
 largest partial of one task), never from constants, and no array ever has
@@ -25,27 +29,27 @@ one axis per sample twice (no N x N).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._compat import active_client, check_worker_memory, client_for, compute, is_dask_collection
 from ..progress import step_fraction
-from . import merge, tiles
 
 #: Bytes one tile's partial may take.
 TILE_BUDGET = 64 * 2**20
 #: Fan-in of the tree reductions.
 SPLIT_EVERY = 4
 #: Row blocks a numpy input is cut into when it is sent to a cluster.
-_TARGET_BLOCKS = 8
+TARGET_BLOCKS = 8
 #: Least pair-features per tile task for numpy input sent to a cluster: each
 #: task costs the scheduler about a millisecond, so small data gets fewer,
 #: larger blocks (N = 200 is one block, not 64 tiny tiles).
-_MIN_TILE_WORK = 2.5e7
+MIN_TILE_WORK = 2.5e7
+
 
 def rows_per_block(n_features: int, n_classes: int, per_row_extra: int = 0) -> int:
     """Anchor rows per tile so that one (m, s, v) partial fits the budget."""
@@ -57,9 +61,10 @@ def rows_per_block(n_features: int, n_classes: int, per_row_extra: int = 0) -> i
 class Rows:
     """Training rows as the engine sees them.
 
-    ``X`` is float64 of shape (N, A) and ``codes`` int64 class codes; both are
-    numpy (in-process) or dask arrays persisted with identical row blocks and
-    a single column block (dask).
+    ``X`` (N x A) and ``codes`` (N,) are numpy (in-process) or dask arrays
+    with identical row blocks and a single column block (dask); ``bounds``
+    are the blocks' ``(start, stop)``.  ``X`` is float64 for the pairwise
+    statistics and bin codes for the histograms.
     """
 
     X: object
@@ -77,40 +82,75 @@ class Rows:
         return self.X.shape[1]
 
 
-def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None) -> Rows:
-    """Persist ``X`` and ``codes`` once, blocked for the tile grid.
-
-    ``use_dask=None`` picks dask when ``X`` is a dask array or a client is
-    active.  Dask input keeps its row chunks unless one exceeds the budget.
-    """
+def use_dask_for(X, use_dask=None) -> bool:
+    """Dask when ``X`` is a dask collection or a client is active (``None``)."""
     if use_dask is None:
-        use_dask = is_dask_collection(X) or active_client() is not None
-    if not use_dask:
-        return Rows(np.ascontiguousarray(X, dtype=np.float64), np.asarray(codes, dtype=np.int64),
-                    n_classes, False, [(0, X.shape[0])])
+        return is_dask_collection(X) or active_client() is not None
+    return use_dask
+
+
+def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, block=None,
+                 dtype=np.float64, max_rows=None, min_rows=None, per_row_bytes=None,
+                 what="A fit on") -> Rows:
+    """Put ``X`` and ``codes`` where the fit will read them, once.
+
+    In-process: contiguous numpy.  Dask: persisted row blocks, each at most
+    ``max_rows`` rows (default: the tile budget's anchor rows); dask input
+    keeps its row chunks below that, numpy input sent to a cluster is cut
+    into about :data:`TARGET_BLOCKS` blocks of at least ``min_rows`` rows
+    (default: enough for :data:`MIN_TILE_WORK` per tile).  ``block(X_block) -> array``
+    transforms every block where it lives (binning), giving ``dtype``.
+    """
+    n, a = X.shape
+    if not use_dask_for(X, use_dask):
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        X = X if block is None else block(X)
+        return Rows(X, np.asarray(codes, dtype=np.int64), n_classes, False, [(0, n)])
     import dask
     import dask.array as da
 
-    n, a = X.shape
-    cap = rows_per_block(a, n_classes)
+    cap = rows_per_block(a, n_classes) if max_rows is None else max_rows
     if is_dask_collection(X):
-        chunks = X.chunks[0]
-        if max(chunks) > cap:
-            chunks = cap
+        chunks = X.chunks[0] if max(X.chunks[0]) <= cap else cap
     else:
-        min_rows = math.sqrt(_MIN_TILE_WORK / max(a, 1))
-        n_blocks = max(1, min(_TARGET_BLOCKS, int(n // min_rows)))
+        min_rows = math.sqrt(MIN_TILE_WORK / max(a, 1)) if min_rows is None else min_rows
+        n_blocks = max(1, min(TARGET_BLOCKS, int(n // min_rows)))
         chunks = min(cap, max(1, math.ceil(n / n_blocks)))
     X = da.asarray(X).astype(np.float64).rechunk((chunks, a))
+    if block is not None:
+        X = X.map_blocks(block, dtype=dtype)
     codes = da.asarray(codes).astype(np.int64).rechunk((X.chunks[0],))
-    # A tile task holds its partial, an anchor and a candidate block (and the
+    # A task holds its partial, an anchor and a candidate block (and the
     # candidate block's codes); the persisted rows are spread over the workers.
-    block = max(X.chunks[0]) * (a + 1) * 8
-    check_worker_memory(client_for([X]), n * (a + 1) * 8, TILE_BUDGET + 3 * block,
-                        f"A fit on {n} rows x {a} features")
+    item = np.dtype(dtype).itemsize
+    row = a * item + 8 if per_row_bytes is None else per_row_bytes
+    # A binning task holds one float block and its codes, a tile task its partial too.
+    task = (0 if block is not None else TILE_BUDGET) + 3 * max(X.chunks[0]) * (a + 1) * 8
+    check_worker_memory(client_for([X]), n * row, task, f"{what} {n} rows x {a} features")
     X, codes = dask.persist(X, codes)
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
     return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])))
+
+
+def row_blocks(X) -> Rows:
+    """``X`` (numpy or dask) as row blocks, without persisting it (one-pass reads)."""
+    if not is_dask_collection(X):
+        return Rows(np.asarray(X), None, 0, False, [(0, X.shape[0])])
+    X = X.rechunk({1: -1})
+    edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
+    return Rows(X, None, 0, True, list(zip(edges[:-1], edges[1:])))
+
+
+def local_bounds(n, rows_per_task):
+    """In-process anchor blocks of at most ``rows_per_task`` rows."""
+    step = max(1, int(rows_per_task))
+    return [(s, min(s + step, n)) for s in range(0, n, step)]
+
+
+def split_bounds(n, parts):
+    """``parts`` nearly equal blocks of ``range(n)``."""
+    edges = np.linspace(0, n, min(n, parts) + 1).astype(int)
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
 # ---------------------------------------------------------------------------
@@ -118,434 +158,246 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None) -> R
 # ---------------------------------------------------------------------------
 
 
-def _tile_task(kernel, Xa, start_a, Xc, yc, start_c, *params):
-    ia = np.arange(start_a, start_a + Xa.shape[0])
-    ic = np.arange(start_c, start_c + Xc.shape[0])
-    return tiles.KERNELS[kernel][0](Xa, ia, Xc, yc, ic, *params)
-
-
-def _call(fn, *args):
-    return fn(*args)
-
-
-def _sum(parts):
-    return functools.reduce(np.add, parts)
-
-
 def _combine_task(combine, parts):
     return combine(parts)
 
 
-def _pad_v(partial):
-    """(m, s) from the two-pass kernel as an (m, s, None) partial."""
-    return partial[0], partial[1], None
+def _slice(arr, start, stop):
+    return arr[start:stop]
 
 
 # ---------------------------------------------------------------------------
-# Graph construction
+# The graph
 # ---------------------------------------------------------------------------
 
 
-class _Graph:
-    """A dict graph over the persisted row blocks of :class:`Rows`."""
+class Graph:
+    """Tasks over the row blocks of :class:`Rows`, run in-process or by dask.
 
-    def __init__(self, rows: Rows, name: str, *token, split_every=SPLIT_EVERY):
-        from dask.base import tokenize
+    Tasks are dask-style tuples ``(fn, *args)``; an argument that is a key of
+    the graph (or a list of keys) is replaced by its value.  Keys are
+    deterministic (same inputs, same keys, as dask's own reductions).
 
+    ``anchors`` are the anchor blocks (default: the rows' blocks; in-process,
+    statistics pass budget-sized blocks), ``candidates`` the candidate blocks
+    (in-process: all rows, one block).
+    """
+
+    def __init__(self, rows: Rows, name: str, *token, anchors=None, candidates=None):
         self.rows = rows
-        # Same inputs, same keys (deterministic graphs, as dask's own reductions).
-        self.name = f"dmargin-{name}-{tokenize(rows.X.name, rows.codes.name, *token)}"
-        self.split_every = split_every
+        self.local = not rows.on_dask
+        if self.local:
+            from hashlib import blake2b
+
+            tag = blake2b(repr((name, id(rows.X))).encode(), digest_size=8).hexdigest()
+        else:
+            from dask.base import tokenize
+
+            tag = tokenize(rows.X.name, getattr(rows.codes, "name", None), *token)
+        self.name = f"dmargin-{name}-{tag}"
         self.dsk = {}
+        self.dependencies = []
         self._n = itertools.count()
+        self.anchors = rows.bounds if anchors is None else anchors
+        self._tiles = set()
+        self._sliced = {}
+        if self.local:
+            self.dsk[(f"{self.name}-X",)] = rows.X
+            self.dsk[(f"{self.name}-codes",)] = rows.codes
+            self._cand = [(0, rows.n_samples)] if candidates is None else candidates
+        else:
+            self._cand = rows.bounds
 
-    def key(self, tag):
-        return (f"{self.name}-{tag}", next(self._n))
+    # -- keys of the row blocks ------------------------------------------------
+    @property
+    def candidates(self):
+        """``(start, stop)`` of the candidate blocks."""
+        return self._cand
 
+    def _rows_of(self, bounds):
+        """Keys of the rows ``bounds`` in-process: all rows, or a slice task."""
+        if bounds == (0, self.rows.n_samples):
+            return (f"{self.name}-X",), (f"{self.name}-codes",)
+        if bounds not in self._sliced:
+            self._sliced[bounds] = (self.add("x", _slice, (f"{self.name}-X",), *bounds),
+                                    self.add("y", _slice, (f"{self.name}-codes",), *bounds))
+        return self._sliced[bounds]
+
+    def block(self, i):
+        """Keys of candidate block ``i``: ``(X, codes, start)``."""
+        if self.local:
+            return (*self._rows_of(tuple(self._cand[i])), self._cand[i][0])
+        return (self.rows.X.name, i, 0), (self.rows.codes.name, i), self._cand[i][0]
+
+    def anchor(self, i):
+        """Keys of anchor block ``i``: ``(X, codes, start)``."""
+        if self.local:
+            return (*self._rows_of(tuple(self.anchors[i])), self.anchors[i][0])
+        return self.block(i)
+
+    # -- building ----------------------------------------------------------------
     def add(self, tag, *task):
-        k = self.key(tag)
-        self.dsk[k] = task
-        return k
+        """Add a task; returns its key."""
+        key = (f"{self.name}-{tag}", next(self._n))
+        self.dsk[key] = task
+        return key
 
-    def tree(self, keys, combine, tag):
-        """Tree-reduce ``keys`` with ``combine(list) -> same kind``."""
+    def tile(self, tag, *task):
+        """Add a tile task: counted by the progress events."""
+        key = self.add(tag, *task)
+        self._tiles.add(key)
+        return key
+
+    def tree(self, keys, combine, tag="merge"):
+        """Tree-reduce ``keys`` with ``combine(list) -> same kind`` (fan-in
+        :data:`SPLIT_EVERY`, the same tree in both executions)."""
         keys = list(keys)
         while len(keys) > 1:
             keys = [
-                self.add(tag, _combine_task, combine, keys[i : i + self.split_every])
-                if len(keys[i : i + self.split_every]) > 1 else keys[i]
-                for i in range(0, len(keys), self.split_every)
+                self.add(tag, _combine_task, combine, keys[i: i + SPLIT_EVERY])
+                if len(keys[i: i + SPLIT_EVERY]) > 1 else keys[i]
+                for i in range(0, len(keys), SPLIT_EVERY)
             ]
         return keys[0]
 
-    def x(self, i):
-        return (self.rows.X.name, i, 0)
+    def ordered(self):
+        """``(i, j)`` for every anchor block ``i`` and candidate block ``j``."""
+        return [(i, j) for i in range(len(self.anchors)) for j in range(len(self._cand))]
 
-    def y(self, i):
-        return (self.rows.codes.name, i)
+    def symmetric(self):
+        """Unordered pairs ``i <= j`` of the candidate blocks."""
+        n = len(self._cand)
+        return [(i, j) for i in range(n) for j in range(i, n)]
 
-    def tile_row(self, kernel, i, params, tag):
-        """Tile tasks of anchor block ``i`` against every candidate block."""
-        start_a = self.rows.bounds[i][0]
-        return [
-            self.add(tag, _tile_task, kernel, self.x(i), start_a, self.x(j), self.y(j), start_c,
-                     *params)
-            for j, (start_c, _) in enumerate(self.rows.bounds)
-        ]
+    # -- running -----------------------------------------------------------------
+    def compute(self, key, *, threads=1, keep=None, collections=()):
+        """The value of ``key`` (numpy, small).
 
-    def compute(self, key):
+        ``threads`` (in-process only): run independent tasks on that many
+        threads.  ``keep``: keys of per-block arrays to keep where they are
+        (``(keys, chunks, dtype)``); returns ``(value, kept)`` with ``kept`` a
+        numpy array (in-process) or a persisted dask array.  ``collections``:
+        dask collections the graph reads besides the rows.
+        """
+        if self.local:
+            values = _run_local(self.dsk, self._tiles, threads)
+            if keep is None:
+                return values[key]
+            kept = values[keep[0][0]] if len(keep[0]) == 1 else np.concatenate(
+                [values[k] for k in keep[0]])
+            return values[key], kept
+        return self._compute_dask(key, keep, collections)
+
+    def _compute_dask(self, key, keep, collections):
+        import dask
+        import dask.array as da
         from dask.delayed import Delayed
         from dask.highlevelgraph import HighLevelGraph
 
-        hlg = HighLevelGraph.from_collections(self.name, self.dsk,
-                                              dependencies=[self.rows.X, self.rows.codes])
-        return compute(Delayed(key, hlg, layer=self.name), what=f"dmargin graph {self.name}")[0]
+        deps = [c for c in (self.rows.X, self.rows.codes, *collections) if c is not None]
+        if keep is None:
+            hlg = HighLevelGraph.from_collections(self.name, self.dsk, dependencies=deps)
+            with _TileProgress(self._tiles):
+                return compute(Delayed(key, hlg, layer=self.name),
+                               what=f"dmargin graph {self.name}")[0]
+        keys, chunks, dtype = keep
+        # The kept blocks get keys of their own dask array (name, i).
+        kept_name = f"{self.name}-kept"
+        layer = {(kept_name, i): k for i, k in enumerate(keys)}
+        hlg = HighLevelGraph.from_collections(self.name, {**self.dsk, **layer},
+                                              dependencies=deps)
+        arr = da.Array(hlg, kept_name, chunks=chunks, dtype=dtype)
+        with _TileProgress(self._tiles):
+            arr, value = dask.persist(arr, Delayed(key, hlg, layer=self.name))
+        return compute(value, what=f"dmargin graph {self.name}")[0], arr
 
 
-# ---------------------------------------------------------------------------
-# Statistics
-# ---------------------------------------------------------------------------
+class _TileProgress:
+    """Progress events as tile tasks finish under dask's local schedulers.
 
-
-#: Below this many pair-features a tile runs on one thread: waking a thread
-#: pool costs more than it saves on small work.
-_PARALLEL_MIN_WORK = 5e7
-
-
-def _kernel(name, work):
-    serial, parallel = tiles.KERNELS[name]
-    return parallel if work >= _PARALLEL_MIN_WORK else serial
-
-
-def _local_blocks(rows: Rows, per_row: int):
-    step = max(1, TILE_BUDGET // (8 * per_row))
-    ic = np.arange(rows.n_samples)
-    for start in range(0, rows.n_samples, step):
-        stop = min(start + step, rows.n_samples)
-        yield start, stop, np.arange(start, stop), ic
-
-
-def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, mode="auto",
-                  split_every=SPLIT_EVERY):
-    """``sum_I agg(merge_J lse_tile(I, J), y_I, weight_I, *agg_args)``.
-
-    ``agg(m, s, v, ya, weight, *agg_args)`` returns a small array (the anchor
-    block's share).  ``mode="two-pass"`` instead runs pass 1 (log-normalisers
-    per anchor and class), ``agg`` must then be a coefficient function
-    ``coef(m, s, ya, weight, *agg_args) -> (log_z, coef)`` and pass 2 sums the
-    pair coefficients straight into the statistic -- for statistics too large
-    to carry per anchor.  ``"auto"`` is the one-pass merge.
+    (On a ``distributed`` cluster the dashboard shows the tasks; the fit's
+    steps still come as events.)
     """
-    n, a, k = rows.n_samples, rows.n_features, rows.n_classes
-    w = np.asarray(w, dtype=np.float64)
-    weight = np.full(n, 1.0 / n) if anchor_weight is None else np.asarray(anchor_weight, float)
-    two_pass = mode == "two-pass"
-    if not rows.on_dask:
-        total = 0.0
-        blocks = list(_local_blocks(rows, k * (a + 2)))
-        for b, (start, stop, ia, ic) in enumerate(blocks, 1):
-            Xa, ya = rows.X[start:stop], rows.codes[start:stop]
-            work = (stop - start) * n * a
-            if two_pass:
-                m, s = _kernel("logz", work)(Xa, ia, rows.X, rows.codes, ic, w, sigma, k)
-                log_z, coef = agg(m, s, ya, weight[start:stop], *agg_args)
-                part = _kernel("pair_sum", work)(Xa, ia, rows.X, rows.codes, ic, w, sigma,
-                                                 log_z, coef)
-            else:
-                m, s, v = _kernel("lse", work)(Xa, ia, rows.X, rows.codes, ic, w, sigma, k)
-                part = agg(m, s, v, ya, weight[start:stop], *agg_args)
-            total = total + part
-            step_fraction(b, len(blocks))
-        return total
 
-    g = _Graph(rows, "lse", w, sigma, agg.__name__, agg_args, weight, mode,
-               split_every=split_every)
-    shares = []
-    for i, (start, stop) in enumerate(rows.bounds):
-        wi = weight[start:stop]
-        if two_pass:
-            parts = [g.add("pad", _pad_v, t) for t in g.tile_row("logz", i, (w, sigma, k), "logz")]
-            merged = g.tree(parts, merge.lse_combine, "merge")
-            coef = g.add("coef", _coef_task, agg, merged, g.y(i), wi, agg_args)
-            pair_keys = [
-                g.add("pair", _pair_task, g.x(i), start, g.x(j), g.y(j), sc, w, sigma, coef)
-                for j, (sc, _) in enumerate(rows.bounds)
-            ]
-            shares.append(g.tree(pair_keys, _sum, "sum"))
-        else:
-            merged = g.tree(g.tile_row("lse", i, (w, sigma, k), "tile"), merge.lse_combine, "merge")
-            shares.append(g.add("agg", _agg_task, agg, merged, g.y(i), wi, agg_args))
-    return g.compute(g.tree(shares, _sum, "total"))
+    def __init__(self, tiles):
+        self.tiles, self.done, self.cb = tiles, 0, None
+
+    def __enter__(self):
+        from dask.callbacks import Callback
+
+        if self.tiles:
+            self.cb = Callback(posttask=self._posttask)
+            self.cb.__enter__()
+        return self
+
+    def _posttask(self, key, result, dsk, state, worker_id):
+        if key in self.tiles:
+            self.done += 1
+            step_fraction(self.done, len(self.tiles))
+
+    def __exit__(self, *exc):
+        if self.cb is not None:
+            self.cb.__exit__(*exc)
 
 
-def _agg_task(agg, partial, ya, weight, agg_args):
-    m, s, v = partial
-    return agg(m, s, v, ya, weight, *agg_args)
+def _resolve(arg, values):
+    if type(arg) is tuple and arg and type(arg[0]) is str:
+        try:
+            return values[arg]
+        except (KeyError, TypeError):
+            return arg
+    if type(arg) is list:
+        return [_resolve(a, values) for a in arg]
+    return arg
 
 
-def _coef_task(agg, partial, ya, weight, agg_args):
-    return agg(partial[0], partial[1], ya, weight, *agg_args)
+def _run_local(dsk, tiles, threads):
+    """Run a graph in-process: tasks level by level, each level on threads.
 
-
-def _pair_task(Xa, start_a, Xc, yc, start_c, w, sigma, coef):
-    log_z, c = coef
-    ia = np.arange(start_a, start_a + Xa.shape[0])
-    ic = np.arange(start_c, start_c + Xc.shape[0])
-    return tiles.pair_sum_tile(Xa, ia, Xc, yc, ic, w, sigma, log_z, c)
-
-
-def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), split_every=SPLIT_EVERY):
-    """``sum_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours)."""
-    n, a, k = rows.n_samples, rows.n_features, rows.n_classes
-    per_row = k * n_neighbors * (a + 2)
-    if not rows.on_dask:
-        total = 0.0
-        blocks = list(_local_blocks(rows, per_row))
-        for b, (start, stop, ia, ic) in enumerate(blocks, 1):
-            knn = _kernel("knn", (stop - start) * n * a)
-            d, idx, z = knn(rows.X[start:stop], ia, rows.X, rows.codes, ic, k, n_neighbors)
-            total = total + agg(d, idx, z, rows.codes[start:stop], *agg_args)
-            step_fraction(b, len(blocks))
-        return total
-
-    g = _Graph(rows, "knn", n_neighbors, agg.__name__, agg_args, split_every=split_every)
-    shares = []
-    for i in range(len(rows.bounds)):
-        merged = g.tree(g.tile_row("knn", i, (k, n_neighbors), "tile"), merge.knn_combine,
-                        "merge")
-        shares.append(g.add("agg", _knn_agg_task, agg, merged, g.y(i), agg_args))
-    return g.compute(g.tree(shares, _sum, "total"))
-
-
-def _knn_agg_task(agg, partial, ya, agg_args):
-    return agg(*partial, ya, *agg_args)
-
-
-# ---------------------------------------------------------------------------
-# Quadratic (IMMIGRATE) statistics and per-anchor partials for new points
-# ---------------------------------------------------------------------------
-
-
-def _n_threads():
-    import numba
-
-    return numba.get_num_threads()
-
-
-def _split(n, parts):
-    edges = np.linspace(0, n, min(n, parts) + 1).astype(int)
-    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-
-
-def _thread_map(fn, items):
-    """``[fn(x) for x in items]``, on threads when there is more than one."""
-    if len(items) == 1:
-        return [fn(items[0])]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(len(items)) as pool:
-        return list(pool.map(fn, items))
-
-
-@functools.lru_cache(maxsize=1)
-def _threadpool_controller():
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()  # finding the libraries once is the slow part
-
-
-def _blas_single_thread():
-    """One BLAS thread per kernel thread while the quadratic kernels run."""
-    return _threadpool_controller().limit(limits=1, user_api="blas")
-
-
-def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, split_every=SPLIT_EVERY):
-    """IMMIGRATE's E-step, two passes over unordered pairs: ``(Sigma, entropy)``.
-
-    ``z`` and ``q`` are symmetric in the pair, so the row blocks are visited as
-    pairs ``I <= J`` (:data:`tiles.WITHIN` on the diagonal, :data:`tiles.CROSS`
-    off it), each pair's distances serving the anchors on both sides -- half
-    the work of ordered (anchor block x candidate block) tiles.  Pass 1 merges
-    the per-anchor softmax partials ``(m, s, u)`` of :func:`tiles.qlse_pairs`
-    over the pairs an anchor block belongs to; ``coef(m, s, u, ya, weight,
-    sigma) -> (log_z, coef, entropy)`` turns them into pair coefficients;
-    pass 2 sums ``coef * z z^T`` over all pairs with :func:`tiles.sigma_pairs`.
-    The A x A matrix is never carried per anchor.
+    A task's level is one more than its deepest dependency's, so a level's
+    tasks are independent; their values do not depend on the order they ran.
     """
-    U = np.ascontiguousarray(U, dtype=np.float64)
-    lam = np.ascontiguousarray(lam, dtype=np.float64)
-    weight = np.asarray(anchor_weight, dtype=np.float64)
-    if not rows.on_dask:
-        with _blas_single_thread():
-            return _quad_local(rows, U, lam, sigma, weight, coef)
-
-    k = rows.n_classes
-    g = _Graph(rows, "quad", U, lam, sigma, weight, coef.__name__, split_every=split_every)
-    blocks = range(len(rows.bounds))
-    pairs = [(i, j) for i in blocks for j in blocks if i <= j]
-    tile = {
-        (i, j): g.add("qlse", _qlse_pair_task, *_pair_args(g, i, j), U, lam, sigma, k)
-        for i, j in pairs
-    }
-    coefs = []
-    for i in blocks:
-        sides = [g.add("side", _side, tile[min(i, j), max(i, j)], int(j < i)) for j in blocks]
-        merged = g.tree(sides, merge.lse_combine, "merge")
-        start, stop = rows.bounds[i]
-        coefs.append(g.add("coef", _quad_coef_task, coef, merged, g.y(i), weight[start:stop],
-                           sigma))
-    parts = [g.add("sigma", _sigma_pair_task, *_pair_args(g, i, j), U, lam, sigma, coefs[i],
-                   coefs[j]) for i, j in pairs]
-    entropy = g.tree([g.add("entropy", _entropy_of, c) for c in coefs], _sum, "entropy")
-    return g.compute(g.add("total", _call, _pair_of, g.tree(parts, _sum, "sum"), entropy))
-
-
-def _pair_args(g: _Graph, i, j):
-    (si, _), (sj, _) = g.rows.bounds[i], g.rows.bounds[j]
-    return g.x(i), g.y(i), si, g.x(j), g.y(j), sj
-
-
-def _pair_mode(Xp, start_p, Xq, start_q):
-    ip = np.arange(start_p, start_p + Xp.shape[0])
-    iq = np.arange(start_q, start_q + Xq.shape[0])
-    return ip, iq, tiles.WITHIN if start_p == start_q else tiles.CROSS
-
-
-def _qlse_pair(Xp, yp, start_p, Xq, yq, start_q, U, lam, sigma, n_classes, store):
-    ip, iq, mode = _pair_mode(Xp, start_p, Xq, start_q)
-    return tiles.qlse_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store)
-
-
-def _sigma_pair(Xp, yp, start_p, Xq, yq, start_q, U, lam, sigma, coef_p, coef_q, store):
-    ip, iq, mode = _pair_mode(Xp, start_p, Xq, start_q)
-    return tiles.sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, coef_p[0], coef_p[1],
-                             coef_q[0], coef_q[1], mode, store)
-
-
-def _qlse_pair_task(*args):
-    with _blas_single_thread():
-        return _qlse_pair(*args, np.empty(0))
-
-
-def _sigma_pair_task(*args):
-    with _blas_single_thread():
-        return _sigma_pair(*args, np.empty(0))
-
-
-def _side(partials, side):
-    """The ``(m, s, u)`` of the first (0) or second (1) row set of a pair."""
-    return partials[3 * side: 3 * side + 3]
-
-
-def _entropy_of(coef):
-    return coef[2]
-
-
-def _pair_of(a, b):
-    return a, b
-
-
-def _quad_coef_task(coef, partial, ya, weight, sigma):
-    m, s, u = partial
-    return coef(m, s, u, ya, weight, sigma)
-
-
-#: Below about this much work per pass one thread beats waking a pool.
-_THREADS_MIN_FLOPS = 1e9
-
-
-def _quad_local(rows: Rows, U, lam, sigma, weight, coef):
-    """In-process :func:`quad_statistic`: the same pairs of row blocks, on threads.
-
-    One block (one ``WITHIN`` call per pass) unless the work pays for threads
-    (~1 GFLOP per pass); then blocks of rows whose pairs are dealt to threads
-    by a fixed greedy rule, so the sums do not depend on timing.  When every
-    pair's distance fits :data:`TILE_BUDGET`, pass 1 stores them and pass 2
-    reads them back instead of recomputing ``Z U``.
-    """
-    n, a = rows.n_samples, rows.n_features
-    flops = n * n * a * (a + U.shape[1])
-    n_threads = _n_threads() if flops > _THREADS_MIN_FLOPS else 1
-    n_blocks = 1 if n_threads == 1 else min(4 * n_threads, max(1, n // tiles._SEG))
-    bounds = _split(n, n_blocks)
-    pairs = [(i, j) for i in range(len(bounds)) for j in range(i, len(bounds))]
-    size = [tiles.n_pairs(bounds[i][1] - bounds[i][0], bounds[j][1] - bounds[j][0],
-                          tiles.WITHIN if i == j else tiles.CROSS) for i, j in pairs]
-    keep_q = 8 * sum(size) <= TILE_BUDGET
-    stores = [np.empty(p if keep_q else 0) for p in size]
-    share = _deal(size, n_threads)
-    X, y = rows.X, rows.codes
-
-    def args(p):
-        (s0, s1), (t0, t1) = bounds[pairs[p][0]], bounds[pairs[p][1]]
-        return X[s0:s1], y[s0:s1], s0, X[t0:t1], y[t0:t1], t0
-
-    def on_threads(fn):
-        """``{pair index: fn(pair index)}``, each thread running its share in order."""
-        done = _thread_map(lambda mine: [(p, fn(p)) for p in mine], share)
-        return dict(itertools.chain.from_iterable(done))
-
-    tile = on_threads(lambda p: _qlse_pair(*args(p), U, lam, sigma, rows.n_classes, stores[p]))
-    index = {pair: p for p, pair in enumerate(pairs)}
-    merged = [
-        merge.lse_combine([_side(tile[index[min(i, j), max(i, j)]], int(j < i))
-                           for j in range(len(bounds))])
-        for i in range(len(bounds))
-    ]
-    m, s, u = (np.concatenate(parts) for parts in zip(*merged))
-    log_z, c, entropy = coef(m, s, u, y, weight, sigma)
-
-    def pass2(p):
-        (s0, s1), (t0, t1) = bounds[pairs[p][0]], bounds[pairs[p][1]]
-        return _sigma_pair(*args(p), U, lam, sigma, (log_z[s0:s1], c[s0:s1]),
-                           (log_z[t0:t1], c[t0:t1]), stores[p])
-
-    parts = on_threads(pass2)
-    return functools.reduce(np.add, [parts[p] for p in range(len(pairs))]), entropy
-
-
-def _deal(costs, n_threads):
-    """Indices of ``costs`` dealt to threads: largest first, to the least loaded."""
-    load = [0] * n_threads
-    share = [[] for _ in range(n_threads)]
-    for p in sorted(range(len(costs)), key=lambda p: (-costs[p], p)):
-        t = min(range(n_threads), key=lambda t: (load[t], t))
-        share[t].append(p)
-        load[t] += costs[p]
-    return [s for s in share if s]
-
-
-def anchor_partials(rows: Rows, kernel, Xa, ia, params, block=1024):
-    """Per-anchor softmax partials of new anchors ``Xa`` against all training rows.
-
-    ``ia`` are the anchors' global indices (a training row excludes itself;
-    new points get negative indices).  Returns the merged partial of
-    ``kernel`` ("lse" or "qlse") for every anchor -- small (anchors x classes
-    [x features]) -- used for predictions and leave-one-out predictions.
-    """
-    Xa = np.ascontiguousarray(Xa, dtype=np.float64)
-    ia = np.asarray(ia, dtype=np.int64)
-    parts = []
-    for start in range(0, Xa.shape[0], block):
-        stop = min(start + block, Xa.shape[0])
-        if not rows.on_dask:
-            ic = np.arange(rows.n_samples)
-            work = (stop - start) * rows.n_samples * rows.n_features
-            with _blas_single_thread():
-                parts.append(_kernel(kernel, work)(Xa[start:stop], ia[start:stop], rows.X,
-                                                   rows.codes, ic, *params))
+    values, level = {}, {}
+    for key, task in dsk.items():
+        if type(task) is not tuple or not callable(task[0]):
+            values[key] = task
+            level[key] = 0
             continue
-        g = _Graph(rows, f"{kernel}-new", Xa[start:stop], ia[start:stop], params)
-        keys = [
-            g.add("tile", _new_anchor_task, kernel, Xa[start:stop], ia[start:stop], g.x(j),
-                  g.y(j), sc, params)
-            for j, (sc, _) in enumerate(rows.bounds)
-        ]
-        parts.append(g.compute(g.tree(keys, merge.lse_combine, "merge")))
-    return tuple(np.concatenate(items) for items in zip(*parts))
+        deps = [level[a] for a in _keys_in(task[1:], dsk)]
+        level[key] = 1 + max(deps, default=0)
+    by_level = {}
+    for key, lv in level.items():
+        if key not in values:
+            by_level.setdefault(lv, []).append(key)
+    n_tiles, done = len(tiles), 0
+
+    def run(key):
+        fn, *args = dsk[key]
+        return fn(*(_resolve(a, values) for a in args))
+
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    try:
+        for lv in sorted(by_level):
+            keys = by_level[lv]
+            results = pool.map(run, keys) if pool and len(keys) > 1 else map(run, keys)
+            for key, value in zip(keys, results):
+                values[key] = value
+                if key in tiles:
+                    done += 1
+                    step_fraction(done, n_tiles)
+    finally:
+        if pool:
+            pool.shutdown()
+    return values
 
 
-def _new_anchor_task(kernel, Xa, ia, Xc, yc, start_c, params):
-    ic = np.arange(start_c, start_c + Xc.shape[0])
-    with _blas_single_thread():
-        return tiles.KERNELS[kernel][0](Xa, ia, Xc, yc, ic, *params)
+def _keys_in(args, dsk):
+    for a in args:
+        if type(a) is list:
+            yield from _keys_in(a, dsk)
+        elif type(a) is tuple and a and type(a[0]) is str:
+            try:
+                if a in dsk:
+                    yield a
+            except TypeError:
+                pass

@@ -1,7 +1,7 @@
 """Partials and how they merge: ``*_combine`` and ``*_agg`` per partial.
 
 Like dask's ``mean_chunk / mean_combine / mean_agg`` trios: a tile kernel in
-:mod:`dmargin.engine.tiles` is the chunk step; ``*_combine`` merges partials
+:mod:`dmargin.engine.kernels` is the chunk step; ``*_combine`` merges partials
 of the same anchors over disjoint candidate blocks (associative, so dask can
 tree-reduce them); ``*_agg`` turns the merged partial of an anchor block into
 that block's share of the statistic.  Plain numpy, plus one small numba
@@ -13,7 +13,15 @@ import math
 import numba
 import numpy as np
 
-from .tiles import _filled
+from .kernels.lse import filled
+
+def add(parts):
+    """Sum of partials that simply add (histograms, kernel sums, shares), in order."""
+    out = parts[0]
+    for p in parts[1:]:
+        out = out + p
+    return out
+
 
 # ---------------------------------------------------------------------------
 # Log-sum-exp partials (m, s, v)
@@ -25,8 +33,7 @@ def lse_combine(parts):
 
     ``m = max(m1, m2); s = s1 e^(m1-m) + s2 e^(m2-m); v likewise`` -- exact.
     ``v`` is a vector per anchor and class (I-RELIEF), a scalar per anchor
-    and class (IMMIGRATE's expected distance), or ``None`` (the two-pass
-    mode carries ``(m, s)`` only).
+    and class (IMMIGRATE's expected distance), or ``None`` (``(m, s)`` only).
     """
     m = parts[0][0]
     for p in parts[1:]:
@@ -131,7 +138,7 @@ def irelief_anchor_term(m, s, v, y, pooled, miss_prior, outliers, out):
 @numba.njit(cache=True, nogil=True)
 def irelief_agg(m, s, v, ya, weight, pooled, miss_prior, outliers):
     """Anchor block's share of eq. (12): ``sum_a weight_a gamma_a (mbar_a - hbar_a)``."""
-    out = _filled((v.shape[2],), 0.0)
+    out = filled((v.shape[2],), 0.0)
     term = np.empty(v.shape[2])
     for a in range(m.shape[0]):
         if weight[a] == 0.0:
@@ -141,20 +148,6 @@ def irelief_agg(m, s, v, ya, weight, pooled, miss_prior, outliers):
         for k in range(out.shape[0]):
             out[k] += weight[a] * term[k]
     return out
-
-
-@numba.njit(cache=True, nogil=True)
-def irelief_coef(m, s, ya, weight, pooled, miss_prior, outliers):
-    """Two-pass mode: per-anchor ``(log_z, coef)`` for :func:`tiles.pair_sum_tile`."""
-    n_anchors, n_classes = m.shape
-    log_z = _filled((n_anchors, n_classes), -np.inf)
-    coef = _filled((n_anchors, n_classes), 0.0)
-    for a in range(n_anchors):
-        if weight[a] != 0.0 and _irelief_coef(
-            m[a], s[a], ya[a], pooled, miss_prior, outliers, log_z[a], coef[a]
-        ):
-            coef[a] *= weight[a]
-    return log_z, coef
 
 
 # ---------------------------------------------------------------------------
@@ -191,8 +184,8 @@ def softmin_coef(m, s, u, ya, weight, sigma):
     scalar partials ``u`` (``ALGORITHMS.md`` section 2).
     """
     n_anchors, n_classes = m.shape
-    log_z = _filled((n_anchors, n_classes), -np.inf)
-    coef = _filled((n_anchors, n_classes), 0.0)
+    log_z = filled((n_anchors, n_classes), -np.inf)
+    coef = filled((n_anchors, n_classes), 0.0)
     entropy = 0.0
     for a in range(n_anchors):
         if weight[a] == 0.0:

@@ -1,0 +1,83 @@
+"""Compilation policy shared by every kernel: flags, twins, serial or threaded.
+
+Every tile kernel exists twice, compiled from one source: ``parallel=True``
+(threads over anchors, used in-process on large work) and serial (inside dask
+tasks, where dask already runs one task per core, and on small work, where
+waking a thread pool costs more than it saves).  :func:`pick` is the one rule
+that chooses between them.
+"""
+
+import functools
+import types
+
+import numba
+
+# Reassociation lets LLVM vectorise the candidate loops; no 'nnan'/'ninf':
+# -inf is a legitimate running maximum and a masked logit here.
+FASTMATH = {"reassoc", "contract", "arcp"}
+# exp(x) for x below this is under 1e-304: such a probability cannot change a
+# double-precision sum whose largest term is 1, and as a subnormal it would
+# slow every later multiplication by two orders of magnitude.  Set to 0.
+EXP_FLOOR = -700.0
+
+#: Below this much work (in pair-features, the inner step of the Relief
+#: kernels) one thread beats waking a pool.  Kernel families whose inner step
+#: costs more or less say so with ``cost`` in :func:`pick`.
+PARALLEL_MIN_WORK = 5e7
+
+helper = numba.njit(fastmath=FASTMATH, cache=True, nogil=True)
+# Helpers inlined into their callers as numba IR: compiled on their own, each
+# would be optimised and turned into machine code once by itself and again in
+# every caller that links it, most of a first fit's compilation time.  Inlined
+# code takes its caller's flags, so only helpers whose callers all use
+# FASTMATH, or that do no floating-point arithmetic, are inlined.
+inline = numba.njit(fastmath=FASTMATH, cache=True, nogil=True, inline="always")
+#: Kernels whose arithmetic must not be reassociated (exact sums, solvers).
+strict = numba.njit(cache=True, nogil=True)
+
+
+def twins(fn, fastmath=True):
+    """Compile ``fn`` twice: ``(serial, parallel)``.
+
+    The parallel twin is a renamed copy of the function: numba's on-disk
+    cache is keyed by qualified name, and both must not share one entry.
+    """
+    flags = {"fastmath": FASTMATH} if fastmath else {}
+    serial = numba.njit(cache=True, nogil=True, **flags)(fn)
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_parallel",
+                              fn.__defaults__, fn.__closure__)
+    twin.__qualname__ = fn.__qualname__ + "_parallel"
+    twin.__doc__ = fn.__doc__
+    parallel = numba.njit(cache=True, parallel=True, **flags)(twin)
+    return serial, parallel
+
+
+def use_threads(work, cost=1.0):
+    """Whether ``work`` steps of relative ``cost`` pay for waking a thread pool."""
+    return work * cost >= PARALLEL_MIN_WORK
+
+
+def pick(kernel_twins, work, cost=1.0, threads=True):
+    """The serial or the threaded twin for ``work`` steps of relative ``cost``.
+
+    ``threads=False`` (inside a dask task, or when the caller runs tiles on
+    threads itself) always gives the serial twin.
+    """
+    serial, parallel = kernel_twins
+    return parallel if threads and use_threads(work, cost) else serial
+
+
+def n_threads():
+    return numba.get_num_threads()
+
+
+@functools.lru_cache(maxsize=1)
+def _threadpool_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()  # finding the libraries once is the slow part
+
+
+def blas_single_thread():
+    """One BLAS thread per kernel thread while kernels that call BLAS run."""
+    return _threadpool_controller().limit(limits=1, user_api="blas")

@@ -1,0 +1,7 @@
+"""Numba kernels, one module per family; they take arrays and scalars only.
+
+``lse`` (soft neighbours, I-RELIEF/IM4E), ``knn`` (hard neighbours,
+Relief/ReliefF), ``quad`` (IMMIGRATE's quadratic distances), ``rbf`` (LDM's
+left-out kernel sums), ``hist`` (boosting's weighted histograms) and
+``sequential`` (online I-RELIEF, Simba, LDM's solvers).
+"""

@@ -1,0 +1,98 @@
+"""Hard nearest-neighbour tiles (Relief, ReliefF): k nearest per anchor and class."""
+
+import numba
+import numpy as np
+
+from .._numba import inline, twins
+from .lse import CAND_BLOCK, by_class, filled
+
+
+@inline
+def _distances32(xa, Xs, c0, c1, d):
+    """Unweighted Manhattan distances in float32 (8 lanes per vector)."""
+    n_features = Xs.shape[1]
+    for j in range(c0, c1):
+        acc = np.float32(0.0)
+        for k in range(n_features):
+            acc += abs(xa[k] - Xs[j, k])
+        d[j - c0] = acc
+
+
+@inline
+def _distance(xa, Xs, j):
+    acc = 0.0
+    for k in range(Xs.shape[1]):
+        acc += abs(xa[k] - Xs[j, k])
+    return acc
+
+
+def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
+    """Hard k nearest candidates per anchor and class (unweighted Manhattan).
+
+    Returns ``dist[a, c, r]``, ``idx[a, c, r]`` (global row index) and
+    ``z[a, c, r, :] = |x_a - x_idx|`` of the ``r``-th nearest candidate of
+    class ``c``, ordered by (distance, index) so ties go to the lower row
+    index.  Unfilled slots hold ``dist = inf, idx = -1, z = 0``.
+
+    Exact in float64: distances are first computed in float32, and a
+    candidate is dropped only when its float32 distance minus a rigorous
+    bound on the float32 rounding error exceeds the current k-th float64
+    distance; every other candidate is re-measured in float64.
+    """
+    n_anchors, n_features = Xa.shape
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    Xs32 = Xs.astype(np.float32)
+    scale = 0.0
+    for v in Xs.ravel():
+        scale = max(scale, abs(v))
+    for v in Xa.ravel():
+        scale = max(scale, abs(v))
+    # |fl32(d) - d| <= 2^-24 M (4A + 2A^2) for |x| <= M; doubled for margin.
+    bound = 2.0 * 2.0**-24 * scale * (4 * n_features + 2 * n_features * n_features)
+    k = n_neighbors
+    dist = filled((n_anchors, n_classes, k), np.inf)
+    idx = np.empty(n_anchors * n_classes * k, dtype=np.int64).reshape((n_anchors, n_classes, k))
+    idx[:] = -1
+    z = filled((n_anchors, n_classes, k, n_features), 0.0)
+    for a in numba.prange(n_anchors):
+        buf = np.empty(CAND_BLOCK, dtype=np.float32)
+        loc = np.empty(k, dtype=np.int64)
+        xa = Xa[a]
+        xa32 = xa.astype(np.float32)
+        for c in range(n_classes):
+            dc = dist[a, c]
+            ix = idx[a, c]
+            # Candidates whose float32 distance exceeds ``cut`` cannot enter.
+            cut = np.inf
+            for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
+                c1 = min(c0 + CAND_BLOCK, starts[c + 1])
+                _distances32(xa32, Xs32, c0, c1, buf)
+                for j in range(c1 - c0):
+                    if buf[j] > cut:
+                        continue
+                    g = ics[c0 + j]
+                    if g == ia[a]:
+                        continue
+                    d = _distance(xa, Xs, c0 + j)
+                    # Sorted insertion by (distance, index).
+                    if d > dc[k - 1] or (d == dc[k - 1] and g > ix[k - 1] >= 0):
+                        continue
+                    r = k - 1
+                    while r > 0 and (dc[r - 1] > d or (dc[r - 1] == d and ix[r - 1] > g)):
+                        dc[r] = dc[r - 1]
+                        ix[r] = ix[r - 1]
+                        loc[r] = loc[r - 1]
+                        r -= 1
+                    dc[r] = d
+                    ix[r] = g
+                    loc[r] = c0 + j
+                    cut = dc[k - 1] + bound
+            for r in range(k):
+                if ix[r] >= 0:
+                    for f in range(n_features):
+                        z[a, c, r, f] = abs(xa[f] - Xs[loc[r], f])
+    return dist, idx, z
+
+
+TWINS = twins(_knn_tile)
+knn_tile = TWINS[0]

@@ -1,0 +1,239 @@
+"""Softmax tile kernels of the Relief family: (anchor block, candidate block) -> partials.
+
+Pure numba kernels.  They take arrays and scalars only, never estimator
+objects, and know nothing about dask: :mod:`dmargin.engine.execution` lays
+them out over blocks.  Each kernel exists as serial and threaded twins
+(:func:`dmargin.engine._numba.twins`).
+
+Notation (``ALGORITHMS.md`` section 1): for anchor ``x_a`` and candidate
+``x_j`` the difference vector is ``z_aj = |x_a - x_j|`` and the weighted
+Manhattan distance ``d_aj = w^T z_aj``; the softmax logit is
+``l_aj = -d_aj / sigma``.  Candidates carry class codes ``0..K-1`` and
+global row indices; a candidate whose index equals the anchor's is the
+anchor itself and is skipped (self is excluded by index, never by distance
+zero).
+
+Layout: a tile first sorts its candidates by class (stable, so row order is
+kept within a class).  Every inner loop then runs over contiguous
+candidates of one class, branch-free and vectorised over features, and
+``z`` is recomputed rather than stored.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from .._numba import helper, inline, twins
+
+# Candidates per inner block: the distance and weight buffers stay in L1.
+CAND_BLOCK = 256
+# exp(x) for x below this is under 1e-304: such a probability cannot change a
+
+
+@inline
+def filled(shape, value):
+    """``np.full(shape, value)`` (float64) from one 1-d ``np.empty``.
+
+    Numba compiles each allocation function once per signature: every kind
+    (``zeros``, ``full``, ``empty``) and every number of dimensions is another
+    compilation on first use.  A flat buffer reshaped is one for all shapes.
+    """
+    n = 1
+    for d in shape:
+        n *= d
+    out = np.empty(n)
+    out[:] = value
+    return out.reshape(shape)
+
+
+@inline
+def class_order(yc, n_classes):
+    """Stable order of the candidates by class, and where each class starts.
+
+    A counting sort: the same order as ``np.argsort(yc, kind="mergesort")``
+    (row order kept within a class), without compiling numba's generic
+    mergesort.  Class ``c`` occupies ``order[starts[c]:starts[c + 1]]``.
+    """
+    n_cand = yc.shape[0]
+    starts = np.empty(n_classes + 1, dtype=np.int64)
+    starts[:] = 0
+    for j in range(n_cand):
+        starts[yc[j] + 1] += 1
+    for c in range(n_classes):
+        starts[c + 1] += starts[c]
+    nxt = starts[:n_classes].copy()
+    order = np.empty(n_cand, dtype=np.int64)
+    for j in range(n_cand):
+        c = yc[j]
+        order[nxt[c]] = j
+        nxt[c] += 1
+    return order, starts
+
+
+@inline
+def by_class(Xc, yc, ic, n_classes):
+    """Candidates sorted by class (stable), as a contiguous copy.
+
+    Returns the sorted rows ``Xs``, their global indices, and ``starts``
+    (class ``c`` occupies rows ``starts[c]:starts[c + 1]``).
+    """
+    order, starts = class_order(yc, n_classes)
+    n_cand, n_features = Xc.shape
+    Xs = np.empty(n_cand * n_features).reshape((n_cand, n_features))
+    ic_sorted = np.empty(n_cand, dtype=np.int64)
+    for r in range(n_cand):
+        j = order[r]
+        ic_sorted[r] = ic[j]
+        # Element by element: see _scale_row.
+        for k in range(n_features):
+            Xs[r, k] = Xc[j, k]
+    return Xs, ic_sorted, starts
+
+
+@inline
+def _distances(xa, Xs, c0, c1, w, d):
+    """``d[j - c0] = sum_k w_k |xa_k - Xs[j, k]|`` for ``c0 <= j < c1``.
+
+    .. math:: d_{aj} = \\sum_k w_k |x_{ak} - x_{jk}|
+    """
+    n_features = Xs.shape[1]
+    for j in range(c0, c1):
+        acc = 0.0
+        for k in range(n_features):
+            acc += w[k] * abs(xa[k] - Xs[j, k])
+        d[j - c0] = acc
+
+
+@inline
+def _weighted_absdiff(xa, Xs, c0, c1, e, out):
+    """``out[k] += sum_j e[j - c0] |xa_k - Xs[j, k]|`` for ``c0 <= j < c1``.
+
+    Four candidates per sweep over ``out``: one load and store of ``out``
+    serves four pair-features.
+    """
+    n_features = Xs.shape[1]
+    j = c0
+    while j + 4 <= c1:
+        e0 = e[j - c0]
+        e1 = e[j - c0 + 1]
+        e2 = e[j - c0 + 2]
+        e3 = e[j - c0 + 3]
+        for k in range(n_features):
+            x = xa[k]
+            out[k] += (e0 * abs(x - Xs[j, k]) + e1 * abs(x - Xs[j + 1, k])
+                       + e2 * abs(x - Xs[j + 2, k]) + e3 * abs(x - Xs[j + 3, k]))
+        j += 4
+    while j < c1:
+        ej = e[j - c0]
+        for k in range(n_features):
+            out[k] += ej * abs(xa[k] - Xs[j, k])
+        j += 1
+
+
+@inline
+def _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf):
+    """Logits ``-d / sigma`` into ``buf``; the anchor itself gets ``-inf``.
+
+    Returns the block maximum.
+    """
+    _distances(xa, Xs, c0, c1, w, buf)
+    n = c1 - c0
+    best = -np.inf
+    for j in range(n):
+        buf[j] = -buf[j] * inv_sigma
+        if ics[c0 + j] == self_idx:
+            buf[j] = -np.inf
+        best = max(best, buf[j])
+    return best
+
+
+@inline
+def _scale_row(row, r):
+    """``row *= r`` element by element.
+
+    The same products as the array statement, which would compile numba's
+    shape-mismatch error path (seconds of string formatting code) on first use.
+    """
+    for k in range(row.shape[0]):
+        row[k] *= r
+
+
+@helper
+def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
+    """Fold the class-sorted candidates into one anchor's running ``(m, s, v)``.
+
+    ``buf`` is scratch of length ``CAND_BLOCK``; ``starts`` and ``ics`` come
+    from :func:`by_class`.
+    """
+    for c in range(starts.shape[0] - 1):
+        for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
+            c1 = min(c0 + CAND_BLOCK, starts[c + 1])
+            best = _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf)
+            if best == -np.inf:
+                continue
+            if best > m[c]:
+                # Raise the running maximum, rescaling what was summed so far.
+                if s[c] > 0.0:
+                    r = math.exp(m[c] - best)
+                    s[c] *= r
+                    # A loop, not ``v[c] *= r``: see _scale_row.
+                    _scale_row(v[c], r)
+                m[c] = best
+            n = c1 - c0
+            tot = 0.0
+            for j in range(n):
+                buf[j] = math.exp(buf[j] - m[c])
+                tot += buf[j]
+            s[c] += tot
+            _weighted_absdiff(xa, Xs, c0, c1, buf, v[c])
+
+
+@inline
+def logz_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, buf):
+    """As :func:`lse_anchor` without ``v``: the per-class log-normalisers."""
+    for c in range(starts.shape[0] - 1):
+        for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
+            c1 = min(c0 + CAND_BLOCK, starts[c + 1])
+            best = _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf)
+            if best == -np.inf:
+                continue
+            if best > m[c]:
+                s[c] *= math.exp(m[c] - best)
+                m[c] = best
+            tot = 0.0
+            for j in range(c1 - c0):
+                tot += math.exp(buf[j] - m[c])
+            s[c] += tot
+
+
+
+def _lse_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
+    """Per-anchor, per-class log-sum-exp partials ``(m, s, v)``.
+
+    For anchor ``a`` and class ``c`` over the candidates ``j`` of class ``c``:
+
+    .. math::
+        m_{ac} = \\max_j l_{aj}, \\quad
+        s_{ac} = \\sum_j e^{l_{aj} - m_{ac}}, \\quad
+        v_{ac} = \\sum_j e^{l_{aj} - m_{ac}} z_{aj}
+
+    Partials over disjoint candidate blocks merge exactly
+    (:func:`dmargin.engine.merge.lse_combine`).  Empty classes keep
+    ``m = -inf, s = 0, v = 0``.
+    """
+    n_anchors, n_features = Xa.shape
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    m = filled((n_anchors, n_classes), -np.inf)
+    s = filled((n_anchors, n_classes), 0.0)
+    v = filled((n_anchors, n_classes, n_features), 0.0)
+    inv_sigma = 1.0 / sigma
+    for a in numba.prange(n_anchors):
+        buf = np.empty(CAND_BLOCK)
+        lse_anchor(Xa[a], ia[a], Xs, ics, starts, w, inv_sigma, m[a], s[a], v[a], buf)
+    return m, s, v
+
+
+
+TWINS = twins(_lse_tile)
+lse_tile = TWINS[0]

@@ -1,0 +1,261 @@
+"""Sequential kernels: loops whose every step needs the state the previous step left.
+
+They run on the driver, one call per batch: online I-RELIEF (each anchor's
+term uses the weights the previous anchors left; the work per anchor is one
+row of the pairwise engine, :func:`dmargin.engine.kernels.lse.lse_anchor`),
+Simba (each step's nearest hit and miss depend on the current weights), and
+LDM's dual coordinate descent (``ALGORITHMS.md`` 9.3, the official
+``solve_cd``) with its linear-primal twin (9.4).
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from .._numba import helper, pick, strict, twins
+from ..merge import irelief_anchor_term
+from .lse import CAND_BLOCK, by_class, lse_anchor
+
+
+@strict
+def online_irelief_steps(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pooled, miss_prior,
+                         outliers):
+    """Visit the anchors ``Xa[order]`` in turn; update ``w`` and ``nu`` in place.
+
+    Step ``t`` (counting over the whole stream) with anchor ``n``:
+
+    .. math::
+        \\pi^{(t)} = \\gamma_n (\\bar m_n - \\bar h_n), \\quad
+        \\eta^{(t)} = \\frac{1}{a t + 1}, \\quad
+        \\nu^{(t)} = \\nu^{(t-1)} + \\eta^{(t)} (\\pi^{(t)} - \\nu^{(t-1)}), \\quad
+        w^{(t)} = \\nu^+ / \\|\\nu^+\\|_2
+
+    (``ALGORITHMS.md`` section 5, online I-RELIEF; ``w`` is kept when
+    ``nu^+`` is zero).  Returns the new step count.
+    """
+    n_classes = miss_prior.shape[0]
+    n_features = Xa.shape[1]
+    m = np.empty(n_classes)
+    s = np.empty(n_classes)
+    v = np.empty((n_classes, n_features))
+    buf = np.empty(CAND_BLOCK)
+    pi = np.empty(n_features)
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    inv_sigma = 1.0 / sigma
+    for r in range(order.shape[0]):
+        n = order[r]
+        m[:] = -np.inf
+        s[:] = 0.0
+        v[:] = 0.0
+        lse_anchor(Xa[n], ia[n], Xs, ics, starts, w, inv_sigma, m, s, v, buf)
+        pi[:] = 0.0
+        irelief_anchor_term(m, s, v, ya[n], pooled, miss_prior, outliers, pi)
+        t += 1
+        eta = 1.0 / (a * t + 1.0)
+        norm = 0.0
+        for k in range(n_features):
+            nu[k] += eta * (pi[k] - nu[k])
+            if nu[k] > 0.0:
+                norm += nu[k] * nu[k]
+        if norm > 0.0:
+            norm = math.sqrt(norm)
+            for k in range(n_features):
+                w[k] = nu[k] / norm if nu[k] > 0.0 else 0.0
+    return t
+
+
+# Simba (ALGORITHMS.md section 7): sequential over samples as well.
+
+
+@strict
+def _nearest(X, y, n, w2):
+    """Squared weighted distances to ``n``'s nearest hit and miss, and their rows.
+
+    ``||z||_w^2 = sum_j w_j^2 z_j^2``; ``n`` itself is excluded by index;
+    ties go to the lower row.  A missing hit or miss has index -1.
+    """
+    best_h, best_m = math.inf, math.inf
+    ih, im = -1, -1
+    for i in range(X.shape[0]):
+        if i == n:
+            continue
+        d = 0.0
+        for j in range(X.shape[1]):
+            z = X[n, j] - X[i, j]
+            d += w2[j] * z * z
+        if y[i] == y[n]:
+            if d < best_h:
+                best_h, ih = d, i
+        elif d < best_m:
+            best_m, im = d, i
+    return best_h, ih, best_m, im
+
+
+@strict
+def simba_run(X, y, order, sigmoid, beta):
+    """One Simba run from ``w = 1`` over the visiting ``order``; returns ``w``.
+
+    Step (paper's, with the 1/2 of ``theta``): ``w_j += u'(theta) * 1/2 *
+    ((x_j - nm_j)^2 / ||x - nm||_w - (x_j - nh_j)^2 / ||x - nh||_w) * w_j``.
+    A sample without a hit or at distance 0 from its hit or miss is skipped,
+    as the authors' code does.
+    """
+    a = X.shape[1]
+    w = np.ones(a)
+    w2 = np.ones(a)
+    for t in range(order.shape[0]):
+        n = order[t]
+        dh2, ih, dm2, im = _nearest(X, y, n, w2)
+        if ih < 0 or im < 0 or dh2 <= 0.0 or dm2 <= 0.0:
+            continue
+        dh, dm = math.sqrt(dh2), math.sqrt(dm2)
+        up = 1.0
+        if sigmoid:
+            e = math.exp(-beta * 0.5 * (dm - dh))
+            up = beta * e / ((1.0 + e) * (1.0 + e))
+        for j in range(a):
+            zm = X[n, j] - X[im, j]
+            zh = X[n, j] - X[ih, j]
+            w[j] += up * 0.5 * (zm * zm / dm - zh * zh / dh) * w[j]
+        for j in range(a):
+            w2[j] = w[j] * w[j]
+    return w
+
+
+def _margins(X, y, w2):
+    """``d_m(x) - d_h(x)`` under ``w`` for every sample, NaN without hit or miss."""
+    out = np.empty(X.shape[0])
+    for n in numba.prange(X.shape[0]):
+        dh2, ih, dm2, im = _nearest(X, y, n, w2)
+        out[n] = math.sqrt(dm2) - math.sqrt(dh2) if ih >= 0 and im >= 0 else np.nan
+    return out
+
+
+MARGINS = twins(_margins)
+
+
+def simba_margins(X, y, w2):
+    """``d_m(x) - d_h(x)`` under the squared weights ``w2`` for every sample."""
+    # A pair's step (squares, a compare) costs about 5 of the Relief kernels'.
+    return pick(MARGINS, X.shape[0] ** 2 * X.shape[1], cost=5.0)(X, y, w2)
+
+
+# ---------------------------------------------------------------------------
+# LDM dual coordinate descent (ALGORITHMS.md 9.3, the official ``solve_cd``)
+# ---------------------------------------------------------------------------
+
+
+@helper
+def _projected(g, beta_i, C, pg_max_old, pg_min_old):
+    """(shrink?, projected gradient) of one coordinate of the box [0, C]."""
+    if beta_i == 0.0:
+        if g > pg_max_old:
+            return True, 0.0
+        return False, min(g, 0.0)
+    if beta_i == C:
+        if g < pg_min_old:
+            return True, 0.0
+        return False, max(g, 0.0)
+    return False, g
+
+
+@helper
+def ldm_dcd(H, g, C, eps, max_iter, seed):
+    """Minimise ``1/2 b^T H b + q^T b`` over ``0 <= b <= C`` from ``b = 0``.
+
+    ``H`` must be symmetric (its rows are read as columns).  ``g`` is the
+    gradient at ``b = 0`` (``q``) and is updated in place (``g += delta H[i]``).
+    Shrinking and the stopping rule
+    ``max PG - min PG <= eps`` are the official solver's.  Returns
+    ``(beta, passes, converged)``.
+    """
+    m = g.shape[0]
+    np.random.seed(seed)
+    beta = np.zeros(m)
+    active = np.arange(m)
+    n_active = m
+    pg_max_old, pg_min_old = np.inf, -np.inf
+    for it in range(1, max_iter + 1):
+        np.random.shuffle(active[:n_active])
+        pg_max, pg_min = -np.inf, np.inf
+        s = 0
+        while s < n_active:
+            i = active[s]
+            shrink, pg = _projected(g[i], beta[i], C, pg_max_old, pg_min_old)
+            if shrink:
+                n_active -= 1
+                active[s], active[n_active] = active[n_active], active[s]
+                continue
+            pg_max = max(pg_max, pg)
+            pg_min = min(pg_min, pg)
+            if abs(pg) > 1e-12 and H[i, i] > 1e-12:
+                new = min(max(beta[i] - g[i] / H[i, i], 0.0), C)
+                delta = new - beta[i]
+                beta[i] = new
+                for r in range(m):
+                    g[r] += delta * H[i, r]  # H is symmetric: read row i, contiguous
+            s += 1
+        if pg_max - pg_min <= eps:
+            if n_active == m:
+                return beta, it, True
+            n_active = m
+            pg_max_old, pg_min_old = np.inf, -np.inf
+            continue
+        pg_max_old = pg_max if pg_max > 0.0 else np.inf
+        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
+    return beta, max_iter, False
+
+
+@helper
+def ldm_dcd_linear(Z, V, w, C, eps, max_iter, seed):
+    """The same descent in the primal ``w`` (ALGORITHMS.md 9.4), O(d) per coordinate.
+
+    Row ``z_i = y_i x_i`` of ``Z``; row ``v_i = Q_d^-1 z_i`` of ``V``; ``w``
+    starts at ``(lambda2 / m) sum_i v_i`` and is updated in place.  The
+    gradient is ``g_i = z_i . w - 1`` and ``H_ii = z_i . v_i``.
+    """
+    m, d = Z.shape
+    np.random.seed(seed)
+    beta = np.zeros(m)
+    h = np.empty(m)
+    for i in range(m):
+        acc = 0.0
+        for k in range(d):
+            acc += Z[i, k] * V[i, k]
+        h[i] = acc
+    active = np.arange(m)
+    n_active = m
+    pg_max_old, pg_min_old = np.inf, -np.inf
+    for it in range(1, max_iter + 1):
+        np.random.shuffle(active[:n_active])
+        pg_max, pg_min = -np.inf, np.inf
+        s = 0
+        while s < n_active:
+            i = active[s]
+            gi = -1.0
+            for k in range(d):
+                gi += Z[i, k] * w[k]
+            shrink, pg = _projected(gi, beta[i], C, pg_max_old, pg_min_old)
+            if shrink:
+                n_active -= 1
+                active[s], active[n_active] = active[n_active], active[s]
+                continue
+            pg_max = max(pg_max, pg)
+            pg_min = min(pg_min, pg)
+            if abs(pg) > 1e-12 and h[i] > 1e-12:
+                new = min(max(beta[i] - gi / h[i], 0.0), C)
+                delta = new - beta[i]
+                beta[i] = new
+                for k in range(d):
+                    w[k] += delta * V[i, k]
+            s += 1
+        if pg_max - pg_min <= eps:
+            if n_active == m:
+                return beta, it, True
+            n_active = m
+            pg_max_old, pg_min_old = np.inf, -np.inf
+            continue
+        pg_max_old = pg_max if pg_max > 0.0 else np.inf
+        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
+    return beta, max_iter, False

@@ -1,0 +1,384 @@
+"""The statistics an algorithm asks for, each written once as a task graph.
+
+An algorithm asks for one statistic per iteration and gets a small numpy
+result back; :mod:`dmargin.engine.execution` runs the graph in-process or on
+dask.  Each statistic is a kernel family's tiles over a grid of row blocks,
+merged with its ``*_combine`` and reduced with its ``*_agg``
+(:mod:`dmargin.engine.merge`):
+
+- :func:`lse_statistic` -- soft neighbours (I-RELIEF, IM4E): ordered grid;
+- :func:`knn_statistic` -- hard neighbours (Relief, ReliefF): ordered grid;
+- :func:`quad_statistic` -- IMMIGRATE's E-step: symmetric grid, two passes;
+- :func:`anchor_partials` -- new anchors from the driver against all rows;
+- :func:`rbf_left_out_sums` -- LDM-RFE's kernel sums: symmetric grid;
+- :class:`WeightedHistograms` -- boosting rounds: one task per row block,
+  the sample weights kept where the blocks are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import merge
+from ._numba import blas_single_thread, n_threads, pick, use_threads
+from .execution import TILE_BUDGET, Graph, Rows, local_bounds, split_bounds
+from .kernels import hist, knn, lse, quad, rbf
+
+#: The tile kernels by name: ``(serial, threaded)`` twins.
+KERNELS = {"lse": lse.TWINS, "knn": knn.TWINS, "qlse": quad.TWINS}
+#: Cost of one step of each family relative to a pair-feature of ``lse``:
+#: the quadratic kernels count flops (BLAS: fast per flop).
+_COST = {"lse": 1.0, "knn": 1.0, "qlse": 0.05}
+
+
+def _anchors(rows: Rows, per_row: int):
+    """Anchor blocks: in-process from the tile budget, on dask the row blocks."""
+    if rows.on_dask:
+        return None
+    return local_bounds(rows.n_samples, TILE_BUDGET // (8 * per_row))
+
+
+def _tile(name, threads, Xa, start_a, Xc, yc, start_c, *params):
+    ia = np.arange(start_a, start_a + Xa.shape[0])
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    work = Xa.shape[0] * Xc.shape[0] * Xc.shape[1]
+    kernel = pick(KERNELS[name], work, _COST[name], threads=threads)
+    return kernel(Xa, ia, Xc, yc, ic, *params)
+
+
+def _tiles(g: Graph, name, i, params):
+    """Tile tasks of anchor block ``i`` against every candidate block."""
+    xa, _, sa = g.anchor(i)
+    return [g.tile("tile", _tile, name, g.local, xa, sa, *g.block(j), *params)
+            for j in range(len(g.candidates))]
+
+
+def _sum(parts):
+    return merge.add(parts)
+
+
+# ---------------------------------------------------------------------------
+# Soft and hard neighbours (ordered grid)
+# ---------------------------------------------------------------------------
+
+
+def _agg_task(agg, partial, ya, weight, agg_args):
+    m, s, v = partial
+    return agg(m, s, v, ya, weight, *agg_args)
+
+
+def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None):
+    """``sum_I agg(merge_J lse_tile(I, J), y_I, weight_I, *agg_args)``.
+
+    ``agg(m, s, v, ya, weight, *agg_args)`` returns a small array (the anchor
+    block's share); ``anchor_weight`` defaults to ``1 / N`` per anchor.
+    """
+    n, a, k = rows.n_samples, rows.n_features, rows.n_classes
+    w = np.asarray(w, dtype=np.float64)
+    weight = np.full(n, 1.0 / n) if anchor_weight is None else np.asarray(anchor_weight, float)
+    g = Graph(rows, "lse", w, sigma, agg.__name__, agg_args, weight,
+              anchors=_anchors(rows, k * (a + 2)))
+    shares = []
+    for i, (start, stop) in enumerate(g.anchors):
+        merged = g.tree(_tiles(g, "lse", i, (w, sigma, k)), merge.lse_combine)
+        shares.append(g.add("agg", _agg_task, agg, merged, g.anchor(i)[1], weight[start:stop],
+                            agg_args))
+    return g.compute(g.tree(shares, _sum, "total"))
+
+
+def _knn_agg_task(agg, partial, ya, agg_args):
+    return agg(*partial, ya, *agg_args)
+
+
+def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=()):
+    """``sum_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours)."""
+    a, k = rows.n_features, rows.n_classes
+    g = Graph(rows, "knn", n_neighbors, agg.__name__, agg_args,
+              anchors=_anchors(rows, k * n_neighbors * (a + 2)))
+    shares = []
+    for i in range(len(g.anchors)):
+        merged = g.tree(_tiles(g, "knn", i, (k, n_neighbors)), merge.knn_combine)
+        shares.append(g.add("agg", _knn_agg_task, agg, merged, g.anchor(i)[1], agg_args))
+    return g.compute(g.tree(shares, _sum, "total"))
+
+
+# ---------------------------------------------------------------------------
+# New anchors from the driver (predictions, leave-one-out)
+# ---------------------------------------------------------------------------
+
+
+def _concat_partials(parts):
+    return tuple(np.concatenate(items) for items in zip(*parts))
+
+
+def _new_tile(name, threads, Xa, ia, Xc, yc, start_c, params):
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    work = Xa.shape[0] * Xc.shape[0] * Xc.shape[1]
+    kernel = pick(KERNELS[name], work, _COST[name], threads=threads)
+    if name == "qlse" and not threads:
+        with blas_single_thread():
+            return kernel(Xa, ia, Xc, yc, ic, *params)
+    return kernel(Xa, ia, Xc, yc, ic, *params)
+
+
+def anchor_partials(rows: Rows, kernel, Xa, ia, params, block=1024):
+    """Per-anchor softmax partials of new anchors ``Xa`` against all training rows.
+
+    ``ia`` are the anchors' global indices (a training row excludes itself;
+    new points get negative indices).  Returns the merged partial of
+    ``kernel`` ("lse" or "qlse") for every anchor -- small (anchors x classes
+    [x features]) -- used for predictions and leave-one-out predictions.
+    """
+    Xa = np.ascontiguousarray(Xa, dtype=np.float64)
+    ia = np.asarray(ia, dtype=np.int64)
+    g = Graph(rows, f"{kernel}-new", Xa, ia, params)
+    merged = []
+    for start in range(0, Xa.shape[0], block):
+        stop = min(start + block, Xa.shape[0])
+        keys = [g.tile("tile", _new_tile, kernel, g.local, Xa[start:stop], ia[start:stop],
+                       *g.block(j), params) for j in range(len(g.candidates))]
+        merged.append(g.tree(keys, merge.lse_combine))
+    key = g.add("concat", _concat_partials, merged)
+    if g.local and kernel == "qlse":
+        with blas_single_thread():
+            return g.compute(key)
+    return g.compute(key)
+
+
+# ---------------------------------------------------------------------------
+# IMMIGRATE's quadratic statistic (symmetric grid, two passes)
+# ---------------------------------------------------------------------------
+
+
+def _pair_mode(Xp, start_p, Xq, start_q):
+    ip = np.arange(start_p, start_p + Xp.shape[0])
+    iq = np.arange(start_q, start_q + Xq.shape[0])
+    return ip, iq, quad.WITHIN if start_p == start_q else quad.CROSS
+
+
+def _qlse_pair(limit_blas, Xp, yp, start_p, Xq, yq, start_q, U, lam, sigma, n_classes, store):
+    ip, iq, mode = _pair_mode(Xp, start_p, Xq, start_q)
+    if limit_blas:
+        with blas_single_thread():
+            return quad.qlse_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store)
+    return quad.qlse_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store)
+
+
+def _sigma_pair(limit_blas, Xp, yp, start_p, Xq, yq, start_q, U, lam, sigma, coef_p, coef_q,
+                store):
+    ip, iq, mode = _pair_mode(Xp, start_p, Xq, start_q)
+    args = (Xp, ip, yp, Xq, iq, yq, U, lam, sigma, coef_p[0], coef_p[1], coef_q[0], coef_q[1],
+            mode, store)
+    if limit_blas:
+        with blas_single_thread():
+            return quad.sigma_pairs(*args)
+    return quad.sigma_pairs(*args)
+
+
+def _side(partials, side):
+    """The ``(m, s, u)`` of the first (0) or second (1) row set of a pair."""
+    return partials[3 * side: 3 * side + 3]
+
+
+def _quad_coef_task(coef, partial, ya, weight, sigma):
+    m, s, u = partial
+    return coef(m, s, u, ya, weight, sigma)
+
+
+def _entropy_of(coef):
+    return coef[2]
+
+
+def _pair_of(a, b):
+    return a, b
+
+
+def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef):
+    """IMMIGRATE's E-step, two passes over unordered pairs: ``(Sigma, entropy)``.
+
+    ``z`` and ``q`` are symmetric in the pair, so the row blocks are visited as
+    pairs ``I <= J`` (:data:`quad.WITHIN` on the diagonal, :data:`quad.CROSS`
+    off it), each pair's distances serving the anchors on both sides -- half
+    the work of ordered tiles.  Pass 1 merges the per-anchor softmax partials
+    ``(m, s, u)`` of :func:`quad.qlse_pairs` over the pairs an anchor block
+    belongs to; ``coef(m, s, u, ya, weight, sigma) -> (log_z, coef,
+    entropy)`` turns them into pair coefficients; pass 2 sums ``coef * z
+    z^T`` over all pairs with :func:`quad.sigma_pairs`.  The A x A matrix is
+    never carried per anchor.
+
+    In-process the kernels cannot thread inside (BLAS does the work): one
+    block, unless the work pays for threads (:func:`_numba.use_threads`);
+    then blocks whose pairs run on threads.  When every pair's distances fit
+    :data:`TILE_BUDGET`, pass 1 stores them and pass 2 reads them back
+    instead of recomputing ``Z U``.
+    """
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    lam = np.ascontiguousarray(lam, dtype=np.float64)
+    weight = np.asarray(anchor_weight, dtype=np.float64)
+    n, a, k = rows.n_samples, rows.n_features, rows.n_classes
+    threads, blocks = 1, None
+    if not rows.on_dask:
+        if use_threads(n * n * a * (a + U.shape[1]), _COST["qlse"]):
+            threads = n_threads()
+        n_blocks = 1 if threads == 1 else min(4 * threads, max(1, n // quad.SEG))
+        blocks = split_bounds(n, n_blocks)
+    g = Graph(rows, "quad", U, lam, sigma, weight, coef.__name__, candidates=blocks)
+    bounds = g.candidates
+    pairs = g.symmetric()
+    size = [quad.n_pairs(bounds[i][1] - bounds[i][0], bounds[j][1] - bounds[j][0],
+                         quad.WITHIN if i == j else quad.CROSS) for i, j in pairs]
+    keep_q = g.local and 8 * sum(size) <= TILE_BUDGET
+    stores = {p: np.empty(s if keep_q else 0) for p, s in zip(pairs, size)}
+    limit = not g.local  # in-process, the whole computation runs under one limit
+    tile = {(i, j): g.tile("qlse", _qlse_pair, limit, *g.block(i), *g.block(j), U, lam, sigma,
+                           k, stores[i, j]) for i, j in pairs}
+    coefs = []
+    for i, (start, stop) in enumerate(bounds):
+        sides = [g.add("side", _side, tile[min(i, j), max(i, j)], int(j < i))
+                 for j in range(len(bounds))]
+        merged = g.tree(sides, merge.lse_combine)
+        coefs.append(g.add("coef", _quad_coef_task, coef, merged, g.block(i)[1],
+                           weight[start:stop], sigma))
+    parts = [g.tile("sigma", _sigma_pair, limit, *g.block(i), *g.block(j), U, lam, sigma,
+                    coefs[i], coefs[j], stores[i, j]) for i, j in pairs]
+    entropy = g.tree([g.add("entropy", _entropy_of, c) for c in coefs], _sum, "entropy")
+    key = g.add("total", _pair_of, g.tree(parts, _sum, "sum"), entropy)
+    if g.local:
+        with blas_single_thread():
+            return g.compute(key, threads=threads)
+    return g.compute(key)
+
+
+# ---------------------------------------------------------------------------
+# LDM-RFE's left-out kernel sums (symmetric grid)
+# ---------------------------------------------------------------------------
+
+
+def _rbf_pair(threads, Xp, Cp, Xq, Cq, cols, gamma, same):
+    Zp = rbf.scaled_columns(Xp, cols, gamma)
+    with blas_single_thread():  # the sub-tiles' GEMMs run inside the kernel
+        if threads:  # in-process: all rows, anchor chunks on threads
+            n = Zp.shape[0]
+            kernel = pick(rbf.TWINS, n * n * (len(cols) + 1) / 2, rbf.COST)
+            chunks = 1 if kernel is rbf.TWINS[0] else max(2, min(64, n // 64))
+            return kernel(Zp, Cp, chunks, rbf.squarings(Zp))
+        Zq = rbf.scaled_columns(Xq, cols, gamma)
+        return rbf.rbf_block_pair(Zp, Cp, Zq, Cq, same, rbf.squarings(Zp, Zq))
+
+
+def rbf_left_out_sums(rows: Rows, coef, cols, gamma):
+    """``[alpha^T K(-j) alpha for j in cols] + [alpha^T K alpha]``, summed over machines.
+
+    Parameters
+    ----------
+    rows : Rows
+        The training rows (all features), numpy or persisted dask blocks.
+    coef : ndarray of shape (n_samples, n_machines)
+        Each binary machine's kernel coefficients (labels absorbed), zero
+        on rows a machine did not train on.
+    cols : ndarray of int
+        The surviving features; the kernel is over these columns only.
+    gamma : float
+        RBF width, ``k(u, v) = exp(-gamma ||u - v||^2)``.
+
+    Returns
+    -------
+    sums : ndarray of shape (len(cols) + 1,)
+    """
+    coef = np.ascontiguousarray(coef, dtype=np.float64)
+    cols = np.asarray(cols, dtype=np.int64)
+    gamma = float(gamma)
+    g = Graph(rows, "kernel-sums", coef, cols, gamma)
+    bounds = g.candidates
+    parts = []
+    for i, j in g.symmetric():
+        (si, ti), (sj, tj) = bounds[i], bounds[j]
+        parts.append(g.tile("pair", _rbf_pair, g.local, g.block(i)[0], coef[si:ti],
+                            g.block(j)[0], coef[sj:tj], cols, gamma, i == j))
+    return g.compute(g.tree(parts, _sum, "total"))
+
+
+# ---------------------------------------------------------------------------
+# Boosting rounds: weighted histograms, one task per row block
+# ---------------------------------------------------------------------------
+
+
+def _update_task(w, bins, y, stump, class_weight):
+    """The block's weights after ``stump`` (from the class weights the first round)."""
+    if w is None:
+        w = class_weight[y]
+    return hist.update_weights(w, bins, y, stump)
+
+
+def _hist_task(threads, bins, y, w, features, n_bins):
+    kernel = pick(hist.TWINS, bins.shape[0] * features.size, hist.COST, threads=threads)
+    return kernel(bins, y, w, features, n_bins)
+
+
+class WeightedHistograms:
+    """Per-round weighted class histograms over :class:`~dmargin.engine.binning.BinnedRows`.
+
+    The initial weight of a sample is ``class_weight[y]``.
+
+    ``histogram(features, stump)`` first applies the previous round's
+    ``stump = (feature, split, polarity, alpha, Z)`` to the weights where they
+    live (one task per row block; ``Z`` is known on the driver from the
+    previous histogram), then returns the ``(len(features), max bins, 2)``
+    sums.  No N-vector passes through the driver, the graph has the same
+    size every round, and the new weights stay with the row blocks.
+    """
+
+    def __init__(self, binned, class_weight):
+        self.binned = binned
+        self.n_bins = int(binned.n_bins.max())
+        self.class_weight = np.asarray(class_weight, dtype=np.float64)
+        self.w = None
+        self._round = 0
+
+    def histogram(self, features, stump=None):
+        rows = self.binned.rows
+        features = np.ascontiguousarray(features, dtype=np.int64)
+        self._round += 1
+        token = self.w.name if rows.on_dask and self.w is not None else self._round
+        g = Graph(rows, "hist", token, features, stump, self.class_weight)
+        w_keys, parts = [], []
+        for i in range(len(g.candidates)):
+            bins, y, _ = g.block(i)
+            w_i = self.w if g.local else None if self.w is None else (self.w.name, i)
+            w_keys.append(g.add("weights", _update_task, w_i, bins, y, stump, self.class_weight))
+            parts.append(g.tile("block", _hist_task, g.local, bins, y, w_keys[-1], features,
+                                self.n_bins))
+        chunks = (tuple(e - s for s, e in g.candidates),)
+        extra = [] if g.local or self.w is None else [self.w]
+        out, self.w = g.compute(g.tree(parts, _sum, "sum"), keep=(w_keys, chunks, np.float64),
+                                collections=extra)
+        return np.asarray(out)
+
+    def weights(self):
+        """The current weights as numpy (for tests; gathers N floats)."""
+        from .._compat import gather
+
+        return np.asarray(gather(self.w, what="the boosting weights"))
+
+
+def counts(binned, features=None):
+    """Unweighted class counts per bin (one pass), ``(A, max bins, 2)``."""
+    features = np.arange(binned.n_features) if features is None else features
+    return WeightedHistograms(binned, np.ones(2)).histogram(features)
+
+
+def block_reduce(X, fn, combine, what):
+    """``combine([fn(block) for block in row blocks of X])`` as a tree, for numpy or dask ``X``.
+
+    (Used for column summaries such as the distinct values of the binning.)
+    """
+    from .execution import row_blocks
+
+    rows = row_blocks(X)
+    g = Graph(rows, what)
+    keys = [g.add("block", fn, g.block(i)[0]) for i in range(len(g.candidates))]
+    return g.compute(g.tree(keys, combine))
+
+
+__all__ = ["KERNELS", "WeightedHistograms", "anchor_partials", "block_reduce", "counts",
+           "knn_statistic", "lse_statistic", "quad_statistic", "rbf_left_out_sums"]
