@@ -189,25 +189,6 @@ def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
             _weighted_absdiff(xa, Xs, c0, c1, buf, v[c])
 
 
-@inline
-def logz_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, buf):
-    """As :func:`lse_anchor` without ``v``: the per-class log-normalisers."""
-    for c in range(starts.shape[0] - 1):
-        for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
-            c1 = min(c0 + CAND_BLOCK, starts[c + 1])
-            best = _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf)
-            if best == -np.inf:
-                continue
-            if best > m[c]:
-                s[c] *= math.exp(m[c] - best)
-                m[c] = best
-            tot = 0.0
-            for j in range(c1 - c0):
-                tot += math.exp(buf[j] - m[c])
-            s[c] += tot
-
-
-
 def _lse_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
     """Per-anchor, per-class log-sum-exp partials ``(m, s, v)``.
 

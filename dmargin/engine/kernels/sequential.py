@@ -161,6 +161,20 @@ def _projected(g, beta_i, C, pg_max_old, pg_min_old):
 
 
 @helper
+def _end_of_pass(pg_max, pg_min, eps, n_active, m):
+    """The official solver's end of a pass: ``(converged, n_active, pg_max_old, pg_min_old)``.
+
+    Within ``eps`` with every coordinate active: converged.  Within ``eps``
+    while some are shrunk: all coordinates come back for another pass.
+    """
+    if pg_max - pg_min <= eps:
+        if n_active == m:
+            return True, n_active, np.inf, -np.inf
+        return False, m, np.inf, -np.inf
+    return False, n_active, pg_max if pg_max > 0.0 else np.inf, pg_min if pg_min < 0.0 else -np.inf
+
+
+@helper
 def ldm_dcd(H, g, C, eps, max_iter, seed):
     """Minimise ``1/2 b^T H b + q^T b`` over ``0 <= b <= C`` from ``b = 0``.
 
@@ -196,14 +210,9 @@ def ldm_dcd(H, g, C, eps, max_iter, seed):
                 for r in range(m):
                     g[r] += delta * H[i, r]  # H is symmetric: read row i, contiguous
             s += 1
-        if pg_max - pg_min <= eps:
-            if n_active == m:
-                return beta, it, True
-            n_active = m
-            pg_max_old, pg_min_old = np.inf, -np.inf
-            continue
-        pg_max_old = pg_max if pg_max > 0.0 else np.inf
-        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
+        done, n_active, pg_max_old, pg_min_old = _end_of_pass(pg_max, pg_min, eps, n_active, m)
+        if done:
+            return beta, it, True
     return beta, max_iter, False
 
 
@@ -250,12 +259,7 @@ def ldm_dcd_linear(Z, V, w, C, eps, max_iter, seed):
                 for k in range(d):
                     w[k] += delta * V[i, k]
             s += 1
-        if pg_max - pg_min <= eps:
-            if n_active == m:
-                return beta, it, True
-            n_active = m
-            pg_max_old, pg_min_old = np.inf, -np.inf
-            continue
-        pg_max_old = pg_max if pg_max > 0.0 else np.inf
-        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
+        done, n_active, pg_max_old, pg_min_old = _end_of_pass(pg_max, pg_min, eps, n_active, m)
+        if done:
+            return beta, it, True
     return beta, max_iter, False
