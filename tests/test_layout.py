@@ -1,0 +1,72 @@
+"""The layering the package promises, checked on its source.
+
+- dask and distributed are imported only by ``_compat.py`` (the one place that
+  asks "is this dask?"), ``engine/execution.py`` (where graphs run),
+  ``_parquet.py`` (reading) and the CLI (its ``Client``);
+- no module imports another module's underscored name;
+- the algorithm modules hold the papers' driver loops only: no numba.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dmargin"
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+DASK_ALLOWED = {"_compat.py", "engine/execution.py", "_parquet.py", "cli.py"}
+
+
+def _name(path):
+    return path.relative_to(PACKAGE).as_posix()
+
+
+def _imports(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                yield node.module or "", alias.name, node.lineno, node.level
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_name)
+def test_dask_is_imported_only_where_graphs_run(path):
+    tree = ast.parse(path.read_text())
+    found = [f"line {item[2]}: {item[0]}" for item in _imports(tree)
+             if item[0].split(".")[0] in ("dask", "distributed")
+             and (len(item) == 3 or item[3] == 0)]
+    if _name(path) not in DASK_ALLOWED:
+        assert not found, f"{_name(path)} imports dask: {found}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_name)
+def test_no_module_imports_another_modules_private_name(path):
+    tree = ast.parse(path.read_text())
+    bad = [f"line {item[2]}: from {item[0]} import {item[1]}" for item in _imports(tree)
+           if len(item) == 4 and item[3] > 0 and item[1].startswith("_")
+           and not item[1].startswith("__")]
+    # Attribute access on an imported module: ``module._name``.
+    modules = {alias.asname or alias.name for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and node.level > 0 for alias in node.names}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in modules and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            bad.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    assert not bad, f"{_name(path)} reaches into another module: {bad}"
+
+
+ALGORITHM_MODULES = ["_relief.py", "_online.py", "_immigrate.py", "_boosting.py", "_ldm.py",
+                     "_simba.py", "_elimination.py"]
+
+
+@pytest.mark.parametrize("name", ALGORITHM_MODULES)
+def test_algorithm_modules_hold_no_kernels_and_no_gathers(name):
+    source = (PACKAGE / name).read_text()
+    tree = ast.parse(source)
+    assert not [i for i in _imports(tree) if i[0].split(".")[0] == "numba"], name
+    calls = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Attribute) and node.func.attr in ("compute", "persist")]
+    assert not calls, f"{name} computes dask collections itself (lines {calls}): use _compat.gather"
