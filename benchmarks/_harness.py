@@ -8,9 +8,11 @@ lines::
     import _harness as harness  # noqa: E402
 
 Command line (``options``, ``parse_args``): the options every script shares --
-``--quick`` (small sizes, one repeat, no waiting for a quiet machine),
-``--idle-wait`` and ``--attempts`` where a script waits for a quiet machine, and
-the hidden ``--worker SPEC`` of scripts that measure in fresh subprocesses.
+``--quick`` (small sizes, one repeat, no waiting for a quiet machine; results in
+``results/quick/``), ``--variant NAME`` (the key of the run in the benchmark's
+results file), ``--idle-wait`` and ``--attempts`` where a script waits for a quiet
+machine, and the hidden ``--worker SPEC`` of scripts that measure in fresh
+subprocesses.
 
 Parent side:
     ``launch``       wait (bounded) for a quiet machine, run one measurement in a
@@ -23,7 +25,10 @@ Parent side:
                      layer, date.
     ``wait_until_quiet``  on a shared machine, wait (bounded) until other
                      processes leave the cores alone.
-    ``write_json``, ``markdown_table``.
+    ``write_variant``  store a run as one variant of ``results/<benchmark>.json``
+                     (``{"benchmark": ..., "variants": {"default": ..., ...}}``;
+                     ``results/quick/`` for ``--quick``), atomically.
+    ``markdown_table``.
 
 Worker side:
     ``serve_worker`` run the measurement a ``--worker SPEC`` names and print its
@@ -68,11 +73,15 @@ RESULT_PREFIX = "@@BENCH_RESULT@@ "
 # command line
 # --------------------------------------------------------------------------- #
 def options(doc: str, *, quick: str, idle_wait: float | None = None, attempts: int | None = None,
-            worker: bool = False) -> argparse.ArgumentParser:
+            worker: bool = False, variant: bool = True) -> argparse.ArgumentParser:
     """The parser with the options the benchmark scripts share; add the script's own to it.
 
     ``--quick`` (help text ``quick``): small sizes and one repeat, the same code
-    paths and comparisons as the full run.  ``idle_wait`` / ``attempts`` (the full
+    paths and comparisons as the full run; its result goes to ``results/quick/``.
+    ``--variant NAME`` (unless ``variant=False``): the key the run is stored
+    under in the benchmark's results file (``write_variant``; default
+    ``default``), so a rerun with other options sits beside the main one
+    instead of replacing it.  ``idle_wait`` / ``attempts`` (the full
     run's defaults) add ``--idle-wait S`` / ``--attempts K``; a quick run neither
     waits for a quiet machine nor repeats a disturbed measurement unless they are
     given.  ``worker`` adds the hidden ``--worker SPEC`` of the measurement
@@ -80,6 +89,10 @@ def options(doc: str, *, quick: str, idle_wait: float | None = None, attempts: i
     """
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help=quick)
+    if variant:
+        parser.add_argument("--variant", default="default", metavar="NAME",
+                            help="store the run under this key of the benchmark's results file, beside "
+                                 "the other variants (default: default)")
     full = {}
     if idle_wait is not None:
         parser.add_argument("--idle-wait", type=float, default=None, metavar="S",
@@ -265,16 +278,79 @@ def _memory_total_gib() -> float | None:
         return None
 
 
-def result_path(name: str, quick: bool) -> Path:
-    """``results/<name>.json``, or ``results/quick/<name>.json`` for a ``--quick`` run."""
-    return (QUICK_RESULTS if quick else RESULTS) / f"{name}.json"
+# --------------------------------------------------------------------------- #
+# results: one JSON per benchmark, its runs keyed by variant
+# --------------------------------------------------------------------------- #
+def results_file(benchmark: str, quick: bool = False) -> Path:
+    """``results/<benchmark>.json``, or ``results/quick/<benchmark>.json`` for ``--quick`` runs."""
+    return (QUICK_RESULTS if quick else RESULTS) / f"{benchmark}.json"
 
 
-def write_json(path: str | Path, obj: dict) -> Path:
-    path = Path(path)
+def load_results(benchmark: str, quick: bool = False) -> dict:
+    """``{"benchmark": name, "variants": {variant: result, ...}}`` (no variant yet: an empty dict)."""
+    path = results_file(benchmark, quick)
+    if not path.exists():
+        return {"benchmark": benchmark, "variants": {}}
+    return json.loads(path.read_text())
+
+
+def load_variant(benchmark: str, variant: str = "default", quick: bool = False) -> dict:
+    """One variant's result; ``KeyError`` when that variant was never written."""
+    return load_results(benchmark, quick)["variants"][variant]
+
+
+def write_variant(benchmark: str, result: dict, *, variant: str = "default", quick: bool = False) -> Path:
+    """Store ``result`` as ``variant`` of the benchmark's results file; the other variants stay.
+
+    Read-modify-write under an exclusive lock on the results folder (two runs
+    finishing together both keep their variant), written to a temporary file
+    in the same folder and moved over the old one with ``os.replace`` (a reader
+    sees the old file or the new one, never half of one).  The result records
+    the command line that produced it (``"command"``).
+    """
+    import fcntl
+    import shlex
+
+    path = results_file(benchmark, quick)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    script = Path(sys.argv[0]).resolve()
+    script = script.relative_to(REPO) if script.is_relative_to(REPO) else script
+    result = {**result, "command": shlex.join(["python", str(script), *sys.argv[1:]])}
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        doc = load_results(benchmark, quick)
+        doc["variants"][variant] = result
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
+                                         delete=False) as tmp:
+            try:
+                tmp.write(dumps(doc))
+            except BaseException:
+                os.unlink(tmp.name)
+                raise
+        os.replace(tmp.name, path)
+    finally:
+        os.close(folder)  # releases the lock
     return path
+
+
+def dumps(obj) -> str:
+    """JSON text as the results files hold it (numpy scalars and arrays as plain numbers and lists)."""
+    return json.dumps(obj, indent=2, default=_json_default) + "\n"
+
+
+def _json_default(obj):
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 def markdown_table(headers: list[str], rows: list[list]) -> str:

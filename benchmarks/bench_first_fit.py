@@ -256,13 +256,11 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline", metavar="REV", help="also measure dmargin/ at this git revision")
     parser.add_argument("--clean-venv", action="store_true",
                         help="also pip-install the working tree into a new venv and measure there")
-    parser.add_argument("--output", type=Path, default=None, help="JSON output path")
     args = harness.parse_args(parser, argv)
     if args.worker:
         run_as_worker(args.worker)
         return 0
     repeats = 1 if args.quick else args.repeats
-    output = args.output or harness.result_path("first_fit", args.quick)
     machine = harness.machine_info(["dmargin", "numpy", "numba", "llvmlite", "pandas", "dask"])
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
@@ -313,7 +311,7 @@ def main(argv=None) -> int:
         "results": results,
         "markdown": markdown,
     }
-    path = harness.write_json(output, report)
+    path = harness.write_variant("first_fit", report, variant=args.variant, quick=args.quick)
     print(markdown)
     print(f"\nwritten: {path}")
     return 0

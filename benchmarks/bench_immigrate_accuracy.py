@@ -49,11 +49,11 @@ Usage::
     # one UCI set, no microarray sets (BCW-Coimbra: UCI Breast Cancer Coimbra, 116 x 9, the
     # size the paper's Table 4 gives for BCW; scored against the paper's BCW row)
     python benchmarks/bench_immigrate_accuracy.py --datasets BCW-Coimbra --micro \
-        --out benchmarks/results/immigrate_accuracy_bcw_coimbra.json
+        --variant bcw_coimbra
     # split noise: the same protocol on other outer / inner splits, IGT only (repetition r
     # uses seed + r, so a second seed must be at least --reps away to share no split)
     python benchmarks/bench_immigrate_accuracy.py --seed 20250601 --bim-reps 0 --micro \
-        --out benchmarks/results/immigrate_accuracy_seed2.json
+        --variant seed2
 
 Output: ``benchmarks/results/immigrate_accuracy.json`` (``--quick``: ``benchmarks/results/quick/``).
 """
@@ -818,7 +818,6 @@ def main(argv=None):
     ap.add_argument("--sigmas", type=float, nargs="+", default=SIGMA_GRID,
                     help="sigma grid of the internal CV (fitting and prediction)")
     ap.add_argument("--n-jobs", type=int, default=2)
-    ap.add_argument("--out", default=None)
     args = harness.parse_args(ap, argv)
     if 1.0 not in args.sigmas:
         ap.error("--sigmas must contain 1 (the R package's rule predicts at sigma = 1)")
@@ -828,7 +827,6 @@ def main(argv=None):
         args.micro = args.micro if args.micro is not None else ["COL"]
     uci_names = args.datasets or list(UCI)
     micro_names = args.micro if args.micro is not None else list(MICRO)
-    out = Path(args.out) if args.out else harness.result_path("immigrate_accuracy", args.quick)
 
     from joblib import Parallel, delayed
 
@@ -925,7 +923,7 @@ def main(argv=None):
             f"; over the sets of the paper's size (Table 4): {share_same['count']} of {share_same['of']} "
             "(prediction sigma by CV)." if uci else ""),
     }
-    harness.write_json(out, result)
+    out = harness.write_variant("immigrate_accuracy", result, variant=args.variant, quick=args.quick)
     print(result["markdown"])
     print(f"wall {wall:.0f} s -> {out}")
 

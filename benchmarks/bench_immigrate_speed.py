@@ -480,7 +480,6 @@ def main(argv=None) -> int:
     parser = harness.options(__doc__, quick=f"breast cancer at 1 thread, one steady fit; one rate repeat; the "
                                             f"step at N = {STEP_N_QUICK}",
                              idle_wait=15.0, worker=True)
-    parser.add_argument("--output", type=Path, default=None, help="JSON output path")
     parser.add_argument("--budget", type=float, default=560.0, metavar="S",
                         help="wall-time budget of the whole run; decides N of part 3 (default 560)")
     args = harness.parse_args(parser, argv)
@@ -552,7 +551,7 @@ def main(argv=None) -> int:
         "total_wall_s": round(total, 1),
         "markdown": markdown,
     }
-    path = harness.write_json(args.output or harness.result_path("immigrate_speed", args.quick), report)
+    path = harness.write_variant("immigrate_speed", report, variant=args.variant, quick=args.quick)
     print(markdown)
     print(f"\nwritten: {path} (total {total:.0f} s)")
     return 0

@@ -184,7 +184,6 @@ def render(entries) -> str:
 def main(argv=None) -> int:
     parser = harness.options(__doc__, quick="the 20atts file; IMMIGRATE at its default sigma, IM4E, I-RELIEF",
                              idle_wait=15.0)
-    parser.add_argument("--output", type=Path, default=None, help="JSON output path")
     args = harness.parse_args(parser, argv)
 
     start = time.perf_counter()
@@ -208,7 +207,7 @@ def main(argv=None) -> int:
         "total_wall_s": round(time.perf_counter() - start, 1),
         "markdown": markdown,
     }
-    path = harness.write_json(args.output or harness.result_path("interactions", args.quick), report)
+    path = harness.write_variant("interactions", report, variant=args.variant, quick=args.quick)
     print(markdown)
     print(f"\nwritten: {path} ({report['total_wall_s']} s)")
     return 0

@@ -39,7 +39,7 @@ Usage::
     python benchmarks/bench_irelief_accuracy.py --backend standin --quick   # harness debug only
     # supplementary: I-RELIEF-1 instead of the default I-RELIEF-2 on the multiclass sets
     python benchmarks/bench_irelief_accuracy.py --datasets segmentation yeast \
-        --irelief-multiclass relieff --out benchmarks/results/irelief_accuracy_multiclass_irelief1.json
+        --irelief-multiclass relieff --variant multiclass_irelief1
 
 The full run took 391 s wall (733 s of task CPU) with n_jobs=2 on a 2-core machine shared with
 other work; the supplementary run 135 s; --quick about 30 s.
@@ -51,7 +51,6 @@ Output: ``benchmarks/results/irelief_accuracy.json`` (``--quick`` writes
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import platform
 import sys
@@ -612,14 +611,10 @@ def main(argv=None):
     ap.add_argument("--irelief-multiclass", default=None,
                     help="IRelief multiclass rule ('margin' = I-RELIEF-2, 'relieff' = I-RELIEF-1); default: the library's")
     ap.add_argument("--check-knn", action="store_true", help="compare the fast KNN with sklearn on every run")
-    ap.add_argument("--out", default=None)
     args = harness.parse_args(ap, argv)
 
     datasets = args.datasets or (QUICK_DATASETS if args.quick else ORDER)
     n_runs = args.runs or (2 if args.quick else 20)
-    out_path = Path(args.out) if args.out else harness.result_path("irelief_accuracy", args.quick)
-    if args.backend == "standin" and args.out is None:
-        out_path = out_path.with_name(out_path.stem + "_standin.json")
 
     cfg = {
         "backend": args.backend,
@@ -753,8 +748,10 @@ def main(argv=None):
         "results": results,
         "markdown": md,
     }
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps(doc, indent=1, default=_json_default) + "\n")
+    # The stand-in backend only debugs this script: its runs go to results/quick/ whatever the mode.
+    standin = args.backend == "standin"
+    out_path = harness.write_variant("irelief_accuracy", doc, variant=args.variant + "_standin" * standin,
+                                     quick=args.quick or standin)
     print()
     print(md)
     print(f"wall time {wall:.0f} s (task CPU {doc['runtime']['task_cpu_seconds_total']:.0f} s, "
@@ -772,16 +769,6 @@ def dmargin_source_hash():
         h.update(str(f.relative_to(root)).encode())
         h.update(f.read_bytes())
     return h.hexdigest()
-
-
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(type(o))
 
 
 def _safe(name, run, lvl, cfg):

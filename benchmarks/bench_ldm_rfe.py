@@ -281,7 +281,6 @@ def render(accs, speed, rfe, cpu) -> str:
 def main(argv=None) -> int:
     parser = harness.options(__doc__, quick="1 split, RFE step 10, the per-feature baselines timed on 2 of the "
                                             "100 features and extrapolated", idle_wait=15.0)
-    parser.add_argument("--output", type=Path, default=None)
     args = harness.parse_args(parser, argv)
 
     start = time.perf_counter()
@@ -302,7 +301,7 @@ def main(argv=None) -> int:
         "total_wall_s": round(time.perf_counter() - start, 1),
         "markdown": markdown,
     }
-    path = harness.write_json(args.output or harness.result_path("ldm_rfe", args.quick), report)
+    path = harness.write_variant("ldm_rfe", report, variant=args.variant, quick=args.quick)
     print(markdown)
     print(f"\nwritten: {path} ({report['total_wall_s']} s)")
     return 0

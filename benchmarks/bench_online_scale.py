@@ -273,7 +273,7 @@ def main(argv=None):
         shutil.rmtree(tmp, ignore_errors=True)
 
     out["markdown"] = render(out, m_main)
-    harness.write_json(harness.result_path("online_scale", args.quick), out)
+    harness.write_variant("online_scale", out, variant=args.variant, quick=args.quick)
     print(out["markdown"])
     return 0
 

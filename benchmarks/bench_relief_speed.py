@@ -657,7 +657,6 @@ def main(argv=None) -> int:
                                             f"steady fit; limit at N = {N_LIMIT_QUICK}, scale run at "
                                             f"N = {N_SCALE_QUICK:,}",
                              idle_wait=60.0, attempts=2, worker=True)
-    parser.add_argument("--output", type=Path, default=None, help="JSON output path")
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, WORKERS)
@@ -716,7 +715,7 @@ def main(argv=None) -> int:
         "targets": goals,
         "markdown": markdown,
     }
-    path = harness.write_json(args.output or harness.result_path("relief_speed", args.quick), report)
+    path = harness.write_variant("relief_speed", report, variant=args.variant, quick=args.quick)
     print(markdown)
     print(f"\nwritten: {path}")
     return 0

@@ -16,8 +16,8 @@ speed       SBS-MF (step 1) against scikit-learn RFE around AdaBoostClassifier
             with stumps, same data; and the stump search's time per boosting
             round at 10x more rows.
 
-Results: ``benchmarks/results/sbsmf_<part>.json`` (``--quick``: in ``benchmarks/results/quick/``),
-each with a ``"markdown"`` table.  Timings are taken in-process; the machine
+Results: ``benchmarks/results/sbsmf.json``, one variant per part (``--quick``: in
+``benchmarks/results/quick/``), each with a ``"markdown"`` table.  Timings are taken in-process; the machine
 load at start is recorded (``busy_cores_at_start``).
 """
 
@@ -227,7 +227,7 @@ def main(argv=None):
                       wall_s=round(time.perf_counter() - start, 1),
                       machine=harness.machine_info(["numpy", "scikit-learn", "numba", "dask"]),
                       git=harness.git_revision(harness.REPO))
-        path = harness.write_json(harness.result_path(f"sbsmf_{name}", args.quick), result)
+        path = harness.write_variant("sbsmf", result, variant=name, quick=args.quick)
         print(result["markdown"])
         print(f"-> {path}")
     return 0

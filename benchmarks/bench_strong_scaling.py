@@ -204,7 +204,7 @@ def main(argv=None):
                           "overhead_lt_100ms": out["tiny_per_iteration_ms"] < 100}
         out["model"] = model(one, two, n)
     out["markdown"] = render(out)
-    harness.write_json(harness.result_path("strong_scaling", args.quick), out)
+    harness.write_variant("strong_scaling", out, variant=args.variant, quick=args.quick)
     print(out["markdown"])
     return 0
 

@@ -1,33 +1,65 @@
 """Fill the benchmark tables of benchmarks/README.md from the JSON in ``benchmarks/results/``.
 
 Each table in benchmarks/README.md sits between ``<!-- table: NAME -->`` and
-``<!-- /table -->``; NAME is a results file (without ``.json``) whose
-``"markdown"`` field is pasted in.  Run after a benchmark:
+``<!-- /table -->``.  NAME is ``BENCHMARK`` or ``BENCHMARK/VARIANT``: the
+``"markdown"`` field of that variant (``default`` when none is named) of
+``benchmarks/results/BENCHMARK.json`` is pasted in.  Run after a benchmark:
 
-    python benchmarks/report.py
+    python benchmarks/report.py            # rewrite the tables
+    python benchmarks/report.py --check    # exit 1 if a table differs from its JSON
 """
 
-import json
+import argparse
 import re
+import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness as harness  # noqa: E402
+
+README = harness.HERE / "README.md"
 PATTERN = re.compile(r"(<!-- table: (\S+) -->\n)(.*?)(<!-- /table -->)", re.S)
 
 
-def main():
-    readme = ROOT / "benchmarks" / "README.md"
-    text = readme.read_text()
+def tables(text: str) -> list[tuple[str, str]]:
+    """``(benchmark, variant)`` of every table in ``text``, in order."""
+    return [_reference(m.group(2)) for m in PATTERN.finditer(text)]
 
-    def fill(match):
-        path = ROOT / "benchmarks" / "results" / f"{match.group(2)}.json"
-        if not path.exists():
+
+def _reference(name: str) -> tuple[str, str]:
+    benchmark, _, variant = name.partition("/")
+    return benchmark, variant or "default"
+
+
+def fill(text: str) -> str:
+    """``text`` with every table replaced by its variant's ``"markdown"`` (missing ones kept)."""
+
+    def table(match):
+        benchmark, variant = _reference(match.group(2))
+        try:
+            markdown = harness.load_variant(benchmark, variant)["markdown"].strip()
+        except KeyError:
             return match.group(0)
-        table = json.loads(path.read_text())["markdown"].strip()
-        return f"{match.group(1)}{table}\n{match.group(4)}"
+        return f"{match.group(1)}{markdown}\n{match.group(4)}"
 
-    readme.write_text(PATTERN.sub(fill, text))
+    return PATTERN.sub(table, text)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 if a table differs from its JSON")
+    args = parser.parse_args(argv)
+    text = README.read_text()
+    filled = fill(text)
+    if args.check:
+        if filled != text:
+            print(f"{README}: tables differ from benchmarks/results/; run python benchmarks/report.py")
+            return 1
+        return 0
+    README.write_text(filled)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
