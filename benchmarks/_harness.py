@@ -539,26 +539,43 @@ def timed(fn, *args, **kwargs):
 class StepLog(logging.Handler):
     """The dmargin logger's step records (``"... took X s"``) while attached.
 
-    ``StepLog.attach()`` adds one to the ``dmargin`` logger at DEBUG level;
-    ``seconds(prefix)`` lists the durations of the steps whose message starts
-    with ``prefix`` (e.g. ``"I-RELIEF iteration"``).
+    ``StepLog.attach()`` adds one to the ``dmargin`` logger at DEBUG level
+    (``detach()`` undoes it); ``seconds(prefix)`` lists the durations of the
+    steps whose message starts with ``prefix`` (e.g. ``"I-RELIEF iteration"``),
+    ``times(prefix)`` when each of them was logged (``time.time()``, to the
+    microsecond, where the logged duration has milliseconds only).
     """
 
     def __init__(self):
         super().__init__(logging.DEBUG)
-        self.lines = []
+        self.lines, self.created = [], []
+        self._level = logging.NOTSET
 
     def emit(self, record):
         self.lines.append(record.getMessage())
+        self.created.append(record.created)
 
     @classmethod
     def attach(cls):
         log = logging.getLogger("dmargin")
         handler = cls()
+        handler._level = log.level
         log.addHandler(handler)
         log.setLevel(logging.DEBUG)
         return handler
 
+    def detach(self):
+        log = logging.getLogger("dmargin")
+        log.removeHandler(self)
+        log.setLevel(self._level)
+
+    def clear(self):
+        self.lines.clear()
+        self.created.clear()
+
     def seconds(self, prefix):
         return [float(m.split(" took ")[1].split()[0]) for m in self.lines
                 if m.startswith(prefix) and " took " in m]
+
+    def times(self, prefix):
+        return [t for t, m in zip(self.created, self.lines) if m.startswith(prefix)]

@@ -68,14 +68,31 @@ def _cpu_s():
 
 
 def _engine_dispatchers():
-    from dmargin.engine import histograms, kernel_sums, merge, online, tiles
+    """Every numba dispatcher of the ``dmargin.engine`` package, whatever its module layout.
 
-    found = {}
-    for mod in (tiles, merge, online, kernel_sums, histograms):
+    The package is walked recursively (``pkgutil.walk_packages``); a dispatcher
+    is keyed ``<module without "dmargin.">.<name>`` after the module that defines
+    its function (one imported elsewhere under another name counts once).
+    """
+    import importlib
+    import pkgutil
+
+    import dmargin.engine as engine
+
+    modules = [engine] + [importlib.import_module(info.name)
+                          for info in pkgutil.walk_packages(engine.__path__, engine.__name__ + ".")]
+    found = {}  # id -> (key, dispatcher)
+    for mod in modules:
         for name, obj in vars(mod).items():
-            if hasattr(obj, "py_func") and hasattr(obj, "stats"):
-                found[f"{mod.__name__.rsplit('.', 1)[1]}.{name}"] = obj
-    return found
+            if not (hasattr(obj, "py_func") and hasattr(obj, "stats")):
+                continue
+            if id(obj) not in found or obj.py_func.__module__ == mod.__name__:
+                found[id(obj)] = (f"{_short(mod.__name__)}.{name}", obj)
+    return dict(sorted(found.values()))
+
+
+def _short(module: str) -> str:
+    return module.removeprefix("dmargin.")
 
 
 def run_as_worker(spec_json: str) -> None:
@@ -103,7 +120,7 @@ def run_as_worker(spec_json: str) -> None:
             self.depth += 1
             fn = ev.data["dispatcher"].py_func
             if fn.__module__.startswith("dmargin"):
-                self.kernels.append(f"{fn.__module__.rsplit('.', 1)[1]}.{fn.__qualname__}")
+                self.kernels.append(f"{_short(fn.__module__)}.{fn.__qualname__}")
             else:
                 self.internal += 1
 

@@ -17,7 +17,7 @@ Speed, same run:
 
 * score step: ``S(j)`` for every feature of 1,000 rows x 100 features (random data,
   random coefficients) by one blocked pass over row pairs
-  (:func:`dmargin.engine.kernel_sums.rbf_left_out_sums`) against recomputing an
+  (:func:`dmargin.engine.rbf_left_out_sums`) against recomputing an
   RBF kernel matrix per feature (scikit-learn's ``rbf_kernel``, BLAS-based, and
   SciPy's ``cdist``), at one thread and at all cores.  Acceptance: >= 20x.
 * whole elimination on the Hill-Valley training part: ``LDMRFE``, ``SVMRFE`` and
@@ -69,7 +69,7 @@ def rfe_order(est, n_features):
 
 
 def rank_ldm_rfe(X, y, step, seed):
-    from dmargin._ldm import LDMRFE
+    from dmargin import LDMRFE
 
     est = LDMRFE(n_features_to_select=1, step=step, scale=None, random_state=seed, **PAPER)
     with warnings.catch_warnings():
@@ -81,7 +81,7 @@ def rank_ldm_rfe(X, y, step, seed):
 
 
 def rank_svm_rfe(X, y, step, seed):
-    from dmargin._ldm import SVMRFE
+    from dmargin import SVMRFE
 
     est = SVMRFE(n_features_to_select=1, step=step, C=PAPER["C"], scale=None, random_state=seed)
     return rfe_order(est.fit(X, y), X.shape[1])
@@ -166,21 +166,20 @@ def score_step(quick):
     import numba
     from threadpoolctl import threadpool_limits
 
-    from dmargin.engine import kernel_sums
-    from dmargin.engine.execution import prepare_rows
+    from dmargin.engine import prepare_rows, rbf_left_out_sums
 
     rng = np.random.default_rng(0)
     n, a, gamma = 1000, 100, 0.1
     X, c = rng.random((n, a)), rng.normal(size=n)
     rows = prepare_rows(X, np.zeros(n, dtype=np.int64), 2, use_dask=False)
-    kernel_sums.rbf_left_out_sums(rows, c[:, None], np.arange(a), gamma)  # compile
+    rbf_left_out_sums(rows, c[:, None], np.arange(a), gamma)  # compile
     measured = max(1, a // 50) if quick else a  # baselines: features actually timed
     all_threads = numba.config.NUMBA_NUM_THREADS
     out = []
     for threads in sorted({1, all_threads}):
         numba.set_num_threads(threads)
         with threadpool_limits(threads):
-            ours = min(harness.timed(kernel_sums.rbf_left_out_sums, rows, c[:, None],
+            ours = min(harness.timed(rbf_left_out_sums, rows, c[:, None],
                                      np.arange(a), gamma)[0] for _ in range(3))
             base = {}
             for name, fn in (("sklearn rbf_kernel per feature", _per_feature_sklearn),
@@ -195,7 +194,7 @@ def score_step(quick):
         print(f"[bench] score step, {threads} thread(s): ours {ours:.3f} s, "
               + ", ".join(f"{k} {v:.2f} s" for k, v in base.items()), file=sys.stderr, flush=True)
     numba.set_num_threads(all_threads)
-    check = kernel_sums.rbf_left_out_sums(rows, c[:, None], np.arange(3), gamma)
+    check = rbf_left_out_sums(rows, c[:, None], np.arange(3), gamma)
     from sklearn.metrics.pairwise import rbf_kernel
 
     brute = [c @ rbf_kernel(np.delete(X[:, :3], j, axis=1), gamma=gamma) @ c for j in range(3)]
@@ -209,7 +208,7 @@ def whole_rfe(quick):
     from sklearn.model_selection import train_test_split
     from sklearn.svm import SVC
 
-    from dmargin._ldm import LDMRFE, SVMRFE
+    from dmargin import LDMRFE, SVMRFE
 
     data = load_pmlb(DATA, "hill-valley")
     Xtr, _, ytr, _ = train_test_split(data.X, data.y, train_size=2 / 3, stratify=data.y,

@@ -135,7 +135,7 @@ class RssSampler:
 
 def worker_online(spec):
     import dmargin
-    from dmargin._relief import OnlineIRelief
+    from dmargin import OnlineIRelief
 
     # JIT warm-up on a few rows, so the pass is timed without compilation
     Xw, yw = make_batch(0, 300)
@@ -173,7 +173,7 @@ def worker_online(spec):
 
 def worker_batch(spec):
     """Batch I-RELIEF on the first ``SUBSAMPLE`` rows (a random sample: rows are i.i.d.)."""
-    from dmargin._relief import IRelief
+    from dmargin import IRelief
 
     X, y = make_batch(0, spec["n"])
     est = IRelief(max_iter=100, tol=1e-4).fit(X, y)
