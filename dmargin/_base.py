@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._compat import compute, is_dask_collection
 from ._io import prepare_training_data
 from ._validation import NONE, Interval, check_binary, check_params, check_X_y
-from .engine import prepare_rows
+from .engine import prepare_rows, sample_anchors
 
 logger = logging.getLogger("dmargin")
 
@@ -27,6 +27,23 @@ N_FEATURES_TO_SELECT = [
     Interval(numbers.Integral, 1, None),
     Interval(numbers.Real, 0, 1, closed="right"),
 ]
+#: ``n_anchors``: every row (None), a number of rows, or a fraction of them.
+N_ANCHORS = N_FEATURES_TO_SELECT
+
+
+def anchors_for(estimator, rows):
+    """The sample of anchors ``estimator.n_anchors`` asks for, or ``None`` (every row).
+
+    Drawn once per fit, stratified by class, seeded by ``random_state``; a
+    count at or above the number of rows is every row (the exact fit).
+    """
+    n_anchors, n = estimator.n_anchors, rows.n_samples
+    if n_anchors is None:
+        return None
+    m = n_anchors if isinstance(n_anchors, numbers.Integral) else max(1, round(n_anchors * n))
+    if m >= n:
+        return None
+    return sample_anchors(rows, int(m), make_rng(estimator.random_state))
 
 
 def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_memory=False,

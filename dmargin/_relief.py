@@ -14,8 +14,8 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._base import (N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, miss_priors,
-                    start_fit, timer)
+from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
+                    make_rng, miss_priors, start_fit, timer)
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from .engine import knn_statistic, lse_statistic, merge
 from .progress import fit_steps
@@ -72,11 +72,19 @@ class IRelief(WeightSelector):
         Starting weights: ``1 / n_features`` each, a random point of the unit
         sphere's nonnegative part (seeded by ``random_state``), or the given
         nonnegative weights as they are.
+    n_anchors : int, float or None, default=None
+        Anchors per iteration: ``None`` scores every sample against all
+        samples (the paper's I-RELIEF, O(N^2 A) per iteration); an int ``m``
+        (or a fraction of N) scores a sample of ``m`` anchors, drawn once per
+        fit and stratified by class, against all N samples: O(m N A) per
+        iteration, the Relief literature's ``m`` (Kononenko's, Weka's
+        ``-M``).  The weights then estimate the exact ones (``benchmarks/``
+        measures how closely).
     n_features_to_select : int, float or None, default=None
         For ``transform``: ``None`` keeps features with positive weight, an
         int the top ones, a float that fraction.
     random_state : int, Generator or None, default=None
-        Seeds ``init="random"``.
+        Seeds ``init="random"`` and the sample of anchors.
 
     Attributes
     ----------
@@ -86,6 +94,8 @@ class IRelief(WeightSelector):
         Iterations run.
     history_ : ndarray of shape (n_iter_,)
         ``||w(t) - w(t-1)||_2`` per iteration.
+    anchor_indices_ : ndarray of shape (m,) or None
+        The rows used as anchors (sorted), ``None`` when every row was one.
     classes_ : ndarray of shape (n_classes,)
         Class labels, sorted.
     n_features_in_ : int
@@ -128,12 +138,14 @@ class IRelief(WeightSelector):
         "outliers": [BOOLEAN],
         "scale": _SCALE,
         "init": [Options(("uniform", "random")), ARRAY],
+        "n_anchors": N_ANCHORS,
         "n_features_to_select": N_FEATURES_TO_SELECT,
         "random_state": [RANDOM_STATE],
     }
 
     def __init__(self, *, sigma=2.0, max_iter=100, tol=1e-3, multiclass="margin", outliers=True,
-                 scale="minmax", init="uniform", n_features_to_select=None, random_state=None):
+                 scale="minmax", init="uniform", n_anchors=None, n_features_to_select=None,
+                 random_state=None):
         self.sigma = sigma
         self.max_iter = max_iter
         self.tol = tol
@@ -141,6 +153,7 @@ class IRelief(WeightSelector):
         self.outliers = outliers
         self.scale = scale
         self.init = init
+        self.n_anchors = n_anchors
         self.n_features_to_select = n_features_to_select
         self.random_state = random_state
 
@@ -176,6 +189,7 @@ class IRelief(WeightSelector):
         data, rows = start_fit(self, X, y)
         agg_args = (self.multiclass == "margin", miss_priors(data.counts), bool(self.outliers))
         w = self._initial_weights(rows.n_features)
+        anchors = anchors_for(self, rows)
 
         # Iteration: E-step on the engine, M-step here (Fig. 2 of the paper)
         history = []
@@ -183,7 +197,8 @@ class IRelief(WeightSelector):
             for it in range(1, self.max_iter + 1):
                 with timer("I-RELIEF iteration %d", it):
                     # eq. (12)
-                    nu = lse_statistic(rows, w, self.sigma, merge.irelief_agg, agg_args)
+                    nu = lse_statistic(rows, w, self.sigma, merge.irelief_agg, agg_args,
+                                      anchors=anchors)
                 w_new = _positive_unit(nu)
                 if w_new is None:
                     warnings.warn("nu+ is zero: no feature separates the classes under these "
@@ -209,6 +224,7 @@ class IRelief(WeightSelector):
 
         # Final attributes
         self.classes_ = data.classes
+        self.anchor_indices_ = None if anchors is None else anchors.index
         self.feature_importances_ = w
         self.history_ = np.asarray(history)
         self.n_iter_ = len(history)
@@ -238,12 +254,21 @@ class ReliefF(WeightSelector):
     scale : {"minmax"} or None, default="minmax"
         ``"minmax"`` is Weka's ``diff = |v1 - v2| / (max - min)`` (constant
         features contribute 0); ``None`` uses raw differences.
+    n_anchors : int, float or None, default=None
+        Weka's ``-M`` / Kononenko's ``m``: ``None`` makes every sample an
+        anchor (O(N^2 A)); an int ``m`` (or a fraction of N) scores ``m``
+        anchors, drawn stratified by class, against all N samples (O(m N A))
+        and divides by ``m``.
     n_features_to_select : int, float or None, default=None
+    random_state : int, Generator or None, default=None
+        Seeds the sample of anchors.
 
     Attributes
     ----------
     feature_importances_ : ndarray of shape (n_features,)
         ReliefF's weights W (in [-1, 1], not normalised).
+    anchor_indices_ : ndarray of shape (m,) or None
+        The rows used as anchors (sorted), ``None`` when every row was one.
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -260,13 +285,18 @@ class ReliefF(WeightSelector):
     _parameter_constraints = {
         "n_neighbors": [Interval(numbers.Integral, 1, None)],
         "scale": _SCALE,
+        "n_anchors": N_ANCHORS,
         "n_features_to_select": N_FEATURES_TO_SELECT,
+        "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, *, n_neighbors=10, scale="minmax", n_features_to_select=None):
+    def __init__(self, *, n_neighbors=10, scale="minmax", n_anchors=None,
+                 n_features_to_select=None, random_state=None):
         self.n_neighbors = n_neighbors
         self.scale = scale
+        self.n_anchors = n_anchors
         self.n_features_to_select = n_features_to_select
+        self.random_state = random_state
 
     def fit(self, X, y):
         """Compute the ReliefF weights.
@@ -281,12 +311,15 @@ class ReliefF(WeightSelector):
         self : ReliefF
         """
         data, rows = start_fit(self, X, y)
+        anchors = anchors_for(self, rows)
         with fit_steps(self, "pass", 1) as steps, timer("ReliefF"):
             total = knn_statistic(rows, self.n_neighbors, merge.relieff_agg,
-                                  (miss_priors(data.counts),))
+                                  (miss_priors(data.counts),), anchors=anchors)
             steps.step()
         self.classes_ = data.classes
-        self.feature_importances_ = np.asarray(total) / rows.n_samples
+        m = rows.n_samples if anchors is None else anchors.n_samples
+        self.feature_importances_ = np.asarray(total) / m
+        self.anchor_indices_ = None if anchors is None else anchors.index
         return self
 
 

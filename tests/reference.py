@@ -235,6 +235,7 @@ def irelief(
     multiclass="margin",
     outliers=True,
     w0=None,
+    anchors=None,
 ):
     """Batch I-RELIEF (Fig. 2 of iterative_relief.txt), brute force.
 
@@ -264,6 +265,9 @@ def irelief(
         Use ``gamma_n`` of eq. (10); if False, ``gamma_n = 1``.
     w0 : array-like of shape (A,), default=None
         Initial weights; ``ones(A) / A`` if None (Fig. 2, step (1)).
+    anchors : list of int, default=None
+        The rows whose terms are averaged (a sample of anchors, each against
+        all N rows); every row if None.
 
     Returns
     -------
@@ -285,11 +289,12 @@ def irelief(
     while True:
         # Fig. 2, steps (3)-(4) and eq. (11)
         nu = np.zeros(A)
-        for n in range(N):
+        visited = range(N) if anchors is None else anchors
+        for n in visited:
             nu += _anchor_statistic(
                 X, y, n, w, sigma, candidates, multiclass, outliers, priors
             )
-        nu = nu / N
+        nu = nu / len(visited)
 
         # eq. (12)
         w_new = _normalise_positive_part(nu)
@@ -389,7 +394,7 @@ def online_irelief(
 # ---------------------------------------------------------------------------
 
 
-def relieff(X, y, n_neighbors=10):
+def relieff(X, y, n_neighbors=10, anchors=None):
     """ReliefF with Weka ``ReliefFAttributeEval`` semantics, brute force.
 
     ALGORITHMS.md §6 (Robnik-Šikonja & Kononenko 2003, Fig. 3).  Every instance is
@@ -413,6 +418,9 @@ def relieff(X, y, n_neighbors=10):
         Labels.
     n_neighbors : int, default=10
         ``k``.
+    anchors : list of int, default=None
+        The instances visited (Weka's ``-M`` sample); every row if None.
+        ``N`` in the formulas above is then their number.
 
     Returns
     -------
@@ -426,7 +434,9 @@ def relieff(X, y, n_neighbors=10):
     k = n_neighbors
 
     W = np.zeros(A)
-    for n in range(N):
+    visited = range(N) if anchors is None else anchors
+    m_visits = len(visited)
+    for n in visited:
         c = y[n]
         distance = {i: _manhattan(X, n, i) for i in range(N) if i != n}
 
@@ -434,7 +444,7 @@ def relieff(X, y, n_neighbors=10):
         nearest_hits = _nearest_by_distance(hits, distance, k)
         k_H = len(nearest_hits)
         for h in nearest_hits:
-            W -= _abs_difference(X, n, h) / (N * k_H)
+            W -= _abs_difference(X, n, h) / (m_visits * k_H)
 
         for C in priors:
             if C == c:
@@ -444,7 +454,7 @@ def relieff(X, y, n_neighbors=10):
             k_C = len(nearest_misses)
             for m in nearest_misses:
                 W += (
-                    priors[C] / (1.0 - priors[c]) * _abs_difference(X, n, m) / (N * k_C)
+                    priors[C] / (1.0 - priors[c]) * _abs_difference(X, n, m) / (m_visits * k_C)
                 )
     return W
 

@@ -14,15 +14,15 @@ submodules.
 
 from . import merge
 from .binning import BinnedRows, bin_rows
-from .execution import Rows, prepare_rows
+from .execution import Anchors, Rows, prepare_rows, sample_anchors
 from .kernels.sequential import (ldm_dcd, ldm_dcd_linear, online_irelief_steps, simba_margins,
                                  simba_run)
 from .statistics import (WeightedHistograms, anchor_partials, counts, knn_statistic,
                          lse_statistic, quad_statistic, rbf_left_out_sums)
 
 __all__ = [
-    "BinnedRows", "Rows", "WeightedHistograms", "anchor_partials", "bin_rows", "counts",
+    "Anchors", "BinnedRows", "Rows", "WeightedHistograms", "anchor_partials", "bin_rows", "counts",
     "knn_statistic", "ldm_dcd", "ldm_dcd_linear", "lse_statistic", "merge",
-    "online_irelief_steps", "prepare_rows", "quad_statistic", "rbf_left_out_sums",
+    "online_irelief_steps", "prepare_rows", "quad_statistic", "rbf_left_out_sums", "sample_anchors",
     "simba_margins", "simba_run",
 ]

@@ -141,6 +141,88 @@ def row_blocks(X) -> Rows:
     return Rows(X, None, 0, True, list(zip(edges[:-1], edges[1:])))
 
 
+@dataclass
+class Anchors:
+    """A sample of training rows scoring against all rows (``n_anchors``).
+
+    ``X`` (m x A) and ``codes`` are numpy on the driver: small, placed in the
+    graph of every iteration; ``index`` are the rows' global indices (a row
+    never counts itself as its own neighbour).
+    """
+
+    X: np.ndarray
+    codes: np.ndarray
+    index: np.ndarray
+
+    @property
+    def n_samples(self):
+        return self.X.shape[0]
+
+
+def _class_counts(codes, n_classes):
+    return np.bincount(codes, minlength=n_classes)[None, :]
+
+
+def _take_rows(X, codes, start, picks):
+    """Rows of one block at the per-class positions ``picks[c]`` (ranks in class ``c``)."""
+    out = [np.flatnonzero(codes == c)[ranks] for c, ranks in enumerate(picks)]
+    local = np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
+    return np.asarray(X[local], dtype=np.float64), codes[local], local + start
+
+
+def sample_anchors(rows: Rows, n_anchors: int, rng) -> Anchors:
+    """``n_anchors`` rows drawn without replacement, stratified by class.
+
+    Class ``c`` gets its share ``n_anchors * N_c / N`` (largest remainders;
+    at least one row of every class when ``n_anchors`` allows); within a class
+    the rows are uniform.  Two small passes over the row blocks: the class
+    counts per block, then each block picks its rows; only the ``n_anchors``
+    rows come to the driver.
+    """
+    k = rows.n_classes
+    g = Graph(rows, "anchor-counts", n_anchors)
+    per_block = [g.add("counts", _class_counts, g.block(i)[1], k) for i in range(len(g.candidates))]
+    counts = np.asarray(g.compute(g.add("stack", np.concatenate, per_block)))
+    totals = counts.sum(axis=0)
+    share = _stratified_share(totals, n_anchors)
+    ranks = [np.sort(rng.choice(int(totals[c]), int(share[c]), replace=False)) for c in range(k)]
+    cum = np.vstack([np.zeros(k, dtype=np.int64), np.cumsum(counts, axis=0)])
+    g = Graph(rows, "anchor-rows", n_anchors, [r.tolist() for r in ranks])
+    parts = []
+    for b in range(len(g.candidates)):
+        picks = [r[(r >= cum[b, c]) & (r < cum[b + 1, c])] - cum[b, c] for c, r in enumerate(ranks)]
+        if sum(p.size for p in picks):
+            parts.append(g.add("take", _take_rows, *g.block(b), picks))
+    X, codes, index = g.compute(g.add("concat", _concat_rows, parts))
+    return Anchors(X, codes, index)
+
+
+def _concat_rows(parts):
+    return tuple(np.concatenate(items) for items in zip(*parts))
+
+
+def _stratified_share(totals, m):
+    """Rows per class: proportional to ``totals``, summing to ``m``, every
+    present class at least one while ``m`` allows (largest remainders)."""
+    totals = np.asarray(totals, dtype=np.int64)
+    present = totals > 0
+    m = int(min(m, totals.sum()))
+    least = np.zeros_like(totals)
+    if m >= present.sum():
+        least[present] = 1
+    exact = totals / totals.sum() * m
+    share = np.minimum(np.maximum(least, np.floor(exact).astype(np.int64)), totals)
+    while share.sum() > m:  # the ones given to tiny classes come out of the largest
+        share[np.argmax(np.where(share > least, share - exact, -np.inf))] -= 1
+    rest = exact - share
+    while share.sum() < m:
+        room = np.where(share < totals, rest, -np.inf)
+        c = int(np.argmax(room))
+        share[c] += 1
+        rest[c] -= 1
+    return share
+
+
 def local_bounds(n, rows_per_task):
     """In-process anchor blocks of at most ``rows_per_task`` rows."""
     step = max(1, int(rows_per_task))
@@ -180,11 +262,15 @@ class Graph:
 
     ``anchors`` are the anchor blocks (default: the rows' blocks; in-process,
     statistics pass budget-sized blocks), ``candidates`` the candidate blocks
-    (in-process: all rows, one block).
+    (in-process: all rows, one block).  ``sample`` (an :class:`Anchors`)
+    makes the anchors that sample instead, cut into ``anchors`` blocks of
+    its rows.
     """
 
-    def __init__(self, rows: Rows, name: str, *token, anchors=None, candidates=None):
+    def __init__(self, rows: Rows, name: str, *token, anchors=None, candidates=None,
+                 sample=None):
         self.rows = rows
+        self.sample = sample
         self.local = not rows.on_dask
         if self.local:
             from hashlib import blake2b
@@ -230,7 +316,15 @@ class Graph:
         return (self.rows.X.name, i, 0), (self.rows.codes.name, i), self._cand[i][0]
 
     def anchor(self, i):
-        """Keys of anchor block ``i``: ``(X, codes, start)``."""
+        """Anchor block ``i``: ``(X, codes, start)`` keys, or for a sample the
+        rows themselves and their global indices."""
+        if self.sample is not None:
+            # Held once in the graph; every tile task of the block refers to it.
+            s, e = self.anchors[i]
+            key = (f"{self.name}-anchors", s)
+            if key not in self.dsk:
+                self.dsk[key] = self.sample.X[s:e]
+            return key, self.sample.codes[s:e], self.sample.index[s:e]
         if self.local:
             return (*self._rows_of(tuple(self.anchors[i])), self.anchors[i][0])
         return self.block(i)

@@ -31,15 +31,19 @@ KERNELS = {"lse": lse.TWINS, "knn": knn.TWINS, "qlse": quad.TWINS}
 _COST = {"lse": 1.0, "knn": 1.0, "qlse": 0.05}
 
 
-def _anchors(rows: Rows, per_row: int):
-    """Anchor blocks: in-process from the tile budget, on dask the row blocks."""
+def _anchors(rows: Rows, per_row: int, sample=None):
+    """Anchor blocks: in-process from the tile budget, on dask the row blocks;
+    a sample of anchors is cut by the budget in both."""
+    if sample is not None:
+        return local_bounds(sample.n_samples, TILE_BUDGET // (8 * per_row))
     if rows.on_dask:
         return None
     return local_bounds(rows.n_samples, TILE_BUDGET // (8 * per_row))
 
 
 def _tile(name, threads, Xa, start_a, Xc, yc, start_c, *params):
-    ia = np.arange(start_a, start_a + Xa.shape[0])
+    # A block of rows starts at ``start_a``; a sample carries its indices.
+    ia = np.asarray(start_a) if np.ndim(start_a) else np.arange(start_a, start_a + Xa.shape[0])
     ic = np.arange(start_c, start_c + Xc.shape[0])
     work = Xa.shape[0] * Xc.shape[0] * Xc.shape[1]
     kernel = pick(KERNELS[name], work, _COST[name], threads=threads)
@@ -67,17 +71,20 @@ def _agg_task(agg, partial, ya, weight, agg_args):
     return agg(m, s, v, ya, weight, *agg_args)
 
 
-def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None):
+def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, anchors=None):
     """``sum_I agg(merge_J lse_tile(I, J), y_I, weight_I, *agg_args)``.
 
     ``agg(m, s, v, ya, weight, *agg_args)`` returns a small array (the anchor
-    block's share); ``anchor_weight`` defaults to ``1 / N`` per anchor.
+    block's share); ``anchor_weight`` defaults to ``1 / N`` per anchor
+    (``1 / m`` for a sample).  ``anchors``: an :class:`~execution.Anchors`
+    sample scoring against all rows instead of every row.
     """
-    n, a, k = rows.n_samples, rows.n_features, rows.n_classes
+    a, k = rows.n_features, rows.n_classes
+    n = rows.n_samples if anchors is None else anchors.n_samples
     w = np.asarray(w, dtype=np.float64)
     weight = np.full(n, 1.0 / n) if anchor_weight is None else np.asarray(anchor_weight, float)
     g = Graph(rows, "lse", w, sigma, agg.__name__, agg_args, weight,
-              anchors=_anchors(rows, k * (a + 2)))
+              anchors=_anchors(rows, k * (a + 2), anchors), sample=anchors)
     shares = []
     for i, (start, stop) in enumerate(g.anchors):
         merged = g.tree(_tiles(g, "lse", i, (w, sigma, k)), merge.lse_combine)
@@ -90,11 +97,14 @@ def _knn_agg_task(agg, partial, ya, agg_args):
     return agg(*partial, ya, *agg_args)
 
 
-def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=()):
-    """``sum_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours)."""
+def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None):
+    """``sum_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours).
+
+    ``anchors``: an :class:`~execution.Anchors` sample instead of every row.
+    """
     a, k = rows.n_features, rows.n_classes
     g = Graph(rows, "knn", n_neighbors, agg.__name__, agg_args,
-              anchors=_anchors(rows, k * n_neighbors * (a + 2)))
+              anchors=_anchors(rows, k * n_neighbors * (a + 2), anchors), sample=anchors)
     shares = []
     for i in range(len(g.anchors)):
         merged = g.tree(_tiles(g, "knn", i, (k, n_neighbors)), merge.knn_combine)

@@ -1,0 +1,135 @@
+"""Sampled anchors (``n_anchors``): m anchors, stratified by class, against all N rows.
+
+By construction: the sampled fit equals the brute-force reference restricted to
+the same anchors (1e-10); ``n_anchors`` covering every row is the exact fit, bit
+for bit; the sample is the same whether the rows are numpy or dask blocks of any
+size; in-process = threaded dask = a 2-process cluster.
+"""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+import dmargin
+from dmargin.engine import execution, merge, sample_anchors, statistics
+from tests import reference as ref
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(11)
+    X = rng.random((240, 6))
+    X[:, 0] += np.repeat([0.0, 0.6, 1.2], 80)  # informative
+    y = np.repeat(np.array(["a", "b", "c"]), 80)
+    y[:3] = "d"  # a three-sample class
+    X[7] = X[8]  # a duplicate row
+    return X, y
+
+
+def _codes(y):
+    return np.unique(y, return_inverse=True)[1]
+
+
+@pytest.mark.parametrize("totals,m", [([80, 80, 77, 3], 50), ([5, 1, 1], 3), ([5, 1, 1], 2),
+                                      ([10, 0, 4], 7), ([3, 3], 6), ([1000, 1], 10)])
+def test_share_sums_to_m_and_follows_the_classes(totals, m):
+    share = execution._stratified_share(np.array(totals), m)  # the rule itself
+    totals = np.array(totals)
+    assert share.sum() == min(m, totals.sum()) and np.all(share <= totals)
+    present = totals > 0
+    if m >= present.sum():
+        assert np.all(share[present] >= 1)
+    assert np.all(np.abs(share - totals / totals.sum() * m) < 1 + present.sum())
+
+
+@pytest.mark.parametrize("chunk", [17, 64, 240])
+def test_the_sample_does_not_depend_on_the_blocks(data, chunk, threaded):
+    X, y = data
+    codes = _codes(y)
+    local = sample_anchors(execution.prepare_rows(X, codes, 4), 60, np.random.default_rng(3))
+    rows = execution.prepare_rows(da.from_array(X, chunks=(chunk, 6)),
+                                  da.from_array(codes, chunks=chunk), 4)
+    blocks = sample_anchors(rows, 60, np.random.default_rng(3))
+    np.testing.assert_array_equal(blocks.index, local.index)
+    np.testing.assert_array_equal(blocks.X, X[local.index])
+    np.testing.assert_array_equal(blocks.codes, codes[local.index])
+    assert np.all(np.diff(local.index) > 0)  # sorted, no repeats
+    assert np.bincount(local.codes).tolist() == [19, 20, 20, 1]  # of 77, 80, 80, 3
+    other = sample_anchors(execution.prepare_rows(X, codes, 4), 60, np.random.default_rng(4))
+    assert not np.array_equal(other.index, local.index)
+
+
+def test_the_engine_with_a_sample_equals_all_rows_over_that_sample(data):
+    """The sampled statistic is the exact statistic's anchor terms over the sample."""
+    X, y = data
+    codes = _codes(y)
+    rows = execution.prepare_rows(X, codes, 4)
+    w = np.random.default_rng(0).random(6)
+    args = (True, np.full((4, 4), 1 / 3) - np.eye(4) / 3, True)
+    anchors = sample_anchors(rows, 40, np.random.default_rng(1))
+    weight = np.zeros(len(y))
+    weight[anchors.index] = 1 / 40
+    want = statistics.lse_statistic(rows, w, 0.7, merge.irelief_agg, args, anchor_weight=weight)
+    got = statistics.lse_statistic(rows, w, 0.7, merge.irelief_agg, args, anchors=anchors)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("make,reference", [
+    (lambda m: dmargin.ReliefF(n_neighbors=4, n_anchors=m, random_state=5),
+     lambda X, y, a: ref.relieff(X, y, n_neighbors=4, anchors=a)),
+    (lambda m: dmargin.IRelief(max_iter=3, tol=0, n_anchors=m, random_state=5),
+     lambda X, y, a: ref.irelief(X, y, max_iter=3, tol=0, anchors=a)["w"]),
+    (lambda m: dmargin.IRelief(max_iter=3, tol=0, multiclass="relieff", n_anchors=m,
+                               random_state=5),
+     lambda X, y, a: ref.irelief(X, y, max_iter=3, tol=0, multiclass="relieff", anchors=a)["w"]),
+], ids=["ReliefF", "IRelief", "IRelief-1"])
+@pytest.mark.parametrize("m", [1, 9, 0.25])
+def test_sampled_fit_equals_the_reference_over_its_anchors(data, make, reference, m):
+    X, y = data
+    est = make(m).fit(X, y)
+    expected_m = m if isinstance(m, int) else round(m * len(y))
+    assert est.anchor_indices_.shape == (expected_m,)
+    want = reference(ref.minmax_scale(X), y, list(est.anchor_indices_))
+    np.testing.assert_allclose(est.feature_importances_, want, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: dmargin.ReliefF(n_anchors=m), lambda m: dmargin.IRelief(max_iter=4, n_anchors=m)])
+@pytest.mark.parametrize("m", [240, 10_000, 1.0])
+def test_every_row_as_anchor_is_the_exact_fit_bit_for_bit(data, make, m):
+    X, y = data
+    est = make(m).fit(X, y)
+    assert est.anchor_indices_ is None
+    np.testing.assert_array_equal(est.feature_importances_, make(None).fit(X, y)
+                                  .feature_importances_)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: dmargin.ReliefF(n_anchors=50, random_state=1),
+    lambda: dmargin.IRelief(max_iter=3, tol=0, n_anchors=0.2, random_state=1)])
+def test_sampled_fits_agree_across_execution_modes(data, make, local_cluster):
+    from distributed import Client, get_task_stream
+
+    X, y = data
+    local = make().fit(X, y)
+    Xd, yd = da.from_array(X, chunks=(50, 6)), da.from_array(y, chunks=50)
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        threaded = make().fit(Xd, yd)
+    with Client(local_cluster) as client:
+        with get_task_stream(client) as stream:
+            clustered = make().fit(Xd, yd)
+    workers = {t["worker"] for t in stream.data if str(t["key"]).startswith("('dmargin-")}
+    assert workers and workers <= set(local_cluster.scheduler_info["workers"])
+    for other in (threaded, clustered):
+        np.testing.assert_array_equal(other.anchor_indices_, local.anchor_indices_)
+        np.testing.assert_allclose(other.feature_importances_, local.feature_importances_,
+                                   rtol=0, atol=1e-10)
+
+
+def test_n_anchors_is_checked(data):
+    X, y = data
+    for bad in (0, -3, 1.5, 0.0, "all"):
+        with pytest.raises(ValueError, match="n_anchors"):
+            dmargin.ReliefF(n_anchors=bad).fit(X, y)
