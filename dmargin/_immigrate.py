@@ -24,9 +24,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import (N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, start_fit, timer,
                     user_stacklevel)
 from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
-from .engine import merge
 from ._compat import gather
-from .engine import anchor_partials, lse_statistic, quad_statistic
+from .engine import anchor_partials, lse_statistic, merge, prepare_rows, quad_statistic
 from .progress import fit_steps
 
 _SCALE = [Options(("standard",)), NONE]
@@ -96,14 +95,47 @@ def _eigen_update(sigma_matrix, rtol=1e-13):
     return W / norm, factor
 
 
-class _SoftminClassifier(ClassifierMixin, WeightSelector):
-    """Prediction by expected distance to each class (eq. 3.18).
+def softmin_distances(rows, kernel, params, X, index, expectation=None):
+    """Expected distance of each row of ``X`` to each class (eq. 3.18).
 
-    ``S[i, c] = sum_{k in c} a_k dist(x_i, x_k)`` with ``a`` the softmax of
-    ``-dist / sigma`` over the training points of class ``c``; the class with
-    the smallest ``S`` wins.  Subclasses name the engine kernel and its
-    parameters (``_kernel_params``) and how a partial becomes an expected
-    distance (``_partial_expectation``).
+    ``S[i, c] = sum_{k in c} a_k dist(x_i, x_k)`` over the training ``rows``,
+    with ``a`` the softmax of ``-dist / sigma`` within class ``c``; ``inf``
+    for a class with no candidate.  ``kernel, params``: the engine kernel
+    and its parameters; ``index``: global indices of ``X``'s rows (a training
+    row is left out of its own class; negative: a new row);
+    ``expectation(v)``: the partial's sum as a distance (default: itself).
+    """
+    m, s, v = anchor_partials(rows, kernel, X, index, params)
+    num = v if expectation is None else expectation(v)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(s > 0, num / np.where(s > 0, s, 1.0), np.inf)
+
+
+def _immigrate_kernel(W, sigma, n_classes):
+    """The engine kernel and parameters of IMMIGRATE's rule under ``W``."""
+    U, lam = _factor(W)
+    return "qlse", (U, lam, float(sigma), n_classes)
+
+
+def _loo_codes(rows, kernel, params):
+    """Class codes predicted for the training rows, each left out of its own class."""
+    X = gather(rows.X, what="the training rows")
+    return np.argmin(softmin_distances(rows, kernel, params, X, np.arange(X.shape[0])), axis=1)
+
+
+def _scaled_rows(est, X, scaling):
+    """New rows checked against ``est``'s fit and scaled as its training rows."""
+    # Predictions are small; new points are gathered and checked like numpy.
+    X = gather(X, what="the rows to predict")
+    X = validate_data(est, X, reset=False, dtype=np.float64)
+    return X if scaling is None else scaling.apply(X)
+
+
+class _SoftminClassifier(ClassifierMixin, WeightSelector):
+    """Prediction by expected distance to each class (eq. 3.18, :func:`softmin_distances`).
+
+    Subclasses name the engine kernel and its parameters (``_kernel_params``)
+    and how a partial becomes an expected distance (``_partial_expectation``).
     """
 
     def _store_training(self, data, rows):
@@ -111,25 +143,14 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
         self._scaling = data.scaling
 
     def _scaled(self, X):
-        # Predictions are small; new points are gathered and checked like numpy.
-        X = gather(X, what="the rows to predict")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        if self._scaling is not None:
-            X = self._scaling.apply(X)
-        return X
+        return _scaled_rows(self, X, self._scaling)
 
     def _expected_distances(self, X):
         check_is_fitted(self, "classes_")
         X = self._scaled(X)
-        return self._expected_distances_scaled(X, -1 - np.arange(X.shape[0]))
-
-    def _expected_distances_scaled(self, X, ia):
-        """``S`` for scaled rows ``X`` with global indices ``ia`` (negative: new)."""
         kernel, params = self._kernel_params()
-        m, s, v = anchor_partials(self._rows, kernel, X, ia, params)
-        num = self._partial_expectation(v)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(s > 0, num / np.where(s > 0, s, 1.0), np.inf)
+        return softmin_distances(self._rows, kernel, params, X, -1 - np.arange(X.shape[0]),
+                                 self._partial_expectation)
 
     def _partial_expectation(self, v):
         return v
@@ -177,12 +198,6 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
         """
         codes = np.argmin(self._expected_distances(X), axis=1)
         return self.classes_[codes]
-
-    def _loo_codes(self):
-        """Class codes predicted for the training rows, each left out of its own class."""
-        X = self._rows.X
-        X = gather(X, what="the training rows")
-        return np.argmin(self._expected_distances_scaled(X, np.arange(X.shape[0])), axis=1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -309,8 +324,7 @@ class Immigrate(_SoftminClassifier):
         return self.sigma if self.prediction_sigma is None else self.prediction_sigma
 
     def _kernel_params(self):
-        U, lam = _factor(self.weight_matrix_)
-        return "qlse", (U, lam, float(self._sigma()), len(self.classes_))
+        return _immigrate_kernel(self.weight_matrix_, self._sigma(), len(self.classes_))
 
     def _partial_expectation(self, u):
         return u
@@ -320,17 +334,15 @@ class Immigrate(_SoftminClassifier):
             if self.init == "identity":
                 return np.eye(n_features) / np.sqrt(n_features)
             R = make_rng(self.random_state).random((n_features, n_features))
-            W = (R + R.T) / 2
-        else:
-            W = np.asarray(self.init, dtype=np.float64)
-            if W.shape != (n_features, n_features) or not np.all(np.isfinite(W)) \
-                    or np.any(W < 0) or not np.any(W > 0):
-                raise ValueError(
-                    f"init must be a finite nonnegative {n_features} x {n_features} matrix, "
-                    f"not all zero; got shape {W.shape}."
-                )
-            W = (W + W.T) / 2
-        return W / np.linalg.norm(W)
+            return _symmetric_unit(R)
+        W = np.asarray(self.init, dtype=np.float64)
+        if W.shape != (n_features, n_features) or not np.all(np.isfinite(W)) \
+                or np.any(W < 0) or not np.any(W > 0):
+            raise ValueError(
+                f"init must be a finite nonnegative {n_features} x {n_features} matrix, "
+                f"not all zero; got shape {W.shape}."
+            )
+        return _symmetric_unit(W)
 
     def fit(self, X, y, sample_weight=None):
         """Learn the weight matrix.
@@ -354,18 +366,28 @@ class Immigrate(_SoftminClassifier):
             features): each step costs about ``N^2 A^2``, and
             :class:`IM4EImmigrate` is the estimator made for such data.
         """
-        return self._fit(X, y, sample_weight)
-
-    def _fit(self, X, y, sample_weight=None, wide_hint=True):
         data, rows = start_fit(self, X, y)
-        if wide_hint:
-            _wide_data_hint(rows.n_samples, rows.n_features, self.max_iter)
+        _wide_data_hint(rows.n_samples, rows.n_features, self.max_iter)
         weight = _sample_weight(sample_weight, rows.n_samples)
         W = self._initial_matrix(rows.n_features)
-        self.classes_ = data.classes
         with fit_steps(self, "step", self.max_iter) as steps:
             W, history = _immigrate_loop(rows, W, weight, self.sigma, self.max_iter, self.tol,
                                          self.prune, on_step=steps.step)
+        return self._set_fitted(W, history, data, rows)
+
+    @classmethod
+    def _from_loop(cls, W, history, *, sigma, max_iter, scale, data, rows, like):
+        """A fitted Immigrate from a loop run by another fit on its ``rows`` (BIM's
+        learners), which it shares; ``like``: the estimator fitted on the same data."""
+        return cls(sigma=sigma, max_iter=max_iter, tol=0.0, scale=scale)._set_fitted(
+            W, history, data, rows, like=like)
+
+    def _set_fitted(self, W, history, data, rows, like=None):
+        if like is not None:  # the fit was another estimator's: its input checks hold here
+            self.n_features_in_ = like.n_features_in_
+            if hasattr(like, "feature_names_in_"):
+                self.feature_names_in_ = like.feature_names_in_
+        self.classes_ = data.classes
         self.weight_matrix_ = W
         self.feature_importances_ = np.diag(W).copy()
         self.history_ = np.array(history, dtype=_HISTORY)
@@ -459,6 +481,12 @@ def _immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune, on_step=None):
     else:
         _warn_not_converged("IMMIGRATE", max_iter, history, tol)
     return W, history
+
+
+def _symmetric_unit(W):
+    """``(W + W^T) / 2`` scaled to Frobenius norm 1."""
+    W = (W + W.T) / 2
+    return W / np.linalg.norm(W)
 
 
 def _warn_not_converged(name, max_iter, history, tol):
@@ -704,7 +732,7 @@ class IM4EImmigrate(_SoftminClassifier):
         return self.sigma
 
     def _kernel_params(self):
-        return self._immigrate._kernel_params()
+        return _immigrate_kernel(self.weight_matrix_, self.sigma, len(self.classes_))
 
     def _partial_expectation(self, u):
         return u
@@ -731,43 +759,42 @@ class IM4EImmigrate(_SoftminClassifier):
             im4e = IM4E(sigma=self.sigma, lam=self.lam, max_iter=self.max_iter, tol=self.tol,
                         scale=None).fit(data.X, data.codes)
             stages.step()
-            keep, imm = self._interactions(data, im4e.feature_importances_)
+            w = im4e.feature_importances_
+            keep = self._kept(w)
+            rows, W, history = self._interactions(data, keep, w)
             stages.step()
-        return self._finish(data, n_features, im4e.feature_importances_, keep, imm)
 
-    def _interactions(self, data, w):
-        """``(keep, fitted Immigrate)``: IMMIGRATE on the features IM4E keeps, from ``diag(w)``."""
-        n_features = w.size
-        threshold = 2.0 / n_features if self.threshold is None else self.threshold
+        self.classes_ = data.classes
+        self.features_ = keep
+        self.im4e_weights_ = w
+        self.weight_matrix_ = W
+        importances = np.zeros(n_features)
+        importances[keep] = np.diag(W)
+        self.feature_importances_ = importances
+        self.history_ = np.array(history, dtype=_HISTORY)
+        self.n_iter_ = len(history)
+        self.interactions_ = _interaction_table(W, _names(self, n_features), index=keep)
+        self._store_training(data, rows)
+        return self
+
+    def _kept(self, w):
+        """Features whose IM4E weight is above the threshold (the largest if none is)."""
+        threshold = 2.0 / w.size if self.threshold is None else self.threshold
         keep = np.flatnonzero(w > threshold)
         if keep.size == 0:
             warnings.warn(f"No feature has an IM4E weight above threshold={threshold:.3g} "
                           f"(largest {w.max():.3g}); keeping the largest.", RuntimeWarning,
                           stacklevel=3)
             keep = np.flatnonzero(w == w.max())
-        W0 = np.diag(w[keep])
-        imm = Immigrate(sigma=self.sigma, max_iter=self.max_iter, tol=self.tol, init=W0,
-                        prune=self.prune, scale=None)._fit(data.X[:, keep], data.codes,
-                                                           wide_hint=False)
-        return keep, imm
+        return keep
 
-    def _finish(self, data, n_features, w, keep, imm):
-        self.classes_ = data.classes
-        self.features_ = keep
-        self.im4e_weights_ = w
-        self.weight_matrix_ = imm.weight_matrix_
-        importances = np.zeros(n_features)
-        importances[keep] = np.diag(imm.weight_matrix_)
-        self.feature_importances_ = importances
-        self.history_ = imm.history_
-        self.n_iter_ = imm.n_iter_
-        self.interactions_ = _interaction_table(imm.weight_matrix_, _names(self, n_features),
-                                                index=keep)
-        imm.classes_ = data.classes
-        self._immigrate = imm
-        self._rows = imm._rows
-        self._scaling = data.scaling
-        return self
+    def _interactions(self, data, keep, w):
+        """``(rows, W, history)``: IMMIGRATE on the kept features, from ``diag(w)``."""
+        rows = prepare_rows(data.X[:, keep], data.codes, len(data.classes))
+        W, history = _immigrate_loop(rows, _symmetric_unit(np.diag(w[keep])),
+                                     np.ones(rows.n_samples), self.sigma, self.max_iter,
+                                     self.tol, self.prune)
+        return rows, W, history
 
 
 # ---------------------------------------------------------------------------
@@ -857,7 +884,7 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         data, rows = start_fit(self, X, y)
         codes = np.asarray(gather(data.codes, what="the labels"))
         n, n_features = rows.n_samples, rows.n_features
-        names = _names(self, n_features)
+        K = len(data.classes)
         D = np.full(n, 1.0 / n)
         ratio = (self.sigma_min / self.sigma_max) ** (1.0 / self.n_estimators)
         kept, alphas, errors, fallback = [], [], [], None
@@ -868,9 +895,10 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
                     warnings.simplefilter("ignore", RuntimeWarning)
                     W, history = _immigrate_loop(rows, np.eye(n_features) / np.sqrt(n_features), D,
                                                  sigma_t, self.max_iter, 0.0, None)
-                learner = _fitted_immigrate(W, history, sigma_t, self.max_iter, data, rows, names,
-                                            self)
-                wrong = learner._loo_codes() != codes
+                learner = Immigrate._from_loop(W, history, sigma=sigma_t, max_iter=self.max_iter,
+                                               scale=self.scale, data=data, rows=rows, like=self)
+                # eps_t from leave-one-out predictions (Algorithm 3)
+                wrong = _loo_codes(rows, *_immigrate_kernel(W, sigma_t, K)) != codes
                 eps = float(D[wrong].sum())
                 errors.append(eps)
                 logger.debug("BIM round %d: sigma %.3g, error %.4f", t + 1, sigma_t, eps)
@@ -897,6 +925,7 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         self.n_iter_ = self.n_estimators
         self.weight_matrix_ = sum(a * e.weight_matrix_ for a, e in zip(alphas, kept)) / alphas.sum()
         self.feature_importances_ = np.diag(self.weight_matrix_).copy()
+        self._rows, self._scaling = rows, data.scaling  # shared by the learners
         return self
 
     def decision_function(self, X):
@@ -917,12 +946,13 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
 
     def _votes(self, X):
         check_is_fitted(self, "estimators_")
-        votes = None
+        X = _scaled_rows(self, X, self._scaling)
+        new = -1 - np.arange(X.shape[0])
+        votes = np.zeros((X.shape[0], len(self.classes_)))
         for alpha, est in zip(self.estimator_weights_, self.estimators_):
-            codes = np.argmin(est._expected_distances(X), axis=1)
-            if votes is None:
-                votes = np.zeros((codes.shape[0], len(self.classes_)))
-            votes[np.arange(codes.shape[0]), codes] += alpha
+            kernel, params = _immigrate_kernel(est.weight_matrix_, est.sigma, len(self.classes_))
+            codes = np.argmin(softmin_distances(self._rows, kernel, params, X, new), axis=1)
+            votes[np.arange(X.shape[0]), codes] += alpha
         return votes / self.estimator_weights_.sum()
 
     def predict(self, X):
@@ -943,19 +973,3 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         tags = super().__sklearn_tags__()
         tags.estimator_type = "classifier"
         return tags
-
-
-def _fitted_immigrate(W, history, sigma, max_iter, data, rows, names, parent):
-    """An :class:`Immigrate` in the fitted state, sharing the persisted rows."""
-    est = Immigrate(sigma=sigma, max_iter=max_iter, tol=0.0, scale=parent.scale)
-    est.n_features_in_ = parent.n_features_in_
-    if hasattr(parent, "feature_names_in_"):
-        est.feature_names_in_ = parent.feature_names_in_
-    est.classes_ = data.classes
-    est.weight_matrix_ = W
-    est.feature_importances_ = np.diag(W).copy()
-    est.history_ = np.array(history, dtype=_HISTORY)
-    est.n_iter_ = len(history)
-    est.interactions_ = _interaction_table(W, names)
-    est._store_training(data, rows)
-    return est

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import numbers
 import warnings
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -25,7 +26,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import DaskSelectorMixin, logger, make_rng, start_fit, timer
+from ._base import DaskSelectorMixin, logger, make_rng, start_fit, timer, user_stacklevel
 from ._compat import gather
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate
 from ._validation import NONE, RANDOM_STATE, Interval, Options
@@ -136,6 +137,79 @@ def _machine_labels(codes, pair):
 
 def _gather(x):
     return gather(x, what="the LDM training rows")
+
+
+@dataclass
+class Machines:
+    """The binary machines of one-vs-one LDM on some rows (:func:`fit_machines`)."""
+
+    solver: str  # "primal" or "dual"
+    alpha: np.ndarray | None  # (n_machines, n_samples) kernel coefficients; None for "primal"
+    support: np.ndarray | None  # rows with a nonzero alpha in some machine; None for "primal"
+    coef: np.ndarray | None  # (n_machines, n_features) w of each machine; linear kernel only
+    beta: list  # the dual solution of each machine
+    n_iter: np.ndarray  # descent passes of each machine
+
+
+def fit_machines(X, codes, classes, *, C, lambda1, lambda2, kernel, gamma, tol, max_iter, rng,
+                 primal=None) -> Machines:
+    """One binary LDM per pair of classes on the rows ``X`` (ALGORITHMS.md 9.2-9.5).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Scaled rows, in memory.
+    codes : ndarray of shape (n_samples,)
+        Class codes, indices into ``classes``.
+    classes : ndarray
+        The class labels (named in the convergence warning).
+    C, lambda1, lambda2, kernel, tol, max_iter
+        As :class:`LDM`.
+    gamma : float
+        The resolved RBF width.
+    rng : numpy.random.Generator
+        Draws one seed per machine for its coordinate order.
+    primal : bool or None, default=None
+        Solve for ``w`` (linear kernel) instead of the dual; ``None``: when
+        the kernel is linear and there are fewer features than rows.
+
+    Returns
+    -------
+    Machines
+    """
+    m, d = X.shape
+    if primal is None:
+        primal = kernel == "linear" and d < m
+    pairs = _ovo_pairs(len(classes))
+    alpha = np.zeros((len(pairs), m))
+    coef = np.zeros((len(pairs), d))
+    betas, n_iter = [], []
+    for p, pair in enumerate(pairs):
+        idx, yp = _machine_labels(codes, pair)
+        seed = int(rng.integers(2**31 - 1))
+        args = (C, lambda1, lambda2, tol, max_iter, seed)
+        with timer("LDM machine %s", pair):
+            if primal:
+                coef[p], beta, passes, ok = _fit_primal(X[idx], yp, *args)
+            else:
+                G = kernel_matrix(X[idx], X[idx], kernel, gamma)
+                alpha[p, idx], beta, passes, ok = _fit_dual(G, yp, *args)
+        logger.debug("LDM machine %s: %d passes", pair, passes)
+        if not ok:
+            warnings.warn(
+                f"LDM coordinate descent did not reach tol={tol} in max_iter={max_iter} "
+                f"passes (classes {classes[list(pair)]}); increase max_iter, or scale the "
+                "features.", ConvergenceWarning, stacklevel=user_stacklevel())
+        betas.append(beta)
+        n_iter.append(passes)
+    if primal:
+        return Machines("primal", None, None, coef if kernel == "linear" else None, betas,
+                        np.asarray(n_iter))
+    support = np.flatnonzero(np.any(alpha != 0, axis=0))
+    if kernel == "linear":  # w from the support rows only, as the dual expansion
+        coef = alpha[:, support] @ X[support]
+    return Machines("dual", alpha, support, coef if kernel == "linear" else None, betas,
+                    np.asarray(n_iter))
 
 
 # ---------------------------------------------------------------------------
@@ -265,52 +339,23 @@ class LDM(ClassifierMixin, BaseEstimator):
         self._scaling = data.scaling
         self.classes_ = data.classes
         self.gamma_ = resolve_gamma(self.gamma, X)
-        self._fit_machines(X, codes, make_rng(self.random_state))
-        return self
-
-    def _fit_machines(self, X, codes, rng, primal=None):
-        m, d = X.shape
-        if primal is None:
-            primal = self.kernel == "linear" and d < m
-        self.solver_ = "primal" if primal else "dual"
-        pairs = _ovo_pairs(len(self.classes_))
-        alpha = np.zeros((len(pairs), m))
-        coef = np.zeros((len(pairs), d))
-        betas, n_iter = [], []
-        for p, pair in enumerate(pairs):
-            idx, yp = _machine_labels(codes, pair)
-            seed = int(rng.integers(2**31 - 1))
-            args = (self.C, self.lambda1, self.lambda2, self.tol, self.max_iter, seed)
-            with timer("LDM machine %s", pair):
-                if primal:
-                    coef[p], beta, passes, ok = _fit_primal(X[idx], yp, *args)
-                else:
-                    G = kernel_matrix(X[idx], X[idx], self.kernel, self.gamma_)
-                    alpha[p, idx], beta, passes, ok = _fit_dual(G, yp, *args)
-            logger.debug("LDM machine %s: %d passes", pair, passes)
-            if not ok:
-                warnings.warn(
-                    f"LDM coordinate descent did not reach tol={self.tol} in "
-                    f"max_iter={self.max_iter} passes (classes {self.classes_[list(pair)]}); "
-                    "increase max_iter, or scale the features.", ConvergenceWarning,
-                    stacklevel=3)
-            betas.append(beta)
-            n_iter.append(passes)
-        self.beta_ = betas
-        self.n_iter_ = np.asarray(n_iter)
+        machines = fit_machines(X, codes, self.classes_, C=self.C, lambda1=self.lambda1,
+                                lambda2=self.lambda2, kernel=self.kernel, gamma=self.gamma_,
+                                tol=self.tol, max_iter=self.max_iter,
+                                rng=make_rng(self.random_state))
+        self.solver_ = machines.solver
+        self.beta_ = machines.beta
+        self.n_iter_ = machines.n_iter
         for name in ("dual_coef_", "support_", "support_vectors_", "coef_"):
-            if hasattr(self, name):
+            if hasattr(self, name):  # a refit may change the solver
                 delattr(self, name)
-        if not primal:
-            support = np.flatnonzero(np.any(alpha != 0, axis=0))
-            self.support_ = support
-            self.support_vectors_ = X[support]
-            self.dual_coef_ = alpha[:, support]
-            if self.kernel == "linear":
-                coef = self.dual_coef_ @ self.support_vectors_
+        if machines.solver == "dual":
+            self.support_ = machines.support
+            self.support_vectors_ = X[machines.support]
+            self.dual_coef_ = machines.alpha[:, machines.support]
         if self.kernel == "linear":
-            self.coef_ = coef
-        self._alpha_full = alpha if not primal else None
+            self.coef_ = machines.coef
+        return self
 
     def _scaled(self, X):
         check_is_fitted(self, "classes_")
@@ -583,14 +628,12 @@ class LDMRFE(_KernelRFE):
         self.random_state = random_state
 
     def _machines(self, X, codes, gamma, rng):
-        ldm = LDM(self.C, lambda1=self.lambda1, lambda2=self.lambda2, kernel=self.kernel,
-                  gamma=gamma, max_iter=self.max_iter, tol=self.tol)
-        ldm.classes_ = np.arange(codes.max() + 1)
-        ldm.gamma_ = gamma
-        ldm._fit_machines(X, codes, rng)
+        machines = fit_machines(X, codes, np.arange(codes.max() + 1), C=self.C,
+                                lambda1=self.lambda1, lambda2=self.lambda2, kernel=self.kernel,
+                                gamma=gamma, tol=self.tol, max_iter=self.max_iter, rng=rng)
         if self.kernel == "linear":
-            return None, ldm.coef_
-        return ldm._alpha_full.T, None
+            return None, machines.coef
+        return machines.alpha.T, None
 
 
 class SVMRFE(_KernelRFE):

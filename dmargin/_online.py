@@ -400,19 +400,24 @@ class OnlineIRelief(WeightSelector):
             checkpoint to fall back on.
         """
         header, f, est, rng = read_online_state(path, cls, cls._STATE_FORMAT)
-        est.nu_ = f["nu"]
-        est.feature_importances_ = f["w"]
-        est.classes_ = f["classes"]
-        est._miss_prior = f["miss_prior"]
-        est._scale = Scaling(f["offset"], f["span"], f["prescale"]) if header["scaled"] else None
-        est._fixed_ref = (f["ref_X"], f["ref_codes"], f["ref_index"]) \
+        return est._resume(header, f, rng)
+
+    def _resume(self, header, f, rng):
+        """This estimator in the checked state ``header, f, rng`` of a checkpoint."""
+        self.nu_ = f["nu"]
+        self.feature_importances_ = f["w"]
+        self.classes_ = f["classes"]
+        self._miss_prior = f["miss_prior"]
+        self._scale = Scaling(f["offset"], f["span"], f["prescale"]) if header["scaled"] \
+            else None
+        self._fixed_ref = (f["ref_X"], f["ref_codes"], f["ref_index"]) \
             if header["reference"] else None
-        est.n_steps_ = header["n_steps"]
-        est.n_features_in_ = header["n_features"]
+        self.n_steps_ = header["n_steps"]
+        self.n_features_in_ = header["n_features"]
         if header["feature_names_in"] is not None:
-            est.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
-        est._rng = rng
-        return est
+            self.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
+        self._rng = rng
+        return self
 
 
 def _plain_array(values):

@@ -87,7 +87,8 @@ class _Steps:
         self.estimator, self.unit, self.total, self.emit = estimator, unit, total, emit
         self.done, self.start = 0, time.perf_counter()
 
-    def _event(self, final=False, fraction=0.0):
+    def event(self, final=False, fraction=0.0):
+        """The :class:`ProgressEvent` of the steps done so far."""
         total = self.done if final else max(self.total, self.done + (fraction > 0))
         return ProgressEvent(self.estimator, self.unit, self.done, total,
                              time.perf_counter() - self.start, final, fraction)
@@ -96,7 +97,7 @@ class _Steps:
         """Count ``n`` finished steps."""
         self.done += n
         if self.emit:
-            _log(self._event())
+            _log(self.event())
 
     def grow(self, total):
         """A better bound on the total (e.g. an elimination schedule)."""
@@ -123,7 +124,7 @@ def fit_steps(estimator, unit, total):
     finally:
         _ACTIVE.reset(token)
     if outer:
-        _log(steps._event(final=True))
+        _log(steps.event(final=True))
 
 
 def step_fraction(done, total):
@@ -136,7 +137,7 @@ def step_fraction(done, total):
     steps = _ACTIVE.get()
     if steps is not None and steps.emit and 0 < done < total \
             and logger.isEnabledFor(logging.DEBUG):
-        _log(steps._event(fraction=done / total))
+        _log(steps.event(fraction=done / total))
 
 
 class _Handler(logging.Handler):

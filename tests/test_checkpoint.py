@@ -387,6 +387,7 @@ def _base():
 
 
 def _state(est):
+    # The whole resumable state, private parts included: a checkpoint must restore all of it.
     scaling = est._scale
     scaling = [scaling.offset, scaling.span, scaling.prescale] if scaling is not None else []
     arrays = [est.nu_, est.feature_importances_, est.classes_, est._miss_prior, *scaling,

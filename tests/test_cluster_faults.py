@@ -18,10 +18,10 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dmargin import OnlineIRelief
+from dmargin import IRelief, OnlineIRelief
+# _stall_message: the paused-workers text needs a scheduler state no test cluster reaches
 from dmargin._compat import (ClusterStalledError, WorkerMemoryError, _stall_message,
                              stall_timeout)
-from dmargin._relief import IRelief
 
 from .test_live_cluster import CliCluster, connect, start_cli_cluster, start_worker
 from .test_modes import assert_estimator_equal

@@ -102,6 +102,7 @@ def test_wide_data_hint_names_im4e_immigrate_and_the_estimate():
 def test_wide_data_hint_on_estimated_time(monkeypatch):
     """Few features but an estimate over a minute (here: a 10,000 times slower machine)."""
     X, y = load_dataset("heart")
+    # The fit-time model's private rates and estimate: the warning's inputs, checked directly
     monkeypatch.setattr(_immigrate, "_PAIR_RATE", _immigrate._PAIR_RATE / 1e4)
     monkeypatch.setattr(_immigrate, "_EIGH_RATE", _immigrate._EIGH_RATE / 1e4)
     seconds = _immigrate._estimated_fit_seconds(270, 13, 10)
@@ -114,6 +115,7 @@ def test_wide_data_hint_on_estimated_time(monkeypatch):
 
 def test_cost_model_flags_the_reported_case_and_not_the_bundled_data():
     """50 x 5000 took 417 s: the model says minutes; the bundled sets: well under one."""
+    # _estimated_fit_seconds is private: the model behind the warning, tested on its own
     assert 200 < _immigrate._estimated_fit_seconds(50, 5000, 10) < 2000
     for name in BUNDLED:
         X, _ = load_dataset(name)

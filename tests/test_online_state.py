@@ -93,5 +93,6 @@ def test_first_chunk_with_one_class_gives_finite_relieff_weights():
     est = OnlineIRelief(multiclass="relieff", random_state=0)
     est.partial_fit(X[:30], y[:30], classes=[0, 1])
     est.partial_fit(X[30:], y[30:])
+    # _miss_prior is the private state the 0/0 would have poisoned
     assert np.all(np.isfinite(est._miss_prior)) and np.all(np.isfinite(est.nu_))
     assert np.all(np.isfinite(est.feature_importances_))

@@ -213,6 +213,7 @@ def _count_reads(monkeypatch):
 
     from dmargin import _parquet
 
+    # _read_block is the one place a Parquet block is read: counting its calls counts reads
     counts, original = collections.Counter(), _parquet._read_block
 
     def spy(spec, path, pieces, *rest):
