@@ -133,3 +133,33 @@ def test_n_anchors_is_checked(data):
     for bad in (0, -3, 1.5, 0.0, "all"):
         with pytest.raises(ValueError, match="n_anchors"):
             dmargin.ReliefF(n_anchors=bad).fit(X, y)
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_quadratic_statistic_over_a_sample(data, diagonal, threaded):
+    """IMMIGRATE's E-step with every row as a sampled anchor (ordered tiles) equals the
+    symmetric-pair computation; a smaller sample is the same on numpy and dask rows."""
+    X, y = data
+    codes = _codes(y)
+    rng = np.random.default_rng(2)
+    if diagonal:
+        U, lam = np.zeros((6, 0)), rng.random(6)
+    else:
+        W = rng.random((6, 6))
+        lam, U = np.linalg.eigh(W @ W.T)
+    weight = rng.random(len(y))
+    rows = execution.prepare_rows(X, codes, 4)
+    every = execution.Anchors(X, codes, np.arange(len(y)))
+    want = statistics.quad_statistic(rows, U, lam, 0.6, weight, merge.softmin_coef)
+    got = statistics.quad_statistic(rows, U, lam, 0.6, weight, merge.softmin_coef, anchors=every)
+    np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-12 * np.abs(want[0]).max())
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    sample = sample_anchors(rows, 30, np.random.default_rng(0))
+    local = statistics.quad_statistic(rows, U, lam, 0.6, weight[sample.index],
+                                      merge.softmin_coef, anchors=sample)
+    blocks = execution.prepare_rows(da.from_array(X, chunks=(70, 6)),
+                                    da.from_array(codes, chunks=70), 4)
+    on_dask = statistics.quad_statistic(blocks, U, lam, 0.6, weight[sample.index],
+                                        merge.softmin_coef, anchors=sample)
+    np.testing.assert_allclose(on_dask[0], local[0], rtol=0, atol=1e-12 * np.abs(local[0]).max())
+    np.testing.assert_allclose(on_dask[1], local[1], rtol=1e-12)

@@ -203,7 +203,56 @@ def _pair_of(a, b):
     return a, b
 
 
-def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef):
+def _qlse_ordered(Xa, ya, ia, Xc, yc, start_c, U, lam, sigma, n_classes):
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    return quad.qlse_pairs(Xa, ia, ya, Xc, ic, yc, U, lam, sigma, n_classes, quad.ORDERED,
+                           np.empty(0))[:3]
+
+
+def _sigma_ordered(Xa, ya, ia, Xc, yc, start_c, U, lam, sigma, coef):
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    log_z, c = coef[0], coef[1]
+    # The candidates carry no coefficient in the ORDERED mode: empty stand-ins.
+    return quad.sigma_pairs(Xa, ia, ya, Xc, ic, yc, U, lam, sigma, log_z, c, log_z[:0], c[:0],
+                            quad.ORDERED, np.empty(0))
+
+
+def _quad_sampled(rows: Rows, U, lam, sigma, weight, coef, anchors):
+    """:func:`quad_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
+    n, a, k = rows.n_samples, rows.n_features, rows.n_classes
+    threads, blocks = 1, None
+    if not rows.on_dask:
+        if use_threads(anchors.n_samples * n * a * (a + U.shape[1]), _COST["qlse"]):
+            threads = n_threads()
+            blocks = split_bounds(n, 4 * threads)
+    g = Graph(rows, "quad-anchors", U, lam, sigma, weight, coef.__name__, anchors.index,
+              anchors=_anchors(rows, k * (a + 3), anchors), sample=anchors, candidates=blocks)
+    limit = not g.local
+    parts, coefs = [], []
+    for i, (start, stop) in enumerate(g.anchors):
+        xa, ya, ia = g.anchor(i)
+        tiles = [g.tile("qlse", _in_blas_limit, limit, _qlse_ordered, xa, ya, ia, *g.block(j),
+                        U, lam, sigma, k) for j in range(len(g.candidates))]
+        merged = g.tree(tiles, merge.lse_combine)
+        coefs.append(g.add("coef", _quad_coef_task, coef, merged, ya, weight[start:stop], sigma))
+        parts += [g.tile("sigma", _in_blas_limit, limit, _sigma_ordered, xa, ya, ia, *g.block(j),
+                         U, lam, sigma, coefs[-1]) for j in range(len(g.candidates))]
+    entropy = g.tree([g.add("entropy", _entropy_of, c) for c in coefs], _sum, "entropy")
+    key = g.add("total", _pair_of, g.tree(parts, _sum, "sum"), entropy)
+    if g.local:
+        with blas_single_thread():
+            return g.compute(key, threads=threads)
+    return g.compute(key)
+
+
+def _in_blas_limit(limit, fn, *args):
+    if limit:
+        with blas_single_thread():
+            return fn(*args)
+    return fn(*args)
+
+
+def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, anchors=None):
     """IMMIGRATE's E-step, two passes over unordered pairs: ``(Sigma, entropy)``.
 
     ``z`` and ``q`` are symmetric in the pair, so the row blocks are visited as
@@ -221,10 +270,16 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef):
     then blocks whose pairs run on threads.  When every pair's distances fit
     :data:`TILE_BUDGET`, pass 1 stores them and pass 2 reads them back
     instead of recomputing ``Z U``.
+
+    ``anchors``: an :class:`~execution.Anchors` sample scoring against all
+    rows (ordered tiles: a pair serves its anchor only); ``anchor_weight``
+    then holds one weight per sampled anchor.
     """
     U = np.ascontiguousarray(U, dtype=np.float64)
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     weight = np.asarray(anchor_weight, dtype=np.float64)
+    if anchors is not None:
+        return _quad_sampled(rows, U, lam, sigma, weight, coef, anchors)
     n, a, k = rows.n_samples, rows.n_features, rows.n_classes
     threads, blocks = 1, None
     if not rows.on_dask:
