@@ -4,7 +4,8 @@
 
     dmargin select DATA --label COL --method irelief [--scheduler ADDRESS]
                    [--features COL,... | --exclude COL,...] [--missing-label drop|keep|raise]
-                   [--sigma S] [--max-iter N] [--n-neighbors K] [--random-state SEED]
+                   [--sigma S] [--max-iter N] [--n-neighbors K] [--anchors M]
+                   [--random-state SEED]
                    [--top K] [--out FILE.csv|FILE.json] [--plot FILE.png] [--force]
     dmargin --version
 
@@ -24,7 +25,8 @@ Nothing is lost, nothing hangs:
 - Every user error ends with one line on stderr (``dmargin: error: ...``)
   and exit status 2.  The command line is checked before the data is read
   and the fit starts: ``--top`` positive; DATA exists; ``--sigma``,
-  ``--max-iter``, ``--n-neighbors`` are parameters of the method and valid;
+  ``--max-iter``, ``--n-neighbors``, ``--anchors`` are parameters of the method
+  and valid;
   ``--features`` and ``--exclude`` not both, nor the label; ``--out`` is ``.csv``
   or ``.json``, ``--plot`` a format matplotlib writes (and matplotlib is
   installed); their directories exist and are writable; a scheduler file
@@ -77,11 +79,24 @@ _WITH_INTERACTIONS = {"immigrate", "im4e-immigrate", "bim"}
 # How long a scheduler may take to answer before the command gives up.
 _CONNECT_TIMEOUT = "10s"
 # Estimator parameters settable from the command line: option -> parameter.
-_TUNING = {"--sigma": "sigma", "--max-iter": "max_iter", "--n-neighbors": "n_neighbors"}
+_TUNING = {"--sigma": "sigma", "--max-iter": "max_iter", "--n-neighbors": "n_neighbors",
+           "--anchors": "n_anchors"}
 # Text files by suffix (before an optional compression suffix, which pandas infers):
 # their separator; None: sniffed by pandas.  Anything else is read as Parquet.
 _TEXT = {".csv": ",", ".tsv": "\t", ".txt": None}
 _COMPRESSION = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")
+
+
+def _count_or_fraction(text):
+    """``--anchors``: a count (``1000``) or a fraction of the rows (``0.01``)."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is neither a number of rows (1000) nor a fraction (0.01)") from None
 
 
 class UserError(Exception):
@@ -139,6 +154,10 @@ def _parser():
                      help="iteration limit (irelief, immigrate, im4e-immigrate, bim, ldm-rfe)")
     sel.add_argument("--n-neighbors", type=int, default=None, metavar="K",
                      help="nearest hits and misses per row (relieff)")
+    sel.add_argument("--anchors", type=_count_or_fraction, default=None, metavar="M",
+                     dest="n_anchors",
+                     help="score M sampled rows (or a fraction, e.g. 0.01) against all rows "
+                          "instead of every row: O(M N) instead of O(N^2) (relieff, irelief)")
     sel.add_argument("--scheduler", metavar="ADDRESS",
                      help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
                           "gives up after 10 s without an answer")

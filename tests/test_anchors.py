@@ -163,3 +163,21 @@ def test_quadratic_statistic_over_a_sample(data, diagonal, threaded):
                                         merge.softmin_coef, anchors=sample)
     np.testing.assert_allclose(on_dask[0], local[0], rtol=0, atol=1e-12 * np.abs(local[0]).max())
     np.testing.assert_allclose(on_dask[1], local[1], rtol=1e-12)
+
+
+def test_the_cli_passes_anchors(data, tmp_path):
+    import pandas as pd
+
+    from dmargin.cli import main
+
+    X, y = data
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(6)]).assign(label=y)
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    out = tmp_path / "rank.csv"
+    assert main(["select", str(tmp_path / "d.csv"), "--label", "label", "--method", "relieff",
+                 "--anchors", "40", "--random-state", "3", "--out", str(out), "-q"]) == 0
+    ranking = pd.read_csv(out)
+    want = dmargin.ReliefF(n_anchors=40, random_state=3).fit(frame.drop(columns="label"), y)
+    order = np.argsort(-want.feature_importances_, kind="stable")
+    assert ranking["feature"].tolist() == [f"f{j}" for j in order]
+    np.testing.assert_allclose(ranking["score"], want.feature_importances_[order], atol=1e-12)
