@@ -226,7 +226,8 @@ def part_speed(quick):
 def main(argv=None):
     ap = harness.options(__doc__, quick="accuracy: 2 x 5-fold CV, mushroom subsampled to 2,000 rows, 30 "
                                         "boosting rounds; microarray: 300 genes, one CV repeat; speed: "
-                                        "2,000 x 20, stump rounds at 10^4 and 10^5 rows")
+                                        "2,000 x 20, stump rounds at 10^4 and 10^5 rows",
+                         variant=False)  # its parts are the variants of sbsmf.json
     ap.add_argument("--part", default="all", choices=["all", "accuracy", "microarray", "speed"])
     args = harness.parse_args(ap, argv)
     parts = {"accuracy": part_accuracy, "microarray": part_microarray, "speed": part_speed}
