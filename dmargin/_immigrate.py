@@ -21,7 +21,8 @@ from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, start_fit, timer,
+from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
+                    make_rng, start_fit, timer,
                     user_stacklevel)
 from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from ._compat import gather
@@ -39,6 +40,13 @@ def _sample_weight(sample_weight, n):
     if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d < 0) or not np.any(d > 0):
         raise ValueError(f"sample_weight must be {n} finite nonnegative numbers, not all zero.")
     return d
+
+
+def _anchor_weight(weight, anchors):
+    """The sampled anchors' weights, times ``N / m``: their sums estimate the full ones."""
+    if anchors is None:
+        return weight
+    return weight[anchors.index] * (weight.shape[0] / anchors.n_samples)
 
 
 def _eigh(S):
@@ -254,6 +262,12 @@ class Immigrate(_SoftminClassifier):
         as the paper does; ``None`` uses the numbers as given. The paper
         standardises continuous features only and keeps categorical codes:
         for such data put a ``ColumnTransformer`` in front and use ``None``.
+    n_anchors : int, float or None, default=None
+        ``None``: every sample's margin enters each step (O(N^2 A^2) per
+        step).  An int ``m`` (or a fraction of N): ``m`` anchors, drawn once
+        per fit (stratified by class, seeded by ``random_state``), each
+        against all N samples -- O(m N A^2) per step, their terms weighted
+        ``N / m`` so that ``Sigma`` estimates the full sum.
     n_features_to_select : int, float or None, default=None
         For ``transform``, ranking by the diagonal of ``W``.
     prediction_sigma : float or None, default=None
@@ -302,20 +316,22 @@ class Immigrate(_SoftminClassifier):
         "init": [Options(("identity", "random")), ARRAY],
         "prune": [NONE, Interval(numbers.Real, 0, None)],
         "scale": _SCALE,
+        "n_anchors": N_ANCHORS,
         "n_features_to_select": N_FEATURES_TO_SELECT,
         "prediction_sigma": [NONE, Interval(numbers.Real, 0, None, closed="neither")],
         "random_state": [RANDOM_STATE],
     }
 
     def __init__(self, *, sigma=1.0, max_iter=10, tol=0.0, init="identity", prune=None,
-                 scale="standard", n_features_to_select=None, prediction_sigma=None,
-                 random_state=None):
+                 scale="standard", n_anchors=None, n_features_to_select=None,
+                 prediction_sigma=None, random_state=None):
         self.sigma = sigma
         self.max_iter = max_iter
         self.tol = tol
         self.init = init
         self.prune = prune
         self.scale = scale
+        self.n_anchors = n_anchors
         self.n_features_to_select = n_features_to_select
         self.prediction_sigma = prediction_sigma
         self.random_state = random_state
@@ -367,12 +383,16 @@ class Immigrate(_SoftminClassifier):
             :class:`IM4EImmigrate` is the estimator made for such data.
         """
         data, rows = start_fit(self, X, y)
-        _wide_data_hint(rows.n_samples, rows.n_features, self.max_iter)
         weight = _sample_weight(sample_weight, rows.n_samples)
         W = self._initial_matrix(rows.n_features)
+        anchors = anchors_for(self, rows)
+        weight = _anchor_weight(weight, anchors)
+        _wide_data_hint(rows.n_samples, rows.n_features, self.max_iter,
+                        None if anchors is None else anchors.n_samples)
         with fit_steps(self, "step", self.max_iter) as steps:
             W, history = _immigrate_loop(rows, W, weight, self.sigma, self.max_iter, self.tol,
-                                         self.prune, on_step=steps.step)
+                                         self.prune, on_step=steps.step, anchors=anchors)
+        self.anchor_indices_ = None if anchors is None else anchors.index
         return self._set_fitted(W, history, data, rows)
 
     @classmethod
@@ -421,10 +441,15 @@ _WIDE_SECONDS = 60.0
 _WIDE_FEATURES = 1000
 
 
-def _estimated_fit_seconds(n_samples, n_features, max_iter):
-    """Seconds a plain IMMIGRATE fit of ``max_iter`` steps takes on one core (rough)."""
+def _estimated_fit_seconds(n_samples, n_features, max_iter, n_anchors=None):
+    """Seconds a plain IMMIGRATE fit of ``max_iter`` steps takes on one core (rough).
+
+    With ``n_anchors`` anchors against all rows, the E-step visits ``m N``
+    ordered pairs instead of ``N^2 / 2`` unordered ones.
+    """
     n, a = float(n_samples), float(n_features)
-    return max_iter * (n * n * a * a / _PAIR_RATE + a**3 / _EIGH_RATE)
+    pairs = n * n if n_anchors is None else 2.0 * n_anchors * n
+    return max_iter * (pairs * a * a / _PAIR_RATE + a**3 / _EIGH_RATE)
 
 
 def _format_seconds(seconds):
@@ -435,9 +460,9 @@ def _format_seconds(seconds):
     return f"{seconds / 3600:.1f} h"
 
 
-def _wide_data_hint(n_samples, n_features, max_iter):
+def _wide_data_hint(n_samples, n_features, max_iter, n_anchors=None):
     """One UserWarning naming IM4EImmigrate when plain IMMIGRATE is slow on these data."""
-    seconds = _estimated_fit_seconds(n_samples, n_features, max_iter)
+    seconds = _estimated_fit_seconds(n_samples, n_features, max_iter, n_anchors)
     if seconds <= _WIDE_SECONDS and n_features <= _WIDE_FEATURES:
         return
     warnings.warn(
@@ -449,17 +474,19 @@ def _wide_data_hint(n_samples, n_features, max_iter):
     )
 
 
-def _immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune, on_step=None):
+def _immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune, on_step=None, anchors=None):
     """Alternate E-step (engine) and M-step (here); returns W and the history.
 
-    ``on_step()`` is called after each step (progress).
+    ``on_step()`` is called after each step (progress).  ``anchors``: a sample
+    of anchors (``weight`` then has one entry per anchor).
     """
     history = []
     factor = None
     for t in range(1, max_iter + 1):
         with timer("IMMIGRATE step %d", t):
             U, lam = factor if factor is not None else _factor(W)
-            Sigma, entropy = quad_statistic(rows, U, lam, sigma, weight, merge.softmin_coef)
+            Sigma, entropy = quad_statistic(rows, U, lam, sigma, weight, merge.softmin_coef,
+                                            anchors=anchors)
         W_new, factor = _eigen_update(Sigma)
         if W_new is None:
             warnings.warn("Sigma has no negative eigenvalue: no direction separates misses "
@@ -559,7 +586,12 @@ class IM4E(_SoftminClassifier):
            that ``IM4E()`` and the prescreen of ``IM4EImmigrate()`` agree.
     weight_update : {"reference", "simplex"}, default="reference"
     scale : {"standard"} or None, default="standard"
+    n_anchors : int, float or None, default=None
+        As :class:`Immigrate`: ``m`` anchors against all N samples per step
+        (O(m N A) instead of O(N^2 A)), weighted ``N / m``.
     n_features_to_select : int, float or None, default=None
+    random_state : int, Generator or None, default=None
+        Seeds the sample of anchors.
 
     Attributes
     ----------
@@ -584,18 +616,23 @@ class IM4E(_SoftminClassifier):
         "tol": [Interval(numbers.Real, 0, None)],
         "weight_update": [Options(("reference", "simplex"))],
         "scale": _SCALE,
+        "n_anchors": N_ANCHORS,
         "n_features_to_select": N_FEATURES_TO_SELECT,
+        "random_state": [RANDOM_STATE],
     }
 
     def __init__(self, *, sigma=1.0, lam=1.0, max_iter=10, tol=0.0, weight_update="reference",
-                 scale="standard", n_features_to_select=None):
+                 scale="standard", n_anchors=None, n_features_to_select=None,
+                 random_state=None):
         self.sigma = sigma
         self.lam = lam
         self.max_iter = max_iter
         self.tol = tol
         self.weight_update = weight_update
         self.scale = scale
+        self.n_anchors = n_anchors
         self.n_features_to_select = n_features_to_select
+        self.random_state = random_state
 
     def _sigma(self):
         return self.sigma
@@ -620,14 +657,15 @@ class IM4E(_SoftminClassifier):
         self : IM4E
         """
         data, rows = start_fit(self, X, y)
-        weight = _sample_weight(sample_weight, rows.n_samples)
+        anchors = anchors_for(self, rows)
+        weight = _anchor_weight(_sample_weight(sample_weight, rows.n_samples), anchors)
         w = np.full(rows.n_features, 1.0 / rows.n_features)
         history = []
         with fit_steps(self, "step", self.max_iter) as steps:
             for t in range(1, self.max_iter + 1):
                 with timer("IM4E step %d", t):
                     out = lse_statistic(rows, w, self.sigma, merge.im4e_agg, (w, float(self.sigma)),
-                                        anchor_weight=weight)
+                                        anchor_weight=weight, anchors=anchors)
                 m, entropy = out[:-1], out[-1]
                 if self.weight_update == "simplex":
                     w_new = _simplex_projection(m / (2 * self.lam))
@@ -648,6 +686,7 @@ class IM4E(_SoftminClassifier):
                 _warn_not_converged("IM4E", self.max_iter, history, self.tol)
         self.classes_ = data.classes
         self.feature_importances_ = w
+        self.anchor_indices_ = None if anchors is None else anchors.index
         self.history_ = np.array(history, dtype=_HISTORY)
         self.n_iter_ = len(history)
         self._store_training(data, rows)

@@ -181,3 +181,45 @@ def test_the_cli_passes_anchors(data, tmp_path):
     order = np.argsort(-want.feature_importances_, kind="stable")
     assert ranking["feature"].tolist() == [f"f{j}" for j in order]
     np.testing.assert_allclose(ranking["score"], want.feature_importances_[order], atol=1e-12)
+
+
+def _anchor_weights(index, n):
+    """A sample of anchors as sample weights of the full fit: N / m on the anchors, 0 elsewhere
+    (an anchor with weight 0 contributes nothing; every row stays a candidate)."""
+    d = np.zeros(n)
+    d[index] = n / len(index)
+    return d
+
+
+@pytest.mark.parametrize("m", [12, 0.1])
+def test_sampled_immigrate_equals_the_reference_with_anchor_weights(data, m):
+    from tests import reference_immigrate as ref_imm
+
+    X, y = data
+    est = dmargin.Immigrate(max_iter=3, n_anchors=m, random_state=2).fit(X, y)
+    d = _anchor_weights(est.anchor_indices_, len(y))
+    want = ref_imm.immigrate(ref_imm.standard_scale(X), y, max_iter=3, tol=0, sample_weight=d)
+    np.testing.assert_allclose(est.weight_matrix_, want["W"], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("m", [12, 0.1])
+def test_sampled_im4e_equals_the_reference_with_anchor_weights(data, m):
+    from tests import reference_immigrate as ref_imm
+
+    X, y = data
+    est = dmargin.IM4E(max_iter=3, n_anchors=m, random_state=2).fit(X, y)
+    d = _anchor_weights(est.anchor_indices_, len(y))
+    want = ref_imm.im4e(ref_imm.standard_scale(X), y, max_iter=3, tol=0, sample_weight=d)
+    np.testing.assert_allclose(est.feature_importances_, want["w"], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: dmargin.Immigrate(max_iter=3, n_anchors=30, random_state=1),
+    lambda: dmargin.IM4E(max_iter=3, n_anchors=30, random_state=1)])
+def test_sampled_immigrate_family_is_the_same_on_dask(data, make, threaded):
+    X, y = data
+    local = make().fit(X, y)
+    blocks = make().fit(da.from_array(X, chunks=(60, 6)), da.from_array(y, chunks=60))
+    np.testing.assert_array_equal(blocks.anchor_indices_, local.anchor_indices_)
+    np.testing.assert_allclose(blocks.feature_importances_, local.feature_importances_,
+                               rtol=0, atol=1e-10)
