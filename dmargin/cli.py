@@ -158,7 +158,7 @@ def _parser():
                      dest="n_anchors",
                      help="score M sampled rows (or a fraction, e.g. 0.01) against all rows "
                           "instead of every row: O(M N) instead of O(N^2) (relieff, irelief, "
-                          "immigrate, im4e)")
+                          "immigrate)")
     sel.add_argument("--scheduler", metavar="ADDRESS",
                      help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
                           "gives up after 10 s without an answer")

@@ -237,6 +237,11 @@ def _quad_sampled(rows: Rows, U, lam, sigma, weight, coef, anchors):
         coefs.append(g.add("coef", _quad_coef_task, coef, merged, ya, weight[start:stop], sigma))
         parts += [g.tile("sigma", _in_blas_limit, limit, _sigma_ordered, xa, ya, ia, *g.block(j),
                          U, lam, sigma, coefs[-1]) for j in range(len(g.candidates))]
+    return _sigma_and_entropy(g, parts, coefs, threads)
+
+
+def _sigma_and_entropy(g: Graph, parts, coefs, threads):
+    """Sum the Sigma parts and the anchor blocks' entropies; in-process under one BLAS limit."""
     entropy = g.tree([g.add("entropy", _entropy_of, c) for c in coefs], _sum, "entropy")
     key = g.add("total", _pair_of, g.tree(parts, _sum, "sum"), entropy)
     if g.local:
@@ -306,12 +311,7 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, anchors=None)
                            weight[start:stop], sigma))
     parts = [g.tile("sigma", _sigma_pair, limit, *g.block(i), *g.block(j), U, lam, sigma,
                     coefs[i], coefs[j], stores[i, j]) for i, j in pairs]
-    entropy = g.tree([g.add("entropy", _entropy_of, c) for c in coefs], _sum, "entropy")
-    key = g.add("total", _pair_of, g.tree(parts, _sum, "sum"), entropy)
-    if g.local:
-        with blas_single_thread():
-            return g.compute(key, threads=threads)
-    return g.compute(key)
+    return _sigma_and_entropy(g, parts, coefs, threads)
 
 
 # ---------------------------------------------------------------------------
