@@ -3,7 +3,7 @@
 ``ALGORITHMS.md`` section 8; papers/sbs_mf_boosting_margin_fraction.txt.
 The boosting loop runs on the driver; the best stump of a round comes from
 weighted class histograms of binned features, a reduction over row blocks
-(:mod:`dmargin.engine.histograms`).  Features are binned once per fit, so the
+(:class:`dmargin.engine.WeightedHistograms`).  Features are binned once per fit, so the
 backward selections (SBS-MF, AdaBoost-CR) retrain on column subsets of the
 same bin codes.  Binary problems only: the paper's margins, contribution
 ratios and margin fractions are defined for ``y`` in {-1, +1}.

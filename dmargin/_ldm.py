@@ -9,7 +9,7 @@ features and removes every feature tied at the minimum of
 ``S(j) = -alpha^T K(-j) alpha`` (eq. (4)); SVM-RFE (Guyon et al. 2002) is the
 same loop around scikit-learn's ``SVC`` (section 9b).  The scores of all
 features are one pass of the pairwise engine
-(:func:`dmargin.engine.kernel_sums.rbf_left_out_sums`).
+(:func:`dmargin.engine.rbf_left_out_sums`).
 """
 
 from __future__ import annotations
