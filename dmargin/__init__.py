@@ -1,6 +1,7 @@
 """dmargin: margin-based feature selection, from a laptop to a Dask cluster."""
 
 from ._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
+from ._cost import FitCost, fit_cost
 from ._immigrate import IM4E, BoostedImmigrate, IM4EImmigrate, Immigrate
 from ._ldm import LDM, LDMRFE, SVMRFE
 from ._online import OnlineIRelief
@@ -11,5 +12,5 @@ from ._simba import Simba
 __all__ = [
     "BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate",
     "IM4E", "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
-    "ReliefF", "SVMRFE", "Simba", "iter_parquet", "read_parquet"]
+    "ReliefF", "SVMRFE", "Simba", "FitCost", "fit_cost", "iter_parquet", "read_parquet"]
 __version__ = "0.1.0"

@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._compat import compute, is_dask_collection
 from ._io import prepare_training_data
 from ._validation import NONE, Interval, check_binary, check_params, check_X_y
+from ._cost import anchor_count
 from .engine import prepare_rows, sample_anchors
 
 logger = logging.getLogger("dmargin")
@@ -37,13 +38,10 @@ def anchors_for(estimator, rows):
     Drawn once per fit, stratified by class, seeded by ``random_state``; a
     count at or above the number of rows is every row (the exact fit).
     """
-    n_anchors, n = estimator.n_anchors, rows.n_samples
-    if n_anchors is None:
+    m = anchor_count(estimator.n_anchors, rows.n_samples)
+    if m is None:
         return None
-    m = n_anchors if isinstance(n_anchors, numbers.Integral) else max(1, round(n_anchors * n))
-    if m >= n:
-        return None
-    return sample_anchors(rows, int(m), make_rng(estimator.random_state))
+    return sample_anchors(rows, m, make_rng(estimator.random_state))
 
 
 def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_memory=False,

@@ -21,6 +21,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._cost import format_seconds, immigrate_seconds
 from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
                     make_rng, start_fit, timer,
                     user_stacklevel)
@@ -417,57 +418,23 @@ class Immigrate(_SoftminClassifier):
         return self
 
 
-#: Fit-time model of IMMIGRATE on one core, in seconds:
-#:     max_iter * (N^2 A^2 / _PAIR_RATE + A^3 / _EIGH_RATE)
-#: A step's E-step visits the N^2 / 2 unordered pairs of rows, each adding an A x A outer
-#: product to Sigma (and, for A > _DENSE_W_FEATURES, computing q with the dense W); its
-#: M-step eigendecomposes the A x A Sigma, which dominates when N is small (50 x 5000).
-#: Rates measured on the project's 2-core development machine while it ran other jobs
-#: (load 5-6; numba, one BLAS thread): the E-step from the "IMMIGRATE step" DEBUG timings
-#: of Immigrate(max_iter=3) on Gaussian N x A data (steps 2-3, dense W), N = 40..200,
-#: A = 300..1500: 0.92e10-1.01e10 N^2 A^2 per second; the M-step from _eigen_update on
-#: random symmetric A x A matrices, A = 500..3000: 1.9e9-2.4e9 A^3 per second (1.0e9 at
-#: A = 5000 under heavier load).  Rounded down, so the estimate errs long: 50 x 5000 with
-#: 10 steps comes out at ~690 s, against 417 s reported for that fit.  Raw numbers
-#: and the method: benchmarks/results/immigrate_cost_rate.json.
-_PAIR_RATE = 9.0e9
-_EIGH_RATE = 2.0e9
 #: Above either, Immigrate.fit points to IM4EImmigrate (one UserWarning): a fit estimated
-#: at over a minute, or more features than plain IMMIGRATE is meant for (the paper runs it
-#: on UCI sets and turns to IM4E-IMMIGRATE for its microarray sets, A >= 2000; with A^2 / 2
-#: interactions to learn from N rows it also overfits: on 50 x 5000 it missed the one
-#: informative feature that IM4EImmigrate ranked first, in 2 s).
+#: at over a minute (:func:`dmargin.fit_cost`), or more features than plain IMMIGRATE is
+#: meant for (the paper runs it on UCI sets and turns to IM4E-IMMIGRATE for its microarray
+#: sets, A >= 2000; with A^2 / 2 interactions to learn from N rows it also overfits: on
+#: 50 x 5000 it missed the one informative feature that IM4EImmigrate ranked first, in 2 s).
 _WIDE_SECONDS = 60.0
 _WIDE_FEATURES = 1000
 
 
-def _estimated_fit_seconds(n_samples, n_features, max_iter, n_anchors=None):
-    """Seconds a plain IMMIGRATE fit of ``max_iter`` steps takes on one core (rough).
-
-    With ``n_anchors`` anchors against all rows, the E-step visits ``m N``
-    ordered pairs instead of ``N^2 / 2`` unordered ones.
-    """
-    n, a = float(n_samples), float(n_features)
-    pairs = n * n if n_anchors is None else 2.0 * n_anchors * n
-    return max_iter * (pairs * a * a / _PAIR_RATE + a**3 / _EIGH_RATE)
-
-
-def _format_seconds(seconds):
-    if seconds < 120:
-        return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def _wide_data_hint(n_samples, n_features, max_iter, n_anchors=None):
     """One UserWarning naming IM4EImmigrate when plain IMMIGRATE is slow on these data."""
-    seconds = _estimated_fit_seconds(n_samples, n_features, max_iter, n_anchors)
+    seconds = immigrate_seconds(n_samples, n_features, max_iter, n_anchors)
     if seconds <= _WIDE_SECONDS and n_features <= _WIDE_FEATURES:
         return
     warnings.warn(
         f"Immigrate on {n_samples} x {n_features} costs about N^2 A^2 per step (every pair of "
-        f"rows adds an A x A matrix) plus an A x A eigendecomposition: ~{_format_seconds(seconds)} "
+        f"rows adds an A x A matrix) plus an A x A eigendecomposition: ~{format_seconds(seconds)} "
         f"for max_iter={max_iter} on one core. IM4EImmigrate prescreens features with IM4E "
         "first and is made for wide data (thousands of features, few rows).",
         UserWarning, stacklevel=user_stacklevel(),

@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from ._compat import ClusterStalledError, WorkerMemoryError, compute
+from ._cost import fit_cost
 from .progress import on_progress
 
 METHODS = {
@@ -78,6 +79,10 @@ METHODS = {
 _WITH_INTERACTIONS = {"immigrate", "im4e-immigrate", "bim"}
 # How long a scheduler may take to answer before the command gives up.
 _CONNECT_TIMEOUT = "10s"
+# Above this estimate the command names a faster setting before it starts.
+_SLOW_SECONDS = 60.0
+# The sample the advice proposes: the Relief literature's m (Weka's -M) of about 1,000.
+_ADVICE_ANCHORS = {"IRelief": 1000, "ReliefF": 1000, "Immigrate": 500}
 # Estimator parameters settable from the command line: option -> parameter.
 _TUNING = {"--sigma": "sigma", "--max-iter": "max_iter", "--n-neighbors": "n_neighbors",
            "--anchors": "n_anchors"}
@@ -298,6 +303,31 @@ def _check_columns(args):
         raise UserError(f"--features lists {', '.join(map(repr, twice))} more than once; "
                         "name each feature once.")
     return features or None, [c for c in exclude if c != args.label]
+
+
+def _cost_lines(est, n_rows, n_features):
+    """The fit's estimated cost and, when it is slow, the faster settings with theirs."""
+    cost = fit_cost(est, n_rows, n_features)
+    if cost is None:
+        return []
+    lines = [f"estimated {cost} on this project's 2-core reference machine"]
+    if cost.seconds <= _SLOW_SECONDS:
+        return lines
+    faster = []
+    m = _ADVICE_ANCHORS.get(type(est).__name__)
+    if m is not None and est.n_anchors is None and m < n_rows:
+        faster.append((f"--anchors {m}", fit_cost(est.set_params(n_anchors=m), n_rows,
+                                                    n_features)))
+        est.set_params(n_anchors=None)
+    if type(est).__name__ == "IRelief":
+        import dmargin
+
+        name, params = METHODS["online-irelief"]
+        faster.append(("--method online-irelief",
+                       fit_cost(getattr(dmargin, name)(**params), n_rows, n_features)))
+    for option, other in faster:
+        lines.append(f"  faster: {option} ({other})")
+    return lines
 
 
 def _check_estimator(args):
@@ -622,6 +652,8 @@ def select(args):
         if not args.quiet:
             print(f"fitting {type(est).__name__} on {X.shape[0]} rows x {X.shape[1]} features"
                   + (f" on {args.scheduler}" if client is not None else ""), file=sys.stderr)
+            for line in _cost_lines(est, *X.shape):
+                print(line, file=sys.stderr)
         start = time.perf_counter()
         bar = None if args.quiet else _Bar()
         try:

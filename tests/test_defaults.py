@@ -102,12 +102,13 @@ def test_wide_data_hint_names_im4e_immigrate_and_the_estimate():
 def test_wide_data_hint_on_estimated_time(monkeypatch):
     """Few features but an estimate over a minute (here: a 10,000 times slower machine)."""
     X, y = load_dataset("heart")
-    # The fit-time model's private rates and estimate: the warning's inputs, checked directly
-    monkeypatch.setattr(_immigrate, "_PAIR_RATE", _immigrate._PAIR_RATE / 1e4)
-    monkeypatch.setattr(_immigrate, "_EIGH_RATE", _immigrate._EIGH_RATE / 1e4)
-    seconds = _immigrate._estimated_fit_seconds(270, 13, 10)
-    assert seconds > _immigrate._WIDE_SECONDS
-    estimate = re.escape(_immigrate._format_seconds(seconds))
+    from dmargin import _cost
+
+    monkeypatch.setattr(_cost, "PAIR_RATE", _cost.PAIR_RATE / 1e4)
+    monkeypatch.setattr(_cost, "EIGH_RATE", _cost.EIGH_RATE / 1e4)
+    seconds = _cost.immigrate_seconds(270, 13, 10)
+    assert seconds > _immigrate._WIDE_SECONDS  # the warning's threshold
+    estimate = re.escape(_cost.format_seconds(seconds))
     with pytest.warns(UserWarning, match=rf"Immigrate on 270 x 13 .* ~{estimate} for "
                                          r"max_iter=10 .* IM4EImmigrate"):
         dmargin.Immigrate().fit(X, y)
@@ -115,11 +116,11 @@ def test_wide_data_hint_on_estimated_time(monkeypatch):
 
 def test_cost_model_flags_the_reported_case_and_not_the_bundled_data():
     """50 x 5000 took 417 s: the model says minutes; the bundled sets: well under one."""
-    # _estimated_fit_seconds is private: the model behind the warning, tested on its own
-    assert 200 < _immigrate._estimated_fit_seconds(50, 5000, 10) < 2000
+    assert 200 < dmargin.fit_cost(dmargin.Immigrate(), 50, 5000).seconds < 2000
     for name in BUNDLED:
         X, _ = load_dataset(name)
-        assert _immigrate._estimated_fit_seconds(*X.shape, 10) < _immigrate._WIDE_SECONDS / 10
+        seconds = dmargin.fit_cost(dmargin.Immigrate(), *X.shape).seconds
+        assert seconds < _immigrate._WIDE_SECONDS / 10  # the warning's threshold
 
 
 def test_no_wide_data_hint_from_im4e_immigrate():

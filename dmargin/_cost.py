@@ -1,0 +1,128 @@
+"""What a fit will cost, said before it starts.
+
+Each pairwise estimator's work is counted in its inner step (pair-features:
+one ``|x_ak - x_jk|`` with its weight and sum; IMMIGRATE: ``N^2 A^2`` outer-
+product terms) from N, A, the anchors and the iterations, and turned into
+seconds with the rate this project measured on its 2-core development
+machine (``benchmarks/results/``).  A rate on other hardware differs by a
+constant factor: the estimate says how a setting scales and which setting is
+faster, to within a factor of a few -- not a stopwatch.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+#: Pair-features per second, exact ReliefF, 2 threads (relief_speed.json: N = 8,000,
+#: A = 50, 0.373 s steady).
+RELIEFF_RATE = 8.5e9
+#: Pair-features per second and iteration, exact I-RELIEF, 2 threads (relief_speed.json:
+#: N = 8,000, A = 50, 3 iterations in 2.77 s).
+IRELIEF_RATE = 3.4e9
+#: Pair-features per second of online I-RELIEF, one thread (online_scale.json: 10^7 rows
+#: x 50 features against 2,000 reference rows in a pass of 505 s).
+ONLINE_RATE = 2.0e9
+#: IMMIGRATE on one core: ``max_iter * (pairs A^2 / PAIR_RATE + A^3 / EIGH_RATE)``.  A
+#: step's E-step visits the N^2 / 2 unordered pairs of rows (m N ordered ones with m
+#: anchors), each adding an A x A outer product to Sigma; its M-step eigendecomposes the
+#: A x A Sigma, which dominates when N is small (50 x 5000).  Rates measured while the
+#: machine ran other jobs (load 5-6; numba, one BLAS thread): the E-step from the
+#: "IMMIGRATE step" DEBUG timings of Immigrate(max_iter=3) on Gaussian data, N = 40..200,
+#: A = 300..1500: 0.92e10-1.01e10 N^2 A^2 per second; the M-step on random symmetric
+#: A x A matrices, A = 500..3000: 1.9e9-2.4e9 A^3 per second.  Rounded down, so the
+#: estimate errs long: 50 x 5000 with 10 steps comes out at ~690 s, against 417 s
+#: reported for that fit (benchmarks/results/immigrate_cost_rate.json).
+PAIR_RATE = 9.0e9
+EIGH_RATE = 2.0e9
+
+
+@dataclass(frozen=True)
+class FitCost:
+    """A fit's estimated work and time.
+
+    Attributes
+    ----------
+    operations : float
+        Inner steps (pair-features, or IMMIGRATE's outer-product terms).
+    seconds : float
+        At this project's measured rate (a 2-core machine).
+    formula : str
+        How ``operations`` grow, e.g. ``"N^2 A x 3 iterations"``.
+    """
+
+    operations: float
+    seconds: float
+    formula: str
+
+    def __str__(self):
+        return f"~{format_seconds(self.seconds)} ({self.formula})"
+
+
+def format_seconds(seconds):
+    """``12 s``, ``5 min``, ``3.2 h``."""
+    if seconds < 120:
+        return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def immigrate_seconds(n_samples, n_features, max_iter, n_anchors=None):
+    """Seconds a plain IMMIGRATE fit of ``max_iter`` steps takes on one core (rough)."""
+    n, a = float(n_samples), float(n_features)
+    pairs = n * n if n_anchors is None else 2.0 * n_anchors * n
+    return max_iter * (pairs * a * a / PAIR_RATE + a**3 / EIGH_RATE)
+
+
+def anchor_count(n_anchors, n_samples):
+    """The number of anchors ``n_anchors`` means for ``n_samples`` rows (``None``: all)."""
+    if n_anchors is None:
+        return None
+    m = n_anchors if isinstance(n_anchors, numbers.Integral) else \
+        max(1, round(n_anchors * n_samples))
+    return None if m >= n_samples else int(m)
+
+
+def fit_cost(estimator, n_samples, n_features):
+    """What ``estimator.fit`` on ``n_samples x n_features`` will cost, or ``None``.
+
+    Known for the pairwise estimators (ReliefF, Relief, IRelief, OnlineIRelief,
+    Immigrate, IM4E); ``None`` for the others, whose cost is not dominated by
+    pairs of rows.  Iterative fits are counted at ``max_iter`` (an upper
+    bound when ``tol > 0`` stops them early).
+
+    Examples
+    --------
+    >>> import dmargin
+    >>> str(dmargin.fit_cost(dmargin.ReliefF(), 200_000, 41))
+    '~3 min (N^2 A, one pass)'
+    >>> str(dmargin.fit_cost(dmargin.ReliefF(n_anchors=1000), 200_000, 41))
+    '~0.96 s (m N A with m = 1000, one pass)'
+    """
+    name = type(estimator).__name__
+    n, a = float(n_samples), float(n_features)
+    m = anchor_count(getattr(estimator, "n_anchors", None), n_samples)
+    pairs = n * n if m is None else m * n
+    if name in ("ReliefF", "Relief"):
+        ops = pairs * a
+        formula = "N^2 A, one pass" if m is None else f"m N A with m = {m}, one pass"
+        return FitCost(ops, ops / RELIEFF_RATE, formula)
+    if name in ("IRelief", "IM4E"):
+        it = estimator.max_iter
+        ops = pairs * a * it
+        its = f"x {'at most ' if getattr(estimator, 'tol', 0) > 0 else ''}{it} iterations"
+        formula = f"N^2 A {its}" if m is None else f"m N A with m = {m}, {its}"
+        return FitCost(ops, ops / IRELIEF_RATE, formula)
+    if name == "OnlineIRelief":
+        ref = n if estimator.reference_size is None else min(n, estimator.reference_size)
+        ops = n * ref * a * estimator.n_passes
+        formula = f"N M A x {estimator.n_passes} passes, M = {ref:.0f}"
+        return FitCost(ops, ops / ONLINE_RATE, formula)
+    if name == "Immigrate":
+        it = estimator.max_iter
+        ops = (n * n if m is None else 2.0 * m * n) * a * a * it
+        formula = (f"N^2 A^2 x {it} steps" if m is None
+                   else f"m N A^2 with m = {m}, x {it} steps")
+        return FitCost(ops, immigrate_seconds(n_samples, n_features, it, m), formula)
+    return None

@@ -1,0 +1,53 @@
+"""Cost before work: dmargin.fit_cost and what the CLI says before a fit starts."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dmargin
+from dmargin import fit_cost
+
+
+def test_exact_fits_grow_with_n_squared_sampled_ones_with_n():
+    for make in (dmargin.ReliefF, dmargin.IRelief, dmargin.Immigrate, dmargin.IM4E):
+        a, b = fit_cost(make(), 10_000, 50), fit_cost(make(), 20_000, 50)
+        assert b.operations == pytest.approx(4 * a.operations)
+        a, b = fit_cost(make(n_anchors=500), 10_000, 50), fit_cost(make(n_anchors=500), 20_000, 50)
+        assert b.operations == pytest.approx(2 * a.operations)
+        assert fit_cost(make(n_anchors=500), 20_000, 50).seconds < \
+            fit_cost(make(), 20_000, 50).seconds / 10
+
+
+def test_counts_follow_the_settings():
+    relieff = fit_cost(dmargin.ReliefF(n_anchors=0.01), 100_000, 40)
+    assert relieff.operations == 1000 * 100_000 * 40 and "m = 1000" in relieff.formula
+    irelief = fit_cost(dmargin.IRelief(max_iter=7), 1000, 10)
+    assert irelief.operations == 1000**2 * 10 * 7 and "at most 7 iterations" in irelief.formula
+    assert "x 7 iterations" in fit_cost(dmargin.IRelief(max_iter=7, tol=0), 1000, 10).formula
+    online = fit_cost(dmargin.OnlineIRelief(reference_size=2000, n_passes=2), 10**7, 50)
+    assert online.operations == 10**7 * 2000 * 50 * 2
+    immigrate = fit_cost(dmargin.Immigrate(max_iter=10), 1000, 20)
+    assert immigrate.operations == 1000**2 * 20**2 * 10
+    # every row as anchor is the exact fit, and costs the same
+    assert fit_cost(dmargin.ReliefF(n_anchors=5000), 1000, 8) == fit_cost(dmargin.ReliefF(), 1000,
+                                                                           8)
+    assert fit_cost(dmargin.SBSMF(), 1000, 8) is None
+
+
+def test_the_cli_says_the_cost_and_the_faster_setting_before_it_starts(tmp_path, capsys,
+                                                                         monkeypatch):
+    from dmargin import cli
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.random((300, 5)), columns=list("abcde")).assign(
+        label=rng.integers(0, 2, 300))
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    monkeypatch.setattr(cli, "_SLOW_SECONDS", 0.0)  # as if 300 rows were 10^6
+    assert cli.main(["select", str(tmp_path / "d.csv"), "--label", "label", "--method",
+                     "irelief", "--max-iter", "2"]) == 0
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("estimated ~"))
+    assert "N^2 A x at most 2 iterations" in lines[first]
+    assert lines[first + 1].startswith("  faster: --method online-irelief")  # 300 < 1000 anchors
+    assert first < next(i for i, line in enumerate(lines) if "iterations" in line and "/" in line)
