@@ -175,16 +175,18 @@ def _end_of_pass(pg_max, pg_min, eps, n_active, m):
 
 
 @helper
-def ldm_dcd(H, g, C, eps, max_iter, seed):
-    """Minimise ``1/2 b^T H b + q^T b`` over ``0 <= b <= C`` from ``b = 0``.
+def _descent(H, g, Z, V, w, h, C, eps, max_iter, seed):
+    """The official ``solve_cd`` loop over ``0 <= b <= C`` from ``b = 0``: random order,
+    shrinking, and the stop ``max PG - min PG <= eps``.
 
-    ``H`` must be symmetric (its rows are read as columns).  ``g`` is the
-    gradient at ``b = 0`` (``q``) and is updated in place (``g += delta H[i]``).
-    Shrinking and the stopping rule
-    ``max PG - min PG <= eps`` are the official solver's.  Returns
-    ``(beta, passes, converged)``.
+    Dual (``Z`` has no rows): the gradient ``g`` is kept and updated
+    (``g += delta H[i]``), the curvature is ``H[i, i]``.  Primal (``Z`` has
+    rows): ``g_i = z_i . w - 1`` from ``w``, which is updated
+    (``w += delta v_i``), the curvature is ``h[i]``.  Returns ``(beta,
+    passes, converged)``.
     """
-    m = g.shape[0]
+    primal = Z.shape[0] > 0
+    m = Z.shape[0] if primal else g.shape[0]
     np.random.seed(seed)
     beta = np.zeros(m)
     active = np.arange(m)
@@ -196,24 +198,46 @@ def ldm_dcd(H, g, C, eps, max_iter, seed):
         s = 0
         while s < n_active:
             i = active[s]
-            shrink, pg = _projected(g[i], beta[i], C, pg_max_old, pg_min_old)
+            if primal:
+                gi, hi = -1.0, h[i]
+                for k in range(Z.shape[1]):
+                    gi += Z[i, k] * w[k]
+            else:
+                gi, hi = g[i], H[i, i]
+            shrink, pg = _projected(gi, beta[i], C, pg_max_old, pg_min_old)
             if shrink:
                 n_active -= 1
                 active[s], active[n_active] = active[n_active], active[s]
                 continue
             pg_max = max(pg_max, pg)
             pg_min = min(pg_min, pg)
-            if abs(pg) > 1e-12 and H[i, i] > 1e-12:
-                new = min(max(beta[i] - g[i] / H[i, i], 0.0), C)
+            if abs(pg) > 1e-12 and hi > 1e-12:
+                new = min(max(beta[i] - gi / hi, 0.0), C)
                 delta = new - beta[i]
                 beta[i] = new
-                for r in range(m):
-                    g[r] += delta * H[i, r]  # H is symmetric: read row i, contiguous
+                if primal:
+                    for k in range(Z.shape[1]):
+                        w[k] += delta * V[i, k]
+                else:
+                    for r in range(m):
+                        g[r] += delta * H[i, r]  # H is symmetric: read row i, contiguous
             s += 1
         done, n_active, pg_max_old, pg_min_old = _end_of_pass(pg_max, pg_min, eps, n_active, m)
         if done:
             return beta, it, True
     return beta, max_iter, False
+
+
+@helper
+def ldm_dcd(H, g, C, eps, max_iter, seed):
+    """Minimise ``1/2 b^T H b + q^T b`` over ``0 <= b <= C`` from ``b = 0``.
+
+    ``H`` must be symmetric (its rows are read as columns).  ``g`` is the
+    gradient at ``b = 0`` (``q``) and is updated in place.  Returns ``(beta,
+    passes, converged)``.
+    """
+    none = np.empty((0, 0))
+    return _descent(H, g, none, none, g[:0], g[:0], C, eps, max_iter, seed)
 
 
 @helper
@@ -225,41 +249,11 @@ def ldm_dcd_linear(Z, V, w, C, eps, max_iter, seed):
     gradient is ``g_i = z_i . w - 1`` and ``H_ii = z_i . v_i``.
     """
     m, d = Z.shape
-    np.random.seed(seed)
-    beta = np.zeros(m)
     h = np.empty(m)
     for i in range(m):
         acc = 0.0
         for k in range(d):
             acc += Z[i, k] * V[i, k]
         h[i] = acc
-    active = np.arange(m)
-    n_active = m
-    pg_max_old, pg_min_old = np.inf, -np.inf
-    for it in range(1, max_iter + 1):
-        np.random.shuffle(active[:n_active])
-        pg_max, pg_min = -np.inf, np.inf
-        s = 0
-        while s < n_active:
-            i = active[s]
-            gi = -1.0
-            for k in range(d):
-                gi += Z[i, k] * w[k]
-            shrink, pg = _projected(gi, beta[i], C, pg_max_old, pg_min_old)
-            if shrink:
-                n_active -= 1
-                active[s], active[n_active] = active[n_active], active[s]
-                continue
-            pg_max = max(pg_max, pg)
-            pg_min = min(pg_min, pg)
-            if abs(pg) > 1e-12 and h[i] > 1e-12:
-                new = min(max(beta[i] - gi / h[i], 0.0), C)
-                delta = new - beta[i]
-                beta[i] = new
-                for k in range(d):
-                    w[k] += delta * V[i, k]
-            s += 1
-        done, n_active, pg_max_old, pg_min_old = _end_of_pass(pg_max, pg_min, eps, n_active, m)
-        if done:
-            return beta, it, True
-    return beta, max_iter, False
+    none = np.empty((0, 0))
+    return _descent(none, h[:0], Z, V, w, h, C, eps, max_iter, seed)
