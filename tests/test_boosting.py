@@ -59,7 +59,7 @@ def test_stump_search_equals_brute_force(seed):
     binned = binning.bin_rows(X, y, 256, rng, use_dask=False)
     assert binned.exact.all()
     feats = np.arange(X.shape[1])
-    H = hist.TWINS[0](binned.bins, binned.y, D, feats, int(binned.n_bins.max()))
+    H = hist.TWINS[0](binned.rows.X, binned.rows.codes, D, feats, int(binned.n_bins.max()))
     k, b, edge, total = best_stump(H, binned.n_bins)
     thresholds = [ref.exact_thresholds(X[:, j]) for j in range(X.shape[1])]
     f, bb, r = ref.brute_stump(X, 2 * y - 1, D, thresholds)
@@ -236,7 +236,7 @@ def test_dask_weights_stay_on_blocks_and_graph_size_is_constant(threaded):
         np.testing.assert_allclose(H, Hl, rtol=0, atol=1e-15)
         sizes.append(len(hist.w.__dask_graph__()))
         stump = (t, 0, 1.0, 0.3, 1.1)
-    assert len(set(sizes)) == 1 and sizes[0] == len(binned.bounds)
+    assert len(set(sizes)) == 1 and sizes[0] == len(binned.rows.bounds)
     np.testing.assert_allclose(hist.weights(), local.weights(), rtol=0, atol=1e-15)
 
 

@@ -123,26 +123,6 @@ class BinnedRows:
     exact: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     @property
-    def bins(self):
-        return self.rows.X
-
-    @property
-    def y(self):
-        return self.rows.codes
-
-    @property
-    def on_dask(self):
-        return self.rows.on_dask
-
-    @property
-    def bounds(self):
-        return self.rows.bounds
-
-    @property
-    def n_samples(self):
-        return self.rows.n_samples
-
-    @property
     def n_features(self):
         return self.rows.n_features
 
