@@ -27,7 +27,8 @@ from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
                     user_stacklevel)
 from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from ._compat import gather
-from .engine import anchor_partials, lse_statistic, merge, prepare_rows, quad_statistic
+from .engine import (anchor_partials, lse_statistic, merge, prepare_rows, quad_statistic,
+                     row_partials)
 from .progress import fit_steps
 
 _SCALE = [Options(("standard",)), NONE]
@@ -126,10 +127,16 @@ def _immigrate_kernel(W, sigma, n_classes):
     return "qlse", (U, lam, float(sigma), n_classes)
 
 
+def _nearest_class(m, s, v):
+    """The class of smallest expected distance (``v`` holds IMMIGRATE's scalar ``u``)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.argmin(np.where(s > 0, v / np.where(s > 0, s, 1.0), np.inf), axis=1)
+
+
 def _loo_codes(rows, kernel, params):
-    """Class codes predicted for the training rows, each left out of its own class."""
-    X = gather(rows.X, what="the training rows")
-    return np.argmin(softmin_distances(rows, kernel, params, X, np.arange(X.shape[0])), axis=1)
+    """Class codes predicted for the training rows, each left out of its own class:
+    computed where the rows are; only the codes come back."""
+    return row_partials(rows, kernel, params, _nearest_class)
 
 
 def _scaled_rows(est, X, scaling):

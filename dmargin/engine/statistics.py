@@ -155,6 +155,31 @@ def anchor_partials(rows: Rows, kernel, Xa, ia, params, block=1024):
     return g.compute(key)
 
 
+def _reduce_task(reduce, partial):
+    return reduce(*partial)
+
+
+def row_partials(rows: Rows, kernel, params, reduce):
+    """``concat_I reduce(merge_J tile(I, J))``: every training row as an anchor, left out
+    of its own candidates (leave-one-out), reduced where its block is.
+
+    ``reduce(m, s, v)`` turns an anchor block's merged partial into one small
+    value per anchor (e.g. the predicted class); only those come back, never
+    the rows.
+    """
+    a, k = rows.n_features, rows.n_classes
+    g = Graph(rows, f"{kernel}-rows", params, reduce, anchors=_anchors(rows, k * (a + 2)))
+    blocks = []
+    for i in range(len(g.anchors)):
+        merged = g.tree(_tiles(g, kernel, i, params), merge.lse_combine)
+        blocks.append(g.add("reduce", _reduce_task, reduce, merged))
+    key = g.add("concat", np.concatenate, blocks)
+    if g.local and kernel == "qlse":
+        with blas_single_thread():
+            return g.compute(key)
+    return g.compute(key)
+
+
 # ---------------------------------------------------------------------------
 # IMMIGRATE's quadratic statistic (symmetric grid, two passes)
 # ---------------------------------------------------------------------------
@@ -446,4 +471,5 @@ def block_reduce(X, fn, combine, what):
 
 
 __all__ = ["KERNELS", "WeightedHistograms", "anchor_partials", "block_reduce", "counts",
-           "knn_statistic", "lse_statistic", "quad_statistic", "rbf_left_out_sums"]
+           "knn_statistic", "lse_statistic", "quad_statistic", "rbf_left_out_sums",
+           "row_partials"]
