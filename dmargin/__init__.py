@@ -8,9 +8,10 @@ from ._online import OnlineIRelief
 from ._parquet import iter_parquet, read_parquet
 from ._relief import IRelief, Relief, ReliefF
 from ._simba import Simba
+from ._turf import TuRF
 
 __all__ = [
     "BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate",
     "IM4E", "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
-    "ReliefF", "SVMRFE", "Simba", "FitCost", "fit_cost", "iter_parquet", "read_parquet"]
+    "ReliefF", "SVMRFE", "Simba", "TuRF", "FitCost", "fit_cost", "iter_parquet", "read_parquet"]
 __version__ = "0.1.0"

@@ -45,10 +45,13 @@ def n_to_remove(step, n_left, n_features) -> int:
     """The number of features a round removes before the target caps it.
 
     ``step``: an int; a float, that fraction of the initial ``n_features``
-    (at least one); or ``"halving"``, the SBS-MF paper's schedule for
+    (at least one); ``"halving"``, the SBS-MF paper's schedule for
     microarrays: half of the ``n_left`` survivors while more than 100 remain
-    (never going below 100), then one at a time.
+    (never going below 100), then one at a time; or a callable of
+    ``n_left`` (TuRF's fraction of the survivors).
     """
+    if callable(step):
+        return int(step(n_left))
     if step == "halving":
         return min(n_left // 2, n_left - 100) if n_left > 100 else 1
     if isinstance(step, numbers.Integral):

@@ -349,3 +349,7 @@ def check_classes(classes, counts):
             "selection needs at least "
             "two classes to define misses."
         )
+
+
+#: A constraint of one's own: ``Kind(description, test)``.
+Kind = _Kind

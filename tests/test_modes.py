@@ -73,6 +73,8 @@ CASES = [
     case(lambda: dmargin.Relief(), ("blobs_binary",) + ANY, ("heart", "frame"), id="Relief"),
     case(lambda: dmargin.Simba(n_starts=2, n_passes=2, random_state=0), ANY,
          ("heart", "frame"), engine=False, id="Simba"),
+    case(lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=4), pct=0.5, keep=3), ANY,
+         ("heart", "frame"), id="TuRF"),
     # IMMIGRATE family
     case(lambda: dmargin.Immigrate(max_iter=4), ANY, ("blobs_multiclass", "array"),
          id="Immigrate"),
@@ -113,7 +115,7 @@ CASES = [
 #: Every estimator of ``dmargin.__all__`` (the rest are the Parquet readers).
 COVERED = {"BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate", "IM4E",
            "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
-           "ReliefF", "SVMRFE", "Simba"}
+           "ReliefF", "SVMRFE", "Simba", "TuRF"}
 
 
 def test_every_public_estimator_is_covered():
