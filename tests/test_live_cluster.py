@@ -166,7 +166,10 @@ def test_cli_cluster_equals_in_process(make, blobs_multiclass, cli_client):
         remote = make().fit(*as_dask(X, y))
     assert_estimator_equal(local, remote)
     tile_workers = {t["worker"] for t in stream.data if "dmargin-" in str(t["key"])}
-    assert tile_workers == workers, f"tile tasks ran on {tile_workers}, not on both {workers}"
+    # On the workers, not in this process.  Which workers is the scheduler's choice: under
+    # load it may keep a short fit's blocks (and so its tiles) on one of them.
+    assert tile_workers and tile_workers <= workers, \
+        f"tile tasks ran on {tile_workers}, not on the workers {workers}"
 
 
 def test_parquet_read_by_the_workers(tmp_path, blobs_binary, cli_client):
