@@ -45,7 +45,7 @@ def anchors_for(estimator, rows):
 
 
 def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_memory=False,
-              reset=True, classes=None, scaling=None):
+              reset=True, classes=None, scaling=None, one_pass=False):
     """The door of every ``fit`` and ``partial_fit``: parameters, data, labels,
     scaling, and the engine's persisted rows.
 
@@ -80,6 +80,12 @@ def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_mem
     scaling : Scaling or None, default=None
         A fixed scaling to apply (a stream's frozen ranges) instead of one
         learned from ``X``.
+    one_pass : bool, default=False
+        The fit scores its anchors against the rows once: when those anchors
+        are a sample (``n_anchors``), dask rows are not persisted but stream
+        from their source through the tiles (memory then does not grow with
+        N).  Every row as an anchor reads each block once per anchor block,
+        so the rows stay persisted.
 
     Returns
     -------
@@ -100,7 +106,9 @@ def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_mem
         check_binary(estimator, data.classes, binary)
     if not rows:
         return data, None
-    return data, prepare_rows(data.X, data.codes, len(data.classes))
+    stream = one_pass and anchor_count(getattr(estimator, "n_anchors", None),
+                                       data.X.shape[0]) is not None
+    return data, prepare_rows(data.X, data.codes, len(data.classes), persist=not stream)
 
 
 @contextmanager

@@ -310,7 +310,7 @@ class ReliefF(WeightSelector):
         -------
         self : ReliefF
         """
-        data, rows = start_fit(self, X, y)
+        data, rows = start_fit(self, X, y, one_pass=True)
         anchors = anchors_for(self, rows)
         with fit_steps(self, "pass", 1) as steps, timer("ReliefF"):
             total = knn_statistic(rows, self.n_neighbors, merge.relieff_agg,

@@ -223,3 +223,41 @@ def test_sampled_immigrate_family_is_the_same_on_dask(data, make, threaded):
     np.testing.assert_array_equal(blocks.anchor_indices_, local.anchor_indices_)
     np.testing.assert_allclose(blocks.feature_importances_, local.feature_importances_,
                                rtol=0, atol=1e-10)
+
+
+class _HeldBlocks:
+    """The most row blocks (arrays of ``shape``) dask's synchronous scheduler
+    holds at once -- finished results and graph data -- over the computations
+    run inside it."""
+
+    def __init__(self, shape):
+        from dask.callbacks import Callback
+
+        self.shape, self.most = shape, 0
+        self.callback = Callback(posttask=self._posttask)
+
+    def _posttask(self, key, result, dsk, state, worker_id):
+        held = sum(1 for v in state["cache"].values() if getattr(v, "shape", None) == self.shape)
+        self.most = max(self.most, held)
+
+
+@pytest.mark.parametrize("n_anchors,streams", [(40, True), (None, False)])
+def test_sampled_relieff_streams_the_rows_instead_of_persisting_them(data, n_anchors, streams):
+    # One pass over a sample of anchors needs each candidate block once: the
+    # blocks go from their source (independent reads, as read_parquet's) through
+    # the tiles and are released, so the workers never hold all of them and
+    # memory does not grow with N.  Every row as an anchor reads each block
+    # once per anchor block: the rows are persisted (held all at once).
+    import dask
+
+    X, y = data
+    reads = [dask.delayed(np.array, pure=True)(X[s:s + 20], dask_key_name=f"read-{s}")
+             for s in range(0, 240, 20)]
+    source = da.concatenate([da.from_delayed(r, shape=(20, 6), dtype=float) for r in reads])
+    held = _HeldBlocks((20, 6))
+    with dask.config.set(scheduler="sync"), held.callback:
+        est = dmargin.ReliefF(n_anchors=n_anchors, random_state=0).fit(source, y)
+    expected = dmargin.ReliefF(n_anchors=n_anchors, random_state=0).fit(X, y)
+    np.testing.assert_allclose(est.feature_importances_, expected.feature_importances_,
+                               rtol=0, atol=1e-12)
+    assert held.most <= 2 if streams else held.most == 12

@@ -91,7 +91,7 @@ def use_dask_for(X, use_dask=None) -> bool:
 
 def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, block=None,
                  dtype=np.float64, max_rows=None, min_rows=None, per_row_bytes=None,
-                 what="A fit on") -> Rows:
+                 what="A fit on", persist=True) -> Rows:
     """Put ``X`` and ``codes`` where the fit will read them, once.
 
     In-process: contiguous numpy.  Dask: persisted row blocks, each at most
@@ -100,6 +100,9 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     into about :data:`TARGET_BLOCKS` blocks of at least ``min_rows`` rows
     (default: enough for :data:`MIN_TILE_WORK` per tile).  ``block(X_block) -> array``
     transforms every block where it lives (binning), giving ``dtype``.
+    ``persist=False`` (dask) leaves the blocks lazy: a fit that reads every row
+    once streams them from their source (a Parquet file) through its tasks,
+    and the workers never hold all rows at once.
     """
     n, a = X.shape
     if not use_dask_for(X, use_dask):
@@ -126,8 +129,10 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     row = a * item + 8 if per_row_bytes is None else per_row_bytes
     # A binning task holds one float block and its codes, a tile task its partial too.
     task = (0 if block is not None else TILE_BUDGET) + 3 * max(X.chunks[0]) * (a + 1) * 8
-    check_worker_memory(client_for([X]), n * row, task, f"{what} {n} rows x {a} features")
-    X, codes = dask.persist(X, codes)
+    check_worker_memory(client_for([X]), n * row if persist else 0, task,
+                        f"{what} {n} rows x {a} features")
+    if persist:
+        X, codes = dask.persist(X, codes)
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
     return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])))
 
