@@ -12,6 +12,8 @@ import numbers
 import warnings
 
 import numpy as np
+from scipy.stats import false_discovery_control
+from scipy.stats import t as student_t
 from sklearn.exceptions import ConvergenceWarning
 
 from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
@@ -21,6 +23,29 @@ from .engine import knn_statistic, lse_statistic, merge
 from .progress import fit_steps
 
 _SCALE = [Options(("minmax",)), NONE]
+
+
+def stir(sums, m):
+    """STIR's pseudo t-statistics and one-sided p-values from :func:`merge.stir_sums`.
+
+    Hit and miss differences are weighted by ``1 / k`` of their anchor and
+    averaged over the ``m`` anchors (the ReliefF score's means); their
+    variances are pooled over ``hit pairs + miss pairs - 2`` degrees of
+    freedom (Le et al. 2019, eqs. 5-10).
+    """
+    first, second, pairs, anchors = sums[:, 0], sums[:, 1], sums[:, 2, 0], sums[:, 3, 0]
+    mean = first / m
+    # sum_a (1/k_a) sum_j (d_aj - mean)^2, expanded: each anchor's 1/k weights sum to one.
+    var = np.maximum(second - 2.0 * mean * first + mean ** 2 * anchors[:, None], 0.0) / m
+    (n_h, n_m), (var_h, var_m) = pairs, var
+    df = n_h + n_m - 2.0
+    if df <= 0:
+        return np.zeros(sums.shape[-1]), np.ones(sums.shape[-1])
+    pooled = np.sqrt(((n_m - 1.0) * var_m + (n_h - 1.0) * var_h) / df)
+    scale = pooled * np.sqrt(1.0 / n_m + 1.0 / n_h)
+    diff = mean[1] - mean[0]
+    t = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
+    return t, np.where(scale > 0, student_t.sf(t, df), 1.0)
 
 
 def _positive_unit(nu):
@@ -269,9 +294,28 @@ class ReliefF(WeightSelector):
         ReliefF's weights W (in [-1, 1], not normalised).
     anchor_indices_ : ndarray of shape (m,) or None
         The rows used as anchors (sorted), ``None`` when every row was one.
+    t_statistics_, pvalues_, qvalues_ : ndarray of shape (n_features,) or None
+        STIR (Le, Urbanowicz, Moore & McKinney 2019), for two classes: each
+        feature's pseudo t-statistic comparing its differences to the misses
+        with those to the hits (the same neighbours as the weights), the
+        one-sided p-value (Student's t, ``hit pairs + miss pairs - 2``
+        degrees of freedom) and the Benjamini-Hochberg adjusted p-value.  A
+        feature with no spread in its differences (a constant feature) gets
+        t = 0 and p = 1.  ``None`` for more than two classes: STIR is defined
+        for case-control data.
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Notes
+    -----
+    STIR's ReliefF score, the difference of the two means of its t-statistic,
+    is ``feature_importances_`` itself for two classes.
+
+    References
+    ----------
+    T. T. Le, R. J. Urbanowicz, J. H. Moore, B. A. McKinney, "STatistical
+    Inference Relief (STIR) feature selection", Bioinformatics 35(8), 2019.
 
     Examples
     --------
@@ -280,6 +324,9 @@ class ReliefF(WeightSelector):
     >>> X, y = make_classification(n_samples=200, n_features=6, random_state=0)
     >>> ReliefF(n_neighbors=5, n_features_to_select=2).fit(X, y).transform(X).shape
     (200, 2)
+    >>> est = ReliefF().fit(X, y)
+    >>> bool(est.pvalues_[est.feature_importances_.argmax()] < 1e-6)
+    True
     """
 
     _parameter_constraints = {
@@ -312,13 +359,19 @@ class ReliefF(WeightSelector):
         """
         data, rows = start_fit(self, X, y, one_pass=True)
         anchors = anchors_for(self, rows)
+        binary = len(data.classes) == 2
+        agg = merge.relieff_stir_agg if binary else merge.relieff_agg
         with fit_steps(self, "pass", 1) as steps, timer("ReliefF"):
-            total = knn_statistic(rows, self.n_neighbors, merge.relieff_agg,
-                                  (miss_priors(data.counts),), anchors=anchors)
+            total = np.asarray(knn_statistic(rows, self.n_neighbors, agg,
+                                             (miss_priors(data.counts),), anchors=anchors))
             steps.step()
         self.classes_ = data.classes
         m = rows.n_samples if anchors is None else anchors.n_samples
-        self.feature_importances_ = np.asarray(total) / m
+        self.feature_importances_ = (total[0] if binary else total) / m
+        self.t_statistics_ = self.pvalues_ = self.qvalues_ = None
+        if binary:
+            self.t_statistics_, self.pvalues_ = stir(total[1:].reshape(2, 4, -1), m)
+            self.qvalues_ = false_discovery_control(self.pvalues_, method="bh")
         self.anchor_indices_ = None if anchors is None else anchors.index
         return self
 

@@ -287,6 +287,39 @@ def relieff_agg(dist, idx, z, ya, miss_prior):
     return np.einsum("ac,acf->f", weight, per_class)
 
 
+def stir_sums(dist, z, ya):
+    """Anchor block's sums for STIR's pseudo t-test (two classes).
+
+    For hits (side 0) and misses (side 1), per feature:
+    ``sum_a (1/k_a) sum_j d_aj``, ``sum_a (1/k_a) sum_j d_aj^2``, then the
+    pair count ``sum_a k_a`` and the anchors with ``k_a > 0`` (repeated along
+    the features), with ``k_a`` the neighbours found on that side (Le et al.
+    2019, eqs. 5-8).
+    """
+    n_anchors, n_classes = dist.shape[:2]
+    found = np.isfinite(dist)
+    n_found = found.sum(axis=-1)  # (anchors, classes)
+    zf = z * found[..., None]
+    first = zf.sum(axis=2)  # (anchors, classes, features)
+    second = (zf * zf).sum(axis=2)
+    inverse = np.divide(1.0, n_found, out=np.zeros(n_found.shape), where=n_found > 0)
+    hit = np.arange(n_classes)[None, :] == np.asarray(ya)[:, None]
+    out = np.zeros((2, 4, z.shape[-1]))
+    for side, mask in enumerate((hit, ~hit)):
+        w = inverse * mask
+        out[side, 0] = np.einsum("ac,acf->f", w, first)
+        out[side, 1] = np.einsum("ac,acf->f", w, second)
+        out[side, 2] = (n_found * mask).sum()
+        out[side, 3] = ((n_found * mask).sum(axis=1) > 0).sum()
+    return out
+
+
+def relieff_stir_agg(dist, idx, z, ya, miss_prior):
+    """:func:`relieff_agg` (row 0) and :func:`stir_sums` (rows 1-8) in one array."""
+    return np.vstack([relieff_agg(dist, idx, z, ya, miss_prior)[None, :],
+                      stir_sums(dist, z, ya).reshape(8, -1)])
+
+
 def relief_agg(dist, idx, z, ya):
     """Anchor block's share of Relief's z: nearest miss minus nearest hit (eq. 6)."""
     n_anchors, n_classes = dist.shape[:2]

@@ -1,0 +1,120 @@
+"""STIR p-values on ReliefF (Le, Urbanowicz, Moore & McKinney 2019).
+
+By construction: the engine's t-statistics, p-values and Benjamini-Hochberg
+q-values equal a brute-force transcription of the paper's formulas (explicit
+hit and miss pairs, each weighted 1/k of its anchor) to 1e-10, for every row as
+an anchor and for a sample; STIR's ReliefF score is the weight itself; the
+statistics agree across execution modes.  On GAMETES' pure 2-way epistasis the
+two predictive SNPs get the smallest p-values.
+"""
+
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import dmargin
+from tests import reference as ref
+
+GAMETES = (Path(__file__).resolve().parents[2] / "shared" / "data" / "gametes"
+           / "GAMETES_Epistasis_2-Way_20atts_0.4H_EDM-1_1.tsv.gz")
+
+
+def _nearest(X, candidates, i, k):
+    d = np.abs(X[candidates] - X[i]).sum(axis=1)
+    return candidates[np.lexsort((candidates, d))[:k]]  # ties to the lower row
+
+
+def stir_reference(X, y, k, anchors=None):
+    """The paper's pseudo t-test over explicit neighbour pairs (two classes)."""
+    X = np.asarray(X, dtype=float)
+    n = X.shape[0]
+    anchors = range(n) if anchors is None else anchors
+    pairs = {"hit": [], "miss": []}  # (difference row, weight 1/k_a)
+    for i in anchors:
+        others = np.flatnonzero(np.arange(n) != i)
+        for side, members in (("hit", others[y[others] == y[i]]),
+                              ("miss", others[y[others] != y[i]])):
+            found = _nearest(X, members, i, k)
+            for j in found:
+                pairs[side].append((np.abs(X[i] - X[j]), 1.0 / len(found)))
+    m = len(anchors)
+    mean, var, count = {}, {}, {}
+    for side, items in pairs.items():
+        diffs = np.array([d for d, _ in items])
+        weights = np.array([w for _, w in items])
+        mean[side] = (weights[:, None] * diffs).sum(axis=0) / m
+        var[side] = (weights[:, None] * (diffs - mean[side]) ** 2).sum(axis=0) / m
+        count[side] = len(items)
+    nh, nm = count["hit"], count["miss"]
+    pooled = np.sqrt(((nm - 1) * var["miss"] + (nh - 1) * var["hit"]) / (nh + nm - 2))
+    with np.errstate(invalid="ignore"):  # a constant feature: 0 / 0
+        t = (mean["miss"] - mean["hit"]) / (pooled * np.sqrt(1 / nm + 1 / nh))
+    p = stats.t.sf(t, nh + nm - 2)
+    return mean["miss"] - mean["hit"], t, p, _benjamini_hochberg(p)
+
+
+def _benjamini_hochberg(p):
+    order = np.argsort(p)
+    ranked = p[order] * p.size / np.arange(1, p.size + 1)
+    q = np.minimum.accumulate(ranked[::-1])[::-1]
+    out = np.empty_like(p)
+    out[order] = np.minimum(q, 1.0)
+    return out
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(5)
+    X = rng.random((160, 7))
+    y = np.repeat([0, 1], 80)
+    X[:, 2] += 0.5 * y  # informative
+    X[:, 5] = 0.25  # constant: t = 0, p = 1
+    X[11] = X[12]  # a duplicate row
+    return X, y
+
+
+@pytest.mark.parametrize("k", [1, 10])
+@pytest.mark.parametrize("n_anchors", [None, 40])
+def test_stir_equals_the_brute_force_formulas(data, k, n_anchors):
+    X, y = data
+    est = dmargin.ReliefF(n_neighbors=k, n_anchors=n_anchors, random_state=3).fit(X, y)
+    anchors = None if n_anchors is None else est.anchor_indices_
+    scaled = ref.minmax_scale(X)
+    w, t, p, q = stir_reference(scaled, y, k, anchors)
+    varies = np.arange(7) != 5
+    np.testing.assert_allclose(est.feature_importances_, w, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(est.t_statistics_[varies], t[varies], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(est.pvalues_[varies], p[varies], rtol=1e-10, atol=1e-12)
+    assert est.t_statistics_[5] == 0 and est.pvalues_[5] == 1
+    np.testing.assert_allclose(est.qvalues_, _benjamini_hochberg(est.pvalues_), rtol=1e-12)
+    assert est.pvalues_.argmin() == 2 and est.pvalues_[2] < 1e-3
+
+
+def test_stir_is_the_same_on_dask(data, threaded):
+    X, y = data
+    local = dmargin.ReliefF(n_anchors=50, random_state=1).fit(X, y)
+    dask = dmargin.ReliefF(n_anchors=50, random_state=1).fit(da.from_array(X, chunks=40), y)
+    for name in ("feature_importances_", "t_statistics_", "pvalues_", "qvalues_"):
+        np.testing.assert_allclose(getattr(dask, name), getattr(local, name), rtol=1e-10,
+                                   atol=1e-13)
+
+
+def test_stir_is_only_for_two_classes(data):
+    X, _ = data
+    est = dmargin.ReliefF().fit(X, np.repeat([0, 1, 2, 3], 40))
+    assert est.pvalues_ is None and est.qvalues_ is None and est.t_statistics_ is None
+
+
+def test_gametes_predictive_snps_get_the_smallest_pvalues():
+    if not GAMETES.exists():
+        pytest.skip("the shared GAMETES data are not beside the repository")
+    frame = pd.read_csv(GAMETES, sep="\t")
+    X, y = frame.drop(columns="class"), frame["class"]
+    est = dmargin.ReliefF(n_neighbors=100).fit(X, y)
+    best = set(X.columns[np.argsort(est.pvalues_)[:2]])
+    assert best == {"P1", "P2"}
+    assert np.all(est.qvalues_[X.columns.isin(["P1", "P2"])] < 0.05)
