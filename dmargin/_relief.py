@@ -19,7 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
                     make_rng, miss_priors, start_fit, timer)
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
-from .engine import knn_statistic, lse_statistic, merge
+from .engine import knn_statistic, lse_statistic, merge, permuted_rows
 from .progress import fit_steps
 
 _SCALE = [Options(("minmax",)), NONE]
@@ -284,9 +284,13 @@ class ReliefF(WeightSelector):
         anchor (O(N^2 A)); an int ``m`` (or a fraction of N) scores ``m``
         anchors, drawn stratified by class, against all N samples (O(m N A))
         and divides by ``m``.
+    n_permutations : int, default=0
+        ``0``: ``pvalues_`` are STIR's, from the fit's one pass.  ``B > 0``:
+        permutation p-values from B more passes with the labels permuted
+        (dask rows are then persisted once instead of streamed).
     n_features_to_select : int, float or None, default=None
     random_state : int, Generator or None, default=None
-        Seeds the sample of anchors.
+        Seeds the sample of anchors and the permutations.
 
     Attributes
     ----------
@@ -294,15 +298,20 @@ class ReliefF(WeightSelector):
         ReliefF's weights W (in [-1, 1], not normalised).
     anchor_indices_ : ndarray of shape (m,) or None
         The rows used as anchors (sorted), ``None`` when every row was one.
-    t_statistics_, pvalues_, qvalues_ : ndarray of shape (n_features,) or None
-        STIR (Le, Urbanowicz, Moore & McKinney 2019), for two classes: each
-        feature's pseudo t-statistic comparing its differences to the misses
-        with those to the hits (the same neighbours as the weights), the
-        one-sided p-value (Student's t, ``hit pairs + miss pairs - 2``
-        degrees of freedom) and the Benjamini-Hochberg adjusted p-value.  A
-        feature with no spread in its differences (a constant feature) gets
-        t = 0 and p = 1.  ``None`` for more than two classes: STIR is defined
-        for case-control data.
+    t_statistics_ : ndarray of shape (n_features,) or None
+        STIR's pseudo t-statistics (Le, Urbanowicz, Moore & McKinney 2019),
+        for two classes: each feature's differences to the misses against
+        those to the hits (the neighbours of the weights), pooled over
+        ``hit pairs + miss pairs - 2`` degrees of freedom.  A feature with no
+        spread in its differences (a constant feature) gets 0.  ``None`` for
+        more than two classes: STIR is defined for case-control data.
+    pvalues_ : ndarray of shape (n_features,) or None
+        One-sided p-values: with ``n_permutations=0``, STIR's (Student's t of
+        ``t_statistics_``; ``None`` for more than two classes); with
+        ``n_permutations=B``, ``(1 + #{b : W_b >= W}) / (B + 1)`` over the
+        weights ``W_b`` of B fits with permuted labels (any number of classes).
+    qvalues_ : ndarray of shape (n_features,) or None
+        ``pvalues_`` adjusted by Benjamini-Hochberg (false discovery rate).
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -310,7 +319,14 @@ class ReliefF(WeightSelector):
     Notes
     -----
     STIR's ReliefF score, the difference of the two means of its t-statistic,
-    is ``feature_importances_`` itself for two classes.
+    is ``feature_importances_`` itself for two classes.  Its t-test treats the
+    hit and the miss pairs as independent samples, which they are not (a
+    pair is often found from both of its rows), and ReliefF's weights lean
+    toward the larger class when the classes are unbalanced: on null data
+    STIR's p-values come out too small (``benchmarks/README.md``, STIR).
+    Permutation p-values (``n_permutations``) are exact for exchangeable
+    labels, at the price of B more passes; each permutation redraws the
+    anchors of a sample, stratified by the permuted labels.
 
     References
     ----------
@@ -333,15 +349,17 @@ class ReliefF(WeightSelector):
         "n_neighbors": [Interval(numbers.Integral, 1, None)],
         "scale": _SCALE,
         "n_anchors": N_ANCHORS,
+        "n_permutations": [Interval(numbers.Integral, 0, None)],
         "n_features_to_select": N_FEATURES_TO_SELECT,
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, *, n_neighbors=10, scale="minmax", n_anchors=None,
+    def __init__(self, *, n_neighbors=10, scale="minmax", n_anchors=None, n_permutations=0,
                  n_features_to_select=None, random_state=None):
         self.n_neighbors = n_neighbors
         self.scale = scale
         self.n_anchors = n_anchors
+        self.n_permutations = n_permutations
         self.n_features_to_select = n_features_to_select
         self.random_state = random_state
 
@@ -357,20 +375,34 @@ class ReliefF(WeightSelector):
         -------
         self : ReliefF
         """
-        data, rows = start_fit(self, X, y, one_pass=True)
+        data, rows = start_fit(self, X, y, one_pass=self.n_permutations == 0)
         anchors = anchors_for(self, rows)
         binary = len(data.classes) == 2
         agg = merge.relieff_stir_agg if binary else merge.relieff_agg
-        with fit_steps(self, "pass", 1) as steps, timer("ReliefF"):
-            total = np.asarray(knn_statistic(rows, self.n_neighbors, agg,
-                                             (miss_priors(data.counts),), anchors=anchors))
+        priors = (miss_priors(data.counts),)
+        with fit_steps(self, "pass", 1 + self.n_permutations) as steps, timer("ReliefF"):
+            total = np.asarray(knn_statistic(rows, self.n_neighbors, agg, priors,
+                                             anchors=anchors))
             steps.step()
+            m = rows.n_samples if anchors is None else anchors.n_samples
+            weights = (total[0] if binary else total) / m
+            reached = np.zeros(weights.size)
+            rng = make_rng(self.random_state).spawn(1)[0]  # not the anchors' stream
+            for _ in range(self.n_permutations):
+                permuted = permuted_rows(rows, data.counts, rng)
+                sample = anchors_for(self, permuted)
+                reached += np.asarray(knn_statistic(permuted, self.n_neighbors,
+                                                    merge.relieff_agg, priors,
+                                                    anchors=sample)) / m >= weights
+                steps.step()
         self.classes_ = data.classes
-        m = rows.n_samples if anchors is None else anchors.n_samples
-        self.feature_importances_ = (total[0] if binary else total) / m
+        self.feature_importances_ = weights
         self.t_statistics_ = self.pvalues_ = self.qvalues_ = None
         if binary:
             self.t_statistics_, self.pvalues_ = stir(total[1:].reshape(2, 4, -1), m)
+        if self.n_permutations:
+            self.pvalues_ = (1.0 + reached) / (1.0 + self.n_permutations)
+        if self.pvalues_ is not None:
             self.qvalues_ = false_discovery_control(self.pvalues_, method="bh")
         self.anchor_indices_ = None if anchors is None else anchors.index
         return self

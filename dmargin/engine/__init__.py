@@ -17,6 +17,7 @@ from .binning import BinnedRows, bin_rows
 from .execution import Anchors, Rows, prepare_rows, sample_anchors
 from .kernels.sequential import (ldm_dcd, ldm_dcd_linear, online_irelief_steps, simba_margins,
                                  simba_run)
+from .permute import permuted_rows
 from .statistics import (WeightedHistograms, anchor_partials, counts, knn_statistic,
                          lse_statistic, quad_statistic, rbf_left_out_sums,
                          row_partials)
@@ -24,6 +25,6 @@ from .statistics import (WeightedHistograms, anchor_partials, counts, knn_statis
 __all__ = [
     "Anchors", "BinnedRows", "Rows", "WeightedHistograms", "anchor_partials", "bin_rows", "counts",
     "knn_statistic", "ldm_dcd", "ldm_dcd_linear", "lse_statistic", "merge",
-    "online_irelief_steps", "prepare_rows", "quad_statistic", "rbf_left_out_sums",
+    "online_irelief_steps", "permuted_rows", "prepare_rows", "quad_statistic", "rbf_left_out_sums",
     "row_partials", "sample_anchors", "simba_margins", "simba_run",
 ]
