@@ -21,10 +21,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, make_rng,
                     start_fit, timer)
-from ._compat import gather
+from ._compat import as_dask_array, gather, is_dask_collection
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate, n_to_select
 from ._validation import NONE, RANDOM_STATE, Interval, Options
-from .engine import WeightedHistograms, bin_rows, counts
+from .engine import WeightedHistograms, bin_rows, counts, map_row_blocks, new_row_blocks
 
 #: A stump's edge is capped below 1 so that alpha stays finite (spec 8.1).
 _EDGE_CAP = 1.0 - 1e-10
@@ -75,6 +75,18 @@ class Stumps:
         for f, th, s, a in zip(self.feature, self.threshold, self.polarity, self.alpha):
             F += a * s * np.where(X[:, f] > th, 1.0, -1.0)
         return F
+
+    def feature_votes(self, X, n_features):
+        """``sum_{t: f_t = f} alpha_t h_t(x) / sum_{t: f_t = f} |alpha_t|`` per feature (eq. 6
+        without the label), 0 for unused features: shape (n_samples, n_features)."""
+        H = np.zeros((X.shape[0], n_features))
+        norm = np.zeros(n_features)
+        for f, th, p, a in zip(self.feature, self.threshold, self.polarity, self.alpha):
+            H[:, f] += a * p * np.where(X[:, f] > th, 1.0, -1.0)
+            norm[f] += abs(a)
+        used = norm > 0
+        H[:, used] /= norm[used]
+        return H
 
     def contribution_ratios(self, n_features):
         """Gamma_f (eq. 7): the share of ``sum_t |alpha_t|`` spent on feature f."""
@@ -294,20 +306,31 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
 
     def _check_X(self, X):
         check_is_fitted(self, "estimator_weights_")
-        X = gather(X, what="the rows to predict")
         return validate_data(self, X, reset=False, dtype=np.float64)
+
+    def _on_blocks(self, fn, X, *args, y=None, n_cols=None, dtype=np.float64):
+        """``fn`` of every row block of a dask ``X`` (and ``y``): a lazy dask array."""
+        check_is_fitted(self, "estimator_weights_")
+        X = new_row_blocks(X, self.n_features_in_, getattr(self, "feature_names_in_", None),
+                           type(self).__name__)
+        if y is not None and not is_dask_collection(y):
+            y = as_dask_array(np.asarray(y))
+        return map_row_blocks(fn, X, self._stumps, *args, y=y, n_cols=n_cols, dtype=dtype)
 
     def decision_function(self, X):
         """``F(x) = sum_t alpha_t h_t(x)``; positive votes for ``classes_[1]``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
 
         Returns
         -------
-        F : ndarray of shape (n_samples,)
+        F : ndarray or dask array of shape (n_samples,)
+            Lazy (a dask array over X's row blocks) for dask input.
         """
+        if is_dask_collection(X):
+            return self._on_blocks(_decision_block, X)
         X = self._check_X(X)
         return self._stumps.decision(X)
 
@@ -316,12 +339,15 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
 
         Returns
         -------
-        y : ndarray of shape (n_samples,)
+        y : ndarray or dask array of shape (n_samples,)
+            Lazy (a dask array over X's row blocks) for dask input.
         """
+        if is_dask_collection(X):
+            return self._on_blocks(_predict_block, X, self.classes_, dtype=self.classes_.dtype)
         F = self.decision_function(X)
         return self.classes_[(F > 0).astype(int)]
 
@@ -330,18 +356,25 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
+        y : array-like, dask array or dask Series of shape (n_samples,)
             Labels among ``classes_``.
 
         Returns
         -------
         rho : ndarray of shape (n_samples,)
+            For dask input computed block by block on the workers; only the
+            margins come back.
         """
+        if is_dask_collection(X) or is_dask_collection(y):
+            if not is_dask_collection(X):
+                X = as_dask_array(self._check_X(X))
+            total = float(np.abs(self.estimator_weights_).sum())
+            return np.asarray(gather(self._on_blocks(_margin_block, X, self.classes_, total, y=y),
+                                     what="the boosting margins"))
         F = self.decision_function(X)
-        y = np.asarray(gather(y, what="the labels"))
-        if not np.isin(y, self.classes_).all():
-            raise ValueError(f"y has labels outside classes_ {list(self.classes_)}.")
+        y = np.asarray(y)
+        _check_labels(y, self.classes_)
         sign = np.where(y == self.classes_[1], 1.0, -1.0)
         total = np.abs(self.estimator_weights_).sum()
         return sign * F / total if total > 0 else np.zeros_like(F)
@@ -351,27 +384,63 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
 
         Theorem 3.1: ``feature_margins(X, y) @ contribution_ratios_ == margins(X, y)``.
 
+        Parameters
+        ----------
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
+        y : array-like, dask array or dask Series of shape (n_samples,)
+
         Returns
         -------
-        rho_f : ndarray of shape (n_samples, n_features)
+        rho_f : ndarray or dask array of shape (n_samples, n_features)
+            Lazy (a dask array over X's row blocks) for dask input: it is as
+            large as X.
         """
+        if is_dask_collection(X) or is_dask_collection(y):
+            if not is_dask_collection(X):
+                X = as_dask_array(self._check_X(X))
+            return self._on_blocks(_feature_margin_block, X, self.classes_, self.n_features_in_,
+                                   y=y, n_cols=self.n_features_in_)
         X = self._check_X(X)
-        sign = np.where(np.asarray(y) == self.classes_[1], 1.0, -1.0)
-        s = self._stumps
-        H = np.zeros((X.shape[0], self.n_features_in_))
-        norm = np.zeros(self.n_features_in_)
-        for f, th, p, a in zip(s.feature, s.threshold, s.polarity, s.alpha):
-            H[:, f] += a * p * np.where(X[:, f] > th, 1.0, -1.0)
-            norm[f] += abs(a)
-        used = norm > 0
-        H[:, used] /= norm[used]
-        return sign[:, None] * H
+        y = np.asarray(y)
+        _check_labels(y, self.classes_)
+        sign = np.where(y == self.classes_[1], 1.0, -1.0)
+        return sign[:, None] * self._stumps.feature_votes(X, self.n_features_in_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.estimator_type = "classifier"
         tags.classifier_tags.multi_class = False
         return tags
+
+
+def _check_labels(y, classes):
+    if not np.isin(y, classes).all():
+        raise ValueError(f"y has labels outside classes_ {list(classes)}; the margins are "
+                         "defined for the two classes the committee was fitted on.")
+
+
+def _sign(y, classes):
+    _check_labels(y, classes)
+    return np.where(y == classes[1], 1.0, -1.0)
+
+
+# Tasks on one row block of new rows (the lazy predictions and margins).
+
+def _decision_block(X, stumps):
+    return stumps.decision(X)
+
+
+def _predict_block(X, stumps, classes):
+    return classes[(stumps.decision(X) > 0).astype(int)]
+
+
+def _margin_block(X, y, stumps, classes, total):
+    F = stumps.decision(X)
+    return _sign(np.asarray(y), classes) * F / total if total > 0 else np.zeros_like(F)
+
+
+def _feature_margin_block(X, y, stumps, classes, n_features):
+    return _sign(np.asarray(y), classes)[:, None] * stumps.feature_votes(X, n_features)
 
 
 # ---------------------------------------------------------------------------

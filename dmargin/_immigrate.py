@@ -11,6 +11,7 @@ section 3).
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -26,9 +27,9 @@ from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
                     make_rng, start_fit, timer,
                     user_stacklevel)
 from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
-from ._compat import gather
-from .engine import (anchor_partials, lse_statistic, merge, prepare_rows, quad_statistic,
-                     row_partials)
+from ._compat import gather, is_dask_collection
+from .engine import (anchor_partials, lse_statistic, merge, new_row_blocks, new_rows_softmin,
+                     prepare_rows, quad_statistic, row_partials)
 from .progress import fit_steps
 
 _SCALE = [Options(("standard",)), NONE]
@@ -140,11 +141,29 @@ def _loo_codes(rows, kernel, params):
 
 
 def _scaled_rows(est, X, scaling):
-    """New rows checked against ``est``'s fit and scaled as its training rows."""
-    # Predictions are small; new points are gathered and checked like numpy.
-    X = gather(X, what="the rows to predict")
+    """New rows (numpy, pandas) checked against ``est``'s fit and scaled as its training rows."""
     X = validate_data(est, X, reset=False, dtype=np.float64)
     return X if scaling is None else scaling.apply(X)
+
+
+def _prepare_block(X, scaling, features):
+    """A block of new dask rows scaled as the training rows (a task of the predictions)."""
+    X = X if scaling is None else scaling.apply(X)
+    return np.ascontiguousarray(X if features is None else X[:, features], dtype=np.float64)
+
+
+def softmin_on_blocks(est, rows, scaling, kernel, params, X, weights=None, features=None):
+    """:func:`softmin_distances` of dask rows ``X``, computed where the rows live.
+
+    Each block of ``X`` is scaled where it is and scored against the
+    training row blocks by the engine's tiles (as the fit's); only the
+    ``(n_samples, n_classes)`` expected distances come back.
+    """
+    check_is_fitted(est, "classes_")
+    X = new_row_blocks(X, est.n_features_in_, getattr(est, "feature_names_in_", None),
+                       type(est).__name__)
+    prepare = functools.partial(_prepare_block, scaling=scaling, features=features)
+    return new_rows_softmin(rows, kernel, params, X, prepare, weights)
 
 
 class _SoftminClassifier(ClassifierMixin, WeightSelector):
@@ -163,6 +182,10 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
 
     def _expected_distances(self, X):
         check_is_fitted(self, "classes_")
+        if is_dask_collection(X):
+            kernel, params = self._kernel_params()
+            return softmin_on_blocks(self, self._rows, self._scaling, kernel, params, X,
+                                     self._expectation_weights(), self._prediction_features())
         X = self._scaled(X)
         kernel, params = self._kernel_params()
         return softmin_distances(self._rows, kernel, params, X, -1 - np.arange(X.shape[0]),
@@ -170,6 +193,14 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
 
     def _partial_expectation(self, v):
         return v
+
+    def _expectation_weights(self):
+        """``w`` when the partial's ``v`` is a vector per class (``v @ w``), else None."""
+        return None
+
+    def _prediction_features(self):
+        """The training columns the rule reads (None: all)."""
+        return None
 
     def decision_function(self, X):
         """``-S / sigma`` per class; for two classes ``(S_0 - S_1) / sigma``.
@@ -617,6 +648,9 @@ class IM4E(_SoftminClassifier):
     def _partial_expectation(self, v):
         return v @ self.feature_importances_
 
+    def _expectation_weights(self):
+        return self.feature_importances_
+
     def fit(self, X, y, sample_weight=None):
         """Learn the weight vector.
 
@@ -752,6 +786,9 @@ class IM4EImmigrate(_SoftminClassifier):
 
     def _scaled(self, X):
         return super()._scaled(X)[:, self.features_]
+
+    def _prediction_features(self):
+        return self.features_
 
     def fit(self, X, y):
         """Prescreen with IM4E, then learn interactions among the kept features.
@@ -959,13 +996,21 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
 
     def _votes(self, X):
         check_is_fitted(self, "estimators_")
-        X = _scaled_rows(self, X, self._scaling)
-        new = -1 - np.arange(X.shape[0])
-        votes = np.zeros((X.shape[0], len(self.classes_)))
+        on_dask = is_dask_collection(X)
+        if not on_dask:
+            X = _scaled_rows(self, X, self._scaling)
+            new = -1 - np.arange(X.shape[0])
+        votes = None
         for alpha, est in zip(self.estimator_weights_, self.estimators_):
             kernel, params = _immigrate_kernel(est.weight_matrix_, est.sigma, len(self.classes_))
-            codes = np.argmin(softmin_distances(self._rows, kernel, params, X, new), axis=1)
-            votes[np.arange(X.shape[0]), codes] += alpha
+            if on_dask:  # each learner scores the blocks where they are
+                S = softmin_on_blocks(self, self._rows, self._scaling, kernel, params, X)
+            else:
+                S = softmin_distances(self._rows, kernel, params, X, new)
+            codes = np.argmin(S, axis=1)
+            if votes is None:
+                votes = np.zeros((codes.shape[0], len(self.classes_)))
+            votes[np.arange(codes.shape[0]), codes] += alpha
         return votes / self.estimator_weights_.sum()
 
     def predict(self, X):

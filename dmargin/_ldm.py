@@ -22,21 +22,38 @@ from typing import ClassVar
 
 import numpy as np
 import scipy.linalg
+import scipy.optimize
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import DaskSelectorMixin, logger, make_rng, start_fit, timer, user_stacklevel
-from ._compat import gather
+from ._compat import gather, is_dask_collection
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate
 from ._validation import NONE, RANDOM_STATE, Interval, Options
-from .engine import ldm_dcd, ldm_dcd_linear, rbf_left_out_sums
+from .engine import (hinge_band, hinge_violations, ldm_dcd, ldm_dcd_linear, linear_gram,
+                     linear_loss, map_row_blocks, new_row_blocks, prepare_rows,
+                     rbf_left_out_sums)
 
 _KERNELS = [Options(("rbf", "linear"))]
 _GAMMA = [Options(("scale", "auto")), Interval(numbers.Real, 0, None, closed="neither")]
 _SCALE = [Options(("minmax",)), NONE]
+_SOLVER = [Options(("auto", "cd", "newton"))]
 #: Rows of new points per kernel block in ``decision_function``.
 _PREDICT_BLOCK = 2048
+#: Rows of dask input the in-memory solvers gather at most.  They hold
+#: m x m matrices on the driver (the kernel dual: three of them, 2.4 GB at
+#: 10,000 rows); above it a fit on dask input is refused, naming the fix.
+GATHER_MAX_ROWS = 10_000
+#: ``solver="auto"`` solves linear machines by the distributed primal
+#: Newton method on dask input, or above this many rows.
+NEWTON_MIN_ROWS = 10_000
+#: The hinge is smoothed (Huber, width ``mu``) and ``mu`` lowered in these
+#: stages, each warm-started; the last stage's band of rows gives the exact
+#: hinge solution (:func:`hinge_polish`).
+_MU_STAGES = (1.0, 1e-2, 1e-4, 1e-6)
+#: Newton iterations per stage at most.
+_NEWTON_MAX_ITER = 200
 
 
 # ---------------------------------------------------------------------------
@@ -213,6 +230,248 @@ def fit_machines(X, codes, classes, *, C, lambda1, lambda2, kernel, gamma, tol, 
 
 
 # ---------------------------------------------------------------------------
+# Linear machines in the primal, by Newton's method over row blocks
+# ---------------------------------------------------------------------------
+
+
+def _newton(evaluate, w0, gtol, max_iter):
+    """Minimise by scipy's trust-region Newton (``trust-exact``) on the driver.
+
+    ``evaluate(w) -> (f, grad, H)`` is one pass over the row blocks (a new,
+    small graph each time); the trio of the last point is kept, as the
+    method asks for ``H`` where it has just asked for ``f``.
+    """
+    last = {}
+
+    def trio(w):
+        key = w.tobytes()
+        if key not in last:
+            last.clear()
+            last[key] = evaluate(np.array(w))
+        return last[key]
+
+    res = scipy.optimize.minimize(lambda w: trio(w)[:2], w0, jac=True, hess=lambda w: trio(w)[2],
+                                  method="trust-exact",
+                                  options={"gtol": gtol, "maxiter": max_iter})
+    return res.x, int(res.nit), bool(res.success)
+
+
+def ldm_quadratic(gram, lambda1, lambda2):
+    """``(Q_d, c)`` of the linear LDM primal ``1/2 w^T Q_d w - c^T w + C sum_i xi_i``.
+
+    From ``(m, b = sum_i y_i x_i, X^T X)`` (:func:`dmargin.engine.linear_gram`):
+    ``Q_d = I + (4 lambda1 / m^2) (m X^T X - b b^T)`` and ``c = (lambda2 / m) b``
+    (ALGORITHMS.md 9.1, 9.4: the variance and mean terms of the margins).
+    """
+    m, b, G = gram
+    d = b.size
+    Q = np.eye(d) + (4.0 * lambda1 / m**2) * (m * G - np.outer(b, b))
+    return (Q + Q.T) / 2, (lambda2 / m) * b
+
+
+def ldm_primal_objective(w, Q, c, C, hinge_sum):
+    """``1/2 w^T Q_d w - c^T w + C sum_i max(0, 1 - y_i w . x_i)``: the LDM primal."""
+    return 0.5 * w @ Q @ w - c @ w + C * hinge_sum
+
+
+def hinge_polish(rows, cols, pair, Q, c, C, w, mu, rounds=5):
+    """The exact hinge solution from a smoothed one: ``(w, exact)``.
+
+    Rows with ``t = 1 - y w . x`` above the band hold ``beta = C``, below it
+    ``beta = 0``; the few in the band (margin near 1, the free support
+    vectors) come to the driver and their box-constrained dual is solved to
+    1e-10 (:func:`dmargin.engine.ldm_dcd`), giving
+    ``w = Q_d^-1 (c + C sum_upper z + Z_band^T beta)``.  A pass then checks every
+    other row's bound against the new ``w`` (KKT to 1e-9); when one is
+    violated, the band is taken again around the new ``w``.
+    """
+    factor = scipy.linalg.cho_factor(Q)
+    cap = max(1000, 20 * Q.shape[0])
+    low, high = -mu, 2 * mu
+    for _ in range(rounds):
+        upper, band, n_band = hinge_band(rows, cols, pair, w, low, high, cap)
+        if int(n_band[0]) > cap:
+            return w, False
+        w0 = scipy.linalg.cho_solve(factor, c + C * upper)
+        w_new = w0
+        if band.shape[0]:
+            V = scipy.linalg.cho_solve(factor, band.T)
+            H = np.ascontiguousarray(band @ V)
+            beta, _, ok = ldm_dcd(H, band @ w0 - 1.0, C, 1e-10, 100_000, 0)
+            w_new = w0 + V @ beta
+        if hinge_violations(rows, cols, pair, w, w_new, low, high, 1e-9) == 0:
+            return w_new, True
+        w = w_new
+    return w, False
+
+
+def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, max_iter=_NEWTON_MAX_ITER):
+    """One binary linear LDM in the primal, over row blocks: ``(w, iterations, exact)``.
+
+    The hinge is smoothed to a Huber loss of width ``mu`` lowered over
+    :data:`_MU_STAGES`; each stage is a trust-region Newton solve whose loss,
+    gradient and generalised Hessian are sums over the row blocks where they
+    live (:func:`dmargin.engine.linear_loss`); the quadratic terms are d x d
+    on the driver.  :func:`hinge_polish` then finds the exact hinge solution.
+    Starts, as the dual descent does, from ``beta = 0``: ``w = Q_d^-1 c``.
+    """
+    Q, c = ldm_quadratic(gram, lambda1, lambda2)
+    w = scipy.linalg.solve(Q, c, assume_a="pos")
+    gtol = 1e-10 * (1.0 + C * gram[0])
+    total = 0
+    for mu in _MU_STAGES:
+        def evaluate(v, mu=mu):
+            f, g, H = linear_loss(rows, cols, pair, v, loss="huber", mu=mu, hessian=True)
+            return 0.5 * v @ Q @ v - c @ v + C * f, Q @ v - c + C * g, Q + C * H
+
+        w, nit, _ = _newton(evaluate, w, gtol, max_iter)
+        total += nit
+    w, exact = hinge_polish(rows, cols, pair, Q, c, C, w, _MU_STAGES[-1])
+    return w, total, exact
+
+
+def svm_newton(rows, cols, pair, *, C, intercept_scaling=1.0, max_iter=_NEWTON_MAX_ITER):
+    """LinearSVC's primal, over row blocks: ``(w, intercept, iterations, converged)``.
+
+    ``min 1/2 ||[w, b]||^2 + C sum_i max(0, 1 - y_i ([w, b] . [x_i, s]))^2`` with
+    ``s = intercept_scaling`` (scikit-learn's ``LinearSVC(loss="squared_hinge",
+    penalty="l2")``, whose intercept is a regularised constant feature), by
+    trust-region Newton with the generalised Hessian ``I + 2 C sum_{active}
+    z z^T``: the loss is piecewise quadratic, so the steps end at the exact
+    minimum once the active rows settle.
+    """
+    d = len(cols) + (1 if intercept_scaling else 0)
+
+    def evaluate(v):
+        f, g, H = linear_loss(rows, cols, pair, v, loss="squared_hinge",
+                              intercept=intercept_scaling, hessian=True)
+        return 0.5 * v @ v + C * f, v + C * g, np.eye(d) + C * H
+
+    m = linear_gram(rows, cols, [pair])[0][0]
+    w, nit, ok = _newton(evaluate, np.zeros(d), 1e-10 * (1.0 + C * m), max_iter)
+    if intercept_scaling:
+        return w[:-1], w[-1] * intercept_scaling, nit, ok
+    return w, 0.0, nit, ok
+
+
+def check_gather(estimator, X, n_samples):
+    """Refuse to gather more than :data:`GATHER_MAX_ROWS` dask rows to the driver."""
+    if is_dask_collection(X) and n_samples > GATHER_MAX_ROWS:
+        name = type(estimator).__name__
+        raise ValueError(
+            f"{name}(kernel={estimator.kernel!r}) trains on the driver with m x m kernel "
+            f"matrices, and the dask input has {int(n_samples)} rows, above its limit of "
+            f"{GATHER_MAX_ROWS} rows (dmargin._ldm.GATHER_MAX_ROWS). Use "
+            f"{name}(kernel='linear'), whose primal solver runs on the row blocks at any "
+            f"size, or fit on a sample of at most {GATHER_MAX_ROWS} rows (e.g. "
+            "ddf.sample(frac=...) or X[:n]).")
+
+
+def _known_rows(X):
+    """The row count of a dask array with known chunks, else None (DataFrames: lazy)."""
+    n = getattr(X, "shape", (None,))[0] if is_dask_collection(X) else None
+    return int(n) if isinstance(n, numbers.Integral) and not isinstance(n, bool) else None
+
+
+def pick_solver(estimator, X, n_samples) -> str:
+    """``"newton"`` or ``"cd"`` for ``estimator.solver`` on these data (see :class:`LDM`)."""
+    solver = getattr(estimator, "solver", "auto")
+    if solver == "newton" and estimator.kernel != "linear":
+        raise ValueError(f"solver='newton' solves linear machines; kernel={estimator.kernel!r} "
+                         "needs solver='cd' (or 'auto').")
+    if solver == "auto":
+        solver = ("newton" if estimator.kernel == "linear"
+                  and (is_dask_collection(X) or n_samples > NEWTON_MIN_ROWS) else "cd")
+    if solver == "cd":
+        check_gather(estimator, X, n_samples)
+    return solver
+
+
+def newton_machines(estimator, rows, cols, n_classes):
+    """``w`` of every one-vs-one machine on the columns ``cols``, by the primal
+    Newton solver of ``estimator`` (:func:`ldm_newton`, or :func:`svm_newton`
+    for :class:`SVMRFE`): ``(coef of shape (n_machines, len(cols)), iterations)``."""
+    pairs = _ovo_pairs(n_classes)
+    cols = np.asarray(cols, dtype=np.int64)
+    coef = np.zeros((len(pairs), cols.size))
+    n_iter = []
+    grams = None if isinstance(estimator, SVMRFE) else linear_gram(rows, cols, pairs)
+    for p, pair in enumerate(pairs):
+        with timer("primal Newton machine %s", pair):
+            if grams is None:
+                coef[p], _, nit, ok = svm_newton(rows, cols, pair, C=estimator.C)
+            else:
+                coef[p], nit, ok = ldm_newton(rows, cols, pair, tuple(g[p] for g in grams),
+                                              C=estimator.C, lambda1=estimator.lambda1,
+                                              lambda2=estimator.lambda2)
+        n_iter.append(nit)
+        if not ok:
+            warnings.warn(
+                f"The primal Newton solver of machine {pair} did not reach the exact "
+                f"solution ({nit} iterations); the weights are those of the smoothed problem. "
+                "Scale the features (scale='minmax'), or use solver='cd' on a sample.",
+                ConvergenceWarning, stacklevel=user_stacklevel())
+    return coef, np.asarray(n_iter)
+
+
+def _ovo_scores(F, k):
+    """Decision values from the machine values ``F``: ``f`` (two classes) or the
+    one-vs-one votes plus a confidence in (-1/3, 1/3) (see :meth:`LDM.decision_function`)."""
+    if k == 2:
+        return F[:, 0]
+    votes = np.zeros((F.shape[0], k))
+    conf = np.zeros((F.shape[0], k))
+    for p, (a, b) in enumerate(_ovo_pairs(k)):
+        votes[:, b] += F[:, p] > 0
+        votes[:, a] += F[:, p] <= 0
+        conf[:, b] += F[:, p]
+        conf[:, a] -= F[:, p]
+    return votes + conf / (3.0 * (np.abs(conf) + 1.0))
+
+
+def _labels(scores, classes):
+    if scores.ndim == 1:
+        return classes[(scores > 0).astype(int)]
+    return classes[np.argmax(scores, axis=1)]
+
+
+class _LinearModel:
+    """The fitted machines of a linear LDM: ``f_p(x) = w_p . x`` (pickled into tasks)."""
+
+    def __init__(self, scaling, coef, n_classes):
+        self.scaling, self.coef, self.n_classes = scaling, coef, n_classes
+
+    def values(self, X):
+        return X @ self.coef.T
+
+    def scores(self, X, scaled=False):
+        if not scaled and self.scaling is not None:
+            X = self.scaling.apply(X)
+        return _ovo_scores(self.values(X), self.n_classes)
+
+
+class _KernelModel(_LinearModel):
+    """RBF machines: ``f_p(x) = sum_s alpha_ps k(x_s, x)`` over the support vectors."""
+
+    def __init__(self, scaling, dual_coef, support_vectors, gamma, n_classes):
+        super().__init__(scaling, dual_coef, n_classes)
+        self.support_vectors, self.gamma = support_vectors, gamma
+
+    def values(self, X):
+        out = np.empty((X.shape[0], self.coef.shape[0]))
+        for s in range(0, X.shape[0], _PREDICT_BLOCK):
+            K = kernel_matrix(X[s:s + _PREDICT_BLOCK], self.support_vectors, "rbf", self.gamma)
+            out[s:s + _PREDICT_BLOCK] = K @ self.coef.T
+        return out
+
+
+def _ldm_block(X, model, what, classes):
+    """One row block's decision values or labels (a task of the lazy predictions)."""
+    scores = model.scores(X)
+    return _labels(scores, classes) if what == "predict" else scores
+
+
+# ---------------------------------------------------------------------------
 # LDM classifier
 # ---------------------------------------------------------------------------
 
@@ -228,9 +487,20 @@ class LDM(ClassifierMixin, BaseEstimator):
     the primal ``w`` (9.4).  More than two classes: one binary machine per
     pair of classes and a majority vote (9.5).
 
-    Training is on the driver and needs the three m x m matrices of the
-    official solver (O(m^2) memory, O(m^3) time per machine) -- except the
-    linear primal path, O(m d + d^3).  Dask input is gathered.
+    Training by coordinate descent (``solver="cd"``) is on the driver and
+    needs the three m x m matrices of the official solver (O(m^2) memory,
+    O(m^3) time per machine) -- except the linear primal path, O(m d + d^3).
+    Dask input is gathered for it, up to :data:`GATHER_MAX_ROWS` (10,000)
+    rows; above that such a fit is refused with a ``ValueError`` naming the
+    fix.  ``solver="newton"`` (linear kernel) solves the primal
+    ``1/2 w^T Q_d w - c^T w + C sum_i max(0, 1 - y_i w . x_i)`` (9.1, 9.4) by
+    trust-region Newton on the driver, each loss, gradient and generalised
+    Hessian a sum over the row blocks where they live, with the hinge
+    smoothed in stages and the exact hinge solution recovered at the end
+    (:func:`ldm_newton`): the rows are never gathered, and the solution is the
+    dual's (to 1e-6 and better).  ``decision_function`` and ``predict`` of a
+    dask array or DataFrame return a lazy dask array, computed block by block
+    where the rows are.
 
     Parameters
     ----------
@@ -252,6 +522,11 @@ class LDM(ClassifierMixin, BaseEstimator):
     scale : {"minmax"} or None, default=None
         ``"minmax"`` scales each feature to [0, 1] with the training ranges
         (as the LDM authors do); the same map is applied in ``predict``.
+    solver : {"auto", "cd", "newton"}, default="auto"
+        ``"cd"``: dual coordinate descent in memory (the official solver's);
+        ``"newton"``: the distributed primal solver (linear kernel only);
+        ``"auto"``: ``"newton"`` for the linear kernel on dask input or above
+        :data:`NEWTON_MIN_ROWS` (10,000) rows, else ``"cd"``.
     random_state : int, Generator, RandomState or None, default=None
         Seeds the coordinate order of the descent.
 
@@ -268,12 +543,15 @@ class LDM(ClassifierMixin, BaseEstimator):
     coef_ : ndarray of shape (n_machines, n_features)
         ``w`` of each machine; only with ``kernel="linear"``.
     beta_ : list of ndarray
-        The dual solution of each machine.
-    gamma_ : float
-        The RBF width used.
-    solver_ : {"dual", "primal"}
+        The dual solution of each machine (not set by ``solver="newton"``,
+        where it would be one number per row).
+    gamma_ : float or None
+        The RBF width used (``None`` after ``solver="newton"``).
+    solver_ : {"dual", "primal", "newton"}
+        Coordinate descent on the dual or on ``w``, or the distributed
+        primal Newton solver.
     n_iter_ : ndarray of shape (n_machines,)
-        Descent passes of each machine.
+        Descent passes (Newton iterations) of each machine.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only for input with string column names.
@@ -306,11 +584,12 @@ class LDM(ClassifierMixin, BaseEstimator):
         "max_iter": [Interval(numbers.Integral, 1, None)],
         "tol": [Interval(numbers.Real, 0, None, closed="neither")],
         "scale": _SCALE,
+        "solver": _SOLVER,
         "random_state": [RANDOM_STATE],
     }
 
     def __init__(self, C=1.0, *, lambda1=0.125, lambda2=0.125, kernel="rbf", gamma="scale",
-                 max_iter=1000, tol=0.01, scale=None, random_state=None):
+                 max_iter=1000, tol=0.01, scale=None, solver="auto", random_state=None):
         self.C = C
         self.lambda1 = lambda1
         self.lambda2 = lambda2
@@ -319,6 +598,7 @@ class LDM(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.scale = scale
+        self.solver = solver
         self.random_state = random_state
 
     def fit(self, X, y):
@@ -334,10 +614,25 @@ class LDM(ClassifierMixin, BaseEstimator):
         -------
         self : LDM
         """
+        if _known_rows(X) is not None:  # fail before any pass over dask rows
+            pick_solver(self, X, _known_rows(X))
         data, _ = start_fit(self, X, y, rows=False)
-        X, codes = _gather(data.X), _gather(data.codes)
+        solver = pick_solver(self, X, data.X.shape[0])
         self._scaling = data.scaling
         self.classes_ = data.classes
+        for name in ("dual_coef_", "support_", "support_vectors_", "coef_", "beta_"):
+            if hasattr(self, name):  # a refit may change the solver
+                delattr(self, name)
+        if solver == "newton":
+            rows = prepare_rows(data.X, data.codes, len(data.classes))
+            coef, n_iter = newton_machines(self, rows, np.arange(rows.n_features),
+                                           len(data.classes))
+            self.gamma_ = None  # the linear kernel has no width
+            self.solver_ = "newton"
+            self.n_iter_ = n_iter
+            self.coef_ = coef
+            return self
+        X, codes = _gather(data.X), _gather(data.codes)
         self.gamma_ = resolve_gamma(self.gamma, X)
         machines = fit_machines(X, codes, self.classes_, C=self.C, lambda1=self.lambda1,
                                 lambda2=self.lambda2, kernel=self.kernel, gamma=self.gamma_,
@@ -346,9 +641,6 @@ class LDM(ClassifierMixin, BaseEstimator):
         self.solver_ = machines.solver
         self.beta_ = machines.beta
         self.n_iter_ = machines.n_iter
-        for name in ("dual_coef_", "support_", "support_vectors_", "coef_"):
-            if hasattr(self, name):  # a refit may change the solver
-                delattr(self, name)
         if machines.solver == "dual":
             self.support_ = machines.support
             self.support_vectors_ = X[machines.support]
@@ -359,7 +651,6 @@ class LDM(ClassifierMixin, BaseEstimator):
 
     def _scaled(self, X):
         check_is_fitted(self, "classes_")
-        X = _gather(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if self._scaling is not None:
             X = self._scaling.apply(X)
@@ -368,14 +659,24 @@ class LDM(ClassifierMixin, BaseEstimator):
     def _machine_values(self, X):
         """``f_p(x)`` of every machine, shape (n_samples, n_machines)."""
         X = self._scaled(X)
+        return self._model().values(X)
+
+    def _model(self):
+        """What a row block needs to be scored: small, sent with each task."""
         if self.kernel == "linear":
-            return X @ self.coef_.T
-        out = np.empty((X.shape[0], self.dual_coef_.shape[0]))
-        for s in range(0, X.shape[0], _PREDICT_BLOCK):
-            K = kernel_matrix(X[s:s + _PREDICT_BLOCK], self.support_vectors_, self.kernel,
-                              self.gamma_)
-            out[s:s + _PREDICT_BLOCK] = K @ self.dual_coef_.T
-        return out
+            return _LinearModel(self._scaling, self.coef_, len(self.classes_))
+        return _KernelModel(self._scaling, self.dual_coef_, self.support_vectors_,
+                            self.gamma_, len(self.classes_))
+
+    def _on_blocks(self, X, what, dtype=np.float64):
+        """``what`` of every row block of a dask ``X``: a lazy dask array."""
+        check_is_fitted(self, "classes_")
+        X = new_row_blocks(X, self.n_features_in_, getattr(self, "feature_names_in_", None),
+                           type(self).__name__)
+        k = len(self.classes_)
+        n_cols = None if what == "predict" or k == 2 else k
+        return map_row_blocks(_ldm_block, X, self._model(), what, self.classes_, n_cols=n_cols,
+                              dtype=dtype)
 
     def decision_function(self, X):
         """``f(x)`` for two classes (> 0: ``classes_[1]``); one-vs-one votes otherwise.
@@ -387,40 +688,33 @@ class LDM(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
 
         Returns
         -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        scores : ndarray or dask array of shape (n_samples,) or (n_samples, n_classes)
+            Lazy (a dask array) for dask input.
         """
-        F = self._machine_values(X)
-        if len(self.classes_) == 2:
-            return F[:, 0]
-        k = len(self.classes_)
-        votes = np.zeros((F.shape[0], k))
-        conf = np.zeros((F.shape[0], k))
-        for p, (a, b) in enumerate(_ovo_pairs(k)):
-            votes[:, b] += F[:, p] > 0
-            votes[:, a] += F[:, p] <= 0
-            conf[:, b] += F[:, p]
-            conf[:, a] -= F[:, p]
-        return votes + conf / (3.0 * (np.abs(conf) + 1.0))
+        if is_dask_collection(X):
+            return self._on_blocks(X, "decision")
+        X = self._scaled(X)
+        return self._model().scores(X, scaled=True)
 
     def predict(self, X):
         """The sign of ``f`` (two classes) or the one-vs-one vote winner.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
 
         Returns
         -------
-        y : ndarray of shape (n_samples,)
+        y : ndarray or dask array of shape (n_samples,)
+            Lazy (a dask array) for dask input.
         """
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        if is_dask_collection(X):
+            return self._on_blocks(X, "predict", dtype=self.classes_.dtype)
+        return _labels(self.decision_function(X), self.classes_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -451,8 +745,10 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            numpy, pandas or dask (dask: the scoring pass runs on the
-            persisted row blocks; the machines train on the driver).
+            numpy, pandas or dask.  Dask with ``solver="cd"``: the machines
+            train on the driver (at most :data:`GATHER_MAX_ROWS` rows are
+            gathered) and the RBF scoring pass runs on the persisted row
+            blocks; with ``solver="newton"`` nothing is gathered.
         y : array-like of shape (n_samples,)
 
         Returns
@@ -460,14 +756,22 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         self
         """
         # Initialization
+        if _known_rows(X) is not None:  # fail before any pass over dask rows
+            pick_solver(self, X, _known_rows(X))
         data, rows = start_fit(self, X, y, rows=True)
-        Xd, codes = _gather(rows.X), _gather(rows.codes)
-        gamma = resolve_gamma(self.gamma, Xd)  # fixed for all rounds (9b, [CHOICE])
-        rng = make_rng(self.random_state)
+        solver = pick_solver(self, X, rows.n_samples)
+        if solver == "newton":  # the rows stay where they are
+            gamma, k = None, len(data.classes)
+            machines = lambda cols: (None, newton_machines(self, rows, cols, k)[0])  # noqa: E731
+        else:
+            Xd, codes = _gather(rows.X), _gather(rows.codes)
+            gamma = resolve_gamma(self.gamma, Xd)  # fixed for all rounds (9b, [CHOICE])
+            rng = make_rng(self.random_state)
+            machines = lambda cols: self._machines(Xd[:, cols], codes, gamma, rng)  # noqa: E731
 
         # Elimination: Algorithm 1 of papers/ldm_rfe.txt, every feature tied at the minimum
-        result = eliminate(self, lambda cols: self._scores(rows, Xd, codes, cols, gamma, rng),
-                           Xd.shape[1], n_features_to_select=self.n_features_to_select,
+        result = eliminate(self, lambda cols: self._scores(rows, machines(cols), cols, gamma),
+                           rows.n_features, n_features_to_select=self.n_features_to_select,
                            step=self.step, ties="together")
 
         # Final attributes
@@ -481,9 +785,9 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         self.n_iter_ = result.n_iter
         return self
 
-    def _scores(self, rows, Xd, codes, cols, gamma, rng):
+    def _scores(self, rows, machines, cols, gamma):
         """``S(j) = -alpha^T K(-j) alpha`` (or |DJ|) for the surviving features."""
-        alpha, w = self._machines(Xd[:, cols], codes, gamma, rng)
+        alpha, w = machines
         if w is not None:
             # Linear kernel: alpha^T K(-j) alpha = ||w||^2 - w_j^2 (ALGORITHMS.md 9b).
             full = np.sum(w * w)
@@ -514,6 +818,7 @@ _RFE_CONSTRAINTS = {
     "gamma": _GAMMA,
     "criterion": [Options(("signed", "abs"))],
     "scale": _SCALE,
+    "solver": _SOLVER,
     "random_state": [RANDOM_STATE],
 }
 
@@ -537,6 +842,14 @@ _RFE_DOC = """
         the smallest ``|DJ(j)|``.
     scale : {{"minmax"}} or None, default="minmax"
         Scale features to [0, 1] first (the paper's protocol).
+    solver : {{"auto", "cd", "newton"}}, default="auto"
+        How the machines train.  ``"cd"``: in memory on the driver ({cd});
+        dask input above :data:`GATHER_MAX_ROWS` (10,000) rows is refused
+        with a ``ValueError`` rather than gathered.  ``"newton"`` (linear
+        kernel): {newton}, by trust-region Newton over the row blocks where
+        they live, nothing gathered -- for 10^6 rows and more.
+        ``"auto"``: ``"newton"`` for the linear kernel on dask input or above
+        :data:`NEWTON_MIN_ROWS` (10,000) rows, else ``"cd"``.
     random_state : int, Generator, RandomState or None, default=None
 """
 
@@ -557,7 +870,8 @@ _RFE_ATTRS = """
         each feature had in the round it was eliminated; kept features:
         their criterion in the last round.  NaN when there was no round
         (``n_features_to_select`` keeps every feature).
-    gamma_ : float
+    gamma_ : float or None
+        ``None`` with ``solver="newton"`` (the linear kernel has no width).
     n_iter_ : int
         Rounds of elimination.
     classes_ : ndarray of shape (n_classes,)
@@ -579,7 +893,10 @@ class LDMRFE(_KernelRFE):
     ``distributed.Client`` that pass runs as tasks on the persisted row blocks.
 
     Parameters
-    ----------""" + _RFE_DOC.format(C="1.0") + """    lambda1 : float, default=0.125
+    ----------""" + _RFE_DOC.format(
+        C="1.0", cd="LDM's dual coordinate descent",
+        newton="the LDM primal (ALGORITHMS.md 9.1, 9.4) solved exactly, as :class:`LDM` does"
+    ) + """    lambda1 : float, default=0.125
     lambda2 : float, default=0.125
         LDM's margin variance and mean weights (see :class:`LDM`).
     max_iter : int, default=1000
@@ -613,7 +930,7 @@ class LDMRFE(_KernelRFE):
 
     def __init__(self, n_features_to_select=1, *, step=1, C=1.0, lambda1=0.125, lambda2=0.125,
                  kernel="rbf", gamma="scale", criterion="signed", max_iter=1000, tol=0.01,
-                 scale="minmax", random_state=None):
+                 scale="minmax", solver="auto", random_state=None):
         self.n_features_to_select = n_features_to_select
         self.step = step
         self.C = C
@@ -625,6 +942,7 @@ class LDMRFE(_KernelRFE):
         self.max_iter = max_iter
         self.tol = tol
         self.scale = scale
+        self.solver = solver
         self.random_state = random_state
 
     def _machines(self, X, codes, gamma, rng):
@@ -646,7 +964,11 @@ class SVMRFE(_KernelRFE):
     :class:`LDMRFE`.
 
     Parameters
-    ----------""" + _RFE_DOC.format(C="1.0") + _RFE_ATTRS + """
+    ----------""" + _RFE_DOC.format(
+        C="1.0", cd="scikit-learn's ``SVC``, hinge loss with an unregularised intercept",
+        newton="scikit-learn's ``LinearSVC`` problem (squared hinge, L2, intercept as a "
+               "regularised constant feature), so the ranking can differ from ``\"cd\"``'s"
+    ) + _RFE_ATTRS + """
     See Also
     --------
     LDMRFE : The same elimination with LDM.
@@ -656,7 +978,7 @@ class SVMRFE(_KernelRFE):
     _parameter_constraints: ClassVar[dict] = dict(_RFE_CONSTRAINTS)
 
     def __init__(self, n_features_to_select=1, *, step=1, C=1.0, kernel="rbf", gamma="scale",
-                 criterion="signed", scale="minmax", random_state=None):
+                 criterion="signed", scale="minmax", solver="auto", random_state=None):
         self.n_features_to_select = n_features_to_select
         self.step = step
         self.C = C
@@ -664,6 +986,7 @@ class SVMRFE(_KernelRFE):
         self.gamma = gamma
         self.criterion = criterion
         self.scale = scale
+        self.solver = solver
         self.random_state = random_state
 
     def _machines(self, X, codes, gamma, rng):

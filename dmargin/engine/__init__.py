@@ -14,17 +14,20 @@ submodules.
 
 from . import merge
 from .binning import BinnedRows, bin_rows
-from .execution import Anchors, Rows, prepare_rows, sample_anchors
+from .execution import (Anchors, Rows, map_row_blocks, new_row_blocks, prepare_rows,
+                        sample_anchors)
 from .kernels.sequential import (ldm_dcd, ldm_dcd_linear, online_irelief_steps, simba_margins,
                                  simba_run)
 from .permute import permuted_rows
-from .statistics import (WeightedHistograms, anchor_partials, counts, knn_statistic,
-                         lse_statistic, quad_statistic, rbf_left_out_sums,
+from .statistics import (WeightedHistograms, anchor_partials, counts, hinge_band,
+                         hinge_violations, knn_statistic, linear_gram, linear_loss,
+                         lse_statistic, new_rows_softmin, quad_statistic, rbf_left_out_sums,
                          row_partials)
 
 __all__ = [
     "Anchors", "BinnedRows", "Rows", "WeightedHistograms", "anchor_partials", "bin_rows", "counts",
-    "knn_statistic", "ldm_dcd", "ldm_dcd_linear", "lse_statistic", "merge",
+    "hinge_band", "hinge_violations", "linear_gram", "linear_loss", "map_row_blocks",
+    "new_row_blocks", "new_rows_softmin", "knn_statistic", "ldm_dcd", "ldm_dcd_linear", "lse_statistic", "merge",
     "online_irelief_steps", "permuted_rows", "prepare_rows", "quad_statistic", "rbf_left_out_sums",
     "row_partials", "sample_anchors", "simba_margins", "simba_run",
 ]

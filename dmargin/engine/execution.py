@@ -500,3 +500,73 @@ def _keys_in(args, dsk):
                     yield a
             except TypeError:
                 pass
+
+
+# ---------------------------------------------------------------------------
+# New rows (predictions): lazy row blocks, one task per block
+# ---------------------------------------------------------------------------
+
+
+def new_row_blocks(X, n_features, names=None, who="the estimator"):
+    """Dask rows to predict as a dask array of one column block (lazy).
+
+    A dask DataFrame keeps its partitions (row counts may stay unknown: each
+    block is mapped on its own); its columns must be ``names`` when the fit
+    saw names.  Only metadata is read here; each block is checked for
+    non-finite values when it is computed (:func:`finite_rows`).
+    """
+    import dask.array as da
+
+    if is_dask_collection(X) and hasattr(X, "columns"):
+        columns = [str(c) for c in X.columns]
+        if names is not None and columns != [str(c) for c in names]:
+            raise ValueError(f"The dask DataFrame's columns {columns} are not the columns seen "
+                             f"in fit {list(names)}; select and order them as in fit.")
+        X = X.to_dask_array()
+    elif not isinstance(X, da.Array):
+        raise TypeError(f"Expected a dask array or DataFrame, got {type(X).__name__}.")
+    if X.ndim != 2 or X.shape[1] != n_features:
+        raise ValueError(f"X has shape {X.shape}, but {who} was fitted with {n_features} "
+                         "features (a 2-D array of that many columns is expected).")
+    X = X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
+    return X.map_blocks(finite_rows, dtype=np.float64)
+
+
+def finite_rows(X):
+    """A block of new rows as float64, or an error naming the first non-finite column."""
+    X = np.asarray(X, dtype=np.float64)
+    if not np.isfinite(X).all():
+        bad = (~np.isfinite(X)).sum(axis=0)
+        j = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"X contains NaN or infinite values in column {j} ({int(bad[j])} rows "
+                         "of one block). Impute them (e.g. sklearn.impute.SimpleImputer in a "
+                         "Pipeline) or drop those rows before predicting.")
+    return X
+
+
+def map_row_blocks(fn, X, *args, y=None, n_cols=None, dtype=np.float64):
+    """``fn(X_block[, y_block], *args)`` for every row block of a dask ``X``: lazy.
+
+    The result has one row per row of ``X`` (``n_cols`` columns, or 1-D for
+    ``None``); ``y`` (dask, 1-D) is read block by block beside ``X``.  Nothing
+    is computed: this is a dask array over ``X``'s blocks, as dask-ml's
+    ``ParallelPostFit`` returns.
+    """
+    import dask.array as da
+
+    if y is not None:
+        y = y if isinstance(y, da.Array) else y.to_dask_array()
+        if y.numblocks[0] != X.numblocks[0] or (
+                not any(math.isnan(c) for c in X.chunks[0] + y.chunks[0])
+                and y.chunks[0] != X.chunks[0]):
+            if any(math.isnan(c) for c in X.chunks[0] + y.chunks[0]):
+                raise ValueError("X and y have row blocks of unknown, different sizes; build "
+                                 "them from one DataFrame, or call compute_chunk_sizes().")
+            y = y.rechunk((X.chunks[0],))
+    meta = np.empty((0,) if n_cols is None else (0, 0), dtype=dtype)
+    out, new = ("i", None) if n_cols is None else ("ik", {"k": n_cols})
+    pairs = [X, "ij"] + ([] if y is None else [y, "i"])
+    for a in args:
+        pairs += [a, None]
+    return da.blockwise(fn, out, *pairs, new_axes=new, concatenate=True, dtype=dtype,
+                        meta=meta)

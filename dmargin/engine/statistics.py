@@ -470,6 +470,202 @@ def block_reduce(X, fn, combine, what):
     return g.compute(g.tree(keys, combine))
 
 
+# ---------------------------------------------------------------------------
+# New rows against the training rows where they live (IMMIGRATE's rule)
+# ---------------------------------------------------------------------------
+
+
+def _new_rows_tile(name, Xa, Xc, yc, start_c, params):
+    # New points get negative indices: never a training row's own.
+    return _new_tile(name, False, Xa, -1 - np.arange(Xa.shape[0]), Xc, yc, start_c, params)
+
+
+def _softmin_task(partial, weights):
+    m, s, v = partial
+    num = v if weights is None else v @ weights
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(s > 0, num / np.where(s > 0, s, 1.0), np.inf)
+
+
+def new_rows_softmin(rows: Rows, kernel, params, X_new, prepare, weights=None):
+    """Expected distance of every new row to each class, computed where both live.
+
+    ``X_new`` is a dask array of new rows (one column block; lazy);
+    ``prepare(block) -> float64 rows`` (checks and scaling) runs on each of
+    its blocks, whose tiles against every training block merge as in
+    :func:`anchor_partials`; each new block is reduced to its ``(rows,
+    classes)`` expected distances ``sum_k a_k dist_k`` (``v`` of the partial,
+    times ``weights`` when given, over ``s``; ``inf`` for a class with no
+    candidate).  Only those come back: neither the new rows nor the
+    training rows reach the driver.  In-process training rows are placed
+    on the scheduler first (the same rows, as row blocks).
+    """
+    from .execution import prepare_rows
+
+    if not rows.on_dask:
+        rows = prepare_rows(rows.X, rows.codes, rows.n_classes, use_dask=True,
+                            what="Predictions against")
+    g = Graph(rows, f"{kernel}-predict", X_new.name, params, weights, prepare)
+    parts = []
+    for i in range(X_new.numblocks[0]):
+        xa = g.add("new", prepare, (X_new.name, i, 0))
+        tiles = [g.tile("tile", _new_rows_tile, kernel, xa, *g.block(j), params)
+                 for j in range(len(g.candidates))]
+        parts.append(g.add("softmin", _softmin_task, g.tree(tiles, merge.lse_combine), weights))
+    return g.compute(g.add("concat", np.concatenate, parts), collections=[X_new])
+
+
+# ---------------------------------------------------------------------------
+# Linear machines in the primal: sums over row blocks (LDM, squared-hinge SVM)
+# ---------------------------------------------------------------------------
+
+
+def machine_rows(X, codes, cols, pair, intercept=0.0):
+    """``z_i = y_i [x_i[cols], intercept]`` for the rows of one binary machine.
+
+    ``pair = (a, b)``: rows of class code ``b`` are +1, of ``a`` -1, others
+    left out; ``intercept`` > 0 appends that constant column (LinearSVC's
+    ``intercept_scaling``).
+    """
+    a, b = pair
+    sel = (codes == a) | (codes == b)
+    y = np.where(codes[sel] == b, 1.0, -1.0)
+    Z = X[np.ix_(sel, cols)] if sel.size else np.empty((0, len(cols)))
+    if intercept:
+        Z = np.column_stack([Z, np.full(Z.shape[0], float(intercept))])
+    return Z * y[:, None]
+
+
+def _add_tuples(parts):
+    return tuple(merge.add(list(items)) for items in zip(*parts))
+
+
+def _gram_block(X, codes, cols, pairs, intercept):
+    out = []
+    for pair in pairs:
+        Z = machine_rows(X, codes, cols, pair, intercept)
+        out.append((float(Z.shape[0]), Z.sum(axis=0), Z.T @ Z))
+    return tuple(np.array(items) for items in zip(*out))
+
+
+def _linear_blocks(rows: Rows):
+    """Row blocks of a linear pass: the dask blocks, or in-process slices of
+    at most :data:`LINEAR_BLOCK_ROWS` rows (BLAS on each, threads across)."""
+    if rows.on_dask:
+        return None
+    return split_bounds(rows.n_samples, max(1, -(-rows.n_samples // LINEAR_BLOCK_ROWS)))
+
+
+#: In-process rows per task of the linear passes.
+LINEAR_BLOCK_ROWS = 65536
+
+
+def _run_blocks(g: Graph, task, *args):
+    parts = [g.tile("block", task, *g.block(i)[:2], *args) for i in range(len(g.candidates))]
+    key = g.tree(parts, _add_tuples, "sum")
+    if g.local:
+        with blas_single_thread():
+            return g.compute(key, threads=n_threads() if len(parts) > 1 else 1)
+    return g.compute(key)
+
+
+def linear_gram(rows: Rows, cols, pairs, intercept=0.0):
+    """Per machine ``(m_p, sum_i z_i, Z^T Z)`` over its rows (``z_i`` of :func:`machine_rows`).
+
+    One pass; arrays of shape ``(P,)``, ``(P, d)`` and ``(P, d, d)`` with
+    ``d = len(cols)`` (+1 with an intercept column).
+    """
+    cols = np.asarray(cols, dtype=np.int64)
+    pairs = [tuple(int(c) for c in p) for p in pairs]
+    g = Graph(rows, "linear-gram", cols, pairs, intercept, candidates=_linear_blocks(rows))
+    return _run_blocks(g, _gram_block, cols, pairs, intercept)
+
+
+def _loss_block(X, codes, cols, pair, intercept, w, loss, mu, hessian):
+    Z = machine_rows(X, codes, cols, pair, intercept)
+    t = 1.0 - Z @ w
+    if loss == "squared_hinge":
+        a = np.maximum(t, 0.0)
+        f, d, active, h = float(a @ a), 2.0 * a, t > 0, 2.0
+    else:  # the hinge, smoothed to a Huber loss below mu (exact hinge at and above it)
+        f = float(np.sum(np.where(t >= mu, t - mu / 2, np.where(t > 0, t * t / (2 * mu), 0.0))))
+        d = np.clip(t / mu, 0.0, 1.0)
+        active, h = (t > 0) & (t < mu), 1.0 / mu
+    g = -(Z.T @ d)
+    if not hessian:
+        return f, g
+    Za = Z[active]
+    return f, g, h * (Za.T @ Za)
+
+
+def linear_loss(rows: Rows, cols, pair, w, *, loss, mu=1.0, intercept=0.0, hessian=False):
+    """``sum_i l(1 - z_i . w)`` of one machine, its gradient and (generalised) Hessian.
+
+    ``loss="squared_hinge"``: ``l(t) = max(0, t)^2``; ``"huber"``: the hinge
+    ``max(0, t)`` smoothed below ``mu`` (``t^2 / (2 mu)`` on ``(0, mu)``,
+    ``t - mu / 2`` above).  One pass over the row blocks where they live;
+    returns ``(f, grad)`` or ``(f, grad, H)`` -- a scalar, a d-vector and a
+    d x d matrix, whatever the number of rows.
+    """
+    cols = np.asarray(cols, dtype=np.int64)
+    w = np.asarray(w, dtype=np.float64)
+    pair = tuple(int(c) for c in pair)
+    g = Graph(rows, "linear-loss", cols, pair, intercept, w, loss, mu, hessian,
+              candidates=_linear_blocks(rows))
+    return _run_blocks(g, _loss_block, cols, pair, intercept, w, loss, mu, hessian)
+
+
+def _band_block(X, codes, cols, pair, w, low, high, cap):
+    Z = machine_rows(X, codes, cols, pair)
+    t = 1.0 - Z @ w
+    upper = t >= high
+    band = (t > low) & ~upper
+    n_band = int(band.sum())
+    return (Z[upper].sum(axis=0), Z[band] if n_band <= cap else Z[:0], np.array([n_band]))
+
+
+def _band_combine(parts):
+    return (merge.add([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+            merge.add([p[2] for p in parts]))
+
+
+def _violations_block(X, codes, cols, pair, w_old, w_new, low, high, tol):
+    Z = machine_rows(X, codes, cols, pair)
+    t_old, t_new = 1.0 - Z @ w_old, 1.0 - Z @ w_new
+    # Rows held at the bound C need margin <= 1, rows at 0 margin >= 1 (to tol).
+    return (np.array([np.sum((t_old >= high) & (t_new < -tol))
+                      + np.sum((t_old <= low) & (t_new > tol))]),)
+
+
+def hinge_band(rows: Rows, cols, pair, w, low, high, cap):
+    """For the exact hinge solution: rows by ``t = 1 - z . w`` of one machine.
+
+    Returns ``(sum of z over t >= high, the rows z with low < t < high, their
+    count)``; the band rows come back only when the whole band holds at most
+    ``cap`` rows in every block (else an empty array and the count): a
+    few rows, never the data.
+    """
+    cols = np.asarray(cols, dtype=np.int64)
+    pair = tuple(int(c) for c in pair)
+    w = np.asarray(w, dtype=np.float64)
+    g = Graph(rows, "hinge-band", cols, pair, w, low, high, cap,
+              candidates=_linear_blocks(rows))
+    parts = [g.tile("block", _band_block, *g.block(i)[:2], cols, pair, w, low, high, cap)
+             for i in range(len(g.candidates))]
+    return g.compute(g.tree(parts, _band_combine, "sum"))
+
+
+def hinge_violations(rows: Rows, cols, pair, w_old, w_new, low, high, tol):
+    """Rows whose bound (by ``w_old``'s band) ``w_new`` violates by more than ``tol``."""
+    cols = np.asarray(cols, dtype=np.int64)
+    pair = tuple(int(c) for c in pair)
+    g = Graph(rows, "hinge-kkt", cols, pair, w_old, w_new, low, high, tol,
+              candidates=_linear_blocks(rows))
+    return int(_run_blocks(g, _violations_block, cols, pair, np.asarray(w_old, float),
+                           np.asarray(w_new, float), low, high, tol)[0][0])
+
+
 __all__ = ["KERNELS", "WeightedHistograms", "anchor_partials", "block_reduce", "counts",
-           "knn_statistic", "lse_statistic", "quad_statistic", "rbf_left_out_sums",
-           "row_partials"]
+           "hinge_band", "hinge_violations", "knn_statistic", "linear_gram", "linear_loss",
+           "lse_statistic", "machine_rows", "new_rows_softmin", "quad_statistic",
+           "rbf_left_out_sums", "row_partials"]

@@ -1,0 +1,142 @@
+"""Linear LDM, LDM-RFE and SVM-RFE in the primal, solved over row blocks.
+
+The distributed primal Newton solver (``solver="newton"``) must find the
+solution of the dual solvers: LDM's dual coordinate descent in ``w``
+(ALGORITHMS.md 9.4) and the kernel dual with ``G = X X^T`` (9.2), to 1e-6 on
+the weights and the objective; the squared-hinge SVM that of scikit-learn's
+``LinearSVC``; the rankings those of the in-memory solvers and of
+scikit-learn's ``RFE``.  Dask input above the gather limit is refused by
+the in-memory solvers with a message naming the fix.
+"""
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.feature_selection import RFE
+from sklearn.svm import LinearSVC
+
+import dmargin
+from dmargin import _ldm
+from dmargin._ldm import LDM, LDMRFE, SVMRFE, fit_machines, ldm_primal_objective, ldm_quadratic
+from dmargin.engine import linear_gram, prepare_rows
+
+TIGHT = dict(tol=1e-10, max_iter=100_000)
+
+
+def _data(n=300, d=6, classes=2, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % classes
+    X = rng.normal(size=(n, d))
+    X[:, 0] += 0.9 * y
+    X[:, 2] -= 0.6 * y
+    X[:, 4] += 0.3 * (y == 1)
+    return X, y
+
+
+def _objective(X, y, w, C, lambda1, lambda2):
+    rows = prepare_rows(X, y, 2)
+    Q, c = ldm_quadratic(tuple(g[0] for g in linear_gram(rows, np.arange(X.shape[1]),
+                                                          [(0, 1)])), lambda1, lambda2)
+    margins = np.where(y == 1, 1.0, -1.0) * (X @ w)
+    return ldm_primal_objective(w, Q, c, C, np.maximum(0.0, 1.0 - margins).sum())
+
+
+@pytest.mark.parametrize("C, lambda1, lambda2", [(1.0, 0.125, 0.125), (0.1, 1.0, 1.0),
+                                                 (10.0, 0.0, 0.5)])
+def test_newton_equals_the_dual_solvers(C, lambda1, lambda2):
+    X, y = _data()
+    kw = dict(C=C, lambda1=lambda1, lambda2=lambda2, kernel="linear")
+    newton = LDM(solver="newton", **kw).fit(X, y)
+    cd = LDM(solver="cd", random_state=0, **kw, **TIGHT).fit(X, y)  # DCD in w (9.4)
+    assert (newton.solver_, cd.solver_) == ("newton", "primal")
+    # The kernel dual with G = X X^T (9.2), its w read off the expansion.
+    dual = fit_machines(X, y, np.array([0, 1]), gamma=1.0, rng=np.random.default_rng(0),
+                        primal=False, **kw, **TIGHT)
+    for other in (cd.coef_, dual.coef):
+        np.testing.assert_allclose(newton.coef_, other, rtol=0, atol=1e-6)
+    f_newton = _objective(X, y, newton.coef_[0], C, lambda1, lambda2)
+    f_dual = _objective(X, y, dual.coef[0], C, lambda1, lambda2)
+    assert abs(f_newton - f_dual) <= 1e-6 * abs(f_dual)
+    assert f_newton <= f_dual + 1e-9 * abs(f_dual)  # the exact hinge solution, not a smoothed one
+    np.testing.assert_array_equal(newton.predict(X), cd.predict(X))
+
+
+def test_newton_one_vs_one_on_three_classes():
+    X, y = _data(n=240, classes=3, seed=1)
+    newton = LDM(kernel="linear", solver="newton").fit(X, y)
+    cd = LDM(kernel="linear", solver="cd", random_state=0, **TIGHT).fit(X, y)
+    assert newton.coef_.shape == (3, X.shape[1])
+    np.testing.assert_allclose(newton.coef_, cd.coef_, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(newton.decision_function(X), cd.decision_function(X), rtol=0,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("C", [0.05, 1.0])
+def test_svm_primal_is_linearsvc(C):
+    """``svm_newton`` solves scikit-learn's LinearSVC problem (squared hinge, L2,
+    regularised intercept of scaling 1): weights and intercept to 1e-6."""
+    X, y = _data(seed=2)
+    rows = prepare_rows(X, y, 2)
+    w, b, _, ok = _ldm.svm_newton(rows, np.arange(X.shape[1]), (0, 1), C=C)
+    ref = LinearSVC(C=C, loss="squared_hinge", dual=False, tol=1e-12, max_iter=10_000).fit(X, y)
+    assert ok
+    np.testing.assert_allclose(w, ref.coef_[0], rtol=0, atol=1e-6)
+    assert abs(b - ref.intercept_[0]) <= 1e-6
+
+
+def test_linear_svmrfe_ranks_as_sklearn_rfe_with_linearsvc():
+    X, y = _data(n=200, d=7, seed=3)
+    ours = SVMRFE(2, step=1, kernel="linear", solver="newton", scale=None, C=0.5).fit(X, y)
+    ref = RFE(LinearSVC(C=0.5, dual=False, tol=1e-12, max_iter=10_000), n_features_to_select=2,
+              step=1).fit(X, y)
+    np.testing.assert_array_equal(ours.ranking_, ref.ranking_)
+
+
+def test_linear_ldmrfe_newton_ranks_as_coordinate_descent():
+    X, y = _data(n=200, d=7, seed=4)
+    newton = LDMRFE(1, kernel="linear", solver="newton").fit(X, y)
+    cd = LDMRFE(1, kernel="linear", solver="cd", random_state=0, **TIGHT).fit(X, y)
+    np.testing.assert_array_equal(newton.ranking_, cd.ranking_)
+    for (f1, s1), (f2, s2) in zip(newton.scores_, cd.scores_):
+        np.testing.assert_array_equal(f1, f2)
+        np.testing.assert_allclose(s1, s2, rtol=1e-6, atol=1e-8)
+    assert newton.gamma_ is None and cd.gamma_ is not None
+
+
+def test_auto_picks_newton_for_dask_input_and_many_rows(monkeypatch, threaded):
+    X, y = _data(n=200)
+    assert LDM(kernel="linear").fit(X, y).solver_ == "primal"  # numpy, few rows: as before
+    Xd, yd = da.from_array(X, chunks=(50, X.shape[1])), da.from_array(y, chunks=50)
+    on_dask = LDM(kernel="linear").fit(Xd, yd)
+    assert on_dask.solver_ == "newton"
+    np.testing.assert_allclose(on_dask.coef_, LDM(kernel="linear", solver="newton").fit(X, y)
+                               .coef_, rtol=0, atol=1e-10)
+    monkeypatch.setattr(_ldm, "NEWTON_MIN_ROWS", 150)
+    assert LDM(kernel="linear").fit(X, y).solver_ == "newton"
+    assert LDM(kernel="rbf").fit(X, y).solver_ == "dual"
+
+
+@pytest.mark.parametrize("make", [lambda: LDM(), lambda: LDM(kernel="linear", solver="cd"),
+                                  lambda: LDMRFE(), lambda: SVMRFE()],
+                         ids=["LDM-rbf", "LDM-linear-cd", "LDMRFE-rbf", "SVMRFE-rbf"])
+def test_in_memory_solvers_refuse_large_dask_input(make, monkeypatch, threaded):
+    monkeypatch.setattr(_ldm, "GATHER_MAX_ROWS", 120)
+    X, y = _data(n=200)
+    Xd, yd = da.from_array(X, chunks=(50, X.shape[1])), da.from_array(y, chunks=50)
+    with pytest.raises(ValueError, match=r"has 200 rows, above its limit of 120 rows.*"
+                                         r"kernel='linear'.*sample"):
+        make().fit(Xd, yd)
+    make().fit(Xd[:120], yd[:120])  # at the limit: gathered, as the docstrings say
+    make().fit(X, y)  # numpy input is in memory already: no limit
+
+
+def test_newton_needs_the_linear_kernel():
+    X, y = _data(n=60)
+    with pytest.raises(ValueError, match="solver='newton' solves linear machines"):
+        LDM(kernel="rbf", solver="newton").fit(X, y)
+    with pytest.raises(ValueError, match="solver"):
+        LDM(solver="lbfgs").fit(X, y)
+
+
+def test_public_names():
+    assert dmargin.LDM is LDM and dmargin.SVMRFE is SVMRFE
