@@ -1,0 +1,134 @@
+"""STIR p-values of ReliefF: calibration on null data and power on GAMETES.
+
+What is measured (results go to ``benchmarks/results/stir.json``, or
+``benchmarks/results/quick/stir.json`` with ``--quick``):
+
+1. Null calibration: ``DRAWS`` data sets whose labels carry no information --
+   ``make_classification``-style rows (N = 300, A = 50, uniform features)
+   with labels drawn at random, and the wdbc rows (569 x 30) with their labels
+   permuted -- fitted with ``ReliefF(n_neighbors=k)`` for k = 10 and k = 50.
+   Recorded: the Kolmogorov-Smirnov test of all the p-values against the
+   uniform distribution, the fraction of p-values under 0.05 (nominal 0.05),
+   and the false discovery rate at q = 0.05 over the draws (under a complete
+   null every discovery is false: the FDR is the fraction of draws with any
+   q-value under 0.05).
+2. Power on GAMETES (pure 2-way epistasis, 1600 x 20, two predictive SNPs):
+   the ranks of the two SNPs by p-value and their q-values, STIR with k = 10
+   and 100, permutations with k = 10 and B = 999 (the smallest permutation
+   p-value is 1 / (B + 1), and Benjamini-Hochberg over A = 20 features needs
+   about A / 0.05 permutations to declare anything at q = 0.05).
+
+STIR's pseudo t-test (Le et al. 2019) treats the hit and miss pairs as
+independent samples; they are not (a pair is often found from both of its
+rows), and this benchmark measures what that does to the p-values.
+
+Usage::
+
+    python benchmarks/bench_stir.py            # 100 null draws per setting
+    python benchmarks/bench_stir.py --quick    # 20 draws
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness as harness  # noqa: E402
+
+DRAWS, DRAWS_QUICK = 100, 20
+PERMUTATIONS = 99
+LEVEL = 0.05
+GAMETES = (harness.REPO.parent / "shared" / "data" / "gametes"
+           / "GAMETES_Epistasis_2-Way_20atts_0.4H_EDM-1_1.tsv.gz")
+
+
+def _null_sets(kind, draws, seed=0):
+    rng = np.random.default_rng(seed)
+    if kind == "wdbc":
+        from dmargin.datasets import load_dataset
+
+        X, y = load_dataset("wdbc")
+        X, y = X.to_numpy(), y.to_numpy()
+    for _ in range(draws):
+        if kind == "uniform":
+            yield rng.random((300, 50)), rng.integers(0, 2, 300)
+        else:
+            yield X, rng.permutation(y)
+
+
+def calibration(kind, k, draws, permutations=0):
+    import dmargin
+
+    pvalues, any_discovery = [], []
+    for i, (X, y) in enumerate(_null_sets(kind, draws)):
+        est = dmargin.ReliefF(n_neighbors=k, n_permutations=permutations, random_state=i).fit(X, y)
+        pvalues.append(est.pvalues_)
+        any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
+    p = np.concatenate(pvalues)
+    if permutations:
+        p = p - np.random.default_rng(1).random(p.size) / (permutations + 1)
+    ks = stats.kstest(p, "uniform")
+    return {"data": kind, "n_neighbors": k, "draws": draws, "pvalues": int(p.size),
+            "method": f"permutation (B = {permutations})" if permutations else "STIR",
+            "ks_statistic": round(float(ks.statistic), 4), "ks_pvalue": float(ks.pvalue),
+            "uniform_at_0.01": bool(ks.pvalue > 0.01),
+            "fraction_under_0.05": round(float(np.mean(p < LEVEL)), 4),
+            "fdr_at_q_0.05": round(float(np.mean(any_discovery)), 4),
+            "fdr_controlled": bool(np.mean(any_discovery) <= LEVEL)}
+
+
+def power(k, permutations=0):
+    import pandas as pd
+
+    import dmargin
+
+    frame = pd.read_csv(GAMETES, sep="\t")
+    X, y = frame.drop(columns="class"), frame["class"]
+    est = dmargin.ReliefF(n_neighbors=k, n_permutations=permutations, random_state=0).fit(X, y)
+    order = list(X.columns[np.argsort(est.pvalues_, kind="stable")])
+    return {"n_neighbors": k, "n_permutations": permutations, "ranks": {s: order.index(s) + 1 for s in ("P1", "P2")},
+            "qvalues": {s: float(est.qvalues_[list(X.columns).index(s)]) for s in ("P1", "P2")},
+            "other_discoveries": int(sum(q < LEVEL for c, q in zip(X.columns, est.qvalues_)
+                                         if c not in ("P1", "P2")))}
+
+
+def render(out):
+    rows = [[c["method"], c["data"], c["n_neighbors"], c["draws"], c["ks_statistic"],
+             f"{c['ks_pvalue']:.2g}", c["fraction_under_0.05"], c["fdr_at_q_0.05"]]
+            for c in out["calibration"]]
+    table = harness.markdown_table(
+        ["p-values", "null data", "k", "draws", "KS statistic", "KS p-value",
+         "p < 0.05 (nominal 0.05)",
+         "FDR at q = 0.05"], rows)
+    gam = "; ".join(f"{'STIR' if not g['n_permutations'] else 'permutation'}, "
+                    f"k = {g['n_neighbors']}: P1, P2 ranked {g['ranks']['P1']} and "
+                    f"{g['ranks']['P2']} by p-value (q = {g['qvalues']['P1']:.2g}, "
+                    f"{g['qvalues']['P2']:.2g}), {g['other_discoveries']} other discoveries"
+                    for g in out["power"])
+    return table + "\n\nGAMETES (1600 x 20, pure 2-way epistasis): " + gam + "."
+
+
+def main(argv=None):
+    parser = harness.options(__doc__, quick=f"{DRAWS_QUICK} null draws per setting")
+    args = harness.parse_args(parser, argv)
+    draws = DRAWS_QUICK if args.quick else DRAWS
+    out = {"benchmark": "stir", "mode": "quick" if args.quick else "full",
+           "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
+           "revision": harness.git_revision(harness.REPO),
+           "calibration": [calibration(kind, k, draws) for kind in ("uniform", "wdbc")
+                           for k in (10, 50)]
+           + [calibration(kind, 10, draws, PERMUTATIONS) for kind in ("uniform", "wdbc")],
+           "power": [power(k) for k in (10, 100)] + [power(10, 999)]
+           if GAMETES.exists() else []}
+    out["markdown"] = render(out)
+    print(out["markdown"])
+    harness.write_variant("stir", out, variant=args.variant, quick=args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
