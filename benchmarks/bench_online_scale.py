@@ -48,56 +48,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
+from _synthetic import (  # noqa: E402
+    A, GENERATOR, N_INFORMATIVE, ROW_GROUP, SEED, layout, make_batch, write_parquet)
 
-A = 50
-N_INFORMATIVE = 10
-ROW_GROUP = 100_000
 M_MAIN = 2_000
 M_SWEEP = (500, 2_000, 10_000)
 SUBSAMPLE = 5_000
 SUBSAMPLE_QUICK = 2_000
-SEED = 0
 WORKER_TIMEOUT_S = 3 * 3600
-
-
-# --------------------------------------------------------------------------- #
-# data
-# --------------------------------------------------------------------------- #
-def layout(seed=SEED):
-    """Column permutation, informative columns and the four cluster centroids."""
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(A)
-    informative = sorted(int(c) for c in np.flatnonzero(perm < N_INFORMATIVE))
-    # Clusters 0, 1 are class 0, clusters 2, 3 class 1; on every informative
-    # feature the two classes' centroids lie on opposite sides of 0 (each
-    # feature separates the classes on its own, by 1 to 3 noise sd).
-    magnitude = 0.5 + rng.random((2, N_INFORMATIVE))
-    centroids = np.vstack([-magnitude, magnitude])
-    return perm, informative, centroids
-
-
-def make_batch(start, n, seed=SEED):
-    """Rows ``start .. start + n - 1``: the same values however the rows are batched."""
-    perm, _, centroids = layout(seed)
-    rng = np.random.default_rng([seed, start])
-    cluster = rng.integers(0, 4, n)
-    X = rng.normal(size=(n, A))
-    X[:, :N_INFORMATIVE] += centroids[cluster]
-    return X[:, perm], cluster // 2  # column j is generated feature perm[j]
-
-
-def write_parquet(path, n, row_group=ROW_GROUP):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    names = [f"f{j:02d}" for j in range(A)]
-    schema = pa.schema([(c, pa.float64()) for c in names] + [("label", pa.int64())])
-    with pq.ParquetWriter(path, schema, compression="snappy") as writer:
-        for start in range(0, n, row_group):
-            X, y = make_batch(start, min(row_group, n - start))
-            writer.write_table(pa.table({**{c: X[:, j] for j, c in enumerate(names)}, "label": y},
-                                        schema=schema), row_group_size=row_group)
-    return os.path.getsize(path)
 
 
 # --------------------------------------------------------------------------- #
@@ -232,9 +190,7 @@ def main(argv=None):
            "machine": harness.machine_info(["numpy", "numba", "dask", "pyarrow", "dmargin"]),
            "revision": harness.git_revision(harness.REPO),
            "dataset": {"features": A, "informative": N_INFORMATIVE, "row_group": row_group,
-                       "generator": "2 classes x 2 Gaussian clusters (sd 1), centroids -/+(0.5 + "
-                                    "U[0,1]) on 10 informative features, 40 N(0,1) noise "
-                                    "features, columns permuted (seed 0)",
+                       "generator": GENERATOR,
                        "informative_columns": layout()[1]},
            "limit": [launch({"kind": "limit", "n": 2000 if args.quick else 4000}, args, threads=t)
                      for t in (1, 2)],
