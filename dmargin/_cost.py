@@ -35,6 +35,19 @@ ONLINE_RATE = 2.0e9
 #: reported for that fit (benchmarks/results/immigrate_cost_rate.json).
 PAIR_RATE = 9.0e9
 EIGH_RATE = 2.0e9
+#: Row-features per second of a pass of the linear LDM primal Newton solver (margins and
+#: gradient, in-process, 2 threads): LDM(kernel="linear", solver="newton") on 10^6 x 50
+#: Gaussian rows took 5.4 s for 54 Newton iterations and its Gram, band and check passes
+#: (about 60 passes of N A); a LocalCluster of 2 workers on the same rows, 15 s.
+LINEAR_RATE = 5.5e8
+#: Passes of the linear LDM solver: Newton iterations over its smoothing stages and the
+#: exact step (41-54 measured at 10^6 x 50, 20-60 on smaller data).
+LDM_PASSES = 60
+#: Row-feature-features per second of a squared-hinge SVM Newton pass (its Hessian, N A^2
+#: over the active rows): 10^6 x 50 in 5.6 s for 5 passes.
+SVM_RATE = 2.3e9
+#: Newton iterations of the squared-hinge SVM (piecewise quadratic: 4-5 measured).
+SVM_PASSES = 8
 
 
 @dataclass(frozen=True)
@@ -88,9 +101,15 @@ def fit_cost(estimator, n_samples, n_features):
     """What ``estimator.fit`` on ``n_samples x n_features`` will cost, or ``None``.
 
     Known for the pairwise estimators (ReliefF, Relief, IRelief, OnlineIRelief,
-    Immigrate, IM4E); ``None`` for the others, whose cost is not dominated by
-    pairs of rows.  Iterative fits are counted at ``max_iter`` (an upper
-    bound when ``tol > 0`` stops them early).
+    Immigrate, IM4E) and for the linear LDM, LDMRFE and SVMRFE with the
+    distributed primal solver (``kernel="linear"``, ``solver`` "newton" or
+    "auto"): passes of N A (LDM, about :data:`LDM_PASSES` per machine) or
+    N A^2 (SVM, about :data:`SVM_PASSES`), per machine of a one-vs-one pair
+    and, for the eliminations, per round on its surviving features (the
+    number of classes is not known here: two are assumed).  ``None`` for the
+    others, whose cost is not dominated by pairs of rows or passes over them.
+    Iterative fits are counted at ``max_iter`` (an upper bound when ``tol >
+    0`` stops them early).
 
     Examples
     --------
@@ -99,6 +118,8 @@ def fit_cost(estimator, n_samples, n_features):
     '~3 min (N^2 A, one pass)'
     >>> str(dmargin.fit_cost(dmargin.ReliefF(n_anchors=1000), 200_000, 41))
     '~0.96 s (m N A with m = 1000, one pass)'
+    >>> str(dmargin.fit_cost(dmargin.LDM(kernel="linear"), 10**6, 50))
+    '~5.5 s (N A x about 60 Newton passes, linear primal)'
     """
     name = type(estimator).__name__
     n, a = float(n_samples), float(n_features)
@@ -125,4 +146,33 @@ def fit_cost(estimator, n_samples, n_features):
         formula = (f"N^2 A^2 x {it} steps" if m is None
                    else f"m N A^2 with m = {m}, x {it} steps")
         return FitCost(ops, immigrate_seconds(n_samples, n_features, it, m), formula)
+    if name in ("LDM", "LDMRFE", "SVMRFE") and getattr(estimator, "kernel", None) == "linear" \
+            and getattr(estimator, "solver", "auto") != "cd":
+        return linear_primal_cost(estimator, n_samples, n_features)
     return None
+
+
+def linear_primal_cost(estimator, n_samples, n_features):
+    """:func:`fit_cost` of the linear primal Newton solver (one machine per round)."""
+    name = type(estimator).__name__
+    svm = name == "SVMRFE"
+    widths = [float(n_features)]
+    if name != "LDM":
+        from ._elimination import n_to_remove, n_to_select  # the elimination's own schedule
+
+        target = n_to_select(estimator.n_features_to_select, n_features)
+        left, widths = n_features, []
+        while left > target:
+            widths.append(float(left))
+            left -= max(1, min(n_to_remove(estimator.step, left, n_features), left - target))
+    n = float(n_samples)
+    if svm:
+        ops = sum(n * a * (a + 1) for a in widths) * SVM_PASSES
+        seconds = ops / SVM_RATE
+        per = f"N A^2 x about {SVM_PASSES} Newton passes"
+    else:
+        ops = sum(n * a for a in widths) * LDM_PASSES
+        seconds = ops / LINEAR_RATE
+        per = f"N A x about {LDM_PASSES} Newton passes"
+    rounds = "" if name == "LDM" else f", {len(widths)} rounds on fewer features each"
+    return FitCost(ops, seconds, f"{per}, linear primal{rounds}")

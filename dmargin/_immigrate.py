@@ -170,7 +170,18 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
     """Prediction by expected distance to each class (eq. 3.18, :func:`softmin_distances`).
 
     Subclasses name the engine kernel and its parameters (``_kernel_params``)
-    and how a partial becomes an expected distance (``_partial_expectation``).
+    and how a partial becomes an expected distance (``_partial_expectation``,
+    ``_expectation_weights``).
+
+    The rule compares every new row with every training row.  For dask
+    input the new rows are scored block by block against the training row
+    blocks where they live, by the engine's tiles as in the fit
+    (:func:`softmin_on_blocks`): neither the new rows nor the training rows
+    reach the client, only the per-row results, which ``predict``,
+    ``predict_proba`` and ``decision_function`` return as numpy arrays.  (Not
+    lazy, unlike the other estimators' predictions: the computation reads
+    the training rows persisted for the fit, which belong to the client of
+    the fit.)
     """
 
     def _store_training(self, data, rows):
@@ -207,7 +218,7 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
 
         Returns
         -------
@@ -221,7 +232,7 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
 
         Returns
         -------
@@ -237,7 +248,7 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
 
         Returns
         -------
@@ -985,7 +996,7 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
 
         Returns
         -------
@@ -1018,7 +1029,7 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
 
         Returns
         -------

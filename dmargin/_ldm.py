@@ -49,9 +49,13 @@ GATHER_MAX_ROWS = 10_000
 #: Newton method on dask input, or above this many rows.
 NEWTON_MIN_ROWS = 10_000
 #: The hinge is smoothed (Huber, width ``mu``) and ``mu`` lowered in these
-#: stages, each warm-started; the last stage's band of rows gives the exact
-#: hinge solution (:func:`hinge_polish`).
-_MU_STAGES = (1.0, 1e-2, 1e-4, 1e-6)
+#: stages, each warm-started; from the second on, the band of rows around
+#: margin 1 gives the exact hinge solution (:func:`hinge_polish`), which ends
+#: the solve.
+_MU_STAGES = (1.0, 1e-1, 1e-2, 1e-3, 1e-4)
+#: Rows near margin 1 the exact hinge step brings to the driver at most
+#: (or 100 per feature): a bounded few, whatever the number of rows.
+_BAND_ROWS = 5000
 #: Newton iterations per stage at most.
 _NEWTON_MAX_ITER = 200
 
@@ -274,35 +278,106 @@ def ldm_primal_objective(w, Q, c, C, hinge_sum):
     return 0.5 * w @ Q @ w - c @ w + C * hinge_sum
 
 
+def _active_sets(factor, r, band, C, w, mu, tol=1e-10, max_moves=None):
+    """The exact minimiser over the band rows by the hinge's active sets: ``(w, ok)``.
+
+    Rows above margin 1 hold ``beta = C``, rows below ``0``, rows at margin
+    1 (``S``) solve ``b_i . w = 1`` with ``w = Q^-1 (r + C sum_U b_i +
+    B_S^T beta_S)``, a system of ``|S|`` unknowns.  Starts from the sets of
+    the smoothed ``w`` (``0 < t < mu``: at margin 1) and moves one row at a
+    time, the worst violation first, until every row is consistent (to
+    ``tol``).
+    """
+    max_moves = 4 * band.shape[1] + 20 if max_moves is None else max_moves
+    t = 1.0 - band @ w
+    upper, zero = t >= mu, t <= 0
+    for _ in range(max_moves):
+        at = ~(upper | zero)
+        w0 = scipy.linalg.cho_solve(factor, r + C * band[upper].sum(axis=0))
+        w = w0
+        if at.any():
+            B = band[at]
+            V = scipy.linalg.cho_solve(factor, B.T)
+            beta = np.linalg.lstsq(B @ V, 1.0 - B @ w0, rcond=None)[0]
+            over, under = beta - C, -beta
+            worst = int(np.argmax(np.maximum(over, under)))
+            if max(over[worst], under[worst]) > tol * max(C, 1.0):
+                idx = np.flatnonzero(at)[worst]
+                upper[idx], zero[idx] = over[worst] > under[worst], under[worst] >= over[worst]
+                continue
+            w = w0 + V @ beta
+        t = 1.0 - band @ w
+        off = np.where(at, np.abs(t), 0.0)  # rows at margin 1 that cannot all be there
+        worst = int(np.argmax(off))
+        if off[worst] > tol:
+            upper[worst], zero[worst] = t[worst] > 0, t[worst] < 0
+            continue
+        wrong = np.where(zero, t, 0.0) - np.where(upper, t, 0.0)  # > 0: on the wrong side
+        worst = int(np.argmax(wrong)) if wrong.size else 0
+        if not wrong.size or wrong[worst] <= tol:
+            return w, True
+        upper[worst] = zero[worst] = False  # at margin 1
+    return w, False
+
+
+def _band_solution(Q, factor, r, band, C, w, mu):
+    """The exact minimiser over the band rows, the other rows' ``beta`` fixed.
+
+    Minimises ``1/2 w^T Q w - r^T w + C sum_band max(0, 1 - b_i . w)`` on the
+    driver (the band is a few rows) by :func:`_active_sets` from the smoothed
+    ``w``; when that does not settle, from ``w`` smoothed further on these
+    rows alone (``mu / 100``, twice; :func:`linear_loss` in-process, no pass
+    over the data).  Returns ``(w, ok)``.
+    """
+    out, ok = _active_sets(factor, r, band, C, w, mu)
+    if ok:
+        return out, ok
+    local = prepare_rows(band, np.ones(band.shape[0], dtype=np.int64), 2, use_dask=False)
+    cols = np.arange(band.shape[1])
+    for _ in range(2):
+        mu = mu / 100
+
+        def evaluate(v, mu=mu):
+            f, g, H = linear_loss(local, cols, (0, 1), v, loss="huber", mu=mu, hessian=True)
+            return 0.5 * v @ Q @ v - (r @ v) + C * f, Q @ v - r + C * g, Q + C * H
+
+        w, _, _ = _newton(evaluate, w, 1e-12 * (1.0 + C * band.shape[0]), _NEWTON_MAX_ITER)
+        out, ok = _active_sets(factor, r, band, C, w, mu)
+        if ok:
+            break
+    return out, ok
+
+
 def hinge_polish(rows, cols, pair, Q, c, C, w, mu, rounds=5):
     """The exact hinge solution from a smoothed one: ``(w, exact)``.
 
-    Rows with ``t = 1 - y w . x`` above the band hold ``beta = C``, below it
-    ``beta = 0``; the few in the band (margin near 1, the free support
-    vectors) come to the driver and their box-constrained dual is solved to
-    1e-10 (:func:`dmargin.engine.ldm_dcd`), giving
-    ``w = Q_d^-1 (c + C sum_upper z + Z_band^T beta)``.  A pass then checks every
-    other row's bound against the new ``w`` (KKT to 1e-9); when one is
+    Rows with ``t = 1 - y w . x`` above the band ``(-mu, 2 mu)`` hold
+    ``beta = C``, below it ``beta = 0``; the few in the band (margin near 1:
+    the free support vectors and their neighbours) come to the driver, where
+    :func:`_band_solution` solves exactly for them.  A pass then checks
+    every other row's bound against the new ``w`` (KKT to 1e-9); when one is
     violated, the band is taken again around the new ``w``.
     """
     factor = scipy.linalg.cho_factor(Q)
-    cap = max(1000, 20 * Q.shape[0])
+    cap = max(_BAND_ROWS, 100 * Q.shape[0])
     low, high = -mu, 2 * mu
+    start = w
     for _ in range(rounds):
         upper, band, n_band = hinge_band(rows, cols, pair, w, low, high, cap)
-        if int(n_band[0]) > cap:
-            return w, False
-        w0 = scipy.linalg.cho_solve(factor, c + C * upper)
-        w_new = w0
-        if band.shape[0]:
-            V = scipy.linalg.cho_solve(factor, band.T)
-            H = np.ascontiguousarray(band @ V)
-            beta, _, ok = ldm_dcd(H, band @ w0 - 1.0, C, 1e-10, 100_000, 0)
-            w_new = w0 + V @ beta
+        t = 1.0 - band @ w
+        zone = int(np.sum((t > 0) & (t < mu)))
+        if int(n_band[0]) > cap or zone > 2 * Q.shape[0] + 10:
+            # Generically at most d rows sit at margin 1: with many more in the
+            # smoothed zone, the next, narrower stage finds them sooner.
+            return start, False
+        w_new, ok = _band_solution(Q, factor, c + C * upper, band, C, w, mu)
+        logger.debug("hinge polish: %d rows in the band, solved %s", band.shape[0], ok)
+        if not ok:
+            return start, False
         if hinge_violations(rows, cols, pair, w, w_new, low, high, 1e-9) == 0:
             return w_new, True
         w = w_new
-    return w, False
+    return start, False
 
 
 def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, max_iter=_NEWTON_MAX_ITER):
@@ -312,22 +387,27 @@ def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, max_iter=_NEWTON_
     :data:`_MU_STAGES`; each stage is a trust-region Newton solve whose loss,
     gradient and generalised Hessian are sums over the row blocks where they
     live (:func:`dmargin.engine.linear_loss`); the quadratic terms are d x d
-    on the driver.  :func:`hinge_polish` then finds the exact hinge solution.
+    on the driver.  After each stage but the first, :func:`hinge_polish`
+    tries the exact hinge solution from the rows near margin 1, and the
+    first success ends the solve.
     Starts, as the dual descent does, from ``beta = 0``: ``w = Q_d^-1 c``.
     """
     Q, c = ldm_quadratic(gram, lambda1, lambda2)
     w = scipy.linalg.solve(Q, c, assume_a="pos")
     gtol = 1e-10 * (1.0 + C * gram[0])
     total = 0
-    for mu in _MU_STAGES:
+    for stage, mu in enumerate(_MU_STAGES):
         def evaluate(v, mu=mu):
             f, g, H = linear_loss(rows, cols, pair, v, loss="huber", mu=mu, hessian=True)
             return 0.5 * v @ Q @ v - c @ v + C * f, Q @ v - c + C * g, Q + C * H
 
         w, nit, _ = _newton(evaluate, w, gtol, max_iter)
         total += nit
-    w, exact = hinge_polish(rows, cols, pair, Q, c, C, w, _MU_STAGES[-1])
-    return w, total, exact
+        if stage:
+            exact, ok = hinge_polish(rows, cols, pair, Q, c, C, w, mu)
+            if ok:
+                return exact, total, True
+    return w, total, False
 
 
 def svm_newton(rows, cols, pair, *, C, intercept_scaling=1.0, max_iter=_NEWTON_MAX_ITER):

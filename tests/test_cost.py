@@ -51,3 +51,18 @@ def test_the_cli_says_the_cost_and_the_faster_setting_before_it_starts(tmp_path,
     assert "N^2 A x at most 2 iterations" in lines[first]
     assert lines[first + 1].startswith("  faster: --method online-irelief")  # 300 < 1000 anchors
     assert first < next(i for i, line in enumerate(lines) if "iterations" in line and "/" in line)
+
+
+def test_linear_primal_solvers_cost_passes_over_the_rows():
+    ldm = fit_cost(dmargin.LDM(kernel="linear"), 10**6, 50)
+    assert ldm.operations == 10**6 * 50 * 60 and "Newton passes" in ldm.formula
+    assert fit_cost(dmargin.LDM(kernel="linear"), 2 * 10**6, 50).operations == \
+        pytest.approx(2 * ldm.operations)  # linear in N, not N^2
+    # RFE: one machine per round on the survivors, 50 -> 40 -> 30 -> 20 -> 10.
+    rfe = fit_cost(dmargin.LDMRFE(10, step=10, kernel="linear"), 10**6, 50)
+    assert rfe.operations == 10**6 * (50 + 40 + 30 + 20) * 60 and "4 rounds" in rfe.formula
+    svm = fit_cost(dmargin.SVMRFE(10, step=10, kernel="linear"), 10**6, 50)
+    assert svm.operations == 10**6 * sum(a * (a + 1) for a in (50, 40, 30, 20)) * 8
+    # the in-memory solvers have no such model
+    for est in (dmargin.LDM(), dmargin.LDM(kernel="linear", solver="cd"), dmargin.SVMRFE()):
+        assert fit_cost(est, 1000, 8) is None

@@ -140,3 +140,25 @@ def test_newton_needs_the_linear_kernel():
 
 def test_public_names():
     assert dmargin.LDM is LDM and dmargin.SVMRFE is SVMRFE
+
+
+def test_each_newton_step_is_one_small_graph_over_the_persisted_blocks(threaded):
+    """No graph growth: every loss evaluation is a new graph of the same size over the
+    persisted row blocks (the blocks, one task each, and the tree of sums)."""
+    from dask.callbacks import Callback
+
+    X, y = _data(n=400)
+    sizes = []
+
+    class Sizes(Callback):
+        def _start(self, dsk):
+            sizes.append(len(dsk))
+
+    Xd, yd = da.from_array(X, chunks=(100, X.shape[1])), da.from_array(y, chunks=100)
+    with Sizes():
+        est = LDM(kernel="linear").fit(Xd, yd)
+    # sizes[0]: the scaling pass; then the Gram pass; then one graph per loss
+    # evaluation, band and check: 4 block tasks, the tree of sums, the rows' keys.
+    passes = sizes[2:]
+    assert est.solver_ == "newton" and len(passes) >= est.n_iter_[0], sizes
+    assert len(set(passes)) == 1 and passes[0] <= 4 * 3 + 1, sizes

@@ -581,9 +581,24 @@ def linear_gram(rows: Rows, cols, pairs, intercept=0.0):
     return _run_blocks(g, _gram_block, cols, pairs, intercept)
 
 
+def _margins(X, codes, cols, pair, w, intercept):
+    """``(y, rows, u)`` of one machine: labels, its rows (a mask, or None for
+    all) and ``u = [x_cols, intercept] . w``, without copying the block."""
+    a, b = pair
+    sel = (codes == a) | (codes == b)
+    rows = None if sel.all() else sel
+    Xs = X if rows is None else X[rows]
+    full = np.zeros(X.shape[1])
+    full[cols] = w[:len(cols)]
+    u = Xs @ full
+    if intercept:
+        u += intercept * w[-1]
+    return np.where(codes[sel] == b, 1.0, -1.0), rows, u
+
+
 def _loss_block(X, codes, cols, pair, intercept, w, loss, mu, hessian):
-    Z = machine_rows(X, codes, cols, pair, intercept)
-    t = 1.0 - Z @ w
+    y, rows, u = _margins(X, codes, cols, pair, w, intercept)
+    t = 1.0 - y * u
     if loss == "squared_hinge":
         a = np.maximum(t, 0.0)
         f, d, active, h = float(a @ a), 2.0 * a, t > 0, 2.0
@@ -591,10 +606,15 @@ def _loss_block(X, codes, cols, pair, intercept, w, loss, mu, hessian):
         f = float(np.sum(np.where(t >= mu, t - mu / 2, np.where(t > 0, t * t / (2 * mu), 0.0))))
         d = np.clip(t / mu, 0.0, 1.0)
         active, h = (t > 0) & (t < mu), 1.0 / mu
-    g = -(Z.T @ d)
+    Xs = X if rows is None else X[rows]
+    yd = y * d
+    g = -(Xs.T @ yd)[cols]
+    if intercept:
+        g = np.append(g, -intercept * yd.sum())
     if not hessian:
         return f, g
-    Za = Z[active]
+    Za = machine_rows(Xs[active], codes[rows][active] if rows is not None else codes[active],
+                      cols, pair, intercept)
     return f, g, h * (Za.T @ Za)
 
 
@@ -616,12 +636,17 @@ def linear_loss(rows: Rows, cols, pair, w, *, loss, mu=1.0, intercept=0.0, hessi
 
 
 def _band_block(X, codes, cols, pair, w, low, high, cap):
-    Z = machine_rows(X, codes, cols, pair)
-    t = 1.0 - Z @ w
+    y, rows, u = _margins(X, codes, cols, pair, w, 0.0)
+    t = 1.0 - y * u
     upper = t >= high
     band = (t > low) & ~upper
     n_band = int(band.sum())
-    return (Z[upper].sum(axis=0), Z[band] if n_band <= cap else Z[:0], np.array([n_band]))
+    Xs = X if rows is None else X[rows]
+    up = (Xs[upper].T @ y[upper])[cols]
+    if n_band > cap:
+        return up, np.empty((0, len(cols))), np.array([n_band])
+    Zb = machine_rows(Xs[band], np.where(y[band] > 0, pair[1], pair[0]), cols, pair)
+    return up, Zb, np.array([n_band])
 
 
 def _band_combine(parts):
@@ -630,8 +655,9 @@ def _band_combine(parts):
 
 
 def _violations_block(X, codes, cols, pair, w_old, w_new, low, high, tol):
-    Z = machine_rows(X, codes, cols, pair)
-    t_old, t_new = 1.0 - Z @ w_old, 1.0 - Z @ w_new
+    y, _, u_old = _margins(X, codes, cols, pair, w_old, 0.0)
+    _, _, u_new = _margins(X, codes, cols, pair, w_new, 0.0)
+    t_old, t_new = 1.0 - y * u_old, 1.0 - y * u_new
     # Rows held at the bound C need margin <= 1, rows at 0 margin >= 1 (to tol).
     return (np.array([np.sum((t_old >= high) & (t_new < -tol))
                       + np.sum((t_old <= low) & (t_new > tol))]),)
