@@ -22,8 +22,6 @@ import pytest
 import dmargin
 from dmargin import _compat
 
-pytestmark = pytest.mark.cluster
-
 N, A, BLOCKS = 240, 8, 4
 ATOL = 1e-10
 
@@ -126,6 +124,7 @@ def test_the_blocks_refuse_the_client(data):
         _refusing(X).compute(scheduler="sync")
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("make, methods, watch_fit", CASES, ids=IDS)
 def test_dask_rows_are_never_gathered(data, make, methods, watch_fit, local_cluster,
                                       monkeypatch):
@@ -185,3 +184,22 @@ def test_predictions_of_dask_input_are_lazy(data):
             stumps.margins(Xd, da.from_array(np.where(y == 1, 1, 5), chunks=60))
     with pytest.raises(ValueError, match="fitted with 8 features"):
         ldm.predict(Xd[:, :5])
+
+
+@pytest.mark.parametrize("make", [lambda: dmargin.Immigrate(max_iter=2),
+                                  lambda: dmargin.IM4E(max_iter=2),
+                                  lambda: dmargin.IM4EImmigrate(max_iter=2),
+                                  lambda: dmargin.BoostedImmigrate(n_estimators=3, max_iter=2)],
+                         ids=["Immigrate", "IM4E", "IM4EImmigrate", "BIM"])
+def test_numpy_fits_score_dask_rows_by_blocks(data, make, threaded):
+    """A model fitted on numpy scores dask rows block by block (its training rows are
+    placed as blocks beside them); the answers are the numpy ones."""
+    X, y = data
+    est = make().fit(X, y)
+    Xd = da.from_array(X, chunks=(60, A))
+    for method in ("predict", "decision_function"):
+        got, want = getattr(est, method)(Xd), getattr(est, method)(X)
+        if method == "predict":
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=0, atol=ATOL)
