@@ -26,8 +26,9 @@ from .statistics import (WeightedHistograms, anchor_partials, counts, hinge_band
 
 __all__ = [
     "Anchors", "BinnedRows", "Rows", "WeightedHistograms", "anchor_partials", "bin_rows", "counts",
-    "hinge_band", "hinge_violations", "linear_gram", "linear_loss", "map_row_blocks",
-    "new_row_blocks", "new_rows_softmin", "knn_statistic", "ldm_dcd", "ldm_dcd_linear", "lse_statistic", "merge",
-    "online_irelief_steps", "permuted_rows", "prepare_rows", "quad_statistic", "rbf_left_out_sums",
-    "row_partials", "sample_anchors", "simba_margins", "simba_run",
+    "hinge_band", "hinge_violations", "knn_statistic", "ldm_dcd", "ldm_dcd_linear",
+    "linear_gram", "linear_loss", "lse_statistic", "map_row_blocks", "merge",
+    "new_row_blocks", "new_rows_softmin", "online_irelief_steps", "permuted_rows", "prepare_rows",
+    "quad_statistic", "rbf_left_out_sums", "row_partials", "sample_anchors", "simba_margins",
+    "simba_run",
 ]
