@@ -8,10 +8,12 @@ from ._online import OnlineIRelief
 from ._parquet import iter_parquet, read_parquet
 from ._relief import IRelief, Relief, ReliefF
 from ._simba import Simba
+from ._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
 from ._turf import TuRF
 
 __all__ = [
     "BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate",
-    "IM4E", "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
-    "ReliefF", "SVMRFE", "Simba", "TuRF", "FitCost", "fit_cost", "iter_parquet", "read_parquet"]
+    "IM4E", "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "MultiSURF", "MultiSURFstar",
+    "OnlineIRelief", "Relief", "ReliefF", "SURF", "SURFstar", "SVMRFE", "Simba", "TuRF",
+    "FitCost", "fit_cost", "iter_parquet", "read_parquet"]
 __version__ = "0.1.0"

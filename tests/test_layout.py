@@ -59,7 +59,7 @@ def test_no_module_imports_another_modules_private_name(path):
 
 
 ALGORITHM_MODULES = ["_relief.py", "_online.py", "_immigrate.py", "_boosting.py", "_ldm.py",
-                     "_simba.py", "_elimination.py"]
+                     "_simba.py", "_elimination.py", "_surf.py"]
 
 
 @pytest.mark.parametrize("name", ALGORITHM_MODULES)

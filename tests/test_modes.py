@@ -75,6 +75,13 @@ CASES = [
          ("heart", "frame"), engine=False, id="Simba"),
     case(lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=4), pct=0.5, keep=3), ANY,
          ("heart", "frame"), id="TuRF"),
+    # SURF family (heart and blobs_multiclass mix discrete and continuous features)
+    case(lambda: dmargin.SURF(), ANY, ("heart", "frame"), id="SURF"),
+    case(lambda: dmargin.SURFstar(n_anchors=40, random_state=0), ANY,
+         ("blobs_multiclass", "array"), id="SURFstar-anchors"),
+    case(lambda: dmargin.MultiSURF(), ("blobs_binary",) + ANY, ("blobs_multiclass", "array"),
+         id="MultiSURF"),
+    case(lambda: dmargin.MultiSURFstar(), ANY, ("heart", "frame"), id="MultiSURFstar"),
     # IMMIGRATE family
     case(lambda: dmargin.Immigrate(max_iter=4), ANY, ("blobs_multiclass", "array"),
          id="Immigrate"),
@@ -115,7 +122,8 @@ CASES = [
 #: Every estimator of ``dmargin.__all__`` (the rest are the Parquet readers).
 COVERED = {"BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate", "IM4E",
            "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
-           "ReliefF", "SVMRFE", "Simba", "TuRF"}
+           "ReliefF", "SVMRFE", "Simba", "TuRF",
+           "SURF", "SURFstar", "MultiSURF", "MultiSURFstar"}
 
 
 def test_every_public_estimator_is_covered():

@@ -32,3 +32,7 @@ __all__ = [
     "quad_statistic", "rbf_left_out_sums", "row_partials", "sample_anchors", "simba_margins",
     "simba_run",
 ]
+
+from .statistics import column_summary, surf_statistic  # noqa: E402  (SURF family)
+
+__all__ += ["column_summary", "surf_statistic"]

@@ -332,3 +332,135 @@ def relief_agg(dist, idx, z, ya):
     order = np.lexsort((i1, d1), axis=-1)[:, 0]
     miss = z[rows, order, 0]
     return (miss - hit).sum(axis=0)
+
+
+# ---------------------------------------------------------------------------
+# SURF, SURF*, MultiSURF, MultiSURF* (skrebate 0.8.4's semantics)
+# ---------------------------------------------------------------------------
+#
+# Pass 1 partials are per-anchor moments ``(count, sum d, sum d^2)``
+# (:func:`dmargin.engine.kernels.surf.moments_pairs`), pass 2 partials the
+# per-anchor, per-set, per-class sums ``P[a, s, c, :A]`` of the differences
+# and the neighbour counts ``P[a, s, c, A]``; both merge with :func:`add`.
+
+#: How the far set (``P[:, 1]``) enters the score: not at all (SURF,
+#: MultiSURF); SURF*'s near scoring of the far set, subtracted; MultiSURF*'s
+#: far scoring (``1 - diff``), added.
+FAR_NONE, FAR_SUBTRACT, FAR_SIMILARITY = 0, 1, 2
+
+
+def surf_moment_total(moments):
+    """``(sum_a (count_a + 1), sum_a sum_j d_aj)``: the pairs of the anchors' rows of
+    the full distance matrix (its zero diagonal included, as skrebate's mean) and
+    their distance sum."""
+    return np.array([np.sum(moments[:, 0] + 1.0), np.sum(moments[:, 1])])
+
+
+def surf_thresholds(moments, total, far):
+    """SURF's one threshold for every anchor: the mean of the distance matrix.
+
+    ``mean = sum_{a, j != a} d_aj / (m N)`` over the anchors' rows (skrebate:
+    the mean of the full N x N matrix, zeros on the diagonal included).
+    Returns ``(near, far)``: near ``d < mean``; far (SURF*) ``d > mean``, or
+    ``+inf`` (no far set).
+    """
+    mean = total[1] / total[0]
+    n = moments.shape[0]
+    return np.full(n, mean), np.full(n, mean if far else np.inf)
+
+
+def multisurf_thresholds(moments, total, far):
+    """MultiSURF's thresholds per anchor: ``mu_a -+ sigma_a / 2``.
+
+    ``mu_a`` and ``sigma_a`` are the mean and the standard deviation (ddof 0,
+    as ``np.std``) of the anchor's distances to every other row.  Near:
+    ``d < mu - sigma / 2``; far (MultiSURF*): ``d > mu + sigma / 2``, else
+    ``+inf`` (no far set).  An anchor with no other row gets ``nan``
+    thresholds (no neighbours).
+    """
+    count, s1, s2 = moments[:, 0], moments[:, 1], moments[:, 2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = s1 / count
+        sigma = np.sqrt(np.maximum(s2 / count - mu * mu, 0.0))
+    half = sigma / 2.0
+    return mu - half, (mu + half) if far else np.full(mu.shape, np.inf)
+
+
+def surf_terms(P, ya):
+    """Per-anchor scores of one neighbour set: skrebate's ``compute_score`` (near).
+
+    ``P`` is ``(anchors, classes, A + 1)`` (difference sums, counts).  For the
+    anchor of class ``y`` with ``h`` hits (sum ``H``) and ``m`` misses, of which
+    ``m_c`` of class ``c`` (sum ``M_c``), among ``K`` classes:
+
+    ``sum_{c != y} M_c (m_c / m) (K - 1) / m - H / h``
+
+    each part only when its count is positive (no neighbours: 0).  For two
+    classes this is skrebate's binary ``M / m - H / h``.
+    """
+    n_anchors, n_classes, width = P.shape
+    rows = np.arange(n_anchors)
+    counts, sums = P[..., -1], P[..., :-1]
+    n_hit = counts[rows, ya]
+    n_miss = counts.sum(axis=1) - n_hit
+    own = np.arange(n_classes)[None, :] == np.asarray(ya)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(own, 0.0, counts / n_miss[:, None] * (n_classes - 1))
+        miss = np.einsum("ac,acf->af", share, sums) / n_miss[:, None]
+        hit = -sums[rows, ya] / n_hit[:, None]
+    miss = np.where(n_miss[:, None] > 0, miss, 0.0)
+    hit = np.where(n_hit[:, None] > 0, hit, 0.0)
+    return miss + hit
+
+
+def surf_agg(P, ya, far_rule):
+    """Anchor block's share of the SURF-family score (before the division by m).
+
+    ``P`` is ``(anchors, sets, classes, A + 1)``; the near set scores as
+    :func:`surf_terms`; the far set (``far_rule``): SURF* subtracts the same
+    scoring of its far set (skrebate's ``SURFstar_compute_scores``);
+    MultiSURF* adds it with every difference replaced by ``1 - diff``
+    (``compute_score(near=False)``).
+    """
+    terms = surf_terms(P[:, 0], ya)
+    if far_rule == FAR_SUBTRACT:
+        terms = terms - surf_terms(P[:, 1], ya)
+    elif far_rule == FAR_SIMILARITY:
+        far = P[:, 1].copy()
+        far[..., :-1] = far[..., -1:] - far[..., :-1]
+        terms = terms + surf_terms(far, ya)
+    return terms.sum(axis=0)
+
+
+def column_summary_chunk(X, cap):
+    """A row block's per-column summary ``(distinct values, n, mean, M2, cap)``;
+    a column with more than ``cap`` distinct values keeps ``None``."""
+    uniques = []
+    for j in range(X.shape[1]):
+        u = np.unique(X[:, j])
+        uniques.append(u if u.size <= cap else None)
+    n = X.shape[0]
+    mean = X.mean(axis=0) if n else np.zeros(X.shape[1])
+    m2 = ((X - mean) ** 2).sum(axis=0)
+    return uniques, n, mean, m2, cap
+
+
+def column_summary_combine(parts):
+    """Merge :func:`column_summary_chunk` partials: unions of the distinct values
+    (``None`` once past the cap) and Chan's exact merge of ``(n, mean, M2)``, as
+    dask's ``moment_combine``."""
+    uniques, n, mean, m2, cap = parts[0]
+    for p in parts[1:]:
+        merged = []
+        for u, v in zip(uniques, p[0]):
+            w = None if u is None or v is None else np.union1d(u, v)
+            merged.append(w if w is not None and w.size <= cap else None)
+        uniques = merged
+        n2, mean2, m22 = p[1], p[2], p[3]
+        total = n + n2
+        if total:
+            delta = mean2 - mean
+            mean = mean + delta * (n2 / total)
+            m2 = m2 + m22 + delta * delta * (n * n2 / total)
+        n = total
+    return uniques, n, mean, m2, cap

@@ -22,7 +22,7 @@ import numpy as np
 from . import merge
 from ._numba import blas_single_thread, n_threads, pick, use_threads
 from .execution import TILE_BUDGET, Graph, Rows, local_bounds, split_bounds
-from .kernels import hist, knn, lse, quad, rbf
+from .kernels import hist, knn, lse, quad, rbf, surf
 
 #: The tile kernels by name: ``(serial, threaded)`` twins.
 KERNELS = {"lse": lse.TWINS, "knn": knn.TWINS, "qlse": quad.TWINS}
@@ -695,3 +695,155 @@ __all__ = ["KERNELS", "WeightedHistograms", "anchor_partials", "block_reduce", "
            "hinge_band", "hinge_violations", "knn_statistic", "linear_gram", "linear_loss",
            "lse_statistic", "machine_rows", "new_rows_softmin", "quad_statistic",
            "rbf_left_out_sums", "row_partials"]
+
+
+# ---------------------------------------------------------------------------
+# SURF family: distance moments, then neighbours within thresholds
+# ---------------------------------------------------------------------------
+
+
+def _surf_modes(Xp, start_p, Xq, start_q):
+    ip = np.arange(start_p, start_p + Xp.shape[0])
+    iq = np.arange(start_q, start_q + Xq.shape[0])
+    return ip, iq, surf.WITHIN if start_p == start_q else surf.CROSS
+
+
+def _surf_pair_moments(Xp, start_p, Xq, start_q, dm, dw, kind):
+    ip, iq, mode = _surf_modes(Xp, start_p, Xq, start_q)
+    return surf.moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode)
+
+
+def _surf_pair_score(Xp, yp, start_p, Xq, yq, start_q, n_classes, n_sets, dm, dw, ramp, kind,
+                     thr_p, thr_q):
+    ip, iq, mode = _surf_modes(Xp, start_p, Xq, start_q)
+    return surf.score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind,
+                            thr_p[0], thr_p[1], thr_q[0], thr_q[1], mode)
+
+
+def _surf_moments_tile(threads, Xa, ia, Xc, start_c, dm, dw, kind):
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    kernel = pick(surf.MOMENTS_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+    return kernel(Xa, ia, Xc, ic, dm, dw, kind)
+
+
+def _surf_score_tile(threads, Xa, ia, Xc, yc, start_c, n_classes, n_sets, dm, dw, ramp, kind,
+                     thr):
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    kernel = pick(surf.SCORE_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+    return kernel(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, thr[0], thr[1])
+
+
+def _surf_thresholds_task(thresholds, moments, total, far):
+    return thresholds(moments, total, far)
+
+
+def _surf_agg_task(agg, partial, ya, agg_args):
+    return agg(partial, ya, *agg_args)
+
+
+def _surf_side(pair, side):
+    return pair[side]
+
+
+def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, discrete=None,
+                   discrete_weight=1.0, ramp=None, anchors=None):
+    """``sum_I agg(pass2_I(thresholds(pass1_I, total)), y_I, *agg_args)``, two passes.
+
+    Pass 1 merges each anchor block's distance moments ``(count, sum d, sum
+    d^2)`` over the candidate blocks (:func:`surf.moments_pairs`); the
+    moments of all anchor blocks add up to ``total`` (one tiny tree);
+    ``thresholds(moments, total, far) -> (near, far)`` gives each anchor's
+    thresholds (``far=False``: no far set, ``+inf``).  Pass 2 runs over the
+    same tiles and merges each anchor's neighbour sums and counts per set
+    and class (:func:`surf.score_pairs`); ``agg(P, y, *agg_args)`` turns an
+    anchor block's merged partial into its share.  Per-anchor partials are
+    ``(anchors, sets, classes, A + 1)``: no N x N array exists.
+
+    Every row as an anchor: a symmetric grid (unordered pairs of row blocks,
+    each distance computed once per pass for both of its rows).  ``anchors``
+    (an :class:`~execution.Anchors` sample): ordered tiles, sample x all rows.
+
+    ``discrete`` (bool per feature): a difference of 0 or 1 (skrebate's
+    discrete features), weighing ``discrete_weight`` in the distances
+    (skrebate's mixed data: ``A / A_discrete``); ``ramp`` (per feature, ``inf`` for none): a scored
+    continuous difference above it counts 1 (skrebate's mixed data; the
+    distances never ramp).
+    """
+    a, k = rows.n_features, rows.n_classes
+    n_sets = 2 if far else 1
+    dm = np.zeros(a, dtype=np.bool_) if discrete is None else np.asarray(discrete, dtype=np.bool_)
+    rp = np.full(a, np.inf) if ramp is None else np.asarray(ramp, dtype=np.float64)
+    dw = float(discrete_weight)
+    kind = surf.MASKED if dm.any() or np.isfinite(rp).any() else surf.PLAIN
+    per_row = n_sets * k * (a + 1)
+    common = (thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets, per_row)
+    if anchors is not None:
+        return _surf_sampled(rows, anchors, *common)
+    n = rows.n_samples
+    threads, blocks = 1, None
+    if not rows.on_dask:
+        if use_threads(n * n * a / 2):
+            threads = n_threads()
+        cap = max(1, TILE_BUDGET // (8 * per_row))
+        blocks = split_bounds(n, max(-(-n // cap), 2 * threads if threads > 1 else 1))
+    g = Graph(rows, "surf", thresholds.__name__, agg.__name__, agg_args, far, dm, dw, rp,
+              candidates=blocks)
+    n_blocks, pairs = len(g.candidates), g.symmetric()
+
+    def sides(tiles, i):
+        # The diagonal pair's kernel folds both of its sides into side 0.
+        return [g.add("side", _surf_side, tiles[min(i, j), max(i, j)], int(j < i))
+                for j in range(n_blocks)]
+
+    # Pass 1: per-anchor distance moments, then the thresholds.
+    moments = {(i, j): g.tile("moments", _surf_pair_moments, g.block(i)[0], g.block(i)[2],
+                              g.block(j)[0], g.block(j)[2], dm, dw, kind) for i, j in pairs}
+    merged = [g.tree(sides(moments, i), merge.add) for i in range(n_blocks)]
+    total = g.tree([g.add("total", merge.surf_moment_total, m) for m in merged], merge.add,
+                   "moment-total")
+    thr = [g.add("thresholds", _surf_thresholds_task, thresholds, m, total, far) for m in merged]
+    # Pass 2: the neighbours within the thresholds, over the same pairs.
+    scores = {(i, j): g.tile("score", _surf_pair_score, *g.block(i), *g.block(j), k, n_sets, dm,
+                             dw, rp, kind, thr[i], thr[j]) for i, j in pairs}
+    shares = [g.add("agg", _surf_agg_task, agg, g.tree(sides(scores, i), merge.add),
+                    g.block(i)[1], agg_args) for i in range(n_blocks)]
+    return g.compute(g.tree(shares, _sum, "total"), threads=threads)
+
+
+def _surf_sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets,
+                  per_row):
+    """:func:`surf_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
+    k = rows.n_classes
+    g = Graph(rows, "surf-anchors", thresholds.__name__, agg.__name__, agg_args, far, dm, dw, rp,
+              anchors.index, anchors=_anchors(rows, per_row, anchors), sample=anchors)
+    n_cand = len(g.candidates)
+    merged = []
+    for i in range(len(g.anchors)):
+        xa, _, ia = g.anchor(i)
+        merged.append(g.tree([g.tile("moments", _surf_moments_tile, g.local, xa, ia,
+                                     g.block(j)[0], g.block(j)[2], dm, dw, kind)
+                              for j in range(n_cand)], merge.add))
+    total = g.tree([g.add("total", merge.surf_moment_total, m) for m in merged], merge.add,
+                   "moment-total")
+    shares = []
+    for i in range(len(g.anchors)):
+        xa, ya, ia = g.anchor(i)
+        thr = g.add("thresholds", _surf_thresholds_task, thresholds, merged[i], total, far)
+        tiles = [g.tile("score", _surf_score_tile, g.local, xa, ia, *g.block(j), k, n_sets, dm, dw,
+                        rp, kind, thr) for j in range(n_cand)]
+        shares.append(g.add("agg", _surf_agg_task, agg, g.tree(tiles, merge.add), ya, agg_args))
+    return g.compute(g.tree(shares, _sum, "total"))
+
+
+def column_summary(rows: Rows, cap: int):
+    """Per feature: the number of distinct values (``cap + 1`` for more than
+    ``cap``) and the standard deviation (ddof 0), in one pass over the row blocks."""
+    g = Graph(rows, "column-summary", cap)
+    keys = [g.add("block", merge.column_summary_chunk, g.block(i)[0], cap)
+            for i in range(len(g.candidates))]
+    uniques, n, mean, m2, _ = g.compute(g.tree(keys, merge.column_summary_combine))
+    distinct = np.array([cap + 1 if u is None else u.size for u in uniques], dtype=np.int64)
+    return distinct, np.sqrt(np.asarray(m2) / n)
+
+
+__all__ += ["column_summary", "surf_statistic"]

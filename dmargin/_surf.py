@@ -1,0 +1,269 @@
+"""SURF, SURF*, MultiSURF, MultiSURF*: Relief scores from every neighbour within a threshold.
+
+Instead of ReliefF's k nearest neighbours, an anchor scores every row closer
+than a threshold (and the starred variants also those farther than another):
+SURF and SURF* with one global threshold, the mean of all pairwise
+distances; MultiSURF and MultiSURF* with a threshold per anchor, the mean of
+its distances minus half their standard deviation.  The semantics, the
+scoring arithmetic included, are skrebate 0.8.4's (the implementation its
+users run).  Each fit is one statistic of the pairwise engine in two passes
+over the same tiles: the distance moments, then the neighbours within the
+thresholds (:func:`dmargin.engine.surf_statistic`).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit,
+                    timer)
+from ._validation import NONE, RANDOM_STATE, Interval, Options
+from .engine import column_summary, merge, surf_statistic
+from .progress import fit_steps
+
+_PARAMS_DOC = """
+    Parameters
+    ----------
+    discrete_threshold : int, default=10
+        A feature with at most this many distinct values is discrete: its
+        difference is 0 (equal) or 1 (different), as skrebate's
+        ``categorical_threshold``.  When the data mix discrete and
+        continuous features, a discrete mismatch weighs ``A / A_discrete`` in
+        the distance and a scored continuous difference larger than the
+        feature's standard deviation counts 1 (skrebate's mixed data; the
+        distances never ramp).  ``0`` makes every feature continuous.
+    scale : {{"minmax"}} or None, default="minmax"
+        ``"minmax"``: a continuous difference is ``|v1 - v2| / (max - min)``
+        over the training data (skrebate's); ``None`` uses the raw values.
+    n_anchors : int, float or None, default=None
+        ``None`` scores every sample (O(N^2 A), skrebate's only mode); an int
+        ``m`` (or a fraction of N) scores ``m`` anchors, drawn once per fit and
+        stratified by class, against all N samples (O(m N A)); the scores
+        are then divided by ``m``.{sample_note}
+    n_features_to_select : int, float or None, default=None
+        For ``transform``: ``None`` keeps features with positive score, an
+        int the top ones, a float that fraction.
+    random_state : int, Generator or None, default=None
+        Seeds the sample of anchors.
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        The scores, on skrebate's scale: per anchor{range_note}, a hit term in
+        [-1, 0] and a miss term in [0, K - 1] (K classes), averaged over the
+        anchors.
+    discrete_features_ : ndarray of shape (n_features,), dtype=bool
+        The features treated as discrete.
+    anchor_indices_ : ndarray of shape (m,) or None
+        The rows used as anchors (sorted), ``None`` when every row was one.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels, sorted.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when ``X`` had string column names.
+"""
+
+_SURF_SAMPLE = """  The threshold is then the mean distance of the
+        anchors' rows (m x N distances, zeros of the anchors themselves
+        included, as skrebate's mean of the full matrix)."""
+
+_NOTES = """
+    Notes
+    -----
+    Scoring follows skrebate's ``compute_score``: for an anchor of class
+    ``y`` with ``h`` neighbours of its class (difference sum ``H``) and ``m``
+    of the others, ``m_c`` of class ``c`` (sum ``M_c``), among ``K`` classes,
+    the score is ``(sum_c M_c (m_c / m) (K - 1) / m - H / h) / N`` (for two
+    classes ``(M / m - H / h) / N``), each part only when its count is
+    positive.  Differences from skrebate: labels are always classes
+    (skrebate treats more than 10 distinct labels as a continuous endpoint),
+    missing values are refused (impute them first), and a distance exactly
+    at a threshold up to floating-point rounding may fall on the other side
+    (the sums are accumulated in another order).  The distances are computed
+    twice (once per pass), never stored: memory is O(N A).
+"""
+
+
+class _ThresholdSelector(WeightSelector):
+    """The SURF family: one engine statistic; subclasses set the thresholds and the far set."""
+
+    _thresholds = staticmethod(merge.surf_thresholds)
+    _far_rule = merge.FAR_NONE
+
+    _parameter_constraints = {
+        "discrete_threshold": [Interval(numbers.Integral, 0, None)],
+        "scale": [Options(("minmax",)), NONE],
+        "n_anchors": N_ANCHORS,
+        "n_features_to_select": N_FEATURES_TO_SELECT,
+        "random_state": [RANDOM_STATE],
+    }
+
+    def __init__(self, *, discrete_threshold=10, scale="minmax", n_anchors=None,
+                 n_features_to_select=None, random_state=None):
+        self.discrete_threshold = discrete_threshold
+        self.scale = scale
+        self.n_anchors = n_anchors
+        self.n_features_to_select = n_features_to_select
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Compute the scores.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels of any type.
+
+        Returns
+        -------
+        self : estimator
+        """
+        # Initialisation: rows placed once, feature kinds as skrebate detects them
+        data, rows = start_fit(self, X, y)
+        distinct, std = column_summary(rows, self.discrete_threshold)
+        discrete = distinct <= self.discrete_threshold
+        mixed = bool(discrete.any() and not discrete.all())
+        ramp = np.where(~discrete & mixed, std, np.inf)
+        # skrebate's mixed distance: the discrete features' Hamming fraction times A
+        weight = discrete.size / discrete.sum() if mixed else 1.0
+        anchors = anchors_for(self, rows)
+
+        # One statistic: distance moments, thresholds, neighbours scored
+        name = type(self).__name__
+        with fit_steps(self, "pass", 1) as steps, timer(name):
+            total = surf_statistic(rows, self._thresholds, merge.surf_agg, (self._far_rule,),
+                                   far=self._far_rule != merge.FAR_NONE, discrete=discrete,
+                                   discrete_weight=weight, ramp=ramp, anchors=anchors)
+            steps.step()
+
+        # Final attributes
+        m = rows.n_samples if anchors is None else anchors.n_samples
+        self.classes_ = data.classes
+        self.discrete_features_ = discrete
+        self.anchor_indices_ = None if anchors is None else anchors.index
+        self.feature_importances_ = np.asarray(total, dtype=np.float64) / m
+        return self
+
+
+class SURF(_ThresholdSelector):
+    __doc__ = """SURF: every neighbour closer than the mean distance (Greene et al. 2009).
+
+    One threshold for all anchors, the mean of the N x N distance matrix
+    (Manhattan over range-normalised continuous and 0/1 discrete
+    differences, its zero diagonal included); an anchor scores every other
+    row strictly closer, hits against misses, with skrebate 0.8.4's
+    ``SURF`` arithmetic.
+""" + _PARAMS_DOC.format(sample_note=_SURF_SAMPLE, range_note="") + """
+    See Also
+    --------
+    SURFstar : also scores the far rows, with the opposite sign.
+    MultiSURF : a threshold per anchor.
+    ReliefF : k nearest neighbours instead of a radius.
+""" + _NOTES + """
+    References
+    ----------
+    C. S. Greene, N. M. Penrod, J. Kiralis, J. H. Moore, "Spatially Uniform
+    ReliefF (SURF) for computationally-efficient filtering of gene-gene
+    interactions", BioData Mining 2:5, 2009.
+
+    Examples
+    --------
+    >>> from dmargin import SURF
+    >>> from dmargin.datasets import load_dataset
+    >>> X, y = load_dataset("wdbc")
+    >>> SURF(n_features_to_select=5).fit(X, y).transform(X).shape
+    (569, 5)
+    """
+
+
+class SURFstar(_ThresholdSelector):
+    __doc__ = """SURF*: SURF plus the far rows, scored with the opposite sign (Greene et al. 2010).
+
+    With SURF's one threshold (the mean distance), rows strictly closer are
+    near and rows strictly farther are far; the near rows score as in SURF
+    and the far rows' same scoring is subtracted (skrebate 0.8.4's
+    ``SURFstar``).
+""" + _PARAMS_DOC.format(sample_note=_SURF_SAMPLE, range_note=" and set (near, far)") + """
+    See Also
+    --------
+    SURF, MultiSURFstar
+""" + _NOTES + """
+    References
+    ----------
+    C. S. Greene, D. S. Himmelstein, J. Kiralis, J. H. Moore, "The informative
+    extremes: using both nearest and farthest individuals can improve Relief
+    algorithms in the domain of human genetics", EvoBIO 2010.
+
+    Examples
+    --------
+    >>> from dmargin import SURFstar
+    >>> from dmargin.datasets import load_dataset
+    >>> X, y = load_dataset("wdbc")
+    >>> SURFstar().fit(X, y).feature_importances_.shape
+    (30,)
+    """
+    _far_rule = merge.FAR_SUBTRACT
+
+
+class MultiSURF(_ThresholdSelector):
+    __doc__ = """MultiSURF: each anchor's neighbours within mean - deviation / 2 (Urbanowicz 2018).
+
+    Each anchor's threshold is the mean of its distances to every other row
+    minus half their standard deviation (ddof 0); the rows strictly closer
+    are its neighbours, scored as skrebate 0.8.4's ``MultiSURF``.
+""" + _PARAMS_DOC.format(sample_note="", range_note="") + """
+    See Also
+    --------
+    MultiSURFstar : also scores the extreme far rows.
+    SURF : one global threshold.
+    ReliefF : k nearest neighbours instead of a radius.
+""" + _NOTES + """
+    References
+    ----------
+    R. J. Urbanowicz, R. S. Olson, P. Schmitt, M. Meeker, J. H. Moore,
+    "Benchmarking relief-based feature selection methods for bioinformatics
+    data mining", Journal of Biomedical Informatics 85, 2018.
+
+    Examples
+    --------
+    >>> from dmargin import MultiSURF
+    >>> from dmargin.datasets import load_dataset
+    >>> X, y = load_dataset("wdbc")
+    >>> est = MultiSURF(n_features_to_select=3).fit(X, y)
+    >>> int(est.get_support().sum())
+    3
+    """
+    _thresholds = staticmethod(merge.multisurf_thresholds)
+
+
+class MultiSURFstar(_ThresholdSelector):
+    __doc__ = """MultiSURF*: MultiSURF plus the extreme far rows (Granizo-Mackenzie & Moore 2013).
+
+    Per anchor, rows closer than ``mu - sigma / 2`` are near and rows
+    farther than ``mu + sigma / 2`` are far; near rows score as in
+    MultiSURF, far rows score the similarities ``1 - diff`` with the same
+    normalisation, added (skrebate 0.8.4's ``MultiSURFstar``).
+""" + _PARAMS_DOC.format(sample_note="", range_note=" and set (near, far)") + """
+    See Also
+    --------
+    MultiSURF, SURFstar
+""" + _NOTES + """
+    References
+    ----------
+    D. Granizo-Mackenzie, J. H. Moore, "Multiple threshold spatially uniform
+    ReliefF for the genetic analysis of complex human diseases", EvoBIO 2013.
+
+    Examples
+    --------
+    >>> from dmargin import MultiSURFstar
+    >>> from dmargin.datasets import load_dataset
+    >>> X, y = load_dataset("wdbc")
+    >>> MultiSURFstar().fit(X, y).feature_importances_.shape
+    (30,)
+    """
+    _thresholds = staticmethod(merge.multisurf_thresholds)
+    _far_rule = merge.FAR_SIMILARITY

@@ -1,0 +1,427 @@
+"""Tiles of the SURF family (SURF, SURF*, MultiSURF, MultiSURF*): two passes over the same pairs.
+
+Pure numba kernels over a pair of row sets ``p`` (anchors) and ``q``
+(candidates); they take arrays and scalars only.
+
+Notation (``ALGORITHMS.md`` section 6, skrebate 0.8.4's ``relieff.py``):
+for rows ``a`` and ``j`` the feature difference is
+
+.. math::
+    \\mathrm{diff}_f(a, j) = |x_{af} - x_{jf}| \\ \\text{(continuous)}, \\qquad
+    [x_{af} \\ne x_{jf}] \\ \\text{(discrete: } dm_f = 1)
+
+and the distance ``d_aj = sum_f w_f diff_f(a, j)`` with ``w_f = 1`` for a
+continuous feature and ``w_f = dw`` for a discrete one (skrebate's mixed
+data weigh a discrete mismatch ``A / A_discrete``).  Scoring may *ramp* a
+continuous difference (skrebate's mixed data): a difference above
+``ramp_f`` counts 1 (``ramp_f = inf``: no ramp).
+
+- **Pass 1** (:func:`moments_pairs`, :data:`MOMENTS_TWINS`): per anchor the
+  moments ``(count, sum d, sum d^2)`` over every candidate other than itself.
+- **Pass 2** (:func:`score_pairs`, :data:`SCORE_TWINS`): per anchor, per
+  neighbour set ``s`` (0: near, ``d < near_a``; 1: far, ``d > far_a``) and
+  per class ``c`` of the candidate, the sum of the (scoring) differences in
+  ``P[a, s, c, :A]`` and the neighbour count in ``P[a, s, c, A]``.
+
+Partials over disjoint candidate sets add (:func:`dmargin.engine.merge.add`).
+
+Pair modes, as IMMIGRATE's quadratic kernels: ``ORDERED`` (``p`` a sample of
+anchors, ``q`` candidate rows: only ``p`` gets partials; a candidate with the
+anchor's global index is the anchor itself and is skipped), ``WITHIN`` (``p``
+is ``q``, each unordered pair ``a < j`` once, for both rows) and ``CROSS``
+(two disjoint blocks, every pair once, for both rows).  ``d`` is symmetric,
+so a symmetric grid of blocks computes every distance once per pass instead
+of twice.
+
+Layout: the pairs are visited in sub-tiles of :data:`TILE` x :data:`TILE`
+rows.  A sub-tile's distances are computed vectorised over its candidates
+(transposed to features by rows), then folded into the moments (pass 1) or
+into neighbour lists (pass 2).  Pass 2 first sorts both row sets by class,
+so that a row's neighbours of one class are one branch-free compaction of a
+range of positions, summed four rows per sweep.
+
+Exact in float64: every distance is the same sequential sum over the
+features in both passes, every mode and either order of the pair (one
+inlined function), and the neighbour tests are strict (``<``, ``>``) as
+skrebate's.
+"""
+
+import numba
+import numpy as np
+
+from .._numba import helper, inline, twins
+from .lse import by_class, filled
+
+ORDERED, WITHIN, CROSS = 0, 1, 2
+#: Rows of each side per sub-tile: its distances, the transposed candidates and
+#: both sides' partials stay in the L1/L2 caches.
+TILE = 128
+#: Scoring difference kinds: every feature continuous, unramped (the fast
+#: path), or per-feature discrete masks and ramps.
+PLAIN, MASKED = 0, 1
+
+
+@inline
+def _transpose(Xq, q0, q1, XT):
+    """``XT[f, t] = Xq[q0 + t, f]``: a sub-tile of candidates, features by rows."""
+    for t in range(q1 - q0):
+        for f in range(Xq.shape[1]):
+            XT[f, t] = Xq[q0 + t, f]
+
+
+@inline
+def _tile_distances(Xp, p0, p1, XT, nq, dm, dw, kind, D):
+    """``D[a - p0, t] = d(Xp[a], candidate t)`` for a sub-tile, from :func:`_transpose`'s ``XT``.
+
+    Vectorised over the candidates, summed over the features in their order:
+    every distance is the same sequential sum in every kernel and mode, and
+    ``d(a, j) == d(j, a)`` exactly.  Four anchors per sweep share each load
+    of ``XT``.
+    """
+    n_features = Xp.shape[1]
+    a = p0
+    if kind == PLAIN:
+        while a + 4 <= p1:
+            r0, r1, r2, r3 = D[a - p0], D[a - p0 + 1], D[a - p0 + 2], D[a - p0 + 3]
+            for t in range(nq):
+                r0[t] = 0.0
+                r1[t] = 0.0
+                r2[t] = 0.0
+                r3[t] = 0.0
+            for f in range(n_features):
+                x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
+                xt = XT[f]
+                for t in range(nq):
+                    v = xt[t]
+                    r0[t] += abs(x0 - v)
+                    r1[t] += abs(x1 - v)
+                    r2[t] += abs(x2 - v)
+                    r3[t] += abs(x3 - v)
+            a += 4
+    for a in range(a, p1):
+        row = D[a - p0]
+        for t in range(nq):
+            row[t] = 0.0
+        for f in range(n_features):
+            x = Xp[a, f]
+            xt = XT[f]
+            if kind == PLAIN or not dm[f]:
+                for t in range(nq):
+                    row[t] += abs(x - xt[t])
+            else:
+                for t in range(nq):
+                    row[t] += dw if x != xt[t] else 0.0
+
+
+@inline
+def _add_rows(x, Xo, rows, m, dm, ramp, kind, out):
+    """``out[:A] += sum_r diff(x, Xo[rows[r]])`` over ``r < m`` (scoring differences,
+    ramped), ``out[A] += m``.
+
+    Four rows per sweep over ``out``: one load and store of ``out`` serves
+    four pair-features.
+    """
+    n_features = x.shape[0]
+    r = 0
+    if kind == PLAIN:
+        while r + 4 <= m:
+            j0, j1, j2, j3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
+            for f in range(n_features):
+                v = x[f]
+                out[f] += (abs(v - Xo[j0, f]) + abs(v - Xo[j1, f]) + abs(v - Xo[j2, f])
+                           + abs(v - Xo[j3, f]))
+            r += 4
+        while r < m:
+            j0 = rows[r]
+            for f in range(n_features):
+                out[f] += abs(x[f] - Xo[j0, f])
+            r += 1
+    else:
+        while r < m:
+            j0 = rows[r]
+            for f in range(n_features):
+                z = abs(x[f] - Xo[j0, f])
+                if dm[f]:
+                    z = 1.0 if z != 0.0 else 0.0
+                elif z > ramp[f]:
+                    z = 1.0
+                out[f] += z
+            r += 1
+    out[n_features] += m
+
+
+@inline
+def _which(d, near, far):
+    """Neighbour set of a candidate at distance ``d``: 0 near, 1 far, -1 neither."""
+    if d < near:
+        return 0
+    if d > far:
+        return 1
+    return -1
+
+
+# ---------------------------------------------------------------------------
+# Pass 1: distance moments
+# ---------------------------------------------------------------------------
+
+
+@helper
+def moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode):
+    """Per-row moments ``(count, sum d, sum d^2)`` of both row sets of a pair.
+
+    .. math:: M_a = \\left(\\sum_{j \\ne a} 1, \\sum_{j \\ne a} d_{aj},
+              \\sum_{j \\ne a} d_{aj}^2\\right)
+
+    Returns ``(Mp, Mq)``; ``Mq`` is empty in the ``ORDERED`` mode and is
+    ``Mp`` itself in the ``WITHIN`` mode (one block: read side 0 only).
+    """
+    n_p, n_q = Xp.shape[0], Xq.shape[0]
+    Mp = filled((n_p, 3), 0.0)
+    # WITHIN: both rows of a pair are in ``Mp`` (the pair is one block).
+    Mq = Mp if mode == WITHIN else filled((n_q if mode == CROSS else 0, 3), 0.0)
+    XT = np.empty((Xq.shape[1], TILE))
+    D = np.empty((TILE, TILE))
+    cols = np.empty((3, TILE))
+    for q0 in range(0, n_q, TILE):
+        q1 = min(q0 + TILE, n_q)
+        _transpose(Xq, q0, q1, XT)
+        for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
+            p1 = min(p0 + TILE, n_p)
+            _tile_distances(Xp, p0, p1, XT, q1 - q0, dm, dw, kind, D)
+            _fold_moments(D, p0, p1, q0, q1, ip, iq, mode, Mp, Mq, cols)
+    return Mp, Mq
+
+
+@inline
+def _fold_moments(D, p0, p1, q0, q1, ip, iq, mode, Mp, Mq, cols):
+    """Add a sub-tile's distances to the rows' moments (``cols``: scratch ``(3, TILE)``
+    for the candidates' column sums)."""
+    same = p0 == q0 and mode == WITHIN
+    nq = q1 - q0
+    cols[:, :nq] = 0.0
+    for a in range(p0, p1):
+        row = D[a - p0]
+        t0 = a - q0 + 1 if same else 0
+        s1, s2 = 0.0, 0.0
+        for t in range(t0, nq):
+            d = row[t]
+            s1 += d
+            s2 += d * d
+            cols[1, t] += d
+            cols[2, t] += d * d
+        count = float(nq - t0)
+        if mode == ORDERED:  # the anchor itself (distance 0) does not count
+            for t in range(nq):
+                if iq[q0 + t] == ip[a]:
+                    count -= 1.0
+        Mp[a, 0] += count
+        Mp[a, 1] += s1
+        Mp[a, 2] += s2
+    if mode == ORDERED:
+        return
+    for t in range(nq):
+        # rows p0..p1 before candidate t: all of them, or those above the diagonal
+        Mq[q0 + t, 0] += float(min(p1, q0 + t) - p0) if same else float(p1 - p0)
+        Mq[q0 + t, 1] += cols[1, t]
+        Mq[q0 + t, 2] += cols[2, t]
+
+
+def _moments_tile(Xa, ia, Xc, ic, dm, dw, kind):
+    """Pass 1 for anchors against candidates (``ORDERED``), threads over anchor sub-tiles."""
+    n_a = Xa.shape[0]
+    M = filled((n_a, 3), 0.0)
+    n_tiles = (n_a + TILE - 1) // TILE
+    for i in numba.prange(n_tiles):
+        p0 = i * TILE
+        p1 = min(p0 + TILE, n_a)
+        XT = np.empty((Xc.shape[1], TILE))
+        D = np.empty((TILE, TILE))
+        cols = np.empty((3, TILE))
+        for q0 in range(0, Xc.shape[0], TILE):
+            q1 = min(q0 + TILE, Xc.shape[0])
+            _transpose(Xc, q0, q1, XT)
+            _tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D)
+            _fold_moments(D, p0, p1, q0, q1, ia, ic, ORDERED, M, M, cols)
+    return M
+
+
+# ---------------------------------------------------------------------------
+# Pass 2: neighbours within the thresholds, scored
+# ---------------------------------------------------------------------------
+
+
+@inline
+def _compact(drow, t0, t1, s, near, far, self_idx, ids, out):
+    """``out[:m]`` = the ``t`` in ``[t0, t1)`` whose distance ``drow[t]`` puts them in
+    set ``s`` (0: ``d < near``, 1: ``d > far``); returns ``m``.
+
+    Branch-free (every ``t`` is written, the count moves by the test), so the
+    loop costs the same whatever the neighbours' pattern.  The candidate with
+    ``ids[t] == self_idx`` (the anchor itself, ORDERED mode; ``-1``
+    otherwise) is left out.
+    """
+    m = 0
+    if s == 0:
+        for t in range(t0, t1):
+            out[m] = t
+            m += (drow[t] < near) & (ids[t] != self_idx)
+    else:
+        for t in range(t0, t1):
+            out[m] = t
+            m += (drow[t] > far) & (ids[t] != self_idx)
+    return m
+
+
+@inline
+def _score_row(x, drow, t0, t1, near, far, self_idx, ids, Xo, o0, starts, dm, ramp, kind, P,
+               rows):
+    """One row's neighbours among the class-sorted rows ``o0 + [t0, t1)`` of ``Xo``,
+    added to ``P[set, class]``: per set and class, one compaction over that
+    class's positions, then one sum (:func:`_add_rows`)."""
+    n_sets, n_classes = P.shape[0], P.shape[1]
+    for s in range(n_sets):
+        for c in range(n_classes):
+            lo = max(t0, starts[c] - o0)
+            hi = min(t1, starts[c + 1] - o0)
+            if lo >= hi:
+                continue
+            m = _compact(drow, lo, hi, s, near, far, self_idx, ids, rows)
+            if m:
+                for r in range(m):
+                    rows[r] += o0
+                _add_rows(x, Xo, rows, m, dm, ramp, kind, P[s, c])
+
+
+@inline
+def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, near_p, far_p,
+                 near_q, far_q, mode, Pp, Pq, rows):
+    """Add a sub-tile's neighbours to both sides' partials (rows sorted by class,
+    ``sp``/``sq`` the class starts).  The candidates' side reads the
+    transposed distances ``DT``; both sides run the same code (one copy to
+    compile)."""
+    same = p0 == q0 and mode == WITHIN
+    if mode != ORDERED:
+        for a in range(p1 - p0):
+            for t in range(q1 - q0):
+                DT[t, a] = D[a, t]
+    for side in range(1 if mode == ORDERED else 2):
+        if side == 0:  # anchors p against candidates q
+            M, X, i0, i1, near, far, P = D, Xp, p0, p1, near_p, far_p, Pp
+            Xo, ids, o0, o1, starts = Xq, iq, q0, q1, sq
+        else:  # candidates q against anchors p
+            M, X, i0, i1, near, far, P = DT, Xq, q0, q1, near_q, far_q, Pq
+            Xo, ids, o0, o1, starts = Xp, ip, p0, p1, sp
+        for i in range(i0, i1):
+            # Each unordered pair of the diagonal sub-tile once: j > a.
+            if same:
+                t0, t1 = (i - o0 + 1, o1 - o0) if side == 0 else (0, min(o1, i) - o0)
+            else:
+                t0, t1 = 0, o1 - o0
+            self_idx = ip[i] if mode == ORDERED else -1
+            _score_row(X[i], M[i - i0], t0, t1, near[i], far[i], self_idx, ids[o0:o1], Xo, o0,
+                       starts, dm, ramp, kind, P[i], rows)
+
+
+@inline
+def _unsort(P, order):
+    """Partials of class-sorted rows back in the rows' order."""
+    n = P.shape[0]
+    width = P.size // n if n else 0
+    flat = P.reshape((n, width))
+    out = np.empty(P.size).reshape((n, width))
+    for r in range(n):
+        # Element by element: the array statement compiles numba's
+        # shape-mismatch error path (seconds) on first use.
+        for k in range(width):
+            out[order[r], k] = flat[r, k]
+    return out.reshape(P.shape)
+
+
+@helper
+def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, near_p, far_p,
+                near_q, far_q, mode):
+    """Per-row neighbour partials ``P[row, set, class, :A+1]`` of both row sets of a pair.
+
+    .. math:: P_{as c} = \\sum_{j \\ne a:\\, j \\in s(a),\\, y_j = c}
+              (\\mathrm{diff}(a, j), 1)
+
+    with ``s(a)`` the near set ``d_aj < near_a`` (``s = 0``) or, when
+    ``n_sets == 2``, the far set ``d_aj > far_a`` (``s = 1``).  Returns
+    ``(Pp, Pq)``; ``Pq`` is empty in the ``ORDERED`` mode and ``Pp`` itself
+    in the ``WITHIN`` mode.
+
+    Both row sets are first sorted by class (stable), so that a row's
+    neighbours of one class are one compaction of one range of positions.
+    """
+    n_features = Xp.shape[1]
+    Xps, ips, sp = by_class(Xp, yp, ip, n_classes)
+    order_p = _order_of(yp, n_classes)
+    near_ps, far_ps = near_p[order_p], far_p[order_p]
+    if mode == WITHIN:
+        Xqs, iqs, sq, order_q, near_qs, far_qs = Xps, ips, sp, order_p, near_ps, far_ps
+    else:
+        Xqs, iqs, sq = by_class(Xq, yq, iq, n_classes)
+        order_q = _order_of(yq, n_classes)
+        near_qs, far_qs = near_q[order_q], far_q[order_q]
+    n_p, n_q = Xps.shape[0], Xqs.shape[0]
+    Pp = filled((n_p, n_sets, n_classes, n_features + 1), 0.0)
+    Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_classes,
+                                           n_features + 1), 0.0)
+    XT = np.empty((n_features, TILE))
+    D = np.empty((TILE, TILE))
+    DT = np.empty((TILE, TILE))
+    rows = np.empty(TILE, dtype=np.int64)
+    for q0 in range(0, n_q, TILE):
+        q1 = min(q0 + TILE, n_q)
+        _transpose(Xqs, q0, q1, XT)
+        for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
+            p1 = min(p0 + TILE, n_p)
+            _tile_distances(Xps, p0, p1, XT, q1 - q0, dm, dw, kind, D)
+            _fold_scores(D, DT, Xps, ips, sp, Xqs, iqs, sq, p0, p1, q0, q1, dm, ramp, kind,
+                         near_ps, far_ps, near_qs, far_qs, mode, Pp, Pq, rows)
+    Pp_out = _unsort(Pp, order_p)
+    if mode == WITHIN:
+        return Pp_out, Pp_out
+    return Pp_out, _unsort(Pq, order_q) if mode == CROSS else Pq
+
+
+@inline
+def _order_of(y, n_classes):
+    """The stable class order of :func:`by_class`."""
+    from_class = np.empty(n_classes + 1, dtype=np.int64)
+    from_class[:] = 0
+    for j in range(y.shape[0]):
+        from_class[y[j] + 1] += 1
+    for c in range(n_classes):
+        from_class[c + 1] += from_class[c]
+    order = np.empty(y.shape[0], dtype=np.int64)
+    for j in range(y.shape[0]):
+        order[from_class[y[j]]] = j
+        from_class[y[j]] += 1
+    return order
+
+
+def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near, far):
+    """Pass 2 for anchors against candidates (``ORDERED``), threads over anchor sub-tiles."""
+    n_a, n_features = Xa.shape
+    Xcs, ics, sc = by_class(Xc, yc, ic, n_classes)
+    P = filled((n_a, n_sets, n_classes, n_features + 1), 0.0)
+    n_tiles = (n_a + TILE - 1) // TILE
+    for i in numba.prange(n_tiles):
+        p0 = i * TILE
+        p1 = min(p0 + TILE, n_a)
+        XT = np.empty((n_features, TILE))
+        D = np.empty((TILE, TILE))
+        rows = np.empty(TILE, dtype=np.int64)
+        for q0 in range(0, Xcs.shape[0], TILE):
+            q1 = min(q0 + TILE, Xcs.shape[0])
+            _transpose(Xcs, q0, q1, XT)
+            _tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D)
+            # (ORDERED: the candidates' side is not scored; no class starts of anchors.)
+            _fold_scores(D, D, Xa, ia, sc, Xcs, ics, sc, p0, p1, q0, q1, dm, ramp, kind, near,
+                         far, near, far, ORDERED, P, P, rows)
+    return P
+
+
+MOMENTS_TWINS = twins(_moments_tile)
+SCORE_TWINS = twins(_score_tile)
