@@ -50,7 +50,7 @@ import numba
 import numpy as np
 
 from .._numba import helper, inline, twins
-from .lse import by_class, filled
+from .lse import by_class, class_order, filled
 
 ORDERED, WITHIN, CROSS = 0, 1, 2
 #: Rows of each side per sub-tile: its distances, the transposed candidates and
@@ -148,16 +148,6 @@ def _add_rows(x, Xo, rows, m, dm, ramp, kind, out):
                 out[f] += z
             r += 1
     out[n_features] += m
-
-
-@inline
-def _which(d, near, far):
-    """Neighbour set of a candidate at distance ``d``: 0 near, 1 far, -1 neither."""
-    if d < near:
-        return 0
-    if d > far:
-        return 1
-    return -1
 
 
 # ---------------------------------------------------------------------------
@@ -355,13 +345,13 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
     """
     n_features = Xp.shape[1]
     Xps, ips, sp = by_class(Xp, yp, ip, n_classes)
-    order_p = _order_of(yp, n_classes)
+    order_p = class_order(yp, n_classes)[0]
     near_ps, far_ps = near_p[order_p], far_p[order_p]
     if mode == WITHIN:
         Xqs, iqs, sq, order_q, near_qs, far_qs = Xps, ips, sp, order_p, near_ps, far_ps
     else:
         Xqs, iqs, sq = by_class(Xq, yq, iq, n_classes)
-        order_q = _order_of(yq, n_classes)
+        order_q = class_order(yq, n_classes)[0]
         near_qs, far_qs = near_q[order_q], far_q[order_q]
     n_p, n_q = Xps.shape[0], Xqs.shape[0]
     Pp = filled((n_p, n_sets, n_classes, n_features + 1), 0.0)
@@ -383,22 +373,6 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
     if mode == WITHIN:
         return Pp_out, Pp_out
     return Pp_out, _unsort(Pq, order_q) if mode == CROSS else Pq
-
-
-@inline
-def _order_of(y, n_classes):
-    """The stable class order of :func:`by_class`."""
-    from_class = np.empty(n_classes + 1, dtype=np.int64)
-    from_class[:] = 0
-    for j in range(y.shape[0]):
-        from_class[y[j] + 1] += 1
-    for c in range(n_classes):
-        from_class[c + 1] += from_class[c]
-    order = np.empty(y.shape[0], dtype=np.int64)
-    for j in range(y.shape[0]):
-        order[from_class[y[j]]] = j
-        from_class[y[j]] += 1
-    return order
 
 
 def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near, far):
