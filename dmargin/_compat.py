@@ -101,7 +101,7 @@ def persist_with_known_rows(*arrays):
     import dask
     import dask.array as da
 
-    arrays = dask.persist(*arrays)
+    arrays = dask.persist(*arrays, optimize_graph=False)  # as compute(): same keys, same tasks
     blocks = [a.to_delayed().ravel() for a in arrays]
     sizes = compute(*[dask.delayed(len)(b) for bs in blocks for b in bs],
                     what="the partition lengths")
@@ -168,7 +168,7 @@ def stall_timeout() -> float:
     return float(parse_timedelta(dask.config.get("dmargin.stall-timeout", STALL_TIMEOUT)))
 
 
-def compute(*collections, what="a dmargin computation"):
+def compute(*collections, what="a dmargin computation", optimize=False):
     """``dask.compute(*collections)``, with a bounded wait on a distributed cluster.
 
     Parameters
@@ -176,6 +176,14 @@ def compute(*collections, what="a dmargin computation"):
     *collections : dask collections (or plain values, returned as they are)
     what : str
         What is computed, for the error message.
+    optimize : bool, default=False
+        dask's graph optimisation (fusing).  A fit computes the same source
+        tasks in several graphs (a scaling pass, sampled anchors, then the
+        tiles over rows that stream from a file); fused in one graph and not
+        in the next, one key would name two different tasks, which the
+        distributed scheduler cannot reconcile (a ``KeyError`` or lost
+        dependencies).  Every dmargin computation and persist is therefore
+        unoptimised, the same tasks under the same keys.
 
     Returns
     -------
@@ -198,17 +206,17 @@ def compute(*collections, what="a dmargin computation"):
         todo = [dask.delayed(c) for c in todo]
     client = client_for(todo)
     if client is None:
-        values = dask.compute(*todo)
+        values = dask.compute(*todo, optimize_graph=optimize)
     else:
-        values = _compute_on(client, todo, what)
+        values = _compute_on(client, todo, what, optimize)
     out = list(collections)
     for i, v in zip(lazy, values):
         out[i] = v
     return tuple(out)
 
 
-def _compute_on(client, todo, what):
-    futures = client.compute(todo)
+def _compute_on(client, todo, what, optimize=False):
+    futures = client.compute(todo, optimize_graph=optimize)
     try:
         _wait(client, futures, what)
         return client.gather(futures)

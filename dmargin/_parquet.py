@@ -752,7 +752,7 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     ]
     lengths = [n for *_, n in blocks]
     if filters is not None or missing_label == "drop":
-        reads = dask.persist(*reads)
+        reads = dask.persist(*reads, optimize_graph=False)  # see _compat.compute
         lengths = compute(*[dask.delayed(len)(r[1]) for r in reads],
                           what="the row counts after filtering")
         kept = [i for i, n in enumerate(lengths) if n]

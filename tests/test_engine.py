@@ -290,3 +290,27 @@ def test_quad_statistic_with_w_itself_equals_its_factor(monkeypatch):
     got = statistics.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), merge.softmin_coef)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12 * np.abs(want[0]).max())
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+
+
+def test_block_reduce_and_exact_bin_edges_on_dask_rows():
+    # Column summaries over dask row blocks (no labels): the distinct values of
+    # low-cardinality features are counted over all rows once the subsample
+    # (200,000 rows) cannot see them all.
+    import dask.array as da
+
+    from dmargin.engine.binning import find_bin_edges
+    from dmargin.engine.statistics import block_reduce
+
+    X = np.arange(40.0).reshape(20, 2)
+    total = block_reduce(da.from_array(X, chunks=5), lambda b: b.sum(axis=0), sum, "sum")
+    np.testing.assert_array_equal(total, X.sum(axis=0))
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 5, size=(250_000, 2)).astype(float)
+    codes[-1, 0] = 9.0  # one value the subsample will most likely miss
+    edges, exact = find_bin_edges(da.from_array(codes, chunks=50_000), 256,
+                                  np.random.default_rng(1))
+    local, _ = find_bin_edges(codes, 256, np.random.default_rng(1))
+    assert exact.all()
+    for e, f in zip(edges, local):
+        np.testing.assert_array_equal(e, f)
+    assert edges[0].size == 5  # six values, five thresholds between them

@@ -62,8 +62,8 @@ class SizeWatch:
         self.largest, self.active = 0, True
         real = _compat._compute_on
 
-        def watched(client, todo, what):
-            values = real(client, todo, what)
+        def watched(client, todo, what, *args):
+            values = real(client, todo, what, *args)
             if self.active:
                 self.largest = max([self.largest] + [_nbytes(v) for v in values])
             return values

@@ -72,6 +72,8 @@ class Rows:
     n_classes: int
     on_dask: bool
     bounds: list = field(default_factory=list)
+    #: Lazy dask rows read from their source by each graph (not persisted).
+    streamed: bool = False
 
     @property
     def n_samples(self):
@@ -114,7 +116,9 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
 
     cap = rows_per_block(a, n_classes) if max_rows is None else max_rows
     if is_dask_collection(X):
-        chunks = X.chunks[0] if max(X.chunks[0]) <= cap else cap
+        # The cap bounds an anchor block's partials; streamed rows are only
+        # candidates, and keep the blocks they come in (a Parquet row group).
+        chunks = X.chunks[0] if max(X.chunks[0]) <= cap or not persist else cap
     else:
         min_rows = math.sqrt(MIN_TILE_WORK / max(a, 1)) if min_rows is None else min_rows
         n_blocks = max(1, min(TARGET_BLOCKS, int(n // min_rows)))
@@ -132,9 +136,9 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     check_worker_memory(client_for([X]), n * row if persist else 0, task,
                         f"{what} {n} rows x {a} features")
     if persist:
-        X, codes = dask.persist(X, codes)
+        X, codes = dask.persist(X, codes, optimize_graph=False)  # see _compat.compute
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
-    return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])))
+    return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])), streamed=not persist)
 
 
 def row_blocks(X) -> Rows:
@@ -318,7 +322,8 @@ class Graph:
         """Keys of candidate block ``i``: ``(X, codes, start)``."""
         if self.local:
             return (*self._rows_of(tuple(self._cand[i])), self._cand[i][0])
-        return (self.rows.X.name, i, 0), (self.rows.codes.name, i), self._cand[i][0]
+        codes = None if self.rows.codes is None else (self.rows.codes.name, i)  # row_blocks
+        return (self.rows.X.name, i, 0), codes, self._cand[i][0]
 
     def anchor(self, i):
         """Anchor block ``i``: ``(X, codes, start)`` keys, or for a sample the
@@ -407,7 +412,8 @@ class Graph:
                                               dependencies=deps)
         arr = da.Array(hlg, kept_name, chunks=chunks, dtype=dtype)
         with _TileProgress(self._tiles):
-            arr, value = dask.persist(arr, Delayed(key, hlg, layer=self.name))
+            arr, value = dask.persist(arr, Delayed(key, hlg, layer=self.name),
+                                      optimize_graph=False)
         return compute(value, what=f"dmargin graph {self.name}")[0], arr
 
 
