@@ -90,7 +90,8 @@ def power(k, permutations=0):
     X, y = frame.drop(columns="class"), frame["class"]
     est = dmargin.ReliefF(n_neighbors=k, n_permutations=permutations, random_state=0).fit(X, y)
     order = list(X.columns[np.argsort(est.pvalues_, kind="stable")])
-    return {"n_neighbors": k, "n_permutations": permutations, "ranks": {s: order.index(s) + 1 for s in ("P1", "P2")},
+    return {"n_neighbors": k, "n_permutations": permutations,
+            "ranks": {s: order.index(s) + 1 for s in ("P1", "P2")},
             "qvalues": {s: float(est.qvalues_[list(X.columns).index(s)]) for s in ("P1", "P2")},
             "other_discoveries": int(sum(q < LEVEL for c, q in zip(X.columns, est.qvalues_)
                                          if c not in ("P1", "P2")))}

@@ -20,6 +20,10 @@ RELIEFF_RATE = 8.5e9
 #: Pair-features per second and iteration, exact I-RELIEF, 2 threads (relief_speed.json:
 #: N = 8,000, A = 50, 3 iterations in 2.77 s).
 IRELIEF_RATE = 3.4e9
+#: Pair-features per second of the SURF family (both passes counted once: N^2 A), 2 threads:
+#: MultiSURF at N = 8,000, A = 50 in 0.66 s of wall time (tests/test_surf.py's kernels;
+#: one thread: 0.62-0.67 s of CPU, about 2.2x fast-select's).
+SURF_RATE = 4.8e9
 #: Pair-features per second of online I-RELIEF, one thread (online_scale.json: 10^7 rows
 #: x 50 features against 2,000 reference rows in a pass of 505 s).
 ONLINE_RATE = 2.0e9
@@ -101,7 +105,7 @@ def fit_cost(estimator, n_samples, n_features):
     """What ``estimator.fit`` on ``n_samples x n_features`` will cost, or ``None``.
 
     Known for the pairwise estimators (ReliefF, Relief, IRelief, OnlineIRelief,
-    Immigrate, IM4E) and for the linear LDM, LDMRFE and SVMRFE with the
+    Immigrate, IM4E, the SURF family) and for the linear LDM, LDMRFE and SVMRFE with the
     distributed primal solver (``kernel="linear"``, ``solver`` "newton" or
     "auto"): passes of N A (LDM, about :data:`LDM_PASSES` per machine) or
     N A^2 (SVM, about :data:`SVM_PASSES`), per machine of a one-vs-one pair
@@ -135,6 +139,11 @@ def fit_cost(estimator, n_samples, n_features):
         its = f"x {'at most ' if getattr(estimator, 'tol', 0) > 0 else ''}{it} iterations"
         formula = f"N^2 A {its}" if m is None else f"m N A with m = {m}, {its}"
         return FitCost(ops, ops / IRELIEF_RATE, formula)
+    if name in ("SURF", "SURFstar", "MultiSURF", "MultiSURFstar"):
+        ops = pairs * a
+        formula = ("N^2 A, two passes (thresholds, neighbours)" if m is None
+                   else f"m N A with m = {m}, two passes")
+        return FitCost(ops, ops / SURF_RATE, formula)
     if name == "OnlineIRelief":
         ref = n if estimator.reference_size is None else min(n, estimator.reference_size)
         ops = n * ref * a * estimator.n_passes

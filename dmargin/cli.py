@@ -68,11 +68,14 @@ METHODS = {
     "irelief": ("IRelief", {}),
     "online-irelief": ("OnlineIRelief", {"reference_size": 2000}),
     "relieff": ("ReliefF", {}),
+    "surf": ("SURF", {}),
+    "multisurf": ("MultiSURF", {}),
     "immigrate": ("Immigrate", {}),
     "im4e-immigrate": ("IM4EImmigrate", {}),
     "bim": ("BoostedImmigrate", {}),
     "sbs-mf": ("SBSMF", {}),
     "ldm-rfe": ("LDMRFE", {}),
+    "ldm-rfe-linear": ("LDMRFE", {"kernel": "linear"}),
 }
 # Methods whose fit sets ``interactions_``: with a CSV --out they also write
 # ``<stem>_interactions.csv``, which is checked like --out before the fit.
@@ -522,6 +525,9 @@ def _ranking(est, names):
         order = np.argsort(-score, kind="stable")
     table = pd.DataFrame({"rank": np.arange(1, len(order) + 1), "feature": names[order],
                           "index": order, "score": score[order]})
+    for attribute, column in (("pvalues_", "pvalue"), ("qvalues_", "qvalue")):  # ReliefF's
+        if getattr(est, attribute, None) is not None:
+            table[column] = np.asarray(getattr(est, attribute))[order]
     if hasattr(est, "ranking_"):
         table["rfe_rank"] = np.asarray(est.ranking_)[order]
     return table

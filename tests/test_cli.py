@@ -103,11 +103,14 @@ STEPS = {
     "irelief": lambda est: est.n_iter_,
     "online-irelief": lambda est: est.n_passes_,
     "relieff": lambda est: 1,
+    "surf": lambda est: 1,
+    "multisurf": lambda est: 1,
     "immigrate": lambda est: est.n_iter_,
     "im4e-immigrate": lambda est: 2,  # the IM4E prescreen, then IMMIGRATE
     "bim": lambda est: est.n_estimators,
     "sbs-mf": lambda est: est.n_iter_,
     "ldm-rfe": lambda est: est.n_iter_,
+    "ldm-rfe-linear": lambda est: est.n_iter_,
 }
 
 
@@ -121,7 +124,7 @@ def test_progress_bar_counts_the_fits_steps(method, csv_file, tmp_path, capsys, 
         fitted.setdefault("est", self)  # the outer fit (BIM fits IMMIGRATE learners)
         return real_fit[type(self)](self, X, y)
 
-    for name, _ in cli.METHODS.values():
+    for name in {name for name, _ in cli.METHODS.values()}:  # LDMRFE twice: patch once
         cls = getattr(dmargin, name)
         real_fit[cls] = cls.fit
         monkeypatch.setattr(cls, "fit", spy_fit)
@@ -664,3 +667,16 @@ def test_spark_output_directory(frame, tmp_path, capsys):
     assert main(["select", str(clean), "--label", "status", "--out", str(out), "--force",
                  "-q"]) == 0
     assert sorted(pd.read_csv(out)["feature"]) == ["a", "b", "d", "e", "signal"]
+
+
+def test_relieff_ranking_has_pvalues_and_the_surf_family_runs(csv_file, tmp_path):
+    out = tmp_path / "rank.csv"
+    assert main(["select", str(csv_file), "--label", "status", "--method", "relieff",
+                 "--out", str(out), "-q"]) == 0
+    table = pd.read_csv(out)
+    assert table["feature"].iloc[0] == "signal" and table["pvalue"].iloc[0] < 0.01
+    assert (table["qvalue"] >= table["pvalue"]).all()
+    for method in ("surf", "multisurf"):
+        assert main(["select", str(csv_file), "--label", "status", "--method", method,
+                     "--out", str(out), "-q", "--force"]) == 0
+        assert pd.read_csv(out)["feature"].iloc[0] == "signal"

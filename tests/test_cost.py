@@ -66,3 +66,12 @@ def test_linear_primal_solvers_cost_passes_over_the_rows():
     # the in-memory solvers have no such model
     for est in (dmargin.LDM(), dmargin.LDM(kernel="linear", solver="cd"), dmargin.SVMRFE()):
         assert fit_cost(est, 1000, 8) is None
+
+
+@pytest.mark.parametrize("name", ["SURF", "SURFstar", "MultiSURF", "MultiSURFstar"])
+def test_the_surf_family_costs_pairs_of_rows(name):
+    exact = fit_cost(getattr(dmargin, name)(), 8000, 50)
+    sampled = fit_cost(getattr(dmargin, name)(n_anchors=1000), 80_000, 50)
+    assert exact.operations == 8000**2 * 50 and "two passes" in exact.formula
+    assert sampled.operations == 1000 * 80_000 * 50
+    assert 0.1 < exact.seconds < 10  # about 0.66 s measured at this size
