@@ -52,6 +52,11 @@ SETTINGS = [
      "OnlineIRelief(reference_size=1000, n_passes=1)", "online"),
     ("Immigrate() exact, 10 steps", "Immigrate()", None),
     ("Immigrate(n_anchors=500), 10 steps", "Immigrate(n_anchors=500)", "immigrate"),
+    ("MultiSURF() exact", "MultiSURF()", None),
+    ("MultiSURF(n_anchors=1000)", "MultiSURF(n_anchors=1000)", None),
+    ('LDM(kernel="linear")', 'LDM(kernel="linear")', "ldm_linear"),
+    ('LDMRFE(n_features_to_select=10, kernel="linear")',
+     'LDMRFE(n_features_to_select=10, kernel="linear")', "ldm_rfe_linear"),
 ]
 
 
@@ -71,25 +76,40 @@ def _seconds(est, n, cores=2, speedup=1.0):
 
 
 def _tiles(est, n):
+    """Tasks of one pass: tile tasks (pairs of blocks, or sample x blocks), or blocks."""
     from dmargin.engine.execution import rows_per_block
 
     block = min(rows_per_block(A, 2), max(1000, n / (2 * WORKERS)))
     candidates = max(1, -(-int(n) // int(block)))
-    sampled = getattr(est, "n_anchors", None) is not None
-    return candidates if sampled else candidates * candidates
+    per_block = type(est).__name__ in ("LDM", "LDMRFE", "SVMRFE") or \
+        getattr(est, "n_anchors", None) is not None
+    return candidates if per_block else candidates * candidates
+
+
+def _passes(est, n):
+    """Graphs a fit runs (each pays the fixed cost of its tasks)."""
+    import dmargin
+
+    name = type(est).__name__
+    if name in ("LDM", "LDMRFE", "SVMRFE"):
+        return dmargin.fit_cost(est, int(n), A).operations / (n * A)
+    if name == "Immigrate":
+        return 2 * est.max_iter
+    if name in ("SURF", "SURFstar", "MultiSURF", "MultiSURFstar"):
+        return 2
+    return getattr(est, "max_iter", 1)
 
 
 def _on_workers(est, n, model):
-    """Seconds on ``WORKERS`` workers: the 2-core time over min(P, tiles) workers."""
+    """Seconds on ``WORKERS`` workers: one core's work over min(P, tiles) workers."""
     one_worker = _seconds(est, n, 1, model["two_core_speedup"])
     if one_worker is None:
         return None
     if type(est).__name__ == "OnlineIRelief":
         return one_worker  # a sequential stream: more workers do not shorten it
     tiles = _tiles(est, n)
-    passes = getattr(est, "max_iter", 1) * (2 if type(est).__name__ == "Immigrate" else 1)
     return (one_worker / min(WORKERS, tiles) / model["efficiency"]
-            + passes * tiles * model["fixed_s_per_task"])
+            + _passes(est, n) * tiles * model["fixed_s_per_task"])
 
 
 def _solve(fn, target, lo=1e2, hi=1e12):
@@ -126,10 +146,9 @@ def main(argv=None):
     speedup = scaling["speedup_iteration"]
     model = {"two_core_speedup": speedup, "efficiency": speedup / 2,
              "fixed_s_per_task": model_fit["fixed_ms_per_task"] / 1000}
-    try:
-        large = harness.load_variant("large")
-    except (KeyError, FileNotFoundError):
-        large = None
+    # Every stored run of bench_large.py (its variants hold different N).
+    variants = harness.load_results("large")["variants"].values()
+    large = {"runs": [r for v in variants for r in v.get("runs", [])]} if variants else None
     rows, table = [], []
     for label, expr, key in SETTINGS:
         est = eval(expr, {**vars(dmargin)})  # the settings above, dmargin's names only
