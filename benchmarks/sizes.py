@@ -39,24 +39,24 @@ import _harness as harness  # noqa: E402
 
 A = 50
 WORKERS = 100
-# (label, estimator expression, bench_large key or None)
+# (label, dmargin estimator, its parameters, bench_large key or None)
 SETTINGS = [
-    ("ReliefF() exact", "ReliefF()", None),
-    ("ReliefF(n_anchors=1000)", "ReliefF(n_anchors=1000)", "relieff"),
-    ("IRelief(max_iter=10, tol=0) exact", "IRelief(max_iter=10, tol=0)", None),
-    ("IRelief(n_anchors=1000, max_iter=10, tol=0)", "IRelief(n_anchors=1000, max_iter=10, tol=0)",
-     None),
-    ("IRelief(n_anchors=1000, max_iter=3, tol=0)", "IRelief(n_anchors=1000, max_iter=3, tol=0)",
-     "irelief"),
-    ("OnlineIRelief(reference_size=1000, n_passes=1)",
-     "OnlineIRelief(reference_size=1000, n_passes=1)", "online"),
-    ("Immigrate() exact, 10 steps", "Immigrate()", None),
-    ("Immigrate(n_anchors=500), 10 steps", "Immigrate(n_anchors=500)", "immigrate"),
-    ("MultiSURF() exact", "MultiSURF()", None),
-    ("MultiSURF(n_anchors=1000)", "MultiSURF(n_anchors=1000)", None),
-    ('LDM(kernel="linear")', 'LDM(kernel="linear")', "ldm_linear"),
-    ('LDMRFE(n_features_to_select=10, kernel="linear")',
-     'LDMRFE(n_features_to_select=10, kernel="linear")', "ldm_rfe_linear"),
+    ("ReliefF() exact", "ReliefF", {}, None),
+    ("ReliefF(n_anchors=1000)", "ReliefF", {"n_anchors": 1000}, "relieff"),
+    ("IRelief(max_iter=10, tol=0) exact", "IRelief", {"max_iter": 10, "tol": 0}, None),
+    ("IRelief(n_anchors=1000, max_iter=10, tol=0)", "IRelief",
+     {"n_anchors": 1000, "max_iter": 10, "tol": 0}, None),
+    ("IRelief(n_anchors=1000, max_iter=3, tol=0)", "IRelief",
+     {"n_anchors": 1000, "max_iter": 3, "tol": 0}, "irelief"),
+    ("OnlineIRelief(reference_size=1000, n_passes=1)", "OnlineIRelief",
+     {"reference_size": 1000, "n_passes": 1}, "online"),
+    ("Immigrate() exact, 10 steps", "Immigrate", {}, None),
+    ("Immigrate(n_anchors=500), 10 steps", "Immigrate", {"n_anchors": 500}, "immigrate"),
+    ("MultiSURF() exact", "MultiSURF", {}, None),
+    ("MultiSURF(n_anchors=1000)", "MultiSURF", {"n_anchors": 1000}, None),
+    ('LDM(kernel="linear")', "LDM", {"kernel": "linear"}, "ldm_linear"),
+    ('LDMRFE(n_features_to_select=10, kernel="linear")', "LDMRFE",
+     {"n_features_to_select": 10, "kernel": "linear"}, "ldm_rfe_linear"),
 ]
 
 
@@ -150,8 +150,8 @@ def main(argv=None):
     variants = harness.load_results("large")["variants"].values()
     large = {"runs": [r for v in variants for r in v.get("runs", [])]} if variants else None
     rows, table = [], []
-    for label, expr, key in SETTINGS:
-        est = eval(expr, {**vars(dmargin)})  # the settings above, dmargin's names only
+    for label, name, params, key in SETTINGS:
+        est = getattr(dmargin, name)(**params)
         cost = dmargin.fit_cost(est, 10**6, A)
         row = {"setting": label, "formula": cost.formula.replace(
             f"{est.n_anchors}" if getattr(est, "n_anchors", None) else "\0", "m"),

@@ -808,16 +808,14 @@ class LDM(ClassifierMixin, BaseEstimator):
 
 
 class _KernelRFE(DaskSelectorMixin, BaseEstimator):
-    """The RFE loop shared by LDM-RFE and SVM-RFE; subclasses train the machines."""
+    """The RFE loop shared by LDM-RFE and SVM-RFE.
 
-    def _machines(self, X, codes, gamma, rng):
-        """Coefficients of the binary machines on ``X`` (surviving features).
-
-        Returns ``(alpha, w)``: ``alpha`` of shape (n_samples, n_machines)
-        for the RBF kernel (``w`` None), ``w`` of shape (n_machines, A) for
-        the linear kernel (``alpha`` None).
-        """
-        raise NotImplementedError
+    Each subclass trains its machines in ``_machines(X, codes, gamma, rng)``,
+    the coefficients of the binary machines on ``X`` (surviving features):
+    ``(alpha, w)`` with ``alpha`` of shape (n_samples, n_machines) for the RBF
+    kernel (``w`` None), or ``w`` of shape (n_machines, A) for the linear
+    kernel (``alpha`` None).
+    """
 
     def fit(self, X, y):
         """Rank the features by recursive elimination.
