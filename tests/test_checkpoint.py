@@ -543,8 +543,11 @@ def test_kill_9_during_save_state_leaves_a_complete_checkpoint(tmp_path):
         ref.partial_fit(*chunk)
         weights[20 * k] = ref.feature_importances_.copy()
     rng = random.Random(2024)
-    mid_save = 0
-    for trial in range(20):
+    mid_save = trials = 0
+    # Where a kill lands depends on the machine's load: go on past 20 kills (up to 80)
+    # until at least 5 of them have landed during a save.
+    while trials < 20 or (mid_save < 5 and trials < 80):
+        trial, trials = trials, trials + 1
         directory = tmp_path / f"trial{trial}"
         directory.mkdir()
         path = directory / "state.npz"
@@ -572,8 +575,8 @@ def test_kill_9_during_save_state_leaves_a_complete_checkpoint(tmp_path):
             older = OnlineIRelief.load_state(prev)
             assert older.n_steps_ in (n, n - 20)
             np.testing.assert_array_equal(older.feature_importances_, weights[older.n_steps_])
-    # Most kills land while a save is under way (a temporary file is left behind).
-    print(f"{mid_save} of 20 kills landed during a save")
+    # Many kills land while a save is under way (a temporary file is left behind).
+    print(f"{mid_save} of {trials} kills landed during a save")
     assert mid_save >= 5, mid_save
 
 
