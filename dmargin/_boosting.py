@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, make_rng,
+from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, logger, make_rng,
                     start_fit, timer)
 from ._compat import as_dask_array, gather, is_dask_collection
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate, n_to_select
@@ -496,10 +496,20 @@ class _BackwardSelector(_RankingSelector):
         # Initialization: bin once, the rounds reuse the codes of any subset
         data, binned, count_cum, class_weight = _prepare(self, X, y)
         a = binned.n_features
+        last = []  # the latest committee boosted
 
         def criterion(features):
             """Algorithm 1, steps 2-3: AdaBoost on the survivors, their criterion."""
-            stumps = boost(binned, features, self.n_estimators, class_weight, count_cum)
+            if last and np.isin(last[0].feature, features).all():
+                # The removed features had no stump: every round's argmax over the
+                # survivors is the same stump (the histograms of a feature do not depend
+                # on which others are searched), so boosting again gives this committee.
+                stumps = last[0]
+                logger.debug("%s: the removed features had no stump; the committee of "
+                             "the previous round stands", type(self).__name__)
+            else:
+                stumps = boost(binned, features, self.n_estimators, class_weight, count_cum)
+                last[:] = [stumps]
             return getattr(stumps, self._criterion)(a)[features]
 
         # Elimination: the smallest criterion goes, ties to the lower index

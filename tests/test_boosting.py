@@ -307,3 +307,60 @@ def test_perfect_stump_stops_boosting():
     assert est.n_estimators_ == 1 and est.stump_thresholds_[0] == 9.5
     np.testing.assert_allclose(est.estimator_weights_, 0.5 * np.log((2 - 1e-10) / 1e-10))
     assert est.margin_fractions_.tolist() == [1.0, 0.0]
+
+
+# ---------------------------------------------------------------------------
+# Speed: the committee of a round whose removed features had no stump
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("Est, criterion", [(SBSMF, "margin_fractions_"),
+                                             (AdaBoostCR, "contribution_ratios_")])
+def test_elimination_reuses_a_committee_without_the_removed_features(Est, criterion,
+                                                                     monkeypatch):
+    """Features without a stump (constant, or never the best) are removed without boosting
+    again, and the fit equals AdaBoost recomputed on the survivors of every round."""
+    import dmargin._boosting as boosting
+
+    X, y = _data(n=120, a=6, seed=12)
+    X = np.c_[X, np.full((120, 3), 2.0)]  # constant: never split
+    runs = []
+    real = boosting.boost
+
+    def counted(binned, features, *args):
+        runs.append(len(features))
+        return real(binned, features, *args)
+
+    monkeypatch.setattr(boosting, "boost", counted)
+    sel = Est(n_features_to_select=1, n_estimators=10).fit(X, y)
+    assert sel.n_iter_ == 8
+    assert len(runs) < sel.n_iter_ and runs[0] == 9  # the constant ones went without boosting
+    survivors, expected, ranking = list(range(9)), np.full(9, np.nan), np.ones(9, int)
+    while len(survivors) > 1:
+        crit = getattr(AdaBoostStumps(n_estimators=10).fit(X[:, survivors], y), criterion)
+        worst = int(np.argsort(crit, kind="stable")[0])
+        expected[survivors] = crit
+        ranking[survivors[worst]] = len(survivors)
+        del survivors[worst]
+    np.testing.assert_array_equal(sel.ranking_, ranking)
+    np.testing.assert_allclose(sel.elimination_scores_, expected, rtol=1e-12, atol=0)
+
+
+def test_histogram_of_a_feature_does_not_depend_on_the_features_searched():
+    """Wide searches run in groups of features; a feature's sums are the same bits in any
+    group and any feature list (what lets SBS-MF keep a committee), and equal np.add.at."""
+    rng = np.random.default_rng(13)
+    n, a, n_bins = 4 * 4096 * 2, 150, 4096  # two row partitions, groups of 64 features
+    bins = np.asfortranarray(rng.integers(0, 300, (n, a)).astype(np.uint16))
+    y = rng.integers(0, 2, n)
+    w = rng.random(n)
+    for kernel in hist.TWINS:
+        full = kernel(bins, y, w, np.arange(a), n_bins)
+        some = np.array([3, 70, 71, 149])
+        np.testing.assert_array_equal(kernel(bins, y, w, some, n_bins), full[some])
+        np.testing.assert_array_equal(kernel(bins, y, w, some[::-1].copy(), n_bins),
+                                      full[some[::-1]])
+        for j in (0, 64, 149):
+            ref_h = np.zeros((n_bins, 2))
+            np.add.at(ref_h, (bins[:, j], y), w)
+            np.testing.assert_allclose(full[j], ref_h, rtol=1e-12, atol=1e-12)

@@ -16,11 +16,12 @@ from .._numba import strict, twins
 #: Rows per sub-block of the histogram: the sub-block's weights and labels
 #: stay in cache while every feature's codes stream past them.
 _HIST_ROWS = 4096
-#: Row partitions (fixed by the data's shape), each with its own histogram
-#: summed in order, so the result does not depend on the thread count; small
-#: blocks keep one.
+#: Row partitions (fixed by the number of rows), each with its own histogram
+#: summed in order, so the result depends neither on the thread count nor on
+#: which other features are searched; small blocks keep one.
 _HIST_PARTS = 8
-#: Bytes of partition histograms at most (fewer partitions for wide data).
+#: Bytes of partition histograms at most: wide data is searched a group of
+#: features at a time (the sums of a feature are the same in any group).
 _HIST_PART_BYTES = 8 * 2**20
 
 
@@ -28,21 +29,23 @@ def _histogram(bins, y, w, features, n_bins):
     """``out[k, b, c] = sum_i w_i [bins[i, features[k]] == b] [y_i == c]``."""
     n = bins.shape[0]
     n_feat = features.shape[0]
-    n_parts = max(1, min(_HIST_PARTS, n // (4 * _HIST_ROWS),
-                         _HIST_PART_BYTES // (16 * n_feat * n_bins + 1)))
-    parts = np.zeros((n_parts, n_feat, n_bins, 2))
-    for p in numba.prange(n_parts):
-        r0 = p * n // n_parts
-        r1 = (p + 1) * n // n_parts
-        for s0 in range(r0, r1, _HIST_ROWS):
-            s1 = min(s0 + _HIST_ROWS, r1)
-            for k in range(n_feat):
-                j = features[k]
-                for i in range(s0, s1):
-                    parts[p, k, bins[i, j], y[i]] += w[i]
+    n_parts = max(1, min(_HIST_PARTS, n // (4 * _HIST_ROWS)))
+    group = max(1, min(n_feat, _HIST_PART_BYTES // (16 * n_parts * n_bins + 1)))
     out = np.zeros((n_feat, n_bins, 2))
-    for p in range(n_parts):
-        out += parts[p]
+    for g0 in range(0, n_feat, group):
+        g1 = min(g0 + group, n_feat)
+        parts = np.zeros((n_parts, g1 - g0, n_bins, 2))
+        for p in numba.prange(n_parts):
+            r0 = p * n // n_parts
+            r1 = (p + 1) * n // n_parts
+            for s0 in range(r0, r1, _HIST_ROWS):
+                s1 = min(s0 + _HIST_ROWS, r1)
+                for k in range(g1 - g0):
+                    j = features[g0 + k]
+                    for i in range(s0, s1):
+                        parts[p, k, bins[i, j], y[i]] += w[i]
+        for p in range(n_parts):
+            out[g0:g1] += parts[p]
     return out
 
 
