@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import DaskSelectorMixin, logger, make_rng, start_fit, timer, user_stacklevel
 from ._compat import gather, is_dask_collection
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate
-from ._validation import NONE, RANDOM_STATE, Interval, Options
+from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from .engine import (hinge_band, hinge_violations, ldm_dcd, ldm_dcd_linear, linear_gram,
                      linear_loss, map_row_blocks, new_row_blocks, prepare_rows,
                      rbf_left_out_sums)
@@ -39,6 +39,7 @@ _KERNELS = [Options(("rbf", "linear"))]
 _GAMMA = [Options(("scale", "auto")), Interval(numbers.Real, 0, None, closed="neither")]
 _SCALE = [Options(("minmax",)), NONE]
 _SOLVER = [Options(("auto", "cd", "newton"))]
+_FIT_INTERCEPT = [Options(("auto",)), BOOLEAN]
 #: Rows of new points per kernel block in ``decision_function``.
 _PREDICT_BLOCK = 2048
 #: Rows of dask input the in-memory solvers gather at most.  They hold
@@ -170,10 +171,11 @@ class Machines:
     coef: np.ndarray | None  # (n_machines, n_features) w of each machine; linear kernel only
     beta: list  # the dual solution of each machine
     n_iter: np.ndarray  # descent passes of each machine
+    intercept: np.ndarray  # (n_machines,) b of each machine; zeros without an intercept
 
 
 def fit_machines(X, codes, classes, *, C, lambda1, lambda2, kernel, gamma, tol, max_iter, rng,
-                 primal=None) -> Machines:
+                 primal=None, fit_intercept=False) -> Machines:
     """One binary LDM per pair of classes on the rows ``X`` (ALGORITHMS.md 9.2-9.5).
 
     Parameters
@@ -193,6 +195,10 @@ def fit_machines(X, codes, classes, *, C, lambda1, lambda2, kernel, gamma, tol, 
     primal : bool or None, default=None
         Solve for ``w`` (linear kernel) instead of the dual; ``None``: when
         the kernel is linear and there are fewer features than rows.
+    fit_intercept : bool, default=False
+        Add a bias ``b`` as the weight of a constant feature 1, regularised
+        with ``w`` (LIBLINEAR's bias): the rows get a column of ones in the
+        primal, the kernel ``k + 1`` in the dual, so ``b = sum_i alpha_i``.
 
     Returns
     -------
@@ -200,8 +206,10 @@ def fit_machines(X, codes, classes, *, C, lambda1, lambda2, kernel, gamma, tol, 
     """
     m, d = X.shape
     if primal is None:
-        primal = kernel == "linear" and d < m
+        primal = kernel == "linear" and d + fit_intercept < m
     pairs = _ovo_pairs(len(classes))
+    Xp = np.column_stack([X, np.ones(m)]) if fit_intercept and primal else X
+    intercept = np.zeros(len(pairs))
     alpha = np.zeros((len(pairs), m))
     coef = np.zeros((len(pairs), d))
     betas, n_iter = [], []
@@ -211,10 +219,15 @@ def fit_machines(X, codes, classes, *, C, lambda1, lambda2, kernel, gamma, tol, 
         args = (C, lambda1, lambda2, tol, max_iter, seed)
         with timer("LDM machine %s", pair):
             if primal:
-                coef[p], beta, passes, ok = _fit_primal(X[idx], yp, *args)
+                w, beta, passes, ok = _fit_primal(Xp[idx], yp, *args)
+                coef[p] = w[:d]
+                intercept[p] = w[d] if fit_intercept else 0.0
             else:
                 G = kernel_matrix(X[idx], X[idx], kernel, gamma)
+                if fit_intercept:
+                    G += 1.0  # the constant feature's inner products
                 alpha[p, idx], beta, passes, ok = _fit_dual(G, yp, *args)
+                intercept[p] = alpha[p].sum() if fit_intercept else 0.0
         logger.debug("LDM machine %s: %d passes", pair, passes)
         if not ok:
             warnings.warn(
@@ -225,12 +238,12 @@ def fit_machines(X, codes, classes, *, C, lambda1, lambda2, kernel, gamma, tol, 
         n_iter.append(passes)
     if primal:
         return Machines("primal", None, None, coef if kernel == "linear" else None, betas,
-                        np.asarray(n_iter))
+                        np.asarray(n_iter), intercept)
     support = np.flatnonzero(np.any(alpha != 0, axis=0))
     if kernel == "linear":  # w from the support rows only, as the dual expansion
         coef = alpha[:, support] @ X[support]
     return Machines("dual", alpha, support, coef if kernel == "linear" else None, betas,
-                    np.asarray(n_iter))
+                    np.asarray(n_iter), intercept)
 
 
 # ---------------------------------------------------------------------------
@@ -348,7 +361,7 @@ def _band_solution(Q, factor, r, band, C, w, mu):
     return out, ok
 
 
-def hinge_polish(rows, cols, pair, Q, c, C, w, mu, rounds=5):
+def hinge_polish(rows, cols, pair, Q, c, C, w, mu, rounds=5, intercept=0.0):
     """The exact hinge solution from a smoothed one: ``(w, exact)``.
 
     Rows with ``t = 1 - y w . x`` above the band ``(-mu, 2 mu)`` hold
@@ -363,7 +376,7 @@ def hinge_polish(rows, cols, pair, Q, c, C, w, mu, rounds=5):
     low, high = -mu, 2 * mu
     start = w
     for _ in range(rounds):
-        upper, band, n_band = hinge_band(rows, cols, pair, w, low, high, cap)
+        upper, band, n_band = hinge_band(rows, cols, pair, w, low, high, cap, intercept)
         t = 1.0 - band @ w
         zone = int(np.sum((t > 0) & (t < mu)))
         if int(n_band[0]) > cap or zone > 2 * Q.shape[0] + 10:
@@ -374,13 +387,14 @@ def hinge_polish(rows, cols, pair, Q, c, C, w, mu, rounds=5):
         logger.debug("hinge polish: %d rows in the band, solved %s", band.shape[0], ok)
         if not ok:
             return start, False
-        if hinge_violations(rows, cols, pair, w, w_new, low, high, 1e-9) == 0:
+        if hinge_violations(rows, cols, pair, w, w_new, low, high, 1e-9, intercept) == 0:
             return w_new, True
         w = w_new
     return start, False
 
 
-def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, max_iter=_NEWTON_MAX_ITER):
+def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, intercept=0.0,
+               max_iter=_NEWTON_MAX_ITER):
     """One binary linear LDM in the primal, over row blocks: ``(w, iterations, exact)``.
 
     The hinge is smoothed to a Huber loss of width ``mu`` lowered over
@@ -391,6 +405,9 @@ def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, max_iter=_NEWTON_
     tries the exact hinge solution from the rows near margin 1, and the
     first success ends the solve.
     Starts, as the dual descent does, from ``beta = 0``: ``w = Q_d^-1 c``.
+    ``intercept`` not 0: the rows have that constant as a last feature (the
+    bias, regularised with ``w``; ``gram`` from :func:`linear_gram` with the
+    same ``intercept``), and ``w`` has its weight last.
     """
     Q, c = ldm_quadratic(gram, lambda1, lambda2)
     w = scipy.linalg.solve(Q, c, assume_a="pos")
@@ -398,13 +415,14 @@ def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, max_iter=_NEWTON_
     total = 0
     for stage, mu in enumerate(_MU_STAGES):
         def evaluate(v, mu=mu):
-            f, g, H = linear_loss(rows, cols, pair, v, loss="huber", mu=mu, hessian=True)
+            f, g, H = linear_loss(rows, cols, pair, v, loss="huber", mu=mu, intercept=intercept,
+                                  hessian=True)
             return 0.5 * v @ Q @ v - c @ v + C * f, Q @ v - c + C * g, Q + C * H
 
         w, nit, _ = _newton(evaluate, w, gtol, max_iter)
         total += nit
         if stage:
-            exact, ok = hinge_polish(rows, cols, pair, Q, c, C, w, mu)
+            exact, ok = hinge_polish(rows, cols, pair, Q, c, C, w, mu, intercept=intercept)
             if ok:
                 return exact, total, True
     return w, total, False
@@ -467,23 +485,37 @@ def pick_solver(estimator, X, n_samples) -> str:
     return solver
 
 
+def uses_intercept(estimator) -> bool:
+    """Whether the LDM machines of ``estimator`` have a bias (``fit_intercept``;
+    ``"auto"``: with the linear kernel only)."""
+    fit_intercept = getattr(estimator, "fit_intercept", False)
+    if fit_intercept == "auto":
+        return estimator.kernel == "linear"
+    return bool(fit_intercept)
+
+
 def newton_machines(estimator, rows, cols, n_classes):
     """``w`` of every one-vs-one machine on the columns ``cols``, by the primal
     Newton solver of ``estimator`` (:func:`ldm_newton`, or :func:`svm_newton`
-    for :class:`SVMRFE`): ``(coef of shape (n_machines, len(cols)), iterations)``."""
+    for :class:`SVMRFE`): ``(coef of shape (n_machines, len(cols)), intercepts,
+    iterations)``."""
     pairs = _ovo_pairs(n_classes)
     cols = np.asarray(cols, dtype=np.int64)
     coef = np.zeros((len(pairs), cols.size))
+    intercept = np.zeros(len(pairs))
     n_iter = []
-    grams = None if isinstance(estimator, SVMRFE) else linear_gram(rows, cols, pairs)
+    s = 1.0 if uses_intercept(estimator) else 0.0
+    grams = None if isinstance(estimator, SVMRFE) else linear_gram(rows, cols, pairs, s)
     for p, pair in enumerate(pairs):
         with timer("primal Newton machine %s", pair):
             if grams is None:
-                coef[p], _, nit, ok = svm_newton(rows, cols, pair, C=estimator.C)
+                coef[p], intercept[p], nit, ok = svm_newton(rows, cols, pair, C=estimator.C)
             else:
-                coef[p], nit, ok = ldm_newton(rows, cols, pair, tuple(g[p] for g in grams),
-                                              C=estimator.C, lambda1=estimator.lambda1,
-                                              lambda2=estimator.lambda2)
+                w, nit, ok = ldm_newton(rows, cols, pair, tuple(g[p] for g in grams),
+                                        C=estimator.C, lambda1=estimator.lambda1,
+                                        lambda2=estimator.lambda2, intercept=s)
+                coef[p] = w[:cols.size]
+                intercept[p] = w[cols.size] * s if s else 0.0
         n_iter.append(nit)
         if not ok:
             warnings.warn(
@@ -491,7 +523,7 @@ def newton_machines(estimator, rows, cols, n_classes):
                 f"solution ({nit} iterations); the weights are those of the smoothed problem. "
                 "Scale the features (scale='minmax'), or use solver='cd' on a sample.",
                 ConvergenceWarning, stacklevel=user_stacklevel())
-    return coef, np.asarray(n_iter)
+    return coef, intercept, np.asarray(n_iter)
 
 
 def _ovo_scores(F, k):
@@ -516,13 +548,14 @@ def _labels(scores, classes):
 
 
 class _LinearModel:
-    """The fitted machines of a linear LDM: ``f_p(x) = w_p . x`` (pickled into tasks)."""
+    """The fitted machines of a linear LDM: ``f_p(x) = w_p . x + b_p`` (pickled into tasks)."""
 
-    def __init__(self, scaling, coef, n_classes):
+    def __init__(self, scaling, coef, n_classes, intercept):
         self.scaling, self.coef, self.n_classes = scaling, coef, n_classes
+        self.intercept = intercept
 
     def values(self, X):
-        return X @ self.coef.T
+        return X @ self.coef.T + self.intercept
 
     def scores(self, X, scaled=False):
         if not scaled and self.scaling is not None:
@@ -531,10 +564,10 @@ class _LinearModel:
 
 
 class _KernelModel(_LinearModel):
-    """RBF machines: ``f_p(x) = sum_s alpha_ps k(x_s, x)`` over the support vectors."""
+    """RBF machines: ``f_p(x) = sum_s alpha_ps k(x_s, x) + b_p`` over the support vectors."""
 
-    def __init__(self, scaling, dual_coef, support_vectors, gamma, n_classes):
-        super().__init__(scaling, dual_coef, n_classes)
+    def __init__(self, scaling, dual_coef, support_vectors, gamma, n_classes, intercept):
+        super().__init__(scaling, dual_coef, n_classes, intercept)
         self.support_vectors, self.gamma = support_vectors, gamma
 
     def values(self, X):
@@ -542,7 +575,7 @@ class _KernelModel(_LinearModel):
         for s in range(0, X.shape[0], _PREDICT_BLOCK):
             K = kernel_matrix(X[s:s + _PREDICT_BLOCK], self.support_vectors, "rbf", self.gamma)
             out[s:s + _PREDICT_BLOCK] = K @ self.coef.T
-        return out
+        return out + self.intercept
 
 
 def _ldm_block(X, model, what, classes):
@@ -560,7 +593,8 @@ class LDM(ClassifierMixin, BaseEstimator):
     """Large margin Distribution Machine (Zhang & Zhou, KDD 2014).
 
     Solves ``min 1/2 ||w||^2 + lambda1 var(margin) - lambda2 mean(margin) +
-    C sum xi`` (no bias term, as the official package) by dual coordinate
+    C sum xi`` (with the RBF kernel no bias term, as the official package;
+    see ``fit_intercept``) by dual coordinate
     descent on ``f(b) = 1/2 b^T H b + ((lambda2/m) H e - e)^T b``, ``0 <= b <= C``,
     with ``H = Y G A^-1 Y`` (``ALGORITHMS.md`` 9.2-9.3).  With
     ``kernel="linear"`` and fewer features than rows the same descent runs on
@@ -602,6 +636,14 @@ class LDM(ClassifierMixin, BaseEstimator):
     scale : {"minmax"} or None, default=None
         ``"minmax"`` scales each feature to [0, 1] with the training ranges
         (as the LDM authors do); the same map is applied in ``predict``.
+    fit_intercept : bool or "auto", default="auto"
+        Add a bias ``b`` (``f(x) = w . x + b``) as the weight of a constant
+        feature 1, regularised with ``w`` as LIBLINEAR's bias (the kernel
+        becomes ``k + 1``).  ``"auto"``: with the linear kernel only.  The
+        official package has none; a linear machine without one is a
+        hyperplane through the origin, which on [0, 1]-scaled features leans
+        on whichever features stand in for the missing offset (linear
+        LDM-RFE then ranks those high).
     solver : {"auto", "cd", "newton"}, default="auto"
         ``"cd"``: dual coordinate descent in memory (the official solver's);
         ``"newton"``: the distributed primal solver (linear kernel only);
@@ -622,6 +664,8 @@ class LDM(ClassifierMixin, BaseEstimator):
         Those rows (scaled).
     coef_ : ndarray of shape (n_machines, n_features)
         ``w`` of each machine; only with ``kernel="linear"``.
+    intercept_ : ndarray of shape (n_machines,)
+        ``b`` of each machine (zeros without ``fit_intercept``).
     beta_ : list of ndarray
         The dual solution of each machine (not set by ``solver="newton"``,
         where it would be one number per row).
@@ -664,12 +708,14 @@ class LDM(ClassifierMixin, BaseEstimator):
         "max_iter": [Interval(numbers.Integral, 1, None)],
         "tol": [Interval(numbers.Real, 0, None, closed="neither")],
         "scale": _SCALE,
+        "fit_intercept": _FIT_INTERCEPT,
         "solver": _SOLVER,
         "random_state": [RANDOM_STATE],
     }
 
     def __init__(self, C=1.0, *, lambda1=0.125, lambda2=0.125, kernel="rbf", gamma="scale",
-                 max_iter=1000, tol=0.01, scale=None, solver="auto", random_state=None):
+                 max_iter=1000, tol=0.01, scale=None, fit_intercept="auto", solver="auto",
+                 random_state=None):
         self.C = C
         self.lambda1 = lambda1
         self.lambda2 = lambda2
@@ -678,6 +724,7 @@ class LDM(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.scale = scale
+        self.fit_intercept = fit_intercept
         self.solver = solver
         self.random_state = random_state
 
@@ -705,20 +752,23 @@ class LDM(ClassifierMixin, BaseEstimator):
                 delattr(self, name)
         if solver == "newton":
             rows = prepare_rows(data.X, data.codes, len(data.classes))
-            coef, n_iter = newton_machines(self, rows, np.arange(rows.n_features),
-                                           len(data.classes))
+            coef, intercept, n_iter = newton_machines(self, rows, np.arange(rows.n_features),
+                                                      len(data.classes))
             self.gamma_ = None  # the linear kernel has no width
             self.solver_ = "newton"
             self.n_iter_ = n_iter
             self.coef_ = coef
+            self.intercept_ = intercept
             return self
         X, codes = _gather(data.X), _gather(data.codes)
         self.gamma_ = resolve_gamma(self.gamma, X)
         machines = fit_machines(X, codes, self.classes_, C=self.C, lambda1=self.lambda1,
                                 lambda2=self.lambda2, kernel=self.kernel, gamma=self.gamma_,
                                 tol=self.tol, max_iter=self.max_iter,
-                                rng=make_rng(self.random_state))
+                                rng=make_rng(self.random_state),
+                                fit_intercept=uses_intercept(self))
         self.solver_ = machines.solver
+        self.intercept_ = machines.intercept
         self.beta_ = machines.beta
         self.n_iter_ = machines.n_iter
         if machines.solver == "dual":
@@ -744,9 +794,9 @@ class LDM(ClassifierMixin, BaseEstimator):
     def _model(self):
         """What a row block needs to be scored: small, sent with each task."""
         if self.kernel == "linear":
-            return _LinearModel(self._scaling, self.coef_, len(self.classes_))
+            return _LinearModel(self._scaling, self.coef_, len(self.classes_), self.intercept_)
         return _KernelModel(self._scaling, self.dual_coef_, self.support_vectors_,
-                            self.gamma_, len(self.classes_))
+                            self.gamma_, len(self.classes_), self.intercept_)
 
     def _on_blocks(self, X, what, dtype=np.float64):
         """``what`` of every row block of a dask ``X``: a lazy dask array."""
@@ -977,6 +1027,10 @@ class LDMRFE(_KernelRFE):
     ) + """    lambda1 : float, default=0.125
     lambda2 : float, default=0.125
         LDM's margin variance and mean weights (see :class:`LDM`).
+    fit_intercept : bool or "auto", default="auto"
+        LDM's bias (see :class:`LDM`; ``"auto"``: with the linear kernel
+        only).  The scores use ``w`` (or ``alpha``) alone: with the RBF
+        kernel the bias shifts every ``S(j)`` by the same ``(sum alpha)^2``.
     max_iter : int, default=1000
     tol : float, default=0.01
         LDM's descent limits.
@@ -1002,13 +1056,14 @@ class LDMRFE(_KernelRFE):
         **_RFE_CONSTRAINTS,
         "lambda1": [Interval(numbers.Real, 0, None)],
         "lambda2": [Interval(numbers.Real, 0, None)],
+        "fit_intercept": _FIT_INTERCEPT,
         "max_iter": [Interval(numbers.Integral, 1, None)],
         "tol": [Interval(numbers.Real, 0, None, closed="neither")],
     }
 
     def __init__(self, n_features_to_select=1, *, step=1, C=1.0, lambda1=0.125, lambda2=0.125,
-                 kernel="rbf", gamma="scale", criterion="signed", max_iter=1000, tol=0.01,
-                 scale="minmax", solver="auto", random_state=None):
+                 kernel="rbf", gamma="scale", criterion="signed", fit_intercept="auto",
+                 max_iter=1000, tol=0.01, scale="minmax", solver="auto", random_state=None):
         self.n_features_to_select = n_features_to_select
         self.step = step
         self.C = C
@@ -1017,6 +1072,7 @@ class LDMRFE(_KernelRFE):
         self.kernel = kernel
         self.gamma = gamma
         self.criterion = criterion
+        self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
         self.scale = scale
@@ -1026,7 +1082,8 @@ class LDMRFE(_KernelRFE):
     def _machines(self, X, codes, gamma, rng):
         machines = fit_machines(X, codes, np.arange(codes.max() + 1), C=self.C,
                                 lambda1=self.lambda1, lambda2=self.lambda2, kernel=self.kernel,
-                                gamma=gamma, tol=self.tol, max_iter=self.max_iter, rng=rng)
+                                gamma=gamma, tol=self.tol, max_iter=self.max_iter, rng=rng,
+                                fit_intercept=uses_intercept(self))
         if self.kernel == "linear":
             return None, machines.coef
         return machines.alpha.T, None

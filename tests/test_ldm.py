@@ -96,7 +96,8 @@ def test_gradient_identity_and_kkt():
 def test_linear_primal_equals_linear_dual():
     """9.4: the d x d primal and the kernel dual with G = X X^T give the same machine."""
     X, y = _data(n=50, d=4)
-    kw = {"kernel": "linear", "C": 1.0, "tol": 1e-12, "max_iter": 100000, "random_state": 0}
+    kw = {"kernel": "linear", "C": 1.0, "tol": 1e-12, "max_iter": 100000, "random_state": 0,
+          "fit_intercept": False}  # the official package's machine
     primal = LDM(**kw).fit(X, y)
     assert primal.solver_ == "primal"
     # The dual path is taken when features >= rows; force it on the same data.
@@ -116,7 +117,8 @@ def test_dual_path_when_features_exceed_rows():
     X, y = _data(n=12, d=20)
     ldm = LDM(kernel="linear", random_state=0).fit(X, y)
     assert ldm.solver_ == "dual" and ldm.coef_.shape == (1, 20)
-    np.testing.assert_allclose(ldm.decision_function(X), X @ ldm.coef_[0], atol=1e-12)
+    np.testing.assert_allclose(ldm.decision_function(X), X @ ldm.coef_[0] + ldm.intercept_[0],
+                               atol=1e-12)
 
 
 def test_decision_function_is_kernel_expansion():

@@ -34,6 +34,10 @@ def _data(n=300, d=6, classes=2, seed=0):
 
 
 def _objective(X, y, w, C, lambda1, lambda2):
+    """The LDM primal at ``w``; a bias (``w`` one longer than the rows) is the
+    weight of a column of ones."""
+    if w.size == X.shape[1] + 1:
+        X = np.column_stack([X, np.ones(len(X))])
     rows = prepare_rows(X, y, 2)
     Q, c = ldm_quadratic(tuple(g[0] for g in linear_gram(rows, np.arange(X.shape[1]),
                                                           [(0, 1)])), lambda1, lambda2)
@@ -51,11 +55,13 @@ def test_newton_equals_the_dual_solvers(C, lambda1, lambda2):
     assert (newton.solver_, cd.solver_) == ("newton", "primal")
     # The kernel dual with G = X X^T (9.2), its w read off the expansion.
     dual = fit_machines(X, y, np.array([0, 1]), gamma=1.0, rng=np.random.default_rng(0),
-                        primal=False, **kw, **TIGHT)
-    for other in (cd.coef_, dual.coef):
-        np.testing.assert_allclose(newton.coef_, other, rtol=0, atol=1e-6)
-    f_newton = _objective(X, y, newton.coef_[0], C, lambda1, lambda2)
-    f_dual = _objective(X, y, dual.coef[0], C, lambda1, lambda2)
+                        primal=False, fit_intercept=True, **kw, **TIGHT)
+    for coef, b in ((cd.coef_, cd.intercept_), (dual.coef, dual.intercept)):
+        np.testing.assert_allclose(newton.coef_, coef, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(newton.intercept_, b, rtol=0, atol=1e-6)
+    f_newton = _objective(X, y, np.append(newton.coef_[0], newton.intercept_[0]), C, lambda1,
+                          lambda2)
+    f_dual = _objective(X, y, np.append(dual.coef[0], dual.intercept[0]), C, lambda1, lambda2)
     assert abs(f_newton - f_dual) <= 1e-6 * abs(f_dual)
     assert f_newton <= f_dual + 1e-9 * abs(f_dual)  # the exact hinge solution, not a smoothed one
     np.testing.assert_array_equal(newton.predict(X), cd.predict(X))
@@ -103,14 +109,74 @@ def test_linear_ldmrfe_newton_ranks_as_coordinate_descent():
     assert newton.gamma_ is None and cd.gamma_ is not None
 
 
+@pytest.mark.parametrize("solver", ["newton", "primal", "dual"])
+def test_intercept_is_the_weight_of_a_column_of_ones(solver):
+    """``fit_intercept=True`` is the machine without one on the rows with a
+    column of ones appended (the bias regularised with ``w``), on every path."""
+    X, y = _data(n=240, classes=3, seed=5)
+    X = X + 2.0  # the origin away from the classes: a bias matters
+    ones = np.column_stack([X, np.ones(len(X))])
+    if solver == "newton":
+        fits = [LDM(kernel="linear", solver="newton", fit_intercept=fi).fit(Z, y)
+                for fi, Z in ((True, X), (False, ones))]
+        with_b, plain = ((f.coef_, f.intercept_) for f in fits)
+    else:
+        kw = dict(C=1.0, lambda1=0.125, lambda2=0.125, kernel="linear", gamma=1.0,
+                  primal=solver == "primal", **TIGHT)
+        fits = [fit_machines(Z, y, np.arange(3), rng=np.random.default_rng(0),
+                             fit_intercept=fi, **kw) for fi, Z in ((True, X), (False, ones))]
+        assert {f.solver for f in fits} == {solver}
+        with_b, plain = ((f.coef, f.intercept) for f in fits)
+    np.testing.assert_allclose(with_b[0], plain[0][:, :-1], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(with_b[1], plain[0][:, -1], rtol=0, atol=1e-7)
+    assert np.all(plain[1] == 0) and np.all(np.abs(with_b[1]) > 0.01)
+
+
+def test_rbf_intercept_is_the_kernel_plus_one():
+    """With the RBF kernel the bias is ``sum_i alpha_i``:
+    ``f(x) = sum_i alpha_i (k(x_i, x) + 1)``."""
+    X, y = _data(n=120, seed=6)
+    ldm = LDM(kernel="rbf", fit_intercept=True, random_state=0).fit(X, y)
+    K = np.exp(-ldm.gamma_ * ((X[:, None, :] - ldm.support_vectors_[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(ldm.decision_function(X), (K + 1.0) @ ldm.dual_coef_[0],
+                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ldm.intercept_, ldm.dual_coef_.sum(axis=1), rtol=0, atol=1e-12)
+    assert np.all(LDM(random_state=0).fit(X, y).intercept_ == 0)  # "auto": none with RBF
+
+
+def _offset_clusters(seed, n=2000, d=30, k=6):
+    """Two Gaussian clusters per class; each of the first ``k`` features separates
+    the classes on its own; [0, 1]-scaled, the boundary misses the origin."""
+    rng = np.random.default_rng(seed)
+    magnitude = 0.5 + rng.random((2, k))
+    centroids = np.vstack([-magnitude, magnitude])
+    cluster = rng.integers(0, 4, n)
+    X = rng.normal(size=(n, d))
+    X[:, :k] += centroids[cluster]
+    return X, cluster // 2
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_linear_ldmrfe_keeps_the_informative_features_with_its_bias(seed):
+    """Without a bias a linear machine on [0, 1]-scaled features passes through the
+    origin and leans on noise features for the offset: RFE keeps 2-4 of the 6
+    informative ones; with it ("auto" for the linear kernel), all 6."""
+    X, y = _offset_clusters(seed)
+    for solver in ("newton", "cd"):
+        kw = dict(step=4, kernel="linear", solver=solver, random_state=0)
+        assert LDMRFE(6, **kw).fit(X, y).support_[:6].all()
+        assert LDMRFE(6, fit_intercept=False, **kw).fit(X, y).support_[:6].sum() <= 4
+
+
 def test_auto_picks_newton_for_dask_input_and_many_rows(monkeypatch, threaded):
     X, y = _data(n=200)
     assert LDM(kernel="linear").fit(X, y).solver_ == "primal"  # numpy, few rows: as before
     Xd, yd = da.from_array(X, chunks=(50, X.shape[1])), da.from_array(y, chunks=50)
     on_dask = LDM(kernel="linear").fit(Xd, yd)
     assert on_dask.solver_ == "newton"
-    np.testing.assert_allclose(on_dask.coef_, LDM(kernel="linear", solver="newton").fit(X, y)
-                               .coef_, rtol=0, atol=1e-10)
+    local = LDM(kernel="linear", solver="newton").fit(X, y)
+    np.testing.assert_allclose(on_dask.coef_, local.coef_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(on_dask.intercept_, local.intercept_, rtol=0, atol=1e-10)
     monkeypatch.setattr(_ldm, "NEWTON_MIN_ROWS", 150)
     assert LDM(kernel="linear").fit(X, y).solver_ == "newton"
     assert LDM(kernel="rbf").fit(X, y).solver_ == "dual"

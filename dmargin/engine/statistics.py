@@ -635,17 +635,19 @@ def linear_loss(rows: Rows, cols, pair, w, *, loss, mu=1.0, intercept=0.0, hessi
     return _run_blocks(g, _loss_block, cols, pair, intercept, w, loss, mu, hessian)
 
 
-def _band_block(X, codes, cols, pair, w, low, high, cap):
-    y, rows, u = _margins(X, codes, cols, pair, w, 0.0)
+def _band_block(X, codes, cols, pair, w, low, high, cap, intercept):
+    y, rows, u = _margins(X, codes, cols, pair, w, intercept)
     t = 1.0 - y * u
     upper = t >= high
     band = (t > low) & ~upper
     n_band = int(band.sum())
     Xs = X if rows is None else X[rows]
     up = (Xs[upper].T @ y[upper])[cols]
+    if intercept:
+        up = np.append(up, intercept * y[upper].sum())
     if n_band > cap:
-        return up, np.empty((0, len(cols))), np.array([n_band])
-    Zb = machine_rows(Xs[band], np.where(y[band] > 0, pair[1], pair[0]), cols, pair)
+        return up, np.empty((0, up.size)), np.array([n_band])
+    Zb = machine_rows(Xs[band], np.where(y[band] > 0, pair[1], pair[0]), cols, pair, intercept)
     return up, Zb, np.array([n_band])
 
 
@@ -654,41 +656,43 @@ def _band_combine(parts):
             merge.add([p[2] for p in parts]))
 
 
-def _violations_block(X, codes, cols, pair, w_old, w_new, low, high, tol):
-    y, _, u_old = _margins(X, codes, cols, pair, w_old, 0.0)
-    _, _, u_new = _margins(X, codes, cols, pair, w_new, 0.0)
+def _violations_block(X, codes, cols, pair, w_old, w_new, low, high, tol, intercept):
+    y, _, u_old = _margins(X, codes, cols, pair, w_old, intercept)
+    _, _, u_new = _margins(X, codes, cols, pair, w_new, intercept)
     t_old, t_new = 1.0 - y * u_old, 1.0 - y * u_new
     # Rows held at the bound C need margin <= 1, rows at 0 margin >= 1 (to tol).
     return (np.array([np.sum((t_old >= high) & (t_new < -tol))
                       + np.sum((t_old <= low) & (t_new > tol))]),)
 
 
-def hinge_band(rows: Rows, cols, pair, w, low, high, cap):
+def hinge_band(rows: Rows, cols, pair, w, low, high, cap, intercept=0.0):
     """For the exact hinge solution: rows by ``t = 1 - z . w`` of one machine.
 
     Returns ``(sum of z over t >= high, the rows z with low < t < high, their
     count)``; the band rows come back only when the whole band holds at most
     ``cap`` rows in every block (else an empty array and the count): a
-    few rows, never the data.
+    few rows, never the data.  ``z`` as :func:`machine_rows` (with the
+    ``intercept`` column when it is not 0).
     """
     cols = np.asarray(cols, dtype=np.int64)
     pair = tuple(int(c) for c in pair)
     w = np.asarray(w, dtype=np.float64)
-    g = Graph(rows, "hinge-band", cols, pair, w, low, high, cap,
+    g = Graph(rows, "hinge-band", cols, pair, w, low, high, cap, intercept,
               candidates=_linear_blocks(rows))
-    parts = [g.tile("block", _band_block, *g.block(i)[:2], cols, pair, w, low, high, cap)
+    parts = [g.tile("block", _band_block, *g.block(i)[:2], cols, pair, w, low, high, cap,
+                    intercept)
              for i in range(len(g.candidates))]
     return g.compute(g.tree(parts, _band_combine, "sum"))
 
 
-def hinge_violations(rows: Rows, cols, pair, w_old, w_new, low, high, tol):
+def hinge_violations(rows: Rows, cols, pair, w_old, w_new, low, high, tol, intercept=0.0):
     """Rows whose bound (by ``w_old``'s band) ``w_new`` violates by more than ``tol``."""
     cols = np.asarray(cols, dtype=np.int64)
     pair = tuple(int(c) for c in pair)
-    g = Graph(rows, "hinge-kkt", cols, pair, w_old, w_new, low, high, tol,
+    g = Graph(rows, "hinge-kkt", cols, pair, w_old, w_new, low, high, tol, intercept,
               candidates=_linear_blocks(rows))
     return int(_run_blocks(g, _violations_block, cols, pair, np.asarray(w_old, float),
-                           np.asarray(w_new, float), low, high, tol)[0][0])
+                           np.asarray(w_new, float), low, high, tol, intercept)[0][0])
 
 
 __all__ = ["KERNELS", "WeightedHistograms", "anchor_partials", "block_reduce", "counts",
