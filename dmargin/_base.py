@@ -45,7 +45,7 @@ def anchors_for(estimator, rows):
 
 
 def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_memory=False,
-              reset=True, classes=None, scaling=None, one_pass=False):
+              reset=True, classes=None, scaling=None, one_pass=False, allow_nan=False):
     """The door of every ``fit`` and ``partial_fit``: parameters, data, labels,
     scaling, and the engine's persisted rows.
 
@@ -86,6 +86,9 @@ def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_mem
         from their source through the tiles (memory then does not grow with
         N).  Every row as an anchor reads each block once per anchor block,
         so the rows stay persisted.
+    allow_nan : bool, default=False
+        The estimator takes NaN as missing values (``data.missing`` counts
+        them per feature); infinite values are still refused.
 
     Returns
     -------
@@ -96,12 +99,13 @@ def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_mem
     check_params(estimator)
     if in_memory:
         X, y = compute(X, y, what=f"the rows given to {type(estimator).__name__}")
-    X, y = check_X_y(estimator, X, y, reset=reset, min_samples=2 if reset else 1)
+    X, y = check_X_y(estimator, X, y, reset=reset, min_samples=2 if reset else 1,
+                     allow_nan=allow_nan)
     if reset:
         _warn_n_features_to_select(estimator, X.shape[1])
     data = prepare_training_data(X, y, getattr(estimator, "scale", None), distances=distances,
                                  names=getattr(estimator, "feature_names_in_", None),
-                                 classes=classes, scaling=scaling)
+                                 classes=classes, scaling=scaling, allow_nan=allow_nan)
     if binary is not None:
         check_binary(estimator, data.classes, binary)
     if not rows:
@@ -220,6 +224,9 @@ class WeightSelector(DaskSelectorMixin, BaseEstimator):
     feature index.
     """
 
+    #: Whether ``fit`` takes NaN as missing values (the Relief family's distance).
+    _allow_nan = False
+
     def _get_support_mask(self):
         check_is_fitted(self, "feature_importances_")
         scores = np.asarray(self.feature_importances_)
@@ -237,5 +244,5 @@ class WeightSelector(DaskSelectorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = self._allow_nan
         return tags

@@ -58,6 +58,8 @@ class TrainingData:
     classes: np.ndarray
     counts: np.ndarray
     scaling: Scaling | None
+    #: Missing values (NaN) per feature: only estimators that take them get any.
+    missing: np.ndarray | None = None
 
 
 def _prescale(lo, hi):
@@ -87,12 +89,15 @@ def _check_unscaled(lo, hi):
             "'standard') or rescale the feature before fitting.")
 
 
-def numpy_scaling(X, scale, *, distances=True):
+def numpy_scaling(X, scale, *, distances=True, missing=False):
     """:class:`Scaling` of an in-memory ``X`` (``None`` for ``scale=None``).
 
     ``distances`` (the estimator computes distances between rows): without
-    scaling, values whose squares overflow are refused.
+    scaling, values whose squares overflow are refused.  ``missing``: ``X``
+    has NaN (missing values), left out of the statistics.
     """
+    if missing:
+        X = np.where(np.isnan(X), np.nanmean(X, axis=0), X)  # NaN-free, same min and max
     lo, hi = X.min(axis=0), X.max(axis=0)
     if scale is None:
         if distances:
@@ -111,7 +116,7 @@ def _encode(y, classes):
 
 
 def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=None,
-                          scaling=None) -> TrainingData:
+                          scaling=None, allow_nan=False) -> TrainingData:
     """Encode labels, check values, scale features (``None``, "minmax", "standard").
 
     ``distances=False`` for estimators that never compute distances between
@@ -120,13 +125,21 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
     ``classes``: the classes the labels must be among (a stream's, fixed by
     its first chunk), instead of those of ``y``; ``scaling``: a fixed
     :class:`Scaling` (a stream's frozen ranges) instead of one learned from X.
+    ``allow_nan``: NaN are missing values (counted per feature in
+    ``missing``, left out of the scaling statistics, kept NaN when scaled).
     """
     if classes is not None:
         classes = np.unique(np.asarray(classes))
         check_classes(classes, None)
     if is_dask_collection(X) or is_dask_collection(y):
-        return _prepare_dask(X, y, scale, distances, names, classes, scaling)
+        return _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan)
     X = np.asarray(X, dtype=np.float64)
+    missing = np.isnan(X).sum(axis=0) if allow_nan else None
+    if missing is not None and X.shape[0] and np.any(missing == X.shape[0]):
+        j = int(np.argmax(missing == X.shape[0]))
+        label = repr(names[j]) if names is not None else str(j)
+        raise ValueError(f"Feature {label} has no value (every row is missing it); drop "
+                         "that column before fitting.")
     if classes is None:
         classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
         check_classes(classes, counts)
@@ -136,10 +149,11 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
         codes = _encode(y, classes)
         counts = np.bincount(codes, minlength=len(classes))
     if scaling is None:
-        scaling = numpy_scaling(X, scale, distances=distances)
+        scaling = numpy_scaling(X, scale, distances=distances,
+                                missing=missing is not None and bool(missing.any()))
     if scaling is not None:
         X = scaling.apply(X)
-    return TrainingData(X, codes, classes, counts, scaling)
+    return TrainingData(X, codes, classes, counts, scaling, missing)
 
 
 # ---------------------------------------------------------------------------
@@ -244,20 +258,31 @@ def _summary_block(block):
     return out
 
 
-def _prepare_dask(X, y, scale, distances, names, classes, scaling) -> TrainingData:
+def _prepare_dask(X, y, scale, distances, names, classes, scaling,
+                  allow_nan=False) -> TrainingData:
     X = as_dask_array(X).astype(np.float64)
     y = as_dask_array(y)
     if X.chunks[0] != y.chunks[0]:
         y = y.rechunk((X.chunks[0],))
     # min/max also for "standard": they size the pre-scaling of huge features.
     moments = scale == "standard" and scaling is None
-    bad, summaries, lo, hi, mean, var = compute(
-        (~np.isfinite(X)).sum(axis=0), _label_summary(y), X.min(axis=0), X.max(axis=0),
-        X.mean(axis=0) if moments else None, X.var(axis=0) if moments else None,
-        what="the scaling statistics")
+    missing = None
+    if allow_nan:  # NaN are missing values: counted, and left out of min and max
+        import dask.array as da
+
+        bad, missing, summaries, lo, hi, mean, var = compute(
+            np.isinf(X).sum(axis=0), np.isnan(X).sum(axis=0), _label_summary(y),
+            da.nanmin(X, axis=0), da.nanmax(X, axis=0),
+            da.nanmean(X, axis=0) if moments else None,
+            da.nanvar(X, axis=0) if moments else None, what="the scaling statistics")
+    else:
+        bad, summaries, lo, hi, mean, var = compute(
+            (~np.isfinite(X)).sum(axis=0), _label_summary(y), X.min(axis=0), X.max(axis=0),
+            X.mean(axis=0) if moments else None, X.var(axis=0) if moments else None,
+            what="the scaling statistics")
     labels = label_summary_combine(summaries)
     if np.any(bad):
-        raise not_finite_error(bad, names)
+        raise not_finite_error(bad, names, allow_nan)
     if labels["missing"]:
         raise ValueError(f"y contains {labels['missing']} missing labels (None/NaN). Drop "
                          "those rows (read_parquet(..., missing_label='drop')) or give them "
@@ -273,12 +298,12 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling) -> TrainingDa
     if scaling is not None:
         return TrainingData(scaling.apply(X), y.map_blocks(_encode, classes=classes,
                                                            dtype=np.int64),
-                            classes, counts, scaling)
+                            classes, counts, scaling, missing)
     if scale is None:
         if distances:
             _check_unscaled(lo, hi)
         return TrainingData(X, y.map_blocks(_encode, classes=classes, dtype=np.int64), classes,
-                            counts, None)
+                            counts, None, missing)
     prescale = _prescale(lo, hi)
     if scale == "standard" and np.any(prescale != 1.0):
         # Moments of near-limit features overflowed: one more pass on X / prescale.
@@ -286,4 +311,4 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling) -> TrainingDa
                             what="the scaling statistics")
     scaling = _make_scaling(scale, {"min": lo, "max": hi, "mean": mean, "var": var}, prescale)
     codes = y.map_blocks(_encode, classes=classes, dtype=np.int64)
-    return TrainingData(scaling.apply(X), codes, classes, counts, scaling)
+    return TrainingData(scaling.apply(X), codes, classes, counts, scaling, missing)

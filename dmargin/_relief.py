@@ -19,7 +19,8 @@ from sklearn.exceptions import ConvergenceWarning
 from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
                     make_rng, miss_priors, start_fit, timer)
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
-from .engine import knn_statistic, lse_statistic, merge, permuted_rows
+from .engine import feature_kinds, knn_statistic, lse_statistic, merge, permuted_rows
+from .engine.kernels.distance import MISSING
 from .progress import fit_steps
 
 _SCALE = [Options(("minmax",)), NONE]
@@ -33,19 +34,20 @@ def stir(sums, m):
     variances are pooled over ``hit pairs + miss pairs - 2`` degrees of
     freedom (Le et al. 2019, eqs. 5-10).
     """
-    first, second, pairs, anchors = sums[:, 0], sums[:, 1], sums[:, 2, 0], sums[:, 3, 0]
+    # Pairs and anchors per feature: with missing values each feature has its own.
+    first, second, pairs, anchors = sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
     mean = first / m
     # sum_a (1/k_a) sum_j (d_aj - mean)^2, expanded: each anchor's 1/k weights sum to one.
-    var = np.maximum(second - 2.0 * mean * first + mean ** 2 * anchors[:, None], 0.0) / m
+    var = np.maximum(second - 2.0 * mean * first + mean ** 2 * anchors, 0.0) / m
     (n_h, n_m), (var_h, var_m) = pairs, var
     df = n_h + n_m - 2.0
-    if df <= 0:
-        return np.zeros(sums.shape[-1]), np.ones(sums.shape[-1])
-    pooled = np.sqrt(((n_m - 1.0) * var_m + (n_h - 1.0) * var_h) / df)
-    scale = pooled * np.sqrt(1.0 / n_m + 1.0 / n_h)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = np.sqrt(((n_m - 1.0) * var_m + (n_h - 1.0) * var_h) / df)
+        scale = pooled * np.sqrt(1.0 / n_m + 1.0 / n_h)
+    ok = (df > 0) & (scale > 0)
     diff = mean[1] - mean[0]
-    t = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
-    return t, np.where(scale > 0, student_t.sf(t, df), 1.0)
+    t = np.divide(diff, scale, out=np.zeros_like(diff), where=ok)
+    return t, np.where(ok, student_t.sf(t, np.where(ok, df, 1.0)), 1.0)
 
 
 def _positive_unit(nu):
@@ -345,8 +347,10 @@ class ReliefF(WeightSelector):
     True
     """
 
+    _allow_nan = True
     _parameter_constraints = {
         "n_neighbors": [Interval(numbers.Integral, 1, None)],
+        "discrete_threshold": [Interval(numbers.Integral, 0, None)],
         "scale": _SCALE,
         "n_anchors": N_ANCHORS,
         "n_permutations": [Interval(numbers.Integral, 0, None)],
@@ -354,9 +358,10 @@ class ReliefF(WeightSelector):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, *, n_neighbors=10, scale="minmax", n_anchors=None, n_permutations=0,
-                 n_features_to_select=None, random_state=None):
+    def __init__(self, *, n_neighbors=10, discrete_threshold=0, scale="minmax", n_anchors=None,
+                 n_permutations=0, n_features_to_select=None, random_state=None):
         self.n_neighbors = n_neighbors
+        self.discrete_threshold = discrete_threshold
         self.scale = scale
         self.n_anchors = n_anchors
         self.n_permutations = n_permutations
@@ -375,14 +380,16 @@ class ReliefF(WeightSelector):
         -------
         self : ReliefF
         """
-        data, rows = start_fit(self, X, y, one_pass=self.n_permutations == 0)
+        data, rows = start_fit(self, X, y, one_pass=self.n_permutations == 0, allow_nan=True)
+        # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
+        kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing)
         anchors = anchors_for(self, rows)
         binary = len(data.classes) == 2
         agg = merge.relieff_stir_agg if binary else merge.relieff_agg
-        priors = (miss_priors(data.counts),)
+        priors = (miss_priors(data.counts), kinds.kind == MISSING)
         with fit_steps(self, "pass", 1 + self.n_permutations) as steps, timer("ReliefF"):
             total = np.asarray(knn_statistic(rows, self.n_neighbors, agg, priors,
-                                             anchors=anchors))
+                                             anchors=anchors, kinds=kinds))
             steps.step()
             m = rows.n_samples if anchors is None else anchors.n_samples
             weights = (total[0] if binary else total) / m
@@ -393,9 +400,10 @@ class ReliefF(WeightSelector):
                 sample = anchors_for(self, permuted)
                 reached += np.asarray(knn_statistic(permuted, self.n_neighbors,
                                                     merge.relieff_agg, priors,
-                                                    anchors=sample)) / m >= weights
+                                                    anchors=sample, kinds=kinds)) / m >= weights
                 steps.step()
         self.classes_ = data.classes
+        self.discrete_features_ = kinds.discrete
         self.feature_importances_ = weights
         self.t_statistics_ = self.pvalues_ = self.qvalues_ = None
         if binary:

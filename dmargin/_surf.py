@@ -20,7 +20,8 @@ import numpy as np
 from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit,
                     timer)
 from ._validation import NONE, RANDOM_STATE, Interval, Options
-from .engine import column_summary, merge, surf_statistic
+from .engine import feature_kinds, merge, surf_statistic
+from .engine.kernels.distance import MISSING
 from .progress import fit_steps
 
 _PARAMS_DOC = """
@@ -90,6 +91,7 @@ _NOTES = """
 class _ThresholdSelector(WeightSelector):
     """The SURF family: one engine statistic; subclasses set the thresholds and the far set."""
 
+    _allow_nan = True
     _thresholds = staticmethod(merge.surf_thresholds)
     _far_rule = merge.FAR_NONE
 
@@ -123,27 +125,24 @@ class _ThresholdSelector(WeightSelector):
         self : estimator
         """
         # Initialisation: rows placed once, feature kinds as skrebate detects them
-        data, rows = start_fit(self, X, y)
-        distinct, std = column_summary(rows, self.discrete_threshold)
-        discrete = distinct <= self.discrete_threshold
-        mixed = bool(discrete.any() and not discrete.all())
-        ramp = np.where(~discrete & mixed, std, np.inf)
-        # skrebate's mixed distance: the discrete features' Hamming fraction times A
-        weight = discrete.size / discrete.sum() if mixed else 1.0
+        data, rows = start_fit(self, X, y, allow_nan=True)
+        kinds = feature_kinds(rows, self.discrete_threshold)
         anchors = anchors_for(self, rows)
 
         # One statistic: distance moments, thresholds, neighbours scored
         name = type(self).__name__
+        missing = kinds.kind == MISSING
         with fit_steps(self, "pass", 1) as steps, timer(name):
-            total = surf_statistic(rows, self._thresholds, merge.surf_agg, (self._far_rule,),
-                                   far=self._far_rule != merge.FAR_NONE, discrete=discrete,
-                                   discrete_weight=weight, ramp=ramp, anchors=anchors)
+            total = surf_statistic(rows, self._thresholds, merge.surf_agg,
+                                   (self._far_rule, missing),
+                                   far=self._far_rule != merge.FAR_NONE, kinds=kinds,
+                                   anchors=anchors)
             steps.step()
 
         # Final attributes
         m = rows.n_samples if anchors is None else anchors.n_samples
         self.classes_ = data.classes
-        self.discrete_features_ = discrete
+        self.discrete_features_ = kinds.discrete
         self.anchor_indices_ = None if anchors is None else anchors.index
         self.feature_importances_ = np.asarray(total, dtype=np.float64) / m
         return self

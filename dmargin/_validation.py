@@ -214,13 +214,19 @@ def check_one_label_type(values):
                              "type (e.g. convert them all to str).")
 
 
-def not_finite_error(bad_per_column, names=None):
-    """The error for NaN/inf in X, naming the columns and how many rows each has."""
+def not_finite_error(bad_per_column, names=None, allow_nan=False):
+    """The error for NaN/inf in X, naming the columns and how many rows each has
+    (``allow_nan``: the estimator takes NaN as missing values; these are infinite)."""
     bad = np.asarray(bad_per_column)
     columns = np.flatnonzero(bad)
     label = (lambda j: repr(names[j])) if names is not None else (lambda j: str(j))
     parts = [f"column {label(j)} ({int(bad[j])} rows)" for j in columns[:3]]
     more = f" and {len(columns) - 3} more columns" if len(columns) > 3 else ""
+    if allow_nan:
+        return ValueError(
+            f"X contains infinite values in {', '.join(parts)}{more}. NaN is read as a "
+            "missing value, infinity is not: replace those values (e.g. by NaN) or drop "
+            "those rows before fitting.")
     return ValueError(
         f"X contains NaN or infinite values in {', '.join(parts)}{more}. Impute them (e.g. "
         "sklearn.impute.SimpleImputer in a Pipeline before the selector) or drop those rows "
@@ -243,10 +249,12 @@ def _as_label_array(y):
     return np.asarray(y)
 
 
-def check_X_y(estimator, X, y, *, reset=True, min_samples=2):
+def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False):
     """Validate ``X, y``; returns ``(X, y)`` as numpy or dask arrays.
 
     ``min_samples=1`` lets a stream's later chunk (``partial_fit``) be one row.
+    ``allow_nan``: NaN in ``X`` are missing values (the estimator handles
+    them); infinite values are still refused.
 
     numpy / pandas ``X`` goes through scikit-learn's ``validate_data`` (NaN,
     inf, dtype, ``feature_names_in_``); dask ``X`` is checked on metadata and
@@ -277,14 +285,15 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2):
         with np.errstate(over="ignore", invalid="ignore"):
             try:
                 X = validate_data(estimator, X, reset=reset, dtype=np.float64,
-                                  ensure_min_samples=min_samples)
+                                  ensure_min_samples=min_samples,
+                                  ensure_all_finite="allow-nan" if allow_nan else True)
             except ValueError as exc:
                 if "NaN" not in str(exc) and "infinity" not in str(exc):
                     raise
                 values = np.asarray(X, dtype=np.float64)
-                bad = (~np.isfinite(values)).sum(axis=0)
+                bad = (np.isinf(values) if allow_nan else ~np.isfinite(values)).sum(axis=0)
                 names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
-                raise not_finite_error(bad, names) from None
+                raise not_finite_error(bad, names, allow_nan) from None
     if y is None:
         raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
                          "target y is None: feature selection by margins needs class labels.")

@@ -63,10 +63,11 @@ def _set(frame, row, col, value):
 # name, how the data are made, paths it applies to, expected outcome:
 # a regex for a clear error, or "ok" (finite weights, feature 0 first).
 DEFECTS = [
+    # ReliefF reads NaN as a missing value (skrebate's rule, tests/test_missing.py).
     ("NaN in X", _edit(lambda X, y: (_set(X, 3, 1, np.nan), y)), PATHS,
-     r"NaN or infinite values in column ('f1'|1) \(1 rows\)"),
+     {"*": r"NaN or infinite values in column ('f1'|1) \(1 rows\)", "ReliefF": "ok"}),
     ("inf in X", _edit(lambda X, y: (_set(X, 3, 1, np.inf), y)), PATHS[:3],
-     r"NaN or infinite values in column ('f1'|1) \(1 rows\)"),
+     r"infinite values in column ('f1'|1) \(1 rows\)"),
     ("a column of +-1e308", _edit(lambda X, y: (X.assign(f0=X.f0 * 1e308 / 1.1), y)), PATHS,
      "ok"),
     ("complex X", _edit(lambda X, y: (X.astype(complex), y)), PATHS[:3], r"complex"),
@@ -143,6 +144,8 @@ CASES = [(e, d[0], p) for d in DEFECTS for p in d[2] for e in ESTIMATORS]
 @pytest.mark.parametrize("est_name,defect,path", CASES)
 def test_bad_input(est_name, defect, path, tmp_path):
     expected = next(d[3] for d in DEFECTS if d[0] == defect)
+    if isinstance(expected, dict):
+        expected = expected.get(est_name, expected["*"])
     with dask.config.set(scheduler="threads"):
         kind, value = outcome(est_name, defect, path, tmp_path)
     if expected == "ok":

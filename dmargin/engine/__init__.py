@@ -33,6 +33,7 @@ __all__ = [
     "simba_run",
 ]
 
-from .statistics import column_summary, surf_statistic  # noqa: E402  (SURF family)
+from .statistics import (FeatureKinds, column_summary, feature_kinds,  # noqa: E402
+                         surf_statistic)  # (the SURF family, mixed and missing data)
 
-__all__ += ["column_summary", "surf_statistic"]
+__all__ += ["FeatureKinds", "column_summary", "feature_kinds", "surf_statistic"]

@@ -269,55 +269,77 @@ def knn_combine(parts):
     )
 
 
-def relieff_agg(dist, idx, z, ya, miss_prior):
+def _found(dist, z, missing):
+    """Neighbours found, per feature when differences may be missing (NaN in ``z``):
+    ``(valid (anchors, classes, k, 1 or A), z with missing differences as 0)``."""
+    found = np.isfinite(dist)[..., None]
+    if not missing:
+        return found, z
+    valid = found & ~np.isnan(z)
+    return valid, np.where(valid, z, 0.0)
+
+
+def relieff_agg(dist, idx, z, ya, miss_prior, missing=False):
     """Anchor block's share of ReliefF's W (before the division by m).
 
     ``-sum_hits z / k_H + sum_{C != c} P(C)/(1-P(c)) sum_{misses of C} z / k_C``
-    with ``k_H``, ``k_C`` the neighbours actually found (Weka).
+    with ``k_H``, ``k_C`` the neighbours actually found (Weka).  ``missing``:
+    a difference with a missing side (NaN in ``z``) is left out, and ``k_H``,
+    ``k_C`` count per feature the neighbours scored on it (skrebate's rule).
     """
     n_anchors, n_classes = dist.shape[:2]
-    found = np.isfinite(dist)
-    n_found = found.sum(axis=-1)  # (anchors, classes)
-    sums = (z * found[..., None]).sum(axis=2)  # (anchors, classes, features)
-    per_class = np.divide(
-        sums, n_found[..., None], out=np.zeros_like(sums), where=n_found[..., None] > 0
-    )
+    if missing:
+        valid, zv = _found(dist, z, True)
+        n_found = valid.sum(axis=2)  # (anchors, classes, features)
+        sums = zv.sum(axis=2)
+        per_class = np.divide(sums, n_found, out=np.zeros_like(sums), where=n_found > 0)
+    else:
+        found = np.isfinite(dist)
+        n_found = found.sum(axis=-1)  # (anchors, classes)
+        sums = (z * found[..., None]).sum(axis=2)  # (anchors, classes, features)
+        per_class = np.divide(
+            sums, n_found[..., None], out=np.zeros_like(sums), where=n_found[..., None] > 0
+        )
     weight = miss_prior[ya].copy()  # (anchors, classes), zero on the own class
     weight[np.arange(n_anchors), ya] = -1.0
     return np.einsum("ac,acf->f", weight, per_class)
 
 
-def stir_sums(dist, z, ya):
+def stir_sums(dist, z, ya, missing=False):
     """Anchor block's sums for STIR's pseudo t-test (two classes).
 
     For hits (side 0) and misses (side 1), per feature:
     ``sum_a (1/k_a) sum_j d_aj``, ``sum_a (1/k_a) sum_j d_aj^2``, then the
-    pair count ``sum_a k_a`` and the anchors with ``k_a > 0`` (repeated along
-    the features), with ``k_a`` the neighbours found on that side (Le et al.
-    2019, eqs. 5-8).
+    pair count ``sum_a k_a`` and the anchors with ``k_a > 0`` (per feature:
+    with ``missing``, ``k_a`` counts the pairs whose difference on the feature
+    is not missing), with ``k_a`` the neighbours found on that side (Le et
+    al. 2019, eqs. 5-8).
     """
     n_anchors, n_classes = dist.shape[:2]
-    found = np.isfinite(dist)
-    n_found = found.sum(axis=-1)  # (anchors, classes)
-    zf = z * found[..., None]
+    valid, zv = _found(dist, z, missing)
+    n_found = valid.sum(axis=2)  # (anchors, classes, 1 or A)
+    zf = zv * valid
     first = zf.sum(axis=2)  # (anchors, classes, features)
     second = (zf * zf).sum(axis=2)
     inverse = np.divide(1.0, n_found, out=np.zeros(n_found.shape), where=n_found > 0)
-    hit = np.arange(n_classes)[None, :] == np.asarray(ya)[:, None]
+    hit = (np.arange(n_classes)[None, :] == np.asarray(ya)[:, None])[..., None]
     out = np.zeros((2, 4, z.shape[-1]))
     for side, mask in enumerate((hit, ~hit)):
         w = inverse * mask
-        out[side, 0] = np.einsum("ac,acf->f", w, first)
-        out[side, 1] = np.einsum("ac,acf->f", w, second)
-        out[side, 2] = (n_found * mask).sum()
-        out[side, 3] = ((n_found * mask).sum(axis=1) > 0).sum()
+        out[side, 0] = (w * first).sum(axis=(0, 1)) if missing else \
+            np.einsum("ac,acf->f", w[..., 0], first)
+        out[side, 1] = (w * second).sum(axis=(0, 1)) if missing else \
+            np.einsum("ac,acf->f", w[..., 0], second)
+        pairs = n_found * mask
+        out[side, 2] = pairs.sum(axis=(0, 1))
+        out[side, 3] = (pairs.sum(axis=1) > 0).sum(axis=0)
     return out
 
 
-def relieff_stir_agg(dist, idx, z, ya, miss_prior):
+def relieff_stir_agg(dist, idx, z, ya, miss_prior, missing=False):
     """:func:`relieff_agg` (row 0) and :func:`stir_sums` (rows 1-8) in one array."""
-    return np.vstack([relieff_agg(dist, idx, z, ya, miss_prior)[None, :],
-                      stir_sums(dist, z, ya).reshape(8, -1)])
+    return np.vstack([relieff_agg(dist, idx, z, ya, miss_prior, missing)[None, :],
+                      stir_sums(dist, z, ya, missing).reshape(8, -1)])
 
 
 def relief_agg(dist, idx, z, ya):
@@ -386,7 +408,7 @@ def multisurf_thresholds(moments, total, far):
     return mu - half, (mu + half) if far else np.full(mu.shape, np.inf)
 
 
-def surf_terms(P, ya):
+def surf_terms(P, ya, missing=False):
     """Per-anchor scores of one neighbour set: skrebate's ``compute_score`` (near).
 
     ``P`` is ``(anchors, classes, A + 1)`` (difference sums, counts).  For the
@@ -396,8 +418,13 @@ def surf_terms(P, ya):
     ``sum_{c != y} M_c (m_c / m) (K - 1) / m - H / h``
 
     each part only when its count is positive (no neighbours: 0).  For two
-    classes this is skrebate's binary ``M / m - H / h``.
+    classes this is skrebate's binary ``M / m - H / h``.  ``missing``: ``P`` is
+    ``(anchors, classes, 2 A)`` with a count per feature (the neighbours whose
+    difference on that feature is not missing), and every count above is
+    that feature's, as skrebate's.
     """
+    if missing:
+        return _surf_terms_per_feature(P, ya)
     n_anchors, n_classes, width = P.shape
     rows = np.arange(n_anchors)
     counts, sums = P[..., -1], P[..., :-1]
@@ -413,42 +440,71 @@ def surf_terms(P, ya):
     return miss + hit
 
 
-def surf_agg(P, ya, far_rule):
+def _surf_terms_per_feature(P, ya):
+    """:func:`surf_terms` with a neighbour count per feature."""
+    n_anchors, n_classes, width = P.shape
+    a = width // 2
+    rows = np.arange(n_anchors)
+    sums, counts = P[..., :a], P[..., a:]
+    n_hit = counts[rows, ya]  # (anchors, A)
+    n_miss = counts.sum(axis=1) - n_hit
+    own = (np.arange(n_classes)[None, :] == np.asarray(ya)[:, None])[..., None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(own, 0.0, counts / n_miss[:, None, :] * (n_classes - 1))
+        miss = (share * sums).sum(axis=1) / n_miss
+        hit = -sums[rows, ya] / n_hit
+    return np.where(n_miss > 0, miss, 0.0) + np.where(n_hit > 0, hit, 0.0)
+
+
+def surf_agg(P, ya, far_rule, missing=False):
     """Anchor block's share of the SURF-family score (before the division by m).
 
-    ``P`` is ``(anchors, sets, classes, A + 1)``; the near set scores as
-    :func:`surf_terms`; the far set (``far_rule``): SURF* subtracts the same
-    scoring of its far set (skrebate's ``SURFstar_compute_scores``);
-    MultiSURF* adds it with every difference replaced by ``1 - diff``
-    (``compute_score(near=False)``).
+    ``P`` is ``(anchors, sets, classes, A + 1)`` (``2 A`` with ``missing``:
+    a count per feature); the near set scores as :func:`surf_terms`; the far
+    set (``far_rule``): SURF* subtracts the same scoring of its far set
+    (skrebate's ``SURFstar_compute_scores``); MultiSURF* adds it with every
+    difference replaced by ``1 - diff`` (``compute_score(near=False)``).
     """
-    terms = surf_terms(P[:, 0], ya)
+    terms = surf_terms(P[:, 0], ya, missing)
     if far_rule == FAR_SUBTRACT:
-        terms = terms - surf_terms(P[:, 1], ya)
+        terms = terms - surf_terms(P[:, 1], ya, missing)
     elif far_rule == FAR_SIMILARITY:
         far = P[:, 1].copy()
-        far[..., :-1] = far[..., -1:] - far[..., :-1]
-        terms = terms + surf_terms(far, ya)
+        if missing:
+            a = far.shape[-1] // 2
+            far[..., :a] = far[..., a:] - far[..., :a]
+        else:
+            far[..., :-1] = far[..., -1:] - far[..., :-1]
+        terms = terms + surf_terms(far, ya, missing)
     return terms.sum(axis=0)
 
 
 def column_summary_chunk(X, cap):
     """A row block's per-column summary ``(distinct values, n, mean, M2, cap)``;
-    a column with more than ``cap`` distinct values keeps ``None``."""
+    a column with more than ``cap`` distinct values keeps ``None``.  NaN is no
+    value: ``n`` counts the values per column when the block has any."""
+    missing = np.isnan(X)
+    if missing.any():
+        n = (~missing).sum(axis=0).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, np.nansum(X, axis=0) / n, 0.0)
+        m2 = np.nansum((X - mean) ** 2, axis=0)
+    else:
+        n = X.shape[0]
+        mean = X.mean(axis=0) if n else np.zeros(X.shape[1])
+        m2 = ((X - mean) ** 2).sum(axis=0)
     uniques = []
     for j in range(X.shape[1]):
-        u = np.unique(X[:, j])
+        col = X[:, j]
+        u = np.unique(col[~missing[:, j]] if missing.any() else col)
         uniques.append(u if u.size <= cap else None)
-    n = X.shape[0]
-    mean = X.mean(axis=0) if n else np.zeros(X.shape[1])
-    m2 = ((X - mean) ** 2).sum(axis=0)
     return uniques, n, mean, m2, cap
 
 
 def column_summary_combine(parts):
     """Merge :func:`column_summary_chunk` partials: unions of the distinct values
     (``None`` once past the cap) and Chan's exact merge of ``(n, mean, M2)``, as
-    dask's ``moment_combine``."""
+    dask's ``moment_combine`` (``n`` per column where values are missing)."""
     uniques, n, mean, m2, cap = parts[0]
     for p in parts[1:]:
         merged = []
@@ -458,9 +514,17 @@ def column_summary_combine(parts):
         uniques = merged
         n2, mean2, m22 = p[1], p[2], p[3]
         total = n + n2
-        if total:
+        if np.ndim(total):  # per column: some have no value yet
+            delta = mean2 - mean
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share = np.where(total > 0, n2 / total, 0.0)
+                cross = np.where(total > 0, n * n2 / total, 0.0)
+            mean = mean + delta * share
+            m2 = m2 + m22 + delta * delta * cross
+        elif total:
             delta = mean2 - mean
             mean = mean + delta * (n2 / total)
             m2 = m2 + m22 + delta * delta * (n * n2 / total)
         n = total
     return uniques, n, mean, m2, cap
+

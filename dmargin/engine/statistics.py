@@ -17,18 +17,21 @@ merged with its ``*_combine`` and reduced with its ``*_agg``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import merge
 from ._numba import blas_single_thread, n_threads, pick, use_threads
 from .execution import TILE_BUDGET, Graph, Rows, local_bounds, split_bounds
-from .kernels import hist, knn, lse, quad, rbf, surf
+from .kernels import distance, hist, knn, lse, quad, rbf, surf
 
 #: The tile kernels by name: ``(serial, threaded)`` twins.
-KERNELS = {"lse": lse.TWINS, "knn": knn.TWINS, "qlse": quad.TWINS}
+KERNELS = {"lse": lse.TWINS, "knn": knn.TWINS, "knn-general": knn.GENERAL_TWINS,
+           "qlse": quad.TWINS}
 #: Cost of one step of each family relative to a pair-feature of ``lse``:
 #: the quadratic kernels count flops (BLAS: fast per flop).
-_COST = {"lse": 1.0, "knn": 1.0, "qlse": 0.05}
+_COST = {"lse": 1.0, "knn": 1.0, "knn-general": 2.0, "qlse": 0.05}
 
 
 def _anchors(rows: Rows, per_row: int, sample=None):
@@ -97,17 +100,23 @@ def _knn_agg_task(agg, partial, ya, agg_args):
     return agg(*partial, ya, *agg_args)
 
 
-def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None):
+def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, kinds=None):
     """``sum_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours).
 
     ``anchors``: an :class:`~execution.Anchors` sample instead of every row.
+    ``kinds``: the :class:`FeatureKinds` of the rows; discrete features or
+    missing values run the general kernel (:data:`knn.GENERAL_TWINS`), whose
+    ``z`` are the scored differences (NaN where a value is missing).
     """
     a, k = rows.n_features, rows.n_classes
-    g = Graph(rows, "knn", n_neighbors, agg.__name__, agg_args,
+    name, params = "knn", (k, n_neighbors)
+    if kinds is not None and kinds.kind != distance.PLAIN:
+        name, params = "knn-general", (k, n_neighbors, *kinds.params)
+    g = Graph(rows, name, n_neighbors, agg.__name__, agg_args, params,
               anchors=_anchors(rows, k * n_neighbors * (a + 2), anchors), sample=anchors)
     shares = []
     for i in range(len(g.anchors)):
-        merged = g.tree(_tiles(g, "knn", i, (k, n_neighbors)), merge.knn_combine)
+        merged = g.tree(_tiles(g, name, i, params), merge.knn_combine)
         shares.append(g.add("agg", _knn_agg_task, agg, merged, g.anchor(i)[1], agg_args))
     return g.compute(g.tree(shares, _sum, "total"))
 
@@ -749,8 +758,8 @@ def _surf_side(pair, side):
     return pair[side]
 
 
-def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, discrete=None,
-                   discrete_weight=1.0, ramp=None, anchors=None):
+def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds=None,
+                   anchors=None):
     """``sum_I agg(pass2_I(thresholds(pass1_I, total)), y_I, *agg_args)``, two passes.
 
     Pass 1 merges each anchor block's distance moments ``(count, sum d, sum
@@ -767,19 +776,18 @@ def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, discr
     each distance computed once per pass for both of its rows).  ``anchors``
     (an :class:`~execution.Anchors` sample): ordered tiles, sample x all rows.
 
-    ``discrete`` (bool per feature): a difference of 0 or 1 (skrebate's
-    discrete features), weighing ``discrete_weight`` in the distances
-    (skrebate's mixed data: ``A / A_discrete``); ``ramp`` (per feature, ``inf`` for none): a scored
-    continuous difference above it counts 1 (skrebate's mixed data; the
-    distances never ramp).
+    ``kinds`` (:class:`FeatureKinds`, default every feature continuous):
+    discrete features, their weight in the distances, the ramps of scored
+    continuous differences and missing values (:mod:`.kernels.distance`);
+    with missing values the partials carry a neighbour count per feature,
+    ``(anchors, sets, classes, 2 A)``.
     """
     a, k = rows.n_features, rows.n_classes
     n_sets = 2 if far else 1
-    dm = np.zeros(a, dtype=np.bool_) if discrete is None else np.asarray(discrete, dtype=np.bool_)
-    rp = np.full(a, np.inf) if ramp is None else np.asarray(ramp, dtype=np.float64)
-    dw = float(discrete_weight)
-    kind = surf.MASKED if dm.any() or np.isfinite(rp).any() else surf.PLAIN
-    per_row = n_sets * k * (a + 1)
+    if kinds is None:
+        kinds = FeatureKinds.continuous(a)
+    dm, dw, rp, kind = kinds.params
+    per_row = n_sets * k * (2 * a if kind == distance.MISSING else a + 1)
     common = (thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets, per_row)
     if anchors is not None:
         return _surf_sampled(rows, anchors, *common)
@@ -841,13 +849,82 @@ def _surf_sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, r
 
 def column_summary(rows: Rows, cap: int):
     """Per feature: the number of distinct values (``cap + 1`` for more than
-    ``cap``) and the standard deviation (ddof 0), in one pass over the row blocks."""
+    ``cap``), the standard deviation (ddof 0) and the number of missing
+    values, in one pass over the row blocks; NaN is no value (skrebate's
+    ``_get_attribute_info``)."""
     g = Graph(rows, "column-summary", cap)
     keys = [g.add("block", merge.column_summary_chunk, g.block(i)[0], cap)
             for i in range(len(g.candidates))]
     uniques, n, mean, m2, _ = g.compute(g.tree(keys, merge.column_summary_combine))
     distinct = np.array([cap + 1 if u is None else u.size for u in uniques], dtype=np.int64)
-    return distinct, np.sqrt(np.asarray(m2) / n)
+    n = np.broadcast_to(np.asarray(n, dtype=np.float64), distinct.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        std = np.sqrt(np.asarray(m2) / n)
+    return distinct, std, (rows.n_samples - n).astype(np.int64)
 
 
-__all__ += ["column_summary", "surf_statistic"]
+@dataclass(frozen=True)
+class FeatureKinds:
+    """How the Relief family's distance treats each feature (:mod:`.kernels.distance`).
+
+    ``discrete`` (bool per feature): a difference of 0 or 1; ``weight``: a
+    discrete mismatch's weight in the distance (skrebate's mixed data without
+    missing values: ``A / A_discrete``, else 1); ``ramp`` (per feature,
+    ``inf`` for none): a scored continuous difference above it counts 1
+    (skrebate's mixed data; the distances never ramp); ``missing``: missing
+    values per feature; ``kind``: ``PLAIN``, ``MASKED`` or ``MISSING``.
+    """
+
+    discrete: np.ndarray
+    weight: float
+    ramp: np.ndarray
+    missing: np.ndarray
+    kind: int
+
+    @classmethod
+    def continuous(cls, n_features):
+        """Every feature continuous, nothing missing: the plain kernels."""
+        return cls(np.zeros(n_features, dtype=np.bool_), 1.0, np.full(n_features, np.inf),
+                   np.zeros(n_features, dtype=np.int64), distance.PLAIN)
+
+    @property
+    def params(self):
+        """``(dm, dw, ramp, kind)`` as the kernels take them."""
+        return self.discrete, self.weight, self.ramp, self.kind
+
+
+def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, missing=None):
+    """:class:`FeatureKinds` by skrebate 0.8.4's rules (``relieff.py``).
+
+    A feature with at most ``discrete_threshold`` distinct values (missing
+    values not counted) is discrete.  When discrete and continuous features
+    mix, a discrete mismatch weighs ``A / A_discrete`` in the distance (not
+    with missing values, whose distance is a mean over the features present)
+    and, with ``ramps``, a scored continuous difference above the feature's
+    standard deviation counts 1.  ``discrete_threshold=0`` with ``missing``
+    (per-feature counts already known, e.g. from the scaling pass) all zero
+    is the plain path: no pass over the rows.
+    """
+    a = rows.n_features
+    if discrete_threshold == 0 and missing is not None and not np.any(missing):
+        return FeatureKinds.continuous(a)
+    distinct, std, missing = column_summary(rows, discrete_threshold)
+    empty = np.flatnonzero(missing >= rows.n_samples)
+    if empty.size:
+        raise ValueError(f"Feature {int(empty[0])} has no value (every row is missing it); "
+                         "drop that column before fitting.")
+    discrete = distinct <= discrete_threshold
+    mixed = bool(discrete.any() and not discrete.all())
+    has_nan = bool(missing.any())
+    ramp = np.where(~discrete & mixed, std, np.inf) if ramps else np.full(a, np.inf)
+    weight = discrete.size / discrete.sum() if mixed and not has_nan else 1.0
+    if has_nan:
+        kind = distance.MISSING
+    elif discrete.any() or np.isfinite(ramp).any():
+        kind = distance.MASKED
+    else:
+        kind = distance.PLAIN
+    return FeatureKinds(discrete, float(weight), ramp, missing, kind)
+
+
+__all__ += ["FeatureKinds", "column_summary", "feature_kinds", "surf_statistic"]

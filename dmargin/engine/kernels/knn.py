@@ -3,27 +3,9 @@
 import numba
 import numpy as np
 
-from .._numba import inline, twins
+from .._numba import twins
+from .distance import distance, distances32, feature_diff, pair_distance
 from .lse import CAND_BLOCK, by_class, filled
-
-
-@inline
-def _distances32(xa, Xs, c0, c1, d):
-    """Unweighted Manhattan distances in float32 (8 lanes per vector)."""
-    n_features = Xs.shape[1]
-    for j in range(c0, c1):
-        acc = np.float32(0.0)
-        for k in range(n_features):
-            acc += abs(xa[k] - Xs[j, k])
-        d[j - c0] = acc
-
-
-@inline
-def _distance(xa, Xs, j):
-    acc = 0.0
-    for k in range(Xs.shape[1]):
-        acc += abs(xa[k] - Xs[j, k])
-    return acc
 
 
 def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
@@ -66,14 +48,14 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
             cut = np.inf
             for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
                 c1 = min(c0 + CAND_BLOCK, starts[c + 1])
-                _distances32(xa32, Xs32, c0, c1, buf)
+                distances32(xa32, Xs32, c0, c1, buf)
                 for j in range(c1 - c0):
                     if buf[j] > cut:
                         continue
                     g = ics[c0 + j]
                     if g == ia[a]:
                         continue
-                    d = _distance(xa, Xs, c0 + j)
+                    d = distance(xa, Xs, c0 + j)
                     # Sorted insertion by (distance, index).
                     if d > dc[k - 1] or (d == dc[k - 1] and g > ix[k - 1] >= 0):
                         continue
@@ -96,3 +78,56 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
 
 TWINS = twins(_knn_tile)
 knn_tile = TWINS[0]
+
+
+def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, kind):
+    """:func:`_knn_tile` for discrete features or missing values (``MASKED``, ``MISSING``
+    of :mod:`.distance`), compiled only for data that have them.
+
+    Distances are :func:`~.distance.pair_distance` in float64 (no float32
+    prefilter: its error bound assumes the plain sum); ``z`` holds the scored
+    differences (:func:`~.distance.feature_diff`: 0/1 discrete, ramped
+    continuous, NaN where a value is missing).  A candidate at distance NaN
+    (no feature in common with the anchor) is never a neighbour.
+    """
+    n_anchors, n_features = Xa.shape
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    ones = np.empty(n_features)
+    ones[:] = 1.0
+    k = n_neighbors
+    dist = filled((n_anchors, n_classes, k), np.inf)
+    idx = np.empty(n_anchors * n_classes * k, dtype=np.int64).reshape((n_anchors, n_classes, k))
+    idx[:] = -1
+    z = filled((n_anchors, n_classes, k, n_features), 0.0)
+    for a in numba.prange(n_anchors):
+        loc = np.empty(k, dtype=np.int64)
+        xa = Xa[a]
+        for c in range(n_classes):
+            dc = dist[a, c]
+            ix = idx[a, c]
+            for j in range(starts[c], starts[c + 1]):
+                g = ics[j]
+                if g == ia[a]:
+                    continue
+                d = pair_distance(xa, Xs[j], ones, dm, dw, kind)
+                # Sorted insertion by (distance, index); NaN fails the first test.
+                if not d <= dc[k - 1] or (d == dc[k - 1] and g > ix[k - 1] >= 0):
+                    continue
+                r = k - 1
+                while r > 0 and (dc[r - 1] > d or (dc[r - 1] == d and ix[r - 1] > g)):
+                    dc[r] = dc[r - 1]
+                    ix[r] = ix[r - 1]
+                    loc[r] = loc[r - 1]
+                    r -= 1
+                dc[r] = d
+                ix[r] = g
+                loc[r] = j
+            for r in range(k):
+                if ix[r] >= 0:
+                    for f in range(n_features):
+                        z[a, c, r, f] = feature_diff(xa[f], Xs[loc[r], f], dm[f], ramp[f])
+    return dist, idx, z
+
+
+#: Compiled on first use by data with discrete features or missing values.
+GENERAL_TWINS = twins(_knn_tile_general)

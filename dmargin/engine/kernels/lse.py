@@ -25,10 +25,10 @@ import numba
 import numpy as np
 
 from .._numba import helper, inline, twins
+from .distance import distances
 
 # Candidates per inner block: the distance and weight buffers stay in L1.
 CAND_BLOCK = 256
-# exp(x) for x below this is under 1e-304: such a probability cannot change a
 
 
 @inline
@@ -92,20 +92,6 @@ def by_class(Xc, yc, ic, n_classes):
 
 
 @inline
-def _distances(xa, Xs, c0, c1, w, d):
-    """``d[j - c0] = sum_k w_k |xa_k - Xs[j, k]|`` for ``c0 <= j < c1``.
-
-    .. math:: d_{aj} = \\sum_k w_k |x_{ak} - x_{jk}|
-    """
-    n_features = Xs.shape[1]
-    for j in range(c0, c1):
-        acc = 0.0
-        for k in range(n_features):
-            acc += w[k] * abs(xa[k] - Xs[j, k])
-        d[j - c0] = acc
-
-
-@inline
 def _weighted_absdiff(xa, Xs, c0, c1, e, out):
     """``out[k] += sum_j e[j - c0] |xa_k - Xs[j, k]|`` for ``c0 <= j < c1``.
 
@@ -137,7 +123,7 @@ def _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf):
 
     Returns the block maximum.
     """
-    _distances(xa, Xs, c0, c1, w, buf)
+    distances(xa, Xs, c0, c1, w, buf)
     n = c1 - c0
     best = -np.inf
     for j in range(n):

@@ -50,15 +50,14 @@ import numba
 import numpy as np
 
 from .._numba import helper, inline, twins
+from .distance import MASKED, MISSING, PLAIN, feature_diff, tile_distances
 from .lse import by_class, class_order, filled
 
 ORDERED, WITHIN, CROSS = 0, 1, 2
 #: Rows of each side per sub-tile: its distances, the transposed candidates and
 #: both sides' partials stay in the L1/L2 caches.
 TILE = 128
-#: Scoring difference kinds: every feature continuous, unramped (the fast
-#: path), or per-feature discrete masks and ramps.
-PLAIN, MASKED = 0, 1
+__all__ = ["MASKED", "MISSING", "PLAIN"]  # the difference kinds (:mod:`.distance`)
 
 
 @inline
@@ -70,53 +69,10 @@ def _transpose(Xq, q0, q1, XT):
 
 
 @inline
-def _tile_distances(Xp, p0, p1, XT, nq, dm, dw, kind, D):
-    """``D[a - p0, t] = d(Xp[a], candidate t)`` for a sub-tile, from :func:`_transpose`'s ``XT``.
-
-    Vectorised over the candidates, summed over the features in their order:
-    every distance is the same sequential sum in every kernel and mode, and
-    ``d(a, j) == d(j, a)`` exactly.  Four anchors per sweep share each load
-    of ``XT``.
-    """
-    n_features = Xp.shape[1]
-    a = p0
-    if kind == PLAIN:
-        while a + 4 <= p1:
-            r0, r1, r2, r3 = D[a - p0], D[a - p0 + 1], D[a - p0 + 2], D[a - p0 + 3]
-            for t in range(nq):
-                r0[t] = 0.0
-                r1[t] = 0.0
-                r2[t] = 0.0
-                r3[t] = 0.0
-            for f in range(n_features):
-                x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
-                xt = XT[f]
-                for t in range(nq):
-                    v = xt[t]
-                    r0[t] += abs(x0 - v)
-                    r1[t] += abs(x1 - v)
-                    r2[t] += abs(x2 - v)
-                    r3[t] += abs(x3 - v)
-            a += 4
-    for a in range(a, p1):
-        row = D[a - p0]
-        for t in range(nq):
-            row[t] = 0.0
-        for f in range(n_features):
-            x = Xp[a, f]
-            xt = XT[f]
-            if kind == PLAIN or not dm[f]:
-                for t in range(nq):
-                    row[t] += abs(x - xt[t])
-            else:
-                for t in range(nq):
-                    row[t] += dw if x != xt[t] else 0.0
-
-
-@inline
 def _add_rows(x, Xo, rows, m, dm, ramp, kind, out):
     """``out[:A] += sum_r diff(x, Xo[rows[r]])`` over ``r < m`` (scoring differences,
-    ramped), ``out[A] += m``.
+    ramped), ``out[A] += m``; ``MISSING``: a difference with a missing side is
+    left out, and ``out[A + f]`` counts the rows scored on feature ``f``.
 
     Four rows per sweep over ``out``: one load and store of ``out`` serves
     four pair-features.
@@ -136,18 +92,30 @@ def _add_rows(x, Xo, rows, m, dm, ramp, kind, out):
             for f in range(n_features):
                 out[f] += abs(x[f] - Xo[j0, f])
             r += 1
+    elif kind == MISSING:
+        while r < m:
+            j0 = rows[r]
+            for f in range(n_features):
+                z = feature_diff(x[f], Xo[j0, f], dm[f], ramp[f])
+                if z == z:
+                    out[f] += z
+                    out[n_features + f] += 1.0
+            r += 1
+        return
     else:
         while r < m:
             j0 = rows[r]
             for f in range(n_features):
-                z = abs(x[f] - Xo[j0, f])
-                if dm[f]:
-                    z = 1.0 if z != 0.0 else 0.0
-                elif z > ramp[f]:
-                    z = 1.0
-                out[f] += z
+                out[f] += feature_diff(x[f], Xo[j0, f], dm[f], ramp[f])
             r += 1
     out[n_features] += m
+
+
+@inline
+def partial_width(n_features, kind):
+    """Per-row partial length of pass 2: difference sums and one neighbour count
+    (``A + 1``), or a count per feature (``MISSING``: ``2 A``)."""
+    return 2 * n_features if kind == MISSING else n_features + 1
 
 
 # ---------------------------------------------------------------------------
@@ -172,20 +140,22 @@ def moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode):
     XT = np.empty((Xq.shape[1], TILE))
     D = np.empty((TILE, TILE))
     cols = np.empty((3, TILE))
+    cnt = np.empty(TILE)
     for q0 in range(0, n_q, TILE):
         q1 = min(q0 + TILE, n_q)
         _transpose(Xq, q0, q1, XT)
         for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
             p1 = min(p0 + TILE, n_p)
-            _tile_distances(Xp, p0, p1, XT, q1 - q0, dm, dw, kind, D)
-            _fold_moments(D, p0, p1, q0, q1, ip, iq, mode, Mp, Mq, cols)
+            tile_distances(Xp, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
+            _fold_moments(D, p0, p1, q0, q1, ip, iq, mode, kind, Mp, Mq, cols)
     return Mp, Mq
 
 
 @inline
-def _fold_moments(D, p0, p1, q0, q1, ip, iq, mode, Mp, Mq, cols):
+def _fold_moments(D, p0, p1, q0, q1, ip, iq, mode, kind, Mp, Mq, cols):
     """Add a sub-tile's distances to the rows' moments (``cols``: scratch ``(3, TILE)``
-    for the candidates' column sums)."""
+    for the candidates' column sums).  ``MISSING``: a NaN distance (no
+    feature in common) is left out, as skrebate's ``nanmean``/``nanstd``."""
     same = p0 == q0 and mode == WITHIN
     nq = q1 - q0
     cols[:, :nq] = 0.0
@@ -193,25 +163,40 @@ def _fold_moments(D, p0, p1, q0, q1, ip, iq, mode, Mp, Mq, cols):
         row = D[a - p0]
         t0 = a - q0 + 1 if same else 0
         s1, s2 = 0.0, 0.0
-        for t in range(t0, nq):
-            d = row[t]
-            s1 += d
-            s2 += d * d
-            cols[1, t] += d
-            cols[2, t] += d * d
-        count = float(nq - t0)
-        if mode == ORDERED:  # the anchor itself (distance 0) does not count
-            for t in range(nq):
-                if iq[q0 + t] == ip[a]:
-                    count -= 1.0
+        if kind == MISSING:
+            count = 0.0
+            for t in range(t0, nq):
+                d = row[t]
+                if d == d and (mode != ORDERED or iq[q0 + t] != ip[a]):
+                    s1 += d
+                    s2 += d * d
+                    count += 1.0
+                    cols[0, t] += 1.0
+                    cols[1, t] += d
+                    cols[2, t] += d * d
+        else:
+            for t in range(t0, nq):
+                d = row[t]
+                s1 += d
+                s2 += d * d
+                cols[1, t] += d
+                cols[2, t] += d * d
+            count = float(nq - t0)
+            if mode == ORDERED:  # the anchor itself (distance 0) does not count
+                for t in range(nq):
+                    if iq[q0 + t] == ip[a]:
+                        count -= 1.0
         Mp[a, 0] += count
         Mp[a, 1] += s1
         Mp[a, 2] += s2
     if mode == ORDERED:
         return
     for t in range(nq):
-        # rows p0..p1 before candidate t: all of them, or those above the diagonal
-        Mq[q0 + t, 0] += float(min(p1, q0 + t) - p0) if same else float(p1 - p0)
+        if kind == MISSING:
+            Mq[q0 + t, 0] += cols[0, t]
+        else:
+            # rows p0..p1 before candidate t: all of them, or those above the diagonal
+            Mq[q0 + t, 0] += float(min(p1, q0 + t) - p0) if same else float(p1 - p0)
         Mq[q0 + t, 1] += cols[1, t]
         Mq[q0 + t, 2] += cols[2, t]
 
@@ -227,11 +212,12 @@ def _moments_tile(Xa, ia, Xc, ic, dm, dw, kind):
         XT = np.empty((Xc.shape[1], TILE))
         D = np.empty((TILE, TILE))
         cols = np.empty((3, TILE))
+        cnt = np.empty(TILE)
         for q0 in range(0, Xc.shape[0], TILE):
             q1 = min(q0 + TILE, Xc.shape[0])
             _transpose(Xc, q0, q1, XT)
-            _tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D)
-            _fold_moments(D, p0, p1, q0, q1, ia, ic, ORDERED, M, M, cols)
+            tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
+            _fold_moments(D, p0, p1, q0, q1, ia, ic, ORDERED, kind, M, M, cols)
     return M
 
 
@@ -354,19 +340,21 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
         order_q = class_order(yq, n_classes)[0]
         near_qs, far_qs = near_q[order_q], far_q[order_q]
     n_p, n_q = Xps.shape[0], Xqs.shape[0]
-    Pp = filled((n_p, n_sets, n_classes, n_features + 1), 0.0)
+    width = partial_width(n_features, kind)
+    Pp = filled((n_p, n_sets, n_classes, width), 0.0)
     Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_classes,
-                                           n_features + 1), 0.0)
+                                           width), 0.0)
     XT = np.empty((n_features, TILE))
     D = np.empty((TILE, TILE))
     DT = np.empty((TILE, TILE))
     rows = np.empty(TILE, dtype=np.int64)
+    cnt = np.empty(TILE)
     for q0 in range(0, n_q, TILE):
         q1 = min(q0 + TILE, n_q)
         _transpose(Xqs, q0, q1, XT)
         for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
             p1 = min(p0 + TILE, n_p)
-            _tile_distances(Xps, p0, p1, XT, q1 - q0, dm, dw, kind, D)
+            tile_distances(Xps, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
             _fold_scores(D, DT, Xps, ips, sp, Xqs, iqs, sq, p0, p1, q0, q1, dm, ramp, kind,
                          near_ps, far_ps, near_qs, far_qs, mode, Pp, Pq, rows)
     Pp_out = _unsort(Pp, order_p)
@@ -379,7 +367,7 @@ def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near,
     """Pass 2 for anchors against candidates (``ORDERED``), threads over anchor sub-tiles."""
     n_a, n_features = Xa.shape
     Xcs, ics, sc = by_class(Xc, yc, ic, n_classes)
-    P = filled((n_a, n_sets, n_classes, n_features + 1), 0.0)
+    P = filled((n_a, n_sets, n_classes, partial_width(n_features, kind)), 0.0)
     n_tiles = (n_a + TILE - 1) // TILE
     for i in numba.prange(n_tiles):
         p0 = i * TILE
@@ -387,10 +375,11 @@ def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near,
         XT = np.empty((n_features, TILE))
         D = np.empty((TILE, TILE))
         rows = np.empty(TILE, dtype=np.int64)
+        cnt = np.empty(TILE)
         for q0 in range(0, Xcs.shape[0], TILE):
             q1 = min(q0 + TILE, Xcs.shape[0])
             _transpose(Xcs, q0, q1, XT)
-            _tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D)
+            tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
             # (ORDERED: the candidates' side is not scored; no class starts of anchors.)
             _fold_scores(D, D, Xa, ia, sc, Xcs, ics, sc, p0, p1, q0, q1, dm, ramp, kind, near,
                          far, near, far, ORDERED, P, P, rows)

@@ -1,0 +1,196 @@
+"""The Relief family's one distance: per-pair feature differences and their weighted sum.
+
+Every pairwise kernel of the Relief family (``knn``, ``lse``, ``sequential``
+through :func:`dmargin.engine.kernels.lse.lse_anchor`, ``surf``) takes its
+differences and distances from here, as helpers inlined into the caller
+(no compilation of their own).
+
+Three kinds of data, chosen once per fit from the data
+(:func:`dmargin.engine.statistics.distance_kind`):
+
+- :data:`PLAIN` -- every feature continuous, no missing value: the
+  difference is ``|x_af - x_jf|`` (range-scaled rows) and the distance
+  ``d_aj = sum_f w_f |x_af - x_jf|``.  The default path: the kernels'
+  vectorised loops, compiled once, unchanged by the other kinds.
+- :data:`MASKED` -- some features discrete (``dm_f``): a discrete
+  difference is 0 (equal) or 1 (different) and weighs ``dw`` in the
+  distance (skrebate's mixed data: ``A / A_discrete``); a scored
+  continuous difference above ``ramp_f`` counts 1 (skrebate's "ramp";
+  ``inf``: none).
+- :data:`MISSING` -- some values NaN: skrebate 0.8.4's rule
+  (``get_row_missing``): a pair's distance sums the differences of the
+  features present in both rows (a discrete mismatch counts 1) and divides
+  by their number, so that pairs missing different numbers of values stay
+  comparable; a difference with a missing side is NaN, and scoring leaves it
+  out of both the sum and the neighbour count of that feature.  A pair with
+  no feature in common has distance NaN: never a neighbour.
+
+The MASKED and MISSING kinds run in separately compiled kernel variants,
+only for data that need them.
+"""
+
+import math
+
+import numpy as np
+
+from .._numba import inline
+
+PLAIN, MASKED, MISSING = 0, 1, 2
+
+
+# ---------------------------------------------------------------------------
+# PLAIN: continuous features, no missing values
+# ---------------------------------------------------------------------------
+
+
+@inline
+def distances(xa, Xs, c0, c1, w, d):
+    """``d[j - c0] = sum_k w_k |xa_k - Xs[j, k]|`` for ``c0 <= j < c1``.
+
+    .. math:: d_{aj} = \\sum_k w_k |x_{ak} - x_{jk}|
+    """
+    n_features = Xs.shape[1]
+    for j in range(c0, c1):
+        acc = 0.0
+        for k in range(n_features):
+            acc += w[k] * abs(xa[k] - Xs[j, k])
+        d[j - c0] = acc
+
+
+@inline
+def distances32(xa, Xs, c0, c1, d):
+    """Unweighted Manhattan distances in float32 (8 lanes per vector)."""
+    n_features = Xs.shape[1]
+    for j in range(c0, c1):
+        acc = np.float32(0.0)
+        for k in range(n_features):
+            acc += abs(xa[k] - Xs[j, k])
+        d[j - c0] = acc
+
+
+@inline
+def distance(xa, Xs, j):
+    """Unweighted Manhattan distance of ``xa`` and row ``j`` of ``Xs``."""
+    acc = 0.0
+    for k in range(Xs.shape[1]):
+        acc += abs(xa[k] - Xs[j, k])
+    return acc
+
+
+# ---------------------------------------------------------------------------
+# Every kind: one feature's difference, one pair's distance
+# ---------------------------------------------------------------------------
+
+
+@inline
+def feature_diff(x, v, discrete, ramp):
+    """The scored difference of one feature: 0/1 if ``discrete``, else ``|x - v|``
+    (1 above ``ramp``); NaN when either value is missing."""
+    z = abs(x - v)
+    if discrete:
+        if z != z:
+            return z
+        return 1.0 if z != 0.0 else 0.0
+    if z > ramp:
+        return 1.0
+    return z
+
+
+@inline
+def pair_distance(xa, xb, w, dm, dw, kind):
+    """The distance of rows ``xa`` and ``xb`` under feature weights ``w``.
+
+    ``PLAIN``: ``sum_f w_f |xa_f - xb_f|``; ``MASKED``: a discrete mismatch
+    counts ``dw``; ``MISSING``: the sum over the features present in both
+    rows (a discrete mismatch counts 1) divided by their number, NaN when
+    there is none.  The sum runs over the features in order: the same value
+    in every kernel and for either order of the pair.
+    """
+    acc = 0.0
+    if kind == MISSING:
+        count = 0
+        for f in range(xa.shape[0]):
+            z = abs(xa[f] - xb[f])
+            if z != z:
+                continue
+            if dm[f]:
+                z = 1.0 if z != 0.0 else 0.0
+            acc += w[f] * z
+            count += 1
+        return acc / count if count > 0 else math.nan
+    for f in range(xa.shape[0]):
+        z = abs(xa[f] - xb[f])
+        if dm[f]:
+            z = dw if z != 0.0 else 0.0
+        acc += w[f] * z
+    return acc
+
+
+# ---------------------------------------------------------------------------
+# Sub-tiles of pairs (the SURF family's symmetric grid)
+# ---------------------------------------------------------------------------
+
+
+@inline
+def tile_distances(Xp, p0, p1, XT, nq, dm, dw, kind, D, cnt):
+    """``D[a - p0, t] = d(Xp[a], candidate t)`` for a sub-tile, from the candidates
+    transposed to features by rows (``XT[f, t]``).
+
+    Vectorised over the candidates, summed over the features in their order:
+    every distance is the same sequential sum in every kernel and mode, and
+    ``d(a, j) == d(j, a)`` exactly.  ``PLAIN``: four anchors per sweep share
+    each load of ``XT``.  ``MISSING`` counts the features present in both
+    rows in ``cnt`` (scratch of length ``nq``) and divides by it.
+    """
+    n_features = Xp.shape[1]
+    a = p0
+    if kind == PLAIN:
+        while a + 4 <= p1:
+            r0, r1, r2, r3 = D[a - p0], D[a - p0 + 1], D[a - p0 + 2], D[a - p0 + 3]
+            for t in range(nq):
+                r0[t] = 0.0
+                r1[t] = 0.0
+                r2[t] = 0.0
+                r3[t] = 0.0
+            for f in range(n_features):
+                x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
+                xt = XT[f]
+                for t in range(nq):
+                    v = xt[t]
+                    r0[t] += abs(x0 - v)
+                    r1[t] += abs(x1 - v)
+                    r2[t] += abs(x2 - v)
+                    r3[t] += abs(x3 - v)
+            a += 4
+    for a in range(a, p1):
+        row = D[a - p0]
+        for t in range(nq):
+            row[t] = 0.0
+        if kind == MISSING:
+            for t in range(nq):
+                cnt[t] = 0.0
+            for f in range(n_features):
+                x = Xp[a, f]
+                if x != x:
+                    continue
+                xt = XT[f]
+                disc = dm[f]
+                for t in range(nq):
+                    z = abs(x - xt[t])
+                    if z == z:
+                        if disc:
+                            z = 1.0 if z != 0.0 else 0.0
+                        row[t] += z
+                        cnt[t] += 1.0
+            for t in range(nq):
+                row[t] = row[t] / cnt[t] if cnt[t] > 0.0 else math.nan
+            continue
+        for f in range(n_features):
+            x = Xp[a, f]
+            xt = XT[f]
+            if kind == PLAIN or not dm[f]:
+                for t in range(nq):
+                    row[t] += abs(x - xt[t])
+            else:
+                for t in range(nq):
+                    row[t] += dw if x != xt[t] else 0.0
