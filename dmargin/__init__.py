@@ -6,6 +6,7 @@ from ._immigrate import IM4E, BoostedImmigrate, IM4EImmigrate, Immigrate
 from ._ldm import LDM, LDMRFE, SVMRFE
 from ._online import OnlineIRelief
 from ._parquet import iter_parquet, read_parquet
+from ._regression import RReliefF
 from ._relief import IRelief, Relief, ReliefF
 from ._simba import Simba
 from ._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
@@ -14,6 +15,6 @@ from ._turf import TuRF
 __all__ = [
     "BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate",
     "IM4E", "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "MultiSURF", "MultiSURFstar",
-    "OnlineIRelief", "Relief", "ReliefF", "SURF", "SURFstar", "SVMRFE", "Simba", "TuRF",
+    "OnlineIRelief", "RReliefF", "Relief", "ReliefF", "SURF", "SURFstar", "SVMRFE", "Simba", "TuRF",
     "FitCost", "fit_cost", "iter_parquet", "read_parquet"]
 __version__ = "0.1.0"

@@ -104,7 +104,7 @@ def anchor_count(n_anchors, n_samples):
 def fit_cost(estimator, n_samples, n_features):
     """What ``estimator.fit`` on ``n_samples x n_features`` will cost, or ``None``.
 
-    Known for the pairwise estimators (ReliefF, Relief, IRelief, OnlineIRelief,
+    Known for the pairwise estimators (ReliefF, Relief, RReliefF, IRelief, OnlineIRelief,
     Immigrate, IM4E, the SURF family) and for the linear LDM, LDMRFE and SVMRFE with the
     distributed primal solver (``kernel="linear"``, ``solver`` "newton" or
     "auto"): passes of N A (LDM, about :data:`LDM_PASSES` per machine) or
@@ -129,7 +129,7 @@ def fit_cost(estimator, n_samples, n_features):
     n, a = float(n_samples), float(n_features)
     m = anchor_count(getattr(estimator, "n_anchors", None), n_samples)
     pairs = n * n if m is None else m * n
-    if name in ("ReliefF", "Relief"):
+    if name in ("ReliefF", "Relief", "RReliefF"):
         ops = pairs * a
         formula = "N^2 A, one pass" if m is None else f"m N A with m = {m}, one pass"
         return FitCost(ops, ops / RELIEFF_RATE, formula)

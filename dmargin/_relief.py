@@ -18,6 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
                     make_rng, miss_priors, start_fit, timer)
+from ._regression import fit_continuous_relieff, is_continuous
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from .engine import feature_kinds, knn_statistic, lse_statistic, merge, permuted_rows
 from .engine.kernels.distance import MISSING
@@ -274,6 +275,18 @@ class ReliefF(WeightSelector):
     nearest-neighbour search is a mergeable top-k over candidate blocks of
     the pairwise engine.  Ties at equal distance go to the lower row index.
 
+    A continuous ``y`` (scikit-learn's ``type_of_target`` says "continuous":
+    floats, not all integers) is scored with skrebate 0.8.4's continuous
+    endpoint instead (``target_type_ = "continuous"``): a neighbour is a hit
+    when ``|y_a - y_j| < std(y, ddof=1)``, a miss otherwise; each anchor
+    takes its ``n_neighbors`` nearest hits and nearest misses among all rows
+    and adds ``mean miss diff - mean hit diff``, divided by ``m`` (skrebate's
+    ``compute_score``; as in skrebate, an anchor with fewer than
+    ``n_neighbors`` other hits counts itself as one more hit, of difference
+    0).  Every feature is continuous there; STIR's p-values do not apply,
+    ``n_permutations`` permutes the target (:mod:`dmargin._regression`).
+    For RReliefF (Robnik-Sikonja & Kononenko 2003) see :class:`RReliefF`.
+
     Parameters
     ----------
     n_neighbors : int, default=10
@@ -315,6 +328,12 @@ class ReliefF(WeightSelector):
     qvalues_ : ndarray of shape (n_features,) or None
         ``pvalues_`` adjusted by Benjamini-Hochberg (false discovery rate).
     classes_ : ndarray of shape (n_classes,)
+        Not set for a continuous target.
+    target_type_ : {"binary", "multiclass", "continuous"}
+        The mode of the fit, by ``type_of_target(y)``.
+    hit_bound_ : float
+        Continuous target only: ``std(y, ddof=1)``, below which ``|y_a - y_j|``
+        makes a hit.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 
@@ -380,6 +399,8 @@ class ReliefF(WeightSelector):
         -------
         self : ReliefF
         """
+        if is_continuous(y):  # a regression target: skrebate's continuous endpoint
+            return fit_continuous_relieff(self, X, y)
         data, rows = start_fit(self, X, y, one_pass=self.n_permutations == 0, allow_nan=True)
         # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
         kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing)
@@ -403,6 +424,7 @@ class ReliefF(WeightSelector):
                                                     anchors=sample, kinds=kinds)) / m >= weights
                 steps.step()
         self.classes_ = data.classes
+        self.target_type_ = "binary" if binary else "multiclass"
         self.discrete_features_ = kinds.discrete
         self.feature_importances_ = weights
         self.t_statistics_ = self.pvalues_ = self.qvalues_ = None

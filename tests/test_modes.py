@@ -71,6 +71,7 @@ CASES = [
     case(lambda: dmargin.ReliefF(n_neighbors=4), ("blobs_binary",) + ANY,
          ("blobs_multiclass", "array"), id="ReliefF"),
     case(lambda: dmargin.Relief(), ("blobs_binary",) + ANY, ("heart", "frame"), id="Relief"),
+    case(lambda: dmargin.RReliefF(n_neighbors=8), BINARY, ("heart", "frame"), id="RReliefF"),
     case(lambda: dmargin.Simba(n_starts=2, n_passes=2, random_state=0), ANY,
          ("heart", "frame"), engine=False, id="Simba"),
     case(lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=4), pct=0.5, keep=3), ANY,
@@ -122,7 +123,7 @@ CASES = [
 #: Every estimator of ``dmargin.__all__`` (the rest are the Parquet readers).
 COVERED = {"BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate", "IM4E",
            "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
-           "ReliefF", "SVMRFE", "Simba", "TuRF",
+           "ReliefF", "RReliefF", "SVMRFE", "Simba", "TuRF",
            "SURF", "SURFstar", "MultiSURF", "MultiSURFstar"}
 
 

@@ -528,3 +528,70 @@ def column_summary_combine(parts):
         n = total
     return uniques, n, mean, m2, cap
 
+
+# ---------------------------------------------------------------------------
+# Regression targets: the k nearest of every row in one class, split by the target
+# ---------------------------------------------------------------------------
+#
+# The tiles are the hard-neighbour tiles with every candidate in one class:
+# ``dist, idx`` are ``(anchors, 1, K)``, ``z`` is ``(anchors, 1, K, A)``, ordered
+# by (distance, row index).  ``ia`` are the anchors' row indices and ``y`` the
+# whole target (one copy in the graph): the neighbours' targets are ``y[idx]``.
+
+
+def add_and_concat(parts):
+    """Merge ``(vector, indices)`` shares: the vectors add, the indices concatenate."""
+    return (add([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+def relieff_continuous_agg(dist, idx, z, ia, y, n_hits, n_misses, k, bound):
+    """Anchor block's share of ReliefF's score for a continuous target (skrebate 0.8.4).
+
+    A neighbour is a hit when ``|y_a - y_j| < bound`` (skrebate: the standard
+    deviation of y, ddof=1), a miss otherwise; the anchor's ``k`` nearest hits
+    and ``k`` nearest misses are the first of each kind among its ``K``
+    nearest rows.  Its term is ``-sum_hits z / h + sum_misses z / m``, each
+    part only when its count is positive; when fewer than ``k`` other rows
+    are hits (``n_hits``, counted over all rows), skrebate's scan of the
+    sorted distances reaches the anchor itself and counts it as one more hit
+    (difference 0), so ``h`` is one more.
+
+    An anchor whose ``K`` nearest rows hold fewer than ``min(k, n_hits)``
+    hits or ``min(k, n_misses)`` misses is not scored: its row index comes
+    back, to be scored again with a larger ``K``.  Returns ``(share,
+    unresolved anchor rows)``.
+    """
+    j, z = idx[:, 0], z[:, 0]
+    found = j >= 0
+    dy = np.abs(y[ia][:, None] - y[np.where(found, j, 0)])
+    hit = found & (dy < bound)
+    miss = found & ~(dy < bound)
+    hit &= np.cumsum(hit, axis=1) <= k
+    miss &= np.cumsum(miss, axis=1) <= k
+    n_hit, n_miss = hit.sum(axis=1), miss.sum(axis=1)
+    resolved = (n_hit >= np.minimum(k, n_hits)) & (n_miss >= np.minimum(k, n_misses))
+    n_hit = n_hit + (n_hits < k)  # the anchor itself, as skrebate counts it
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hits = np.einsum("ak,akf->af", hit.astype(float), z) / n_hit[:, None]
+        misses = np.einsum("ak,akf->af", miss.astype(float), z) / n_miss[:, None]
+    term = np.where(n_miss[:, None] > 0, misses, 0.0) - np.where(n_hit[:, None] > 0, hits, 0.0)
+    return term[resolved].sum(axis=0), np.asarray(ia)[~resolved]
+
+
+def rrelieff_agg(dist, idx, z, ia, y, span, influence):
+    """Anchor block's sums of RReliefF (Robnik-Sikonja & Kononenko 2003, Fig. 3).
+
+    ``[N_dC, N_dA[:], N_dC&dA[:]]`` over the block's anchors and their
+    neighbours ``j`` (rank ``r``, 1 for the nearest): ``d(a, j) =
+    influence[r] / sum_r' influence[r']`` over the neighbours found,
+    ``diff(C) = |y_a - y_j| / span`` and ``diff(A) = z``:
+    ``N_dC += diff(C) d``, ``N_dA += diff(A) d``, ``N_dC&dA += diff(C) diff(A) d``.
+    """
+    j, z = idx[:, 0], z[:, 0]
+    found = j >= 0
+    d = np.where(found, influence[None, : j.shape[1]], 0.0)
+    total = d.sum(axis=1, keepdims=True)
+    d = np.divide(d, total, out=np.zeros_like(d), where=total > 0)
+    dc = np.abs(y[ia][:, None] - y[np.where(found, j, 0)]) / span
+    return np.concatenate([[np.sum(dc * d)], np.einsum("ak,akf->f", d, z),
+                           np.einsum("ak,akf->f", dc * d, z)])

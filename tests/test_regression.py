@@ -1,0 +1,262 @@
+"""Regression targets: ReliefF with a continuous endpoint and RReliefF.
+
+- ReliefF on a continuous y equals skrebate 0.8.4's ``ReliefF`` on GAMETES'
+  continuous-endpoint file and on continuous data to 1e-10, and a
+  brute-force transcription of skrebate's scan with every row or a sample of
+  anchors; classification is untouched (``target_type_``).
+- RReliefF equals a brute-force transcription of the 2003 paper's Fig. 3
+  to 1e-10 (rank influence and constant influence, every row or a sample),
+  and ranks the two features a target depends on first.
+- Both give the in-process answer on threaded dask and on a LocalCluster.
+"""
+
+import types
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+import pandas as pd
+import pytest
+import skrebate.relieff
+
+import dmargin
+from dmargin import ReliefF, RReliefF
+from dmargin._regression import continuous_relieff_sum, hit_counts, start_target_fit
+from tests import reference_regression as ref
+
+GAMETES = (Path(__file__).resolve().parents[2] / "shared" / "data" / "gametes"
+           / "GAMETES_Epistasis_2-Way_continuous_endpoint_a_20s_1600her_0.4__maf_0.2_EDM-2_01"
+             ".tsv.gz")
+TOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def gametes():
+    data = pd.read_csv(GAMETES, sep="\t")
+    return data.drop(columns="Class").to_numpy(dtype=float), data["Class"].to_numpy()
+
+
+@pytest.fixture
+def stable_skrebate(monkeypatch):
+    """skrebate with its distance sort made stable.
+
+    skrebate orders each row's distances with ``np.argsort`` (quicksort):
+    equal distances -- everywhere in 0/1/2 genotypes -- come out in an order
+    of the sort's making.  The stable sort keeps skrebate's rule and breaks
+    ties by the lower row index, as dmargin does (unpatched, the GAMETES
+    weights differ by up to 7e-3 from any fixed tie rule).
+    """
+    numpy = types.ModuleType("numpy_stable_argsort")
+    numpy.__dict__.update(np.__dict__)
+    numpy.argsort = lambda a, *args, **kw: np.argsort(a, kind="stable")
+    monkeypatch.setattr(skrebate.relieff, "np", numpy)
+
+
+def skrebate_weights(X, y, k):
+    """skrebate's ReliefF with every feature continuous (``categorical_threshold=1``:
+    dmargin's ReliefF range-scales every feature; 0/1/2 genotypes would
+    otherwise be skrebate's discrete features)."""
+    return skrebate.relieff.ReliefF(n_neighbors=k, categorical_threshold=1).fit(
+        X, y).feature_importances_
+
+
+def heavy_tailed(n=160, a=6, seed=0):
+    """Continuous features, a target with outliers: some anchors have fewer than
+    k hits in all the data, and many need more than the first pass's rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, a))
+    y = 3 * X[:, 0] - 2 * X[:, 1] * X[:, 2] + 0.3 * rng.standard_t(1.5, n)
+    return X, y
+
+
+# ---------------------------------------------------------------------------
+# ReliefF with a continuous endpoint: skrebate's semantics
+# ---------------------------------------------------------------------------
+
+
+def test_gametes_continuous_endpoint_equals_skrebate(gametes, stable_skrebate):
+    X, y = gametes
+    est = ReliefF(n_neighbors=10).fit(X, y)
+    assert est.target_type_ == "continuous"
+    assert not hasattr(est, "classes_")
+    np.testing.assert_allclose(est.feature_importances_, skrebate_weights(X, y, 10),
+                               atol=TOL, rtol=0)
+    # The two epistatic SNPs (M0P0, M0P1: the last two columns) rank first.
+    assert set(np.argsort(-est.feature_importances_)[:2]) == {18, 19}
+    # One anchor has 6 other hits (< k): skrebate counts the anchor itself as a hit.
+    hits, _ = hit_counts(y, np.arange(len(y)), est.hit_bound_)
+    assert hits.min() == 6
+
+
+def test_continuous_data_equals_unpatched_skrebate():
+    """Continuous features: no tied distances, skrebate as it is."""
+    X, y = heavy_tailed(n=150, a=5, seed=1)
+    for k in (3, 10):
+        np.testing.assert_allclose(ReliefF(n_neighbors=k).fit(X, y).feature_importances_,
+                                   skrebate_weights(X, y, k), atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("n_anchors", [None, 40])
+@pytest.mark.parametrize("k", [1, 5, 12])
+def test_continuous_relieff_equals_brute_force(k, n_anchors):
+    X, y = heavy_tailed()
+    est = ReliefF(n_neighbors=k, n_anchors=n_anchors, random_state=3).fit(X, y)
+    expected = ref.relieff_continuous(X, y, k, est.anchor_indices_)
+    np.testing.assert_allclose(est.feature_importances_, expected, atol=TOL, rtol=0)
+    if n_anchors:
+        assert est.anchor_indices_.size == n_anchors
+
+
+def test_anchors_short_of_hits_are_scored_again():
+    """The first pass's nearest rows miss some anchors' k hits; later passes with
+    more rows (and the anchors' rows alone) complete them, exactly."""
+    X, y = heavy_tailed()
+    rows, y = start_target_fit(ReliefF(), X, y)
+    bound = np.std(y, ddof=1)
+    hits, misses = hit_counts(y, np.arange(y.size), bound)
+    assert (hits < 5).any()  # fewer than k hits among all rows
+    total, passes = continuous_relieff_sum(rows, y, 5, bound)
+    assert passes >= 3
+    np.testing.assert_allclose(total / y.size, ref.relieff_continuous(X, y, 5), atol=TOL,
+                               rtol=0)
+
+
+def test_hit_counts_equal_counting_every_pair():
+    rng = np.random.default_rng(4)
+    y = np.round(rng.normal(size=300), 1)  # ties, and differences on the bound
+    for bound in (np.std(y, ddof=1), 0.1, 0.3):
+        hits, misses = hit_counts(y, np.arange(y.size), bound)
+        full = np.abs(y[:, None] - y[None, :]) < bound
+        np.testing.assert_array_equal(hits, full.sum(axis=1) - 1)
+        np.testing.assert_array_equal(misses, (~full).sum(axis=1))
+
+
+def test_classification_labels_keep_classification():
+    X, y = heavy_tailed()
+    labels = (y > np.median(y)).astype(float)  # 0.0 / 1.0: binary, not continuous
+    est = ReliefF(n_neighbors=5).fit(X, labels)
+    assert est.target_type_ == "binary"
+    np.testing.assert_array_equal(est.classes_, [0.0, 1.0])
+    assert ReliefF().fit(X, np.digitize(y, [0, 1, 2])).target_type_ == "multiclass"
+    # A classification fit after a continuous one: the classes are back.
+    est = ReliefF(n_neighbors=5).fit(X, y).fit(X, labels)
+    assert est.target_type_ == "binary" and est.classes_.size == 2
+
+
+def test_continuous_permutation_pvalues():
+    X, y = heavy_tailed(n=120)
+    est = ReliefF(n_neighbors=5, n_permutations=19, random_state=0).fit(X, y)
+    assert est.pvalues_.shape == (6,) and est.qvalues_.shape == (6,)
+    assert est.t_statistics_ is None
+    # Feature 0 carries most of y: no permuted target reaches its weight.
+    assert est.pvalues_[0] == pytest.approx(1 / 20)
+    assert np.all((est.pvalues_ >= 1 / 20) & (est.pvalues_ <= 1))
+    assert ReliefF(n_neighbors=5).fit(X, y).pvalues_ is None
+
+
+def test_continuous_relieff_refuses_discrete_threshold():
+    X, y = heavy_tailed()
+    if "discrete_threshold" not in ReliefF().get_params():
+        pytest.skip("ReliefF has no discrete_threshold")
+    with pytest.raises(ValueError, match="discrete_threshold=0"):
+        ReliefF(discrete_threshold=10).fit(X, y)
+
+
+# ---------------------------------------------------------------------------
+# RReliefF
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_anchors", [None, 50])
+@pytest.mark.parametrize("k, sigma", [(70, 20.0), (10, 3.0), (7, None), (500, 20.0)])
+def test_rrelieff_equals_brute_force(k, sigma, n_anchors):
+    X, y = heavy_tailed()
+    est = RReliefF(n_neighbors=k, sigma=sigma, n_anchors=n_anchors, random_state=1).fit(X, y)
+    expected = ref.rrelieff(X, y, k, sigma, est.anchor_indices_)
+    np.testing.assert_allclose(est.feature_importances_, expected, atol=TOL, rtol=0)
+
+
+def test_rrelieff_ranks_the_features_the_target_depends_on():
+    rng = np.random.default_rng(7)
+    X = rng.random((400, 10))
+    y = np.sin(3 * X[:, 2]) + 2 * (X[:, 7] - 0.5) ** 2 + 0.05 * rng.normal(size=400)
+    w = RReliefF().fit(X, y).feature_importances_
+    assert set(np.argsort(-w)[:2]) == {2, 7}
+    assert np.all(np.delete(w, [2, 7]) < min(w[2], w[7]) / 3)
+    w = RReliefF(n_anchors=100, random_state=0).fit(X, y).feature_importances_
+    assert set(np.argsort(-w)[:2]) == {2, 7}
+
+
+def test_rrelieff_integer_target_and_selection():
+    X, y = heavy_tailed()
+    est = RReliefF(n_neighbors=10, n_features_to_select=2).fit(X, np.round(y).astype(int))
+    assert est.transform(X).shape == (X.shape[0], 2)
+    assert dmargin.fit_cost(RReliefF(), 10_000, 20).seconds == \
+        dmargin.fit_cost(ReliefF(), 10_000, 20).seconds
+    assert "m N A with m = 100" in str(dmargin.fit_cost(RReliefF(n_anchors=100), 10_000, 20))
+
+
+@pytest.mark.parametrize("y, match", [
+    (np.array(["a", "b"] * 80), "numeric target"),
+    (np.r_[np.nan, np.ones(159)], "NaN or infinite"),
+    (np.ones(160), "constant"),
+    (np.ones((160, 2)), "1d array"),
+])
+def test_rrelieff_bad_targets(y, match):
+    X, _ = heavy_tailed()
+    with pytest.raises(ValueError, match=match):
+        RReliefF().fit(X, y)
+
+
+# ---------------------------------------------------------------------------
+# In-process = threaded dask = LocalCluster
+# ---------------------------------------------------------------------------
+
+MAKERS = [
+    pytest.param(lambda: ReliefF(n_neighbors=5), id="ReliefF"),
+    pytest.param(lambda: ReliefF(n_neighbors=5, n_anchors=60, random_state=2),
+                 id="ReliefF-anchors"),
+    pytest.param(lambda: RReliefF(n_neighbors=20, sigma=5.0), id="RReliefF"),
+    pytest.param(lambda: RReliefF(n_anchors=60, random_state=2), id="RReliefF-anchors"),
+]
+
+
+def _dask_inputs(X, y, kind):
+    if kind == "array":
+        return da.from_array(X, chunks=(40, -1)), da.from_array(y, chunks=40)
+    import dask.dataframe as dd
+
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    frame["target"] = y
+    ddf = dd.from_pandas(frame, npartitions=4)
+    return ddf.drop(columns="target"), ddf["target"]
+
+
+@pytest.mark.parametrize("make", MAKERS)
+@pytest.mark.parametrize("kind", ["array", "frame"])
+def test_threaded_dask_equals_in_process(make, kind):
+    X, y = heavy_tailed()
+    expected = make().fit(X, y)
+    Xd, yd = _dask_inputs(X, y, kind)
+    with dask.config.set(scheduler="threads"):
+        got = make().fit(Xd, yd)
+    np.testing.assert_allclose(got.feature_importances_, expected.feature_importances_,
+                               atol=TOL, rtol=0)
+    np.testing.assert_array_equal(
+        np.asarray(got.anchor_indices_ if got.anchor_indices_ is not None else []),
+        np.asarray(expected.anchor_indices_ if expected.anchor_indices_ is not None else []))
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_cluster_equals_in_process(make, local_cluster):
+    from distributed import Client
+
+    X, y = heavy_tailed()
+    expected = make().fit(X, y)
+    with Client(local_cluster):
+        got = make().fit(*_dask_inputs(X, y, "array"))
+    np.testing.assert_allclose(got.feature_importances_, expected.feature_importances_,
+                               atol=TOL, rtol=0)
+    if expected.anchor_indices_ is not None:
+        np.testing.assert_array_equal(got.anchor_indices_, expected.anchor_indices_)
