@@ -68,6 +68,7 @@ METHODS = {
     "irelief": ("IRelief", {}),
     "online-irelief": ("OnlineIRelief", {"reference_size": 2000}),
     "relieff": ("ReliefF", {}),
+    "rrelieff": ("RReliefF", {}),
     "surf": ("SURF", {}),
     "multisurf": ("MultiSURF", {}),
     "immigrate": ("Immigrate", {}),
@@ -85,7 +86,7 @@ _CONNECT_TIMEOUT = "10s"
 # Above this estimate the command names a faster setting before it starts.
 _SLOW_SECONDS = 60.0
 # The sample the advice proposes: the Relief literature's m (Weka's -M) of about 1,000.
-_ADVICE_ANCHORS = {"IRelief": 1000, "ReliefF": 1000, "Immigrate": 500}
+_ADVICE_ANCHORS = {"IRelief": 1000, "ReliefF": 1000, "RReliefF": 1000, "Immigrate": 500}
 # Estimator parameters settable from the command line: option -> parameter.
 _TUNING = {"--sigma": "sigma", "--max-iter": "max_iter", "--n-neighbors": "n_neighbors",
            "--anchors": "n_anchors"}

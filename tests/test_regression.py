@@ -260,3 +260,31 @@ def test_cluster_equals_in_process(make, local_cluster):
                                atol=TOL, rtol=0)
     if expected.anchor_indices_ is not None:
         np.testing.assert_array_equal(got.anchor_indices_, expected.anchor_indices_)
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method, args", [("rrelieff", ["--sigma", "5", "--n-neighbors", "30"]),
+                                          ("relieff", ["--anchors", "150"])])
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_cli_ranks_by_a_continuous_label(tmp_path, method, args, suffix):
+    from dmargin.cli import main
+
+    rng = np.random.default_rng(5)
+    X = rng.random((200, 6))
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(6)])
+    frame["target"] = np.sin(3 * X[:, 4]) + X[:, 1]
+    data = tmp_path / f"data{suffix}"
+    frame.to_csv(data, index=False) if suffix == ".csv" else frame.to_parquet(data)
+    out = tmp_path / "rank.csv"
+    assert main(["select", str(data), "--label", "target", "--method", method, *args,
+                 "--random-state", "0", "--out", str(out), "-q"]) == 0
+    table = pd.read_csv(out)
+    assert set(table["feature"][:2]) == {"x1", "x4"}
+    est = (RReliefF(sigma=5.0, n_neighbors=30) if method == "rrelieff"
+           else ReliefF(n_anchors=150, random_state=0)).fit(X, frame["target"].to_numpy())
+    np.testing.assert_allclose(table["score"], est.feature_importances_[table["index"]],
+                               atol=TOL, rtol=0)
