@@ -112,7 +112,8 @@ def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_mem
         return data, None
     stream = one_pass and anchor_count(getattr(estimator, "n_anchors", None),
                                        data.X.shape[0]) is not None
-    return data, prepare_rows(data.X, data.codes, len(data.classes), persist=not stream)
+    return data, prepare_rows(data.X, data.codes, len(data.classes), persist=not stream,
+                              block_counts=data.block_counts)
 
 
 @contextmanager

@@ -60,6 +60,9 @@ class TrainingData:
     scaling: Scaling | None
     #: Missing values (NaN) per feature: only estimators that take them get any.
     missing: np.ndarray | None = None
+    #: Dask rows: class counts per row block (n_blocks x K), from the scaling
+    #: pass, so that drawing a stratified sample needs no pass of its own.
+    block_counts: np.ndarray | None = None
 
 
 def _prescale(lo, hi):
@@ -281,6 +284,7 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
             X.mean(axis=0) if moments else None, X.var(axis=0) if moments else None,
             what="the scaling statistics")
     labels = label_summary_combine(summaries)
+    summaries = list(summaries)
     if np.any(bad):
         raise not_finite_error(bad, names, allow_nan)
     if labels["missing"]:
@@ -295,15 +299,19 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
         check_known_labels(labels["values"], classes)
         counts = np.zeros(len(classes), dtype=np.int64)
         counts[_encode(labels["values"], classes)] = labels["counts"]
+    block_counts = np.zeros((len(summaries), len(classes)), dtype=np.int64)
+    for b, part in enumerate(summaries):
+        if len(part["values"]):
+            block_counts[b, _encode(part["values"], classes)] = part["counts"]
     if scaling is not None:
         return TrainingData(scaling.apply(X), y.map_blocks(_encode, classes=classes,
                                                            dtype=np.int64),
-                            classes, counts, scaling, missing)
+                            classes, counts, scaling, missing, block_counts)
     if scale is None:
         if distances:
             _check_unscaled(lo, hi)
         return TrainingData(X, y.map_blocks(_encode, classes=classes, dtype=np.int64), classes,
-                            counts, None, missing)
+                            counts, None, missing, block_counts)
     prescale = _prescale(lo, hi)
     if scale == "standard" and np.any(prescale != 1.0):
         # Moments of near-limit features overflowed: one more pass on X / prescale.
@@ -311,4 +319,4 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
                             what="the scaling statistics")
     scaling = _make_scaling(scale, {"min": lo, "max": hi, "mean": mean, "var": var}, prescale)
     codes = y.map_blocks(_encode, classes=classes, dtype=np.int64)
-    return TrainingData(scaling.apply(X), codes, classes, counts, scaling, missing)
+    return TrainingData(scaling.apply(X), codes, classes, counts, scaling, missing, block_counts)

@@ -59,6 +59,30 @@ def test_the_sample_does_not_depend_on_the_blocks(data, chunk, threaded):
     assert not np.array_equal(other.index, local.index)
 
 
+def test_the_scaling_pass_counts_the_classes_per_block(data, monkeypatch, threaded):
+    """Dask rows: the per-block class counts come from the scaling pass, so the
+    sample needs no counting pass; the same anchors, the same fit."""
+    X, y = data
+    Xd, yd = da.from_array(X, chunks=(50, 6)), da.from_array(y, chunks=50)
+    fit = dmargin.ReliefF(n_anchors=30, random_state=0).fit(X, y)
+    calls = []
+    counting = execution._class_counts
+    monkeypatch.setattr(execution, "_class_counts", lambda *a: calls.append(1) or counting(*a))
+    data_, rows = dmargin._base.start_fit(dmargin.ReliefF(n_anchors=30), Xd, yd, one_pass=True)
+    codes = _codes(y)
+    expected = np.stack([np.bincount(codes[s:s + 50], minlength=4) for s in range(0, 240, 50)])
+    np.testing.assert_array_equal(rows.block_counts, expected)
+    on_dask = dmargin.ReliefF(n_anchors=30, random_state=0).fit(Xd, yd)
+    assert calls == []
+    np.testing.assert_array_equal(on_dask.feature_importances_, fit.feature_importances_)
+    # Blocks cut again for the engine: the counts no longer apply, and are counted.
+    rows = execution.prepare_rows(Xd, da.from_array(codes, chunks=50), 4, max_rows=20,
+                                  block_counts=expected)
+    assert rows.block_counts is None
+    sample_anchors(rows, 30, np.random.default_rng(0))
+    assert calls
+
+
 def test_the_engine_with_a_sample_equals_all_rows_over_that_sample(data):
     """The sampled statistic is the exact statistic's anchor terms over the sample."""
     X, y = data

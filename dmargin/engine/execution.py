@@ -74,6 +74,8 @@ class Rows:
     bounds: list = field(default_factory=list)
     #: Lazy dask rows read from their source by each graph (not persisted).
     streamed: bool = False
+    #: Class counts per block (n_blocks x K) when known before any pass here.
+    block_counts: np.ndarray | None = None
 
     @property
     def n_samples(self):
@@ -93,7 +95,7 @@ def use_dask_for(X, use_dask=None) -> bool:
 
 def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, block=None,
                  dtype=np.float64, max_rows=None, min_rows=None, per_row_bytes=None,
-                 what="A fit on", persist=True) -> Rows:
+                 what="A fit on", persist=True, block_counts=None) -> Rows:
     """Put ``X`` and ``codes`` where the fit will read them, once.
 
     In-process: contiguous numpy.  Dask: persisted row blocks, each at most
@@ -104,7 +106,8 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     transforms every block where it lives (binning), giving ``dtype``.
     ``persist=False`` (dask) leaves the blocks lazy: a fit that reads every row
     once streams them from their source (a Parquet file) through its tasks,
-    and the workers never hold all rows at once.
+    and the workers never hold all rows at once.  ``block_counts``: the class
+    counts of the blocks of dask ``X``, kept when the blocks are.
     """
     n, a = X.shape
     if not use_dask_for(X, use_dask):
@@ -123,7 +126,10 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
         min_rows = math.sqrt(MIN_TILE_WORK / max(a, 1)) if min_rows is None else min_rows
         n_blocks = max(1, min(TARGET_BLOCKS, int(n // min_rows)))
         chunks = min(cap, max(1, math.ceil(n / n_blocks)))
+    source_chunks = X.chunks[0] if is_dask_collection(X) else None
     X = da.asarray(X).astype(np.float64).rechunk((chunks, a))
+    if block_counts is not None and X.chunks[0] != source_chunks:
+        block_counts = None
     if block is not None:
         X = X.map_blocks(block, dtype=dtype)
     codes = da.asarray(codes).astype(np.int64).rechunk((X.chunks[0],))
@@ -138,7 +144,8 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     if persist:
         X, codes = dask.persist(X, codes, optimize_graph=False)  # see _compat.compute
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
-    return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])), streamed=not persist)
+    return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])), streamed=not persist,
+                block_counts=block_counts)
 
 
 def row_blocks(X) -> Rows:
@@ -185,13 +192,17 @@ def sample_anchors(rows: Rows, n_anchors: int, rng) -> Anchors:
     Class ``c`` gets its share ``n_anchors * N_c / N`` (largest remainders;
     at least one row of every class when ``n_anchors`` allows); within a class
     the rows are uniform.  Two small passes over the row blocks: the class
-    counts per block, then each block picks its rows; only the ``n_anchors``
-    rows come to the driver.
+    counts per block (unless ``rows.block_counts`` has them), then each block
+    picks its rows; only the ``n_anchors`` rows come to the driver.
     """
     k = rows.n_classes
     g = Graph(rows, "anchor-counts", n_anchors)
-    per_block = [g.add("counts", _class_counts, g.block(i)[1], k) for i in range(len(g.candidates))]
-    counts = np.asarray(g.compute(g.add("stack", np.concatenate, per_block)))
+    if rows.block_counts is not None and len(rows.block_counts) == len(g.candidates):
+        counts = np.asarray(rows.block_counts, dtype=np.int64)
+    else:
+        per_block = [g.add("counts", _class_counts, g.block(i)[1], k)
+                     for i in range(len(g.candidates))]
+        counts = np.asarray(g.compute(g.add("stack", np.concatenate, per_block)))
     totals = counts.sum(axis=0)
     share = _stratified_share(totals, n_anchors)
     ranks = [np.sort(rng.choice(int(totals[c]), int(share[c]), replace=False)) for c in range(k)]
