@@ -23,8 +23,9 @@ from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
 from ._compat import compute, is_dask_collection
 from ._cost import anchor_count
 from ._validation import NONE, RANDOM_STATE, Interval, Options
-from .engine import merge, prepare_rows
+from .engine import feature_kinds, merge, prepare_rows
 from .engine.execution import Anchors, Graph, _concat_rows, _take_rows
+from .engine.kernels import distance
 from .engine.statistics import _anchors, _tiles
 from .progress import fit_steps
 
@@ -83,8 +84,8 @@ def target_values(estimator, y):
     return y
 
 
-def start_target_fit(estimator, X, y, *, one_pass=False):
-    """The door of a fit on a continuous target: ``(rows, y)``.
+def start_target_fit(estimator, X, y, *, one_pass=False, allow_nan=False):
+    """The door of a fit on a continuous target: ``(rows, y, missing per feature)``.
 
     ``X`` goes through the same checks and scaling as a classification fit
     (:func:`~dmargin._base.start_fit`, given one class of placeholder codes);
@@ -94,10 +95,12 @@ def start_target_fit(estimator, X, y, *, one_pass=False):
     y = target_values(estimator, y)
     codes = np.zeros(y.shape[0], dtype=np.int64)
     # Two declared classes let the door accept a single class of codes.
-    data, _ = start_fit(estimator, X, codes, rows=False, classes=np.array([0, 1]))
+    data, _ = start_fit(estimator, X, codes, rows=False, classes=np.array([0, 1]),
+                        allow_nan=allow_nan)
     stream = one_pass and anchor_count(getattr(estimator, "n_anchors", None),
                                        y.shape[0]) is not None
-    return prepare_rows(data.X, data.codes, 1, persist=not stream), y
+    return (prepare_rows(data.X, data.codes, 1, persist=not stream), y,
+            getattr(data, "missing", None))
 
 
 # ---------------------------------------------------------------------------
@@ -110,24 +113,30 @@ def _target_agg_task(agg, partial, ia, y, per_anchor, agg_args):
 
 
 def knn_target_statistic(rows, y, n_neighbors, agg, agg_args=(), per_anchor=(), anchors=None,
-                         combine=merge.add):
+                         combine=merge.add, kinds=None):
     """``combine_I agg(topk_J knn_tile(I, J), rows_I, y, per_anchor_I, *agg_args)``.
 
     Every candidate is in one class (``rows.n_classes == 1``): the tiles give
     each anchor its ``n_neighbors`` nearest rows in (distance, row index)
     order.  ``agg`` gets the anchors' row indices, the whole target (held
     once in the graph) and its slice of each ``per_anchor`` array (one value
-    per anchor, in the order of the anchors).
+    per anchor, in the order of the anchors).  ``kinds``
+    (:class:`~dmargin.engine.FeatureKinds`): discrete features or missing
+    values run the general tile, whose ``z`` are the scored differences (NaN
+    where a value is missing), as :func:`~dmargin.engine.knn_statistic`.
     """
     index = None if anchors is None else anchors.index
-    g = Graph(rows, "knn-target", n_neighbors, agg.__name__, agg_args, y, index,
+    name, params = "knn", (1, n_neighbors)
+    if kinds is not None and kinds.kind != distance.PLAIN:
+        name, params = "knn-general", (1, n_neighbors, *kinds.params)
+    g = Graph(rows, "knn-target", n_neighbors, agg.__name__, agg_args, y, index, params,
               anchors=_anchors(rows, n_neighbors * (rows.n_features + 2), anchors),
               sample=anchors)
     target = (f"{g.name}-target",)
     g.dsk[target] = y
     shares = []
     for i, (start, stop) in enumerate(g.anchors):
-        merged = g.tree(_tiles(g, "knn", i, (1, n_neighbors)), merge.knn_combine)
+        merged = g.tree(_tiles(g, name, i, params), merge.knn_combine)
         ia = np.arange(start, stop) if anchors is None else anchors.index[start:stop]
         shares.append(g.add("agg", _target_agg_task, agg, merged, ia, target,
                             tuple(p[start:stop] for p in per_anchor), agg_args))
@@ -180,7 +189,7 @@ def hit_counts(y, index, bound):
 # ---------------------------------------------------------------------------
 
 
-def continuous_relieff_sum(rows, y, n_neighbors, bound, anchors=None):
+def continuous_relieff_sum(rows, y, n_neighbors, bound, anchors=None, kinds=None):
     """``(sum of the anchors' terms, passes)`` of skrebate's continuous-endpoint ReliefF.
 
     A first pass asks for each anchor's ``FIRST_REACH * k`` nearest rows; an
@@ -197,7 +206,7 @@ def continuous_relieff_sum(rows, y, n_neighbors, bound, anchors=None):
     while True:
         share, rest = knn_target_statistic(
             rows, y, reach, merge.relieff_continuous_agg, (n_neighbors, bound),
-            (n_hits, n_misses), anchors=anchors, combine=merge.add_and_concat)
+            (n_hits, n_misses), anchors=anchors, combine=merge.add_and_concat, kinds=kinds)
         total += share
         passes += 1
         if rest.size == 0:
@@ -215,32 +224,35 @@ def fit_continuous_relieff(est, X, y):
     """``ReliefF.fit`` on a continuous target: skrebate 0.8.4's continuous endpoint.
 
     Sets the fitted attributes of ``est`` (``target_type_ = "continuous"``,
-    ``hit_bound_``, no ``classes_``) and returns it.  ``n_permutations=B``
-    gives permutation p-values from B more fits with the target permuted
-    (the same anchors); STIR's p-values are for two classes only.
+    ``hit_bound_``, ``discrete_features_``, no ``classes_``) and returns it.
+    Discrete features (``est.discrete_threshold``) and missing values take
+    skrebate's rules, as for class labels (:func:`~dmargin.engine.feature_kinds`).
+    ``n_permutations=B`` gives permutation p-values from B more fits with the
+    target permuted (the same anchors); STIR's p-values are for two classes
+    only.
     """
-    if getattr(est, "discrete_threshold", 0):
-        raise ValueError("ReliefF with a continuous target treats every feature as continuous "
-                         f"(range-normalised); discrete_threshold={est.discrete_threshold} is "
-                         "for class labels. Set discrete_threshold=0.")
-    rows, y = start_target_fit(est, X, y)
+    rows, y, missing = start_target_fit(est, X, y, allow_nan=True)
+    # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
+    kinds = feature_kinds(rows, est.discrete_threshold, missing=missing)
     anchors = anchors_for(est, rows)
     bound = float(np.std(y, ddof=1))  # skrebate's _labels_std
     m = rows.n_samples if anchors is None else anchors.n_samples
     k = est.n_neighbors
     with fit_steps(est, "pass", 1 + est.n_permutations) as steps, timer("ReliefF (continuous)"):
-        total, _ = continuous_relieff_sum(rows, y, k, bound, anchors)
+        total, _ = continuous_relieff_sum(rows, y, k, bound, anchors, kinds)
         steps.step()
         weights = total / m
         reached = np.zeros(weights.size)
         rng = make_rng(est.random_state).spawn(1)[0]  # not the anchors' stream
         for _ in range(est.n_permutations):
             permuted = y[rng.permutation(y.size)]
-            reached += continuous_relieff_sum(rows, permuted, k, bound, anchors)[0] / m >= weights
+            reached += continuous_relieff_sum(rows, permuted, k, bound, anchors,
+                                              kinds)[0] / m >= weights
             steps.step()
     est.__dict__.pop("classes_", None)
     est.target_type_ = "continuous"
     est.hit_bound_ = bound
+    est.discrete_features_ = kinds.discrete
     est.feature_importances_ = weights
     est.t_statistics_ = est.pvalues_ = est.qvalues_ = None
     if est.n_permutations:
@@ -363,7 +375,7 @@ class RReliefF(WeightSelector):
         -------
         self : RReliefF
         """
-        rows, y = start_target_fit(self, X, y, one_pass=True)
+        rows, y, _ = start_target_fit(self, X, y, one_pass=True)
         anchors = anchors_for(self, rows)
         k = min(self.n_neighbors, rows.n_samples - 1)
         rank = np.arange(1, k + 1, dtype=np.float64)

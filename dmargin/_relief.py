@@ -283,8 +283,8 @@ class ReliefF(WeightSelector):
     and adds ``mean miss diff - mean hit diff``, divided by ``m`` (skrebate's
     ``compute_score``; as in skrebate, an anchor with fewer than
     ``n_neighbors`` other hits counts itself as one more hit, of difference
-    0).  Every feature is continuous there and X may not hold NaN; STIR's
-    p-values do not apply,
+    0).  ``discrete_threshold`` and missing values follow skrebate's rules
+    as for class labels; STIR's p-values do not apply,
     ``n_permutations`` permutes the target (:mod:`dmargin._regression`).
     For RReliefF (Robnik-Sikonja & Kononenko 2003) see :class:`RReliefF`.
 

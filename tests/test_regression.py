@@ -61,12 +61,15 @@ def skrebate_weights(X, y, k):
         X, y).feature_importances_
 
 
-def heavy_tailed(n=160, a=6, seed=0):
+def heavy_tailed(n=160, a=6, seed=0, mixed=False):
     """Continuous features, a target with outliers: some anchors have fewer than
     k hits in all the data, and many need more than the first pass's rows."""
     rng = np.random.default_rng(seed)
     X = rng.random((n, a))
     y = 3 * X[:, 0] - 2 * X[:, 1] * X[:, 2] + 0.3 * rng.standard_t(1.5, n)
+    if mixed:  # two 0/1/2 columns and 5 % missing cells
+        X[:, 3:5] = np.floor(3 * X[:, 3:5])
+        X[rng.random(X.shape) < 0.05] = np.nan
     return X, y
 
 
@@ -112,7 +115,7 @@ def test_anchors_short_of_hits_are_scored_again():
     """The first pass's nearest rows miss some anchors' k hits; later passes with
     more rows (and the anchors' rows alone) complete them, exactly."""
     X, y = heavy_tailed()
-    rows, y = start_target_fit(ReliefF(), X, y)
+    rows, y, _ = start_target_fit(ReliefF(), X, y)
     bound = np.std(y, ddof=1)
     hits, misses = hit_counts(y, np.arange(y.size), bound)
     assert (hits < 5).any()  # fewer than k hits among all rows
@@ -155,12 +158,26 @@ def test_continuous_permutation_pvalues():
     assert ReliefF(n_neighbors=5).fit(X, y).pvalues_ is None
 
 
-def test_continuous_relieff_refuses_discrete_threshold():
-    X, y = heavy_tailed()
-    if "discrete_threshold" not in ReliefF().get_params():
-        pytest.skip("ReliefF has no discrete_threshold")
-    with pytest.raises(ValueError, match="discrete_threshold=0"):
-        ReliefF(discrete_threshold=10).fit(X, y)
+def _gametes_X(name):
+    return pd.read_csv(GAMETES.with_name(name), sep="\t").drop(columns="Class").to_numpy(float)
+
+
+@pytest.mark.parametrize("file, rows, n_discrete", [
+    (GAMETES.name, None, 20),  # 0/1/2 genotypes: every feature discrete
+    ("GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz", None,
+     11),
+    ("GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
+     300, 20),  # 10 % NaN; skrebate's missing-value distances are slow: 300 rows
+])
+def test_discrete_mixed_and_missing_features_equal_skrebates_defaults(gametes, stable_skrebate,
+                                                                      file, rows, n_discrete):
+    """skrebate's own defaults (``categorical_threshold=10``): the features of GAMETES'
+    discrete, mixed and missing-value files with the continuous endpoint's target."""
+    X, y = _gametes_X(file)[:rows], gametes[1][:rows]
+    est = ReliefF(n_neighbors=10, discrete_threshold=10).fit(X, y)
+    expected = skrebate.relieff.ReliefF(n_neighbors=10).fit(X, y).feature_importances_
+    np.testing.assert_allclose(est.feature_importances_, expected, atol=TOL, rtol=0)
+    assert est.discrete_features_.sum() == n_discrete
 
 
 # ---------------------------------------------------------------------------
@@ -215,6 +232,7 @@ def test_rrelieff_bad_targets(y, match):
 
 MAKERS = [
     pytest.param(lambda: ReliefF(n_neighbors=5), id="ReliefF"),
+    pytest.param(lambda: ReliefF(n_neighbors=5, discrete_threshold=3), id="ReliefF-mixed-nan"),
     pytest.param(lambda: ReliefF(n_neighbors=5, n_anchors=60, random_state=2),
                  id="ReliefF-anchors"),
     pytest.param(lambda: RReliefF(n_neighbors=20, sigma=5.0), id="RReliefF"),
@@ -236,7 +254,7 @@ def _dask_inputs(X, y, kind):
 @pytest.mark.parametrize("make", MAKERS)
 @pytest.mark.parametrize("kind", ["array", "frame"])
 def test_threaded_dask_equals_in_process(make, kind):
-    X, y = heavy_tailed()
+    X, y = heavy_tailed(mixed=getattr(make(), "discrete_threshold", 0) > 0)
     expected = make().fit(X, y)
     Xd, yd = _dask_inputs(X, y, kind)
     with dask.config.set(scheduler="threads"):
@@ -252,7 +270,7 @@ def test_threaded_dask_equals_in_process(make, kind):
 def test_cluster_equals_in_process(make, local_cluster):
     from distributed import Client
 
-    X, y = heavy_tailed()
+    X, y = heavy_tailed(mixed=getattr(make(), "discrete_threshold", 0) > 0)
     expected = make().fit(X, y)
     with Client(local_cluster):
         got = make().fit(*_dask_inputs(X, y, "array"))

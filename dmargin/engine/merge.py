@@ -554,7 +554,10 @@ def relieff_continuous_agg(dist, idx, z, ia, y, n_hits, n_misses, k, bound):
     part only when its count is positive; when fewer than ``k`` other rows
     are hits (``n_hits``, counted over all rows), skrebate's scan of the
     sorted distances reaches the anchor itself and counts it as one more hit
-    (difference 0), so ``h`` is one more.
+    (difference 0), so ``h`` is one more.  A difference that is NaN (a
+    missing value, the general tile) is left out of its feature's sum and
+    count, so a feature the anchor misses scores 0 (skrebate's
+    ``compute_score``).
 
     An anchor whose ``K`` nearest rows hold fewer than ``min(k, n_hits)``
     hits or ``min(k, n_misses)`` misses is not scored: its row index comes
@@ -568,13 +571,16 @@ def relieff_continuous_agg(dist, idx, z, ia, y, n_hits, n_misses, k, bound):
     miss = found & ~(dy < bound)
     hit &= np.cumsum(hit, axis=1) <= k
     miss &= np.cumsum(miss, axis=1) <= k
-    n_hit, n_miss = hit.sum(axis=1), miss.sum(axis=1)
-    resolved = (n_hit >= np.minimum(k, n_hits)) & (n_miss >= np.minimum(k, n_misses))
-    n_hit = n_hit + (n_hits < k)  # the anchor itself, as skrebate counts it
+    resolved = ((hit.sum(axis=1) >= np.minimum(k, n_hits))
+                & (miss.sum(axis=1) >= np.minimum(k, n_misses)))
+    present = ~np.isnan(z)
+    hit, miss = hit[..., None] & present, miss[..., None] & present  # (anchors, K, A)
+    n_hit = hit.sum(axis=1) + (n_hits < k)[:, None]  # the anchor itself, as skrebate counts it
+    n_miss = miss.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        hits = np.einsum("ak,akf->af", hit.astype(float), z) / n_hit[:, None]
-        misses = np.einsum("ak,akf->af", miss.astype(float), z) / n_miss[:, None]
-    term = np.where(n_miss[:, None] > 0, misses, 0.0) - np.where(n_hit[:, None] > 0, hits, 0.0)
+        hits = np.where(hit, z, 0.0).sum(axis=1) / n_hit
+        misses = np.where(miss, z, 0.0).sum(axis=1) / n_miss
+    term = np.where(n_miss > 0, misses, 0.0) - np.where(n_hit > 0, hits, 0.0)
     return term[resolved].sum(axis=0), np.asarray(ia)[~resolved]
 
 
