@@ -292,6 +292,15 @@ class ReliefF(WeightSelector):
     ----------
     n_neighbors : int, default=10
         Neighbours per class (Weka's ``-K``).
+    discrete_threshold : int, default=0
+        A feature with at most this many distinct values (missing values not
+        counted) is discrete: its difference is 0 (equal) or 1 (different),
+        skrebate's ``discrete_threshold`` (its default is 10).  When discrete
+        and continuous features mix, a discrete mismatch weighs
+        ``A / A_discrete`` in the distance and a scored continuous difference
+        above the feature's standard deviation counts 1 (skrebate's mixed
+        data).  ``0``: every feature continuous (Weka's treatment of numeric
+        attributes).
     scale : {"minmax"} or None, default="minmax"
         ``"minmax"`` is Weka's ``diff = |v1 - v2| / (max - min)`` (constant
         features contribute 0); ``None`` uses raw differences.
@@ -312,6 +321,8 @@ class ReliefF(WeightSelector):
     ----------
     feature_importances_ : ndarray of shape (n_features,)
         ReliefF's weights W (in [-1, 1], not normalised).
+    discrete_features_ : ndarray of shape (n_features,), dtype=bool
+        The features treated as discrete (``discrete_threshold``).
     anchor_indices_ : ndarray of shape (m,) or None
         The rows used as anchors (sorted), ``None`` when every row was one.
     t_statistics_ : ndarray of shape (n_features,) or None
@@ -340,6 +351,18 @@ class ReliefF(WeightSelector):
 
     Notes
     -----
+    Missing values (NaN) follow skrebate 0.8.4's rule, the one its users run:
+    a pair's distance is the sum of its differences over the features present
+    in both rows (a discrete mismatch counts 1) divided by their number; a
+    neighbour missing a feature is left out of that feature's sum and of its
+    neighbour count ``k_H`` or ``k_C``, so each feature is averaged over the
+    neighbours that have it; an anchor missing a feature scores 0 on it.  A
+    row with no feature in common with the anchor is never its neighbour.
+    With two classes the weights equal skrebate's ``ReliefF`` (ties at the
+    k-th neighbour aside: dmargin's go to the lower row); with more, the
+    misses keep Weka's ``P(C) / (1 - P(c))`` weights.  Infinite values are
+    refused.
+
     STIR's ReliefF score, the difference of the two means of its t-statistic,
     is ``feature_importances_`` itself for two classes.  Its t-test treats the
     hit and the miss pairs as independent samples, which they are not (a

@@ -34,7 +34,8 @@ _PARAMS_DOC = """
         continuous features, a discrete mismatch weighs ``A / A_discrete`` in
         the distance and a scored continuous difference larger than the
         feature's standard deviation counts 1 (skrebate's mixed data; the
-        distances never ramp).  ``0`` makes every feature continuous.
+        distances never ramp).  Missing values are not counted.  ``0`` makes
+        every feature continuous.
     scale : {{"minmax"}} or None, default="minmax"
         ``"minmax"``: a continuous difference is ``|v1 - v2| / (max - min)``
         over the training data (skrebate's); ``None`` uses the raw values.
@@ -79,11 +80,18 @@ _NOTES = """
     of the others, ``m_c`` of class ``c`` (sum ``M_c``), among ``K`` classes,
     the score is ``(sum_c M_c (m_c / m) (K - 1) / m - H / h) / N`` (for two
     classes ``(M / m - H / h) / N``), each part only when its count is
-    positive.  Differences from skrebate: labels are always classes
-    (skrebate treats more than 10 distinct labels as a continuous endpoint),
-    missing values are refused (impute them first), and a distance exactly
-    at a threshold up to floating-point rounding may fall on the other side
-    (the sums are accumulated in another order).  The distances are computed
+    positive.  Missing values (NaN) follow skrebate's rule: a pair's distance
+    is the mean of its differences over the features present in both rows (a
+    discrete mismatch counts 1), the thresholds' means and deviations leave
+    out a pair with no feature in common, and every count above is per
+    feature, of the neighbours that have it (an anchor missing a feature
+    scores 0 on it); infinite values are refused.  Differences from skrebate:
+    labels are always classes (skrebate treats more than 10 distinct labels
+    as a continuous endpoint), SURF's and SURF*'s mean with missing values is
+    that of the whole distance matrix (skrebate's missing-value path leaves
+    its upper triangle 0, halving the mean), and a distance exactly at a
+    threshold up to floating-point rounding may fall on the other side (the
+    sums are accumulated in another order).  The distances are computed
     twice (once per pass), never stored: memory is O(N A).
 """
 

@@ -21,7 +21,12 @@ continuous difference (skrebate's mixed data): a difference above
 - **Pass 2** (:func:`score_pairs`, :data:`SCORE_TWINS`): per anchor, per
   neighbour set ``s`` (0: near, ``d < near_a``; 1: far, ``d > far_a``) and
   per class ``c`` of the candidate, the sum of the (scoring) differences in
-  ``P[a, s, c, :A]`` and the neighbour count in ``P[a, s, c, A]``.
+  ``P[a, s, c, :A]`` and the neighbour count in ``P[a, s, c, A]``; with
+  missing values (``MISSING``) a count per feature in ``P[a, s, c, A:2A]``
+  (the neighbours scored on it).
+
+Differences and distances are :mod:`.distance`'s (``PLAIN``, ``MASKED``,
+``MISSING``).
 
 Partials over disjoint candidate sets add (:func:`dmargin.engine.merge.add`).
 
