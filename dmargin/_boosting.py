@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -69,6 +69,9 @@ class Stumps:
     edge: np.ndarray  # weighted edge gamma_t (eq. 2), before the cap
     margin_sum: np.ndarray  # sum_i y_i h_t(x_i), unweighted
     perfect: bool
+    #: Per stump: its row of the arrays above and its reweighting ``(f, split,
+    #: polarity, alpha, Z)``, from which :func:`boost` resumes a committee.
+    rounds: list = field(default_factory=list, repr=False, compare=False)
 
     def decision(self, X):
         F = np.zeros(X.shape[0])
@@ -103,20 +106,27 @@ class Stumps:
         return out / total if total != 0 else out
 
 
-def boost(binned, features, n_estimators, class_weight, count_cum):
+def boost(binned, features, n_estimators, class_weight, count_cum, resume=None):
     """Discrete AdaBoost with stumps on the columns ``features`` (spec 8.1).
 
     ``count_cum = (left, total)``: cumulative unweighted ``sum y`` per bin,
     used for each stump's ``sum_i y_i h(x_i)`` without another pass.  A
     perfect stump (weighted error 0) ends boosting: it would be chosen again
-    every round.
+    every round.  ``resume = (stumps, t)``: the first ``t`` stumps of a
+    committee boosted on more features, all of them on ``features``, are
+    this run's first ``t`` rounds (each was the argmax over a superset of
+    the columns, so it is over ``features`` too, with the same histograms):
+    the weights are replayed, stump by stump, and boosting goes on from
+    round ``t + 1``.
     """
     features = np.asarray(features, dtype=np.int64)
-    hist = WeightedHistograms(binned, class_weight)
+    done = [] if resume is None else list(resume[0].rounds[:resume[1]])
+    reweights = [s for _, s in done]
+    hist = WeightedHistograms(binned, class_weight, replay=reweights[:-1])
     n_bins = binned.n_bins[features]
-    rows, stump = [], None
+    stump = reweights[-1] if reweights else None
     perfect = False
-    for t in range(n_estimators):
+    for t in range(len(done), n_estimators):
         with timer("stump search, round %d", t + 1):
             H = hist.histogram(features, stump)
         k, split, raw, total = best_stump(H, n_bins)
@@ -129,17 +139,17 @@ def boost(binned, features, n_estimators, class_weight, count_cum):
         w_right, w_wrong = total * (1.0 + r) / 2.0, total * (1.0 - r) / 2.0
         z = w_right * np.exp(-alpha) + w_wrong * np.exp(alpha)
         left, tot = count_cum
-        rows.append((f, split, binned.threshold(f, split), polarity, alpha, r,
-                     polarity * (tot[f] - 2.0 * left[f, split])))
         stump = (f, split, polarity, alpha, z)
+        done.append(((f, split, binned.threshold(f, split), polarity, alpha, r,
+                      polarity * (tot[f] - 2.0 * left[f, split])), stump))
         if r >= _EDGE_CAP:
             perfect = True
             break
-    cols = list(zip(*rows)) if rows else [()] * 7
+    cols = list(zip(*[row for row, _ in done])) if done else [()] * 7
     return Stumps(np.asarray(cols[0], dtype=np.int64), np.asarray(cols[1], dtype=np.int64),
                   np.asarray(cols[2], dtype=np.float64), np.asarray(cols[3], dtype=np.float64),
                   np.asarray(cols[4], dtype=np.float64), np.asarray(cols[5], dtype=np.float64),
-                  np.asarray(cols[6], dtype=np.float64), perfect)
+                  np.asarray(cols[6], dtype=np.float64), perfect, done)
 
 
 def _initial_class_weight(class_weight, counts_):
@@ -500,15 +510,19 @@ class _BackwardSelector(_RankingSelector):
 
         def criterion(features):
             """Algorithm 1, steps 2-3: AdaBoost on the survivors, their criterion."""
-            if last and np.isin(last[0].feature, features).all():
-                # The removed features had no stump: every round's argmax over the
-                # survivors is the same stump (the histograms of a feature do not depend
-                # on which others are searched), so boosting again gives this committee.
+            # The histograms of a feature do not depend on which others are searched, so
+            # the previous committee's stumps before the first on a removed feature are
+            # this round's first stumps: boosting resumes there (all of them: the
+            # committee stands, no pass over the rows).
+            kept = np.isin(last[0].feature, features) if last else np.zeros(0, dtype=bool)
+            t = int(np.argmin(kept)) if not kept.all() else kept.size
+            if last and t == kept.size:
                 stumps = last[0]
                 logger.debug("%s: the removed features had no stump; the committee of "
                              "the previous round stands", type(self).__name__)
             else:
-                stumps = boost(binned, features, self.n_estimators, class_weight, count_cum)
+                stumps = boost(binned, features, self.n_estimators, class_weight, count_cum,
+                               resume=(last[0], t) if t else None)
                 last[:] = [stumps]
             return getattr(stumps, self._criterion)(a)[features]
 

@@ -5,6 +5,7 @@ identities (Theorem 3.1, sum of MF = 1), synthetic ground truth, execution
 modes (in-process = threaded dask = 2-process LocalCluster) and bad input.
 """
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -319,22 +320,30 @@ def test_perfect_stump_stops_boosting():
 def test_elimination_reuses_a_committee_without_the_removed_features(Est, criterion,
                                                                      monkeypatch):
     """Features without a stump (constant, or never the best) are removed without boosting
-    again, and the fit equals AdaBoost recomputed on the survivors of every round."""
+    again, a committee resumes before the first stump on a removed feature, and the fit
+    equals AdaBoost recomputed on the survivors of every round."""
     import dmargin._boosting as boosting
 
     X, y = _data(n=120, a=6, seed=12)
     X = np.c_[X, np.full((120, 3), 2.0)]  # constant: never split
-    runs = []
-    real = boosting.boost
+    runs, passes = [], []
+    real_boost, real_hist = boosting.boost, statistics.WeightedHistograms.histogram
 
-    def counted(binned, features, *args):
-        runs.append(len(features))
-        return real(binned, features, *args)
+    def counted(binned, features, *args, resume=None):
+        runs.append((len(features), 0 if resume is None else resume[1]))
+        return real_boost(binned, features, *args, resume=resume)
+
+    def counted_hist(self, *args):
+        passes.append(1)
+        return real_hist(self, *args)
 
     monkeypatch.setattr(boosting, "boost", counted)
+    monkeypatch.setattr(statistics.WeightedHistograms, "histogram", counted_hist)
     sel = Est(n_features_to_select=1, n_estimators=10).fit(X, y)
     assert sel.n_iter_ == 8
-    assert len(runs) < sel.n_iter_ and runs[0] == 9  # the constant ones went without boosting
+    assert len(runs) < sel.n_iter_ and runs[0] == (9, 0)  # constant ones: no boosting
+    assert any(t > 0 for _, t in runs)  # resumed after t stumps
+    assert len(passes) < 10 * len(runs)
     survivors, expected, ranking = list(range(9)), np.full(9, np.nan), np.ones(9, int)
     while len(survivors) > 1:
         crit = getattr(AdaBoostStumps(n_estimators=10).fit(X[:, survivors], y), criterion)
@@ -364,3 +373,15 @@ def test_histogram_of_a_feature_does_not_depend_on_the_features_searched():
             ref_h = np.zeros((n_bins, 2))
             np.add.at(ref_h, (bins[:, j], y), w)
             np.testing.assert_allclose(full[j], ref_h, rtol=1e-12, atol=1e-12)
+
+
+def test_small_dask_blocks_are_merged_for_the_rounds(threaded):
+    """Twenty row blocks of 10 become four of 50 (column-major), and the committee is the
+    in-process one."""
+    X, y = _data(n=200, seed=14)
+    binned = binning.bin_rows(*_as_dask(X, y, rows=10), 256, np.random.default_rng(0))
+    assert binned.rows.bounds == [(0, 50), (50, 100), (100, 150), (150, 200)]
+    assert binned.rows.X.chunks[0] == (50,) * 4 and binned.rows.codes.chunks[0] == (50,) * 4
+    assert all(b.flags.f_contiguous for b in dask.compute(*binned.rows.X.to_delayed().ravel()))
+    make = MAKERS[0]
+    _assert_equal(make().fit(X, y), make().fit(*_as_dask(X, y, rows=10)))

@@ -32,6 +32,8 @@ from .statistics import block_reduce
 SUBSAMPLE = 200_000
 #: Rows per dask block of bin codes at most.
 MAX_BLOCK_ROWS = 1_000_000
+#: Blocks of bin codes per worker at least, when small input blocks are merged.
+BLOCKS_PER_WORKER = 4
 
 
 def _subsample_rows(n, rng):
@@ -146,4 +148,47 @@ def bin_rows(X, y, max_bins, rng, *, use_dask=None) -> BinnedRows:
                         block=functools.partial(_bin_block, edges=edges, dtype=dtype),
                         dtype=dtype, max_rows=MAX_BLOCK_ROWS, min_rows=1, per_row_bytes=per_row,
                         what="Binning")
-    return BinnedRows(rows, edges, exact)
+    return BinnedRows(_merge_blocks(rows), edges, exact)
+
+
+def _n_workers(rows):
+    from .._compat import client_for
+
+    client = client_for([rows.X])
+    if client is None:
+        return 1
+    try:
+        return max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+    except Exception:  # an unreachable scheduler: keep the blocks as they are
+        return None
+
+
+def _merge_blocks(rows: Rows) -> Rows:
+    """Persisted bin codes in fewer, larger blocks (consecutive ones merged).
+
+    Every boosting round is one graph over the blocks: a Parquet file's row
+    groups (100,000 rows) would make hundreds of small tasks a round, whose
+    scheduling costs more than their histograms.  Blocks grow up to
+    :data:`MAX_BLOCK_ROWS` rows while every worker keeps
+    :data:`BLOCKS_PER_WORKER` of them; the rows keep their order, so every
+    sum is over the same rows.
+    """
+    if not rows.on_dask or rows.streamed:
+        return rows
+    n_workers = _n_workers(rows)
+    sizes = [e - s for s, e in rows.bounds]
+    if n_workers is None or len(sizes) <= BLOCKS_PER_WORKER * n_workers:
+        return rows
+    per = max(1, min(len(sizes) // (BLOCKS_PER_WORKER * n_workers),
+                     MAX_BLOCK_ROWS // max(sizes)))
+    if per == 1:
+        return rows
+    import dask
+
+    chunks = tuple(sum(sizes[i:i + per]) for i in range(0, len(sizes), per))
+    X = rows.X.rechunk((chunks, rows.X.shape[1])).map_blocks(np.asfortranarray,
+                                                             dtype=rows.X.dtype)
+    codes = rows.codes.rechunk((chunks,))
+    X, codes = dask.persist(X, codes, optimize_graph=False)  # see _compat.compute
+    edges = np.concatenate([[0], np.cumsum(chunks)]).tolist()
+    return Rows(X, codes, rows.n_classes, True, list(zip(edges[:-1], edges[1:])))

@@ -27,11 +27,11 @@ from .execution import TILE_BUDGET, Graph, Rows, local_bounds, split_bounds
 from .kernels import distance, hist, knn, lse, quad, rbf, surf
 
 #: The tile kernels by name: ``(serial, threaded)`` twins.
-KERNELS = {"lse": lse.TWINS, "knn": knn.TWINS, "knn-general": knn.GENERAL_TWINS,
-           "qlse": quad.TWINS}
+KERNELS = {"lse": lse.TWINS, "lse-general": lse.GENERAL_TWINS, "knn": knn.TWINS,
+           "knn-general": knn.GENERAL_TWINS, "qlse": quad.TWINS}
 #: Cost of one step of each family relative to a pair-feature of ``lse``:
 #: the quadratic kernels count flops (BLAS: fast per flop).
-_COST = {"lse": 1.0, "knn": 1.0, "knn-general": 2.0, "qlse": 0.05}
+_COST = {"lse": 1.0, "lse-general": 2.0, "knn": 1.0, "knn-general": 2.0, "qlse": 0.05}
 
 
 def _anchors(rows: Rows, per_row: int, sample=None):
@@ -74,23 +74,31 @@ def _agg_task(agg, partial, ya, weight, agg_args):
     return agg(m, s, v, ya, weight, *agg_args)
 
 
-def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, anchors=None):
+def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, anchors=None,
+                  kinds=None):
     """``sum_I agg(merge_J lse_tile(I, J), y_I, weight_I, *agg_args)``.
 
     ``agg(m, s, v, ya, weight, *agg_args)`` returns a small array (the anchor
     block's share); ``anchor_weight`` defaults to ``1 / N`` per anchor
     (``1 / m`` for a sample).  ``anchors``: an :class:`~execution.Anchors`
-    sample scoring against all rows instead of every row.
+    sample scoring against all rows instead of every row.  ``kinds``: the
+    :class:`FeatureKinds` of the rows; discrete features or missing values
+    run the general kernel (:data:`lse.GENERAL_TWINS`, whose ``v`` has ``2 A``
+    entries per class with missing values).
     """
     a, k = rows.n_features, rows.n_classes
     n = rows.n_samples if anchors is None else anchors.n_samples
     w = np.asarray(w, dtype=np.float64)
     weight = np.full(n, 1.0 / n) if anchor_weight is None else np.asarray(anchor_weight, float)
-    g = Graph(rows, "lse", w, sigma, agg.__name__, agg_args, weight,
-              anchors=_anchors(rows, k * (a + 2), anchors), sample=anchors)
+    name, params, width = "lse", (w, sigma, k), a
+    if kinds is not None and kinds.kind != distance.PLAIN:
+        name, params = "lse-general", (w, sigma, k, kinds.discrete, kinds.kind)
+        width = 2 * a if kinds.kind == distance.MISSING else a
+    g = Graph(rows, name, w, sigma, agg.__name__, agg_args, weight, *params[3:],
+              anchors=_anchors(rows, k * (width + 2), anchors), sample=anchors)
     shares = []
     for i, (start, stop) in enumerate(g.anchors):
-        merged = g.tree(_tiles(g, "lse", i, (w, sigma, k)), merge.lse_combine)
+        merged = g.tree(_tiles(g, name, i, params), merge.lse_combine)
         shares.append(g.add("agg", _agg_task, agg, merged, g.anchor(i)[1], weight[start:stop],
                             agg_args))
     return g.compute(g.tree(shares, _sum, "total"))
@@ -402,11 +410,13 @@ def rbf_left_out_sums(rows: Rows, coef, cols, gamma):
 # ---------------------------------------------------------------------------
 
 
-def _update_task(w, bins, y, stump, class_weight):
-    """The block's weights after ``stump`` (from the class weights the first round)."""
+def _update_task(w, bins, y, stumps, class_weight):
+    """The block's weights after ``stumps``, in order (from the class weights the first round)."""
     if w is None:
         w = class_weight[y]
-    return hist.update_weights(w, bins, y, stump)
+    for stump in stumps:
+        w = hist.update_weights(w, bins, y, stump)
+    return w
 
 
 def _hist_task(threads, bins, y, w, features, n_bins):
@@ -425,26 +435,33 @@ class WeightedHistograms:
     previous histogram), then returns the ``(len(features), max bins, 2)``
     sums.  No N-vector passes through the driver, the graph has the same
     size every round, and the new weights stay with the row blocks.
+
+    ``replay``: stumps of earlier rounds that the first ``histogram`` applies,
+    in order, before its own ``stump`` (a committee resumed: the same
+    multiplications as round by round, so the same weights).
     """
 
-    def __init__(self, binned, class_weight):
+    def __init__(self, binned, class_weight, replay=()):
         self.binned = binned
         self.n_bins = int(binned.n_bins.max())
         self.class_weight = np.asarray(class_weight, dtype=np.float64)
         self.w = None
         self._round = 0
+        self._replay = tuple(replay)
 
     def histogram(self, features, stump=None):
         rows = self.binned.rows
         features = np.ascontiguousarray(features, dtype=np.int64)
         self._round += 1
+        stumps = (*self._replay, *(() if stump is None else (stump,)))
+        self._replay = ()
         token = self.w.name if rows.on_dask and self.w is not None else self._round
-        g = Graph(rows, "hist", token, features, stump, self.class_weight)
+        g = Graph(rows, "hist", token, features, stumps, self.class_weight)
         w_keys, parts = [], []
         for i in range(len(g.candidates)):
             bins, y, _ = g.block(i)
             w_i = self.w if g.local else None if self.w is None else (self.w.name, i)
-            w_keys.append(g.add("weights", _update_task, w_i, bins, y, stump, self.class_weight))
+            w_keys.append(g.add("weights", _update_task, w_i, bins, y, stumps, self.class_weight))
             parts.append(g.tile("block", _hist_task, g.local, bins, y, w_keys[-1], features,
                                 self.n_bins))
         chunks = (tuple(e - s for s, e in g.candidates),)
@@ -893,7 +910,8 @@ class FeatureKinds:
         return self.discrete, self.weight, self.ramp, self.kind
 
 
-def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, missing=None):
+def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, mixed_weight=True,
+                  missing=None):
     """:class:`FeatureKinds` by skrebate 0.8.4's rules (``relieff.py``).
 
     A feature with at most ``discrete_threshold`` distinct values (missing
@@ -901,7 +919,9 @@ def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, missing=No
     mix, a discrete mismatch weighs ``A / A_discrete`` in the distance (not
     with missing values, whose distance is a mean over the features present)
     and, with ``ramps``, a scored continuous difference above the feature's
-    standard deviation counts 1.  ``discrete_threshold=0`` with ``missing``
+    standard deviation counts 1.  ``mixed_weight=False``: a discrete mismatch
+    always weighs 1 (I-RELIEF, whose learned weights scale every feature).
+    ``discrete_threshold=0`` with ``missing``
     (per-feature counts already known, e.g. from the scaling pass) all zero
     is the plain path: no pass over the rows.
     """
@@ -917,7 +937,7 @@ def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, missing=No
     mixed = bool(discrete.any() and not discrete.all())
     has_nan = bool(missing.any())
     ramp = np.where(~discrete & mixed, std, np.inf) if ramps else np.full(a, np.inf)
-    weight = discrete.size / discrete.sum() if mixed and not has_nan else 1.0
+    weight = discrete.size / discrete.sum() if mixed and not has_nan and mixed_weight else 1.0
     if has_nan:
         kind = distance.MISSING
     elif discrete.any() or np.isfinite(ramp).any():
