@@ -414,6 +414,15 @@ def worker_fit(spec):
         out.update(top10=top, top10_from=how, informative=informative,
                    informative_in_top10=None if top is None else len(set(top) & set(informative)))
         out["top10_is_informative"] = out["informative_in_top10"] == TOP
+        if key == "sbsmf":  # what the elimination rounds cost: passes over the rows
+            rounds = [s for m, s in steps if m.startswith("stump search, round")]
+            out["boosting"] = {
+                "rounds_run": len(rounds), "round_s_mean": round(float(np.mean(rounds)), 4)
+                if rounds else None, "rounds_s_total": round(float(np.sum(rounds)), 2),
+                "eliminations_without_boosting": sum("committee of the previous round stands" in m
+                                                     for m in timings.lines),
+                "eliminations_resumed": sum("previous committee resumes" in m
+                                            for m in timings.lines)}
         if hasattr(est, "n_iter_"):
             n_iter = np.asarray(est.n_iter_)
             out["n_iter"] = int(n_iter.max()) if n_iter.size else None

@@ -521,6 +521,9 @@ class _BackwardSelector(_RankingSelector):
                 logger.debug("%s: the removed features had no stump; the committee of "
                              "the previous round stands", type(self).__name__)
             else:
+                if t:
+                    logger.debug("%s: the previous committee resumes after %d stumps",
+                                 type(self).__name__, t)
                 stumps = boost(binned, features, self.n_estimators, class_weight, count_cum,
                                resume=(last[0], t) if t else None)
                 last[:] = [stumps]
