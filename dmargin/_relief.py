@@ -93,6 +93,13 @@ class IRelief(WeightSelector):
         Weight each sample by the probability that it is not an outlier
         (eq. 10).  A sample with no other member of its class then gets
         weight 0.
+    discrete_threshold : int, default=0
+        A feature with at most this many distinct values (missing values not
+        counted) is discrete: its difference is 0 (equal) or 1 (different),
+        in the distance and in the margins (skrebate's rule, as ReliefF's; a
+        discrete mismatch weighs 1 and continuous differences are not
+        ramped: the learned weights scale every feature).  ``0``: every
+        feature continuous.
     scale : {"minmax"} or None, default="minmax"
         Scale each feature to [0, 1] over the training data first (constant
         features become 0).  ``None`` uses the numbers as given.
@@ -118,6 +125,8 @@ class IRelief(WeightSelector):
     ----------
     feature_importances_ : ndarray of shape (n_features,)
         The learned weights ``w`` (nonnegative, unit L2 norm).
+    discrete_features_ : ndarray of shape (n_features,), dtype=bool
+        The features treated as discrete (``discrete_threshold``).
     n_iter_ : int
         Iterations run.
     history_ : ndarray of shape (n_iter_,)
@@ -142,6 +151,16 @@ class IRelief(WeightSelector):
     probabilities are never stored, each anchor's softmax is merged over
     candidate blocks by log-sum-exp.
 
+    Missing values (NaN) follow ReliefF's rule (skrebate 0.8.4's), with
+    probabilities for counts: a pair's distance sums ``w_f z_f`` over the
+    features present in both rows, scaled by ``A / n_present`` (the mean over
+    the features present, times ``A``: a complete pair keeps its distance);
+    a pair with no feature in common is no neighbour; the expected hit and
+    miss differences of feature ``f`` are taken over the neighbours that
+    have it (their probabilities renormalised), 0 when none has it.  The
+    outlier probability ``gamma`` comes from the distances as always.
+    Infinite values are refused.
+
     References
     ----------
     Y. Sun, "Iterative RELIEF for feature weighting: algorithms, theories,
@@ -164,6 +183,7 @@ class IRelief(WeightSelector):
         "tol": [Interval(numbers.Real, 0, None)],
         "multiclass": [Options(("margin", "relieff"))],
         "outliers": [BOOLEAN],
+        "discrete_threshold": [Interval(numbers.Integral, 0, None)],
         "scale": _SCALE,
         "init": [Options(("uniform", "random")), ARRAY],
         "n_anchors": N_ANCHORS,
@@ -171,14 +191,17 @@ class IRelief(WeightSelector):
         "random_state": [RANDOM_STATE],
     }
 
+    _allow_nan = True
+
     def __init__(self, *, sigma=2.0, max_iter=100, tol=1e-3, multiclass="margin", outliers=True,
-                 scale="minmax", init="uniform", n_anchors=None, n_features_to_select=None,
-                 random_state=None):
+                 discrete_threshold=0, scale="minmax", init="uniform", n_anchors=None,
+                 n_features_to_select=None, random_state=None):
         self.sigma = sigma
         self.max_iter = max_iter
         self.tol = tol
         self.multiclass = multiclass
         self.outliers = outliers
+        self.discrete_threshold = discrete_threshold
         self.scale = scale
         self.init = init
         self.n_anchors = n_anchors
@@ -214,7 +237,10 @@ class IRelief(WeightSelector):
         self : IRelief
         """
         # Initialisation
-        data, rows = start_fit(self, X, y)
+        data, rows = start_fit(self, X, y, allow_nan=True)
+        kinds = feature_kinds(rows, self.discrete_threshold, ramps=False, mixed_weight=False,
+                              missing=data.missing)
+        agg = merge.irelief_agg_missing if kinds.kind == MISSING else merge.irelief_agg
         agg_args = (self.multiclass == "margin", miss_priors(data.counts), bool(self.outliers))
         w = self._initial_weights(rows.n_features)
         anchors = anchors_for(self, rows)
@@ -225,8 +251,8 @@ class IRelief(WeightSelector):
             for it in range(1, self.max_iter + 1):
                 with timer("I-RELIEF iteration %d", it):
                     # eq. (12)
-                    nu = lse_statistic(rows, w, self.sigma, merge.irelief_agg, agg_args,
-                                      anchors=anchors)
+                    nu = lse_statistic(rows, w, self.sigma, agg, agg_args, anchors=anchors,
+                                       kinds=kinds)
                 w_new = _positive_unit(nu)
                 if w_new is None:
                     warnings.warn("nu+ is zero: no feature separates the classes under these "
@@ -252,6 +278,7 @@ class IRelief(WeightSelector):
 
         # Final attributes
         self.classes_ = data.classes
+        self.discrete_features_ = kinds.discrete
         self.anchor_indices_ = None if anchors is None else anchors.index
         self.feature_importances_ = w
         self.history_ = np.asarray(history)

@@ -1,4 +1,4 @@
-"""Missing values (NaN) in ReliefF and the SURF family: skrebate 0.8.4's rule, its outputs.
+"""Missing values (NaN) in ReliefF, the SURF family and IRelief: skrebate 0.8.4's rule.
 
 The rule (``dmargin/engine/kernels/distance.py``, skrebate's
 ``get_row_missing`` and ``compute_score``): a pair's distance is the sum of
@@ -17,6 +17,9 @@ row as dmargin's) and, for SURF and SURF*, the distance matrix its missing
 path leaves lower-triangular (zeros above the diagonal), which halves their
 global mean threshold; skrebate is run with the symmetric matrix its
 complete-data path builds.
+
+IRelief (no peer has it with missing values) is checked against a
+brute-force transcription of the rule, ``tests/reference_missing.py``.
 """
 
 import functools
@@ -184,15 +187,61 @@ def test_infinite_values_and_empty_columns_are_refused():
         dmargin.MultiSURF().fit(X, y)
 
 
-@pytest.mark.parametrize("make", [lambda: dmargin.IRelief(max_iter=2),
-                                  lambda: dmargin.OnlineIRelief(n_passes=1),
+@pytest.mark.parametrize("make", [lambda: dmargin.OnlineIRelief(n_passes=1),
                                   lambda: dmargin.Relief(),
                                   lambda: dmargin.Immigrate(max_iter=2),
                                   lambda: dmargin.SBSMF(1, n_estimators=5),
                                   lambda: dmargin.LDMRFE(1)],
-                         ids=["IRelief", "OnlineIRelief", "Relief", "Immigrate", "SBSMF",
-                              "LDMRFE"])
+                         ids=["OnlineIRelief", "Relief", "Immigrate", "SBSMF", "LDMRFE"])
 def test_estimators_without_a_missing_value_rule_name_the_column_and_the_imputer(make):
     X, y = wpbc()
     with pytest.raises(ValueError, match=r"column 32 \(4 rows\).*SimpleImputer"):
         make().fit(X, y)
+
+
+# ---------------------------------------------------------------------------
+# I-RELIEF: the same differences, probabilities for counts (tests/reference_missing.py)
+# ---------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def mixed_with_missing(n=90, classes=2):
+    """GAMETES' mixed-attribute file (11 discrete, 9 continuous), 6 % NaN."""
+    frame = pd.read_csv(GAMETES / ("GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__"
+                                   "maf_0.2_EDM-2_01.tsv.gz"), sep="\t")
+    rng = np.random.default_rng(3)
+    rows = np.sort(rng.choice(len(frame), n, replace=False))
+    X = frame.drop(columns="Class").to_numpy(dtype=float)[rows]
+    X[rng.random(X.shape) < 0.06] = np.nan
+    y = frame["Class"].to_numpy()[rows]
+    if classes == 3:
+        y = np.where(np.arange(n) % 3 == 0, 2, y)
+    return X, y
+
+
+@pytest.mark.parametrize("classes,multiclass,outliers,nan", [
+    (2, "margin", True, True), (3, "margin", True, True), (3, "relieff", False, True),
+    (2, "margin", True, False), (3, "relieff", True, False)])
+def test_irelief_equals_the_brute_force_rule(classes, multiclass, outliers, nan):
+    from tests import reference_missing as ref
+
+    X, y = mixed_with_missing(classes=classes)
+    if not nan:
+        X = np.where(np.isnan(X), 1.0, X)
+    est = dmargin.IRelief(discrete_threshold=10, max_iter=3, tol=0, sigma=0.5,
+                          multiclass=multiclass, outliers=outliers).fit(X, y)
+    discrete = est.discrete_features_
+    assert discrete.sum() == 11
+    expected = ref.irelief(X, y, 0.5, 3, discrete, multiclass, outliers)
+    np.testing.assert_allclose(est.feature_importances_, expected, rtol=0, atol=ATOL)
+
+
+def test_irelief_threaded_dask_equals_in_process():
+    X, y = mixed_with_missing()
+    est = dmargin.IRelief(discrete_threshold=10, max_iter=3, tol=0, n_anchors=40,
+                          random_state=0)
+    expected = est.fit(X, y).feature_importances_
+    with dask.config.set(scheduler="threads"):
+        got = est.fit(da.from_array(X, chunks=(25, -1)),
+                      da.from_array(y, chunks=25)).feature_importances_
+    np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)

@@ -20,15 +20,17 @@ def xy():
     return X, y
 
 
-#: ReliefF reads NaN as a missing value (tests/test_missing.py); the others refuse it.
-NO_NAN = [cls for cls in ALL if cls is not dmargin.ReliefF]
+#: ReliefF and IRelief read NaN as a missing value (tests/test_missing.py); the others
+#: refuse it.
+TAKE_NAN = (dmargin.ReliefF, dmargin.IRelief)
+NO_NAN = [cls for cls in ALL if cls not in TAKE_NAN]
 
 
 @pytest.mark.parametrize("cls", ALL)
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_non_finite_X_is_rejected(cls, bad, xy):
-    if cls is dmargin.ReliefF and np.isnan(bad):
-        pytest.skip("NaN is a missing value for ReliefF")
+    if cls in TAKE_NAN and np.isnan(bad):
+        pytest.skip(f"NaN is a missing value for {cls.__name__}")
     X, y = xy
     X = X.copy()
     X[3, 1] = bad

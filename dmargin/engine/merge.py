@@ -150,6 +150,58 @@ def irelief_agg(m, s, v, ya, weight, pooled, miss_prior, outliers):
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def irelief_anchor_term_missing(m, s, v, y, pooled, miss_prior, outliers, out):
+    """:func:`irelief_anchor_term` with missing values: ``v[c]`` is ``(sums, masses)``
+    of length ``2 A`` (:func:`dmargin.engine.kernels.lse.lse_anchor_general`).
+
+    Each expectation is taken per feature over the neighbours that have it:
+    ``hbar_f = sum_j p_j z_jf [f present] / sum_j p_j [f present]`` over the
+    hits, ``mbar_f`` likewise over the misses (each miss class for
+    I-RELIEF-1), 0 where no neighbour has the feature (skrebate's rule for
+    ReliefF's counts, with probabilities for counts).  ``gamma`` is
+    unchanged: it comes from the distances.
+    """
+    n_classes = m.shape[0]
+    a = out.shape[0]
+    log_z = np.empty(n_classes)
+    coef = np.empty(n_classes)
+    if not _irelief_coef(m, s, y, pooled, miss_prior, outliers, log_z, coef):
+        return
+    for c in range(n_classes):
+        if coef[c] == 0.0:
+            continue
+        r = math.exp(m[c] - log_z[c])
+        for k in range(a):
+            # The mass of the neighbours that have feature k, in c's softmax set.
+            mass = 0.0
+            if c != y and pooled:
+                for c2 in range(n_classes):
+                    if c2 != y and s[c2] > 0.0:
+                        mass += math.exp(m[c2] - log_z[c]) * v[c2, a + k]
+            else:
+                mass = r * v[c, a + k]
+            if mass > 0.0:
+                out[k] += coef[c] * r * v[c, k] / mass
+
+
+@numba.njit(cache=True, nogil=True)
+def irelief_agg_missing(m, s, v, ya, weight, pooled, miss_prior, outliers):
+    """:func:`irelief_agg` with missing values (:func:`irelief_anchor_term_missing`)."""
+    n_features = v.shape[2] // 2
+    out = filled((n_features,), 0.0)
+    term = np.empty(n_features)
+    for a in range(m.shape[0]):
+        if weight[a] == 0.0:
+            continue
+        term[:] = 0.0
+        irelief_anchor_term_missing(m[a], s[a], v[a], ya[a], pooled, miss_prior, outliers,
+                                    term)
+        for k in range(n_features):
+            out[k] += weight[a] * term[k]
+    return out
+
+
 # ---------------------------------------------------------------------------
 # IMMIGRATE and IM4E (ALGORITHMS.md sections 2 and 3)
 # ---------------------------------------------------------------------------

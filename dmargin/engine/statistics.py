@@ -27,11 +27,11 @@ from .execution import TILE_BUDGET, Graph, Rows, local_bounds, split_bounds
 from .kernels import distance, hist, knn, lse, quad, rbf, surf
 
 #: The tile kernels by name: ``(serial, threaded)`` twins.
-KERNELS = {"lse": lse.TWINS, "knn": knn.TWINS, "knn-general": knn.GENERAL_TWINS,
-           "qlse": quad.TWINS}
+KERNELS = {"lse": lse.TWINS, "lse-general": lse.GENERAL_TWINS, "knn": knn.TWINS,
+           "knn-general": knn.GENERAL_TWINS, "qlse": quad.TWINS}
 #: Cost of one step of each family relative to a pair-feature of ``lse``:
 #: the quadratic kernels count flops (BLAS: fast per flop).
-_COST = {"lse": 1.0, "knn": 1.0, "knn-general": 2.0, "qlse": 0.05}
+_COST = {"lse": 1.0, "lse-general": 2.0, "knn": 1.0, "knn-general": 2.0, "qlse": 0.05}
 
 
 def _anchors(rows: Rows, per_row: int, sample=None):
@@ -74,23 +74,31 @@ def _agg_task(agg, partial, ya, weight, agg_args):
     return agg(m, s, v, ya, weight, *agg_args)
 
 
-def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, anchors=None):
+def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, anchors=None,
+                  kinds=None):
     """``sum_I agg(merge_J lse_tile(I, J), y_I, weight_I, *agg_args)``.
 
     ``agg(m, s, v, ya, weight, *agg_args)`` returns a small array (the anchor
     block's share); ``anchor_weight`` defaults to ``1 / N`` per anchor
     (``1 / m`` for a sample).  ``anchors``: an :class:`~execution.Anchors`
-    sample scoring against all rows instead of every row.
+    sample scoring against all rows instead of every row.  ``kinds``: the
+    :class:`FeatureKinds` of the rows; discrete features or missing values
+    run the general kernel (:data:`lse.GENERAL_TWINS`, whose ``v`` has ``2 A``
+    entries per class with missing values).
     """
     a, k = rows.n_features, rows.n_classes
     n = rows.n_samples if anchors is None else anchors.n_samples
     w = np.asarray(w, dtype=np.float64)
     weight = np.full(n, 1.0 / n) if anchor_weight is None else np.asarray(anchor_weight, float)
-    g = Graph(rows, "lse", w, sigma, agg.__name__, agg_args, weight,
-              anchors=_anchors(rows, k * (a + 2), anchors), sample=anchors)
+    name, params, width = "lse", (w, sigma, k), a
+    if kinds is not None and kinds.kind != distance.PLAIN:
+        name, params = "lse-general", (w, sigma, k, kinds.discrete, kinds.kind)
+        width = 2 * a if kinds.kind == distance.MISSING else a
+    g = Graph(rows, name, w, sigma, agg.__name__, agg_args, weight, *params[3:],
+              anchors=_anchors(rows, k * (width + 2), anchors), sample=anchors)
     shares = []
     for i, (start, stop) in enumerate(g.anchors):
-        merged = g.tree(_tiles(g, "lse", i, (w, sigma, k)), merge.lse_combine)
+        merged = g.tree(_tiles(g, name, i, params), merge.lse_combine)
         shares.append(g.add("agg", _agg_task, agg, merged, g.anchor(i)[1], weight[start:stop],
                             agg_args))
     return g.compute(g.tree(shares, _sum, "total"))
@@ -902,7 +910,8 @@ class FeatureKinds:
         return self.discrete, self.weight, self.ramp, self.kind
 
 
-def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, missing=None):
+def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, mixed_weight=True,
+                  missing=None):
     """:class:`FeatureKinds` by skrebate 0.8.4's rules (``relieff.py``).
 
     A feature with at most ``discrete_threshold`` distinct values (missing
@@ -910,7 +919,9 @@ def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, missing=No
     mix, a discrete mismatch weighs ``A / A_discrete`` in the distance (not
     with missing values, whose distance is a mean over the features present)
     and, with ``ramps``, a scored continuous difference above the feature's
-    standard deviation counts 1.  ``discrete_threshold=0`` with ``missing``
+    standard deviation counts 1.  ``mixed_weight=False``: a discrete mismatch
+    always weighs 1 (I-RELIEF, whose learned weights scale every feature).
+    ``discrete_threshold=0`` with ``missing``
     (per-feature counts already known, e.g. from the scaling pass) all zero
     is the plain path: no pass over the rows.
     """
@@ -926,7 +937,7 @@ def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, missing=No
     mixed = bool(discrete.any() and not discrete.all())
     has_nan = bool(missing.any())
     ramp = np.where(~discrete & mixed, std, np.inf) if ramps else np.full(a, np.inf)
-    weight = discrete.size / discrete.sum() if mixed and not has_nan else 1.0
+    weight = discrete.size / discrete.sum() if mixed and not has_nan and mixed_weight else 1.0
     if has_nan:
         kind = distance.MISSING
     elif discrete.any() or np.isfinite(ramp).any():

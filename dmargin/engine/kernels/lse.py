@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from .._numba import helper, inline, twins
-from .distance import distances
+from .distance import MISSING, distances, feature_diff, pair_distance
 
 # Candidates per inner block: the distance and weight buffers stay in L1.
 CAND_BLOCK = 256
@@ -204,3 +204,87 @@ def _lse_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
 
 TWINS = twins(_lse_tile)
 lse_tile = TWINS[0]
+
+
+# ---------------------------------------------------------------------------
+# Discrete features and missing values (compiled only for data that have them)
+# ---------------------------------------------------------------------------
+
+
+@helper
+def lse_anchor_general(xa, self_idx, Xs, ics, starts, w, inv_sigma, dm, kind, m, s, v, buf):
+    """:func:`lse_anchor` for discrete features or missing values (:mod:`.distance`).
+
+    ``z_jf`` is :func:`~.distance.feature_diff` (0/1 discrete, no ramp) and
+    ``d_aj = sum_f w_f z_ajf``; with missing values (``MISSING``) the sum runs
+    over the features present in both rows and is scaled by ``A / n_aj``
+    (skrebate's mean over the features present, times ``A``: a complete pair
+    keeps its distance), a pair with no feature in common is no candidate,
+    and ``v[c]`` has ``2 A`` entries: ``v[c, :A]`` sums ``e_j z_jf`` over
+    the candidates that have feature ``f``, ``v[c, A:]`` sums their ``e_j``
+    (the per-feature normaliser).
+    """
+    n_features = Xs.shape[1]
+    for c in range(starts.shape[0] - 1):
+        for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
+            c1 = min(c0 + CAND_BLOCK, starts[c + 1])
+            n = c1 - c0
+            best = -np.inf
+            for j in range(n):
+                d = pair_distance(xa, Xs[c0 + j], w, dm, 1.0, kind)
+                if kind == MISSING:
+                    d *= n_features
+                lj = -d * inv_sigma
+                if ics[c0 + j] == self_idx or lj != lj:
+                    lj = -np.inf
+                buf[j] = lj
+                best = max(best, lj)
+            if best == -np.inf:
+                continue
+            if best > m[c]:
+                if s[c] > 0.0:
+                    r = math.exp(m[c] - best)
+                    s[c] *= r
+                    _scale_row(v[c], r)
+                m[c] = best
+            tot = 0.0
+            for j in range(n):
+                buf[j] = math.exp(buf[j] - m[c])
+                tot += buf[j]
+            s[c] += tot
+            vc = v[c]
+            for j in range(n):
+                e = buf[j]
+                if e == 0.0:
+                    continue
+                xj = Xs[c0 + j]
+                for f in range(n_features):
+                    z = feature_diff(xa[f], xj[f], dm[f], np.inf)
+                    if kind == MISSING:
+                        if z == z:
+                            vc[f] += e * z
+                            vc[n_features + f] += e
+                    else:
+                        vc[f] += e * z
+
+
+def _lse_tile_general(Xa, ia, Xc, yc, ic, w, sigma, n_classes, dm, kind):
+    """:func:`_lse_tile` for discrete features or missing values
+    (:func:`lse_anchor_general`; ``v`` is ``(anchors, classes, 2 A)`` with
+    missing values)."""
+    n_anchors, n_features = Xa.shape
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    width = 2 * n_features if kind == MISSING else n_features
+    m = filled((n_anchors, n_classes), -np.inf)
+    s = filled((n_anchors, n_classes), 0.0)
+    v = filled((n_anchors, n_classes, width), 0.0)
+    inv_sigma = 1.0 / sigma
+    for a in numba.prange(n_anchors):
+        buf = np.empty(CAND_BLOCK)
+        lse_anchor_general(Xa[a], ia[a], Xs, ics, starts, w, inv_sigma, dm, kind, m[a], s[a],
+                           v[a], buf)
+    return m, s, v
+
+
+#: Compiled on first use by data with discrete features or missing values.
+GENERAL_TWINS = twins(_lse_tile_general)
