@@ -138,7 +138,9 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
         return _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan)
     X = np.asarray(X, dtype=np.float64)
     missing = np.isnan(X).sum(axis=0) if allow_nan else None
-    if missing is not None and X.shape[0] and np.any(missing == X.shape[0]):
+    # A column with no value has no range to learn (a later chunk of a stream may).
+    if missing is not None and scaling is None and X.shape[0] \
+            and np.any(missing == X.shape[0]):
         j = int(np.argmax(missing == X.shape[0]))
         label = repr(names[j]) if names is not None else str(j)
         raise ValueError(f"Feature {label} has no value (every row is missing it); drop "
@@ -287,6 +289,11 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
     summaries = list(summaries)
     if np.any(bad):
         raise not_finite_error(bad, names, allow_nan)
+    if missing is not None and scaling is None and np.any(missing == X.shape[0]):
+        j = int(np.argmax(missing == X.shape[0]))
+        label = repr(names[j]) if names is not None else str(j)
+        raise ValueError(f"Feature {label} has no value (every row is missing it); drop "
+                         "that column before fitting.")
     if labels["missing"]:
         raise ValueError(f"y contains {labels['missing']} missing labels (None/NaN). Drop "
                          "those rows (read_parquet(..., missing_label='drop')) or give them "

@@ -21,6 +21,8 @@ from ._compat import compute
 from ._io import Scaling, iter_row_blocks
 from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
 from .engine import online_irelief_steps
+from .engine.kernels.distance import MISSING
+from .engine.kernels.sequential import online_irelief_steps_general
 from .progress import fit_steps
 
 _SCALE = [Options(("minmax",)), NONE]
@@ -99,6 +101,17 @@ class OnlineIRelief(WeightSelector):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 
+    Notes
+    -----
+    Missing values (NaN) follow :class:`IRelief`'s rule (skrebate's, with
+    probabilities for counts): a pair's distance is the weighted sum over the
+    features present in both rows times ``A / n_present``, and each step's
+    expected hit and miss differences are taken per feature over the
+    candidates that have it.  With ``scale="minmax"`` the frozen ranges are
+    those of the values present.  Features are all continuous here (no
+    ``discrete_threshold``: a stream has no pass over all its rows to count
+    distinct values).  Infinite values are refused.
+
     Examples
     --------
     >>> from sklearn.datasets import make_classification
@@ -139,6 +152,8 @@ class OnlineIRelief(WeightSelector):
         self.n_features_to_select = n_features_to_select
         self.random_state = random_state
 
+    _allow_nan = True
+
     def _start(self, n_features, classes, counts):
         self.classes_ = np.asarray(classes)
         self._miss_prior = miss_priors(counts)
@@ -149,11 +164,16 @@ class OnlineIRelief(WeightSelector):
     def _steps(self, Xa, start, ya, order, ref):
         """Visit ``Xa[order]``; ``start`` is the position of ``Xa[0]`` (self-exclusion)."""
         Xc, yc, ic = ref
-        self.n_steps_ = online_irelief_steps(
-            Xa, np.arange(start, start + Xa.shape[0], dtype=np.int64), ya, order, Xc, yc, ic,
-            self.feature_importances_, self.nu_, self.n_steps_, float(self.a),
-            float(self.sigma), self.multiclass == "margin", self._miss_prior, bool(self.outliers),
-        )
+        args = (Xa, np.arange(start, start + Xa.shape[0], dtype=np.int64), ya, order, Xc, yc, ic,
+                self.feature_importances_, self.nu_, self.n_steps_, float(self.a),
+                float(self.sigma), self.multiclass == "margin", self._miss_prior,
+                bool(self.outliers))
+        if np.isnan(Xa).any() or np.isnan(Xc).any():
+            # IRelief's missing-value rule; on complete rows it is the plain step.
+            dm = np.zeros(Xa.shape[1], dtype=np.bool_)
+            self.n_steps_ = online_irelief_steps_general(*args, dm, MISSING)
+        else:
+            self.n_steps_ = online_irelief_steps(*args)
 
     def _reference(self, X, codes, rng):
         """Candidate rows ``(Xc, yc, global index)``, sorted by index."""
@@ -179,7 +199,7 @@ class OnlineIRelief(WeightSelector):
         -------
         self : OnlineIRelief
         """
-        data, _ = start_fit(self, X, y, rows=False)
+        data, _ = start_fit(self, X, y, rows=False, allow_nan=True)
         self._scale = data.scaling
         self._fixed_ref = None  # a set_reference sample belongs to partial_fit streams
         rng = make_rng(self.random_state)
@@ -232,7 +252,7 @@ class OnlineIRelief(WeightSelector):
         # against them (and may be a single row, the tail of a stream).
         data, _ = start_fit(self, X, y, rows=False, in_memory=True, reset=first,
                             classes=classes if first else self.classes_,
-                            scaling=None if first else self._scale)
+                            scaling=None if first else self._scale, allow_nan=True)
         X, codes = data.X, data.codes
         if first:
             self._start(X.shape[1], data.classes, data.counts)
@@ -285,7 +305,7 @@ class OnlineIRelief(WeightSelector):
         """
         X, y = compute(X, y, what="the reference rows")
         started = hasattr(self, "nu_")
-        X, y = check_X_y(self, X, y, reset=not started)
+        X, y = check_X_y(self, X, y, reset=not started, allow_nan=True)
         if index is not None:
             index = np.asarray(index)
             if index.shape != (X.shape[0],) or index.dtype.kind not in "iu" \

@@ -40,39 +40,45 @@ def _lse(values):
     return top + np.log(np.exp(values - top).sum())
 
 
+def _anchor_term(X, codes, n, w, sigma, discrete, multiclass, outliers, priors):
+    """``gamma_n (mbar_n - hbar_n)`` of anchor ``n`` against every other row."""
+    N, A = X.shape
+    Z = differences(X, n, discrete)
+    present = ~np.isnan(Z)
+    count = present.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d = A * ((np.where(present, Z, 0.0) * w).sum(axis=1) / count)
+    valid = (count > 0) & (np.arange(N) != n)
+    logits = -d / sigma
+    hits = np.flatnonzero(valid & (codes == codes[n]))
+    misses = np.flatnonzero(valid & (codes != codes[n]))
+    if misses.size == 0:
+        return np.zeros(A)
+    log_h = _lse(logits[hits]) if hits.size else -np.inf
+    log_m = _lse(logits[misses])
+    if outliers:
+        gamma = 0.0 if hits.size == 0 else np.exp(log_h - np.logaddexp(log_h, log_m))
+    else:
+        gamma = 1.0
+    hbar = _expectation(Z, logits, hits) if hits.size else np.zeros(A)
+    if multiclass == "margin":
+        mbar = _expectation(Z, logits, misses)
+    else:
+        present_classes = [c for c in np.unique(codes[misses])]
+        norm = sum(priors[c] / (1 - priors[codes[n]]) for c in present_classes)
+        mbar = sum(priors[c] / (1 - priors[codes[n]]) / norm
+                   * _expectation(Z, logits, misses[codes[misses] == c])
+                   for c in present_classes)
+    return gamma * (mbar - hbar)
+
+
 def irelief_nu(X, codes, w, sigma, discrete, multiclass="margin", outliers=True):
     """One E-step: ``nu = (1/N) sum_n gamma_n (mbar_n - hbar_n)``."""
     N, A = X.shape
     priors = np.bincount(codes) / N
     nu = np.zeros(A)
     for n in range(N):
-        Z = differences(X, n, discrete)
-        present = ~np.isnan(Z)
-        count = present.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            d = A * ((np.where(present, Z, 0.0) * w).sum(axis=1) / count)
-        valid = (count > 0) & (np.arange(N) != n)
-        logits = -d / sigma
-        hits = np.flatnonzero(valid & (codes == codes[n]))
-        misses = np.flatnonzero(valid & (codes != codes[n]))
-        if misses.size == 0:
-            continue
-        log_h = _lse(logits[hits]) if hits.size else -np.inf
-        log_m = _lse(logits[misses])
-        if outliers:
-            gamma = 0.0 if hits.size == 0 else np.exp(log_h - np.logaddexp(log_h, log_m))
-        else:
-            gamma = 1.0
-        hbar = _expectation(Z, logits, hits) if hits.size else np.zeros(A)
-        if multiclass == "margin":
-            mbar = _expectation(Z, logits, misses)
-        else:
-            present_classes = [c for c in np.unique(codes[misses])]
-            norm = sum(priors[c] / (1 - priors[codes[n]]) for c in present_classes)
-            mbar = sum(priors[c] / (1 - priors[codes[n]]) / norm
-                       * _expectation(Z, logits, misses[codes[misses] == c])
-                       for c in present_classes)
-        nu += gamma * (mbar - hbar)
+        nu += _anchor_term(X, codes, n, w, sigma, discrete, multiclass, outliers, priors)
     return nu / N
 
 
@@ -85,4 +91,25 @@ def irelief(X, y, sigma, max_iter, discrete, multiclass="margin", outliers=True)
         nu = irelief_nu(X, codes, w, sigma, discrete, multiclass, outliers)
         pos = np.maximum(nu, 0.0)
         w = pos / np.linalg.norm(pos)
+    return w
+
+
+def online_irelief(X, y, sigma, a, n_passes, outliers=True, multiclass="margin"):
+    """Online I-RELIEF with missing values, rows visited in order, every row a candidate."""
+    X = minmax_scale(np.asarray(X, dtype=float))
+    codes = np.unique(y, return_inverse=True)[1]
+    N, A = X.shape
+    priors = np.bincount(codes) / N
+    discrete = np.zeros(A, dtype=bool)
+    w = np.ones(A) / A
+    nu = np.zeros(A)
+    t = 0
+    for _ in range(n_passes):
+        for n in range(N):
+            pi = _anchor_term(X, codes, n, w, sigma, discrete, multiclass, outliers, priors)
+            t += 1
+            nu = nu + (pi - nu) / (a * t + 1.0)
+            pos = np.maximum(nu, 0.0)
+            if np.any(pos > 0):
+                w = pos / np.linalg.norm(pos)
     return w

@@ -63,10 +63,10 @@ def _set(frame, row, col, value):
 # name, how the data are made, paths it applies to, expected outcome:
 # a regex for a clear error, or "ok" (finite weights, feature 0 first).
 DEFECTS = [
-    # ReliefF and IRelief read NaN as a missing value (skrebate's rule, tests/test_missing.py).
+    # The Relief family reads NaN as a missing value (skrebate's rule, tests/test_missing.py).
     ("NaN in X", _edit(lambda X, y: (_set(X, 3, 1, np.nan), y)), PATHS,
      {"*": r"NaN or infinite values in column ('f1'|1) \(1 rows\)", "ReliefF": "ok",
-      "IRelief": "ok"}),
+      "IRelief": "ok", "OnlineIRelief": "ok"}),
     ("inf in X", _edit(lambda X, y: (_set(X, 3, 1, np.inf), y)), PATHS[:3],
      r"infinite values in column ('f1'|1) \(1 rows\)"),
     ("a column of +-1e308", _edit(lambda X, y: (X.assign(f0=X.f0 * 1e308 / 1.1), y)), PATHS,

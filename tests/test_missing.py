@@ -187,12 +187,11 @@ def test_infinite_values_and_empty_columns_are_refused():
         dmargin.MultiSURF().fit(X, y)
 
 
-@pytest.mark.parametrize("make", [lambda: dmargin.OnlineIRelief(n_passes=1),
-                                  lambda: dmargin.Relief(),
+@pytest.mark.parametrize("make", [lambda: dmargin.Relief(),
                                   lambda: dmargin.Immigrate(max_iter=2),
                                   lambda: dmargin.SBSMF(1, n_estimators=5),
                                   lambda: dmargin.LDMRFE(1)],
-                         ids=["OnlineIRelief", "Relief", "Immigrate", "SBSMF", "LDMRFE"])
+                         ids=["Relief", "Immigrate", "SBSMF", "LDMRFE"])
 def test_estimators_without_a_missing_value_rule_name_the_column_and_the_imputer(make):
     X, y = wpbc()
     with pytest.raises(ValueError, match=r"column 32 \(4 rows\).*SimpleImputer"):
@@ -245,3 +244,20 @@ def test_irelief_threaded_dask_equals_in_process():
         got = est.fit(da.from_array(X, chunks=(25, -1)),
                       da.from_array(y, chunks=25)).feature_importances_
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize("multiclass,outliers", [("margin", True), ("relieff", False)])
+def test_online_irelief_equals_the_brute_force_rule(multiclass, outliers):
+    from tests import reference_missing as ref
+
+    X, y = mixed_with_missing(n=60, classes=3)
+    est = dmargin.OnlineIRelief(n_passes=2, tol=0, sigma=0.5, a=2.0, shuffle=False,
+                                block_size=25, multiclass=multiclass, outliers=outliers)
+    expected = ref.online_irelief(X, y, 0.5, 2.0, 2, outliers, multiclass)
+    np.testing.assert_allclose(est.fit(X, y).feature_importances_, expected, rtol=0, atol=ATOL)
+    # partial_fit over chunks: the chunk's own rows as candidates, the same rule
+    chunks = dmargin.OnlineIRelief(sigma=0.5, a=2.0, shuffle=False, multiclass=multiclass,
+                                   outliers=outliers)
+    chunks.partial_fit(X[:30], y[:30], classes=np.unique(y))
+    chunks.partial_fit(X[30:], y[30:])
+    assert np.all(np.isfinite(chunks.feature_importances_))

@@ -20,9 +20,9 @@ def xy():
     return X, y
 
 
-#: ReliefF and IRelief read NaN as a missing value (tests/test_missing.py); the others
-#: refuse it.
-TAKE_NAN = (dmargin.ReliefF, dmargin.IRelief)
+#: ReliefF, IRelief and OnlineIRelief read NaN as a missing value (tests/test_missing.py);
+#: Relief refuses it.
+TAKE_NAN = (dmargin.ReliefF, dmargin.IRelief, dmargin.OnlineIRelief)
 NO_NAN = [cls for cls in ALL if cls not in TAKE_NAN]
 
 

@@ -14,8 +14,9 @@ import numba
 import numpy as np
 
 from .._numba import helper, pick, strict, twins
-from ..merge import irelief_anchor_term
-from .lse import CAND_BLOCK, by_class, lse_anchor
+from ..merge import irelief_anchor_term, irelief_anchor_term_missing
+from .distance import MISSING
+from .lse import CAND_BLOCK, by_class, lse_anchor, lse_anchor_general
 
 
 @strict
@@ -51,6 +52,48 @@ def online_irelief_steps(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pool
         lse_anchor(Xa[n], ia[n], Xs, ics, starts, w, inv_sigma, m, s, v, buf)
         pi[:] = 0.0
         irelief_anchor_term(m, s, v, ya[n], pooled, miss_prior, outliers, pi)
+        t += 1
+        eta = 1.0 / (a * t + 1.0)
+        norm = 0.0
+        for k in range(n_features):
+            nu[k] += eta * (pi[k] - nu[k])
+            if nu[k] > 0.0:
+                norm += nu[k] * nu[k]
+        if norm > 0.0:
+            norm = math.sqrt(norm)
+            for k in range(n_features):
+                w[k] = nu[k] / norm if nu[k] > 0.0 else 0.0
+    return t
+
+
+@strict
+def online_irelief_steps_general(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pooled,
+                                 miss_prior, outliers, dm, kind):
+    """:func:`online_irelief_steps` for discrete features or missing values: each
+    anchor's term from :func:`~.lse.lse_anchor_general` and, with missing values
+    (``MISSING``), :func:`~dmargin.engine.merge.irelief_anchor_term_missing`
+    (IRelief's rule).  Compiled only for such data."""
+    n_classes = miss_prior.shape[0]
+    n_features = Xa.shape[1]
+    width = 2 * n_features if kind == MISSING else n_features
+    m = np.empty(n_classes)
+    s = np.empty(n_classes)
+    v = np.empty((n_classes, width))
+    buf = np.empty(CAND_BLOCK)
+    pi = np.empty(n_features)
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    inv_sigma = 1.0 / sigma
+    for r in range(order.shape[0]):
+        n = order[r]
+        m[:] = -np.inf
+        s[:] = 0.0
+        v[:] = 0.0
+        lse_anchor_general(Xa[n], ia[n], Xs, ics, starts, w, inv_sigma, dm, kind, m, s, v, buf)
+        pi[:] = 0.0
+        if kind == MISSING:
+            irelief_anchor_term_missing(m, s, v, ya[n], pooled, miss_prior, outliers, pi)
+        else:
+            irelief_anchor_term(m, s, v, ya[n], pooled, miss_prior, outliers, pi)
         t += 1
         eta = 1.0 / (a * t + 1.0)
         norm = 0.0
