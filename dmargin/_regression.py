@@ -50,7 +50,11 @@ def is_continuous(y) -> bool:
     if is_dask_collection(y):
         if getattr(y, "ndim", 1) != 1 or getattr(y.dtype, "kind", "O") != "f":
             return False
-        return bool(compute((y != y.astype(np.int64)).any(), what="the target's type")[0])
+        finite = np.isfinite(y)
+        # As type_of_target: NaN or inf is no type (the label checks say so).
+        bad, fractional = compute((~finite).any(), ((y != np.floor(y)) & finite).any(),
+                                  what="the target's type")
+        return bool(fractional) and not bool(bad)
     try:
         return type_of_target(y) == "continuous"
     except (ValueError, TypeError):
@@ -76,8 +80,8 @@ def target_values(estimator, y):
     y = y.astype(np.float64)
     bad = int(np.sum(~np.isfinite(y)))
     if bad:
-        raise ValueError(f"y contains {bad} NaN or infinite values. Drop those rows or give "
-                         "them a value.")
+        raise ValueError(f"y contains {bad} missing (NaN) or infinite values. Drop those rows "
+                         "or give them a value.")
     if y.size and np.all(y == y[0]):
         raise ValueError("y is constant: no feature can explain its differences. Check that "
                          "the right column is the target.")

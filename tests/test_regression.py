@@ -216,7 +216,7 @@ def test_rrelieff_integer_target_and_selection():
 
 @pytest.mark.parametrize("y, match", [
     (np.array(["a", "b"] * 80), "numeric target"),
-    (np.r_[np.nan, np.ones(159)], "NaN or infinite"),
+    (np.r_[np.nan, np.ones(159)], "missing \\(NaN\\) or infinite"),
     (np.ones(160), "constant"),
     (np.ones((160, 2)), "1d array"),
 ])
