@@ -465,9 +465,12 @@ def check_online_state(header, arrays, estimator_cls):
     """
     n_features = header["n_features"]
     nu, w = arrays["nu"], arrays["w"]
-    for key in ("nu", "w", "offset", "span", "prescale", "ref_X"):
+    for key in ("nu", "w", "offset", "span", "prescale"):
         if key in arrays and not np.all(np.isfinite(arrays[key])):
             raise _Problem(f"array {key!r} has NaN or infinite values")
+    # Reference rows may miss values (NaN, OnlineIRelief's missing-value rule).
+    if "ref_X" in arrays and np.any(np.isinf(arrays["ref_X"])):
+        raise _Problem("array 'ref_X' has infinite values")
     _check_weights(nu, w, header["n_steps"])
     if "span" in arrays and not np.all(arrays["span"] > 0):
         raise _Problem("array 'span' has values <= 0 (feature ranges are positive)")

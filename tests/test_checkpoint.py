@@ -176,7 +176,7 @@ def _build_corpus(good, directory):
                                                                            np.nan, nu)))
     add("w_inf.npz", "array 'w' has NaN or infinite",
         arrays_=arrays_with(w=np.r_[np.inf, w[1:]]))
-    add("ref_X_inf.npz", "array 'ref_X' has NaN or infinite",
+    add("ref_X_inf.npz", "array 'ref_X' has infinite",
         arrays_=arrays_with(ref_X=np.where(arrays["ref_X"] > 0.5, np.inf, arrays["ref_X"])))
     add("span_zero.npz", "array 'span' has values <= 0",
         arrays_=arrays_with(span=np.zeros(N_FEATURES)))

@@ -261,3 +261,20 @@ def test_online_irelief_equals_the_brute_force_rule(multiclass, outliers):
     chunks.partial_fit(X[:30], y[:30], classes=np.unique(y))
     chunks.partial_fit(X[30:], y[30:])
     assert np.all(np.isfinite(chunks.feature_importances_))
+
+
+def test_online_stream_with_missing_reference_rows_resumes_exactly(tmp_path):
+    """NaN in the reference rows survive save_state / load_state; the resumed stream
+    continues as the uninterrupted one."""
+    X, y = mixed_with_missing(n=60)
+    whole = dmargin.OnlineIRelief(sigma=0.5, random_state=0).set_reference(X[:20], y[:20])
+    for lo in range(0, 60, 20):
+        whole.partial_fit(X[lo:lo + 20], y[lo:lo + 20], classes=np.unique(y))
+    part = dmargin.OnlineIRelief(sigma=0.5, random_state=0).set_reference(X[:20], y[:20])
+    part.partial_fit(X[:20], y[:20], classes=np.unique(y))
+    part.save_state(tmp_path / "stream.npz")
+    resumed = dmargin.OnlineIRelief.load_state(tmp_path / "stream.npz")
+    for lo in range(20, 60, 20):
+        resumed.partial_fit(X[lo:lo + 20], y[lo:lo + 20])
+    assert np.isnan(X[:20]).any()
+    np.testing.assert_array_equal(resumed.feature_importances_, whole.feature_importances_)
