@@ -115,15 +115,17 @@ def test_relieff_neighbours_and_three_classes_follow_the_rule(monkeypatch):
                                brute_relieff(X, y3, 3), rtol=0, atol=ATOL)
 
 
-def brute_relieff(X, y, k):
+def brute_relieff(X, y, k, anchors=None):
     """ReliefF on discrete 0/1/2 features with NaN, pair by pair: skrebate's distance,
-    Weka's miss priors, per-feature neighbour counts."""
+    Weka's miss priors, per-feature neighbour counts; ``anchors``: the rows scored
+    (every row by default), averaged."""
     n, a = X.shape
     classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
     prior = counts / n
     present = ~np.isnan(X)
     W = np.zeros(a)
-    for i in range(n):
+    anchors = range(n) if anchors is None else anchors
+    for i in anchors:
         both = present[i] & present
         diff = (X[i] != X).astype(float)
         d = np.where(both, diff, 0.0).sum(axis=1) / both.sum(axis=1)
@@ -139,7 +141,15 @@ def brute_relieff(X, y, k):
                 W -= mean
             else:
                 W += prior[c] / (1.0 - prior[codes[i]]) * mean
-    return W / n
+    return W / len(anchors)
+
+
+def test_relieff_with_a_sample_of_anchors_follows_the_rule():
+    X, y = gametes_missing()
+    y3 = np.where(np.arange(len(y)) % 3 == 0, 2, y)
+    est = ours("ReliefF", n_neighbors=5, n_anchors=50, random_state=4).fit(X, y3)
+    np.testing.assert_allclose(est.feature_importances_,
+                               brute_relieff(X, y3, 5, est.anchor_indices_), rtol=0, atol=ATOL)
 
 
 def test_distance_is_the_mean_over_the_features_present():
