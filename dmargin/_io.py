@@ -273,13 +273,12 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
     moments = scale == "standard" and scaling is None
     missing = None
     if allow_nan:  # NaN are missing values: counted, and left out of min and max
-        import dask.array as da
-
+        # (numpy's nan-reductions dispatch to dask's on a dask array, lazily)
         bad, missing, summaries, lo, hi, mean, var = compute(
             np.isinf(X).sum(axis=0), np.isnan(X).sum(axis=0), _label_summary(y),
-            da.nanmin(X, axis=0), da.nanmax(X, axis=0),
-            da.nanmean(X, axis=0) if moments else None,
-            da.nanvar(X, axis=0) if moments else None, what="the scaling statistics")
+            np.nanmin(X, axis=0), np.nanmax(X, axis=0),
+            np.nanmean(X, axis=0) if moments else None,
+            np.nanvar(X, axis=0) if moments else None, what="the scaling statistics")
     else:
         bad, summaries, lo, hi, mean, var = compute(
             (~np.isfinite(X)).sum(axis=0), _label_summary(y), X.min(axis=0), X.max(axis=0),
