@@ -54,6 +54,8 @@ NEWTON_MIN_ROWS = 10_000
 #: margin 1 gives the exact hinge solution (:func:`hinge_polish`), which ends
 #: the solve.
 _MU_STAGES = (1.0, 1e-1, 1e-2, 1e-3, 1e-4)
+#: A warm start (LDM-RFE's next round) skips the wider stages.
+_WARM_MU = 1e-2
 #: Rows near margin 1 the exact hinge step brings to the driver at most
 #: (or 100 per feature): a bounded few, whatever the number of rows.
 _BAND_ROWS = 5000
@@ -301,6 +303,8 @@ def _active_sets(factor, r, band, C, w, mu, tol=1e-10, max_moves=None):
     time, the worst violation first, until every row is consistent (to
     ``tol``).
     """
+    if not band.shape[0]:  # no row near margin 1: the other rows' bounds decide
+        return scipy.linalg.cho_solve(factor, r), True
     max_moves = 4 * band.shape[1] + 20 if max_moves is None else max_moves
     t = 1.0 - band @ w
     upper, zero = t >= mu, t <= 0
@@ -393,7 +397,7 @@ def hinge_polish(rows, cols, pair, Q, c, C, w, mu, rounds=5, intercept=0.0):
     return start, False
 
 
-def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, intercept=0.0,
+def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, intercept=0.0, w0=None,
                max_iter=_NEWTON_MAX_ITER):
     """One binary linear LDM in the primal, over row blocks: ``(w, iterations, exact)``.
 
@@ -404,16 +408,22 @@ def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, intercept=0.0,
     on the driver.  After each stage but the first, :func:`hinge_polish`
     tries the exact hinge solution from the rows near margin 1, and the
     first success ends the solve.
-    Starts, as the dual descent does, from ``beta = 0``: ``w = Q_d^-1 c``.
+    Starts, as the dual descent does, from ``beta = 0``: ``w = Q_d^-1 c``,
+    or from ``w0`` (LDM-RFE: the previous round's solution on the surviving
+    features; the problem is strictly convex, so the start changes the
+    iterations, not the solution).
     ``intercept`` not 0: the rows have that constant as a last feature (the
     bias, regularised with ``w``; ``gram`` from :func:`linear_gram` with the
     same ``intercept``), and ``w`` has its weight last.
     """
     Q, c = ldm_quadratic(gram, lambda1, lambda2)
-    w = scipy.linalg.solve(Q, c, assume_a="pos")
+    w = scipy.linalg.solve(Q, c, assume_a="pos") if w0 is None else np.asarray(w0, float)
     gtol = 1e-10 * (1.0 + C * gram[0])
     total = 0
-    for stage, mu in enumerate(_MU_STAGES):
+    stages = list(enumerate(_MU_STAGES))
+    if w0 is not None:  # near the solution already: the narrow stages only
+        stages = [(stage, mu) for stage, mu in stages if mu <= _WARM_MU]
+    for stage, mu in stages:
         def evaluate(v, mu=mu):
             f, g, H = linear_loss(rows, cols, pair, v, loss="huber", mu=mu, intercept=intercept,
                                   hessian=True)
@@ -494,11 +504,12 @@ def uses_intercept(estimator) -> bool:
     return bool(fit_intercept)
 
 
-def newton_machines(estimator, rows, cols, n_classes):
+def newton_machines(estimator, rows, cols, n_classes, start=None):
     """``w`` of every one-vs-one machine on the columns ``cols``, by the primal
     Newton solver of ``estimator`` (:func:`ldm_newton`, or :func:`svm_newton`
     for :class:`SVMRFE`): ``(coef of shape (n_machines, len(cols)), intercepts,
-    iterations)``."""
+    iterations)``.  ``start``: a previous result ``(cols, coef, intercepts)``
+    on a superset of ``cols``, the LDM machines' starting point."""
     pairs = _ovo_pairs(n_classes)
     cols = np.asarray(cols, dtype=np.int64)
     coef = np.zeros((len(pairs), cols.size))
@@ -511,9 +522,13 @@ def newton_machines(estimator, rows, cols, n_classes):
             if grams is None:
                 coef[p], intercept[p], nit, ok = svm_newton(rows, cols, pair, C=estimator.C)
             else:
+                w0 = None
+                if start is not None:
+                    w0 = start[1][p, np.searchsorted(start[0], cols)]
+                    w0 = np.append(w0, start[2][p] / s) if s else w0
                 w, nit, ok = ldm_newton(rows, cols, pair, tuple(g[p] for g in grams),
                                         C=estimator.C, lambda1=estimator.lambda1,
-                                        lambda2=estimator.lambda2, intercept=s)
+                                        lambda2=estimator.lambda2, intercept=s, w0=w0)
                 coef[p] = w[:cols.size]
                 intercept[p] = w[cols.size] * s if s else 0.0
         n_iter.append(nit)
@@ -890,7 +905,14 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         solver = pick_solver(self, X, rows.n_samples)
         if solver == "newton":  # the rows stay where they are
             gamma, k = None, len(data.classes)
-            machines = lambda cols: (None, newton_machines(self, rows, cols, k)[0])  # noqa: E731
+            last = []
+
+            def machines(cols):
+                # Each round starts from the last one's machines on the survivors.
+                coef, intercept, _ = newton_machines(self, rows, cols, k,
+                                                     start=last[-1] if last else None)
+                last[:] = [(np.asarray(cols), coef, intercept)]
+                return None, coef
         else:
             Xd, codes = _gather(rows.X), _gather(rows.codes)
             gamma = resolve_gamma(self.gamma, Xd)  # fixed for all rounds (9b, [CHOICE])

@@ -168,6 +168,29 @@ def test_linear_ldmrfe_keeps_the_informative_features_with_its_bias(seed):
         assert LDMRFE(6, fit_intercept=False, **kw).fit(X, y).support_[:6].sum() <= 4
 
 
+def test_ldmrfe_rounds_start_from_the_last_machines(monkeypatch):
+    """Each Newton round of linear LDM-RFE starts from the previous round's
+    machines on the survivors: the same scores as a cold start (the problem is
+    strictly convex), in fewer passes over the rows."""
+    X, y = _offset_clusters(2, n=1500, d=12, k=4)
+    passes = []
+    for name in ("linear_loss", "hinge_band", "hinge_violations"):
+        monkeypatch.setattr(_ldm, name, (lambda f: lambda *a, **k: passes.append(1) or f(*a, **k))
+                            (getattr(_ldm, name)))
+    warm = LDMRFE(4, kernel="linear", solver="newton").fit(X, y)
+    n_warm = len(passes)
+    machines = _ldm.newton_machines
+    monkeypatch.setattr(_ldm, "newton_machines",
+                        lambda *a, start=None: machines(*a, start=None))
+    passes.clear()
+    cold = LDMRFE(4, kernel="linear", solver="newton").fit(X, y)
+    np.testing.assert_array_equal(warm.ranking_, cold.ranking_)
+    for (f1, s1), (f2, s2) in zip(warm.scores_, cold.scores_):
+        np.testing.assert_array_equal(f1, f2)
+        np.testing.assert_allclose(s1, s2, rtol=1e-7, atol=1e-10)
+    assert n_warm < 0.8 * len(passes), (n_warm, len(passes))
+
+
 def test_auto_picks_newton_for_dask_input_and_many_rows(monkeypatch, threaded):
     X, y = _data(n=200)
     assert LDM(kernel="linear").fit(X, y).solver_ == "primal"  # numpy, few rows: as before
