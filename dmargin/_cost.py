@@ -52,6 +52,14 @@ LDM_PASSES = 60
 SVM_RATE = 2.3e9
 #: Newton iterations of the squared-hinge SVM (piecewise quadratic: 4-5 measured).
 SVM_PASSES = 8
+#: Row-features per second of a boosting round (the reweighting and the weighted class
+#: histograms of the searched features, one round trip): SBSMF at 10^7 Parquet rows x 50
+#: features on a LocalCluster of 2 workers, 1.10 s a round (large.json, n1e7-sbsmf; 0.14 s
+#: at 10^6, while another process kept one core busy).
+BOOST_RATE = 4.5e8
+#: Row-features per second of what a boosting fit does once before its rounds (reading,
+#: checking and binning the rows): 66 s at 10^7 x 50, 7 s at 10^6 x 50 (the same runs).
+BOOST_PREPARE_RATE = 7.5e6
 
 
 @dataclass(frozen=True)
@@ -105,7 +113,8 @@ def fit_cost(estimator, n_samples, n_features):
     """What ``estimator.fit`` on ``n_samples x n_features`` will cost, or ``None``.
 
     Known for the pairwise estimators (ReliefF, Relief, RReliefF, IRelief, OnlineIRelief,
-    Immigrate, IM4E, the SURF family) and for the linear LDM, LDMRFE and SVMRFE with the
+    Immigrate, IM4E, the SURF family), for AdaBoostStumps, SBSMF and AdaBoostCR
+    (:func:`boosting_cost`) and for the linear LDM, LDMRFE and SVMRFE with the
     distributed primal solver (``kernel="linear"``, ``solver`` "newton" or
     "auto"): passes of N A (LDM, about :data:`LDM_PASSES` per machine) or
     N A^2 (SVM, about :data:`SVM_PASSES`), per machine of a one-vs-one pair
@@ -158,7 +167,45 @@ def fit_cost(estimator, n_samples, n_features):
     if name in ("LDM", "LDMRFE", "SVMRFE") and getattr(estimator, "kernel", None) == "linear" \
             and getattr(estimator, "solver", "auto") != "cd":
         return linear_primal_cost(estimator, n_samples, n_features)
+    if name in ("AdaBoostStumps", "SBSMF", "AdaBoostCR"):
+        return boosting_cost(estimator, n_samples, n_features)
     return None
+
+
+def boosting_cost(estimator, n_samples, n_features):
+    """:func:`fit_cost` of AdaBoost with stumps and its backward eliminations.
+
+    A boosting round reweights the rows and sums their weights into class
+    histograms of the searched features: ``N A`` row-features at
+    :data:`BOOST_RATE`, after one pass that reads and bins the rows.  SBS-MF
+    and AdaBoost-CR boost ``n_estimators`` rounds on the survivors of every
+    elimination round: an upper bound, since a round whose removed features
+    had no stump keeps the previous committee (no pass) and one whose removed
+    features had a stump resumes before the first of them; when no removed
+    feature ever had a stump, one run on all features is the whole cost (the
+    formula says how much that is).
+    """
+    from ._elimination import n_to_remove, n_to_select  # the elimination's own schedule
+
+    n, a, rounds = float(n_samples), float(n_features), int(estimator.n_estimators)
+    prepare = n * a / BOOST_PREPARE_RATE
+    one_run = prepare + rounds * n * a / BOOST_RATE
+    if type(estimator).__name__ == "AdaBoostStumps":
+        return FitCost(rounds * n * a, one_run, f"N A x {rounds} boosting rounds")
+    target = n_to_select(estimator.n_features_to_select, n_features)
+    left, widths = n_features, []
+    while left > target:
+        widths.append(float(left))
+        left -= max(1, min(n_to_remove(estimator.step, left, n_features), left - target))
+    ops = rounds * n * sum(widths)
+    seconds = prepare + ops / BOOST_RATE
+    if not widths:
+        formula = "no elimination round: one pass that bins the rows"
+    else:
+        formula = (f"N A x {rounds} boosting rounds in each of {len(widths)} elimination "
+                   f"rounds on fewer features (at most; ~{format_seconds(one_run)} when no "
+                   "removed feature ever had a stump)")
+    return FitCost(ops, seconds, formula)
 
 
 def linear_primal_cost(estimator, n_samples, n_features):

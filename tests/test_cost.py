@@ -31,7 +31,7 @@ def test_counts_follow_the_settings():
     # every row as anchor is the exact fit, and costs the same
     assert fit_cost(dmargin.ReliefF(n_anchors=5000), 1000, 8) == fit_cost(dmargin.ReliefF(), 1000,
                                                                            8)
-    assert fit_cost(dmargin.SBSMF(), 1000, 8) is None
+    assert fit_cost(dmargin.BDSFS(), 1000, 8) is None
 
 
 def test_the_cli_says_the_cost_and_the_faster_setting_before_it_starts(tmp_path, capsys,
@@ -75,3 +75,20 @@ def test_the_surf_family_costs_pairs_of_rows(name):
     assert exact.operations == 8000**2 * 50 and "two passes" in exact.formula
     assert sampled.operations == 1000 * 80_000 * 50
     assert 0.1 < exact.seconds < 10  # about 0.66 s measured at this size
+
+
+def test_boosting_costs_rounds_of_passes_over_the_rows():
+    """SBS-MF 50 -> 10 with "halving": 40 elimination rounds of 100 boosting rounds on
+    50, 49, ..., 11 features (an upper bound), linear in N."""
+    sel = fit_cost(dmargin.SBSMF(10, step="halving"), 10**6, 50)
+    assert np.isfinite(sel.seconds) and sel.seconds > 0
+    assert sel.operations == 100 * 10**6 * sum(range(11, 51))
+    assert "40 elimination rounds" in sel.formula and "at most" in sel.formula
+    big = fit_cost(dmargin.SBSMF(10, step="halving"), 10**7, 50)
+    assert big.seconds == pytest.approx(10 * sel.seconds, rel=1e-12)
+    assert big.operations == pytest.approx(10 * sel.operations, rel=1e-12)
+    one = fit_cost(dmargin.AdaBoostStumps(n_estimators=100), 10**7, 50)
+    assert one.operations == 100 * 10**7 * 50 and one.seconds < big.seconds / 10
+    assert 60 < one.seconds < 600  # one run of 100 rounds: 176 s measured at 10^7 x 50
+    assert fit_cost(dmargin.AdaBoostCR(10, step=5), 10**6, 50).operations == \
+        100 * 10**6 * sum(range(15, 51, 5))
