@@ -53,7 +53,7 @@ class Scaling:
 class TrainingData:
     """Scaled rows, integer class codes and what was learned on the way."""
 
-    X: object  # float64, numpy or dask
+    X: object  # float64 (uint8 for compact rows), numpy or dask
     codes: object  # int64 in 0..K-1, numpy or dask
     classes: np.ndarray
     counts: np.ndarray
@@ -119,7 +119,7 @@ def _encode(y, classes):
 
 
 def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=None,
-                          scaling=None, allow_nan=False) -> TrainingData:
+                          scaling=None, allow_nan=False, compact=False) -> TrainingData | None:
     """Encode labels, check values, scale features (``None``, "minmax", "standard").
 
     ``distances=False`` for estimators that never compute distances between
@@ -130,14 +130,24 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
     :class:`Scaling` (a stream's frozen ranges) instead of one learned from X.
     ``allow_nan``: NaN are missing values (counted per feature in
     ``missing``, left out of the scaling statistics, kept NaN when scaled).
+    ``compact``: integer ``X`` whose values all lie in ``[0, 255]`` stays
+    bytes, unscaled (``uint8``; dask blocks converted one by one where they
+    live); any other ``X`` gives ``None`` (the caller takes the float64 path).
     """
     if classes is not None:
         classes = np.unique(np.asarray(classes))
         check_classes(classes, None)
     if is_dask_collection(X) or is_dask_collection(y):
-        return _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan)
-    X = np.asarray(X, dtype=np.float64)
-    missing = np.isnan(X).sum(axis=0) if allow_nan else None
+        return _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan,
+                             compact)
+    if compact:
+        X = _as_compact(np.asarray(X))
+        if X is None:
+            return None
+        missing = np.zeros(X.shape[1], dtype=np.int64)
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        missing = np.isnan(X).sum(axis=0) if allow_nan else None
     # A column with no value has no range to learn (a later chunk of a stream may).
     if missing is not None and scaling is None and X.shape[0] \
             and np.any(missing == X.shape[0]):
@@ -153,12 +163,30 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
         check_known_labels(np.unique(y), classes)
         codes = _encode(y, classes)
         counts = np.bincount(codes, minlength=len(classes))
+    if compact:  # bytes of discrete values: a mismatch needs no scaling
+        return TrainingData(X, codes, classes, counts, None, missing)
     if scaling is None:
         scaling = numpy_scaling(X, scale, distances=distances,
                                 missing=missing is not None and bool(missing.any()))
     if scaling is not None:
         X = scaling.apply(X)
     return TrainingData(X, codes, classes, counts, scaling, missing)
+
+
+#: The largest value the compact rows hold (a byte).
+COMPACT_MAX = 255
+
+
+def _as_compact(X):
+    """Integer or boolean ``X`` with every value in ``[0, 255]`` as ``uint8`` (no copy
+    when it already is), else ``None``."""
+    if X.dtype.kind not in "biu" or X.ndim != 2:
+        return None
+    if X.dtype == np.uint8 or X.dtype == np.bool_:
+        return X.view(np.uint8) if X.dtype == np.bool_ else X
+    if X.size and (X.min() < 0 or X.max() > COMPACT_MAX):
+        return None
+    return X.astype(np.uint8)
 
 
 # ---------------------------------------------------------------------------
@@ -264,8 +292,11 @@ def _summary_block(block):
 
 
 def _prepare_dask(X, y, scale, distances, names, classes, scaling,
-                  allow_nan=False) -> TrainingData:
-    X = as_dask_array(X).astype(np.float64)
+                  allow_nan=False, compact=False) -> TrainingData | None:
+    source = as_dask_array(X)
+    if compact and source.dtype.kind not in "biu":
+        return None
+    X = source.astype(np.float64)  # lazily, per block: the statistics' pass only
     y = as_dask_array(y)
     if X.chunks[0] != y.chunks[0]:
         y = y.rechunk((X.chunks[0],))
@@ -309,6 +340,12 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
     for b, part in enumerate(summaries):
         if len(part["values"]):
             block_counts[b, _encode(part["values"], classes)] = part["counts"]
+    if compact:
+        if np.any(lo < 0) or np.any(hi > COMPACT_MAX):
+            return None
+        codes = y.map_blocks(_encode, classes=classes, dtype=np.int64)
+        return TrainingData(source.astype(np.uint8), codes, classes, counts, None,
+                            np.zeros(X.shape[1], dtype=np.int64), block_counts)
     if scaling is not None:
         return TrainingData(scaling.apply(X), y.map_blocks(_encode, classes=classes,
                                                            dtype=np.int64),

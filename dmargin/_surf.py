@@ -17,11 +17,16 @@ import numbers
 
 import numpy as np
 
-from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit,
-                    timer)
-from ._validation import NONE, RANDOM_STATE, Interval, Options
+from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, _warn_n_features_to_select,
+                    anchors_for, start_fit, timer)
+from ._compat import is_dask_collection
+from ._io import prepare_training_data
+from ._validation import (NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y,
+                          integer_input)
 from .engine import feature_kinds, merge, surf_statistic
-from .engine.kernels.distance import MISSING
+from .engine.execution import Rows, rows_per_block
+from .engine.kernels.distance import MASKED, MISSING
+from .engine.statistics import FeatureKinds, compact_distinct, surf_compact_statistic
 from .progress import fit_steps
 
 _PARAMS_DOC = """
@@ -96,6 +101,58 @@ _NOTES = """
 """
 
 
+def _compact_start(estimator, X, y):
+    """``(data, rows, kinds)`` with the rows kept as ``uint8``, or ``None``.
+
+    Compact when ``X`` is integer (or boolean) by its dtype, every value
+    lies in ``[0, 255]`` and every feature is discrete (at most
+    ``discrete_threshold`` distinct values): genotypes.  Numpy rows stay the
+    user's bytes (converted once when wider); dask blocks are converted one
+    by one where they live, and persisted as bytes.  Any other input is the
+    float64 path's (``None``), unchanged.
+    """
+    if not integer_input(X) or estimator.discrete_threshold == 0:
+        return None
+    check_params(estimator)
+    Xv, yv = check_X_y(estimator, X, y, reset=True, min_samples=2, allow_nan=True,
+                       keep_integers=True)
+    data = prepare_training_data(Xv, yv, None, names=getattr(estimator, "feature_names_in_", None),
+                                 allow_nan=True, compact=True)
+    if data is None:
+        return None
+    n, a = data.X.shape
+    k = len(data.classes)
+    if is_dask_collection(data.X):
+        rows = _dask_compact_rows(data, k)
+        kinds = feature_kinds(rows, estimator.discrete_threshold)
+        if not kinds.discrete.all():
+            return None
+    else:
+        if np.any(compact_distinct(data.X, estimator.discrete_threshold)
+                  > estimator.discrete_threshold):
+            return None
+        rows = Rows(np.ascontiguousarray(data.X), data.codes, k, False, [(0, n)])
+        kinds = FeatureKinds(np.ones(a, dtype=np.bool_), 1.0, np.full(a, np.inf),
+                             np.zeros(a, dtype=np.int64), MASKED)
+    _warn_n_features_to_select(estimator, a)
+    return data, rows, kinds
+
+
+def _dask_compact_rows(data, n_classes):
+    """Persisted ``uint8`` row blocks (at most the tile budget's anchor rows each)."""
+    import dask
+
+    X, a = data.X, data.X.shape[1]
+    cap = rows_per_block(a, n_classes)
+    source = X.chunks[0]
+    X = X.rechunk((source if max(source) <= cap else cap, a))
+    codes = data.codes.rechunk((X.chunks[0],))
+    X, codes = dask.persist(X, codes, optimize_graph=False)
+    edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
+    counts = data.block_counts if X.chunks[0] == source else None
+    return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])), block_counts=counts)
+
+
 class _ThresholdSelector(WeightSelector):
     """The SURF family: one engine statistic; subclasses set the thresholds and the far set."""
 
@@ -132,23 +189,35 @@ class _ThresholdSelector(WeightSelector):
         -------
         self : estimator
         """
-        # Initialisation: rows placed once, feature kinds as skrebate detects them
-        data, rows = start_fit(self, X, y, allow_nan=True)
-        kinds = feature_kinds(rows, self.discrete_threshold)
+        # Initialisation: rows placed once (as bytes when they are genotype-like),
+        # feature kinds as skrebate detects them
+        compact = _compact_start(self, X, y)
+        if compact is None:
+            data, rows = start_fit(self, X, y, allow_nan=True)
+            kinds = feature_kinds(rows, self.discrete_threshold)
+        else:
+            data, rows, kinds = compact
         anchors = anchors_for(self, rows)
 
         # One statistic: distance moments, thresholds, neighbours scored
         name = type(self).__name__
         missing = kinds.kind == MISSING
+        far = self._far_rule != merge.FAR_NONE
         with fit_steps(self, "pass", 1) as steps, timer(name):
-            total = surf_statistic(rows, self._thresholds, merge.surf_agg,
-                                   (self._far_rule, missing),
-                                   far=self._far_rule != merge.FAR_NONE, kinds=kinds,
-                                   anchors=anchors)
+            if compact is not None and not rows.on_dask:
+                total = surf_compact_statistic(rows.X, rows.codes, rows.n_classes,
+                                               self._thresholds, merge.surf_agg,
+                                               (self._far_rule, False), far=far,
+                                               anchors=anchors)
+            else:
+                total = surf_statistic(rows, self._thresholds, merge.surf_agg,
+                                       (self._far_rule, missing), far=far, kinds=kinds,
+                                       anchors=anchors)
             steps.step()
 
         # Final attributes
         m = rows.n_samples if anchors is None else anchors.n_samples
+        self.compact_dtype_ = None if compact is None else np.dtype(np.uint8)
         self.classes_ = data.classes
         self.discrete_features_ = kinds.discrete
         self.anchor_indices_ = None if anchors is None else anchors.index

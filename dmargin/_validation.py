@@ -249,12 +249,29 @@ def _as_label_array(y):
     return np.asarray(y)
 
 
-def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False):
+def integer_input(X):
+    """Whether ``X`` (numpy, pandas, dask array or frame) holds only integer or
+    boolean columns, judged from its dtypes alone (no pass over the values)."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(X, "columns"):
+        kinds = [np.dtype(t).kind if isinstance(t, np.dtype) else getattr(t, "kind", "O")
+                 for t in dtypes]
+        return bool(kinds) and all(k in "biu" for k in kinds)
+    dtype = getattr(X, "dtype", None)
+    if dtype is None:
+        return False
+    return np.dtype(dtype).kind in "biu"
+
+
+def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
+              keep_integers=False):
     """Validate ``X, y``; returns ``(X, y)`` as numpy or dask arrays.
 
     ``min_samples=1`` lets a stream's later chunk (``partial_fit``) be one row.
     ``allow_nan``: NaN in ``X`` are missing values (the estimator handles
-    them); infinite values are still refused.
+    them); infinite values are still refused.  ``keep_integers``: integer or
+    boolean ``X`` keeps its dtype instead of becoming float64 (the SURF
+    family's compact genotype rows, :func:`dmargin._io.compact_data`).
 
     numpy / pandas ``X`` goes through scikit-learn's ``validate_data`` (NaN,
     inf, dtype, ``feature_names_in_``); dask ``X`` is checked on metadata and
@@ -284,7 +301,8 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False):
         # check; they are finite, and scaling handles them (dmargin._io).
         with np.errstate(over="ignore", invalid="ignore"):
             try:
-                X = validate_data(estimator, X, reset=reset, dtype=np.float64,
+                dtype = None if keep_integers and integer_input(X) else np.float64
+                X = validate_data(estimator, X, reset=reset, dtype=dtype,
                                   ensure_min_samples=min_samples,
                                   ensure_all_finite="allow-nan" if allow_nan else True)
             except ValueError as exc:

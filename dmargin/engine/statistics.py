@@ -864,6 +864,61 @@ def _surf_sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, r
     return g.compute(g.tree(shares, _sum, "total"))
 
 
+#: Bytes of one tile of pass-2 partials on compact rows (anchors x sets x
+#: classes x (A + 1) float64), turned into scores before the next tile.
+COMPACT_TILE_BYTES = 256 * 2**20
+
+
+def surf_compact_statistic(X, codes, n_classes, thresholds, agg, agg_args=(), *, far=False,
+                           anchors=None):
+    """:func:`surf_statistic` on compact rows, in-process: ``X`` ``uint8``, every
+    feature discrete (the distance is the mismatch count), nothing missing.
+
+    The same two passes and the same partials as the float64 kernels with
+    every feature discrete (equal exactly: the distances and the sums are
+    integers), on bit planes of ``X`` for the distances
+    (:func:`.kernels.distance.mismatches`) and on its bytes for the sums,
+    never a float64 copy of ``X``: pass 1 gives every anchor's moments,
+    pass 2 one tile of anchors at a time (:data:`COMPACT_TILE_BYTES`),
+    each tile's partials reduced by ``agg`` at once.  Memory: ``X``, its bit
+    planes (``bits / 8`` of ``X``) and one tile.  ``anchors``: an
+    :class:`~execution.Anchors` sample, or ``None`` for every row.
+    """
+    n, a = X.shape
+    X = np.ascontiguousarray(X)
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    n_sets = 2 if far else 1
+    n_bits = max(1, int(X.max()).bit_length()) if X.size else 1
+    planes = distance.pack_planes(X, n_bits)
+    index = np.arange(n, dtype=np.int64) if anchors is None else \
+        np.asarray(anchors.index, dtype=np.int64)
+    m = index.size
+    # A pair-feature costs n_bits / 64 of a word operation in pass 1.
+    moments = pick(surf.COMPACT_MOMENTS_TWINS, m * n * a, cost=n_bits / 64)(planes, index)
+    near, far_thr = thresholds(moments, merge.surf_moment_total(moments), far)
+    per_anchor = 8 * n_sets * n_classes * (a + 1)
+    tile = max(1, min(m, COMPACT_TILE_BYTES // per_anchor))
+    total = np.zeros(a)
+    for t0 in range(0, m, tile):
+        sel = slice(t0, t0 + tile)
+        kernel = pick(surf.COMPACT_SCORE_TWINS, (min(m, t0 + tile) - t0) * n * a)
+        P = kernel(X, planes, codes, index[sel], n_classes, n_sets, near[sel], far_thr[sel])
+        total += agg(P, codes[index[sel]], *agg_args)
+    return total
+
+
+def compact_distinct(X, cap: int, block: int = 4096):
+    """Per feature of ``uint8`` rows: the number of distinct values, ``cap + 1``
+    for more than ``cap`` (:func:`column_summary`'s count without a float copy:
+    columns sorted ``block`` at a time)."""
+    n, a = X.shape
+    out = np.zeros(a, dtype=np.int64)
+    for f0 in range(0, a, block):
+        chunk = np.sort(X[:, f0:f0 + block], axis=0)
+        out[f0:f0 + block] = 1 + (chunk[1:] != chunk[:-1]).sum(axis=0) if n else 0
+    return np.minimum(out, cap + 1)
+
+
 def column_summary(rows: Rows, cap: int):
     """Per feature: the number of distinct values (``cap + 1`` for more than
     ``cap``), the standard deviation (ddof 0) and the number of missing
@@ -947,4 +1002,5 @@ def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, mixed_weig
     return FeatureKinds(discrete, float(weight), ramp, missing, kind)
 
 
-__all__ += ["FeatureKinds", "column_summary", "feature_kinds", "surf_statistic"]
+__all__ += ["FeatureKinds", "column_summary", "compact_distinct", "feature_kinds",
+            "surf_compact_statistic", "surf_statistic"]
