@@ -128,8 +128,11 @@ def _compact_start(estimator, X, y):
         if not kinds.discrete.all():
             return None
     else:
-        if np.any(compact_distinct(data.X, estimator.discrete_threshold)
-                  > estimator.discrete_threshold):
+        # Values 0..v take at most v + 1 distinct values: genotypes need no count.
+        top = int(data.X.max()) if data.X.size else 0
+        if top + 1 > estimator.discrete_threshold and np.any(
+                compact_distinct(data.X, estimator.discrete_threshold)
+                > estimator.discrete_threshold):
             return None
         rows = Rows(np.ascontiguousarray(data.X), data.codes, k, False, [(0, n)])
         kinds = FeatureKinds(np.ones(a, dtype=np.bool_), 1.0, np.full(a, np.inf),

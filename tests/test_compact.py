@@ -203,3 +203,13 @@ def test_no_float64_copy_of_X(monkeypatch):
     # X as float64 alone would be 8 * X.nbytes; the bit planes, one tile of partials
     # and its reduction take a few bytes a value.
     assert peak < 4 * X.nbytes, peak
+
+
+def test_few_distinct_large_codes():
+    """Codes up to 255 with few distinct values per feature are discrete: compact."""
+    X, y = genotypes(n=60, a=25, seed=12)
+    X = np.array([7, 130, 255], dtype=np.uint8)[X]
+    est = dmargin.MultiSURFstar().fit(X, y)
+    assert est.compact_dtype_ == np.uint8 and est.discrete_features_.all()
+    np.testing.assert_allclose(est.feature_importances_,
+                               ref.surf_family(X, y, "MultiSURFstar"), rtol=0, atol=1e-10)
