@@ -24,9 +24,8 @@ from ._compat import compute, is_dask_collection
 from ._cost import anchor_count
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from .engine import feature_kinds, merge, prepare_rows
-from .engine.execution import Anchors, Graph, _concat_rows, _take_rows
-from .engine.kernels import distance
-from .engine.statistics import _anchors, _tiles
+from .engine.execution import Anchors
+from .engine.statistics import knn_target_statistic, rows_at
 from .progress import fit_steps
 
 #: Nearest rows asked for per anchor in the first pass of continuous-endpoint ReliefF,
@@ -108,57 +107,8 @@ def start_target_fit(estimator, X, y, *, one_pass=False, allow_nan=False):
 
 
 # ---------------------------------------------------------------------------
-# The statistic: k nearest rows, scored from the target in the merge
+# Hits and misses of a continuous target, counted over all rows
 # ---------------------------------------------------------------------------
-
-
-def _target_agg_task(agg, partial, ia, y, per_anchor, agg_args):
-    return agg(*partial, ia, y, *per_anchor, *agg_args)
-
-
-def knn_target_statistic(rows, y, n_neighbors, agg, agg_args=(), per_anchor=(), anchors=None,
-                         combine=merge.add, kinds=None):
-    """``combine_I agg(topk_J knn_tile(I, J), rows_I, y, per_anchor_I, *agg_args)``.
-
-    Every candidate is in one class (``rows.n_classes == 1``): the tiles give
-    each anchor its ``n_neighbors`` nearest rows in (distance, row index)
-    order.  ``agg`` gets the anchors' row indices, the whole target (held
-    once in the graph) and its slice of each ``per_anchor`` array (one value
-    per anchor, in the order of the anchors).  ``kinds``
-    (:class:`~dmargin.engine.FeatureKinds`): discrete features or missing
-    values run the general tile, whose ``z`` are the scored differences (NaN
-    where a value is missing), as :func:`~dmargin.engine.knn_statistic`.
-    """
-    index = None if anchors is None else anchors.index
-    name, params = "knn", (1, n_neighbors)
-    if kinds is not None and kinds.kind != distance.PLAIN:
-        name, params = "knn-general", (1, n_neighbors, *kinds.params)
-    g = Graph(rows, "knn-target", n_neighbors, agg.__name__, agg_args, y, index, params,
-              anchors=_anchors(rows, n_neighbors * (rows.n_features + 2), anchors),
-              sample=anchors)
-    target = (f"{g.name}-target",)
-    g.dsk[target] = y
-    shares = []
-    for i, (start, stop) in enumerate(g.anchors):
-        merged = g.tree(_tiles(g, name, i, params), merge.knn_combine)
-        ia = np.arange(start, stop) if anchors is None else anchors.index[start:stop]
-        shares.append(g.add("agg", _target_agg_task, agg, merged, ia, target,
-                            tuple(p[start:stop] for p in per_anchor), agg_args))
-    return g.compute(g.tree(shares, combine, "total"))
-
-
-def rows_at(rows, index):
-    """The rows ``index`` (sorted) as :class:`Anchors`: only those rows travel."""
-    index = np.asarray(index, dtype=np.int64)
-    if not rows.on_dask:
-        return Anchors(np.ascontiguousarray(rows.X[index]), np.zeros(index.size, np.int64), index)
-    g = Graph(rows, "target-rows", index)
-    parts = []
-    for b, (start, stop) in enumerate(g.candidates):
-        local = index[(index >= start) & (index < stop)] - start
-        if local.size:  # one class: a row's rank in its class is its place in the block
-            parts.append(g.add("take", _take_rows, *g.block(b), [local]))
-    return Anchors(*g.compute(g.add("concat", _concat_rows, parts)))
 
 
 def _count_prefix(holds, n, m):

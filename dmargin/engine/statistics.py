@@ -23,7 +23,7 @@ import numpy as np
 
 from . import merge
 from ._numba import blas_single_thread, n_threads, pick, use_threads
-from .execution import TILE_BUDGET, Graph, Rows, local_bounds, split_bounds
+from .execution import TILE_BUDGET, Anchors, Graph, Rows, local_bounds, split_bounds
 from .kernels import distance, hist, knn, lse, quad, rbf, surf
 
 #: The tile kernels by name: ``(serial, threaded)`` twins.
@@ -127,6 +127,64 @@ def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, 
         merged = g.tree(_tiles(g, name, i, params), merge.knn_combine)
         shares.append(g.add("agg", _knn_agg_task, agg, merged, g.anchor(i)[1], agg_args))
     return g.compute(g.tree(shares, _sum, "total"))
+
+
+def _target_agg_task(agg, partial, ia, y, per_anchor, agg_args):
+    return agg(*partial, ia, y, *per_anchor, *agg_args)
+
+
+def knn_target_statistic(rows: Rows, y, n_neighbors: int, agg, agg_args=(), per_anchor=(),
+                         anchors=None, combine=merge.add, kinds=None):
+    """``combine_I agg(topk_J knn_tile(I, J), rows_I, y, per_anchor_I, *agg_args)``: hard
+    neighbours for a regression target.
+
+    Every candidate is in one class (``rows.n_classes == 1``): the tiles give
+    each anchor its ``n_neighbors`` nearest rows in (distance, row index)
+    order.  ``agg`` gets the anchors' row indices, the whole target ``y``
+    (held once in the graph: a neighbour's target is ``y[idx]``) and its
+    slice of each ``per_anchor`` array (one value per anchor, in the order of
+    the anchors).  ``kinds``: as :func:`knn_statistic`.
+    """
+    index = None if anchors is None else anchors.index
+    name, params = "knn", (1, n_neighbors)
+    if kinds is not None and kinds.kind != distance.PLAIN:
+        name, params = "knn-general", (1, n_neighbors, *kinds.params)
+    g = Graph(rows, "knn-target", n_neighbors, agg.__name__, agg_args, y, index, params,
+              anchors=_anchors(rows, n_neighbors * (rows.n_features + 2), anchors),
+              sample=anchors)
+    target = (f"{g.name}-target",)
+    g.dsk[target] = y
+    shares = []
+    for i, (start, stop) in enumerate(g.anchors):
+        merged = g.tree(_tiles(g, name, i, params), merge.knn_combine)
+        ia = np.arange(start, stop) if anchors is None else anchors.index[start:stop]
+        shares.append(g.add("agg", _target_agg_task, agg, merged, ia, target,
+                            tuple(p[start:stop] for p in per_anchor), agg_args))
+    return g.compute(g.tree(shares, combine, "total"))
+
+
+def _picked(X, start, local):
+    return np.asarray(X[local], dtype=np.float64), local + start
+
+
+def _stack_picked(parts):
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def rows_at(rows: Rows, index) -> Anchors:
+    """The rows ``index`` (sorted global indices) as :class:`~execution.Anchors`
+    of one class: only those rows travel to the driver."""
+    index = np.asarray(index, dtype=np.int64)
+    if not rows.on_dask:
+        return Anchors(np.ascontiguousarray(rows.X[index]), np.zeros(index.size, np.int64), index)
+    g = Graph(rows, "rows-at", index)
+    parts = []
+    for b, (start, stop) in enumerate(g.candidates):
+        local = index[(index >= start) & (index < stop)] - start
+        if local.size:
+            parts.append(g.add("take", _picked, g.block(b)[0], start, local))
+    X, picked = g.compute(g.add("concat", _stack_picked, parts))
+    return Anchors(X, np.zeros(picked.size, np.int64), picked)
 
 
 # ---------------------------------------------------------------------------
@@ -1004,3 +1062,5 @@ def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, mixed_weig
 
 __all__ += ["FeatureKinds", "column_summary", "compact_distinct", "feature_kinds",
             "surf_compact_statistic", "surf_statistic"]
+
+__all__ += ["knn_target_statistic", "rows_at"]
