@@ -54,12 +54,16 @@ SVM_RATE = 2.3e9
 SVM_PASSES = 8
 #: Row-features per second of a boosting round (the reweighting and the weighted class
 #: histograms of the searched features, one round trip): SBSMF at 10^7 Parquet rows x 50
-#: features on a LocalCluster of 2 workers, 1.10 s a round (large.json, n1e7-sbsmf; 0.14 s
-#: at 10^6, while another process kept one core busy).
-BOOST_RATE = 4.5e8
+#: features on a LocalCluster of 2 workers, 0.62 s a round (large.json, n1e7-sbsmf, while
+#: other processes kept 0.7 cores busy; 0.18 s at 10^6, where the round trip weighs more).
+BOOST_RATE = 8.0e8
+#: Seconds a boosting round costs besides its row-features (scheduling its graph and the
+#: round trip to the driver; 10 blocks on 2 workers): 0.08-0.11 s at 10^6 x 50 rows,
+#: 0.14-0.18 s a round against 0.06 s of histograms (the same runs).
+BOOST_ROUND_S = 0.1
 #: Row-features per second of what a boosting fit does once before its rounds (reading,
-#: checking and binning the rows): 66 s at 10^7 x 50, 7 s at 10^6 x 50 (the same runs).
-BOOST_PREPARE_RATE = 7.5e6
+#: checking and binning the rows): 75 s at 10^7 x 50, 9 s at 10^6 x 50 (the same runs).
+BOOST_PREPARE_RATE = 6.7e6
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,8 @@ def boosting_cost(estimator, n_samples, n_features):
 
     A boosting round reweights the rows and sums their weights into class
     histograms of the searched features: ``N A`` row-features at
-    :data:`BOOST_RATE`, after one pass that reads and bins the rows.  SBS-MF
+    :data:`BOOST_RATE` and :data:`BOOST_ROUND_S` of scheduling, after one
+    pass that reads and bins the rows.  SBS-MF
     and AdaBoost-CR boost ``n_estimators`` rounds on the survivors of every
     elimination round: an upper bound, since a round whose removed features
     had no stump keeps the previous committee (no pass) and one whose removed
@@ -189,7 +194,7 @@ def boosting_cost(estimator, n_samples, n_features):
 
     n, a, rounds = float(n_samples), float(n_features), int(estimator.n_estimators)
     prepare = n * a / BOOST_PREPARE_RATE
-    one_run = prepare + rounds * n * a / BOOST_RATE
+    one_run = prepare + rounds * (n * a / BOOST_RATE + BOOST_ROUND_S)
     if type(estimator).__name__ == "AdaBoostStumps":
         return FitCost(rounds * n * a, one_run, f"N A x {rounds} boosting rounds")
     target = n_to_select(estimator.n_features_to_select, n_features)
@@ -198,7 +203,7 @@ def boosting_cost(estimator, n_samples, n_features):
         widths.append(float(left))
         left -= max(1, min(n_to_remove(estimator.step, left, n_features), left - target))
     ops = rounds * n * sum(widths)
-    seconds = prepare + ops / BOOST_RATE
+    seconds = prepare + ops / BOOST_RATE + rounds * len(widths) * BOOST_ROUND_S
     if not widths:
         formula = "no elimination round: one pass that bins the rows"
     else:

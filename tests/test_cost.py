@@ -79,14 +79,17 @@ def test_the_surf_family_costs_pairs_of_rows(name):
 
 def test_boosting_costs_rounds_of_passes_over_the_rows():
     """SBS-MF 50 -> 10 with "halving": 40 elimination rounds of 100 boosting rounds on
-    50, 49, ..., 11 features (an upper bound), linear in N."""
+    50, 49, ..., 11 features (an upper bound); the row-features grow as N, the seconds
+    linearly in N (plus a fixed cost a round)."""
     sel = fit_cost(dmargin.SBSMF(10, step="halving"), 10**6, 50)
     assert np.isfinite(sel.seconds) and sel.seconds > 0
     assert sel.operations == 100 * 10**6 * sum(range(11, 51))
     assert "40 elimination rounds" in sel.formula and "at most" in sel.formula
     big = fit_cost(dmargin.SBSMF(10, step="halving"), 10**7, 50)
-    assert big.seconds == pytest.approx(10 * sel.seconds, rel=1e-12)
     assert big.operations == pytest.approx(10 * sel.operations, rel=1e-12)
+    mid = fit_cost(dmargin.SBSMF(10, step="halving"), 5.5 * 10**6, 50)
+    assert mid.seconds == pytest.approx((sel.seconds + big.seconds) / 2, rel=1e-12)
+    assert sel.seconds < big.seconds < 10 * sel.seconds
     one = fit_cost(dmargin.AdaBoostStumps(n_estimators=100), 10**7, 50)
     assert one.operations == 100 * 10**7 * 50 and one.seconds < big.seconds / 10
     assert 60 < one.seconds < 600  # one run of 100 rounds: 176 s measured at 10^7 x 50
