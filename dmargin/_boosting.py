@@ -595,6 +595,17 @@ class SBSMF(_BackwardSelector):
     AdaBoostCR : the same loop by contribution ratio.
     sklearn.feature_selection.RFE : the generic version.
 
+    Notes
+    -----
+    Each round's AdaBoost is the one Algorithm 1 trains, without always
+    training it again: the stumps of the previous round's committee before
+    its first stump on a removed feature are this round's first stumps (a
+    feature's histograms do not depend on the other features searched), so
+    boosting resumes there, and a round whose removed features had no stump
+    keeps the committee without a pass over the rows.  On data with many
+    features that never make a stump (10^7 rows, 10 informative features of
+    50), 50 -> 10 features with ``step="halving"`` costs one AdaBoost run.
+
     References
     ----------
     M. Alshawabkeh, J. A. Aslam, J. G. Dy, D. Kaeli, "Feature weighting and
