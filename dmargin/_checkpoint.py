@@ -379,10 +379,10 @@ def _read_header(archive, info, expected_format):
 _HEADER_KEYS = {
     "format": str, "params": dict, "n_steps": int, "rng": dict, "feature_names_in": (list,),
     "scaled": bool, "reference": bool, "n_features": int, "n_classes": int,
-    "n_reference": int,
+    "n_reference": int, "discrete": bool, "reference_missing": int,
 }
 _KNOWN_MEMBERS = {_HEADER, "nu", "w", "classes", "miss_prior", "offset", "span", "prescale",
-                  "ref_X", "ref_codes", "ref_index"}
+                  "ref_X", "ref_codes", "ref_index", "discrete"}
 _F8 = np.dtype(np.float64)
 _I8 = np.dtype(np.int64)
 
@@ -424,6 +424,8 @@ def _array_specs(header):
     if header["reference"]:
         specs.update(ref_X=(_F8, (n_ref, n_features), f"{m}, {a}"),
                      ref_codes=(_I8, (n_ref,), m), ref_index=(_I8, (n_ref,), m))
+    if header["discrete"]:
+        specs.update(discrete=(_I8, (n_features,), a))
     return {key: (dtype, shape, _MAX_CLASSES_BYTES if dtype is None
                   else _NPY_PREAMBLE + math.prod(shape) * dtype.itemsize, f"{note} in the header")
             for key, (dtype, shape, note) in specs.items()}
@@ -468,9 +470,19 @@ def check_online_state(header, arrays, estimator_cls):
     for key in ("nu", "w", "offset", "span", "prescale"):
         if key in arrays and not np.all(np.isfinite(arrays[key])):
             raise _Problem(f"array {key!r} has NaN or infinite values")
-    # Reference rows may miss values (NaN, OnlineIRelief's missing-value rule).
-    if "ref_X" in arrays and np.any(np.isinf(arrays["ref_X"])):
-        raise _Problem("array 'ref_X' has infinite values")
+    # Reference rows may miss values (NaN, OnlineIRelief's missing-value rule): exactly
+    # as many as the header counts, so that damaged bytes read as NaN are still caught.
+    if "ref_X" in arrays:
+        ref_X = arrays["ref_X"]
+        if np.any(np.isinf(ref_X)):
+            raise _Problem("array 'ref_X' has infinite values")
+        n_nan = int(np.isnan(ref_X).sum())
+        if n_nan != header["reference_missing"]:
+            raise _Problem(f"array 'ref_X' has {n_nan} NaN values where the header counts "
+                           f"{header['reference_missing']} missing values")
+    if "discrete" in arrays and not np.all((arrays["discrete"] == 0)
+                                           | (arrays["discrete"] == 1)):
+        raise _Problem("array 'discrete' has values other than 0 and 1")
     _check_weights(nu, w, header["n_steps"])
     if "span" in arrays and not np.all(arrays["span"] > 0):
         raise _Problem("array 'span' has values <= 0 (feature ranges are positive)")

@@ -9,6 +9,7 @@ resumed exactly through :mod:`dmargin._checkpoint`.
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -21,8 +22,10 @@ from ._compat import compute
 from ._io import Scaling, iter_row_blocks
 from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
 from .engine import online_irelief_steps
-from .engine.kernels.distance import MISSING
+from .engine import merge
+from .engine.kernels.distance import MASKED, MISSING
 from .engine.kernels.sequential import online_irelief_steps_general
+from .engine.statistics import block_reduce
 from .progress import fit_steps
 
 _SCALE = [Options(("minmax",)), NONE]
@@ -68,6 +71,12 @@ class OnlineIRelief(WeightSelector):
         passes).
     multiclass : {"margin", "relieff"}, default="margin"
     outliers : bool, default=True
+    discrete_threshold : int, default=0
+        A feature with at most this many distinct values (missing values not
+        counted) is discrete: a difference of 0 or 1 (:class:`IRelief`'s
+        rule).  In ``fit`` counted over all training rows (one more pass
+        when positive); in ``partial_fit`` over the first chunk, then frozen
+        as the ranges.  ``0``: every feature continuous.
     scale : {"minmax"} or None, default="minmax"
         In ``fit`` the ranges come from all training rows; in
         ``partial_fit`` from the first chunk, then frozen.
@@ -91,6 +100,8 @@ class OnlineIRelief(WeightSelector):
         The weights ``w`` after the last step.
     nu_ : ndarray of shape (n_features,)
         The running average ``nu``.
+    discrete_features_ : ndarray of shape (n_features,), dtype=bool
+        The features treated as discrete (``discrete_threshold``).
     n_steps_ : int
         Steps taken (samples visited) so far.
     n_passes_ : int
@@ -108,9 +119,7 @@ class OnlineIRelief(WeightSelector):
     features present in both rows times ``A / n_present``, and each step's
     expected hit and miss differences are taken per feature over the
     candidates that have it.  With ``scale="minmax"`` the frozen ranges are
-    those of the values present.  Features are all continuous here (no
-    ``discrete_threshold``: a stream has no pass over all its rows to count
-    distinct values).  Infinite values are refused.
+    those of the values present.  Infinite values are refused.
 
     Examples
     --------
@@ -128,6 +137,7 @@ class OnlineIRelief(WeightSelector):
         "tol": [Interval(numbers.Real, 0, None)],
         "multiclass": [Options(("margin", "relieff"))],
         "outliers": [BOOLEAN],
+        "discrete_threshold": [Interval(numbers.Integral, 0, None)],
         "scale": _SCALE,
         "reference_size": [NONE, Interval(numbers.Integral, 2, None)],
         "block_size": [Interval(numbers.Integral, 1, None)],
@@ -137,14 +147,15 @@ class OnlineIRelief(WeightSelector):
     }
 
     def __init__(self, *, sigma=2.0, a=10.0, n_passes=3, tol=1e-3, multiclass="margin",
-                 outliers=True, scale="minmax", reference_size=None, block_size=10_000,
-                 shuffle=True, n_features_to_select=None, random_state=None):
+                 outliers=True, discrete_threshold=0, scale="minmax", reference_size=None,
+                 block_size=10_000, shuffle=True, n_features_to_select=None, random_state=None):
         self.sigma = sigma
         self.a = a
         self.n_passes = n_passes
         self.tol = tol
         self.multiclass = multiclass
         self.outliers = outliers
+        self.discrete_threshold = discrete_threshold
         self.scale = scale
         self.reference_size = reference_size
         self.block_size = block_size
@@ -168,12 +179,23 @@ class OnlineIRelief(WeightSelector):
                 self.feature_importances_, self.nu_, self.n_steps_, float(self.a),
                 float(self.sigma), self.multiclass == "margin", self._miss_prior,
                 bool(self.outliers))
+        dm = self.discrete_features_
         if np.isnan(Xa).any() or np.isnan(Xc).any():
-            # IRelief's missing-value rule; on complete rows it is the plain step.
-            dm = np.zeros(Xa.shape[1], dtype=np.bool_)
+            # IRelief's missing-value rule; on complete rows it is the MASKED step.
             self.n_steps_ = online_irelief_steps_general(*args, dm, MISSING)
+        elif dm.any():
+            self.n_steps_ = online_irelief_steps_general(*args, dm, MASKED)
         else:
             self.n_steps_ = online_irelief_steps(*args)
+
+    def _detect_discrete(self, X):
+        """Features with at most ``discrete_threshold`` distinct values (NaN not counted)."""
+        cap = self.discrete_threshold
+        if cap == 0:
+            return np.zeros(X.shape[1], dtype=np.bool_)
+        uniques = block_reduce(X, functools.partial(merge.column_summary_chunk, cap=cap),
+                               merge.column_summary_combine, "distinct-values")[0]
+        return np.array([u is not None and u.size <= cap for u in uniques], dtype=np.bool_)
 
     def _reference(self, X, codes, rng):
         """Candidate rows ``(Xc, yc, global index)``, sorted by index."""
@@ -201,6 +223,7 @@ class OnlineIRelief(WeightSelector):
         """
         data, _ = start_fit(self, X, y, rows=False, allow_nan=True)
         self._scale = data.scaling
+        self.discrete_features_ = self._detect_discrete(data.X)
         self._fixed_ref = None  # a set_reference sample belongs to partial_fit streams
         rng = make_rng(self.random_state)
         ref = self._reference(data.X, data.codes, rng)
@@ -257,6 +280,7 @@ class OnlineIRelief(WeightSelector):
         if first:
             self._start(X.shape[1], data.classes, data.counts)
             self._scale = data.scaling
+            self.discrete_features_ = self._detect_discrete(X)  # frozen, as the ranges
             self._rng = make_rng(self.random_state)
             pending = getattr(self, "_pending_ref", None)
             self._pending_ref = None
@@ -339,7 +363,7 @@ class OnlineIRelief(WeightSelector):
 
     # -- state on disk: arrays in an .npz, everything else as JSON in it; no pickle --
 
-    _STATE_FORMAT = "dmargin.OnlineIRelief/2"
+    _STATE_FORMAT = "dmargin.OnlineIRelief/3"
 
     def save_state(self, path):
         """Write the stream's state to ``path`` (an ``.npz`` file, no pickle).
@@ -386,6 +410,8 @@ class OnlineIRelief(WeightSelector):
             "n_features": int(self.nu_.shape[0]),
             "n_classes": int(len(self.classes_)),
             "n_reference": 0 if ref is None else int(ref[0].shape[0]),
+            "discrete": bool(self.discrete_features_.any()),
+            "reference_missing": 0 if ref is None else int(np.isnan(ref[0]).sum()),
         }
         arrays = {"nu": self.nu_, "w": self.feature_importances_,
                   "classes": _plain_array(self.classes_), "miss_prior": self._miss_prior}
@@ -394,6 +420,8 @@ class OnlineIRelief(WeightSelector):
                            for key in ("offset", "span", "prescale")})
         if ref is not None:
             arrays.update(zip(("ref_X", "ref_codes", "ref_index"), ref))
+        if header["discrete"]:
+            arrays["discrete"] = self.discrete_features_.astype(np.int64)
         write_online_state(path, header, arrays, type(self))
 
     @classmethod
@@ -434,6 +462,8 @@ class OnlineIRelief(WeightSelector):
             if header["reference"] else None
         self.n_steps_ = header["n_steps"]
         self.n_features_in_ = header["n_features"]
+        self.discrete_features_ = f["discrete"].astype(np.bool_) if header["discrete"] \
+            else np.zeros(header["n_features"], dtype=np.bool_)
         if header["feature_names_in"] is not None:
             self.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
         self._rng = rng

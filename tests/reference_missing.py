@@ -94,13 +94,14 @@ def irelief(X, y, sigma, max_iter, discrete, multiclass="margin", outliers=True)
     return w
 
 
-def online_irelief(X, y, sigma, a, n_passes, outliers=True, multiclass="margin"):
+def online_irelief(X, y, sigma, a, n_passes, outliers=True, multiclass="margin",
+                   discrete=None):
     """Online I-RELIEF with missing values, rows visited in order, every row a candidate."""
     X = minmax_scale(np.asarray(X, dtype=float))
     codes = np.unique(y, return_inverse=True)[1]
     N, A = X.shape
     priors = np.bincount(codes) / N
-    discrete = np.zeros(A, dtype=bool)
+    discrete = np.zeros(A, dtype=bool) if discrete is None else discrete
     w = np.ones(A) / A
     nu = np.zeros(A)
     t = 0

@@ -176,6 +176,9 @@ def _build_corpus(good, directory):
                                                                            np.nan, nu)))
     add("w_inf.npz", "array 'w' has NaN or infinite",
         arrays_=arrays_with(w=np.r_[np.inf, w[1:]]))
+    add("ref_X_nan.npz", "NaN values where the header counts 0 missing values",
+        arrays_=arrays_with(ref_X=np.where(arrays["ref_X"] == arrays["ref_X"].max(), np.nan,
+                                           arrays["ref_X"])))
     add("ref_X_inf.npz", "array 'ref_X' has infinite",
         arrays_=arrays_with(ref_X=np.where(arrays["ref_X"] > 0.5, np.inf, arrays["ref_X"])))
     add("span_zero.npz", "array 'span' has values <= 0",

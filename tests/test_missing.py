@@ -256,15 +256,28 @@ def test_irelief_threaded_dask_equals_in_process():
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
 
 
-@pytest.mark.parametrize("multiclass,outliers", [("margin", True), ("relieff", False)])
-def test_online_irelief_equals_the_brute_force_rule(multiclass, outliers):
+@pytest.mark.parametrize("multiclass,outliers,threshold,nan", [
+    ("margin", True, 0, True), ("relieff", False, 0, True), ("margin", True, 10, True),
+    ("relieff", True, 10, False)])
+def test_online_irelief_equals_the_brute_force_rule(multiclass, outliers, threshold, nan):
     from tests import reference_missing as ref
 
     X, y = mixed_with_missing(n=60, classes=3)
+    if not nan:
+        X = np.where(np.isnan(X), 1.0, X)
     est = dmargin.OnlineIRelief(n_passes=2, tol=0, sigma=0.5, a=2.0, shuffle=False,
-                                block_size=25, multiclass=multiclass, outliers=outliers)
-    expected = ref.online_irelief(X, y, 0.5, 2.0, 2, outliers, multiclass)
-    np.testing.assert_allclose(est.fit(X, y).feature_importances_, expected, rtol=0, atol=ATOL)
+                                block_size=25, multiclass=multiclass, outliers=outliers,
+                                discrete_threshold=threshold).fit(X, y)
+    assert est.discrete_features_.sum() == (11 if threshold else 0)
+    expected = ref.online_irelief(X, y, 0.5, 2.0, 2, outliers, multiclass,
+                                  est.discrete_features_)
+    np.testing.assert_allclose(est.feature_importances_, expected, rtol=0, atol=ATOL)
+    if threshold:  # the same features found on dask rows
+        with dask.config.set(scheduler="threads"):
+            Xd = da.from_array(X, chunks=(20, -1))
+            assert np.array_equal(dmargin.OnlineIRelief(discrete_threshold=threshold, n_passes=1)
+                                  .fit(Xd, da.from_array(y, chunks=20)).discrete_features_,
+                                  est.discrete_features_)
     # partial_fit over chunks: the chunk's own rows as candidates, the same rule
     chunks = dmargin.OnlineIRelief(sigma=0.5, a=2.0, shuffle=False, multiclass=multiclass,
                                    outliers=outliers)
@@ -274,17 +287,20 @@ def test_online_irelief_equals_the_brute_force_rule(multiclass, outliers):
 
 
 def test_online_stream_with_missing_reference_rows_resumes_exactly(tmp_path):
-    """NaN in the reference rows survive save_state / load_state; the resumed stream
-    continues as the uninterrupted one."""
+    """NaN in the reference rows and the discrete features (found on the first chunk)
+    survive save_state / load_state; the resumed stream continues as the uninterrupted
+    one."""
     X, y = mixed_with_missing(n=60)
-    whole = dmargin.OnlineIRelief(sigma=0.5, random_state=0).set_reference(X[:20], y[:20])
+    params = {"sigma": 0.5, "random_state": 0, "discrete_threshold": 10}
+    whole = dmargin.OnlineIRelief(**params).set_reference(X[:20], y[:20])
     for lo in range(0, 60, 20):
         whole.partial_fit(X[lo:lo + 20], y[lo:lo + 20], classes=np.unique(y))
-    part = dmargin.OnlineIRelief(sigma=0.5, random_state=0).set_reference(X[:20], y[:20])
+    part = dmargin.OnlineIRelief(**params).set_reference(X[:20], y[:20])
     part.partial_fit(X[:20], y[:20], classes=np.unique(y))
     part.save_state(tmp_path / "stream.npz")
     resumed = dmargin.OnlineIRelief.load_state(tmp_path / "stream.npz")
     for lo in range(20, 60, 20):
         resumed.partial_fit(X[lo:lo + 20], y[lo:lo + 20])
-    assert np.isnan(X[:20]).any()
+    assert np.isnan(X[:20]).any() and whole.discrete_features_.any()
+    np.testing.assert_array_equal(resumed.discrete_features_, whole.discrete_features_)
     np.testing.assert_array_equal(resumed.feature_importances_, whole.feature_importances_)
