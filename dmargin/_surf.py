@@ -63,6 +63,9 @@ _PARAMS_DOC = """
         anchors.
     discrete_features_ : ndarray of shape (n_features,), dtype=bool
         The features treated as discrete.
+    compact_dtype_ : numpy.dtype or None
+        ``uint8`` when the fit kept the rows as bytes (the compact path, see
+        Notes), ``None`` when it ran on float64 rows.
     anchor_indices_ : ndarray of shape (m,) or None
         The rows used as anchors (sorted), ``None`` when every row was one.
     classes_ : ndarray of shape (n_classes,)
@@ -98,6 +101,19 @@ _NOTES = """
     threshold up to floating-point rounding may fall on the other side (the
     sums are accumulated in another order).  The distances are computed
     twice (once per pass), never stored: memory is O(N A).
+
+    Compact rows (genotypes): integer or boolean ``X`` (numpy, pandas or
+    dask, judged by its dtype) whose values all lie in ``[0, 255]`` and whose
+    features are all discrete (``discrete_threshold``) is fitted as ``uint8``,
+    automatically: no float64 copy (2,350 x 230,000 SNPs take 0.5 GB instead
+    of 4.3 GB), the distance (the number of mismatched features) computed on
+    bit planes of the rows (popcount, 64 features an instruction) and the
+    neighbours' differences summed on the bytes; dask blocks are converted
+    where they live.  The scores equal the float64 path's (the same rows
+    given as floats) to rounding in the last bits: every distance and sum is
+    an integer.  Continuous, mixed, negative or wider values, and float input,
+    take the float64 path unchanged (``compact_dtype_`` is ``None``); to force
+    it on genotypes, pass them as floats.
 """
 
 
