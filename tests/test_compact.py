@@ -131,6 +131,22 @@ def test_dask_blocks(dtype):
     np.testing.assert_allclose(est.feature_importances_, expected, rtol=0, atol=ATOL)
 
 
+@pytest.mark.parametrize("variant", ["MultiSURF", "SURF"])
+def test_dask_sample_of_anchors_and_local_cluster(variant, client):
+    """Workers of a LocalCluster convert and hold the byte blocks; a sample of anchors
+    scores against them."""
+    X, y = genotypes(n=70, a=30, seed=13)
+    Xd, yd = da.from_array(X.astype(np.int16), chunks=(25, 30)), da.from_array(y, chunks=25)
+    for params in ({}, {"n_anchors": 20, "random_state": 1}):
+        est = getattr(dmargin, variant)(**params).fit(Xd, yd)
+        dense = getattr(dmargin, variant)(**params).fit(X.astype(np.float64), y)
+        assert est.compact_dtype_ == np.uint8
+        np.testing.assert_array_equal(est.anchor_indices_ is None,
+                                      dense.anchor_indices_ is None)
+        np.testing.assert_allclose(est.feature_importances_, dense.feature_importances_,
+                                   rtol=0, atol=ATOL)
+
+
 def test_dask_rows_stay_bytes(monkeypatch):
     """The persisted blocks the kernels read are uint8."""
     seen = []
