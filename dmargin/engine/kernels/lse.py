@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from .._numba import helper, inline, twins
-from .distance import MISSING, distances, feature_diff, pair_distance
+from .distance import MISSING, distances, masked_distance, split_missing
 
 # Candidates per inner block: the distance and weight buffers stay in L1.
 CAND_BLOCK = 256
@@ -212,10 +212,13 @@ lse_tile = TWINS[0]
 
 
 @helper
-def lse_anchor_general(xa, self_idx, Xs, ics, starts, w, inv_sigma, dm, kind, m, s, v, buf):
+def lse_anchor_general(xa, pa, self_idx, Xs, Ps, ics, starts, w, inv_sigma, cm, dmk, kind, m,
+                       s, v, buf):
     """:func:`lse_anchor` for discrete features or missing values (:mod:`.distance`).
 
-    ``z_jf`` is :func:`~.distance.feature_diff` (0/1 discrete, no ramp) and
+    Rows in :func:`~.distance.split_missing`'s form (``xa, pa``; ``Xs, Ps``);
+    ``cm``, ``dmk``: the continuous and discrete masks as floats.  ``z_jf`` is
+    0/1 for a discrete feature, ``|x_af - x_jf|`` otherwise (no ramp), and
     ``d_aj = sum_f w_f z_ajf``; with missing values (``MISSING``) the sum runs
     over the features present in both rows and is scaled by ``A / n_aj``
     (skrebate's mean over the features present, times ``A``: a complete pair
@@ -231,11 +234,12 @@ def lse_anchor_general(xa, self_idx, Xs, ics, starts, w, inv_sigma, dm, kind, m,
             n = c1 - c0
             best = -np.inf
             for j in range(n):
-                d = pair_distance(xa, Xs[c0 + j], w, dm, 1.0, kind)
+                acc, count = masked_distance(xa, pa, Xs[c0 + j], Ps[c0 + j], w, cm, dmk)
                 if kind == MISSING:
-                    d *= n_features
-                lj = -d * inv_sigma
-                if ics[c0 + j] == self_idx or lj != lj:
+                    lj = -(acc * n_features / count) * inv_sigma if count > 0.0 else -np.inf
+                else:
+                    lj = -acc * inv_sigma
+                if ics[c0 + j] == self_idx:
                     lj = -np.inf
                 buf[j] = lj
                 best = max(best, lj)
@@ -258,14 +262,31 @@ def lse_anchor_general(xa, self_idx, Xs, ics, starts, w, inv_sigma, dm, kind, m,
                 if e == 0.0:
                     continue
                 xj = Xs[c0 + j]
-                for f in range(n_features):
-                    z = feature_diff(xa[f], xj[f], dm[f], np.inf)
-                    if kind == MISSING:
-                        if z == z:
-                            vc[f] += e * z
-                            vc[n_features + f] += e
-                    else:
-                        vc[f] += e * z
+                pj = Ps[c0 + j]
+                if kind == MISSING:
+                    for f in range(n_features):
+                        d = xa[f] - xj[f]
+                        ep = e * pa[f] * pj[f]
+                        vc[f] += ep * (cm[f] * abs(d) + dmk[f] * (d != 0.0))
+                        vc[n_features + f] += ep
+                else:
+                    for f in range(n_features):
+                        d = xa[f] - xj[f]
+                        vc[f] += e * (cm[f] * abs(d) + dmk[f] * (d != 0.0))
+
+
+@inline
+def general_rows(Xc, yc, ic, n_classes, dm):
+    """The candidates sorted by class in :func:`~.distance.split_missing`'s form, and
+    the continuous and discrete masks as floats."""
+    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    Xs0, Ps = split_missing(Xs)
+    cm = np.empty(dm.shape[0])
+    dmk = np.empty(dm.shape[0])
+    for f in range(dm.shape[0]):
+        dmk[f] = 1.0 if dm[f] else 0.0
+        cm[f] = 1.0 - dmk[f]
+    return Xs0, Ps, ics, starts, cm, dmk
 
 
 def _lse_tile_general(Xa, ia, Xc, yc, ic, w, sigma, n_classes, dm, kind):
@@ -273,7 +294,8 @@ def _lse_tile_general(Xa, ia, Xc, yc, ic, w, sigma, n_classes, dm, kind):
     (:func:`lse_anchor_general`; ``v`` is ``(anchors, classes, 2 A)`` with
     missing values)."""
     n_anchors, n_features = Xa.shape
-    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    Xs0, Ps, ics, starts, cm, dmk = general_rows(Xc, yc, ic, n_classes, dm)
+    Xa0, Pa = split_missing(Xa)
     width = 2 * n_features if kind == MISSING else n_features
     m = filled((n_anchors, n_classes), -np.inf)
     s = filled((n_anchors, n_classes), 0.0)
@@ -281,8 +303,8 @@ def _lse_tile_general(Xa, ia, Xc, yc, ic, w, sigma, n_classes, dm, kind):
     inv_sigma = 1.0 / sigma
     for a in numba.prange(n_anchors):
         buf = np.empty(CAND_BLOCK)
-        lse_anchor_general(Xa[a], ia[a], Xs, ics, starts, w, inv_sigma, dm, kind, m[a], s[a],
-                           v[a], buf)
+        lse_anchor_general(Xa0[a], Pa[a], ia[a], Xs0, Ps, ics, starts, w, inv_sigma, cm, dmk,
+                           kind, m[a], s[a], v[a], buf)
     return m, s, v
 
 

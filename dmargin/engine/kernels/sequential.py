@@ -15,8 +15,8 @@ import numpy as np
 
 from .._numba import helper, pick, strict, twins
 from ..merge import irelief_anchor_term, irelief_anchor_term_missing
-from .distance import MISSING
-from .lse import CAND_BLOCK, by_class, lse_anchor, lse_anchor_general
+from .distance import MISSING, split_missing
+from .lse import CAND_BLOCK, by_class, general_rows, lse_anchor, lse_anchor_general
 
 
 @strict
@@ -81,14 +81,16 @@ def online_irelief_steps_general(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sig
     v = np.empty((n_classes, width))
     buf = np.empty(CAND_BLOCK)
     pi = np.empty(n_features)
-    Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    Xs0, Ps, ics, starts, cm, dmk = general_rows(Xc, yc, ic, n_classes, dm)
+    Xa0, Pa = split_missing(Xa)
     inv_sigma = 1.0 / sigma
     for r in range(order.shape[0]):
         n = order[r]
         m[:] = -np.inf
         s[:] = 0.0
         v[:] = 0.0
-        lse_anchor_general(Xa[n], ia[n], Xs, ics, starts, w, inv_sigma, dm, kind, m, s, v, buf)
+        lse_anchor_general(Xa0[n], Pa[n], ia[n], Xs0, Ps, ics, starts, w, inv_sigma, cm, dmk,
+                           kind, m, s, v, buf)
         pi[:] = 0.0
         if kind == MISSING:
             irelief_anchor_term_missing(m, s, v, ya[n], pooled, miss_prior, outliers, pi)
