@@ -183,12 +183,11 @@ def _merge_blocks(rows: Rows) -> Rows:
                      MAX_BLOCK_ROWS // max(sizes)))
     if per == 1:
         return rows
-    import dask
-
     chunks = tuple(sum(sizes[i:i + per]) for i in range(0, len(sizes), per))
     X = rows.X.rechunk((chunks, rows.X.shape[1])).map_blocks(np.asfortranarray,
                                                              dtype=rows.X.dtype)
-    codes = rows.codes.rechunk((chunks,))
-    X, codes = dask.persist(X, codes, optimize_graph=False)  # see _compat.compute
+    # Unoptimised, as every dmargin persist (see _compat.compute).
+    X = X.persist(optimize_graph=False)
+    codes = rows.codes.rechunk((chunks,)).persist(optimize_graph=False)
     edges = np.concatenate([[0], np.cumsum(chunks)]).tolist()
     return Rows(X, codes, rows.n_classes, True, list(zip(edges[:-1], edges[1:])))
