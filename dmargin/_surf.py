@@ -14,12 +14,13 @@ thresholds (:func:`dmargin.engine.surf_statistic`).
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
-from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, _warn_n_features_to_select,
-                    anchors_for, start_fit, timer)
-from ._compat import is_dask_collection
+from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit, timer,
+                    user_stacklevel)
+from ._compat import is_dask_collection, persist_with_known_rows
 from ._io import prepare_training_data
 from ._validation import (NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y,
                           integer_input)
@@ -153,20 +154,20 @@ def _compact_start(estimator, X, y):
         rows = Rows(np.ascontiguousarray(data.X), data.codes, k, False, [(0, n)])
         kinds = FeatureKinds(np.ones(a, dtype=np.bool_), 1.0, np.full(a, np.inf),
                              np.zeros(a, dtype=np.int64), MASKED)
-    _warn_n_features_to_select(estimator, a)
+    k = estimator.n_features_to_select  # start_fit's warning, which this path bypasses
+    if isinstance(k, numbers.Integral) and k > a:
+        warnings.warn(f"n_features_to_select={k} exceeds the {a} features; all {a} are kept.",
+                      UserWarning, stacklevel=user_stacklevel())
     return data, rows, kinds
 
 
 def _dask_compact_rows(data, n_classes):
     """Persisted ``uint8`` row blocks (at most the tile budget's anchor rows each)."""
-    import dask
-
     X, a = data.X, data.X.shape[1]
     cap = rows_per_block(a, n_classes)
     source = X.chunks[0]
     X = X.rechunk((source if max(source) <= cap else cap, a))
-    codes = data.codes.rechunk((X.chunks[0],))
-    X, codes = dask.persist(X, codes, optimize_graph=False)
+    X, codes = persist_with_known_rows(X, data.codes.rechunk((X.chunks[0],)))
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
     counts = data.block_counts if X.chunks[0] == source else None
     return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])), block_counts=counts)

@@ -229,3 +229,11 @@ def test_few_distinct_large_codes():
     assert est.compact_dtype_ == np.uint8 and est.discrete_features_.all()
     np.testing.assert_allclose(est.feature_importances_,
                                ref.surf_family(X, y, "MultiSURFstar"), rtol=0, atol=1e-10)
+
+
+def test_too_many_features_to_select_warns_once():
+    X, y = genotypes(n=40, a=12, seed=14)
+    with pytest.warns(UserWarning, match="n_features_to_select=50 exceeds the 12 features") as rec:
+        est = dmargin.MultiSURF(n_features_to_select=50).fit(X, y)
+    assert est.compact_dtype_ == np.uint8 and len(rec) == 1
+    assert est.transform(X).shape == (40, 12)

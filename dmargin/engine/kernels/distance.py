@@ -214,10 +214,12 @@ def tile_distances(Xp, p0, p1, XT, nq, dm, dw, kind, D, cnt):
 
 @intrinsic
 def popcount(typingctx, x):
-    """The number of set bits of a ``uint64`` (LLVM's ``ctpop``: one instruction)."""
+    """The number of set bits of a ``uint64`` (LLVM's ``ctpop``: one instruction), as
+    ``int64`` so that sums of counts stay integers (numba adds int64 and uint64 in
+    float64)."""
     def codegen(context, builder, signature, args):
         return builder.ctpop(args[0])
-    return types.uint64(types.uint64), codegen
+    return types.int64(types.uint64), codegen
 
 
 @inline
