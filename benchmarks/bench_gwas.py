@@ -195,10 +195,10 @@ def render(out):
     if not r.get("ok", True) or "fit_s" not in r:
         return f"failed: {r.get('error')}"
     t = out["targets"]
-    disturbed = (" (disturbed: other processes kept {} cores busy, load {}; the fit had {} of "
-                 "its {} threads' cores)").format(r["other_cores_busy"], r["loadavg_1min"],
-                                                  r["own_cores_busy"], out["threads"]) \
-        if out["disturbed"] else ""
+    disturbed = (" ({}: other processes kept {} cores busy during the fit, 1-minute load {}; "
+                 "the fit had {} of its {} threads' cores)").format(
+        "disturbed" if out["disturbed"] else "quiet", r["other_cores_busy"], r["loadavg_1min"],
+        r["own_cores_busy"], out["threads"])
     rows = [["MultiSURF()", f"{r['n_samples']:,} x {r['n_features']:,}", r["compact_dtype"],
              f"{r['data_mib_uint8']:,.0f} MiB (float64 {r['data_mib_as_float64']:,.0f})",
              r["fit_s"], r["warmup_fit_s"], f"{r['peak_rss_fit_mib']:,.0f}",
