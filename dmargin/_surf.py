@@ -109,8 +109,11 @@ _NOTES = """
     automatically: no float64 copy (2,350 x 230,000 SNPs take 0.5 GB instead
     of 4.3 GB), the distance (the number of mismatched features) computed on
     bit planes of the rows (popcount, 64 features an instruction) and the
-    neighbours' differences summed on the bytes; dask blocks are converted
-    where they live.  The scores equal the float64 path's (the same rows
+    neighbours' differences summed on the bytes, one tile of anchors at a
+    time.  Dask blocks are converted where they live and read by the
+    general kernels, whose per-row partials (N x classes x A float64 in all)
+    still bound the width a cluster fits: GWAS widths (10^5 SNPs and more)
+    run in-process.  The scores equal the float64 path's (the same rows
     given as floats) to rounding in the last bits: every distance and sum is
     an integer.  Continuous, mixed, negative or wider values, and float input,
     take the float64 path unchanged (``compact_dtype_`` is ``None``); to force
