@@ -3,9 +3,29 @@
 import numba
 import numpy as np
 
-from .._numba import twins
+from .._numba import inline, twins
 from .distance import distance, distances32, feature_diff, pair_distance
 from .lse import CAND_BLOCK, by_class, filled
+
+
+@inline
+def _insert(dc, ix, loc, d, g, pos):
+    """Insert candidate ``g`` (position ``pos``) at distance ``d`` into the sorted
+    k-nearest lists ``dc, ix, loc``, ordered by (distance, index); returns
+    whether it entered.  A NaN distance (no feature in common) never does."""
+    k = dc.shape[0]
+    if not d <= dc[k - 1] or (d == dc[k - 1] and g > ix[k - 1] >= 0):
+        return False
+    r = k - 1
+    while r > 0 and (dc[r - 1] > d or (dc[r - 1] == d and ix[r - 1] > g)):
+        dc[r] = dc[r - 1]
+        ix[r] = ix[r - 1]
+        loc[r] = loc[r - 1]
+        r -= 1
+    dc[r] = d
+    ix[r] = g
+    loc[r] = pos
+    return True
 
 
 def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
@@ -55,20 +75,8 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
                     g = ics[c0 + j]
                     if g == ia[a]:
                         continue
-                    d = distance(xa, Xs, c0 + j)
-                    # Sorted insertion by (distance, index).
-                    if d > dc[k - 1] or (d == dc[k - 1] and g > ix[k - 1] >= 0):
-                        continue
-                    r = k - 1
-                    while r > 0 and (dc[r - 1] > d or (dc[r - 1] == d and ix[r - 1] > g)):
-                        dc[r] = dc[r - 1]
-                        ix[r] = ix[r - 1]
-                        loc[r] = loc[r - 1]
-                        r -= 1
-                    dc[r] = d
-                    ix[r] = g
-                    loc[r] = c0 + j
-                    cut = dc[k - 1] + bound
+                    if _insert(dc, ix, loc, distance(xa, Xs, c0 + j), g, c0 + j):
+                        cut = dc[k - 1] + bound
             for r in range(k):
                 if ix[r] >= 0:
                     for f in range(n_features):
@@ -109,19 +117,7 @@ def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, 
                 g = ics[j]
                 if g == ia[a]:
                     continue
-                d = pair_distance(xa, Xs[j], ones, dm, dw, kind)
-                # Sorted insertion by (distance, index); NaN fails the first test.
-                if not d <= dc[k - 1] or (d == dc[k - 1] and g > ix[k - 1] >= 0):
-                    continue
-                r = k - 1
-                while r > 0 and (dc[r - 1] > d or (dc[r - 1] == d and ix[r - 1] > g)):
-                    dc[r] = dc[r - 1]
-                    ix[r] = ix[r - 1]
-                    loc[r] = loc[r - 1]
-                    r -= 1
-                dc[r] = d
-                ix[r] = g
-                loc[r] = j
+                _insert(dc, ix, loc, pair_distance(xa, Xs[j], ones, dm, dw, kind), g, j)
             for r in range(k):
                 if ix[r] >= 0:
                     for f in range(n_features):

@@ -145,6 +145,26 @@ def _scale_row(row, r):
         row[k] *= r
 
 
+@inline
+def _fold(m, s, v, c, best, buf, n):
+    """Fold a block's logits ``buf[:n]`` (maximum ``best``) into class ``c``'s running
+    ``(m, s)``; ``buf`` becomes ``exp(l - m[c])``, the block's softmax weights
+    (the caller adds them into ``v[c]``).  A higher maximum first rescales
+    what was summed so far."""
+    if best > m[c]:
+        if s[c] > 0.0:
+            r = math.exp(m[c] - best)
+            s[c] *= r
+            # A loop, not ``v[c] *= r``: see _scale_row.
+            _scale_row(v[c], r)
+        m[c] = best
+    tot = 0.0
+    for j in range(n):
+        buf[j] = math.exp(buf[j] - m[c])
+        tot += buf[j]
+    s[c] += tot
+
+
 @helper
 def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
     """Fold the class-sorted candidates into one anchor's running ``(m, s, v)``.
@@ -158,20 +178,8 @@ def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
             best = _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf)
             if best == -np.inf:
                 continue
-            if best > m[c]:
-                # Raise the running maximum, rescaling what was summed so far.
-                if s[c] > 0.0:
-                    r = math.exp(m[c] - best)
-                    s[c] *= r
-                    # A loop, not ``v[c] *= r``: see _scale_row.
-                    _scale_row(v[c], r)
-                m[c] = best
             n = c1 - c0
-            tot = 0.0
-            for j in range(n):
-                buf[j] = math.exp(buf[j] - m[c])
-                tot += buf[j]
-            s[c] += tot
+            _fold(m, s, v, c, best, buf, n)
             _weighted_absdiff(xa, Xs, c0, c1, buf, v[c])
 
 
@@ -245,17 +253,7 @@ def lse_anchor_general(xa, pa, self_idx, Xs, Ps, ics, starts, w, inv_sigma, cm, 
                 best = max(best, lj)
             if best == -np.inf:
                 continue
-            if best > m[c]:
-                if s[c] > 0.0:
-                    r = math.exp(m[c] - best)
-                    s[c] *= r
-                    _scale_row(v[c], r)
-                m[c] = best
-            tot = 0.0
-            for j in range(n):
-                buf[j] = math.exp(buf[j] - m[c])
-                tot += buf[j]
-            s[c] += tot
+            _fold(m, s, v, c, best, buf, n)
             vc = v[c]
             for j in range(n):
                 e = buf[j]

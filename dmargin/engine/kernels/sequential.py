@@ -19,6 +19,22 @@ from .distance import MISSING, split_missing
 from .lse import CAND_BLOCK, by_class, general_rows, lse_anchor, lse_anchor_general
 
 
+@numba.njit(cache=True, nogil=True, inline="always")  # strict arithmetic, as its callers
+def _online_step(nu, w, pi, t, a):
+    """Step ``t`` of the online update: ``nu += eta (pi - nu)`` with ``eta = 1 / (a t + 1)``,
+    then ``w = nu+ / ||nu+||`` (unchanged while ``nu`` has no positive entry)."""
+    eta = 1.0 / (a * t + 1.0)
+    norm = 0.0
+    for k in range(nu.shape[0]):
+        nu[k] += eta * (pi[k] - nu[k])
+        if nu[k] > 0.0:
+            norm += nu[k] * nu[k]
+    if norm > 0.0:
+        norm = math.sqrt(norm)
+        for k in range(nu.shape[0]):
+            w[k] = nu[k] / norm if nu[k] > 0.0 else 0.0
+
+
 @strict
 def online_irelief_steps(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pooled, miss_prior,
                          outliers):
@@ -53,16 +69,7 @@ def online_irelief_steps(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pool
         pi[:] = 0.0
         irelief_anchor_term(m, s, v, ya[n], pooled, miss_prior, outliers, pi)
         t += 1
-        eta = 1.0 / (a * t + 1.0)
-        norm = 0.0
-        for k in range(n_features):
-            nu[k] += eta * (pi[k] - nu[k])
-            if nu[k] > 0.0:
-                norm += nu[k] * nu[k]
-        if norm > 0.0:
-            norm = math.sqrt(norm)
-            for k in range(n_features):
-                w[k] = nu[k] / norm if nu[k] > 0.0 else 0.0
+        _online_step(nu, w, pi, t, a)
     return t
 
 
@@ -97,16 +104,7 @@ def online_irelief_steps_general(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sig
         else:
             irelief_anchor_term(m, s, v, ya[n], pooled, miss_prior, outliers, pi)
         t += 1
-        eta = 1.0 / (a * t + 1.0)
-        norm = 0.0
-        for k in range(n_features):
-            nu[k] += eta * (pi[k] - nu[k])
-            if nu[k] > 0.0:
-                norm += nu[k] * nu[k]
-        if norm > 0.0:
-            norm = math.sqrt(norm)
-            for k in range(n_features):
-                w[k] = nu[k] / norm if nu[k] > 0.0 else 0.0
+        _online_step(nu, w, pi, t, a)
     return t
 
 
