@@ -11,6 +11,7 @@ import json
 import os
 import random
 import re
+import select
 import signal
 import struct
 import subprocess
@@ -524,9 +525,35 @@ def _kill_stream():
     return est, chunks
 
 
-def _saving_child(est, chunks, path):
-    """In the forked child: resume and save after every chunk until killed."""
+# The file-system calls of one save, in order (the first save has no previous
+# file, so it makes only the first, the fourth and the fifth).
+_SAVE_STEPS = ("fsync the new file", "link the current file", "rename it to .prev",
+               "rename the new file onto the path", "fsync the directory")
+
+
+def _saving_child(est, chunks, path, pause_at=None, notify=None):
+    """In the forked child: resume and save after every chunk until killed.
+
+    With ``pause_at``, the child stops before its ``pause_at``-th file-system
+    call of the saves (counting ``os.fsync``, ``os.link`` and ``os.replace``),
+    tells the parent through the pipe ``notify`` and waits to be killed there.
+    """
     try:
+        if pause_at is not None:
+            calls = [0]
+
+            def paused(real):
+                def call(*args, **kwargs):
+                    calls[0] += 1
+                    if calls[0] == pause_at:
+                        os.write(notify, b"k")
+                        time.sleep(600)
+                    return real(*args, **kwargs)
+
+                return call
+
+            for name in ("fsync", "link", "replace"):
+                setattr(os, name, paused(getattr(os, name)))
         for chunk in chunks[1:]:
             est.partial_fit(*chunk)
             est.save_state(path)
@@ -534,23 +561,40 @@ def _saving_child(est, chunks, path):
         os._exit(0)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_kill_9_during_save_state_leaves_a_complete_checkpoint(tmp_path):
+def _check_after_kill(directory, path, chunks, weights):
+    """What a kill leaves must load, equal the uninterrupted run and resume."""
+    back = OnlineIRelief.load_state(path)
+    n = back.n_steps_
+    np.testing.assert_array_equal(back.feature_importances_, weights[n])
+    if n + 20 in weights:
+        back.partial_fit(*chunks[n // 20])
+        np.testing.assert_array_equal(back.feature_importances_, weights[n + 20])
+    prev = directory / "state.npz.prev"
+    if prev.exists():
+        older = OnlineIRelief.load_state(prev)
+        assert older.n_steps_ in (n, n - 20)
+        np.testing.assert_array_equal(older.feature_importances_, weights[older.n_steps_])
+    return n
+
+
+def _uninterrupted_weights(est, chunks):
     import copy
 
-    est, chunks = _kill_stream()
-    # Reference: the weights after k chunks, from an uninterrupted run.
     ref, weights = copy.deepcopy(est), {20: est.feature_importances_.copy()}
     for k, chunk in enumerate(chunks[1:], start=2):
         ref.partial_fit(*chunk)
         weights[20 * k] = ref.feature_importances_.copy()
+    return weights
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_kill_9_at_random_moments_leaves_a_complete_checkpoint(tmp_path):
+    est, chunks = _kill_stream()
+    weights = _uninterrupted_weights(est, chunks)
     rng = random.Random(2024)
-    mid_save = trials = 0
-    # Where a kill lands depends on the machine's load: go on past 20 kills (up to 80)
-    # until at least 5 of them have landed during a save.
-    while trials < 20 or (mid_save < 5 and trials < 80):
-        trial, trials = trials, trials + 1
+    mid_save = 0
+    for trial in range(20):
         directory = tmp_path / f"trial{trial}"
         directory.mkdir()
         path = directory / "state.npz"
@@ -565,22 +609,53 @@ def test_kill_9_during_save_state_leaves_a_complete_checkpoint(tmp_path):
         finally:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-        leftovers = [p.name for p in directory.iterdir() if p.name.startswith(".")]
-        mid_save += bool(leftovers)
-        back = OnlineIRelief.load_state(path)
-        n = back.n_steps_
-        np.testing.assert_array_equal(back.feature_importances_, weights[n])
-        if n + 20 in weights:
-            back.partial_fit(*chunks[n // 20])
-            np.testing.assert_array_equal(back.feature_importances_, weights[n + 20])
-        prev = directory / "state.npz.prev"
-        if prev.exists():
-            older = OnlineIRelief.load_state(prev)
-            assert older.n_steps_ in (n, n - 20)
-            np.testing.assert_array_equal(older.feature_importances_, weights[older.n_steps_])
-    # Many kills land while a save is under way (a temporary file is left behind).
-    print(f"{mid_save} of {trials} kills landed during a save")
-    assert mid_save >= 5, mid_save
+        mid_save += any(p.name.startswith(".") for p in directory.iterdir())
+        _check_after_kill(directory, path, chunks, weights)
+    # How many random kills land inside a save depends on the machine's load;
+    # the test below kills inside every step of a save on purpose.
+    print(f"{mid_save} of 20 kills landed during a save")
+
+
+# The first save has no previous file to keep (no second and third step).
+_KILL_POINTS = [(save, step) for save in (1, 2, 5) for step in range(5) if save > 1 or step not in (1, 2)]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.parametrize(
+    ("save", "step"), _KILL_POINTS, ids=[f"save {s}, before: {_SAVE_STEPS[k]}" for s, k in _KILL_POINTS]
+)
+def test_kill_9_inside_each_step_of_a_save_leaves_a_complete_checkpoint(tmp_path, save, step):
+    est, chunks = _kill_stream()
+    weights = _uninterrupted_weights(est, chunks[: save + 2])
+    # The first save makes 3 of the calls (steps 0, 3 and 4), every later one all 5.
+    calls_before = 0 if save == 1 else 3 + 5 * (save - 2)
+    pause_at = calls_before + (step if save > 1 else {0: 0, 3: 1, 4: 2}[step]) + 1
+    read, write = os.pipe()
+    path = tmp_path / "state.npz"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child never returns
+        os.close(read)
+        _saving_child(est, chunks, path, pause_at=pause_at, notify=write)
+    os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], 60)
+        assert ready and os.read(read, 1) == b"k", "the saving child never reached the step"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(read)
+    leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    renamed = step == 4  # killed before the last step: the new file is in place
+    if save == 1 and not renamed:
+        assert not path.exists() and len(leftovers) == 1, leftovers
+        return
+    # Killed before the rename: the temporary file is left behind, the path
+    # holds the save before; after it: the new save, nothing left behind
+    # but the staged link between the second and the third step.
+    assert any(name.endswith(".tmp") for name in leftovers) == (not renamed), leftovers
+    n = _check_after_kill(tmp_path, path, chunks, weights)
+    assert n == 20 * (save + (1 if renamed else 0)), (n, leftovers)
 
 
 def test_save_state_writes_nothing_for_a_state_load_state_would_refuse(tmp_path):
