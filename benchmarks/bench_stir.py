@@ -20,7 +20,10 @@ What is measured (results go to ``benchmarks/results/stir.json``, or
 
 STIR's pseudo t-test (Le et al. 2019) treats the hit and miss pairs as
 independent samples; they are not (a pair is often found from both of its
-rows), and this benchmark measures what that does to the p-values.
+rows).  dmargin's standard error counts such a pair once; the rows "STIR, the
+paper's n" fit the same draws with every found pair counted as a draw of its
+own, to measure what the count does to the p-values.  "uniform" draws its
+labels at random (binomial), "uniform, balanced" permutes 150 of each class.
 
 Usage::
 
@@ -30,6 +33,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -56,24 +60,42 @@ def _null_sets(kind, draws, seed=0):
     for _ in range(draws):
         if kind == "uniform":
             yield rng.random((300, 50)), rng.integers(0, 2, 300)
+        elif kind == "uniform, balanced":
+            yield rng.random((300, 50)), rng.permutation(np.repeat([0, 1], 150))
         else:
             yield X, rng.permutation(y)
 
 
-def calibration(kind, k, draws, permutations=0):
+@contextlib.contextmanager
+def _papers_count():
+    """STIR with the paper's n: no found pair counted as the other finding of another."""
+    from dmargin.engine import merge
+
+    counted = merge.mutual_pairs
+    merge.mutual_pairs = lambda codes: 0
+    try:
+        yield
+    finally:
+        merge.mutual_pairs = counted
+
+
+def calibration(kind, k, draws, permutations=0, papers_n=False):
     import dmargin
 
     pvalues, any_discovery = [], []
-    for i, (X, y) in enumerate(_null_sets(kind, draws)):
-        est = dmargin.ReliefF(n_neighbors=k, n_permutations=permutations, random_state=i).fit(X, y)
-        pvalues.append(est.pvalues_)
-        any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
+    with _papers_count() if papers_n else contextlib.nullcontext():
+        for i, (X, y) in enumerate(_null_sets(kind, draws)):
+            est = dmargin.ReliefF(n_neighbors=k, n_permutations=permutations,
+                                  random_state=i).fit(X, y)
+            pvalues.append(est.pvalues_)
+            any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
     p = np.concatenate(pvalues)
     if permutations:
         p = p - np.random.default_rng(1).random(p.size) / (permutations + 1)
     ks = stats.kstest(p, "uniform")
     return {"data": kind, "n_neighbors": k, "draws": draws, "pvalues": int(p.size),
-            "method": f"permutation (B = {permutations})" if permutations else "STIR",
+            "method": (f"permutation (B = {permutations})" if permutations
+                       else "STIR, the paper's n" if papers_n else "STIR"),
             "ks_statistic": round(float(ks.statistic), 4), "ks_pvalue": float(ks.pvalue),
             "uniform_at_0.01": bool(ks.pvalue > 0.01),
             "fraction_under_0.05": round(float(np.mean(p < LEVEL)), 4),
@@ -120,7 +142,9 @@ def main(argv=None):
     out = {"benchmark": "stir", "mode": "quick" if args.quick else "full",
            "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
            "revision": harness.git_revision(harness.REPO),
-           "calibration": [calibration(kind, k, draws) for kind in ("uniform", "wdbc")
+           "calibration": [calibration(kind, k, draws, papers_n=papers_n)
+                           for papers_n in (False, True)
+                           for kind in ("uniform", "uniform, balanced", "wdbc")
                            for k in (10, 50)]
            + [calibration(kind, 10, draws, PERMUTATIONS) for kind in ("uniform", "wdbc")],
            "power": [power(k) for k in (10, 100)] + [power(10, 999)]

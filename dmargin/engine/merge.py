@@ -388,10 +388,46 @@ def stir_sums(dist, z, ya, missing=False):
     return out
 
 
-def relieff_stir_agg(dist, idx, z, ya, miss_prior, missing=False):
-    """:func:`relieff_agg` (row 0) and :func:`stir_sums` (rows 1-8) in one array."""
-    return np.vstack([relieff_agg(dist, idx, z, ya, miss_prior, missing)[None, :],
+def stir_pairs(dist, idx, ya, ia):
+    """The anchor block's neighbour pairs, hits then misses, as codes
+    ``anchor << 32 | neighbour`` (global row indices, below 2^31): what
+    :func:`mutual_pairs` reads to find the pairs found from both of their rows."""
+    found = np.isfinite(dist) & (idx >= 0)
+    hit = np.arange(dist.shape[1])[None, :, None] == np.asarray(ya)[:, None, None]
+    anchor = np.broadcast_to(np.asarray(ia, dtype=np.int64)[:, None, None], idx.shape)
+    code = (anchor << 32) | idx
+    return code[found & hit], code[found & ~hit]
+
+
+def mutual_pairs(codes):
+    """How many of the pair codes have their reverse among them: the neighbour
+    slots whose pair was also found from its other row."""
+    codes = np.asarray(codes, dtype=np.int64)
+    reverse = ((codes & 0xFFFFFFFF) << 32) | (codes >> 32)
+    return int(np.isin(reverse, codes).sum())
+
+
+def stir_finish(merged):
+    """The merged :func:`relieff_stir_agg` shares as ``(sums, counts)``: per side
+    (hits, misses) the pairs found and those also found from their other row.
+    Runs where the shares were merged, so the codes never travel further."""
+    sums, codes = merged
+    return sums, np.array([[c.size, mutual_pairs(c)] for c in codes], dtype=np.float64)
+
+
+def relieff_stir_agg(dist, idx, z, ya, ia, miss_prior, missing=False):
+    """:func:`relieff_agg` (row 0) and :func:`stir_sums` (rows 1-8) in one array,
+    and the block's :func:`stir_pairs`; merged with :func:`stir_combine`, then
+    :func:`stir_finish`."""
+    sums = np.vstack([relieff_agg(dist, idx, z, ya, miss_prior, missing)[None, :],
                       stir_sums(dist, z, ya, missing).reshape(8, -1)])
+    return sums, stir_pairs(dist, idx, ya, ia)
+
+
+def stir_combine(parts):
+    """Shares of :func:`relieff_stir_agg`: sums added, pair codes concatenated."""
+    return (add([p[0] for p in parts]),
+            tuple(np.concatenate([p[1][side] for p in parts]) for side in range(2)))
 
 
 def relief_agg(dist, idx, z, ya):

@@ -104,17 +104,26 @@ def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, an
     return g.compute(g.tree(shares, _sum, "total"))
 
 
-def _knn_agg_task(agg, partial, ya, agg_args):
-    return agg(*partial, ya, *agg_args)
+def _knn_agg_task(agg, partial, ya, first, agg_args):
+    if first is None:
+        return agg(*partial, ya, *agg_args)
+    # The anchors' global row indices: a sample's own, or a block's from its start.
+    ia = np.asarray(first) if np.ndim(first) else np.arange(first, first + len(ya))
+    return agg(*partial, ya, ia, *agg_args)
 
 
-def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, kinds=None):
-    """``sum_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours).
+def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, kinds=None,
+                  combine=merge.add, finish=None, anchor_index=False):
+    """``combine_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours).
 
     ``anchors``: an :class:`~execution.Anchors` sample instead of every row.
     ``kinds``: the :class:`FeatureKinds` of the rows; discrete features or
     missing values run the general kernel (:data:`knn.GENERAL_TWINS`), whose
     ``z`` are the scored differences (NaN where a value is missing).
+    ``combine``: how the anchor blocks' shares merge (a sum by default);
+    ``finish``: a last step on the merged value, where it was merged (a
+    worker), so that only its result comes back.  ``anchor_index``: ``agg``
+    also gets the anchors' global row indices (after ``y_I``).
     """
     a, k = rows.n_features, rows.n_classes
     name, params = "knn", (k, n_neighbors)
@@ -125,8 +134,11 @@ def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, 
     shares = []
     for i in range(len(g.anchors)):
         merged = g.tree(_tiles(g, name, i, params), merge.knn_combine)
-        shares.append(g.add("agg", _knn_agg_task, agg, merged, g.anchor(i)[1], agg_args))
-    return g.compute(g.tree(shares, _sum, "total"))
+        _, codes, first = g.anchor(i)
+        shares.append(g.add("agg", _knn_agg_task, agg, merged, codes,
+                            first if anchor_index else None, agg_args))
+    total = g.tree(shares, combine, "total")
+    return g.compute(total if finish is None else g.add("finish", finish, total))
 
 
 def _target_agg_task(agg, partial, ia, y, per_anchor, agg_args):
