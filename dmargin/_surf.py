@@ -22,6 +22,7 @@ from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
                     user_stacklevel)
 from ._compat import is_dask_collection, persist_with_known_rows
 from ._io import prepare_training_data
+from ._regression import hit_bound, is_continuous, set_target, start_target_fit
 from ._validation import (NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y,
                           integer_input)
 from .engine import feature_kinds, merge, surf_statistic
@@ -206,20 +207,28 @@ class _ThresholdSelector(WeightSelector):
         ----------
         X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Class labels of any type.
+            Class labels of any type, or a continuous target (floats, not all
+            integers: skrebate's continuous endpoint; a dask target is
+            computed, N floats).
 
         Returns
         -------
         self : estimator
         """
-        # Initialisation: rows placed once (as bytes when they are genotype-like),
-        # feature kinds as skrebate detects them
-        compact = _compact_start(self, X, y)
-        if compact is None:
-            data, rows = start_fit(self, X, y, allow_nan=True)
-            kinds = feature_kinds(rows, self.discrete_threshold)
+        # Initialisation: rows placed once (as bytes when they are genotype-like
+        # and y is class labels), feature kinds as skrebate detects them
+        compact = target = bound = None
+        if is_continuous(y):  # one class of rows; hits and misses from the target
+            rows, target, missing = start_target_fit(self, X, y, allow_nan=True)
+            kinds = feature_kinds(rows, self.discrete_threshold, missing=missing)
+            bound = hit_bound(target)
         else:
-            data, rows, kinds = compact
+            compact = _compact_start(self, X, y)
+            if compact is None:
+                data, rows = start_fit(self, X, y, allow_nan=True)
+                kinds = feature_kinds(rows, self.discrete_threshold)
+            else:
+                data, rows, kinds = compact
         anchors = anchors_for(self, rows)
 
         # One statistic: distance moments, thresholds, neighbours scored
@@ -235,13 +244,13 @@ class _ThresholdSelector(WeightSelector):
             else:
                 total = surf_statistic(rows, self._thresholds, merge.surf_agg,
                                        (self._far_rule, missing), far=far, kinds=kinds,
-                                       anchors=anchors)
+                                       anchors=anchors, target=target, bound=bound or 0.0)
             steps.step()
 
         # Final attributes
         m = rows.n_samples if anchors is None else anchors.n_samples
         self.compact_dtype_ = None if compact is None else np.dtype(np.uint8)
-        self.classes_ = data.classes
+        set_target(self, None if target is not None else data.classes, bound)
         self.discrete_features_ = kinds.discrete
         self.anchor_indices_ = None if anchors is None else anchors.index
         self.feature_importances_ = np.asarray(total, dtype=np.float64) / m
