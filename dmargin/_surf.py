@@ -6,9 +6,11 @@ SURF and SURF* with one global threshold, the mean of all pairwise
 distances; MultiSURF and MultiSURF* with a threshold per anchor, the mean of
 its distances minus half their standard deviation.  The semantics, the
 scoring arithmetic included, are skrebate 0.8.4's (the implementation its
-users run).  Each fit is one statistic of the pairwise engine in two passes
-over the same tiles: the distance moments, then the neighbours within the
-thresholds (:func:`dmargin.engine.surf_statistic`).
+users run), for class labels and for a continuous target (skrebate's
+continuous endpoint: hits and misses by the target's difference).  Each fit
+is one statistic of the pairwise engine in two passes over the same tiles:
+the distance moments, then the neighbours within the thresholds
+(:func:`dmargin.engine.surf_statistic`).
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ _PARAMS_DOC = """
     n_anchors : int, float or None, default=None
         ``None`` scores every sample (O(N^2 A), skrebate's only mode); an int
         ``m`` (or a fraction of N) scores ``m`` anchors, drawn once per fit and
-        stratified by class, against all N samples (O(m N A)); the scores
-        are then divided by ``m``.{sample_note}
+        stratified by class (uniform for a continuous target), against all N
+        samples (O(m N A)); the scores are then divided by ``m``.{sample_note}
     n_features_to_select : int, float or None, default=None
         For ``transform``: ``None`` keeps features with positive score, an
         int the top ones, a float that fraction.
@@ -61,8 +63,8 @@ _PARAMS_DOC = """
     ----------
     feature_importances_ : ndarray of shape (n_features,)
         The scores, on skrebate's scale: per anchor{range_note}, a hit term in
-        [-1, 0] and a miss term in [0, K - 1] (K classes), averaged over the
-        anchors.
+        [-1, 0] and a miss term in [0, K - 1] (K classes; K = 2 for a
+        continuous target), averaged over the anchors.
     discrete_features_ : ndarray of shape (n_features,), dtype=bool
         The features treated as discrete.
     compact_dtype_ : numpy.dtype or None
@@ -71,7 +73,13 @@ _PARAMS_DOC = """
     anchor_indices_ : ndarray of shape (m,) or None
         The rows used as anchors (sorted), ``None`` when every row was one.
     classes_ : ndarray of shape (n_classes,)
-        Class labels, sorted.
+        Class labels, sorted.  Not set for a continuous target.
+    target_type_ : {{"binary", "multiclass", "continuous"}}
+        The mode of the fit: class labels, or a continuous target
+        (scikit-learn's ``type_of_target``: floats, not all integers).
+    hit_bound_ : float
+        Continuous target only: ``std(y, ddof=1)``, below which ``|y_a - y_j|``
+        makes ``j`` a hit of ``a``.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -90,18 +98,30 @@ _NOTES = """
     of the others, ``m_c`` of class ``c`` (sum ``M_c``), among ``K`` classes,
     the score is ``(sum_c M_c (m_c / m) (K - 1) / m - H / h) / N`` (for two
     classes ``(M / m - H / h) / N``), each part only when its count is
-    positive.  Missing values (NaN) follow skrebate's rule: a pair's distance
-    is the mean of its differences over the features present in both rows (a
+    positive.
+
+    A continuous target (``target_type_ == "continuous"``) is skrebate's
+    continuous endpoint: the neighbour sets are the same as for classes
+    (the thresholds depend on ``X`` only); a neighbour ``j`` of anchor ``a``
+    is a hit when ``|y_a - y_j| < std(y, ddof=1)`` (``hit_bound_``), a miss
+    otherwise, and the two-class score above is taken with those hits and
+    misses, for the near and the far sets alike.  Such a fit takes the
+    float64 path (``compact_dtype_`` is ``None``).
+
+    Missing values (NaN) follow skrebate's rule: a pair's distance is the
+    mean of its differences over the features present in both rows (a
     discrete mismatch counts 1), the thresholds' means and deviations leave
     out a pair with no feature in common, and every count above is per
     feature, of the neighbours that have it (an anchor missing a feature
     scores 0 on it); infinite values are refused.  Differences from skrebate:
-    labels are always classes (skrebate treats more than 10 distinct labels
-    as a continuous endpoint), SURF's and SURF*'s mean with missing values is
-    that of the whole distance matrix (skrebate's missing-value path leaves
-    its upper triangle 0, halving the mean), and a distance exactly at a
-    threshold up to floating-point rounding may fall on the other side (the
-    sums are accumulated in another order).  The distances are computed
+    the target is continuous when ``type_of_target`` says so (floats, not
+    all integers), so integer labels are always classes (skrebate treats
+    more than 10 distinct labels as a continuous endpoint); SURF's and
+    SURF*'s mean with missing values is that of the whole distance matrix
+    (skrebate's missing-value path leaves its upper triangle 0, halving the
+    mean); and a distance exactly at a threshold up to floating-point
+    rounding may fall on the other side (the sums are accumulated in another
+    order).  The distances are computed
     twice (once per pass), never stored: memory is O(N A).
 
     Compact rows (genotypes): integer or boolean ``X`` (numpy, pandas or
@@ -116,9 +136,9 @@ _NOTES = """
     still bound the width a cluster fits: GWAS widths (10^5 SNPs and more)
     run in-process.  The scores equal the float64 path's (the same rows
     given as floats) to rounding in the last bits: every distance and sum is
-    an integer.  Continuous, mixed, negative or wider values, and float input,
-    take the float64 path unchanged (``compact_dtype_`` is ``None``); to force
-    it on genotypes, pass them as floats.
+    an integer.  Continuous, mixed, negative or wider values, float input and
+    a continuous target take the float64 path unchanged (``compact_dtype_``
+    is ``None``); to force it on genotypes, pass them as floats.
 """
 
 
