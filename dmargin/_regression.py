@@ -87,6 +87,27 @@ def target_values(estimator, y):
     return y
 
 
+def hit_bound(y) -> float:
+    """skrebate's ``_labels_std``: ``std(y, ddof=1)``.  A neighbour ``j`` of anchor
+    ``a`` is a hit when ``|y_a - y_j|`` is below it, a miss otherwise."""
+    return float(np.std(y, ddof=1))
+
+
+def set_target(est, classes=None, bound=None):
+    """The target's fitted attributes: ``classes_`` and ``target_type_``
+    ("binary" or "multiclass") for class labels, or (``bound`` given)
+    ``target_type_ = "continuous"`` and ``hit_bound_``; the other kind's
+    attributes are removed, so a refit leaves none behind."""
+    if bound is None:
+        est.__dict__.pop("hit_bound_", None)
+        est.classes_ = classes
+        est.target_type_ = "binary" if len(classes) == 2 else "multiclass"
+    else:
+        est.__dict__.pop("classes_", None)
+        est.target_type_ = "continuous"
+        est.hit_bound_ = bound
+
+
 def start_target_fit(estimator, X, y, *, one_pass=False, allow_nan=False):
     """The door of a fit on a continuous target: ``(rows, y, missing per feature)``.
 
@@ -189,7 +210,7 @@ def fit_continuous_relieff(est, X, y):
     # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
     kinds = feature_kinds(rows, est.discrete_threshold, missing=missing)
     anchors = anchors_for(est, rows)
-    bound = float(np.std(y, ddof=1))  # skrebate's _labels_std
+    bound = hit_bound(y)
     m = rows.n_samples if anchors is None else anchors.n_samples
     k = est.n_neighbors
     with fit_steps(est, "pass", 1 + est.n_permutations) as steps, timer("ReliefF (continuous)"):
@@ -203,9 +224,7 @@ def fit_continuous_relieff(est, X, y):
             reached += continuous_relieff_sum(rows, permuted, k, bound, anchors,
                                               kinds)[0] / m >= weights
             steps.step()
-    est.__dict__.pop("classes_", None)
-    est.target_type_ = "continuous"
-    est.hit_bound_ = bound
+    set_target(est, bound=bound)
     est.discrete_features_ = kinds.discrete
     est.feature_importances_ = weights
     est.t_statistics_ = est.pvalues_ = est.qvalues_ = None

@@ -18,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
                     make_rng, miss_priors, start_fit, timer)
-from ._regression import fit_continuous_relieff, is_continuous
+from ._regression import fit_continuous_relieff, is_continuous, set_target
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from .engine import feature_kinds, knn_statistic, lse_statistic, merge, permuted_rows
 from .engine.kernels.distance import MISSING
@@ -497,8 +497,7 @@ class ReliefF(WeightSelector):
                                                     merge.relieff_agg, priors,
                                                     anchors=sample, kinds=kinds)) / m >= weights
                 steps.step()
-        self.classes_ = data.classes
-        self.target_type_ = "binary" if binary else "multiclass"
+        set_target(self, data.classes)
         self.discrete_features_ = kinds.discrete
         self.feature_importances_ = weights
         self.t_statistics_ = self.pvalues_ = self.qvalues_ = None

@@ -6,9 +6,11 @@ SURF and SURF* with one global threshold, the mean of all pairwise
 distances; MultiSURF and MultiSURF* with a threshold per anchor, the mean of
 its distances minus half their standard deviation.  The semantics, the
 scoring arithmetic included, are skrebate 0.8.4's (the implementation its
-users run).  Each fit is one statistic of the pairwise engine in two passes
-over the same tiles: the distance moments, then the neighbours within the
-thresholds (:func:`dmargin.engine.surf_statistic`).
+users run), for class labels and for a continuous target (skrebate's
+continuous endpoint: hits and misses by the target's difference).  Each fit
+is one statistic of the pairwise engine in two passes over the same tiles:
+the distance moments, then the neighbours within the thresholds
+(:func:`dmargin.engine.surf_statistic`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
                     user_stacklevel)
 from ._compat import is_dask_collection, persist_with_known_rows
 from ._io import prepare_training_data
+from ._regression import hit_bound, is_continuous, set_target, start_target_fit
 from ._validation import (NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y,
                           integer_input)
 from .engine import feature_kinds, merge, surf_statistic
@@ -48,8 +51,8 @@ _PARAMS_DOC = """
     n_anchors : int, float or None, default=None
         ``None`` scores every sample (O(N^2 A), skrebate's only mode); an int
         ``m`` (or a fraction of N) scores ``m`` anchors, drawn once per fit and
-        stratified by class, against all N samples (O(m N A)); the scores
-        are then divided by ``m``.{sample_note}
+        stratified by class (uniform for a continuous target), against all N
+        samples (O(m N A)); the scores are then divided by ``m``.{sample_note}
     n_features_to_select : int, float or None, default=None
         For ``transform``: ``None`` keeps features with positive score, an
         int the top ones, a float that fraction.
@@ -60,8 +63,8 @@ _PARAMS_DOC = """
     ----------
     feature_importances_ : ndarray of shape (n_features,)
         The scores, on skrebate's scale: per anchor{range_note}, a hit term in
-        [-1, 0] and a miss term in [0, K - 1] (K classes), averaged over the
-        anchors.
+        [-1, 0] and a miss term in [0, K - 1] (K classes; K = 2 for a
+        continuous target), averaged over the anchors.
     discrete_features_ : ndarray of shape (n_features,), dtype=bool
         The features treated as discrete.
     compact_dtype_ : numpy.dtype or None
@@ -70,7 +73,13 @@ _PARAMS_DOC = """
     anchor_indices_ : ndarray of shape (m,) or None
         The rows used as anchors (sorted), ``None`` when every row was one.
     classes_ : ndarray of shape (n_classes,)
-        Class labels, sorted.
+        Class labels, sorted.  Not set for a continuous target.
+    target_type_ : {{"binary", "multiclass", "continuous"}}
+        The mode of the fit: class labels, or a continuous target
+        (scikit-learn's ``type_of_target``: floats, not all integers).
+    hit_bound_ : float
+        Continuous target only: ``std(y, ddof=1)``, below which ``|y_a - y_j|``
+        makes ``j`` a hit of ``a``.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -89,18 +98,30 @@ _NOTES = """
     of the others, ``m_c`` of class ``c`` (sum ``M_c``), among ``K`` classes,
     the score is ``(sum_c M_c (m_c / m) (K - 1) / m - H / h) / N`` (for two
     classes ``(M / m - H / h) / N``), each part only when its count is
-    positive.  Missing values (NaN) follow skrebate's rule: a pair's distance
-    is the mean of its differences over the features present in both rows (a
+    positive.
+
+    A continuous target (``target_type_ == "continuous"``) is skrebate's
+    continuous endpoint: the neighbour sets are the same as for classes
+    (the thresholds depend on ``X`` only); a neighbour ``j`` of anchor ``a``
+    is a hit when ``|y_a - y_j| < std(y, ddof=1)`` (``hit_bound_``), a miss
+    otherwise, and the two-class score above is taken with those hits and
+    misses, for the near and the far sets alike.  Such a fit takes the
+    float64 path (``compact_dtype_`` is ``None``).
+
+    Missing values (NaN) follow skrebate's rule: a pair's distance is the
+    mean of its differences over the features present in both rows (a
     discrete mismatch counts 1), the thresholds' means and deviations leave
     out a pair with no feature in common, and every count above is per
     feature, of the neighbours that have it (an anchor missing a feature
     scores 0 on it); infinite values are refused.  Differences from skrebate:
-    labels are always classes (skrebate treats more than 10 distinct labels
-    as a continuous endpoint), SURF's and SURF*'s mean with missing values is
-    that of the whole distance matrix (skrebate's missing-value path leaves
-    its upper triangle 0, halving the mean), and a distance exactly at a
-    threshold up to floating-point rounding may fall on the other side (the
-    sums are accumulated in another order).  The distances are computed
+    the target is continuous when ``type_of_target`` says so (floats, not
+    all integers), so integer labels are always classes (skrebate treats
+    more than 10 distinct labels as a continuous endpoint); SURF's and
+    SURF*'s mean with missing values is that of the whole distance matrix
+    (skrebate's missing-value path leaves its upper triangle 0, halving the
+    mean); and a distance exactly at a threshold up to floating-point
+    rounding may fall on the other side (the sums are accumulated in another
+    order).  The distances are computed
     twice (once per pass), never stored: memory is O(N A).
 
     Compact rows (genotypes): integer or boolean ``X`` (numpy, pandas or
@@ -115,9 +136,9 @@ _NOTES = """
     still bound the width a cluster fits: GWAS widths (10^5 SNPs and more)
     run in-process.  The scores equal the float64 path's (the same rows
     given as floats) to rounding in the last bits: every distance and sum is
-    an integer.  Continuous, mixed, negative or wider values, and float input,
-    take the float64 path unchanged (``compact_dtype_`` is ``None``); to force
-    it on genotypes, pass them as floats.
+    an integer.  Continuous, mixed, negative or wider values, float input and
+    a continuous target take the float64 path unchanged (``compact_dtype_``
+    is ``None``); to force it on genotypes, pass them as floats.
 """
 
 
@@ -206,20 +227,28 @@ class _ThresholdSelector(WeightSelector):
         ----------
         X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Class labels of any type.
+            Class labels of any type, or a continuous target (floats, not all
+            integers: skrebate's continuous endpoint; a dask target is
+            computed, N floats).
 
         Returns
         -------
         self : estimator
         """
-        # Initialisation: rows placed once (as bytes when they are genotype-like),
-        # feature kinds as skrebate detects them
-        compact = _compact_start(self, X, y)
-        if compact is None:
-            data, rows = start_fit(self, X, y, allow_nan=True)
-            kinds = feature_kinds(rows, self.discrete_threshold)
+        # Initialisation: rows placed once (as bytes when they are genotype-like
+        # and y is class labels), feature kinds as skrebate detects them
+        compact = target = bound = None
+        if is_continuous(y):  # one class of rows; hits and misses from the target
+            rows, target, missing = start_target_fit(self, X, y, allow_nan=True)
+            kinds = feature_kinds(rows, self.discrete_threshold, missing=missing)
+            bound = hit_bound(target)
         else:
-            data, rows, kinds = compact
+            compact = _compact_start(self, X, y)
+            if compact is None:
+                data, rows = start_fit(self, X, y, allow_nan=True)
+                kinds = feature_kinds(rows, self.discrete_threshold)
+            else:
+                data, rows, kinds = compact
         anchors = anchors_for(self, rows)
 
         # One statistic: distance moments, thresholds, neighbours scored
@@ -235,13 +264,13 @@ class _ThresholdSelector(WeightSelector):
             else:
                 total = surf_statistic(rows, self._thresholds, merge.surf_agg,
                                        (self._far_rule, missing), far=far, kinds=kinds,
-                                       anchors=anchors)
+                                       anchors=anchors, target=target, bound=bound or 0.0)
             steps.step()
 
         # Final attributes
         m = rows.n_samples if anchors is None else anchors.n_samples
         self.compact_dtype_ = None if compact is None else np.dtype(np.uint8)
-        self.classes_ = data.classes
+        set_target(self, None if target is not None else data.classes, bound)
         self.discrete_features_ = kinds.discrete
         self.anchor_indices_ = None if anchors is None else anchors.index
         self.feature_importances_ = np.asarray(total, dtype=np.float64) / m

@@ -39,6 +39,16 @@ def blobs_multiclass():
 
 
 @pytest.fixture(scope="session")
+def blobs_regression():
+    """60 x 6 with a continuous target: 2 informative features, 3 noise, 1 constant;
+    one duplicate row."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 5))
+    y = 1.5 * X[:, 0] - X[:, 1] ** 2 + 0.3 * rng.normal(size=60)
+    return _with_corner_rows(X, y, rng)
+
+
+@pytest.fixture(scope="session")
 def local_cluster():
     """A LocalCluster of two worker processes (one thread each), shared by the session."""
     from distributed import LocalCluster

@@ -8,6 +8,10 @@ neighbours that read like that code.  Imports nothing from dmargin.
 ``anchors`` restricts the scoring to those rows (each against all rows); the
 SURF threshold is then the mean of those rows of the distance matrix and the
 sum is divided by their number instead of N.
+
+``bound`` makes ``y`` a continuous target (skrebate's continuous endpoint): a
+neighbour ``j`` of anchor ``i`` is a hit when ``|y_i - y_j| < bound``, a miss
+otherwise, and the scoring is the two-class one with those hits and misses.
 """
 
 import numpy as np
@@ -77,12 +81,13 @@ def compute_score(X, codes, n_classes, i, neighbours, f, discrete, span, std, mi
     return score
 
 
-def surf_family(X, y, variant, *, discrete_threshold=10, anchors=None):
+def surf_family(X, y, variant, *, discrete_threshold=10, anchors=None, bound=None):
     """Scores of ``variant`` in {"SURF", "SURFstar", "MultiSURF", "MultiSURFstar"}."""
     X = np.asarray(X, dtype=np.float64)
     n, n_features = X.shape
-    classes, codes = np.unique(y, return_inverse=True)
-    n_classes = classes.size
+    if bound is None:
+        classes, codes = np.unique(y, return_inverse=True)
+        n_classes = classes.size
     discrete, span, std = feature_kinds(X, discrete_threshold)
     mixed = bool(discrete.any() and not discrete.all())
     anchors = np.arange(n) if anchors is None else np.asarray(anchors)
@@ -104,6 +109,9 @@ def surf_family(X, y, variant, *, discrete_threshold=10, anchors=None):
         others = [j for j in range(n) if j != i]
         near = [j for j in others if rows[i][j] < near_t[i]]
         far = [j for j in others if rows[i][j] > far_t[i]] if variant.endswith("star") else []
+        if bound is not None:  # class 0: the anchor's hits (itself included), 1: its misses
+            codes = np.array([0 if abs(y[i] - y[j]) < bound else 1 for j in range(n)])
+            n_classes = 2
         for f in range(n_features):
             args = (X, codes, n_classes, i)
             kinds = (discrete, span, std, mixed)

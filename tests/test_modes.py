@@ -83,6 +83,11 @@ CASES = [
     case(lambda: dmargin.MultiSURF(), ("blobs_binary",) + ANY, ("blobs_multiclass", "array"),
          id="MultiSURF"),
     case(lambda: dmargin.MultiSURFstar(), ANY, ("heart", "frame"), id="MultiSURFstar"),
+    # ... on a continuous target (skrebate's continuous endpoint)
+    case(lambda: dmargin.MultiSURFstar(), ("blobs_regression",), ("blobs_regression", "array"),
+         id="MultiSURFstar-continuous"),
+    case(lambda: dmargin.SURF(n_anchors=30, random_state=0), ("blobs_regression",),
+         ("blobs_regression", "frame"), id="SURF-anchors-continuous"),
     # IMMIGRATE family
     case(lambda: dmargin.Immigrate(max_iter=4), ANY, ("blobs_multiclass", "array"),
          id="Immigrate"),

@@ -8,6 +8,8 @@
   to 1e-10 (rank influence and constant influence, every row or a sample),
   and ranks the two features a target depends on first.
 - Both give the in-process answer on threaded dask and on a LocalCluster.
+- The command line ranks by a continuous label with RReliefF, ReliefF and the
+  SURF family.
 """
 
 import types
@@ -285,10 +287,15 @@ def test_cluster_equals_in_process(make, local_cluster):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method, args", [("rrelieff", ["--sigma", "5", "--n-neighbors", "30"]),
-                                          ("relieff", ["--anchors", "150"])])
+@pytest.mark.parametrize("method, args, make", [
+    ("rrelieff", ["--sigma", "5", "--n-neighbors", "30"],
+     lambda: RReliefF(sigma=5.0, n_neighbors=30)),
+    ("relieff", ["--anchors", "150"], lambda: ReliefF(n_anchors=150, random_state=0)),
+    ("surf", [], lambda: dmargin.SURF()),  # skrebate's continuous endpoint, as ReliefF's
+    ("multisurf", ["--anchors", "150"], lambda: dmargin.MultiSURF(n_anchors=150, random_state=0)),
+])
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-def test_cli_ranks_by_a_continuous_label(tmp_path, method, args, suffix):
+def test_cli_ranks_by_a_continuous_label(tmp_path, method, args, make, suffix):
     from dmargin.cli import main
 
     rng = np.random.default_rng(5)
@@ -302,7 +309,6 @@ def test_cli_ranks_by_a_continuous_label(tmp_path, method, args, suffix):
                  "--random-state", "0", "--out", str(out), "-q"]) == 0
     table = pd.read_csv(out)
     assert set(table["feature"][:2]) == {"x1", "x4"}
-    est = (RReliefF(sigma=5.0, n_neighbors=30) if method == "rrelieff"
-           else ReliefF(n_anchors=150, random_state=0)).fit(X, frame["target"].to_numpy())
+    est = make().fit(X, frame["target"].to_numpy())
     np.testing.assert_allclose(table["score"], est.feature_importances_[table["index"]],
                                atol=TOL, rtol=0)

@@ -813,11 +813,21 @@ def _surf_pair_moments(Xp, start_p, Xq, start_q, dm, dw, kind):
     return surf.moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode)
 
 
+#: The kernels' stand-in for "no target" (class labels): never read.
+_NO_TARGET = np.empty(0)
+
+
+def _target_at(target, index):
+    """The rows' targets (``target`` is held once in the graph), or the stand-in."""
+    return _NO_TARGET if target is None else np.ascontiguousarray(target[index])
+
+
 def _surf_pair_score(Xp, yp, start_p, Xq, yq, start_q, n_classes, n_sets, dm, dw, ramp, kind,
-                     thr_p, thr_q):
+                     thr_p, thr_q, target, bound):
     ip, iq, mode = _surf_modes(Xp, start_p, Xq, start_q)
     return surf.score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind,
-                            thr_p[0], thr_p[1], thr_q[0], thr_q[1], mode)
+                            thr_p[0], thr_p[1], thr_q[0], thr_q[1], mode,
+                            _target_at(target, ip), _target_at(target, iq), bound)
 
 
 def _surf_moments_tile(threads, Xa, ia, Xc, start_c, dm, dw, kind):
@@ -827,10 +837,11 @@ def _surf_moments_tile(threads, Xa, ia, Xc, start_c, dm, dw, kind):
 
 
 def _surf_score_tile(threads, Xa, ia, Xc, yc, start_c, n_classes, n_sets, dm, dw, ramp, kind,
-                     thr):
+                     thr, target, bound):
     ic = np.arange(start_c, start_c + Xc.shape[0])
     kernel = pick(surf.SCORE_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
-    return kernel(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, thr[0], thr[1])
+    return kernel(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, thr[0], thr[1],
+                  _target_at(target, ia), _target_at(target, ic), bound)
 
 
 def _surf_thresholds_task(thresholds, moments, total, far):
@@ -846,7 +857,7 @@ def _surf_side(pair, side):
 
 
 def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds=None,
-                   anchors=None):
+                   anchors=None, target=None, bound=0.0):
     """``sum_I agg(pass2_I(thresholds(pass1_I, total)), y_I, *agg_args)``, two passes.
 
     Pass 1 merges each anchor block's distance moments ``(count, sum d, sum
@@ -868,16 +879,27 @@ def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds
     continuous differences and missing values (:mod:`.kernels.distance`);
     with missing values the partials carry a neighbour count per feature,
     ``(anchors, sets, classes, 2 A)``.
+
+    ``target`` (a continuous target, every row in one class) with ``bound >
+    0``: the two classes of the partials are each anchor's hits, ``|y_a -
+    y_j| < bound``, and its misses (skrebate's continuous endpoint), and
+    ``agg`` gets class 0 as every anchor's own.  The target is held once in
+    the graph (8 bytes a row); each tile reads its rows' values.
     """
-    a, k = rows.n_features, rows.n_classes
+    a = rows.n_features
+    k = 2 if target is not None else rows.n_classes  # the partials' classes
     n_sets = 2 if far else 1
     if kinds is None:
         kinds = FeatureKinds.continuous(a)
     dm, dw, rp, kind = kinds.params
     per_row = n_sets * k * (2 * a if kind == distance.MISSING else a + 1)
     common = (thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets, per_row)
+    if target is None:
+        bound = 0.0
+    elif not bound > 0:
+        raise ValueError(f"bound must be positive with a target; got {bound}.")
     if anchors is not None:
-        return _surf_sampled(rows, anchors, *common)
+        return _surf_sampled(rows, anchors, *common, target, bound)
     n = rows.n_samples
     threads, blocks = 1, None
     if not rows.on_dask:
@@ -885,9 +907,10 @@ def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds
             threads = n_threads()
         cap = max(1, TILE_BUDGET // (8 * per_row))
         blocks = split_bounds(n, max(-(-n // cap), 2 * threads if threads > 1 else 1))
-    g = Graph(rows, "surf", thresholds.__name__, agg.__name__, agg_args, far, dm, dw, rp,
-              candidates=blocks)
+    g = Graph(rows, "surf", thresholds.__name__, agg.__name__, agg_args, far, dm, dw, rp, target,
+              bound, candidates=blocks)
     n_blocks, pairs = len(g.candidates), g.symmetric()
+    target = _hold_target(g, target)
 
     def sides(tiles, i):
         # The diagonal pair's kernel folds both of its sides into side 0.
@@ -902,19 +925,31 @@ def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds
                    "moment-total")
     thr = [g.add("thresholds", _surf_thresholds_task, thresholds, m, total, far) for m in merged]
     # Pass 2: the neighbours within the thresholds, over the same pairs.
-    scores = {(i, j): g.tile("score", _surf_pair_score, *g.block(i), *g.block(j), k, n_sets, dm,
-                             dw, rp, kind, thr[i], thr[j]) for i, j in pairs}
+    scores = {(i, j): g.tile("score", _surf_pair_score, *g.block(i), *g.block(j),
+                             rows.n_classes, n_sets, dm, dw, rp, kind, thr[i], thr[j], target,
+                             bound) for i, j in pairs}
     shares = [g.add("agg", _surf_agg_task, agg, g.tree(sides(scores, i), merge.add),
                     g.block(i)[1], agg_args) for i in range(n_blocks)]
     return g.compute(g.tree(shares, _sum, "total"), threads=threads)
 
 
+def _hold_target(g: Graph, target):
+    """``target`` as one key of the graph (``None`` stays ``None``)."""
+    if target is None:
+        return None
+    key = (f"{g.name}-target",)
+    g.dsk[key] = np.ascontiguousarray(target, dtype=np.float64)
+    return key
+
+
 def _surf_sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets,
-                  per_row):
+                  per_row, target, bound):
     """:func:`surf_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
     k = rows.n_classes
     g = Graph(rows, "surf-anchors", thresholds.__name__, agg.__name__, agg_args, far, dm, dw, rp,
-              anchors.index, anchors=_anchors(rows, per_row, anchors), sample=anchors)
+              anchors.index, target, bound, anchors=_anchors(rows, per_row, anchors),
+              sample=anchors)
+    target = _hold_target(g, target)
     n_cand = len(g.candidates)
     merged = []
     for i in range(len(g.anchors)):
@@ -929,7 +964,7 @@ def _surf_sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, r
         xa, ya, ia = g.anchor(i)
         thr = g.add("thresholds", _surf_thresholds_task, thresholds, merged[i], total, far)
         tiles = [g.tile("score", _surf_score_tile, g.local, xa, ia, *g.block(j), k, n_sets, dm, dw,
-                        rp, kind, thr) for j in range(n_cand)]
+                        rp, kind, thr, target, bound) for j in range(n_cand)]
         shares.append(g.add("agg", _surf_agg_task, agg, g.tree(tiles, merge.add), ya, agg_args))
     return g.compute(g.tree(shares, _sum, "total"))
 

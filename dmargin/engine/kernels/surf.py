@@ -23,7 +23,11 @@ continuous difference (skrebate's mixed data): a difference above
   per class ``c`` of the candidate, the sum of the (scoring) differences in
   ``P[a, s, c, :A]`` and the neighbour count in ``P[a, s, c, A]``; with
   missing values (``MISSING``) a count per feature in ``P[a, s, c, A:2A]``
-  (the neighbours scored on it).
+  (the neighbours scored on it).  A continuous target (``bound > 0``, every
+  row in class 0) classes each pair instead: ``c = 0`` (a hit) when
+  ``|t_a - t_j| < bound``, ``c = 1`` (a miss) otherwise (skrebate's
+  continuous endpoint); the test is symmetric, so both sides of a pair
+  agree.
 
 Differences and distances are :mod:`.distance`'s (``PLAIN``, ``MASKED``,
 ``MISSING``).
@@ -232,9 +236,9 @@ def _moments_tile(Xa, ia, Xc, ic, dm, dw, kind):
 
 
 @inline
-def _compact(drow, t0, t1, s, near, far, self_idx, ids, out):
-    """``out[:m]`` = the ``t`` in ``[t0, t1)`` whose distance ``drow[t]`` puts them in
-    set ``s`` (0: ``d < near``, 1: ``d > far``); returns ``m``.
+def _compact(drow, t0, t1, s, near, far, self_idx, ids, keep, out):
+    """``out[:m]`` = the ``t`` in ``[t0, t1)`` with ``keep[t]`` whose distance
+    ``drow[t]`` puts them in set ``s`` (0: ``d < near``, 1: ``d > far``); returns ``m``.
 
     Branch-free (every ``t`` is written, the count moves by the test), so the
     loop costs the same whatever the neighbours' pattern.  The candidate with
@@ -245,28 +249,41 @@ def _compact(drow, t0, t1, s, near, far, self_idx, ids, out):
     if s == 0:
         for t in range(t0, t1):
             out[m] = t
-            m += (drow[t] < near) & (ids[t] != self_idx)
+            m += (drow[t] < near) & (ids[t] != self_idx) & keep[t]
     else:
         for t in range(t0, t1):
             out[m] = t
-            m += (drow[t] > far) & (ids[t] != self_idx)
+            m += (drow[t] > far) & (ids[t] != self_idx) & keep[t]
     return m
 
 
 @inline
 def _score_row(x, drow, t0, t1, near, far, self_idx, ids, Xo, o0, starts, dm, ramp, kind, P,
-               rows):
+               rows, ta, to, bound, keep):
     """One row's neighbours among the class-sorted rows ``o0 + [t0, t1)`` of ``Xo``,
     added to ``P[set, class]``: per set and class, one compaction over that
-    class's positions, then one sum (:func:`_add_rows`)."""
+    class's positions, then one sum (:func:`_add_rows`).
+
+    ``bound > 0`` (a continuous target ``ta`` of the row, ``to`` of the
+    others; every row in sort class 0): the classes are the hits
+    ``|ta - to[t]| < bound`` and the misses, ``keep[0]`` and ``keep[1]``;
+    otherwise ``keep[0]`` is all true.
+    """
     n_sets, n_classes = P.shape[0], P.shape[1]
+    split = bound > 0.0
+    if split:
+        for t in range(t0, t1):
+            hit = abs(ta - to[t]) < bound
+            keep[0, t] = hit
+            keep[1, t] = not hit
     for s in range(n_sets):
         for c in range(n_classes):
-            lo = max(t0, starts[c] - o0)
-            hi = min(t1, starts[c + 1] - o0)
+            sort_class = 0 if split else c
+            lo = max(t0, starts[sort_class] - o0)
+            hi = min(t1, starts[sort_class + 1] - o0)
             if lo >= hi:
                 continue
-            m = _compact(drow, lo, hi, s, near, far, self_idx, ids, rows)
+            m = _compact(drow, lo, hi, s, near, far, self_idx, ids, keep[c if split else 0], rows)
             if m:
                 for r in range(m):
                     rows[r] += o0
@@ -275,11 +292,11 @@ def _score_row(x, drow, t0, t1, near, far, self_idx, ids, Xo, o0, starts, dm, ra
 
 @inline
 def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, near_p, far_p,
-                 near_q, far_q, mode, Pp, Pq, rows):
+                 near_q, far_q, mode, Pp, Pq, rows, tp, tq, bound, keep):
     """Add a sub-tile's neighbours to both sides' partials (rows sorted by class,
-    ``sp``/``sq`` the class starts).  The candidates' side reads the
-    transposed distances ``DT``; both sides run the same code (one copy to
-    compile)."""
+    ``sp``/``sq`` the class starts; ``tp``/``tq`` their targets when ``bound >
+    0``).  The candidates' side reads the transposed distances ``DT``; both
+    sides run the same code (one copy to compile)."""
     same = p0 == q0 and mode == WITHIN
     if mode != ORDERED:
         for a in range(p1 - p0):
@@ -287,11 +304,11 @@ def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, 
                 DT[t, a] = D[a, t]
     for side in range(1 if mode == ORDERED else 2):
         if side == 0:  # anchors p against candidates q
-            M, X, i0, i1, near, far, P = D, Xp, p0, p1, near_p, far_p, Pp
-            Xo, ids, o0, o1, starts = Xq, iq, q0, q1, sq
+            M, X, i0, i1, near, far, P, T = D, Xp, p0, p1, near_p, far_p, Pp, tp
+            Xo, ids, o0, o1, starts, To = Xq, iq, q0, q1, sq, tq
         else:  # candidates q against anchors p
-            M, X, i0, i1, near, far, P = DT, Xq, q0, q1, near_q, far_q, Pq
-            Xo, ids, o0, o1, starts = Xp, ip, p0, p1, sp
+            M, X, i0, i1, near, far, P, T = DT, Xq, q0, q1, near_q, far_q, Pq, tq
+            Xo, ids, o0, o1, starts, To = Xp, ip, p0, p1, sp, tp
         for i in range(i0, i1):
             # Each unordered pair of the diagonal sub-tile once: j > a.
             if same:
@@ -299,8 +316,9 @@ def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, 
             else:
                 t0, t1 = 0, o1 - o0
             self_idx = ip[i] if mode == ORDERED else -1
+            ta = T[i] if bound > 0.0 else 0.0
             _score_row(X[i], M[i - i0], t0, t1, near[i], far[i], self_idx, ids[o0:o1], Xo, o0,
-                       starts, dm, ramp, kind, P[i], rows)
+                       starts, dm, ramp, kind, P[i], rows, ta, To[o0:o1], bound, keep)
 
 
 @inline
@@ -318,42 +336,65 @@ def _unsort(P, order):
     return out.reshape(P.shape)
 
 
+@inline
+def partial_classes(n_classes, bound):
+    """Classes of the pass-2 partials: the rows' classes, or hit and miss
+    (``bound > 0``, a continuous target)."""
+    return 2 if bound > 0.0 else n_classes
+
+
+@inline
+def _keep_buffer(bound):
+    """The compaction's per-candidate masks: hits and misses (``bound > 0``),
+    else all true."""
+    keep = np.empty(2 * TILE, dtype=np.bool_).reshape((2, TILE))
+    keep[:] = bound <= 0.0
+    return keep
+
+
 @helper
 def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, near_p, far_p,
-                near_q, far_q, mode):
+                near_q, far_q, mode, tp, tq, bound):
     """Per-row neighbour partials ``P[row, set, class, :A+1]`` of both row sets of a pair.
 
     .. math:: P_{as c} = \\sum_{j \\ne a:\\, j \\in s(a),\\, y_j = c}
               (\\mathrm{diff}(a, j), 1)
 
     with ``s(a)`` the near set ``d_aj < near_a`` (``s = 0``) or, when
-    ``n_sets == 2``, the far set ``d_aj > far_a`` (``s = 1``).  Returns
-    ``(Pp, Pq)``; ``Pq`` is empty in the ``ORDERED`` mode and ``Pp`` itself
-    in the ``WITHIN`` mode.
+    ``n_sets == 2``, the far set ``d_aj > far_a`` (``s = 1``).  With
+    ``bound > 0`` the rows' targets ``tp``, ``tq`` class each pair instead
+    (``c = 0`` when ``|t_a - t_j| < bound``, else 1; ``n_classes == 1``);
+    otherwise ``tp``, ``tq`` are not read.  Returns ``(Pp, Pq)``; ``Pq`` is
+    empty in the ``ORDERED`` mode and ``Pp`` itself in the ``WITHIN`` mode.
 
     Both row sets are first sorted by class (stable), so that a row's
     neighbours of one class are one compaction of one range of positions.
     """
     n_features = Xp.shape[1]
+    split = bound > 0.0
     Xps, ips, sp = by_class(Xp, yp, ip, n_classes)
     order_p = class_order(yp, n_classes)[0]
     near_ps, far_ps = near_p[order_p], far_p[order_p]
+    tps = tp[order_p] if split else tp
     if mode == WITHIN:
-        Xqs, iqs, sq, order_q, near_qs, far_qs = Xps, ips, sp, order_p, near_ps, far_ps
+        Xqs, iqs, sq, order_q, near_qs, far_qs, tqs = Xps, ips, sp, order_p, near_ps, far_ps, tps
     else:
         Xqs, iqs, sq = by_class(Xq, yq, iq, n_classes)
         order_q = class_order(yq, n_classes)[0]
         near_qs, far_qs = near_q[order_q], far_q[order_q]
+        tqs = tq[order_q] if split else tq
     n_p, n_q = Xps.shape[0], Xqs.shape[0]
     width = partial_width(n_features, kind)
-    Pp = filled((n_p, n_sets, n_classes, width), 0.0)
-    Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_classes,
+    n_out = partial_classes(n_classes, bound)
+    Pp = filled((n_p, n_sets, n_out, width), 0.0)
+    Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_out,
                                            width), 0.0)
     XT = np.empty((n_features, TILE))
     D = np.empty((TILE, TILE))
     DT = np.empty((TILE, TILE))
     rows = np.empty(TILE, dtype=np.int64)
     cnt = np.empty(TILE)
+    keep = _keep_buffer(bound)
     for q0 in range(0, n_q, TILE):
         q1 = min(q0 + TILE, n_q)
         _transpose(Xqs, q0, q1, XT)
@@ -361,18 +402,23 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
             p1 = min(p0 + TILE, n_p)
             tile_distances(Xps, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
             _fold_scores(D, DT, Xps, ips, sp, Xqs, iqs, sq, p0, p1, q0, q1, dm, ramp, kind,
-                         near_ps, far_ps, near_qs, far_qs, mode, Pp, Pq, rows)
+                         near_ps, far_ps, near_qs, far_qs, mode, Pp, Pq, rows, tps, tqs, bound,
+                         keep)
     Pp_out = _unsort(Pp, order_p)
     if mode == WITHIN:
         return Pp_out, Pp_out
     return Pp_out, _unsort(Pq, order_q) if mode == CROSS else Pq
 
 
-def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near, far):
-    """Pass 2 for anchors against candidates (``ORDERED``), threads over anchor sub-tiles."""
+def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near, far, ta, tc,
+                bound):
+    """Pass 2 for anchors against candidates (``ORDERED``), threads over anchor sub-tiles
+    (``ta``, ``tc``, ``bound``: :func:`score_pairs`')."""
     n_a, n_features = Xa.shape
     Xcs, ics, sc = by_class(Xc, yc, ic, n_classes)
-    P = filled((n_a, n_sets, n_classes, partial_width(n_features, kind)), 0.0)
+    tcs = tc[class_order(yc, n_classes)[0]] if bound > 0.0 else tc
+    P = filled((n_a, n_sets, partial_classes(n_classes, bound),
+                partial_width(n_features, kind)), 0.0)
     n_tiles = (n_a + TILE - 1) // TILE
     for i in numba.prange(n_tiles):
         p0 = i * TILE
@@ -381,13 +427,14 @@ def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near,
         D = np.empty((TILE, TILE))
         rows = np.empty(TILE, dtype=np.int64)
         cnt = np.empty(TILE)
+        keep = _keep_buffer(bound)
         for q0 in range(0, Xcs.shape[0], TILE):
             q1 = min(q0 + TILE, Xcs.shape[0])
             _transpose(Xcs, q0, q1, XT)
             tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
             # (ORDERED: the candidates' side is not scored; no class starts of anchors.)
             _fold_scores(D, D, Xa, ia, sc, Xcs, ics, sc, p0, p1, q0, q1, dm, ramp, kind, near,
-                         far, near, far, ORDERED, P, P, rows)
+                         far, near, far, ORDERED, P, P, rows, ta, tcs, bound, keep)
     return P
 
 
