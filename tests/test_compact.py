@@ -17,6 +17,7 @@ bytes for the sums):
 """
 
 import tracemalloc
+from pathlib import Path
 
 import dask.array as da
 import numpy as np
@@ -30,7 +31,7 @@ from dmargin.engine.kernels.distance import pack_planes
 from tests import reference_surf as ref
 
 VARIANTS = ["SURF", "SURFstar", "MultiSURF", "MultiSURFstar"]
-GAMETES = "/work/shared/data/gametes/"
+GAMETES = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "gametes") + "/"
 ATOL = 1e-12
 
 

@@ -13,6 +13,7 @@
 """
 
 import functools
+from pathlib import Path
 
 import dask.array as da
 import numpy as np
@@ -28,7 +29,7 @@ from tests import reference_surf as ref
 skrebate = pytest.importorskip("skrebate")
 
 VARIANTS = ["SURF", "SURFstar", "MultiSURF", "MultiSURFstar"]
-GAMETES = "/work/shared/data/gametes/"
+GAMETES = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "gametes") + "/"
 ATOL = 1e-10
 
 

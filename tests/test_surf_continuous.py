@@ -18,6 +18,7 @@
 """
 
 import functools
+from pathlib import Path
 
 import dask.array as da
 import numpy as np
@@ -33,7 +34,8 @@ from tests.test_missing import skrebate_scores as skrebate_scores_missing
 skrebate = pytest.importorskip("skrebate")
 
 VARIANTS = ["SURF", "SURFstar", "MultiSURF", "MultiSURFstar"]
-GAMETES = "/work/shared/data/gametes/GAMETES_Epistasis_2-Way_"
+GAMETES = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "gametes"
+              / "GAMETES_Epistasis_2-Way_")
 CONTINUOUS = GAMETES + "continuous_endpoint_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz"
 MIXED = GAMETES + "mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz"
 MISSING = GAMETES + "missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz"
