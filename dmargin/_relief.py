@@ -34,11 +34,10 @@ def stir(sums, m, pairs):
     averaged over the ``m`` anchors (the ReliefF score's means); their
     variances are pooled (Le et al. 2019, eqs. 5-10).  ``pairs``: per side
     the pairs found and those found from both rows (:func:`merge.stir_finish`).
-    A pair found from both
-    of its rows is two of the ``n`` pairs of a side but one draw: the means'
-    standard error and the degrees of freedom take each side's
-    ``n_eff = n^2 / (n + n_mutual)`` pairs (the variance of a sum in which
-    ``n_mutual`` terms come twice) instead of the paper's ``n``.
+    A pair found from both of its rows is two of the ``n`` pairs of a side but
+    one draw: the means' standard error and the degrees of freedom take each
+    side's ``n_eff = n^2 / (n + n_mutual)`` pairs (the variance of a sum in
+    which ``n_mutual`` terms come twice) instead of the paper's ``n``.
     """
     # Pairs and anchors per feature: with missing values each feature has its own.
     first, second, n_pairs, anchors = sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]

@@ -164,8 +164,7 @@ def knn_target_statistic(rows: Rows, y, n_neighbors: int, agg, agg_args=(), per_
     g = Graph(rows, "knn-target", n_neighbors, agg.__name__, agg_args, y, index, params,
               anchors=_anchors(rows, n_neighbors * (rows.n_features + 2), anchors),
               sample=anchors)
-    target = (f"{g.name}-target",)
-    g.dsk[target] = y
+    target = _hold_target(g, y)
     shares = []
     for i, (start, stop) in enumerate(g.anchors):
         merged = g.tree(_tiles(g, name, i, params), merge.knn_combine)
