@@ -7,6 +7,9 @@ from .._numba import inline, twins
 from .distance import distance, distances32, feature_diff, pair_distance
 from .lse import CAND_BLOCK, by_class, filled
 
+#: Anchors that share each block of ``CAND_BLOCK`` candidates while it is in cache.
+ANCHOR_GROUP = 64
+
 
 @inline
 def _insert(dc, ix, loc, d, g, pos):
@@ -56,31 +59,43 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
     idx = np.empty(n_anchors * n_classes * k, dtype=np.int64).reshape((n_anchors, n_classes, k))
     idx[:] = -1
     z = filled((n_anchors, n_classes, k, n_features), 0.0)
-    for a in numba.prange(n_anchors):
+    # A group of anchors scans each block of candidates while it is in cache:
+    # one anchor at a time would stream every candidate from memory once per
+    # anchor, and two workers on one machine would share that bandwidth.
+    for g in numba.prange((n_anchors + ANCHOR_GROUP - 1) // ANCHOR_GROUP):
+        a0 = g * ANCHOR_GROUP
+        n_a = min(ANCHOR_GROUP, n_anchors - a0)
         buf = np.empty(CAND_BLOCK, dtype=np.float32)
-        loc = np.empty(k, dtype=np.int64)
-        xa = Xa[a]
-        xa32 = xa.astype(np.float32)
+        Xa32 = np.empty(n_a * n_features, dtype=np.float32).reshape((n_a, n_features))
+        for r in range(n_a):
+            for f in range(n_features):
+                Xa32[r, f] = Xa[a0 + r, f]
+        loc = np.empty(n_a * k, dtype=np.int64).reshape((n_a, k))
+        # Candidates whose float32 distance exceeds ``cut[r]`` cannot enter.
+        cut = np.empty(n_a)
         for c in range(n_classes):
-            dc = dist[a, c]
-            ix = idx[a, c]
-            # Candidates whose float32 distance exceeds ``cut`` cannot enter.
-            cut = np.inf
+            for r in range(n_a):
+                cut[r] = np.inf
             for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
                 c1 = min(c0 + CAND_BLOCK, starts[c + 1])
-                distances32(xa32, Xs32, c0, c1, buf)
-                for j in range(c1 - c0):
-                    if buf[j] > cut:
-                        continue
-                    g = ics[c0 + j]
-                    if g == ia[a]:
-                        continue
-                    if _insert(dc, ix, loc, distance(xa, Xs, c0 + j), g, c0 + j):
-                        cut = dc[k - 1] + bound
-            for r in range(k):
-                if ix[r] >= 0:
-                    for f in range(n_features):
-                        z[a, c, r, f] = abs(xa[f] - Xs[loc[r], f])
+                for r in range(n_a):
+                    a = a0 + r
+                    distances32(Xa32[r], Xs32, c0, c1, buf)
+                    dc = dist[a, c]
+                    ix = idx[a, c]
+                    for j in range(c1 - c0):
+                        if buf[j] > cut[r]:
+                            continue
+                        gj = ics[c0 + j]
+                        if gj == ia[a]:
+                            continue
+                        if _insert(dc, ix, loc[r], distance(Xa[a], Xs, c0 + j), gj, c0 + j):
+                            cut[r] = dc[k - 1] + bound
+            for r in range(n_a):
+                for q in range(k):
+                    if idx[a0 + r, c, q] >= 0:
+                        for f in range(n_features):
+                            z[a0 + r, c, q, f] = abs(Xa[a0 + r, f] - Xs[loc[r, q], f])
     return dist, idx, z
 
 
