@@ -8,8 +8,11 @@ fits it):
    it); the engine's dispatchers are checked to hold no compiled or cached signature
    right after the import (nothing is compiled or loaded from the cache at import).
 2. **Cold**: in that process, with a new, empty ``NUMBA_CACHE_DIR``, the first
-   ``IRelief().fit`` and the first ``ReliefF().fit`` -- what a user waits for after
-   installing.  Every numba compilation in them is recorded with
+   ``IRelief().fit`` and the first ``ReliefF().fit`` -- what the demo waits for after
+   installing.  A user's first fit is one estimator: ``IRelief`` is timed first in
+   that process, and ``ReliefF`` first in another fresh process with another empty
+   cache ("cold, ReliefF first"); the target (3 s) is for the slower of the two
+   first fits, the pair is reported beside it.  Every numba compilation in them is recorded with
    ``numba.core.event`` (``"numba:compile"``): which dmargin kernels and how many
    numba-internal implementations (``np.empty`` and the like) were compiled, and the
    time spent compiling (outermost events only, so nested compilations count once).
@@ -134,7 +137,7 @@ def run_as_worker(spec_json: str) -> None:
     event.register("numba:compile", log)
     monitor = harness.CpuMonitor().start()
     first = {}
-    for name in ("IRelief", "ReliefF"):
+    for name in spec.get("order", ("IRelief", "ReliefF")):
         t, c = time.perf_counter(), _cpu_s()
         getattr(dmargin, name)().fit(X, y)
         first[name] = {"wall_s": round(time.perf_counter() - t, 3), "cpu_s": round(_cpu_s() - c, 3)}
@@ -169,11 +172,22 @@ def run_as_worker(spec_json: str) -> None:
 # --------------------------------------------------------------------------- #
 # parent
 # --------------------------------------------------------------------------- #
-def _run(phase, env, python=sys.executable):
-    result = harness.run_worker(__file__, ["--worker", json.dumps({"phase": phase})], 0, WORKER_TIMEOUT_S,
+def _run(phase, env, python=sys.executable, order=("IRelief", "ReliefF")):
+    spec = {"phase": phase, "order": list(order)}
+    result = harness.run_worker(__file__, ["--worker", json.dumps(spec)], 0, WORKER_TIMEOUT_S,
                                 env=env, python=python, cwd=tempfile.gettempdir())
     result.setdefault("phase", phase)
     return result
+
+
+def _clear_installed_cache(python):
+    """Remove numba's cache files next to the dmargin that ``python`` imports."""
+    where = subprocess.run([str(python), "-c", "import dmargin, os; print(os.path.dirname(dmargin.__file__))"],
+                           capture_output=True, text=True, cwd=tempfile.gettempdir(), timeout=120,
+                           check=True).stdout.strip()
+    for pattern in ("*.nbi", "*.nbc"):
+        for f in Path(where).rglob(pattern):
+            f.unlink()
 
 
 def measure(label, repeats, idle_wait, pythonpath=None, python=sys.executable, own_cache=True):
@@ -187,11 +201,20 @@ def measure(label, repeats, idle_wait, pythonpath=None, python=sys.executable, o
             env["NUMBA_CACHE_DIR"] = cache
         if pythonpath:
             env["PYTHONPATH"] = pythonpath
+        if not own_cache:
+            _clear_installed_cache(python)
         quiet = harness.wait_until_quiet(QUIET_BUSY_CORES, idle_wait)
         cold = _run("cold", env, python)
         warm = _run("warm", env, python)
         shutil.rmtree(cache, ignore_errors=True)
-        runs.append({"launch": quiet, "cold": cold, "warm": warm})
+        cache = tempfile.mkdtemp(prefix="bench_first_fit_cache_")
+        if own_cache:
+            env["NUMBA_CACHE_DIR"] = cache
+        else:  # numba's default cache next to the installed modules: empty it again
+            _clear_installed_cache(python)
+        relieff_first = _run("cold, ReliefF first", env, python, order=("ReliefF", "IRelief"))
+        shutil.rmtree(cache, ignore_errors=True)
+        runs.append({"launch": quiet, "cold": cold, "warm": warm, "cold_relieff_first": relieff_first})
         print(f"[{label}] cold {cold.get('first_fits_wall_s')} s wall / {cold.get('first_fits_cpu_s')} s cpu, "
               f"warm {warm.get('first_fits_wall_s')} s, import {cold.get('import_s')} s", flush=True)
     return {"label": label, "runs": runs, "median": _medians(runs)}
@@ -209,7 +232,7 @@ def _medians(runs):
         return round(statistics.median(vals), 3) if vals else None
 
     out = {}
-    for phase in ("cold", "warm"):
+    for phase in ("cold", "warm", "cold_relieff_first"):
         out[phase] = {
             "import_s": med(phase, "import_s"),
             "first_fits_wall_s": med(phase, "first_fits_wall_s"),
@@ -221,6 +244,8 @@ def _medians(runs):
             "steady_relieff_s": med(phase, "steady_fit_s", "ReliefF"),
             "other_cores_busy": med(phase, "contention", "other_cores_busy"),
         }
+    firsts = [out["cold"]["first_irelief_wall_s"], out["cold_relieff_first"]["first_relieff_wall_s"]]
+    out["slowest_first_fit_s"] = max(firsts) if None not in firsts else None
     last = runs[-1]
     out["cold_kernels_compiled"] = last["cold"].get("kernels_compiled")
     out["cold_numba_internal_compiled"] = last["cold"].get("numba_internal_compiled")
@@ -256,14 +281,19 @@ def render_markdown(results):
     rows = []
     for res in results:
         m = res["median"]
-        for phase in ("cold", "warm"):
-            p = m[phase]
-            rows.append([res["label"], phase, p["import_s"], p["first_fits_wall_s"], p["first_fits_cpu_s"],
+        for phase, label in (("cold", "cold"), ("cold_relieff_first", "cold, ReliefF first"),
+                             ("warm", "warm")):
+            p = m.get(phase)
+            if p is None:
+                continue
+            rows.append([res["label"], label, p["import_s"], p["first_irelief_wall_s"],
+                         p["first_relieff_wall_s"], p["first_fits_wall_s"], p["first_fits_cpu_s"],
                          p["compile_s"], p["steady_irelief_s"], p["steady_relieff_s"],
                          p["other_cores_busy"]])
     return harness.markdown_table(
-        ["code", "cache", "import dmargin (s)", "first IRelief + ReliefF fit (s)", "same, CPU (s)",
-         "compiling (s)", "steady IRelief (s)", "steady ReliefF (s)", "other cores busy"], rows)
+        ["code", "cache", "import dmargin (s)", "IRelief fit (s)", "ReliefF fit (s)",
+         "both fits (s)", "same, CPU (s)", "compiling (s)", "steady IRelief (s)",
+         "steady ReliefF (s)", "other cores busy"], rows)
 
 
 def main(argv=None) -> int:
@@ -306,7 +336,8 @@ def main(argv=None) -> int:
         "machine": machine,
         "dataset": {"name": "wdbc", "loader": "dmargin.datasets.load_dataset", "shape": [569, 30]},
         "protocol": {
-            "fits": "IRelief().fit(X, y) then ReliefF().fit(X, y), defaults, pandas input, in-process",
+            "fits": "IRelief().fit(X, y) then ReliefF().fit(X, y), defaults, pandas input, in-process; "
+                    "'cold, ReliefF first': ReliefF then IRelief",
             "cold": "fresh process, new empty NUMBA_CACHE_DIR",
             "warm": "second fresh process, same NUMBA_CACHE_DIR",
             "steady": f"best of {STEADY_REPEATS} further fits per estimator in the same process",
@@ -318,9 +349,12 @@ def main(argv=None) -> int:
                           "(numba's default: __pycache__ next to the installed modules)",
         },
         "targets": {
-            "cold_first_fits_wall_s_max": TARGET_COLD_S,
+            "first_fit_wall_s_max": TARGET_COLD_S,
+            "first_fit_wall_s": current["slowest_first_fit_s"],
+            "first_fit": "the slower of IRelief's and ReliefF's fit, each the first in a fresh "
+                         "process with an empty cache",
+            "met": (current["slowest_first_fit_s"] or 1e9) <= TARGET_COLD_S,
             "cold_first_fits_wall_s": current["cold"]["first_fits_wall_s"],
-            "met": (current["cold"]["first_fits_wall_s"] or 1e9) <= TARGET_COLD_S,
             "warm_compiles_nothing": current["warm_compilations"] == 0 and current["warm_cache_misses"] == 0,
             "nothing_compiled_or_loaded_at_import": current["dispatchers_touched_at_import"] == [],
         },

@@ -60,6 +60,51 @@ def test_lse_tile_matches_brute_force(rows_data):
             np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
 
 
+def _irelief_partials(rng, n_anchors, n_classes, n_features, spread):
+    """Random (m, s, v) partials with the odd cases: empty classes, anchors without
+    hits or without misses, logits far apart (``spread``)."""
+    m = rng.normal(scale=spread, size=(n_anchors, n_classes))
+    s = rng.uniform(0.5, 3.0, size=(n_anchors, n_classes))
+    empty = rng.random((n_anchors, n_classes)) < 0.25
+    empty[0] = True                       # no candidate at all
+    empty[1, 1:] = True                   # hits only (class 0 is anchor 1's class below)
+    empty[2, 0] = True                    # misses only
+    m[empty], s[empty] = -np.inf, 0.0
+    v = rng.uniform(size=(n_anchors, n_classes, n_features)) * (~empty)[..., None]
+    ya = rng.integers(0, n_classes, n_anchors)
+    ya[:3] = 0
+    return m, s, v, ya
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+@pytest.mark.parametrize("pooled", [False, True])
+@pytest.mark.parametrize("outliers", [False, True])
+@pytest.mark.parametrize("spread", [1.0, 400.0])
+def test_irelief_agg_equals_the_online_kernels_per_anchor_term(n_classes, pooled, outliers, spread):
+    """The batch agg (numpy, every anchor at once) and the online kernel's per-anchor
+    numba helper are two codings of eqs. (8)-(10): equal on every case."""
+    rng = np.random.default_rng(n_classes + 10 * pooled + 100 * outliers)
+    m, s, v, ya = _irelief_partials(rng, 60, n_classes, 7, spread)
+    prior = rng.uniform(0.1, 1.0, size=(n_classes, n_classes))
+    np.fill_diagonal(prior, 0.0)
+    weight = rng.uniform(size=60)
+    weight[5] = 0.0
+    want = np.zeros(7)
+    for a in range(60):
+        term = np.zeros(7)
+        merge.irelief_anchor_term(m[a], s[a], v[a], ya[a], pooled, prior, outliers, term)
+        log_z, coef = np.empty(n_classes), np.empty(n_classes)
+        merge._irelief_coef(m[a], s[a], ya[a], pooled, prior, outliers, log_z, coef)
+        got_z, got_coef = merge.irelief_coefs(m[a:a + 1], s[a:a + 1], ya[a:a + 1], pooled, prior,
+                                              outliers)
+        np.testing.assert_allclose(got_coef[0], coef, rtol=1e-13, atol=0)
+        np.testing.assert_allclose(got_z[0][coef != 0], log_z[coef != 0], rtol=1e-14, atol=0)
+        want += weight[a] * term
+    got = merge.irelief_agg(m, s, v, ya, weight, pooled, prior, outliers)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    assert np.any(want != 0)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_lse_combine_is_associative(rows_data, seed):
     X, y, k = rows_data

@@ -4,8 +4,9 @@ Like dask's ``mean_chunk / mean_combine / mean_agg`` trios: a tile kernel in
 :mod:`dmargin.engine.kernels` is the chunk step; ``*_combine`` merges partials
 of the same anchors over disjoint candidate blocks (associative, so dask can
 tree-reduce them); ``*_agg`` turns the merged partial of an anchor block into
-that block's share of the statistic.  Plain numpy, plus one small numba
-helper per algorithm that both the batch and the online paths call.
+that block's share of the statistic.  Plain numpy, plus small numba helpers
+the online kernels call per anchor (I-RELIEF's batch agg codes the same
+equations over a whole block in numpy; a test holds the two equal).
 """
 
 import math
@@ -135,19 +136,66 @@ def irelief_anchor_term(m, s, v, y, pooled, miss_prior, outliers, out):
                 out[k] += r * v[c, k]
 
 
-@numba.njit(cache=True, nogil=True)
+def irelief_coefs(m, s, ya, pooled, miss_prior, outliers):
+    """:func:`_irelief_coef` for every anchor at once (numpy): ``(log_z, coef)``, each
+    ``(anchors, classes)``; an anchor with no misses among the candidates, or
+    an outlier without hits, has ``coef = 0``.
+
+    The batch agg is a reduction over whole anchor blocks, so it needs no
+    compiled loop (and no compilation on a first fit); the online kernel keeps
+    the per-anchor numba helper.  ``tests/test_engine.py`` holds the two equal.
+    """
+    n_anchors, n_classes = m.shape
+    rows = np.arange(n_anchors)
+    present = s > 0.0
+    with np.errstate(divide="ignore"):
+        log_s = np.log(np.where(present, s, 0.0))
+    lc = np.where(present, m + log_s, -np.inf)  # log of each class's sum
+    is_hit = np.zeros((n_anchors, n_classes), dtype=bool)
+    is_hit[rows, ya] = True
+    misses = present & ~is_hit
+    log_h = lc[rows, ya]
+    mx = np.max(np.where(misses, m, -np.inf), axis=1)
+    has_miss = mx > -np.inf
+    mx_safe = np.where(has_miss, mx, 0.0)
+    tot = np.sum(s * np.exp(np.where(misses, m - mx_safe[:, None], -np.inf)), axis=1)
+    with np.errstate(divide="ignore"):
+        log_m = np.where(has_miss, mx_safe + np.log(np.where(has_miss, tot, 1.0)), -np.inf)
+    if outliers:
+        hits = log_h > -np.inf
+        ok = hits & has_miss
+        hi = np.where(ok, np.maximum(log_h, log_m), 0.0)
+        log_all = hi + np.log(np.exp(np.where(ok, log_h - hi, 0.0))
+                              + np.exp(np.where(ok, log_m - hi, 0.0)))
+        gamma = np.where(ok, np.exp(np.where(ok, log_h - log_all, 0.0)), 0.0)
+    else:
+        gamma = np.ones(n_anchors)
+    gamma = np.where(has_miss, gamma, 0.0)
+    log_z = np.full((n_anchors, n_classes), -np.inf)
+    coef = np.zeros((n_anchors, n_classes))
+    hit_ok = has_miss & (log_h > -np.inf)
+    log_z[rows[hit_ok], ya[hit_ok]] = log_h[hit_ok]
+    coef[rows[hit_ok], ya[hit_ok]] = -gamma[hit_ok]
+    if pooled:
+        log_z = np.where(misses, log_m[:, None], log_z)
+        coef = np.where(misses, gamma[:, None], coef)
+    else:
+        prior = np.where(misses, miss_prior[ya], 0.0)
+        norm = prior.sum(axis=1)
+        safe = np.where(norm > 0.0, norm, 1.0)[:, None]
+        log_z = np.where(misses, lc, log_z)
+        coef = np.where(misses, gamma[:, None] * prior / safe, coef)
+    coef = np.where(has_miss[:, None], coef, 0.0)
+    return log_z, coef
+
+
 def irelief_agg(m, s, v, ya, weight, pooled, miss_prior, outliers):
     """Anchor block's share of eq. (12): ``sum_a weight_a gamma_a (mbar_a - hbar_a)``."""
-    out = filled((v.shape[2],), 0.0)
-    term = np.empty(v.shape[2])
-    for a in range(m.shape[0]):
-        if weight[a] == 0.0:
-            continue
-        term[:] = 0.0
-        irelief_anchor_term(m[a], s[a], v[a], ya[a], pooled, miss_prior, outliers, term)
-        for k in range(out.shape[0]):
-            out[k] += weight[a] * term[k]
-    return out
+    log_z, coef = irelief_coefs(m, s, ya, pooled, miss_prior, outliers)
+    used = coef != 0.0
+    r = np.zeros_like(coef)
+    r[used] = coef[used] * np.exp(m[used] - log_z[used])
+    return np.einsum("a,ac,ack->k", weight, r, v)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -165,7 +165,7 @@ def _fold(m, s, v, c, best, buf, n):
     s[c] += tot
 
 
-@helper
+@inline
 def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
     """Fold the class-sorted candidates into one anchor's running ``(m, s, v)``.
 
