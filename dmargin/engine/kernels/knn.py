@@ -5,10 +5,7 @@ import numpy as np
 
 from .._numba import inline, twins
 from .distance import distance, distances32, feature_diff, pair_distance
-from .lse import CAND_BLOCK, by_class, filled
-
-#: Anchors that share each block of ``CAND_BLOCK`` candidates while it is in cache.
-ANCHOR_GROUP = 64
+from .lse import ANCHOR_GROUP, CAND_BLOCK, by_class, filled
 
 
 @inline
@@ -59,9 +56,7 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
     idx = np.empty(n_anchors * n_classes * k, dtype=np.int64).reshape((n_anchors, n_classes, k))
     idx[:] = -1
     z = filled((n_anchors, n_classes, k, n_features), 0.0)
-    # A group of anchors scans each block of candidates while it is in cache:
-    # one anchor at a time would stream every candidate from memory once per
-    # anchor, and two workers on one machine would share that bandwidth.
+    # A group of anchors scans each block of candidates while it is in cache.
     for g in numba.prange((n_anchors + ANCHOR_GROUP - 1) // ANCHOR_GROUP):
         a0 = g * ANCHOR_GROUP
         n_a = min(ANCHOR_GROUP, n_anchors - a0)

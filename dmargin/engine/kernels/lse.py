@@ -29,6 +29,10 @@ from .distance import MISSING, distances, masked_distance, split_missing
 
 # Candidates per inner block: the distance and weight buffers stay in L1.
 CAND_BLOCK = 256
+#: Anchors that share each block of ``CAND_BLOCK`` candidates while it is in
+#: cache: one anchor at a time would stream every candidate from memory once
+#: per anchor, and two workers on one machine would share that bandwidth.
+ANCHOR_GROUP = 64
 
 
 @inline
@@ -166,6 +170,17 @@ def _fold(m, s, v, c, best, buf, n):
 
 
 @inline
+def _lse_block(xa, self_idx, Xs, ics, c, c0, c1, w, inv_sigma, m, s, v, buf):
+    """Fold the candidates ``c0:c1`` (all of class ``c``) into one anchor's
+    running ``(m, s, v)``."""
+    best = _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf)
+    if best == -np.inf:
+        return
+    _fold(m, s, v, c, best, buf, c1 - c0)
+    _weighted_absdiff(xa, Xs, c0, c1, buf, v[c])
+
+
+@inline
 def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
     """Fold the class-sorted candidates into one anchor's running ``(m, s, v)``.
 
@@ -175,12 +190,7 @@ def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
     for c in range(starts.shape[0] - 1):
         for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
             c1 = min(c0 + CAND_BLOCK, starts[c + 1])
-            best = _logits(xa, self_idx, Xs, ics, c0, c1, w, inv_sigma, buf)
-            if best == -np.inf:
-                continue
-            n = c1 - c0
-            _fold(m, s, v, c, best, buf, n)
-            _weighted_absdiff(xa, Xs, c0, c1, buf, v[c])
+            _lse_block(xa, self_idx, Xs, ics, c, c0, c1, w, inv_sigma, m, s, v, buf)
 
 
 def _lse_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
@@ -195,7 +205,9 @@ def _lse_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
 
     Partials over disjoint candidate blocks merge exactly
     (:func:`dmargin.engine.merge.lse_combine`).  Empty classes keep
-    ``m = -inf, s = 0, v = 0``.
+    ``m = -inf, s = 0, v = 0``.  Each anchor folds the candidates in the
+    order :func:`lse_anchor` does (the same sums), a group of anchors at a
+    time per block of candidates, while the block is in cache.
     """
     n_anchors, n_features = Xa.shape
     Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
@@ -203,11 +215,17 @@ def _lse_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
     s = filled((n_anchors, n_classes), 0.0)
     v = filled((n_anchors, n_classes, n_features), 0.0)
     inv_sigma = 1.0 / sigma
-    for a in numba.prange(n_anchors):
+    for g in numba.prange((n_anchors + ANCHOR_GROUP - 1) // ANCHOR_GROUP):
+        a0 = g * ANCHOR_GROUP
+        a1 = min(a0 + ANCHOR_GROUP, n_anchors)
         buf = np.empty(CAND_BLOCK)
-        lse_anchor(Xa[a], ia[a], Xs, ics, starts, w, inv_sigma, m[a], s[a], v[a], buf)
+        for c in range(n_classes):
+            for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
+                c1 = min(c0 + CAND_BLOCK, starts[c + 1])
+                for a in range(a0, a1):
+                    _lse_block(Xa[a], ia[a], Xs, ics, c, c0, c1, w, inv_sigma, m[a], s[a], v[a],
+                               buf)
     return m, s, v
-
 
 
 TWINS = twins(_lse_tile)
