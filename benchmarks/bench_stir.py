@@ -132,23 +132,34 @@ def render(out):
                     f"{g['ranks']['P2']} by p-value (q = {g['qvalues']['P1']:.2g}, "
                     f"{g['qvalues']['P2']:.2g}), {g['other_discoveries']} other discoveries"
                     for g in out["power"])
+    if not out["power"]:
+        return table
     return table + "\n\nGAMETES (1600 x 20, pure 2-way epistasis): " + gam + "."
 
 
 def main(argv=None):
     parser = harness.options(__doc__, quick=f"{DRAWS_QUICK} null draws per setting")
+    parser.add_argument("--draws", type=int, default=None, metavar="N",
+                        help=f"null draws per setting (default {DRAWS}; {DRAWS_QUICK} with --quick)")
+    parser.add_argument("--null-only", action="store_true",
+                        help="only dmargin's STIR on the two uniform nulls at k = 10 (with --draws, "
+                             "to narrow the FDR's sampling error)")
     args = harness.parse_args(parser, argv)
-    draws = DRAWS_QUICK if args.quick else DRAWS
+    draws = args.draws or (DRAWS_QUICK if args.quick else DRAWS)
+    if args.null_only:
+        calib = [calibration(kind, 10, draws) for kind in ("uniform", "uniform, balanced")]
+        gametes = []
+    else:
+        calib = ([calibration(kind, k, draws, papers_n=papers_n)
+                  for papers_n in (False, True)
+                  for kind in ("uniform", "uniform, balanced", "wdbc")
+                  for k in (10, 50)]
+                 + [calibration(kind, 10, draws, PERMUTATIONS) for kind in ("uniform", "wdbc")])
+        gametes = [power(k) for k in (10, 100)] + [power(10, 999)] if GAMETES.exists() else []
     out = {"benchmark": "stir", "mode": "quick" if args.quick else "full",
            "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
            "revision": harness.git_revision(harness.REPO),
-           "calibration": [calibration(kind, k, draws, papers_n=papers_n)
-                           for papers_n in (False, True)
-                           for kind in ("uniform", "uniform, balanced", "wdbc")
-                           for k in (10, 50)]
-           + [calibration(kind, 10, draws, PERMUTATIONS) for kind in ("uniform", "wdbc")],
-           "power": [power(k) for k in (10, 100)] + [power(10, 999)]
-           if GAMETES.exists() else []}
+           "calibration": calib, "power": gametes}
     out["markdown"] = render(out)
     print(out["markdown"])
     harness.write_variant("stir", out, variant=args.variant, quick=args.quick)
