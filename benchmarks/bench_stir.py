@@ -82,13 +82,16 @@ def _papers_count():
 def calibration(kind, k, draws, permutations=0, papers_n=False):
     import dmargin
 
-    pvalues, any_discovery = [], []
+    pvalues, any_discovery, imbalance, mean_t = [], [], [], []
     with _papers_count() if papers_n else contextlib.nullcontext():
         for i, (X, y) in enumerate(_null_sets(kind, draws)):
             est = dmargin.ReliefF(n_neighbors=k, n_permutations=permutations,
                                   random_state=i).fit(X, y)
             pvalues.append(est.pvalues_)
             any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
+            imbalance.append(abs(float(np.mean(y == y[0])) - 0.5))
+            mean_t.append(float(np.mean(est.t_statistics_)) if est.t_statistics_ is not None
+                          else np.nan)
     p = np.concatenate(pvalues)
     if permutations:
         p = p - np.random.default_rng(1).random(p.size) / (permutations + 1)
@@ -100,7 +103,19 @@ def calibration(kind, k, draws, permutations=0, papers_n=False):
             "uniform_at_0.01": bool(ks.pvalue > 0.01),
             "fraction_under_0.05": round(float(np.mean(p < LEVEL)), 4),
             "fdr_at_q_0.05": round(float(np.mean(any_discovery)), 4),
-            "fdr_controlled": bool(np.mean(any_discovery) <= LEVEL)}
+            "fdr_controlled": bool(np.mean(any_discovery) <= LEVEL),
+            **_by_imbalance(np.array(imbalance), np.array(mean_t), np.array(any_discovery))}
+
+
+def _by_imbalance(imbalance, mean_t, any_discovery):
+    """Whether a draw's discoveries follow its class imbalance: the Spearman correlation
+    of the imbalance with the draw's mean t, and the FDR of each half by imbalance."""
+    if np.all(np.isnan(mean_t)) or np.ptp(imbalance) == 0:
+        return {}
+    more = imbalance > np.median(imbalance)
+    return {"mean_t_vs_imbalance_spearman": round(float(stats.spearmanr(imbalance, mean_t)[0]), 3),
+            "fdr_less_imbalanced_half": round(float(np.mean(any_discovery[~more])), 4),
+            "fdr_more_imbalanced_half": round(float(np.mean(any_discovery[more])), 4)}
 
 
 def power(k, permutations=0):
