@@ -152,6 +152,34 @@ def test_knn_tile_exact_despite_float32_prefilter():
         np.testing.assert_allclose(d[i, 0], full[order], rtol=1e-14)
 
 
+@pytest.mark.parametrize("kernel", [0, 1], ids=["serial", "threaded"])
+def test_tiles_over_anchor_groups_and_candidate_blocks(kernel):
+    """150 anchors (groups of 64, 64 and 22) against 700 candidates of 3 classes
+    (several CAND_BLOCKs per class): each anchor's hard and soft neighbours as
+    the definitions give them."""
+    assert 2 * lse.ANCHOR_GROUP < 150 < 3 * lse.ANCHOR_GROUP and 700 > 2 * lse.CAND_BLOCK
+    rng = np.random.default_rng(7)
+    Xc = rng.random((700, 9))
+    yc = rng.integers(0, 3, 700)
+    ic = np.arange(700)
+    ia = rng.choice(700, 150, replace=False)  # anchors among the candidates: no self-match
+    Xa = Xc[ia]
+    w = rng.random(9)
+    got = statistics.KERNELS["lse"][kernel](Xa, ia, Xc, yc, ic, w, 0.3, 3)
+    for g, e in zip(got, _brute_lse(Xa, ia, Xc, yc, ic, w, 0.3, 3)):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+    d, idx, z = knn.TWINS[kernel](Xa, ia, Xc, yc, ic, 3, 5)
+    for a in range(150):
+        full = np.abs(Xc - Xa[a]).sum(axis=1)
+        full[ia[a]] = np.inf
+        for c in range(3):
+            members = np.flatnonzero((yc == c) & (ic != ia[a]))
+            order = members[np.lexsort((members, full[members]))][:5]
+            np.testing.assert_array_equal(idx[a, c], order)
+            np.testing.assert_allclose(d[a, c], full[order], rtol=1e-14)
+            np.testing.assert_allclose(z[a, c], np.abs(Xa[a] - Xc[order]), rtol=1e-15)
+
+
 def _irelief_args(y, k):
     return (True, miss_priors(np.bincount(y, minlength=k)), True)
 
