@@ -102,6 +102,7 @@ def calibration(kind, k, draws, permutations=0, papers_n=False):
             "ks_statistic": round(float(ks.statistic), 4), "ks_pvalue": float(ks.pvalue),
             "uniform_at_0.01": bool(ks.pvalue > 0.01),
             "fraction_under_0.05": round(float(np.mean(p < LEVEL)), 4),
+            "fraction_under_0.001": round(float(np.mean(p < 0.001)), 5),
             "fdr_at_q_0.05": round(float(np.mean(any_discovery)), 4),
             "fdr_controlled": bool(np.mean(any_discovery) <= LEVEL),
             **_by_imbalance(np.array(imbalance), np.array(mean_t), np.array(any_discovery))}
