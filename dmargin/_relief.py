@@ -406,12 +406,13 @@ class ReliefF(WeightSelector):
     twice: its variance is that of ``n^2 / (n + n_mutual)`` draws, which the
     standard error and the degrees of freedom here use (the two equal when no
     pair is found twice, as with a small sample of anchors).  On uniform rows
-    with random balanced labels that brings the share of p-values under 0.05
-    from 10 % (the paper's n) to 5 %; pairs that share one row stay
-    correlated, so the far tail is still somewhat heavy (p < 0.001 in 0.18 %
-    of features).  ReliefF's weights lean toward the larger class when the
-    classes are unbalanced, so there STIR's p-values are too small whatever
-    the count (``benchmarks/README.md``, STIR).  Permutation p-values
+    with balanced random labels (k = 10) that brings the share of p-values
+    under 0.05 from 9 % (the paper's n) to 4.5 %; the far tail is still
+    somewhat heavy (400 draws: p < 0.001 in 0.125 % of features, 0.19 % with
+    binomial labels, whose draws make a discovery at q = 0.05 in 8.5 % of
+    cases instead of 5 %).  ReliefF's weights lean toward the larger class
+    when the classes are unbalanced, so there STIR's p-values are too small
+    whatever the count (``benchmarks/README.md``, STIR).  Permutation p-values
     (``n_permutations``) are exact for exchangeable labels, at the price of B
     more passes; each permutation redraws the anchors of a sample, stratified
     by the permuted labels.

@@ -170,7 +170,7 @@ def irelief_coefs(m, s, ya, pooled, miss_prior, outliers):
         gamma = np.where(ok, np.exp(np.where(ok, log_h - log_all, 0.0)), 0.0)
     else:
         gamma = np.ones(n_anchors)
-    gamma = np.where(has_miss, gamma, 0.0)
+    # Without misses ``misses`` is empty and the hit is left out: ``coef`` stays 0.
     log_z = np.full((n_anchors, n_classes), -np.inf)
     coef = np.zeros((n_anchors, n_classes))
     hit_ok = has_miss & (log_h > -np.inf)
@@ -185,7 +185,6 @@ def irelief_coefs(m, s, ya, pooled, miss_prior, outliers):
         safe = np.where(norm > 0.0, norm, 1.0)[:, None]
         log_z = np.where(misses, lc, log_z)
         coef = np.where(misses, gamma[:, None] * prior / safe, coef)
-    coef = np.where(has_miss[:, None], coef, 0.0)
     return log_z, coef
 
 
