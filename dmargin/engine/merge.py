@@ -454,20 +454,93 @@ def mutual_pairs(codes):
     return int(np.isin(reverse, codes).sum())
 
 
+def stir_anchor_sums(dist, z, ya, missing=False):
+    """Anchor block's sums of its anchors' mean hit and miss differences, per
+    feature: ``sum h_a``, ``sum m_a``, ``sum h_a m_a`` and the anchors with
+    both (``h_a``, ``m_a``: the anchor's means over its hits and its misses).
+    Their covariance is what two pairs of one anchor share
+    (:func:`dmargin._stir.standard_error`)."""
+    valid, zv = _found(dist, z, missing)
+    n_found = valid.sum(axis=2)  # (anchors, classes, 1 or A)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = (zv * valid).sum(axis=2) / n_found  # NaN where none found
+    rows, ya = np.arange(dist.shape[0]), np.asarray(ya)
+    hit, miss = means[rows, ya], means[rows, 1 - ya]  # two classes
+    both = np.isfinite(hit) & np.isfinite(miss)
+    hit, miss = np.where(both, hit, 0.0), np.where(both, miss, 0.0)
+    return np.vstack([hit.sum(axis=0), miss.sum(axis=0), (hit * miss).sum(axis=0),
+                      both.sum(axis=0)])
+
+
+#: Rows of STIR's neighbour graph beyond which ``trace(W^3)`` is estimated from a
+#: sample of this many rows (:func:`pair_graph_sums`).
+TRACE_ROWS = 100_000
+
+
+def _signed_edges(codes, sign):
+    """Edges ``anchor -> neighbour`` of one side, weighted ``sign / k_a``."""
+    anchor, neighbour = codes >> 32, codes & 0xFFFFFFFF
+    _, inverse, per_anchor = np.unique(anchor, return_inverse=True, return_counts=True)
+    return anchor, neighbour, sign / per_anchor[inverse]
+
+
+def pair_graph_sums(hit_codes, miss_codes):
+    """Sums over STIR's neighbour graph that its score's variance and skewness take.
+
+    A found pair is an edge of weight ``-1/k_a`` (a hit) or ``+1/k_a`` (a
+    miss), ``k_a`` the pairs of its anchor on that side, so that the score is
+    ``(1/m) sum_e w_e d_e``; the two findings of a pair found from both rows
+    add up.  With ``W`` the symmetric matrix of the summed weights and
+    ``C = W 1`` its row sums, returns ``[sum C_i^2, sum w_e^2, sum C_i^3,
+    sum w_e^3, sum w_e C_i C_j, sum w_e^2 (C_i + C_j), trace(W^3)]``, ``e``
+    over the distinct pairs ``{i, j}``.  ``trace(W^3)`` (six times the
+    weighted triangles) is exact up to :data:`TRACE_ROWS` rows, beyond them
+    estimated from that many rows drawn with a fixed seed (relative error
+    about ``1 / sqrt(TRACE_ROWS)``).
+    """
+    from scipy import sparse
+
+    edges = [_signed_edges(np.asarray(c, dtype=np.int64), sign)
+             for c, sign in ((hit_codes, -1.0), (miss_codes, 1.0))]
+    src, dst, w = (np.concatenate(parts) for parts in zip(*edges))
+    if not w.size:
+        return np.zeros(7)
+    nodes, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    n = nodes.size
+    directed = sparse.csr_matrix((w, (inverse[:w.size], inverse[w.size:])), shape=(n, n))
+    W = (directed + directed.T).tocsr()
+    C = np.asarray(W.sum(axis=1)).ravel()
+    upper = sparse.triu(W, k=1).tocoo()
+    we, ci, cj = upper.data, C[upper.row], C[upper.col]
+    rows = np.arange(n)
+    if n > TRACE_ROWS:
+        rows = np.sort(np.random.default_rng(0).choice(n, TRACE_ROWS, replace=False))
+    trace = 0.0
+    for start in range(0, rows.size, 4096):
+        block = W[rows[start:start + 4096]]
+        trace += float((block @ W).multiply(block).sum())
+    trace *= n / rows.size
+    return np.array([(C ** 2).sum(), (we ** 2).sum(), (C ** 3).sum(), (we ** 3).sum(),
+                     (we * ci * cj).sum(), (we ** 2 * (ci + cj)).sum(), trace])
+
+
 def stir_finish(merged):
-    """The merged :func:`relieff_stir_agg` shares as ``(sums, counts)``: per side
-    (hits, misses) the pairs found and those also found from their other row.
-    Runs where the shares were merged, so the codes never travel further."""
+    """The merged :func:`relieff_stir_agg` shares as ``(sums, counts, graph)``:
+    per side (hits, misses) the pairs found and those also found from their
+    other row, and :func:`pair_graph_sums`.  Runs where the shares were
+    merged, so the codes never travel further."""
     sums, codes = merged
-    return sums, np.array([[c.size, mutual_pairs(c)] for c in codes], dtype=np.float64)
+    counts = np.array([[c.size, mutual_pairs(c)] for c in codes], dtype=np.float64)
+    return sums, counts, pair_graph_sums(*codes)
 
 
 def relieff_stir_agg(dist, idx, z, ya, ia, miss_prior, missing=False):
-    """:func:`relieff_agg` (row 0) and :func:`stir_sums` (rows 1-8) in one array,
-    and the block's :func:`stir_pairs`; merged with :func:`stir_combine`, then
-    :func:`stir_finish`."""
+    """:func:`relieff_agg` (row 0), :func:`stir_sums` (rows 1-8) and
+    :func:`stir_anchor_sums` (rows 9-12) in one array, and the block's
+    :func:`stir_pairs`; merged with :func:`stir_combine`, then :func:`stir_finish`."""
     sums = np.vstack([relieff_agg(dist, idx, z, ya, miss_prior, missing)[None, :],
-                      stir_sums(dist, z, ya, missing).reshape(8, -1)])
+                      stir_sums(dist, z, ya, missing).reshape(8, -1),
+                      stir_anchor_sums(dist, z, ya, missing)])
     return sums, stir_pairs(dist, idx, ya, ia)
 
 

@@ -182,6 +182,15 @@ def _stack_picked(parts):
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
+def _picked_parts(g: Graph, index):
+    parts = []
+    for b, (start, stop) in enumerate(g.candidates):
+        local = index[(index >= start) & (index < stop)] - start
+        if local.size:
+            parts.append(g.add("take", _picked, g.block(b)[0], start, local))
+    return g.add("concat", _stack_picked, parts)
+
+
 def rows_at(rows: Rows, index) -> Anchors:
     """The rows ``index`` (sorted global indices) as :class:`~execution.Anchors`
     of one class: only those rows travel to the driver."""
@@ -189,13 +198,22 @@ def rows_at(rows: Rows, index) -> Anchors:
     if not rows.on_dask:
         return Anchors(np.ascontiguousarray(rows.X[index]), np.zeros(index.size, np.int64), index)
     g = Graph(rows, "rows-at", index)
-    parts = []
-    for b, (start, stop) in enumerate(g.candidates):
-        local = index[(index >= start) & (index < stop)] - start
-        if local.size:
-            parts.append(g.add("take", _picked, g.block(b)[0], start, local))
-    X, picked = g.compute(g.add("concat", _stack_picked, parts))
+    X, picked = g.compute(_picked_parts(g, index))
     return Anchors(X, np.zeros(picked.size, np.int64), picked)
+
+
+def _apply_to_picked(picked, fn, args):
+    return fn(picked[0], *args)
+
+
+def summary_of_rows_at(rows: Rows, index, fn, *args):
+    """``fn(X[index], *args)`` (``index`` sorted global row indices), computed
+    where the rows are: only its result comes to the driver."""
+    index = np.asarray(index, dtype=np.int64)
+    if not rows.on_dask:
+        return fn(np.asarray(rows.X[index], dtype=np.float64), *args)
+    g = Graph(rows, "summary-of-rows-at", index, fn.__name__)
+    return g.compute(g.add("summary", _apply_to_picked, _picked_parts(g, index), fn, args))
 
 
 # ---------------------------------------------------------------------------

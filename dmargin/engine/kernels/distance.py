@@ -98,6 +98,15 @@ def feature_diff(x, v, discrete, ramp):
     return z
 
 
+def scored_differences(a, b, discrete, ramp):
+    """:func:`feature_diff` in numpy, over the last axis (features) of broadcast
+    arrays ``a`` and ``b``; ``discrete`` and ``ramp`` per feature."""
+    z = np.abs(a - b)
+    with np.errstate(invalid="ignore"):
+        scored = np.where(discrete, (z != 0.0).astype(np.float64), np.where(z > ramp, 1.0, z))
+    return np.where(np.isnan(z), np.nan, scored)
+
+
 @inline
 def pair_distance(xa, xb, w, dm, dw, kind):
     """The distance of rows ``xa`` and ``xb`` under feature weights ``w``.
