@@ -104,25 +104,48 @@ def pair_moments(X, discrete, ramp):
         return out
     i, j, l = _triples(size, n_features)
     diagonal = np.arange(size)
-    step = max(1, int(4e6 // (size * size)))
+    plain = not np.any(discrete) and np.all(np.isinf(ramp)) and not np.isnan(X).any()
+    step = max(1, int(1e5 // (size * size)))
+    for start in range(0, n_features, step):
+        f = slice(start, min(n_features, start + step))
+        a, b = X[:, None, f], X[None, :, f]
+        phi = np.abs(a - b) if plain else scored_differences(a, b, discrete[f], ramp[f])
+        out[:, f] = (_plain_moments if plain else _missing_moments)(phi, diagonal, (i, j, l))
+    return out
+
+
+def _plain_moments(phi, diagonal, triples):
+    """:func:`pair_moments` of one block of features without missing differences."""
+    size = phi.shape[0]
+    pairs = size * (size - 1.0)
+    phi[diagonal, diagonal] = 0.0
+    g = phi.sum(axis=1) / (size - 1.0)
+    mu = g.mean(axis=0)
+    g -= mu
+    h = phi - g[:, None] - g[None, :] - mu
+    h[diagonal, diagonal] = 0.0
+    h2 = h * h
+    i, j, l = triples
+    return [np.mean(g ** 2, axis=0), np.mean(g ** 3, axis=0),
+            np.einsum("if,ijf,jf->f", g, h, g) / pairs, np.einsum("if,ijf->f", g, h2) / pairs,
+            h2.sum(axis=(0, 1)) / pairs, (h2 * h).sum(axis=(0, 1)) / pairs,
+            np.mean(h[i, j] * h[j, l] * h[l, i], axis=0)]
+
+
+def _missing_moments(phi, diagonal, triples):
+    """:func:`pair_moments` of one block of features, missing differences (NaN) left out."""
+    i, j, l = triples
     with warnings.catch_warnings(), np.errstate(invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing feature: NaN
-        for start in range(0, n_features, step):
-            f = slice(start, min(n_features, start + step))
-            phi = scored_differences(X[:, None, f], X[None, :, f], discrete[f], ramp[f])
-            phi[diagonal, diagonal] = np.nan
-            g = np.nanmean(phi, axis=1)
-            mu = np.nanmean(g, axis=0)
-            g -= mu
-            h = phi - g[:, None] - g[None, :] - mu
-            out[0, f] = np.nanmean(g ** 2, axis=0)
-            out[1, f] = np.nanmean(g ** 3, axis=0)
-            out[2, f] = np.nanmean(g[:, None] * g[None, :] * h, axis=(0, 1))
-            out[3, f] = np.nanmean(g[:, None] * h ** 2, axis=(0, 1))
-            out[4, f] = np.nanmean(h ** 2, axis=(0, 1))
-            out[5, f] = np.nanmean(h ** 3, axis=(0, 1))
-            out[6, f] = np.nanmean(h[i, j] * h[j, l] * h[l, i], axis=0)
-    return out
+        phi[diagonal, diagonal] = np.nan
+        g = np.nanmean(phi, axis=1)
+        mu = np.nanmean(g, axis=0)
+        g -= mu
+        h = phi - g[:, None] - g[None, :] - mu
+        return [np.nanmean(g ** 2, axis=0), np.nanmean(g ** 3, axis=0),
+                np.nanmean(g[:, None] * g[None, :] * h, axis=(0, 1)),
+                np.nanmean(g[:, None] * h ** 2, axis=(0, 1)), np.nanmean(h ** 2, axis=(0, 1)),
+                np.nanmean(h ** 3, axis=(0, 1)), np.nanmean(h[i, j] * h[j, l] * h[l, i], axis=0)]
 
 
 def shared_row_variance(anchor_sums, graph, m):

@@ -203,6 +203,23 @@ def test_stir_pvalues_are_calibrated_on_null_data():
     assert np.mean(discoveries) <= 0.08
 
 
+def test_stir_takes_missing_values_and_discrete_features(threaded):
+    # Genotype-like 0/1/2 columns (discrete) beside continuous ones, 5 % missing:
+    # finite p-values, the informative feature first, the same on dask.
+    rng = np.random.default_rng(12)
+    y = np.repeat([0, 1], 100)
+    X = np.hstack([rng.integers(0, 3, (200, 4)).astype(float), rng.random((200, 4))])
+    X[:, 5] += 0.6 * y
+    X[rng.random(X.shape) < 0.05] = np.nan
+    est = dmargin.ReliefF(discrete_threshold=3).fit(X, y)
+    assert est.discrete_features_[:4].all() and not est.discrete_features_[4:].any()
+    assert np.all((est.pvalues_ >= 0) & (est.pvalues_ <= 1))
+    assert est.pvalues_.argmin() == 5 and est.pvalues_[5] < 1e-6
+    on_dask = dmargin.ReliefF(discrete_threshold=3).fit(da.from_array(X, chunks=70), y)
+    np.testing.assert_allclose(on_dask.pvalues_, est.pvalues_, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(on_dask.t_statistics_, est.t_statistics_, rtol=1e-10, atol=1e-13)
+
+
 def test_stir_is_only_for_two_classes(data):
     X, _ = data
     est = dmargin.ReliefF().fit(X, np.repeat([0, 1, 2, 3], 40))
