@@ -56,10 +56,12 @@ from .engine.kernels.distance import scored_differences
 from .engine.statistics import summary_of_rows_at
 
 #: At most this many rows estimate a feature's difference moments.
-SAMPLE_ROWS = 300
-#: Triples of sample rows for ``E[h_ij h_jl h_li]``.
-TRIPLES = 20_000
-# Caps on the moments' work, ``S^2 A`` pairs and ``T A`` triples, for very wide data.
+SAMPLE_ROWS = 200
+#: Triples of sample rows: their pairs ``(i, j)`` give the pair moments, all
+#: three ``E[h_ij h_jl h_li]``.
+TRIPLES = 5_000
+# Caps on the moments' work for very wide data: ``S^2 A`` differences (the
+# general path's ``g``) and ``T A`` triples.
 _PAIR_BUDGET, _TRIPLE_BUDGET = 3e9, 2e8
 
 
@@ -89,7 +91,7 @@ def sample_moments(rows, anchors, kinds):
 def _triples(n_rows, n_features):
     """Triples of distinct sample rows, drawn with a fixed seed (a quadrature
     of the triangle moment, not a random part of the fit)."""
-    wanted = int(min(TRIPLES, max(1000, _TRIPLE_BUDGET // max(1, n_features))))
+    wanted = int(min(TRIPLES, max(500, _TRIPLE_BUDGET // max(1, n_features))))
     drawn = np.random.default_rng(0).integers(0, n_rows, (3, 3 * wanted))
     distinct = (drawn[0] != drawn[1]) & (drawn[1] != drawn[2]) & (drawn[0] != drawn[2])
     return drawn[:, distinct][:, :wanted]
@@ -99,61 +101,65 @@ def pair_moments(X, discrete, ramp):
     """Moments of each feature's scored difference between independent rows.
 
     ``X``: sample rows (S x A, scaled as the engine scores them).  With
-    ``g(x) = E phi(x, X') - mu`` and ``h = phi - g - g' - mu``, all over the
-    sample (a row never paired with itself; missing differences left out),
-    returns ``(7, A)``: ``E g^2, E g^3, E[g_i g_j h_ij], E[g_i h_ij^2],
-    E h^2, E h^3`` over the sample's pairs and ``E[h_ij h_jl h_li]`` over
-    :func:`_triples`.  NaN for a feature with fewer than three values.
+    ``g(x) = E phi(x, X') - mu`` over the sample (a row never paired with
+    itself; missing differences left out) and ``h = phi - g - g' - mu``,
+    returns ``(7, A)``: ``E g^2, E g^3`` over the rows, ``E[g_i g_j h_ij],
+    E[g_i h_ij^2], E h^2, E h^3`` over the pairs ``(i, j)`` and
+    ``E[h_ij h_jl h_li]`` over the triples ``(i, j, l)`` of :func:`_triples`.
+    NaN for a feature with fewer than three values.
     """
     X = np.asarray(X, dtype=np.float64)
     size, n_features = X.shape
     out = np.full((7, n_features), np.nan)
     if size < 3:
         return out
-    i, j, l = _triples(size, n_features)
-    diagonal = np.arange(size)
     plain = not np.any(discrete) and np.all(np.isinf(ramp)) and not np.isnan(X).any()
-    step = max(1, int(1e5 // (size * size)))
-    for start in range(0, n_features, step):
-        f = slice(start, min(n_features, start + step))
-        a, b = X[:, None, f], X[None, :, f]
-        phi = np.abs(a - b) if plain else scored_differences(a, b, discrete[f], ramp[f])
-        out[:, f] = (_plain_moments if plain else _missing_moments)(phi, diagonal, (i, j, l))
+    if plain:
+        g = _mean_distances(X)
+    else:
+        g = np.empty_like(X)
+        step = max(1, int(4e6 // (size * size)))
+        for start in range(0, n_features, step):
+            f = slice(start, min(n_features, start + step))
+            phi = scored_differences(X[:, None, f], X[None, :, f], discrete[f], ramp[f])
+            phi[np.arange(size), np.arange(size)] = np.nan
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all missing: NaN
+                g[:, f] = np.nanmean(phi, axis=1)
+    i, j, l = _triples(size, n_features)
+
+    def h(p, q):
+        phi = np.abs(X[p] - X[q]) if plain else scored_differences(X[p], X[q], discrete, ramp)
+        return phi - g[p] - g[q] - mu
+
+    mean = np.mean if plain else np.nanmean
+    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # all missing: NaN
+        mu = mean(g, axis=0)
+        g -= mu
+        h_ij = h(i, j)
+        gi_h = g[i] * h_ij
+        h2 = h_ij * h_ij
+        out[:] = [mean(g * g, axis=0), mean(g * g * g, axis=0), mean(gi_h * g[j], axis=0),
+                  mean(gi_h * h_ij, axis=0), mean(h2, axis=0), mean(h2 * h_ij, axis=0),
+                  mean(h_ij * h(j, l) * h(l, i), axis=0)]
     return out
 
 
-def _plain_moments(phi, diagonal, triples):
-    """:func:`pair_moments` of one block of features without missing differences."""
-    size = phi.shape[0]
-    pairs = size * (size - 1.0)
-    phi[diagonal, diagonal] = 0.0
-    g = phi.sum(axis=1) / (size - 1.0)
-    mu = g.mean(axis=0)
-    g -= mu
-    h = phi - g[:, None] - g[None, :] - mu
-    h[diagonal, diagonal] = 0.0
-    h2 = h * h
-    i, j, l = triples
-    return [np.mean(g ** 2, axis=0), np.mean(g ** 3, axis=0),
-            np.einsum("if,ijf,jf->f", g, h, g) / pairs, np.einsum("if,ijf->f", g, h2) / pairs,
-            h2.sum(axis=(0, 1)) / pairs, (h2 * h).sum(axis=(0, 1)) / pairs,
-            np.mean(h[i, j] * h[j, l] * h[l, i], axis=0)]
-
-
-def _missing_moments(phi, diagonal, triples):
-    """:func:`pair_moments` of one block of features, missing differences (NaN) left out."""
-    i, j, l = triples
-    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing feature: NaN
-        phi[diagonal, diagonal] = np.nan
-        g = np.nanmean(phi, axis=1)
-        mu = np.nanmean(g, axis=0)
-        g -= mu
-        h = phi - g[:, None] - g[None, :] - mu
-        return [np.nanmean(g ** 2, axis=0), np.nanmean(g ** 3, axis=0),
-                np.nanmean(g[:, None] * g[None, :] * h, axis=(0, 1)),
-                np.nanmean(g[:, None] * h ** 2, axis=(0, 1)), np.nanmean(h ** 2, axis=(0, 1)),
-                np.nanmean(h ** 3, axis=(0, 1)), np.nanmean(h[i, j] * h[j, l] * h[l, i], axis=0)]
+def _mean_distances(X):
+    """``mean_{j != i} |x_i - x_j|`` per row and column, from the sorted columns:
+    the rows before ``x_i`` in its column's order add ``x_i r - (their sum)``,
+    those after it ``(their sum) - x_i (S - 1 - r)`` (ties add 0 either way)."""
+    size = X.shape[0]
+    order = np.argsort(X, axis=0, kind="stable")
+    sorted_ = np.take_along_axis(X, order, axis=0)
+    before = np.cumsum(sorted_, axis=0) - sorted_  # sums of the values before each position
+    rank = np.arange(size)[:, None]
+    after = sorted_.sum(axis=0) - before - sorted_
+    total = sorted_ * rank - before + after - sorted_ * (size - 1 - rank)
+    out = np.empty_like(X)
+    np.put_along_axis(out, order, total / (size - 1.0), axis=0)
+    return out
 
 
 def shared_row_variance(anchor_sums, graph, m):

@@ -31,25 +31,31 @@ def _nearest(X, candidates, i, k):
 def _moments_reference(sample):
     """Moments of each feature's difference between the sample's rows, by their
     definitions: ``g(x_i)`` the mean difference to the other rows minus its mean
-    ``mu``, ``h_ij = |x_i - x_j| - g_i - g_j - mu``; the triangle moment over the
-    library's fixed triples (its quadrature, not part of the statistic)."""
+    ``mu``, ``h_ij = |x_i - x_j| - g_i - g_j - mu``; the pair and triangle moments
+    over the library's fixed triples ``(i, j, l)`` (its quadrature, not part of
+    the statistic): the pairs are their ``(i, j)``."""
     from dmargin._stir import _triples
 
     size, n_features = sample.shape
     out = np.zeros((7, n_features))
-    i, j, l = _triples(size, n_features)
+    triples = _triples(size, n_features).T
     for f in range(n_features):
         x = sample[:, f]
         g = np.array([np.mean([abs(x[a] - x[b]) for b in range(size) if b != a])
                       for a in range(size)])
         mu = g.mean()
         g = g - mu
-        h = np.abs(x[:, None] - x[None, :]) - g[:, None] - g[None, :] - mu
-        off = ~np.eye(size, dtype=bool)
+
+        def h(a, b):
+            return abs(x[a] - x[b]) - g[a] - g[b] - mu
+
+        pairs = [(g[i], g[j], h(i, j)) for i, j, _ in triples]
         out[:, f] = [np.mean(g ** 2), np.mean(g ** 3),
-                     np.mean((g[:, None] * g[None, :] * h)[off]),
-                     np.mean((g[:, None] * h ** 2)[off]), np.mean(h[off] ** 2),
-                     np.mean(h[off] ** 3), np.mean(h[i, j] * h[j, l] * h[l, i])]
+                     np.mean([gi * gj * hij for gi, gj, hij in pairs]),
+                     np.mean([gi * hij ** 2 for gi, _, hij in pairs]),
+                     np.mean([hij ** 2 for *_, hij in pairs]),
+                     np.mean([hij ** 3 for *_, hij in pairs]),
+                     np.mean([h(i, j) * h(j, l) * h(l, i) for i, j, l in triples])]
     return out
 
 
@@ -444,3 +450,15 @@ def test_the_model_gives_the_null_scores_variance_and_skewness(monkeypatch):
     assert 0.9 < scores.var() / variances.mean() < 1.1
     observed, model = stats.skew(scores.ravel()), np.mean(gammas)
     assert observed > 0.5 and abs(model - observed) < 0.1
+
+
+def test_pair_moments_plain_path_equals_the_general_one():
+    # Continuous features without NaN take the sorted-column path for g; a ramp
+    # no difference reaches forces the general one.  Ties included.
+    from dmargin._stir import pair_moments
+
+    rng = np.random.default_rng(8)
+    X = np.hstack([rng.random((120, 3)), rng.integers(0, 4, (120, 2)) / 3.0])
+    plain = pair_moments(X, np.zeros(5, bool), np.full(5, np.inf))
+    general = pair_moments(X, np.zeros(5, bool), np.full(5, 2.0))
+    np.testing.assert_allclose(plain, general, rtol=1e-12, atol=1e-15)
