@@ -403,8 +403,16 @@ def relieff_agg(dist, idx, z, ya, miss_prior, missing=False):
     return _relieff_share(n_found, sums, np.asarray(ya), miss_prior)
 
 
-def _stir_share(n_found, first, second, ya):
-    """:func:`stir_sums` from :func:`_class_sums`."""
+def stir_sums(n_found, first, second, ya):
+    """Anchor block's sums for STIR's pseudo t-test (two classes), from
+    :func:`_class_sums`.
+
+    For hits (side 0) and misses (side 1), per feature:
+    ``sum_a (1/k_a) sum_j d_aj``, ``sum_a (1/k_a) sum_j d_aj^2``, then the
+    pair count ``sum_a k_a`` and the anchors with ``k_a > 0`` (per feature
+    with missing values), ``k_a`` the neighbours found on that side (Le et
+    al. 2019, eqs. 5-8).
+    """
     n_features = first.shape[-1]
     inverse = np.divide(1.0, n_found, out=np.zeros(n_found.shape), where=n_found > 0)
     hit = (np.arange(first.shape[1])[None, :] == ya[:, None])[..., None]
@@ -417,19 +425,6 @@ def _stir_share(n_found, first, second, ya):
         out[side, 2] = pairs.sum(axis=(0, 1))
         out[side, 3] = (pairs.sum(axis=1) > 0).sum(axis=0)
     return out
-
-
-def stir_sums(dist, z, ya, missing=False):
-    """Anchor block's sums for STIR's pseudo t-test (two classes).
-
-    For hits (side 0) and misses (side 1), per feature:
-    ``sum_a (1/k_a) sum_j d_aj``, ``sum_a (1/k_a) sum_j d_aj^2``, then the
-    pair count ``sum_a k_a`` and the anchors with ``k_a > 0`` (per feature:
-    with ``missing``, ``k_a`` counts the pairs whose difference on the feature
-    is not missing), with ``k_a`` the neighbours found on that side (Le et
-    al. 2019, eqs. 5-8).
-    """
-    return _stir_share(*_class_sums(dist, z, missing, squares=True), np.asarray(ya))
 
 
 def stir_pairs(dist, idx, ya, ia):
@@ -454,8 +449,11 @@ def mutual_pairs(codes):
     return int((codes[at] == reverse).sum())
 
 
-def _anchor_share(n_found, sums, ya):
-    """:func:`stir_anchor_sums` from :func:`_class_sums`."""
+def stir_anchor_sums(n_found, sums, ya):
+    """Anchor block's sums of its anchors' mean hit and miss differences, per
+    feature, from :func:`_class_sums`: ``sum h_a``, ``sum m_a``, ``sum h_a m_a``
+    and the anchors with both.  Their covariance is what two pairs of one
+    anchor share (:func:`dmargin._stir.shared_row_variance`)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / n_found  # NaN where none found
     rows = np.arange(len(ya))
@@ -464,16 +462,6 @@ def _anchor_share(n_found, sums, ya):
     hit, miss = np.where(both, hit, 0.0), np.where(both, miss, 0.0)
     return np.vstack([hit.sum(axis=0), miss.sum(axis=0), (hit * miss).sum(axis=0),
                       both.sum(axis=0)])
-
-
-def stir_anchor_sums(dist, z, ya, missing=False):
-    """Anchor block's sums of its anchors' mean hit and miss differences, per
-    feature: ``sum h_a``, ``sum m_a``, ``sum h_a m_a`` and the anchors with
-    both (``h_a``, ``m_a``: the anchor's means over its hits and its misses).
-    Their covariance is what two pairs of one anchor share
-    (:func:`dmargin._stir.shared_row_variance`)."""
-    n_found, sums, _ = _class_sums(dist, z, missing)
-    return _anchor_share(n_found, sums, np.asarray(ya))
 
 
 #: Rows of STIR's neighbour graph beyond which ``trace(W^3)`` is estimated from a
@@ -547,8 +535,8 @@ def relieff_stir_agg(dist, idx, z, ya, ia, miss_prior, missing=False):
     ya = np.asarray(ya)
     n_found, first, second = _class_sums(dist, z, missing, squares=True)
     sums = np.vstack([_relieff_share(n_found, first, ya, miss_prior)[None, :],
-                      _stir_share(n_found, first, second, ya).reshape(8, -1),
-                      _anchor_share(n_found, first, ya)])
+                      stir_sums(n_found, first, second, ya).reshape(8, -1),
+                      stir_anchor_sums(n_found, first, ya)])
     return sums, stir_pairs(dist, idx, ya, ia)
 
 
