@@ -162,6 +162,51 @@ def _mean_distances(X):
     return out
 
 
+#: Rows of the sample from which MultiSURF's STIR estimates its graph's sums
+#: over pairs and triangles (every row up to this many).
+GRAPH_ROWS = 1000
+# Cap on the sample's distances for very wide data: ``R^2 A``.
+_GRAPH_BUDGET = 4e9
+
+
+def graph_sample(n_rows, n_features, anchor_index=None):
+    """The rows whose pairs and triangles estimate the graph's sums, and the
+    inverse of each one's chance of being drawn (``(index, v)``, sorted).
+
+    Every row when there are at most :data:`GRAPH_ROWS` (fewer for very wide
+    data), else that many evenly spaced; with a sample of anchors, two strata:
+    up to half the sample among the anchors, the rest among the other rows
+    (each weighing its stratum's size over its share).
+    """
+    size = int(min(GRAPH_ROWS, max(100, math.sqrt(_GRAPH_BUDGET / max(1, n_features)))))
+    if anchor_index is None:
+        index = evenly_spaced(n_rows, min(n_rows, size))
+        return index, np.full(index.size, n_rows / index.size)
+    anchors = np.asarray(anchor_index, dtype=np.int64)
+    n_others = n_rows - anchors.size
+    take_a = min(anchors.size, max(size // 2, size - n_others))
+    take_o = min(n_others, size - take_a)
+    picked_a = anchors[evenly_spaced(anchors.size, take_a)] if take_a else anchors[:0]
+    # The p-th row that is not an anchor: p plus the anchors at or before it.
+    positions = evenly_spaced(n_others, take_o) if take_o else np.zeros(0, np.int64)
+    picked_o = positions + np.searchsorted(anchors - np.arange(anchors.size), positions,
+                                           side="right")
+    index = np.concatenate([picked_a, picked_o])
+    v = np.concatenate([np.full(picked_a.size, anchors.size / max(1, picked_a.size)),
+                        np.full(picked_o.size, n_others / max(1, picked_o.size))])
+    order = np.argsort(index)
+    return index[order], v[order]
+
+
+def graph_from_sums(exact, sampled, found):
+    """STIR's ``(pairs, graph)`` (:func:`stir`'s) from a graph pass:
+    ``exact`` (:func:`merge.graph_row_sums`), ``sampled``
+    (:func:`merge.sample_graph_sums`) and ``found``, the pairs found per side."""
+    c2, c3, w2, w3, mutual_h, mutual_m = exact
+    pairs = np.array([[found[0], mutual_h], [found[1], mutual_m]])
+    return pairs, np.array([c2, w2, c3, w3, *sampled])
+
+
 def shared_row_variance(anchor_sums, graph, m):
     """What pairs that share a row add to the score's variance:
     ``c (sum C_i^2 - 2 sum w_e^2) / m^2``, ``c`` the covariance over the

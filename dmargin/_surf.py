@@ -19,14 +19,16 @@ import numbers
 import warnings
 
 import numpy as np
+from scipy.stats import false_discovery_control
 
 from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit, timer,
                     user_stacklevel)
 from ._compat import is_dask_collection, persist_with_known_rows
 from ._io import prepare_training_data
 from ._regression import hit_bound, is_continuous, set_target, start_target_fit
-from ._validation import (NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y,
-                          integer_input)
+from ._stir import graph_from_sums, graph_sample, sample_moments, stir
+from ._validation import (BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params,
+                          check_X_y, integer_input)
 from .engine import feature_kinds, merge, surf_statistic
 from .engine.execution import Rows, rows_per_block
 from .engine.kernels.distance import MASKED, MISSING
@@ -52,7 +54,7 @@ _PARAMS_DOC = """
         ``None`` scores every sample (O(N^2 A), skrebate's only mode); an int
         ``m`` (or a fraction of N) scores ``m`` anchors, drawn once per fit and
         stratified by class (uniform for a continuous target), against all N
-        samples (O(m N A)); the scores are then divided by ``m``.{sample_note}
+        samples (O(m N A)); the scores are then divided by ``m``.{sample_note}{pvalues_param}
     n_features_to_select : int, float or None, default=None
         For ``transform``: ``None`` keeps features with positive score, an
         int the top ones, a float that fraction.
@@ -140,6 +142,23 @@ _NOTES = """
     a continuous target take the float64 path unchanged (``compact_dtype_``
     is ``None``); to force it on genotypes, pass them as floats.
 """
+
+
+_PVALUES_PARAM = """
+    pvalues : bool, default=False
+        Two classes: STIR's p-values for the scores (``pvalues_``, Notes),
+        from a third pass over the same pairs (about 1.3x the fit's time)
+        and a sample of at most 1,000 rows for the graph's triangles."""
+
+_PVALUES_ATTRS = """
+    t_statistics_ : ndarray of shape (n_features,) or None
+        With ``pvalues=True``: STIR's pseudo t-statistics, each feature's
+        differences to the misses against those to the hits (Notes);
+        ``None`` otherwise.
+    pvalues_ : ndarray of shape (n_features,) or None
+        With ``pvalues=True``: one-sided p-values of ``t_statistics_``.
+    qvalues_ : ndarray of shape (n_features,) or None
+        ``pvalues_`` adjusted by Benjamini-Hochberg (false discovery rate)."""
 
 
 def _compact_start(estimator, X, y):
@@ -250,21 +269,29 @@ class _ThresholdSelector(WeightSelector):
             else:
                 data, rows, kinds = compact
         anchors = anchors_for(self, rows)
+        with_p = getattr(self, "pvalues", False)
+        if with_p:
+            _check_stir(self, target, rows.n_classes, kinds)
+        sample = graph_sample(rows.n_samples, rows.n_features,
+                              None if anchors is None else anchors.index) if with_p else None
+        agg = merge.surf_stir_agg if with_p else merge.surf_agg
 
         # One statistic: distance moments, thresholds, neighbours scored
+        # (and with p-values, STIR's neighbour graph)
         name = type(self).__name__
         missing = kinds.kind == MISSING
         far = self._far_rule != merge.FAR_NONE
         with fit_steps(self, "pass", 1) as steps, timer(name):
             if compact is not None and not rows.on_dask:
-                total = surf_compact_statistic(rows.X, rows.codes, rows.n_classes,
-                                               self._thresholds, merge.surf_agg,
-                                               (self._far_rule, False), far=far,
-                                               anchors=anchors)
+                # 0/1 differences are their own squares (no squares summed)
+                args = (self._far_rule, False, False) if with_p else (self._far_rule, False)
+                out = surf_compact_statistic(rows.X, rows.codes, rows.n_classes,
+                                             self._thresholds, agg, args, far=far,
+                                             anchors=anchors, graph_sample=sample)
             else:
-                total = surf_statistic(rows, self._thresholds, merge.surf_agg,
-                                       (self._far_rule, missing), far=far, kinds=kinds,
-                                       anchors=anchors, target=target, bound=bound or 0.0)
+                out = surf_statistic(rows, self._thresholds, agg, (self._far_rule, missing),
+                                     far=far, kinds=kinds, anchors=anchors, target=target,
+                                     bound=bound or 0.0, graph_sample=sample)
             steps.step()
 
         # Final attributes
@@ -273,8 +300,38 @@ class _ThresholdSelector(WeightSelector):
         set_target(self, None if target is not None else data.classes, bound)
         self.discrete_features_ = kinds.discrete
         self.anchor_indices_ = None if anchors is None else anchors.index
-        self.feature_importances_ = np.asarray(total, dtype=np.float64) / m
+        if with_p:
+            total, exact, sampled = out
+            total = np.asarray(total, dtype=np.float64)
+            sums = total[1:9].reshape(2, 4, -1)
+            pairs, graph = graph_from_sums(exact, sampled, sums[:, 2, 0])
+            moments = sample_moments(rows, anchors, kinds)
+            self.t_statistics_, self.pvalues_ = stir(sums, total[9:], m, pairs, graph, moments)
+            self.qvalues_ = false_discovery_control(self.pvalues_, method="bh")
+            out = total[0]
+        elif hasattr(self, "pvalues"):
+            self.t_statistics_ = self.pvalues_ = self.qvalues_ = None
+        self.feature_importances_ = np.asarray(out, dtype=np.float64) / m
         return self
+
+
+def _check_stir(estimator, target, n_classes, kinds):
+    """STIR's p-values need two classes and no missing value."""
+    name = type(estimator).__name__
+    if target is not None:
+        raise ValueError(f"{name}(pvalues=True) tests hits against misses of two classes "
+                         "(STIR); y is a continuous target. Fit with pvalues=False.")
+    if n_classes != 2:
+        raise ValueError(f"{name}(pvalues=True) tests hits against misses of two classes "
+                         f"(STIR, case-control data); y has {n_classes} classes. Fit with "
+                         "pvalues=False, or use ReliefF(n_permutations=B) for permutation "
+                         "p-values with any number of classes.")
+    if kinds.kind == MISSING:
+        bad = np.flatnonzero(kinds.missing)
+        raise ValueError(f"{name}(pvalues=True) does not take missing values (feature "
+                         f"{int(bad[0])} has {int(kinds.missing[bad[0]])}); impute them first "
+                         "(e.g. sklearn.impute.SimpleImputer), or use ReliefF, whose STIR "
+                         "p-values do.")
 
 
 class SURF(_ThresholdSelector):
@@ -285,7 +342,7 @@ class SURF(_ThresholdSelector):
     differences, its zero diagonal included); an anchor scores every other
     row strictly closer, hits against misses, with skrebate 0.8.4's
     ``SURF`` arithmetic.
-""" + _PARAMS_DOC.format(sample_note=_SURF_SAMPLE, range_note="") + """
+""" + _PARAMS_DOC.format(sample_note=_SURF_SAMPLE, range_note="", pvalues_param="", pvalues_attrs="") + """
     See Also
     --------
     SURFstar : also scores the far rows, with the opposite sign.
@@ -315,7 +372,8 @@ class SURFstar(_ThresholdSelector):
     near and rows strictly farther are far; the near rows score as in SURF
     and the far rows' same scoring is subtracted (skrebate 0.8.4's
     ``SURFstar``).
-""" + _PARAMS_DOC.format(sample_note=_SURF_SAMPLE, range_note=" and set (near, far)") + """
+""" + _PARAMS_DOC.format(sample_note=_SURF_SAMPLE, range_note=" and set (near, far)", pvalues_param="",
+                       pvalues_attrs="") + """
     See Also
     --------
     SURF, MultiSURFstar
@@ -343,7 +401,8 @@ class MultiSURF(_ThresholdSelector):
     Each anchor's threshold is the mean of its distances to every other row
     minus half their standard deviation (ddof 0); the rows strictly closer
     are its neighbours, scored as skrebate 0.8.4's ``MultiSURF``.
-""" + _PARAMS_DOC.format(sample_note="", range_note="") + """
+""" + _PARAMS_DOC.format(sample_note="", range_note="", pvalues_param=_PVALUES_PARAM,
+                       pvalues_attrs=_PVALUES_ATTRS) + """
     See Also
     --------
     MultiSURFstar : also scores the extreme far rows.
@@ -366,6 +425,14 @@ class MultiSURF(_ThresholdSelector):
     3
     """
     _thresholds = staticmethod(merge.multisurf_thresholds)
+    _parameter_constraints = {**_ThresholdSelector._parameter_constraints, "pvalues": [BOOLEAN]}
+
+    def __init__(self, *, discrete_threshold=10, scale="minmax", n_anchors=None, pvalues=False,
+                 n_features_to_select=None, random_state=None):
+        super().__init__(discrete_threshold=discrete_threshold, scale=scale,
+                         n_anchors=n_anchors, n_features_to_select=n_features_to_select,
+                         random_state=random_state)
+        self.pvalues = pvalues
 
 
 class MultiSURFstar(_ThresholdSelector):
@@ -375,7 +442,8 @@ class MultiSURFstar(_ThresholdSelector):
     farther than ``mu + sigma / 2`` are far; near rows score as in
     MultiSURF, far rows score the similarities ``1 - diff`` with the same
     normalisation, added (skrebate 0.8.4's ``MultiSURFstar``).
-""" + _PARAMS_DOC.format(sample_note="", range_note=" and set (near, far)") + """
+""" + _PARAMS_DOC.format(sample_note="", range_note=" and set (near, far)", pvalues_param="",
+                       pvalues_attrs="") + """
     See Also
     --------
     MultiSURF, SURFstar

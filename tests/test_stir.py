@@ -59,17 +59,22 @@ def _moments_reference(sample):
     return out
 
 
-def stir_reference(X, y, k, anchors=None):
+def stir_reference(X, y, k, anchors=None, find=None):
     """STIR over explicit neighbour pairs (two classes): the paper's pseudo t-test,
     its standard error and degrees of freedom over the distinct pairs, plus the
     covariance of pairs that share a row, and the p-value read against the
     skewness that the neighbour graph implies (``dmargin._stir``'s model),
-    every sum over the graph taken from a dense matrix of its edges."""
+    every sum over the graph taken from a dense matrix of its edges.
+    ``find(X, members, i)``: anchor ``i``'s neighbours among ``members``
+    (default: its ``k`` nearest, ReliefF's)."""
     from dmargin._stir import evenly_spaced, sample_size
 
     X = np.asarray(X, dtype=float)
     n = X.shape[0]
     anchors = range(n) if anchors is None else list(anchors)
+    if find is None:
+        def find(X, members, i):
+            return _nearest(X, members, i, k)
     pairs = {"hit": [], "miss": []}  # (difference row, weight 1/k_a)
     found_from = {"hit": set(), "miss": set()}  # (anchor, neighbour)
     edges = np.zeros((n, n))  # the weights -1/k_a (hits) and +1/k_a (misses)
@@ -79,13 +84,14 @@ def stir_reference(X, y, k, anchors=None):
         means = {}
         for side, members in (("hit", others[y[others] == y[i]]),
                               ("miss", others[y[others] != y[i]])):
-            found = _nearest(X, members, i, k)
+            found = find(X, members, i)
             for j in found:
                 pairs[side].append((np.abs(X[i] - X[j]), 1.0 / len(found)))
                 found_from[side].add((i, j))
                 edges[i, j] += (1.0 if side == "miss" else -1.0) / len(found)
-            means[side] = np.abs(X[i] - X[found]).mean(axis=0)
-        per_anchor.append((means["hit"], means["miss"]))
+            means[side] = np.abs(X[i] - X[found]).mean(axis=0) if len(found) else None
+        if means["hit"] is not None and means["miss"] is not None:  # (not both: no covariance)
+            per_anchor.append((means["hit"], means["miss"]))
     m = len(anchors)
     mean, var, count, draws = {}, {}, {}, {}
     for side, items in pairs.items():

@@ -840,11 +840,69 @@ def _target_at(target, index):
 
 
 def _surf_pair_score(Xp, yp, start_p, Xq, yq, start_q, n_classes, n_sets, dm, dw, ramp, kind,
-                     thr_p, thr_q, target, bound):
+                     thr_p, thr_q, target, bound, squares):
     ip, iq, mode = _surf_modes(Xp, start_p, Xq, start_q)
     return surf.score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind,
                             thr_p[0], thr_p[1], thr_q[0], thr_q[1], mode,
-                            _target_at(target, ip), _target_at(target, iq), bound)
+                            _target_at(target, ip), _target_at(target, iq), bound, squares)
+
+
+def _surf_pair_graph(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind, fp, fq):
+    ip, iq, mode = _surf_modes(Xp, start_p, Xq, start_q)
+    return surf.graph_pairs(Xp, ip, yp, Xq, iq, yq, dm, dw, kind, mode, fp, fq)
+
+
+def _surf_graph_tile(threads, Xa, ya, ia, Xc, yc, start_c, dm, dw, kind, fa, fc):
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    kernel = pick(surf.GRAPH_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+    parts = n_threads() if kernel is surf.GRAPH_TWINS[1] else 1
+    return kernel(Xa, ia, ya, Xc, ic, yc, dm, dw, kind, fa, fc, parts)
+
+
+def _candidate_finders(start, stop, anchor_index, anchor_finders):
+    """Finder entries of the rows ``[start, stop)``: the anchors' own, nothing elsewhere."""
+    out = merge.outside_finders(stop - start)
+    inside = (anchor_index >= start) & (anchor_index < stop)
+    out[anchor_index[inside] - start] = np.concatenate(anchor_finders)[inside]
+    return out
+
+
+def _with_anchor_sides(G, start, anchor_index, anchor_parts):
+    """A candidate block's pass-3 partials plus those its anchors got as anchors."""
+    G = G.copy()
+    inside = (anchor_index >= start) & (anchor_index < start + G.shape[0])
+    G[anchor_index[inside] - start] += np.concatenate(anchor_parts)[inside]
+    return G
+
+
+def _picked_graph_rows(X, codes, finders, G, local):
+    return (np.asarray(X[local], dtype=np.float64), np.asarray(codes)[local], finders[local],
+            G[local, 0])
+
+
+def _sample_graph_task(parts, v, dm, dw, kind):
+    X, y, finders, C = (np.concatenate(items) for items in zip(*parts))
+    D = surf.distance_matrix(X, X, dm, dw, kind)
+    return merge.sample_graph_sums(D, y, finders, C, v)
+
+
+def _stir_graph(g: Graph, G, finders, sample, dm, dw, kind):
+    """Keys of the graph's exact sums (:func:`merge.graph_row_sums`, from every
+    candidate block's pass-3 partials ``G``) and of the sample's
+    (:func:`merge.sample_graph_sums`; ``sample``: sorted row indices and
+    their weights)."""
+    index, v = sample
+    exact = g.tree([g.add("graph-sums", merge.graph_row_sums, Gb) for Gb in G], merge.add,
+                   "graph-total")
+    parts = []
+    for b, (start, stop) in enumerate(g.candidates):
+        local = index[(index >= start) & (index < stop)] - start
+        if local.size:
+            X, codes, _ = g.block(b)
+            parts.append(g.add("graph-take", _picked_graph_rows, X, codes, finders[b], G[b],
+                               local))
+    sampled = g.add("graph-sample", _sample_graph_task, parts, v, dm, dw, kind)
+    return exact, sampled
 
 
 def _surf_moments_tile(threads, Xa, ia, Xc, start_c, dm, dw, kind):
@@ -854,11 +912,11 @@ def _surf_moments_tile(threads, Xa, ia, Xc, start_c, dm, dw, kind):
 
 
 def _surf_score_tile(threads, Xa, ia, Xc, yc, start_c, n_classes, n_sets, dm, dw, ramp, kind,
-                     thr, target, bound):
+                     thr, target, bound, squares):
     ic = np.arange(start_c, start_c + Xc.shape[0])
     kernel = pick(surf.SCORE_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
     return kernel(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, thr[0], thr[1],
-                  _target_at(target, ia), _target_at(target, ic), bound)
+                  _target_at(target, ia), _target_at(target, ic), bound, squares)
 
 
 def _surf_thresholds_task(thresholds, moments, total, far):
@@ -874,7 +932,7 @@ def _surf_side(pair, side):
 
 
 def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds=None,
-                   anchors=None, target=None, bound=0.0):
+                   anchors=None, target=None, bound=0.0, graph_sample=None):
     """``sum_I agg(pass2_I(thresholds(pass1_I, total)), y_I, *agg_args)``, two passes.
 
     Pass 1 merges each anchor block's distance moments ``(count, sum d, sum
@@ -902,6 +960,13 @@ def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds
     y_j| < bound``, and its misses (skrebate's continuous endpoint), and
     ``agg`` gets class 0 as every anchor's own.  The target is held once in
     the graph (8 bytes a row); each tile reads its rows' values.
+
+    ``graph_sample`` (STIR, two classes): ``(index, v)``, sorted row indices
+    and their inverse chances of being drawn.  Pass 2 then also sums the
+    squared differences, and a third pass over the same tiles sums STIR's
+    neighbour graph (:mod:`.kernels.surf`); returns ``(total, exact,
+    sampled)``: :func:`merge.graph_row_sums` over every row and
+    :func:`merge.sample_graph_sums` of the sample.
     """
     a = rows.n_features
     k = 2 if target is not None else rows.n_classes  # the partials' classes
@@ -909,14 +974,16 @@ def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds
     if kinds is None:
         kinds = FeatureKinds.continuous(a)
     dm, dw, rp, kind = kinds.params
-    per_row = n_sets * k * (2 * a if kind == distance.MISSING else a + 1)
+    squares = graph_sample is not None
+    per_row = n_sets * k * (2 * a if kind == distance.MISSING else a + 1) + (k * a if squares
+                                                                            else 0)
     common = (thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets, per_row)
     if target is None:
         bound = 0.0
     elif not bound > 0:
         raise ValueError(f"bound must be positive with a target; got {bound}.")
     if anchors is not None:
-        return _surf_sampled(rows, anchors, *common, target, bound)
+        return _surf_sampled(rows, anchors, *common, target, bound, graph_sample)
     n = rows.n_samples
     threads, blocks = 1, None
     if not rows.on_dask:
@@ -925,7 +992,7 @@ def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds
         cap = max(1, TILE_BUDGET // (8 * per_row))
         blocks = split_bounds(n, max(-(-n // cap), 2 * threads if threads > 1 else 1))
     g = Graph(rows, "surf", thresholds.__name__, agg.__name__, agg_args, far, dm, dw, rp, target,
-              bound, candidates=blocks)
+              bound, None if graph_sample is None else graph_sample[0], candidates=blocks)
     n_blocks, pairs = len(g.candidates), g.symmetric()
     target = _hold_target(g, target)
 
@@ -944,10 +1011,25 @@ def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds
     # Pass 2: the neighbours within the thresholds, over the same pairs.
     scores = {(i, j): g.tile("score", _surf_pair_score, *g.block(i), *g.block(j),
                              rows.n_classes, n_sets, dm, dw, rp, kind, thr[i], thr[j], target,
-                             bound) for i, j in pairs}
-    shares = [g.add("agg", _surf_agg_task, agg, g.tree(sides(scores, i), merge.add),
-                    g.block(i)[1], agg_args) for i in range(n_blocks)]
-    return g.compute(g.tree(shares, _sum, "total"), threads=threads)
+                             bound, squares) for i, j in pairs}
+    P = [g.tree(sides(scores, i), merge.add) for i in range(n_blocks)]
+    shares = [g.add("agg", _surf_agg_task, agg, P[i], g.block(i)[1], agg_args)
+              for i in range(n_blocks)]
+    result = g.tree(shares, _sum, "total")
+    if squares:
+        # Pass 3: STIR's graph, from every row's thresholds and counts.
+        found = [g.add("finders", merge.surf_finders, P[i], g.block(i)[1], thr[i], a)
+                 for i in range(n_blocks)]
+        graph = {(i, j): g.tile("graph", _surf_pair_graph, *g.block(i), *g.block(j), dm, dw,
+                                kind, found[i], found[j]) for i, j in pairs}
+        G = [g.tree(sides(graph, i), merge.add) for i in range(n_blocks)]
+        result = g.add("stir", _as_tuple, result,
+                       *_stir_graph(g, G, found, graph_sample, dm, dw, kind))
+    return g.compute(result, threads=threads)
+
+
+def _as_tuple(*values):
+    return values
 
 
 def _hold_target(g: Graph, target):
@@ -960,12 +1042,13 @@ def _hold_target(g: Graph, target):
 
 
 def _surf_sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets,
-                  per_row, target, bound):
+                  per_row, target, bound, graph_sample):
     """:func:`surf_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
     k = rows.n_classes
+    squares = graph_sample is not None
     g = Graph(rows, "surf-anchors", thresholds.__name__, agg.__name__, agg_args, far, dm, dw, rp,
-              anchors.index, target, bound, anchors=_anchors(rows, per_row, anchors),
-              sample=anchors)
+              anchors.index, target, bound, None if graph_sample is None else graph_sample[0],
+              anchors=_anchors(rows, per_row, anchors), sample=anchors)
     target = _hold_target(g, target)
     n_cand = len(g.candidates)
     merged = []
@@ -976,14 +1059,34 @@ def _surf_sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, r
                               for j in range(n_cand)], merge.add))
     total = g.tree([g.add("total", merge.surf_moment_total, m) for m in merged], merge.add,
                    "moment-total")
-    shares = []
+    shares, found = [], []
     for i in range(len(g.anchors)):
         xa, ya, ia = g.anchor(i)
         thr = g.add("thresholds", _surf_thresholds_task, thresholds, merged[i], total, far)
         tiles = [g.tile("score", _surf_score_tile, g.local, xa, ia, *g.block(j), k, n_sets, dm, dw,
-                        rp, kind, thr, target, bound) for j in range(n_cand)]
-        shares.append(g.add("agg", _surf_agg_task, agg, g.tree(tiles, merge.add), ya, agg_args))
-    return g.compute(g.tree(shares, _sum, "total"))
+                        rp, kind, thr, target, bound, squares) for j in range(n_cand)]
+        P = g.tree(tiles, merge.add)
+        shares.append(g.add("agg", _surf_agg_task, agg, P, ya, agg_args))
+        if squares:
+            found.append(g.add("finders", merge.surf_finders, P, ya, thr, rows.n_features))
+    result = g.tree(shares, _sum, "total")
+    if squares:
+        # Pass 3: anchors against every row; each row's partials, anchors or not.
+        index = np.asarray(anchors.index, dtype=np.int64)
+        cand = [g.add("finders-rows", _candidate_finders, start, stop, index, found)
+                for start, stop in g.candidates]
+        tiles = {(i, j): g.tile("graph", _surf_graph_tile, g.local, *g.anchor(i), *g.block(j),
+                                dm, dw, kind, found[i], cand[j])
+                 for i in range(len(g.anchors)) for j in range(n_cand)}
+        own = [g.tree([g.add("side", _surf_side, tiles[i, j], 0) for j in range(n_cand)],
+                      merge.add) for i in range(len(g.anchors))]
+        G = [g.add("graph-rows", _with_anchor_sides,
+                   g.tree([g.add("side", _surf_side, tiles[i, j], 1)
+                           for i in range(len(g.anchors))], merge.add),
+                   start, index, own) for j, (start, _) in enumerate(g.candidates)]
+        result = g.add("stir", _as_tuple, result,
+                       *_stir_graph(g, G, cand, graph_sample, dm, dw, kind))
+    return g.compute(result)
 
 
 #: Bytes of one tile of pass-2 partials on compact rows (anchors x sets x
@@ -992,7 +1095,7 @@ COMPACT_TILE_BYTES = 256 * 2**20
 
 
 def surf_compact_statistic(X, codes, n_classes, thresholds, agg, agg_args=(), *, far=False,
-                           anchors=None):
+                           anchors=None, graph_sample=None):
     """:func:`surf_statistic` on compact rows, in-process: ``X`` ``uint8``, every
     feature discrete (the distance is the mismatch count), nothing missing.
 
@@ -1005,6 +1108,8 @@ def surf_compact_statistic(X, codes, n_classes, thresholds, agg, agg_args=(), *,
     each tile's partials reduced by ``agg`` at once.  Memory: ``X``, its bit
     planes (``bits / 8`` of ``X``) and one tile.  ``anchors``: an
     :class:`~execution.Anchors` sample, or ``None`` for every row.
+    ``graph_sample``: STIR's graph pass too, as :func:`surf_statistic`'s (the
+    differences being 0 or 1, pass 2 needs no squares).
     """
     n, a = X.shape
     X = np.ascontiguousarray(X)
@@ -1020,13 +1125,27 @@ def surf_compact_statistic(X, codes, n_classes, thresholds, agg, agg_args=(), *,
     near, far_thr = thresholds(moments, merge.surf_moment_total(moments), far)
     per_anchor = 8 * n_sets * n_classes * (a + 1)
     tile = max(1, min(m, COMPACT_TILE_BYTES // per_anchor))
-    total = np.zeros(a)
+    total = 0.0
+    found = merge.outside_finders(n) if graph_sample is not None else None
     for t0 in range(0, m, tile):
         sel = slice(t0, t0 + tile)
         kernel = pick(surf.COMPACT_SCORE_TWINS, (min(m, t0 + tile) - t0) * n * a)
         P = kernel(X, planes, codes, index[sel], n_classes, n_sets, near[sel], far_thr[sel])
-        total += agg(P, codes[index[sel]], *agg_args)
-    return total
+        total = total + agg(P, codes[index[sel]], *agg_args)
+        if found is not None:
+            found[index[sel]] = merge.surf_finders(P, codes[index[sel]],
+                                                   (near[sel], far_thr[sel]), a)
+    if graph_sample is None:
+        return total
+    # Pass 3: STIR's graph (a pair-feature of the mismatch count, as pass 1).
+    kernel = pick(surf.COMPACT_GRAPH_TWINS, m * n * a, cost=n_bits / 64)
+    parts = n_threads() if kernel is surf.COMPACT_GRAPH_TWINS[1] else 1
+    G = kernel(planes, index, codes, found, parts)
+    sample, v = graph_sample
+    D = surf.compact_distance_matrix(distance.pack_planes(X[sample], n_bits))
+    return total, merge.graph_row_sums(G), merge.sample_graph_sums(D, codes[sample],
+                                                                    found[sample],
+                                                                    G[sample, 0], v)
 
 
 def compact_distinct(X, cap: int, block: int = 4096):

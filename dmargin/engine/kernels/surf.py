@@ -78,28 +78,42 @@ def _transpose(Xq, q0, q1, XT):
 
 
 @inline
-def _add_rows(x, Xo, rows, m, dm, ramp, kind, out):
+def _add_rows(x, Xo, rows, m, dm, ramp, kind, out, squares):
     """``out[:A] += sum_r diff(x, Xo[rows[r]])`` over ``r < m`` (scoring differences,
     ramped), ``out[A] += m``; ``MISSING``: a difference with a missing side is
     left out, and ``out[A + f]`` counts the rows scored on feature ``f``.
+    ``squares``: the squared differences are summed after those, from
+    ``out[partial_width(A, kind, False)]`` on (STIR's variances).
 
     Four rows per sweep over ``out``: one load and store of ``out`` serves
     four pair-features.
     """
     n_features = x.shape[0]
+    sq = 2 * n_features if kind == MISSING else n_features + 1
     r = 0
     if kind == PLAIN:
         while r + 4 <= m:
             j0, j1, j2, j3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
-            for f in range(n_features):
-                v = x[f]
-                out[f] += (abs(v - Xo[j0, f]) + abs(v - Xo[j1, f]) + abs(v - Xo[j2, f])
-                           + abs(v - Xo[j3, f]))
+            if squares:
+                for f in range(n_features):
+                    v = x[f]
+                    z0, z1 = abs(v - Xo[j0, f]), abs(v - Xo[j1, f])
+                    z2, z3 = abs(v - Xo[j2, f]), abs(v - Xo[j3, f])
+                    out[f] += z0 + z1 + z2 + z3
+                    out[sq + f] += z0 * z0 + z1 * z1 + z2 * z2 + z3 * z3
+            else:
+                for f in range(n_features):
+                    v = x[f]
+                    out[f] += (abs(v - Xo[j0, f]) + abs(v - Xo[j1, f]) + abs(v - Xo[j2, f])
+                               + abs(v - Xo[j3, f]))
             r += 4
         while r < m:
             j0 = rows[r]
             for f in range(n_features):
-                out[f] += abs(x[f] - Xo[j0, f])
+                z = abs(x[f] - Xo[j0, f])
+                out[f] += z
+                if squares:
+                    out[sq + f] += z * z
             r += 1
     elif kind == MISSING:
         while r < m:
@@ -109,22 +123,29 @@ def _add_rows(x, Xo, rows, m, dm, ramp, kind, out):
                 if z == z:
                     out[f] += z
                     out[n_features + f] += 1.0
+                    if squares:
+                        out[sq + f] += z * z
             r += 1
         return
     else:
         while r < m:
             j0 = rows[r]
             for f in range(n_features):
-                out[f] += feature_diff(x[f], Xo[j0, f], dm[f], ramp[f])
+                z = feature_diff(x[f], Xo[j0, f], dm[f], ramp[f])
+                out[f] += z
+                if squares:
+                    out[sq + f] += z * z
             r += 1
     out[n_features] += m
 
 
 @inline
-def partial_width(n_features, kind):
+def partial_width(n_features, kind, squares):
     """Per-row partial length of pass 2: difference sums and one neighbour count
-    (``A + 1``), or a count per feature (``MISSING``: ``2 A``)."""
-    return 2 * n_features if kind == MISSING else n_features + 1
+    (``A + 1``), or a count per feature (``MISSING``: ``2 A``); ``A`` more for
+    the squared differences (``squares``)."""
+    base = 2 * n_features if kind == MISSING else n_features + 1
+    return base + n_features if squares else base
 
 
 # ---------------------------------------------------------------------------
@@ -259,7 +280,7 @@ def _compact(drow, t0, t1, s, near, far, self_idx, ids, keep, out):
 
 @inline
 def _score_row(x, drow, t0, t1, near, far, self_idx, ids, Xo, o0, starts, dm, ramp, kind, P,
-               rows, ta, to, bound, keep):
+               rows, ta, to, bound, keep, squares):
     """One row's neighbours among the class-sorted rows ``o0 + [t0, t1)`` of ``Xo``,
     added to ``P[set, class]``: per set and class, one compaction over that
     class's positions, then one sum (:func:`_add_rows`).
@@ -287,12 +308,12 @@ def _score_row(x, drow, t0, t1, near, far, self_idx, ids, Xo, o0, starts, dm, ra
             if m:
                 for r in range(m):
                     rows[r] += o0
-                _add_rows(x, Xo, rows, m, dm, ramp, kind, P[s, c])
+                _add_rows(x, Xo, rows, m, dm, ramp, kind, P[s, c], squares)
 
 
 @inline
 def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, near_p, far_p,
-                 near_q, far_q, mode, Pp, Pq, rows, tp, tq, bound, keep):
+                 near_q, far_q, mode, Pp, Pq, rows, tp, tq, bound, keep, squares):
     """Add a sub-tile's neighbours to both sides' partials (rows sorted by class,
     ``sp``/``sq`` the class starts; ``tp``/``tq`` their targets when ``bound >
     0``).  The candidates' side reads the transposed distances ``DT``; both
@@ -318,7 +339,7 @@ def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, 
             self_idx = ip[i] if mode == ORDERED else -1
             ta = T[i] if bound > 0.0 else 0.0
             _score_row(X[i], M[i - i0], t0, t1, near[i], far[i], self_idx, ids[o0:o1], Xo, o0,
-                       starts, dm, ramp, kind, P[i], rows, ta, To[o0:o1], bound, keep)
+                       starts, dm, ramp, kind, P[i], rows, ta, To[o0:o1], bound, keep, squares)
 
 
 @inline
@@ -354,7 +375,7 @@ def _keep_buffer(bound):
 
 @helper
 def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, near_p, far_p,
-                near_q, far_q, mode, tp, tq, bound):
+                near_q, far_q, mode, tp, tq, bound, squares):
     """Per-row neighbour partials ``P[row, set, class, :A+1]`` of both row sets of a pair.
 
     .. math:: P_{as c} = \\sum_{j \\ne a:\\, j \\in s(a),\\, y_j = c}
@@ -364,7 +385,8 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
     ``n_sets == 2``, the far set ``d_aj > far_a`` (``s = 1``).  With
     ``bound > 0`` the rows' targets ``tp``, ``tq`` class each pair instead
     (``c = 0`` when ``|t_a - t_j| < bound``, else 1; ``n_classes == 1``);
-    otherwise ``tp``, ``tq`` are not read.  Returns ``(Pp, Pq)``; ``Pq`` is
+    otherwise ``tp``, ``tq`` are not read.  ``squares``: the squared
+    differences too (:func:`partial_width`).  Returns ``(Pp, Pq)``; ``Pq`` is
     empty in the ``ORDERED`` mode and ``Pp`` itself in the ``WITHIN`` mode.
 
     Both row sets are first sorted by class (stable), so that a row's
@@ -384,7 +406,7 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
         near_qs, far_qs = near_q[order_q], far_q[order_q]
         tqs = tq[order_q] if split else tq
     n_p, n_q = Xps.shape[0], Xqs.shape[0]
-    width = partial_width(n_features, kind)
+    width = partial_width(n_features, kind, squares)
     n_out = partial_classes(n_classes, bound)
     Pp = filled((n_p, n_sets, n_out, width), 0.0)
     Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_out,
@@ -403,7 +425,7 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
             tile_distances(Xps, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
             _fold_scores(D, DT, Xps, ips, sp, Xqs, iqs, sq, p0, p1, q0, q1, dm, ramp, kind,
                          near_ps, far_ps, near_qs, far_qs, mode, Pp, Pq, rows, tps, tqs, bound,
-                         keep)
+                         keep, squares)
     Pp_out = _unsort(Pp, order_p)
     if mode == WITHIN:
         return Pp_out, Pp_out
@@ -411,14 +433,14 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
 
 
 def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near, far, ta, tc,
-                bound):
+                bound, squares):
     """Pass 2 for anchors against candidates (``ORDERED``), threads over anchor sub-tiles
-    (``ta``, ``tc``, ``bound``: :func:`score_pairs`')."""
+    (``ta``, ``tc``, ``bound``, ``squares``: :func:`score_pairs`')."""
     n_a, n_features = Xa.shape
     Xcs, ics, sc = by_class(Xc, yc, ic, n_classes)
     tcs = tc[class_order(yc, n_classes)[0]] if bound > 0.0 else tc
     P = filled((n_a, n_sets, partial_classes(n_classes, bound),
-                partial_width(n_features, kind)), 0.0)
+                partial_width(n_features, kind, squares)), 0.0)
     n_tiles = (n_a + TILE - 1) // TILE
     for i in numba.prange(n_tiles):
         p0 = i * TILE
@@ -434,12 +456,166 @@ def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near,
             tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
             # (ORDERED: the candidates' side is not scored; no class starts of anchors.)
             _fold_scores(D, D, Xa, ia, sc, Xcs, ics, sc, p0, p1, q0, q1, dm, ramp, kind, near,
-                         far, near, far, ORDERED, P, P, rows, ta, tcs, bound, keep)
+                         far, near, far, ORDERED, P, P, rows, ta, tcs, bound, keep, squares)
     return P
+
+
+# ---------------------------------------------------------------------------
+# Pass 3: STIR's neighbour graph (two classes)
+# ---------------------------------------------------------------------------
+#
+# With every anchor's neighbours counted (pass 2), a pair ``{a, j}`` is an edge
+# of weight ``W_aj = w_aj + w_ja``: ``w_aj = -1 / h_a`` when ``a`` finds ``j``
+# as a hit (same class), ``+1 / m_a`` as a miss, 0 when it does not find it
+# (``h_a``, ``m_a``: ``a``'s hits and misses).  A row's *finder* entry is
+# ``(near_a, 1 / h_a, 1 / m_a)``; a row that is not an anchor has ``near =
+# -inf`` and finds nothing.  Per row the pass sums ``G = (sum_j W_aj,
+# sum_j W_aj^2, sum_j W_aj^3, mutual hits, mutual misses)``: the row sums
+# ``C_a`` of the graph, each edge's powers once at each of its ends, and the
+# pairs found from both rows, by side (:func:`dmargin.engine.merge.graph_row_sums`).
+
+#: Columns of the pass-3 partials.
+GRAPH_WIDTH = 5
+
+
+@inline
+def _graph_row(row, t0, t1, j0, ya, ia, fa, yq, iq, fq, ordered, cols, Ga):
+    """One row's pairs with the candidates ``j0 + t``, ``t`` in ``[t0, t1)`` at
+    distances ``row[t]`` (``fa``: the row's finder entry, ``fq``: the
+    candidates', transposed to ``(3, n)``): the row's sums added to ``Ga``, each candidate's to
+    ``cols[:, t]``.  Branch-free over the candidates (every pair adds, a pair
+    neither row finds adds 0).  ``ordered``: the row itself is skipped, and a
+    candidate that is an anchor (finite ``near``) is taken only from the row of
+    lower index, so each pair counts once."""
+    near_a, hit_a, miss_a = fa[0], -fa[1], fa[2]
+    near_q, hit_q, miss_q = fq[0], fq[1], fq[2]
+    s0, s1, s2, s3, s4 = 0.0, 0.0, 0.0, 0.0, 0.0
+    for t in range(t0, t1):
+        # Every value loaded unconditionally and tested with & and |: the
+        # loop stays free of branches, so the compiler vectorises it.
+        j = j0 + t
+        d, near, hit_j, miss_j = row[t], near_q[j], -hit_q[j], miss_q[j]
+        same = yq[j] == ya
+        found_a = d < near_a
+        found_j = d < near
+        if ordered:  # (a loop invariant: the compiler takes it out of the loop)
+            i = iq[j]
+            keep = (i != ia) & ((near == -np.inf) | (i > ia))
+            found_a = found_a & keep
+            found_j = found_j & keep
+        w = ((hit_a if same else miss_a) if found_a else 0.0) + (
+            (hit_j if same else miss_j) if found_j else 0.0)
+        w2 = w * w
+        w3 = w2 * w
+        mutual = 1.0 if found_a & found_j else 0.0
+        hit = mutual if same else 0.0
+        miss = mutual - hit
+        s0 += w
+        s1 += w2
+        s2 += w3
+        s3 += hit
+        s4 += miss
+        cols[0, t] += w
+        cols[1, t] += w2
+        cols[2, t] += w3
+        cols[3, t] += hit
+        cols[4, t] += miss
+    Ga[0] += s0
+    Ga[1] += s1
+    Ga[2] += s2
+    Ga[3] += s3
+    Ga[4] += s4
+
+
+@inline
+def _fold_graph(D, p0, p1, q0, q1, ip, iq, yp, yq, fp, fq, mode, Gp, Gq, cols):
+    """Add a sub-tile's pairs to both sides' graph partials (``fp``, ``fq``: finder
+    entries transposed, ``(3, n)``; ``cols``: scratch ``(GRAPH_WIDTH, TILE)`` for
+    the candidates' sums)."""
+    same = p0 == q0 and mode == WITHIN
+    nq = q1 - q0
+    cols[:, :nq] = 0.0
+    for a in range(p0, p1):
+        t0 = a - q0 + 1 if same else 0
+        _graph_row(D[a - p0], t0, nq, q0, yp[a], ip[a], fp[:, a], yq, iq, fq, mode == ORDERED,
+                   cols, Gp[a])
+    for t in range(nq):
+        for k in range(GRAPH_WIDTH):
+            Gq[q0 + t, k] += cols[k, t]
+
+
+@helper
+def graph_pairs(Xp, ip, yp, Xq, iq, yq, dm, dw, kind, mode, fp, fq):
+    """Per-row graph partials ``(n, GRAPH_WIDTH)`` of both row sets of a pair
+    (``fp``, ``fq``: the rows' finder entries).  Returns ``(Gp, Gq)``; ``Gq``
+    is ``Gp`` itself in the ``WITHIN`` mode."""
+    n_p, n_q = Xp.shape[0], Xq.shape[0]
+    Gp = filled((n_p, GRAPH_WIDTH), 0.0)
+    Gq = Gp if mode == WITHIN else filled((n_q, GRAPH_WIDTH), 0.0)
+    fp, fq = np.ascontiguousarray(fp.T), np.ascontiguousarray(fq.T)
+    XT = np.empty((Xq.shape[1], TILE))
+    D = np.empty((TILE, TILE))
+    cnt = np.empty(TILE)
+    cols = np.empty((GRAPH_WIDTH, TILE))
+    for q0 in range(0, n_q, TILE):
+        q1 = min(q0 + TILE, n_q)
+        _transpose(Xq, q0, q1, XT)
+        for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
+            p1 = min(p0 + TILE, n_p)
+            tile_distances(Xp, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
+            _fold_graph(D, p0, p1, q0, q1, ip, iq, yp, yq, fp, fq, mode, Gp, Gq, cols)
+    return Gp, Gq
+
+
+def _graph_tile(Xa, ia, ya, Xc, ic, yc, dm, dw, kind, fa, fc, n_parts):
+    """Pass 3 for a sample of anchors against candidates (``ORDERED``): both sides'
+    partials ``(Ga, Gc)``, ``n_parts`` threads over anchor sub-tiles, each adding
+    its candidates' partials into its own copy."""
+    n_a, n_c = Xa.shape[0], Xc.shape[0]
+    n_tiles = (n_a + TILE - 1) // TILE
+    n_parts = max(1, min(n_tiles, n_parts))
+    fa, fc = np.ascontiguousarray(fa.T), np.ascontiguousarray(fc.T)
+    Ga = filled((n_a, GRAPH_WIDTH), 0.0)
+    Gc = filled((n_parts, n_c, GRAPH_WIDTH), 0.0)
+    for part in numba.prange(n_parts):
+        XT = np.empty((Xc.shape[1], TILE))
+        D = np.empty((TILE, TILE))
+        cnt = np.empty(TILE)
+        cols = np.empty((GRAPH_WIDTH, TILE))
+        for i in range(part, n_tiles, n_parts):
+            p0 = i * TILE
+            p1 = min(p0 + TILE, n_a)
+            for q0 in range(0, n_c, TILE):
+                q1 = min(q0 + TILE, n_c)
+                _transpose(Xc, q0, q1, XT)
+                tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
+                _fold_graph(D, p0, p1, q0, q1, ia, ic, ya, yc, fa, fc, ORDERED, Ga, Gc[part],
+                            cols)
+    return Ga, Gc.sum(axis=0)
+
+
+@helper
+def distance_matrix(Xp, Xq, dm, dw, kind):
+    """``D[a, j] = d(Xp[a], Xq[j])``: the same distances as every pass (STIR's
+    sample of rows, a few hundred of them)."""
+    n_p, n_q = Xp.shape[0], Xq.shape[0]
+    out = np.empty((n_p, n_q))
+    XT = np.empty((Xq.shape[1], TILE))
+    D = np.empty((TILE, TILE))
+    cnt = np.empty(TILE)
+    for q0 in range(0, n_q, TILE):
+        q1 = min(q0 + TILE, n_q)
+        _transpose(Xq, q0, q1, XT)
+        for p0 in range(0, n_p, TILE):
+            p1 = min(p0 + TILE, n_p)
+            tile_distances(Xp, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
+            out[p0:p1, q0:q1] = D[:p1 - p0, :q1 - q0]
+    return out
 
 
 MOMENTS_TWINS = twins(_moments_tile)
 SCORE_TWINS = twins(_score_tile)
+GRAPH_TWINS = twins(_graph_tile)
 
 
 # ---------------------------------------------------------------------------
@@ -567,5 +743,50 @@ def _sum_mismatches(X, xa, rows, lo, hi, f0, acc, acc8):
         r = r1
 
 
+def _compact_graph(planes, anchors, y, finders, n_parts):
+    """Pass 3 on compact rows: every row's graph partials ``(N, GRAPH_WIDTH)``
+    (:func:`graph_pairs`), anchors against every row, a pair of two anchors
+    taken from the lower one; ``finders`` is per row (``near = -inf`` off the
+    anchors).  ``n_parts`` threads over groups of anchors, each adding into
+    its own copy."""
+    n_a, n = anchors.shape[0], planes.shape[0]
+    n_groups = (n_a + GROUP - 1) // GROUP
+    n_parts = max(1, min(n_groups, n_parts))
+    fT = np.ascontiguousarray(finders.T)
+    G = filled((n_parts, n, GRAPH_WIDTH), 0.0)
+    cols = filled((n_parts, GRAPH_WIDTH, n), 0.0)
+    index = np.arange(n)
+    for part in numba.prange(n_parts):
+        D = np.empty((GROUP, n), dtype=np.int64)
+        row = np.empty(n)
+        for g in range(part, n_groups, n_parts):
+            g0 = g * GROUP
+            g1 = min(g0 + GROUP, n_a)
+            _group_distances(planes, anchors[g0:g1], 0, g1 - g0, D)
+            for i in range(g0, g1):
+                a = anchors[i]
+                for j in range(n):
+                    row[j] = float(D[i - g0, j])
+                _graph_row(row, 0, n, 0, y[a], a, fT[:, a], y, index, fT, True, cols[part],
+                           G[part, a])
+    out = G.sum(axis=0)
+    out += cols.sum(axis=0).T
+    return out
+
+
+@helper
+def compact_distance_matrix(planes):
+    """The mismatch counts between every two rows of ``planes``, as float64."""
+    n = planes.shape[0]
+    out = np.zeros((n, n))
+    for a in range(n):
+        for j in range(a + 1, n):
+            d = float(mismatches(planes, a, j))
+            out[a, j] = d
+            out[j, a] = d
+    return out
+
+
 COMPACT_MOMENTS_TWINS = twins(_compact_moments)
+COMPACT_GRAPH_TWINS = twins(_compact_graph)
 COMPACT_SCORE_TWINS = twins(_compact_scores)

@@ -1,0 +1,199 @@
+"""STIR p-values on MultiSURF (Le, Urbanowicz, Moore & McKinney 2019).
+
+By construction: ``MultiSURF(pvalues=True)``'s t-statistics, p-values and
+q-values equal the brute-force STIR of ``tests/test_stir.py`` (explicit pairs,
+dense graph) with MultiSURF's neighbourhoods, for every row as an anchor and
+for a sample; the score is MultiSURF's own; every execution path agrees (dask,
+compact genotype rows).  The graph's sums over pairs and triangles come from a
+sample of rows beyond :data:`dmargin._stir.GRAPH_ROWS`: exact with every row,
+a measured estimate beyond.  On null data the p-values are calibrated; on
+GAMETES the two predictive SNPs get the smallest.
+"""
+
+import dask.array as da
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import dmargin
+from tests import reference as ref
+from tests.test_stir import GAMETES, _benjamini_hochberg, stir_reference
+
+
+def _multisurf_find(X, members, i):
+    """MultiSURF's neighbours of anchor ``i``: closer than the mean of its distances
+    to every other row minus half their standard deviation (ddof 0)."""
+    d = np.abs(X - X[i]).sum(axis=1)
+    others = np.delete(d, i)
+    return members[d[members] < others.mean() - others.std() / 2]
+
+
+def multisurf_stir_reference(X, y, anchors=None):
+    return stir_reference(ref.minmax_scale(X), y, None, anchors, find=_multisurf_find)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    X = rng.random((130, 6))
+    y = (rng.random(130) < 0.4).astype(int)  # unequal classes
+    X[:, 1] += 0.4 * y  # informative
+    X[:, 4] = 0.5  # constant: t = 0, p = 1
+    X[20] = X[21]  # a duplicate row
+    return X, y
+
+
+@pytest.mark.parametrize("n_anchors", [None, 45])
+def test_multisurf_stir_equals_the_brute_force_formulas(data, n_anchors):
+    X, y = data
+    # Every feature continuous (the constant one would be discrete, making mixed data).
+    est = dmargin.MultiSURF(pvalues=True, discrete_threshold=0, n_anchors=n_anchors,
+                            random_state=2).fit(X, y)
+    anchors = None if n_anchors is None else est.anchor_indices_
+    w, t, p, q = multisurf_stir_reference(X, y, anchors)
+    plain = dmargin.MultiSURF(discrete_threshold=0, n_anchors=n_anchors, random_state=2).fit(X, y)
+    varies = np.arange(6) != 4
+    # STIR's score is MultiSURF's, unchanged by the p-values' extra sums.
+    np.testing.assert_allclose(est.feature_importances_, plain.feature_importances_, rtol=1e-13,
+                               atol=1e-15)
+    np.testing.assert_allclose(est.feature_importances_, w, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(est.t_statistics_[varies], t[varies], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(est.pvalues_[varies], p[varies], rtol=1e-10, atol=1e-12)
+    assert est.t_statistics_[4] == 0 and est.pvalues_[4] == 1
+    np.testing.assert_allclose(est.qvalues_, _benjamini_hochberg(est.pvalues_), rtol=1e-12)
+    assert est.pvalues_.argmin() == 1 and est.pvalues_[1] < 1e-3
+    assert plain.pvalues_ is None and plain.t_statistics_ is None and plain.qvalues_ is None
+
+
+@pytest.mark.parametrize("n_anchors", [None, 60])
+def test_multisurf_stir_is_the_same_on_dask(data, threaded, n_anchors):
+    X, y = data
+    local = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=1).fit(X, y)
+    remote = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=1).fit(
+        da.from_array(X, chunks=35), y)
+    for name in ("feature_importances_", "t_statistics_", "pvalues_", "qvalues_"):
+        np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=1e-10,
+                                   atol=1e-13, err_msg=name)
+
+
+@pytest.mark.parametrize("n_anchors", [None, 50])
+def test_multisurf_stir_on_compact_genotypes_equals_the_float_path(n_anchors):
+    rng = np.random.default_rng(3)
+    G = rng.integers(0, 3, (160, 40)).astype(np.uint8)
+    y = rng.integers(0, 2, 160)
+    G[:, 3] = np.where(rng.random(160) < 0.7, y * 2, G[:, 3])  # associated
+    compact = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=0).fit(G, y)
+    floats = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=0).fit(
+        G.astype(float), y)
+    assert compact.compact_dtype_ == np.uint8 and floats.compact_dtype_ is None
+    for name in ("feature_importances_", "t_statistics_", "pvalues_"):
+        np.testing.assert_allclose(getattr(compact, name), getattr(floats, name), rtol=1e-12,
+                                   atol=1e-15, err_msg=name)
+    assert compact.pvalues_.argmin() == 3
+
+
+def test_sample_graph_sums_with_every_row_are_the_dense_graphs():
+    from dmargin.engine import merge
+
+    rng = np.random.default_rng(4)
+    n = 50
+    D = rng.random((n, n))
+    D = D + D.T
+    y = rng.integers(0, 2, n)
+    finders = np.column_stack([rng.random(n) * 1.2, 1 / rng.integers(1, 9, n),
+                               1 / rng.integers(1, 9, n)])
+    finders[::7, 0] = -np.inf  # rows that are not anchors
+    found = (D < finders[:, :1]) & ~np.eye(n, dtype=bool)
+    same = y[:, None] == y
+    W = np.where(found, np.where(same, -finders[:, 1:2], finders[:, 2:3]), 0.0)
+    W = W + W.T
+    C = W.sum(axis=1)
+    i, j = np.triu_indices(n, 1)
+    w = W[i, j]
+    want = [(w * C[i] * C[j]).sum(), (w ** 2 * (C[i] + C[j])).sum(), np.trace(W @ W @ W)]
+    np.testing.assert_allclose(merge.sample_graph_sums(D, y, finders, C, np.ones(n)), want,
+                               rtol=1e-12)
+
+
+def test_graph_sample_takes_both_strata_and_weighs_them():
+    from dmargin._stir import graph_sample
+
+    index, v = graph_sample(500, 10)
+    np.testing.assert_array_equal(index, np.arange(500))
+    np.testing.assert_array_equal(v, 1.0)
+    anchors = np.sort(np.random.default_rng(0).choice(50_000, 3_000, replace=False))
+    index, v = graph_sample(50_000, 10, anchors)
+    is_anchor = np.isin(index, anchors)
+    assert np.all(np.diff(index) > 0) and index.size == 1000 and is_anchor.sum() == 500
+    np.testing.assert_allclose(v[is_anchor], 3_000 / 500)
+    np.testing.assert_allclose(v[~is_anchor], 47_000 / 500)
+    index, v = graph_sample(50_000, 10, anchors[:100])  # few anchors: all of them
+    assert np.isin(anchors[:100], index).all() and index.size == 1000
+
+
+@pytest.mark.parametrize("n_anchors", [None, 400])
+def test_the_graph_sample_estimates_the_exact_graph(monkeypatch, n_anchors):
+    # 1,200 rows: the sums over pairs and triangles from 300 of them against all.
+    from dmargin import _stir
+
+    rng = np.random.default_rng(5)
+    X, y = rng.random((1200, 8)), rng.integers(0, 2, 1200)
+    X[:, 0] += 0.3 * y
+    seen = []
+    from_sums = _stir.graph_from_sums
+    monkeypatch.setattr(dmargin._surf, "graph_from_sums",
+                        lambda *a: seen.append(from_sums(*a)[1]) or from_sums(*a))
+    fits = []
+    for rows in (2000, 300):
+        monkeypatch.setattr(_stir, "GRAPH_ROWS", rows)
+        fits.append(dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors,
+                                      random_state=0).fit(X, y))
+    exact, sampled = seen
+    np.testing.assert_array_equal(sampled[:4], exact[:4])  # from every row's pass
+    assert sampled[6] != exact[6] and abs(sampled[6] / exact[6] - 1) < 0.05  # triangles
+    np.testing.assert_array_equal(fits[1].t_statistics_, fits[0].t_statistics_)
+    p0, p1 = fits[0].pvalues_, fits[1].pvalues_
+    np.testing.assert_allclose(p1[p0 > 1e-12], p0[p0 > 1e-12], rtol=0.02)
+
+
+def test_multisurf_stir_pvalues_are_calibrated_on_null_data():
+    # Uniform rows, labels at random: 40 draws of 150 rows x 30 features.
+    rng = np.random.default_rng(9)
+    pvalues, discoveries = [], 0
+    for _ in range(40):
+        X, y = rng.random((150, 30)), rng.integers(0, 2, 150)
+        est = dmargin.MultiSURF(pvalues=True).fit(X, y)
+        pvalues.append(est.pvalues_)
+        discoveries += bool((est.qvalues_ < 0.05).any())
+    p = np.concatenate(pvalues)
+    assert stats.kstest(p, "uniform").pvalue > 0.01
+    assert 0.03 < (p < 0.05).mean() < 0.07
+    assert discoveries <= 5  # expected 2 of 40 at q = 0.05
+
+
+def test_gametes_predictive_snps_get_the_smallest_multisurf_pvalues():
+    if not GAMETES.exists():
+        pytest.skip("the shared GAMETES data are not beside the repository")
+    frame = pd.read_csv(GAMETES, sep="\t")
+    X, y = frame.drop(columns="class"), frame["class"]
+    est = dmargin.MultiSURF(pvalues=True).fit(X, y)
+    assert est.compact_dtype_ == np.uint8  # genotypes 0/1/2: the compact path
+    assert set(X.columns[np.argsort(est.pvalues_)[:2]]) == {"P1", "P2"}
+    assert np.all(est.qvalues_[X.columns.isin(["P1", "P2"])] < 0.05)
+
+
+def test_multisurf_pvalues_need_two_classes_and_no_missing_value(data):
+    X, y = data
+    with pytest.raises(ValueError, match="y has 3 classes.*pvalues=False"):
+        dmargin.MultiSURF(pvalues=True).fit(X, np.arange(130) % 3)
+    with pytest.raises(ValueError, match="continuous target.*pvalues=False"):
+        dmargin.MultiSURF(pvalues=True).fit(X, X[:, 0] + 0.5)
+    Xm = X.copy()
+    Xm[3, 2] = np.nan
+    with pytest.raises(ValueError, match="missing values \\(feature 2 has 1\\).*impute"):
+        dmargin.MultiSURF(pvalues=True).fit(Xm, y)
+    with pytest.raises(ValueError, match="pvalues"):
+        dmargin.MultiSURF(pvalues="yes").fit(X, y)
+    # Without p-values all three fit as before.
+    assert dmargin.MultiSURF().fit(Xm, y).pvalues_ is None
