@@ -113,9 +113,13 @@ CASES = [
      True),
     (lambda **kw: dmargin.IRelief(max_iter=3, tol=0, n_anchors=40, n_features_to_select=3,
                                   random_state=0), ("transform",), True),
+    (lambda **kw: dmargin.MultiSURF(pvalues=True, n_features_to_select=3), ("transform",), True),
+    (lambda **kw: dmargin.MultiSURF(pvalues=True, n_anchors=40, n_features_to_select=3,
+                                    random_state=0), ("transform",), True),
 ]
 IDS = ["AdaBoostStumps", "SBSMF", "Immigrate", "LDM-linear", "LDMRFE-linear", "SVMRFE-linear",
-       "ReliefF", "ReliefF-anchors", "IRelief", "IRelief-anchors"]
+       "ReliefF", "ReliefF-anchors", "IRelief", "IRelief-anchors", "MultiSURF-pvalues",
+       "MultiSURF-anchors-pvalues"]
 
 
 def test_the_blocks_refuse_the_client(data):
