@@ -57,12 +57,13 @@ from .engine.statistics import summary_of_rows_at
 
 #: At most this many rows estimate a feature's difference moments.
 SAMPLE_ROWS = 200
-#: Triples of sample rows: their pairs ``(i, j)`` give the pair moments, all
-#: three ``E[h_ij h_jl h_li]``.
-TRIPLES = 5_000
+#: Quadruples of sample rows ``(i, j, l, o)``: their pairs ``(i, j)`` give the
+#: pair moments, their triples ``(i, j, l)`` the triangle's and the shared
+#: row's, all four the four-cycle's ``E[h_ij h_jl h_lo h_oi]``.
+TUPLES = 5_000
 # Caps on the moments' work for very wide data: ``S^2 A`` differences (the
-# general path's ``g``) and ``T A`` triples.
-_PAIR_BUDGET, _TRIPLE_BUDGET = 3e9, 2e8
+# general path's ``g``) and ``T A`` quadruples.
+_PAIR_BUDGET, _TUPLE_BUDGET = 3e9, 2e8
 
 
 def sample_size(n_rows, n_features):
@@ -88,12 +89,15 @@ def sample_moments(rows, anchors, kinds):
     return summary_of_rows_at(rows, index, pair_moments, kinds.discrete, kinds.ramp)
 
 
-def _triples(n_rows, n_features):
-    """Triples of distinct sample rows, drawn with a fixed seed (a quadrature
-    of the triangle moment, not a random part of the fit)."""
-    wanted = int(min(TRIPLES, max(500, _TRIPLE_BUDGET // max(1, n_features))))
-    drawn = np.random.default_rng(0).integers(0, n_rows, (3, 3 * wanted))
-    distinct = (drawn[0] != drawn[1]) & (drawn[1] != drawn[2]) & (drawn[0] != drawn[2])
+def _tuples(n_rows, n_features):
+    """Quadruples of distinct sample rows, drawn with a fixed seed (a
+    quadrature of the moments, not a random part of the fit); ``(4, T)``."""
+    wanted = int(min(TUPLES, max(500, _TUPLE_BUDGET // max(1, n_features))))
+    drawn = np.random.default_rng(0).integers(0, n_rows, (4, 4 * wanted))
+    distinct = np.ones(drawn.shape[1], dtype=bool)
+    for a in range(4):
+        for b in range(a + 1, 4):
+            distinct &= drawn[a] != drawn[b]
     return drawn[:, distinct][:, :wanted]
 
 
@@ -103,15 +107,18 @@ def pair_moments(X, discrete, ramp):
     ``X``: sample rows (S x A, scaled as the engine scores them).  With
     ``g(x) = E phi(x, X') - mu`` over the sample (a row never paired with
     itself; missing differences left out) and ``h = phi - g - g' - mu``,
-    returns ``(7, A)``: ``E g^2, E g^3`` over the rows, ``E[g_i g_j h_ij],
-    E[g_i h_ij^2], E h^2, E h^3`` over the pairs ``(i, j)`` and
-    ``E[h_ij h_jl h_li]`` over the triples ``(i, j, l)`` of :func:`_triples`.
-    NaN for a feature with fewer than three values.
+    returns ``(11, A)``: ``E g^2, E g^3`` over the rows, ``E[g_i g_j h_ij],
+    E[g_i h_ij^2], E h^2, E h^3`` over the pairs ``(i, j)``, ``E[h_ij h_jl
+    h_li]`` over the triples ``(i, j, l)``, then the fourth-order ones:
+    ``E h^4 - 3 (E h^2)^2`` (pairs), ``E[h_ij^2 h_il^2] - (E h^2)^2`` and
+    ``E[h_ij^2 h_jl h_li]`` (triples), ``E[h_ij h_jl h_lo h_oi]`` (the
+    quadruples ``(i, j, l, o)`` of :func:`_tuples`).  NaN for a feature with
+    fewer than four values.
     """
     X = np.asarray(X, dtype=np.float64)
     size, n_features = X.shape
-    out = np.full((7, n_features), np.nan)
-    if size < 3:
+    out = np.full((11, n_features), np.nan)
+    if size < 4:
         return out
     plain = not np.any(discrete) and np.all(np.isinf(ramp)) and not np.isnan(X).any()
     if plain:
@@ -126,7 +133,7 @@ def pair_moments(X, discrete, ramp):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all missing: NaN
                 g[:, f] = np.nanmean(phi, axis=1)
-    i, j, l = _triples(size, n_features)
+    i, j, l, o = _tuples(size, n_features)
 
     def h(p, q):
         phi = np.abs(X[p] - X[q]) if plain else scored_differences(X[p], X[q], discrete, ramp)
@@ -137,12 +144,16 @@ def pair_moments(X, discrete, ramp):
         warnings.simplefilter("ignore", RuntimeWarning)  # all missing: NaN
         mu = mean(g, axis=0)
         g -= mu
-        h_ij = h(i, j)
+        h_ij, h_jl, h_li = h(i, j), h(j, l), h(l, i)
         gi_h = g[i] * h_ij
         h2 = h_ij * h_ij
+        e2 = mean(h2, axis=0)
+        two_sides = h_jl * h_li  # the triangle's other two sides
         out[:] = [mean(g * g, axis=0), mean(g * g * g, axis=0), mean(gi_h * g[j], axis=0),
-                  mean(gi_h * h_ij, axis=0), mean(h2, axis=0), mean(h2 * h_ij, axis=0),
-                  mean(h_ij * h(j, l) * h(l, i), axis=0)]
+                  mean(gi_h * h_ij, axis=0), e2, mean(h2 * h_ij, axis=0),
+                  mean(h_ij * two_sides, axis=0), mean(h2 * h2, axis=0) - 3.0 * e2 * e2,
+                  mean(h2 * h_li * h_li, axis=0) - e2 * e2, mean(h2 * two_sides, axis=0),
+                  mean(h_ij * h_jl * h(l, o) * h(o, i), axis=0)]
     return out
 
 
@@ -202,9 +213,10 @@ def graph_from_sums(exact, sampled, found):
     """STIR's ``(pairs, graph)`` (:func:`stir`'s) from a graph pass:
     ``exact`` (:func:`merge.graph_row_sums`), ``sampled``
     (:func:`merge.sample_graph_sums`) and ``found``, the pairs found per side."""
-    c2, c3, w2, w3, mutual_h, mutual_m = exact
+    c2, c3, w2, w3, mutual_h, mutual_m, r2 = exact
+    wcc, w2c, trace3, w4, side_twice, trace4 = sampled
     pairs = np.array([[found[0], mutual_h], [found[1], mutual_m]])
-    return pairs, np.array([c2, w2, c3, w3, *sampled])
+    return pairs, np.array([c2, w2, c3, w3, wcc, w2c, trace3, w4, r2, side_twice, trace4])
 
 
 def shared_row_variance(anchor_sums, graph, m):
@@ -222,8 +234,8 @@ def shared_row_variance(anchor_sums, graph, m):
 def skewness(graph, moments):
     """The score's skewness under the model (module docstring); 0 where the
     moments are undefined."""
-    c2, w2, c3, w3, wcc, w2c, trace = graph
-    g2, g3, ggh, ghh, h2, h3, tri = moments
+    c2, w2, c3, w3, wcc, w2c, trace = graph[:7]
+    g2, g3, ggh, ghh, h2, h3, tri = moments[:7]
     var = g2 * c2 + h2 * w2
     k3 = g3 * c3 + 6.0 * ggh * wcc + 3.0 * ghh * w2c + h3 * w3 + tri * trace
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -231,12 +243,126 @@ def skewness(graph, moments):
     return np.where(np.isfinite(gamma) & (var > 0), gamma, 0.0)
 
 
-def skewed_sf(t, df, gamma):
+def kurtosis(graph, moments):
+    """The score's excess kurtosis under the model, from its ``h`` part.
+
+    ``m^4 k4 = k4(h) sum w_e^4 + 3 c22 (sum r_i^2 - 2 sum w_e^4)
+    + 6 E[h_ij^2 h_jl h_li] T + 3 E[h_ij h_jl h_lo h_oi] (trace(W^4) - 2 sum r_i^2
+    + 2 sum w_e^4)``: one edge four times, two edges of one row twice each
+    (``r_i = sum_j W_ij^2``, ``c22 = E[h_ij^2 h_il^2] - (E h^2)^2``), a triangle with a
+    side twice (``T = sum_ij W_ij^2 (W^2)_ij``) and the four-cycles (the closed
+    walks of length four on four distinct rows); every other joint cumulant of
+    a degenerate ``h`` vanishes.  The ``g`` parts are left out (a few per cent
+    of the variance in neighbour graphs).  0 where the moments are undefined.
+    """
+    c2, w2, w4, r2, t2, trace4 = graph[0], graph[1], graph[7], graph[8], graph[9], graph[10]
+    g2, h2, k4h, c22, e211, e4 = moments[0], moments[4], moments[7], moments[8], moments[9], \
+        moments[10]
+    var = g2 * c2 + h2 * w2
+    k4 = (k4h * w4 + 3.0 * c22 * (r2 - 2.0 * w4) + 6.0 * e211 * t2
+          + 3.0 * e4 * (trace4 - 2.0 * r2 + 2.0 * w4))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kurt = k4 / var ** 2
+    return np.where(np.isfinite(kurt) & (var > 0), kurt, 0.0)
+
+
+def _su_shape(omega, big_omega):
+    """Skewness, excess kurtosis and variance of ``sinh(Z / delta - Omega)``,
+    ``Z`` standard normal, ``omega = exp(1 / delta^2)`` (Johnson's SU law)."""
+    w, om = omega, big_omega
+    var = (w - 1.0) * (w * np.cosh(2.0 * om) + 1.0) / 2.0
+    m3 = -np.sqrt(w) * (w - 1.0) ** 2 * (w * (w + 2.0) * np.sinh(3.0 * om) + 3.0 * np.sinh(om)) / 4
+    m4 = (w - 1.0) ** 2 * (w * w * (w ** 4 + 2 * w ** 3 + 3 * w * w - 3.0) * np.cosh(4.0 * om)
+                           + 4.0 * w * w * (w + 2.0) * np.cosh(2.0 * om) + 3.0 * (2.0 * w + 1.0)) / 8
+    return m3 / var ** 1.5, m4 / var ** 2 - 3.0, var
+
+
+def _su_cosh(omega, kurt):
+    """``cosh(2 Omega) >= 1`` at which the SU law of ``omega`` has excess kurtosis
+    ``kurt`` (its kurtosis is a ratio of quadratics in it); NaN where none."""
+    w, b = omega, kurt + 3.0
+    a = w * w * (w ** 4 + 2 * w ** 3 + 3 * w * w - 3.0)
+    q2 = 2.0 * a - 2.0 * b * w * w
+    q1 = 4.0 * w * w * (w + 2.0) - 4.0 * b * w
+    q0 = 3.0 * (2.0 * w + 1.0) - a - 2.0 * b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        root = np.sqrt(q1 * q1 - 4.0 * q2 * q0)
+        c = np.maximum((-q1 + root) / (2.0 * q2), (-q1 - root) / (2.0 * q2))
+    return np.where(c >= 1.0, c, np.nan)
+
+
+def _bisect(f, lo, hi, steps=100):
+    """Roots of the decreasing ``f`` between ``lo`` and ``hi`` (arrays), by bisection."""
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        above = f(mid) > 0
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def johnson_su(gamma, kurt):
+    """Johnson's SU law of skewness ``gamma`` and excess kurtosis ``kurt``, by
+    moment matching (after Tuenter 2001): ``(shape, delta, mean, sd)`` with
+    ``Z = shape + delta asinh(X)`` standard normal and ``X`` of that mean and
+    standard deviation; NaN where no SU law has them (kurtosis at or below
+    the lognormal line: lighter tails than SU can make).
+
+    With ``omega = exp(1 / delta^2)`` the kurtosis fixes ``cosh(2 Omega)``
+    (:func:`_su_cosh`) and the skewness then decreases from the lognormal
+    law's of that kurtosis to 0 as ``omega`` grows to the symmetric law's:
+    bisections on ``log(omega - 1)``.
+    """
+    gamma, kurt = np.broadcast_arrays(np.asarray(gamma, float), np.asarray(kurt, float))
+    target = np.abs(gamma)
+    ok = np.isfinite(target) & np.isfinite(kurt) & (kurt > 0)
+    kurt_ok = np.where(ok, kurt, 1.0)
+
+    def symmetric_excess(u):  # increasing in u = log(omega - 1)
+        return _su_shape(1.0 + np.exp(u), 0.0)[1] - kurt_ok
+
+    top = _bisect(lambda u: -symmetric_excess(u), np.full(target.shape, -30.0),
+                  np.full(target.shape, 5.0))
+
+    # The lognormal law of the same kurtosis bounds omega below (cosh(2 Omega)
+    # infinite there); its skewness is the largest an SU law of that kurtosis has.
+    def lognormal_excess(u):
+        w = 1.0 + np.exp(u)
+        return w ** 4 + 2 * w ** 3 + 3 * w * w - 6.0 - kurt_ok
+
+    bottom = _bisect(lambda u: -lognormal_excess(u), np.full(target.shape, -30.0), top)
+    w_bottom = 1.0 + np.exp(bottom)
+    ok &= target < (w_bottom + 2.0) * np.sqrt(w_bottom - 1.0)
+
+    def skew_at(u):
+        w = 1.0 + np.exp(u)
+        c = _su_cosh(w, kurt_ok)
+        return np.where(np.isnan(c), np.inf, _su_shape(w, -np.arccosh(c) / 2.0)[0])
+
+    u = _bisect(lambda u: skew_at(u) - target, bottom, top)
+    w = 1.0 + np.exp(u)
+    big_omega = -np.sign(gamma) * np.arccosh(_su_cosh(w, kurt_ok)) / 2.0
+    delta = 1.0 / np.sqrt(np.log(w))
+    _, _, var = _su_shape(w, big_omega)
+    out = [big_omega * delta, delta, -np.sqrt(w) * np.sinh(big_omega), np.sqrt(var)]
+    return [np.where(ok, v, np.nan) for v in out]
+
+
+def skewed_sf(t, df, gamma, kurt=None):
     """One-sided p-values of ``t``: Student's ``t`` with ``df`` degrees of
-    freedom read as a normal deviate, then the Pearson type III law (a gamma
-    law standardised to mean 0 and variance 1) of skewness ``gamma``, the
-    three-moment approximation of permutation tests (Mielke's MRPP)."""
-    return pearson3.sf(norm.isf(student_t.sf(t, df)), gamma)
+    freedom read as a normal deviate ``z``, then the upper tail of ``z`` under
+    a law of mean 0, variance 1, skewness ``gamma`` and excess kurtosis
+    ``kurt``: Johnson's SU law (:func:`johnson_su`) where one has them, else
+    the Pearson type III law of that skewness (a gamma law standardised),
+    the three-moment approximation of permutation tests (Mielke's MRPP)."""
+    z = norm.isf(student_t.sf(t, df))
+    p = pearson3.sf(z, gamma)
+    if kurt is None:
+        return p
+    shape, delta, mean, sd = johnson_su(gamma, kurt)
+    su = np.isfinite(shape)
+    with np.errstate(invalid="ignore"):
+        tail = norm.sf(shape + delta * np.arcsinh(mean + z * sd))
+    return np.where(su, tail, p)
 
 
 def stir(sums, anchor_sums, m, pairs, graph, moments):
@@ -271,5 +397,5 @@ def stir(sums, anchor_sums, m, pairs, graph, moments):
     ok = (df > 0) & (variance > 0)
     diff = mean[1] - mean[0]
     t = np.divide(diff, np.sqrt(np.where(ok, variance, 1.0)), out=np.zeros_like(diff), where=ok)
-    p = skewed_sf(t, np.where(ok, df, 1.0), skewness(graph, moments))
+    p = skewed_sf(t, np.where(ok, df, 1.0), skewness(graph, moments), kurtosis(graph, moments))
     return t, np.where(ok, p, 1.0)

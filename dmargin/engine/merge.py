@@ -477,19 +477,22 @@ def _signed_edges(codes, sign):
 
 
 def pair_graph_sums(hit_codes, miss_codes):
-    """Sums over STIR's neighbour graph that its score's variance and skewness take.
+    """Sums over STIR's neighbour graph that its score's variance, skewness and
+    kurtosis take.
 
     A found pair is an edge of weight ``-1/k_a`` (a hit) or ``+1/k_a`` (a
     miss), ``k_a`` the pairs of its anchor on that side, so that the score is
     ``(1/m) sum_e w_e d_e``; the two findings of a pair found from both rows
-    add up.  With ``W`` the symmetric matrix of the summed weights and
-    ``C = W 1`` its row sums, returns ``[sum C_i^2, sum w_e^2, sum C_i^3,
-    sum w_e^3, sum w_e C_i C_j, sum w_e^2 (C_i + C_j), trace(W^3)]``, ``e``
-    over the distinct pairs ``{i, j}``.  ``trace(W^3)`` (six times the
-    weighted triangles) is exact up to :data:`TRACE_ROWS` rows with an edge,
-    beyond them the mean of ``(W^3)_ii`` over that many of them, drawn with a
-    fixed seed, times their number (measured within 1.5 % on the kNN graphs
-    of 2,000 and 8,000 rows, uniform and ``make_classification``).
+    add up.  With ``W`` the symmetric matrix of the summed weights, ``C = W 1``
+    its row sums and ``r_i = sum_j W_ij^2``, returns ``[sum C_i^2, sum w_e^2,
+    sum C_i^3, sum w_e^3, sum w_e C_i C_j, sum w_e^2 (C_i + C_j), trace(W^3),
+    sum w_e^4, sum r_i^2, sum_ij W_ij^2 (W^2)_ij, trace(W^4)]``, ``e`` over the
+    distinct pairs ``{i, j}``.  The last three and ``trace(W^3)`` (six times
+    the weighted triangles) are exact up to :data:`TRACE_ROWS` rows with an
+    edge, beyond them the mean of their rows' terms over that many of them,
+    drawn with a fixed seed, times their number (the trace measured within
+    1.5 % on the kNN graphs of 2,000 and 8,000 rows, uniform and
+    ``make_classification``).
     """
     from scipy import sparse
 
@@ -497,7 +500,7 @@ def pair_graph_sums(hit_codes, miss_codes):
              for c, sign in ((hit_codes, -1.0), (miss_codes, 1.0))]
     src, dst, w = (np.concatenate(parts) for parts in zip(*edges))
     if not w.size:
-        return np.zeros(7)
+        return np.zeros(11)
     ends = np.concatenate([src, dst])
     n = int(ends.max()) + 1
     if n > 4 * ends.size:  # a sample of anchors among many rows: number the rows met
@@ -506,6 +509,8 @@ def pair_graph_sums(hit_codes, miss_codes):
     directed = sparse.csr_matrix((w, (ends[:w.size], ends[w.size:])), shape=(n, n))
     W = (directed + directed.T).tocsr()
     C = np.asarray(W.sum(axis=1)).ravel()
+    squares = W.multiply(W).tocsr()
+    r = np.asarray(squares.sum(axis=1)).ravel()
     upper = sparse.triu(W, k=1).tocoo()
     we, ci, cj = upper.data, C[upper.row], C[upper.col]
     met = np.flatnonzero(np.diff(W.indptr))  # rows with an edge
@@ -513,9 +518,14 @@ def pair_graph_sums(hit_codes, miss_codes):
     if met.size > TRACE_ROWS:
         rows = np.sort(np.random.default_rng(0).choice(met, TRACE_ROWS, replace=False))
     block = W[rows]
-    trace = float((block @ W).multiply(block).sum()) * met.size / rows.size
+    walks = block @ W  # (W^2) of the rows
+    scale = met.size / rows.size
+    trace3 = float(walks.multiply(block).sum()) * scale
+    side_twice = float(walks.multiply(squares[rows]).sum()) * scale
+    trace4 = float(walks.multiply(walks).sum()) * scale
     return np.array([(C ** 2).sum(), (we ** 2).sum(), (C ** 3).sum(), (we ** 3).sum(),
-                     (we * ci * cj).sum(), (we ** 2 * (ci + cj)).sum(), trace])
+                     (we * ci * cj).sum(), (we ** 2 * (ci + cj)).sum(), trace3, (we ** 4).sum(),
+                     (r ** 2).sum(), side_twice, trace4])
 
 
 def stir_finish(merged):
@@ -730,10 +740,11 @@ def outside_finders(n_rows):
 def graph_row_sums(G):
     """A block of pass-3 partials ``G`` (:mod:`.kernels.surf`) as the graph's sums:
     ``[sum C^2, sum C^3, sum_e W_e^2, sum_e W_e^3, mutual hit slots, mutual miss
-    slots]`` (each edge's powers were added at both of its ends)."""
-    c = G[:, 0]
-    return np.array([c @ c, (c * c) @ c, 0.5 * G[:, 1].sum(), 0.5 * G[:, 2].sum(),
-                     G[:, 3].sum(), G[:, 4].sum()])
+    slots, sum r^2]`` (each edge's powers were added at both of its ends;
+    ``r_i = sum_j W_ij^2``)."""
+    c, r = G[:, 0], G[:, 1]
+    return np.array([c @ c, (c * c) @ c, 0.5 * r.sum(), 0.5 * G[:, 2].sum(),
+                     G[:, 3].sum(), G[:, 4].sum(), r @ r])
 
 
 def sample_graph_sums(D, y, finders, C, v):
@@ -742,12 +753,13 @@ def sample_graph_sums(D, y, finders, C, v):
     ``D``: the sample's distances, ``y`` its classes, ``finders`` its finder
     entries, ``C`` its rows' exact row sums ``C_i`` (pass 3) and ``v`` the
     inverse of each row's chance of being drawn.  Returns Horvitz-Thompson
-    estimates of ``[sum_e W_e C_i C_j, sum_e W_e^2 (C_i + C_j), trace(W^3)]``
-    (:func:`pair_graph_sums`' last three): each pair ``(i, j)`` of the sample
-    weighs ``v_i v_j``, each triangle ``v_i v_j v_l``.  Exact when the
-    sample is every row (``v = 1``); otherwise biased by the draw without
-    replacement, ``v_i v_j`` for ``N (N - 1) / (R (R - 1))``: a factor
-    ``1 - O(1 / R)`` (0.3 % on triangles at ``R = 1000``).
+    estimates of ``[sum_e W_e C_i C_j, sum_e W_e^2 (C_i + C_j), trace(W^3),
+    sum_e W_e^4, sum_ij W_ij^2 (W^2)_ij, trace(W^4)]`` (:func:`pair_graph_sums`'
+    terms): each pair ``(i, j)`` of the sample weighs ``v_i v_j``, each
+    triangle ``v_i v_j v_l``, each closed walk of four ``v_i v_j v_l v_o``.
+    Exact when the sample is every row (``v = 1``); otherwise biased by the
+    draw without replacement, ``v_i v_j`` for ``N (N - 1) / (R (R - 1))``: a
+    factor ``1 - O(1 / R)`` (0.3 % on triangles at ``R = 1000``).
     """
     found = D < finders[:, :1]
     np.fill_diagonal(found, False)
@@ -756,8 +768,12 @@ def sample_graph_sums(D, y, finders, C, v):
     W = w + w.T
     cv = C * v
     Wv = W * v[None, :]
-    trace = float(np.einsum("ij,ji->", Wv @ Wv, Wv))
-    return np.array([0.5 * cv @ W @ cv, cv @ (W * W) @ v, trace])
+    walks = Wv @ Wv
+    squares = W * W
+    return np.array([0.5 * cv @ W @ cv, cv @ squares @ v, float(np.einsum("ij,ji->", walks, Wv)),
+                     0.5 * v @ (squares * squares) @ v,
+                     float(np.einsum("i,ij,ij,j->", v, squares, Wv @ W, v)),
+                     float(np.einsum("ij,ji->", walks, walks))])
 
 
 def column_summary_chunk(X, cap):
