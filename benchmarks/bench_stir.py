@@ -1,4 +1,4 @@
-"""STIR p-values of ReliefF: calibration on null data and power on GAMETES.
+"""STIR p-values of ReliefF and MultiSURF: calibration on null data and power on GAMETES.
 
 What is measured (results go to ``benchmarks/results/stir.json``, or
 ``benchmarks/results/quick/stir.json`` with ``--quick``):
@@ -6,7 +6,9 @@ What is measured (results go to ``benchmarks/results/stir.json``, or
 1. Null calibration: ``DRAWS`` data sets whose labels carry no information --
    ``make_classification``-style rows (N = 300, A = 50, uniform features)
    with labels drawn at random, and the wdbc rows (569 x 30) with their labels
-   permuted -- fitted with ``ReliefF(n_neighbors=k)`` for k = 10 and k = 50.
+   permuted -- fitted with ``ReliefF(n_neighbors=k)`` for k = 10 and k = 50
+   and with ``MultiSURF(pvalues=True)`` (its neighbourhoods: about a third of
+   the rows).
    Recorded: the Kolmogorov-Smirnov test of all the p-values against the
    uniform distribution, the fraction of p-values under 0.05 (nominal 0.05),
    and the false discovery rate at q = 0.05 over the draws (under a complete
@@ -14,17 +16,18 @@ What is measured (results go to ``benchmarks/results/stir.json``, or
    q-value under 0.05).
 2. Power on GAMETES (pure 2-way epistasis, 1600 x 20, two predictive SNPs):
    the ranks of the two SNPs by p-value and their q-values, STIR with k = 10
-   and 100, permutations with k = 10 and B = 999 (the smallest permutation
+   and 100 and on MultiSURF, permutations with k = 10 and B = 999 (the smallest permutation
    p-value is 1 / (B + 1), and Benjamini-Hochberg over A = 20 features needs
    about A / 0.05 permutations to declare anything at q = 0.05).
 
 STIR's pseudo t-test (Le et al. 2019) treats the hit and miss pairs as
 independent samples; they are not (a pair is often found from both of its
 rows, pairs share rows, and the neighbour graph's triangles skew the score).
-dmargin reads the same statistic against the variance and skewness that the
-neighbour graph implies (``dmargin/_stir.py``); the rows "STIR, the paper's
-test" fit the same draws with every found pair counted as an independent
-draw and no skewness, to measure what the model does to the p-values.
+dmargin reads the same statistic against the variance, skewness and kurtosis
+that the neighbour graph implies (``dmargin/_stir.py``); the rows "STIR, the
+paper's test" fit the same draws with every found pair counted as an
+independent draw and no skewness or kurtosis, to measure what the model does
+to the p-values.
 "uniform" draws its labels at random (binomial), "uniform, balanced"
 permutes 150 of each class.  The FDR comes with its 95 % (Wilson) interval:
 with 100 draws it is about +-0.045 wide around 0.05.
@@ -76,14 +79,24 @@ def _papers_test():
     from dmargin import _stir
     from dmargin.engine import merge
 
-    saved = merge.mutual_pairs, _stir.shared_row_variance, _stir.skewness
+    from dmargin import _surf
+
+    def no_mutual_pairs(exact, sampled, found):
+        pairs, graph = _stir.graph_from_sums(exact, sampled, found)
+        pairs[:, 1] = 0
+        return pairs, graph
+
+    saved = (merge.mutual_pairs, _stir.shared_row_variance, _stir.skewness, _stir.kurtosis,
+             _surf.graph_from_sums)
     merge.mutual_pairs = lambda codes: 0
+    _surf.graph_from_sums = no_mutual_pairs
     _stir.shared_row_variance = lambda *args: 0.0
-    _stir.skewness = lambda *args: 0.0
+    _stir.skewness = _stir.kurtosis = lambda *args: 0.0
     try:
         yield
     finally:
-        merge.mutual_pairs, _stir.shared_row_variance, _stir.skewness = saved
+        (merge.mutual_pairs, _stir.shared_row_variance, _stir.skewness, _stir.kurtosis,
+         _surf.graph_from_sums) = saved
 
 
 def _wilson(successes, n, z=1.96):
@@ -94,14 +107,21 @@ def _wilson(successes, n, z=1.96):
     return [round(float(centre - half), 4), round(float(centre + half), 4)]
 
 
-def calibration(kind, k, draws, permutations=0, papers_n=False):
+def _estimator(k, permutations, random_state):
+    """``ReliefF(n_neighbors=k)``, or ``MultiSURF(pvalues=True)`` for ``k=None``."""
     import dmargin
 
+    if k is None:
+        return dmargin.MultiSURF(pvalues=True, discrete_threshold=0)
+    return dmargin.ReliefF(n_neighbors=k, n_permutations=permutations,
+                           random_state=random_state)
+
+
+def calibration(kind, k, draws, permutations=0, papers_n=False):
     pvalues, any_discovery, imbalance, mean_t = [], [], [], []
     with _papers_test() if papers_n else contextlib.nullcontext():
         for i, (X, y) in enumerate(_null_sets(kind, draws)):
-            est = dmargin.ReliefF(n_neighbors=k, n_permutations=permutations,
-                                  random_state=i).fit(X, y)
+            est = _estimator(k, permutations, i).fit(X, y)
             pvalues.append(est.pvalues_)
             any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
             imbalance.append(abs(float(np.mean(y == y[0])) - 0.5))
@@ -111,7 +131,8 @@ def calibration(kind, k, draws, permutations=0, papers_n=False):
     if permutations:
         p = p - np.random.default_rng(1).random(p.size) / (permutations + 1)
     ks = stats.kstest(p, "uniform")
-    return {"data": kind, "n_neighbors": k, "draws": draws, "pvalues": int(p.size),
+    return {"data": kind, "estimator": "ReliefF" if k is not None else "MultiSURF",
+            "n_neighbors": k, "draws": draws, "pvalues": int(p.size),
             "method": (f"permutation (B = {permutations})" if permutations
                        else "STIR, the paper's test" if papers_n else "STIR"),
             "ks_statistic": round(float(ks.statistic), 4), "ks_pvalue": float(ks.pvalue),
@@ -143,9 +164,11 @@ def power(k, permutations=0):
 
     frame = pd.read_csv(GAMETES, sep="\t")
     X, y = frame.drop(columns="class"), frame["class"]
-    est = dmargin.ReliefF(n_neighbors=k, n_permutations=permutations, random_state=0).fit(X, y)
+    est = (dmargin.MultiSURF(pvalues=True) if k is None else
+           dmargin.ReliefF(n_neighbors=k, n_permutations=permutations, random_state=0)).fit(X, y)
     order = list(X.columns[np.argsort(est.pvalues_, kind="stable")])
-    return {"n_neighbors": k, "n_permutations": permutations,
+    return {"estimator": "ReliefF" if k is not None else "MultiSURF", "n_neighbors": k,
+            "n_permutations": permutations,
             "ranks": {s: order.index(s) + 1 for s in ("P1", "P2")},
             "qvalues": {s: float(est.qvalues_[list(X.columns).index(s)]) for s in ("P1", "P2")},
             "other_discoveries": int(sum(q < LEVEL for c, q in zip(X.columns, est.qvalues_)
@@ -153,16 +176,19 @@ def power(k, permutations=0):
 
 
 def render(out):
-    rows = [[c["method"], c["data"], c["n_neighbors"], c["draws"], c["ks_statistic"],
+    rows = [[c["method"], c.get("estimator", "ReliefF"), c["data"],
+             "-" if c["n_neighbors"] is None else c["n_neighbors"], c["draws"], c["ks_statistic"],
              f"{c['ks_pvalue']:.2g}", c["fraction_under_0.05"], c["fraction_under_0.001"],
              f"{c['fdr_at_q_0.05']} ({c['fdr_ci95'][0]}-{c['fdr_ci95'][1]})"]
             for c in out["calibration"]]
     table = harness.markdown_table(
-        ["p-values", "null data", "k", "draws", "KS statistic", "KS p-value",
+        ["p-values", "estimator", "null data", "k", "draws", "KS statistic", "KS p-value",
          "p < 0.05 (nominal 0.05)", "p < 0.001 (nominal 0.001)",
          "FDR at q = 0.05 (95 % interval)"], rows)
     gam = "; ".join(f"{'STIR' if not g['n_permutations'] else 'permutation'}, "
-                    f"k = {g['n_neighbors']}: P1, P2 ranked {g['ranks']['P1']} and "
+                    + (f"k = {g['n_neighbors']}" if g["n_neighbors"] is not None
+                       else "MultiSURF")
+                    + f": P1, P2 ranked {g['ranks']['P1']} and "
                     f"{g['ranks']['P2']} by p-value (q = {g['qvalues']['P1']:.2g}, "
                     f"{g['qvalues']['P2']:.2g}), {g['other_discoveries']} other discoveries"
                     for g in out["power"])
@@ -176,20 +202,22 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=None, metavar="N",
                         help=f"null draws per setting (default {DRAWS}; {DRAWS_QUICK} with --quick)")
     parser.add_argument("--null-only", action="store_true",
-                        help="only dmargin's STIR on the two uniform nulls at k = 10 (with --draws, "
-                             "to narrow the FDR's sampling error)")
+                        help="only dmargin's STIR on the two uniform nulls, ReliefF at k = 10 and "
+                             "MultiSURF (with --draws, to narrow the FDR's sampling error)")
     args = harness.parse_args(parser, argv)
     draws = args.draws or (DRAWS_QUICK if args.quick else DRAWS)
     if args.null_only:
-        calib = [calibration(kind, 10, draws) for kind in ("uniform", "uniform, balanced")]
+        calib = [calibration(kind, k, draws) for k in (10, None)
+                 for kind in ("uniform", "uniform, balanced")]
         gametes = []
     else:
         calib = ([calibration(kind, k, draws, papers_n=papers_n)
                   for papers_n in (False, True)
                   for kind in ("uniform", "uniform, balanced", "wdbc")
-                  for k in (10, 50)]
+                  for k in (10, 50, None)]
                  + [calibration(kind, 10, draws, PERMUTATIONS) for kind in ("uniform", "wdbc")])
-        gametes = [power(k) for k in (10, 100)] + [power(10, 999)] if GAMETES.exists() else []
+        gametes = ([power(k) for k in (10, 100, None)] + [power(10, 999)]
+                   if GAMETES.exists() else [])
     out = {"benchmark": "stir", "mode": "quick" if args.quick else "full",
            "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
            "revision": harness.git_revision(harness.REPO),

@@ -54,6 +54,8 @@ SETTINGS = [
     ("Immigrate(n_anchors=500), 10 steps", "Immigrate", {"n_anchors": 500}, "immigrate"),
     ("MultiSURF() exact", "MultiSURF", {}, None),
     ("MultiSURF(n_anchors=1000)", "MultiSURF", {"n_anchors": 1000}, None),
+    ("MultiSURF(n_anchors=1000, pvalues=True)", "MultiSURF",
+     {"n_anchors": 1000, "pvalues": True}, None),
     ('LDM(kernel="linear")', "LDM", {"kernel": "linear"}, "ldm_linear"),
     ('LDMRFE(n_features_to_select=10, kernel="linear")', "LDMRFE",
      {"n_features_to_select": 10, "kernel": "linear"}, "ldm_rfe_linear"),
@@ -96,7 +98,7 @@ def _passes(est, n):
     if name == "Immigrate":
         return 2 * est.max_iter
     if name in ("SURF", "SURFstar", "MultiSURF", "MultiSURFstar"):
-        return 2
+        return 3 if getattr(est, "pvalues", False) else 2
     return getattr(est, "max_iter", 1)
 
 

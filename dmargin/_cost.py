@@ -24,6 +24,10 @@ IRELIEF_RATE = 3.4e9
 #: MultiSURF at N = 8,000, A = 50 in 0.66 s of wall time (tests/test_surf.py's kernels;
 #: one thread: 0.62-0.67 s of CPU, about 2.2x fast-select's).
 SURF_RATE = 4.8e9
+#: MultiSURF(pvalues=True) against MultiSURF: the squared differences in the second pass
+#: and a third pass over the same pairs (STIR's graph), measured 1.9-2.2x at N = 8,000,
+#: A = 50, one thread.
+STIR_SURF_FACTOR = 2.0
 #: Pair-features per second of online I-RELIEF, one thread (online_scale.json: 10^7 rows
 #: x 50 features against 2,000 reference rows in a pass of 505 s).
 ONLINE_RATE = 2.0e9
@@ -156,6 +160,11 @@ def fit_cost(estimator, n_samples, n_features):
         ops = pairs * a
         formula = ("N^2 A, two passes (thresholds, neighbours)" if m is None
                    else f"m N A with m = {m}, two passes")
+        if getattr(estimator, "pvalues", False):
+            formula = formula.replace("two passes (thresholds, neighbours)",
+                                      "three passes (thresholds, neighbours, STIR's graph)")
+            formula = formula.replace("two passes", "three passes (STIR)")
+            return FitCost(ops, ops * STIR_SURF_FACTOR / SURF_RATE, formula)
         return FitCost(ops, ops / SURF_RATE, formula)
     if name == "OnlineIRelief":
         ref = n if estimator.reference_size is None else min(n, estimator.reference_size)

@@ -1,9 +1,9 @@
-"""STIR: p-values for ReliefF's weights (Le, Urbanowicz, Moore & McKinney 2019).
+"""STIR: p-values for ReliefF's and MultiSURF's scores (Le, Urbanowicz, Moore & McKinney 2019).
 
-STIR reads a feature's ReliefF score -- its mean difference to the misses
-minus its mean difference to the hits -- as a two-sample t-statistic over the
-hit and miss pairs.  The pairs are not independent: a pair is often found
-from both of its rows, pairs that share a row share that row's value, and the
+STIR reads a feature's score -- its mean difference to the misses minus its
+mean difference to the hits -- as a two-sample t-statistic over the hit and
+miss pairs.  The pairs are not independent: a pair is often found from both
+of its rows, pairs that share a row share that row's value, and the
 neighbour graph has triangles, whose three pairs always include an odd number
 of hits (misses join the two classes), which skews the score to the right.
 The paper's count makes p-values that are far too small (uniform rows,
@@ -12,35 +12,44 @@ draws); this module keeps STIR's statistic and reads it against the
 distribution the neighbour graph implies.
 
 The model: given the pairs found, a feature unrelated to the labels has
-values that are exchangeable draws, so the score ``S = (1/m) sum_e w_e phi(x_i, x_j)`` is a weighted sum over the
-graph's edges (``w_e = -1/k_a`` for a hit, ``+1/k_a`` for a miss, the two
-findings of a pair added; :func:`dmargin.engine.merge.pair_graph_sums`).
-Hoeffding's decomposition ``phi = mu + g(x_i) + g(x_j) + h(x_i, x_j)``
-gives, with ``C_i = sum_j w_ij``::
+values that are exchangeable draws, so the score ``S = (1/m) sum_e w_e
+phi(x_i, x_j)`` is a weighted sum over the graph's edges (``w_e = -1/k_a``
+for a hit, ``+1/k_a`` for a miss, ``k_a`` the anchor's neighbours on that
+side, the two findings of a pair added: ReliefF's graph in
+:func:`dmargin.engine.merge.pair_graph_sums`, MultiSURF's in the third pass
+of :mod:`dmargin.engine.kernels.surf`).  Hoeffding's decomposition ``phi =
+mu + g(x_i) + g(x_j) + h(x_i, x_j)`` gives, with ``C_i = sum_j w_ij``::
 
     m^2 Var S  = sigma_g^2 sum C_i^2 + sigma_h^2 sum w_e^2
     m^3 k3(S)  = E g^3 sum C_i^3 + 6 E[g_i g_j h_ij] sum w_e C_i C_j
                  + 3 E[g_i h_ij^2] sum w_e^2 (C_i + C_j) + E h^3 sum w_e^3
                  + E[h_ij h_jl h_li] trace(W^3)
 
-(every other term vanishes because ``h`` is degenerate).  The variance
-keeps the data's own spread: the paper's pooled variance of the found
-pairs' differences over the distinct pairs (``sigma_phi^2 sum w_e^2``),
-plus ``c (sum C_i^2 - 2 sum w_e^2)`` for two pairs that share a row, with
-``c`` the covariance of the anchors' mean hit and mean miss differences
-(:func:`merge.stir_anchor_sums`).  The skewness ``gamma = k3 / Var^1.5``
-takes the moments of the feature's difference between random rows, from a
-sample of rows (:func:`pair_moments`); the one-sided p-value reads ``t``
-against a Pearson type III law of that skewness (:func:`skewed_sf`).
+(every other term vanishes because ``h`` is degenerate), and the fourth
+cumulant of the ``h`` part from the four-cycles, the shared rows and the
+triangles with a side twice (:func:`kurtosis`).  The variance keeps the
+data's own spread: the paper's pooled variance of the found pairs'
+differences over the distinct pairs (``sigma_phi^2 sum w_e^2``), plus ``c
+(sum C_i^2 - 2 sum w_e^2)`` for two pairs that share a row, with ``c`` the
+covariance of the anchors' mean hit and mean miss differences
+(:func:`merge.stir_anchor_sums`).  The skewness ``k3 / Var^1.5`` and the
+excess kurtosis ``k4 / Var^2`` take the moments of the feature's difference
+between random rows, from a sample of rows (:func:`pair_moments`); the
+one-sided p-value reads ``t`` against Johnson's SU law of that skewness and
+kurtosis, or where no SU law has them a Pearson type III law of the
+skewness (:func:`skewed_sf`).
 
 Why the variance is not the model's own: the neighbours of a row are close
 on every feature, so the found pairs' differences are smaller and less
 variable than random rows' (on uniform rows the model's variance is 8 %
-too large), while the skewness, a ratio, transfers (0.115 modelled, 0.09-0.10
-measured over 2,000 null draws of 300 rows, k = 10).  Left out: the score's
-kurtosis (about 0.07 there, which the Pearson law covers in part) and the
-pull of unequal classes on ReliefF's weights, which is not a matter of
-the pairs' dependence (``ReliefF`` Notes).
+too large), while the skewness and kurtosis, ratios, transfer roughly
+(uniform rows, random labels: skewness 0.11 modelled, 0.09 measured at
+ReliefF's k = 10 of N = 300; MultiSURF at N = 200, whose neighbourhoods
+hold a third of the rows, skewness 0.57 against 0.52 and kurtosis 1.18
+against 0.95: the score stays far from normal however large N is, and the
+model's heavier tails make its far p-values a little conservative).  Left
+out: the pull of unequal classes on ReliefF's weights, which is not a
+matter of the pairs' dependence (``ReliefF`` Notes).
 """
 
 from __future__ import annotations

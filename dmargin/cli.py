@@ -89,7 +89,7 @@ _SLOW_SECONDS = 60.0
 _ADVICE_ANCHORS = {"IRelief": 1000, "ReliefF": 1000, "RReliefF": 1000, "Immigrate": 500}
 # Estimator parameters settable from the command line: option -> parameter.
 _TUNING = {"--sigma": "sigma", "--max-iter": "max_iter", "--n-neighbors": "n_neighbors",
-           "--anchors": "n_anchors"}
+           "--anchors": "n_anchors", "--pvalues": "pvalues"}
 # Text files by suffix (before an optional compression suffix, which pandas infers):
 # their separator; None: sniffed by pandas.  Anything else is read as Parquet.
 _TEXT = {".csv": ",", ".tsv": "\t", ".txt": None}
@@ -168,6 +168,9 @@ def _parser():
                      help="score M sampled rows (or a fraction, e.g. 0.01) against all rows "
                           "instead of every row: O(M N) instead of O(N^2) (relieff, irelief, "
                           "immigrate)")
+    sel.add_argument("--pvalues", action="store_const", const=True, default=None,
+                     help="STIR's p-values and q-values in the ranking (multisurf, two "
+                          "classes: a third pass over the pairs; relieff has them always)")
     sel.add_argument("--scheduler", metavar="ADDRESS",
                      help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
                           "gives up after 10 s without an answer")
@@ -526,7 +529,7 @@ def _ranking(est, names):
         order = np.argsort(-score, kind="stable")
     table = pd.DataFrame({"rank": np.arange(1, len(order) + 1), "feature": names[order],
                           "index": order, "score": score[order]})
-    for attribute, column in (("pvalues_", "pvalue"), ("qvalues_", "qvalue")):  # ReliefF's
+    for attribute, column in (("pvalues_", "pvalue"), ("qvalues_", "qvalue")):  # STIR's
         if getattr(est, attribute, None) is not None:
             table[column] = np.asarray(getattr(est, attribute))[order]
     if hasattr(est, "ranking_"):

@@ -530,6 +530,7 @@ def test_missing_label_keep_ends_in_the_estimators_error(null_labels, capsys):
     ("immigrate", ["--sigma", "2", "--max-iter", "2"], "sigma", 2.0),
     ("relieff", ["--n-neighbors", "4"], "n_neighbors", 4),
     ("ldm-rfe", ["--max-iter", "50"], "max_iter", 50),
+    ("multisurf", ["--pvalues"], "pvalues", True),
 ])
 def test_tuning_options_reach_the_estimator(csv_file, tmp_path, monkeypatch, method, args,
                                             param, value):
@@ -552,6 +553,8 @@ def test_tuning_options_reach_the_estimator(csv_file, tmp_path, monkeypatch, met
     ("sbs-mf", ["--sigma", "1"], "im4e-immigrate, immigrate, irelief, online-irelief"),
     ("relieff", ["--max-iter", "5"], "--max-iter does not apply to --method relieff"),
     ("irelief", ["--sigma", "-1"], "--sigma -1.0 is not valid"),
+    ("surf", ["--pvalues"], "--pvalues does not apply to --method surf; it is a parameter "
+                            "of --method multisurf"),
 ])
 def test_tuning_options_checked_before_the_data_is_read(csv_file, capsys, no_fit, method,
                                                         args, message):
@@ -680,3 +683,8 @@ def test_relieff_ranking_has_pvalues_and_the_surf_family_runs(csv_file, tmp_path
         assert main(["select", str(csv_file), "--label", "status", "--method", method,
                      "--out", str(out), "-q", "--force"]) == 0
         assert pd.read_csv(out)["feature"].iloc[0] == "signal"
+        assert "pvalue" not in pd.read_csv(out)
+    assert main(["select", str(csv_file), "--label", "status", "--method", "multisurf",
+                 "--pvalues", "--out", str(out), "-q", "--force"]) == 0
+    table = pd.read_csv(out)
+    assert table["feature"].iloc[0] == "signal" and table["qvalue"].iloc[0] < 0.05

@@ -75,6 +75,10 @@ def test_the_surf_family_costs_pairs_of_rows(name):
     assert exact.operations == 8000**2 * 50 and "two passes" in exact.formula
     assert sampled.operations == 1000 * 80_000 * 50
     assert 0.1 < exact.seconds < 10  # about 0.66 s measured at this size
+    if name == "MultiSURF":  # STIR's p-values: a third pass and the squares
+        stir = fit_cost(dmargin.MultiSURF(pvalues=True), 8000, 50)
+        assert stir.operations == exact.operations and "three passes" in stir.formula
+        assert stir.seconds == pytest.approx(2 * exact.seconds)
 
 
 def test_boosting_costs_rounds_of_passes_over_the_rows():
