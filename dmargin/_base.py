@@ -45,7 +45,8 @@ def anchors_for(estimator, rows):
 
 
 def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_memory=False,
-              reset=True, classes=None, scaling=None, one_pass=False, allow_nan=False):
+              reset=True, classes=None, scaling=None, one_pass=False, allow_nan=False,
+              keep_float32=False):
     """The door of every ``fit`` and ``partial_fit``: parameters, data, labels,
     scaling, and the engine's persisted rows.
 
@@ -89,6 +90,9 @@ def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_mem
     allow_nan : bool, default=False
         The estimator takes NaN as missing values (``data.missing`` counts
         them per feature); infinite values are still refused.
+    keep_float32 : bool, default=False
+        ``float32`` ``X`` gives ``float32`` rows (scaled in float64, rounded
+        once): the estimator's kernels read them and compute in float64.
 
     Returns
     -------
@@ -100,12 +104,13 @@ def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_mem
     if in_memory:
         X, y = compute(X, y, what=f"the rows given to {type(estimator).__name__}")
     X, y = check_X_y(estimator, X, y, reset=reset, min_samples=2 if reset else 1,
-                     allow_nan=allow_nan)
+                     allow_nan=allow_nan, keep_float32=keep_float32)
     if reset:
         _warn_n_features_to_select(estimator, X.shape[1])
     data = prepare_training_data(X, y, getattr(estimator, "scale", None), distances=distances,
                                  names=getattr(estimator, "feature_names_in_", None),
-                                 classes=classes, scaling=scaling, allow_nan=allow_nan)
+                                 classes=classes, scaling=scaling, allow_nan=allow_nan,
+                                 keep_float32=keep_float32)
     if binary is not None:
         check_binary(estimator, data.classes, binary)
     if not rows:
@@ -113,7 +118,8 @@ def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_mem
     stream = one_pass and anchor_count(getattr(estimator, "n_anchors", None),
                                        data.X.shape[0]) is not None
     return data, prepare_rows(data.X, data.codes, len(data.classes), persist=not stream,
-                              block_counts=data.block_counts)
+                              block_counts=data.block_counts,
+                              dtype=np.float32 if data.X.dtype == np.float32 else np.float64)
 
 
 @contextmanager

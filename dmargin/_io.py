@@ -119,7 +119,8 @@ def _encode(y, classes):
 
 
 def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=None,
-                          scaling=None, allow_nan=False, compact=False) -> TrainingData | None:
+                          scaling=None, allow_nan=False, compact=False,
+                          keep_float32=False) -> TrainingData | None:
     """Encode labels, check values, scale features (``None``, "minmax", "standard").
 
     ``distances=False`` for estimators that never compute distances between
@@ -133,20 +134,23 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
     ``compact``: integer ``X`` whose values all lie in ``[0, 255]`` stays
     bytes, unscaled (``uint8``; dask blocks converted one by one where they
     live); any other ``X`` gives ``None`` (the caller takes the float64 path).
+    ``keep_float32``: ``float32`` ``X`` gives ``float32`` rows, scaled in
+    float64 and rounded once (numpy in blocks of rows, dask per block).
     """
     if classes is not None:
         classes = np.unique(np.asarray(classes))
         check_classes(classes, None)
     if is_dask_collection(X) or is_dask_collection(y):
         return _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan,
-                             compact)
+                             compact, keep_float32)
     if compact:
         X = _as_compact(np.asarray(X))
         if X is None:
             return None
         missing = np.zeros(X.shape[1], dtype=np.int64)
     else:
-        X = np.asarray(X, dtype=np.float64)
+        single = keep_float32 and np.asarray(X).dtype == np.float32
+        X = np.asarray(X, dtype=np.float32 if single else np.float64)
         missing = np.isnan(X).sum(axis=0) if allow_nan else None
     # A column with no value has no range to learn (a later chunk of a stream may).
     if missing is not None and scaling is None and X.shape[0] \
@@ -169,8 +173,17 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
         scaling = numpy_scaling(X, scale, distances=distances,
                                 missing=missing is not None and bool(missing.any()))
     if scaling is not None:
-        X = scaling.apply(X)
+        X = _scaled_float32(X, scaling) if X.dtype == np.float32 else scaling.apply(X)
     return TrainingData(X, codes, classes, counts, scaling, missing)
+
+
+def _scaled_float32(X, scaling, block=65536):
+    """``scaling.apply(X)`` of float32 rows, computed in float64 a block of rows
+    at a time and rounded to float32 (no float64 copy of ``X``)."""
+    out = np.empty(X.shape, dtype=np.float32)
+    for start in range(0, X.shape[0], block):
+        out[start:start + block] = scaling.apply(X[start:start + block].astype(np.float64))
+    return out
 
 
 #: The largest value the compact rows hold (a byte).
@@ -292,8 +305,9 @@ def _summary_block(block):
 
 
 def _prepare_dask(X, y, scale, distances, names, classes, scaling,
-                  allow_nan=False, compact=False) -> TrainingData | None:
+                  allow_nan=False, compact=False, keep_float32=False) -> TrainingData | None:
     source = as_dask_array(X)
+    out_dtype = np.float32 if keep_float32 and source.dtype == np.float32 else np.float64
     if compact and source.dtype.kind not in "biu":
         return None
     X = source.astype(np.float64)  # lazily, per block: the statistics' pass only
@@ -347,13 +361,14 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
         return TrainingData(source.astype(np.uint8), codes, classes, counts, None,
                             np.zeros(X.shape[1], dtype=np.int64), block_counts)
     if scaling is not None:
-        return TrainingData(scaling.apply(X), y.map_blocks(_encode, classes=classes,
-                                                           dtype=np.int64),
+        return TrainingData(scaling.apply(X).astype(out_dtype),
+                            y.map_blocks(_encode, classes=classes, dtype=np.int64),
                             classes, counts, scaling, missing, block_counts)
     if scale is None:
         if distances:
             _check_unscaled(lo, hi)
-        return TrainingData(X, y.map_blocks(_encode, classes=classes, dtype=np.int64), classes,
+        return TrainingData(X.astype(out_dtype), y.map_blocks(_encode, classes=classes,
+                                                              dtype=np.int64), classes,
                             counts, None, missing, block_counts)
     prescale = _prescale(lo, hi)
     if scale == "standard" and np.any(prescale != 1.0):
@@ -362,4 +377,5 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
                             what="the scaling statistics")
     scaling = _make_scaling(scale, {"min": lo, "max": hi, "mean": mean, "var": var}, prescale)
     codes = y.map_blocks(_encode, classes=classes, dtype=np.int64)
-    return TrainingData(scaling.apply(X), codes, classes, counts, scaling, missing, block_counts)
+    return TrainingData(scaling.apply(X).astype(out_dtype), codes, classes, counts, scaling,
+                        missing, block_counts)

@@ -71,7 +71,8 @@ _PARAMS_DOC = """
         The features treated as discrete.
     compact_dtype_ : numpy.dtype or None
         ``uint8`` when the fit kept the rows as bytes (the compact path, see
-        Notes), ``None`` when it ran on float64 rows.
+        Notes), ``float32`` when it kept float32 input as float32 rows,
+        ``None`` when it ran on float64 rows.
     anchor_indices_ : ndarray of shape (m,) or None
         The rows used as anchors (sorted), ``None`` when every row was one.
     classes_ : ndarray of shape (n_classes,)
@@ -141,6 +142,16 @@ _NOTES = """
     an integer.  Continuous, mixed, negative or wider values, float input and
     a continuous target take the float64 path unchanged (``compact_dtype_``
     is ``None``); to force it on genotypes, pass them as floats.
+
+    Float32 rows: ``float32`` ``X`` (numpy, pandas or dask; class labels)
+    stays ``float32``, half the memory of float64 rows: scaled in float64
+    and rounded to float32 once (a block of rows at a time), then read by
+    the kernels, which compute every difference, distance and sum in
+    float64.  The scores equal the float64 path's on the same float32
+    values to rounding in the last bits; against float64 rows scaled
+    without the rounding they differ by it (about 1e-7 relative, and a
+    neighbour whose distance lies within it of a threshold may change
+    sides).  Pass float64 to keep float64 rows.
 """
 
 
@@ -286,8 +297,8 @@ class _ThresholdSelector(WeightSelector):
             bound = hit_bound(target)
         else:
             compact = _compact_start(self, X, y)
-            if compact is None:
-                data, rows = start_fit(self, X, y, allow_nan=True)
+            if compact is None:  # float64 rows, or float32 ones for float32 X
+                data, rows = start_fit(self, X, y, allow_nan=True, keep_float32=True)
                 kinds = feature_kinds(rows, self.discrete_threshold)
             else:
                 data, rows, kinds = compact
@@ -319,7 +330,8 @@ class _ThresholdSelector(WeightSelector):
 
         # Final attributes
         m = rows.n_samples if anchors is None else anchors.n_samples
-        self.compact_dtype_ = None if compact is None else np.dtype(np.uint8)
+        self.compact_dtype_ = np.dtype(np.uint8) if compact is not None else \
+            np.dtype(np.float32) if rows.X.dtype == np.float32 else None
         set_target(self, None if target is not None else data.classes, bound)
         self.discrete_features_ = kinds.discrete
         self.anchor_indices_ = None if anchors is None else anchors.index

@@ -264,14 +264,15 @@ def integer_input(X):
 
 
 def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
-              keep_integers=False):
+              keep_integers=False, keep_float32=False):
     """Validate ``X, y``; returns ``(X, y)`` as numpy or dask arrays.
 
     ``min_samples=1`` lets a stream's later chunk (``partial_fit``) be one row.
     ``allow_nan``: NaN in ``X`` are missing values (the estimator handles
     them); infinite values are still refused.  ``keep_integers``: integer or
     boolean ``X`` keeps its dtype instead of becoming float64 (the SURF
-    family's compact genotype rows, :func:`dmargin._io.compact_data`).
+    family's compact genotype rows, :func:`dmargin._io.compact_data`);
+    ``keep_float32``: so does ``float32`` ``X`` (the SURF family's float32 rows).
 
     numpy / pandas ``X`` goes through scikit-learn's ``validate_data`` (NaN,
     inf, dtype, ``feature_names_in_``); dask ``X`` is checked on metadata and
@@ -301,7 +302,8 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
         # check; they are finite, and scaling handles them (dmargin._io).
         with np.errstate(over="ignore", invalid="ignore"):
             try:
-                dtype = None if keep_integers and integer_input(X) else np.float64
+                dtype = None if keep_integers and integer_input(X) else \
+                    [np.float64, np.float32] if keep_float32 else np.float64
                 X = validate_data(estimator, X, reset=reset, dtype=dtype,
                                   ensure_min_samples=min_samples,
                                   ensure_all_finite="allow-nan" if allow_nan else True)

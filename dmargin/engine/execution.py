@@ -107,11 +107,14 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     ``persist=False`` (dask) leaves the blocks lazy: a fit that reads every row
     once streams them from their source (a Parquet file) through its tasks,
     and the workers never hold all rows at once.  ``block_counts``: the class
-    counts of the blocks of dask ``X``, kept when the blocks are.
+    counts of the blocks of dask ``X``, kept when the blocks are.  Without
+    ``block``, ``dtype`` is the rows' (``float32`` rows for the kernels that
+    read them, else ``float64``).
     """
     n, a = X.shape
+    rows_dtype = dtype if block is None else np.float64
     if not use_dask_for(X, use_dask):
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        X = np.ascontiguousarray(X, dtype=rows_dtype)
         X = X if block is None else block(X)
         return Rows(X, np.asarray(codes, dtype=np.int64), n_classes, False, [(0, n)])
     import dask
@@ -127,7 +130,7 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
         n_blocks = max(1, min(TARGET_BLOCKS, int(n // min_rows)))
         chunks = min(cap, max(1, math.ceil(n / n_blocks)))
     source_chunks = X.chunks[0] if is_dask_collection(X) else None
-    X = da.asarray(X).astype(np.float64).rechunk((chunks, a))
+    X = da.asarray(X).astype(rows_dtype).rechunk((chunks, a))
     if block_counts is not None and X.chunks[0] != source_chunks:
         block_counts = None
     if block is not None:

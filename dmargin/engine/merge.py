@@ -780,6 +780,7 @@ def column_summary_chunk(X, cap):
     """A row block's per-column summary ``(distinct values, n, mean, M2, cap)``;
     a column with more than ``cap`` distinct values keeps ``None``.  NaN is no
     value: ``n`` counts the values per column when the block has any."""
+    X = np.asarray(X, dtype=np.float64)  # float32 rows: the same statistics as float64's
     missing = np.isnan(X)
     if missing.any():
         n = (~missing).sum(axis=0).astype(np.float64)

@@ -80,7 +80,7 @@ def _transpose(Xq, q0, q1, XT):
 @inline
 def _add_rows(x, Xo, rows, m, dm, ramp, kind, out, squares):
     """``out[:A] += sum_r diff(x, Xo[rows[r]])`` over ``r < m`` (scoring differences,
-    ramped), ``out[A] += m``; ``MISSING``: a difference with a missing side is
+    ramped, in float64 whatever the rows' float type), ``out[A] += m``; ``MISSING``: a difference with a missing side is
     left out, and ``out[A + f]`` counts the rows scored on feature ``f``.
     ``squares``: the squared differences are summed after those, from
     ``out[partial_width(A, kind, False)]`` on (STIR's variances).
@@ -96,21 +96,21 @@ def _add_rows(x, Xo, rows, m, dm, ramp, kind, out, squares):
             j0, j1, j2, j3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
             if squares:
                 for f in range(n_features):
-                    v = x[f]
+                    v = float(x[f])
                     z0, z1 = abs(v - Xo[j0, f]), abs(v - Xo[j1, f])
                     z2, z3 = abs(v - Xo[j2, f]), abs(v - Xo[j3, f])
                     out[f] += z0 + z1 + z2 + z3
                     out[sq + f] += z0 * z0 + z1 * z1 + z2 * z2 + z3 * z3
             else:
                 for f in range(n_features):
-                    v = x[f]
+                    v = float(x[f])
                     out[f] += (abs(v - Xo[j0, f]) + abs(v - Xo[j1, f]) + abs(v - Xo[j2, f])
                                + abs(v - Xo[j3, f]))
             r += 4
         while r < m:
             j0 = rows[r]
             for f in range(n_features):
-                z = abs(x[f] - Xo[j0, f])
+                z = abs(float(x[f]) - Xo[j0, f])
                 out[f] += z
                 if squares:
                     out[sq + f] += z * z
@@ -119,7 +119,7 @@ def _add_rows(x, Xo, rows, m, dm, ramp, kind, out, squares):
         while r < m:
             j0 = rows[r]
             for f in range(n_features):
-                z = feature_diff(x[f], Xo[j0, f], dm[f], ramp[f])
+                z = feature_diff(float(x[f]), float(Xo[j0, f]), dm[f], ramp[f])
                 if z == z:
                     out[f] += z
                     out[n_features + f] += 1.0
@@ -131,7 +131,7 @@ def _add_rows(x, Xo, rows, m, dm, ramp, kind, out, squares):
         while r < m:
             j0 = rows[r]
             for f in range(n_features):
-                z = feature_diff(x[f], Xo[j0, f], dm[f], ramp[f])
+                z = feature_diff(float(x[f]), float(Xo[j0, f]), dm[f], ramp[f])
                 out[f] += z
                 if squares:
                     out[sq + f] += z * z
