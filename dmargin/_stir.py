@@ -300,13 +300,34 @@ def _su_cosh(omega, kurt):
     return np.where(c >= 1.0, c, np.nan)
 
 
-def _bisect(f, lo, hi, steps=100):
-    """Roots of the decreasing ``f`` between ``lo`` and ``hi`` (arrays), by bisection."""
+def _bisect(f, lo, hi, steps=12, polish=24):
+    """Roots of the decreasing ``f`` between ``lo`` and ``hi`` (arrays): ``steps``
+    bisections, then ``polish`` steps of regula falsi (the Illinois variant),
+    which converge superlinearly on a smooth ``f``: 40 evaluations instead of
+    the 100 bisections of full precision."""
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
         above = f(mid) > 0
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-    return 0.5 * (lo + hi)
+    f_lo, f_hi = f(lo), f(hi)
+    side = np.zeros(lo.shape)
+    for _ in range(polish):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        x = np.where(np.isfinite(x) & (x > np.minimum(lo, hi)) & (x < np.maximum(lo, hi)), x,
+                     0.5 * (lo + hi))
+        fx = f(x)
+        above = fx > 0  # the root lies above x: x replaces lo
+        # Illinois: halve the value kept from the same side twice running.
+        f_hi = np.where(above & (side > 0), 0.5 * f_hi, f_hi)
+        f_lo = np.where(~above & (side < 0), 0.5 * f_lo, f_lo)
+        lo, f_lo = np.where(above, x, lo), np.where(above, fx, f_lo)
+        hi, f_hi = np.where(above, hi, x), np.where(above, f_hi, fx)
+        side = np.where(above, 1.0, -1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+    return np.where(np.isfinite(x) & (x >= np.minimum(lo, hi)) & (x <= np.maximum(lo, hi)), x,
+                    0.5 * (lo + hi))
 
 
 def johnson_su(gamma, kurt):
