@@ -316,6 +316,12 @@ class ReliefF(WeightSelector):
         ``0``: ``pvalues_`` are STIR's, from the fit's one pass.  ``B > 0``:
         permutation p-values from B more passes with the labels permuted
         (dask rows are then persisted once instead of streamed).
+    pvalues : bool, default=True
+        Two classes: STIR's statistics and p-values with the weights.
+        ``False``: the weights alone, without STIR's sums, neighbour graph
+        and moments (N = 2,000, A = 50, one thread: 0.04 s instead of 0.11 s;
+        N = 8,000: 0.49 s instead of 0.60 s); ``n_permutations > 0`` still
+        gives permutation p-values.
     n_features_to_select : int, float or None, default=None
     random_state : int, Generator or None, default=None
         Seeds the sample of anchors and the permutations.
@@ -335,11 +341,11 @@ class ReliefF(WeightSelector):
         pooled as in the paper; the standard error counts a pair found from
         both of its rows as one draw and adds the covariance of pairs that
         share a row (Notes).  A feature with no spread in its differences (a
-        constant feature) gets 0.  ``None`` for more than two classes: STIR
-        is defined for case-control data.
+        constant feature) gets 0.  ``None`` for more than two classes (STIR
+        is defined for case-control data) and with ``pvalues=False``.
     pvalues_ : ndarray of shape (n_features,) or None
         One-sided p-values: with ``n_permutations=0``, STIR's
-        (``t_statistics_`` against the skewed law the neighbour graph implies;
+        (``t_statistics_`` against the law the neighbour graph implies;
         ``None`` for more than two classes); with
         ``n_permutations=B``, ``(1 + #{b : W_b >= W}) / (B + 1)`` over the
         weights ``W_b`` of B fits with permuted labels (any number of classes).
@@ -379,18 +385,19 @@ class ReliefF(WeightSelector):
     pairs that share a row add their covariance to the variance, and the
     graph's triangles, which always hold an odd number of hits, skew the
     score to the right, the more so the larger ``k / N`` (skewness 0.11 at
-    k = 10 of N = 300 rows, 0.66 at k = 50); the p-value reads the
-    t-statistic against a Pearson type III law of the skewness that the
-    graph and the feature's own differences imply.  The sums over the graph
-    run where the neighbour pairs are merged; the differences' moments come
-    from at most 200 rows (evenly spaced among the anchors or the rows).
-    Over 1,000 null draws (uniform rows, N = 300, A = 50, k = 10, random
-    labels) the p-values are uniform by Kolmogorov-Smirnov (p = 0.16), 4.96 %
-    fall under 0.05 and 0.11 % under 0.001, and 5.3 % of the draws make a
-    discovery at q = 0.05 (95 % interval 4.1-6.9 %; the paper's test: 35 % of
-    100 draws).  The score's kurtosis, which the model leaves out, keeps the
-    far tail about 10 % heavy; with k near N / 6 the score is far from normal
-    and the p-values are approximate (``benchmarks/README.md``, STIR).
+    k = 10 of N = 300 rows, 0.66 at k = 50), and its four-cycles thicken its
+    tails; the p-value reads the t-statistic against Johnson's SU law of the
+    skewness and kurtosis that the graph and the feature's own differences
+    imply (a Pearson type III law of the skewness where no SU law has them).
+    The sums over the graph run where the neighbour pairs are merged; the
+    differences' moments come from at most 200 rows (evenly spaced among the
+    anchors or the rows).  Over 1,000 null draws (uniform rows, N = 300,
+    A = 50, k = 10, random labels) the p-values are uniform by
+    Kolmogorov-Smirnov (p = 0.07), 5.0 % fall under 0.05 and 0.10 % under
+    0.001, and 4.8 % of the draws make a discovery at q = 0.05 (95 % interval
+    3.6-6.3 %; the paper's test: 35 % of 100 draws).  With k near N / 6 the
+    score is far from normal and the p-values are approximate, a little
+    conservative (``benchmarks/README.md``, STIR).
     ReliefF's weights lean toward the larger class when the classes are
     unbalanced, which no reading of the t-statistic corrects.  Permutation
     p-values (``n_permutations``) are exact for exchangeable labels, at the
@@ -421,17 +428,19 @@ class ReliefF(WeightSelector):
         "scale": _SCALE,
         "n_anchors": N_ANCHORS,
         "n_permutations": [Interval(numbers.Integral, 0, None)],
+        "pvalues": [BOOLEAN],
         "n_features_to_select": N_FEATURES_TO_SELECT,
         "random_state": [RANDOM_STATE],
     }
 
     def __init__(self, *, n_neighbors=10, discrete_threshold=0, scale="minmax", n_anchors=None,
-                 n_permutations=0, n_features_to_select=None, random_state=None):
+                 n_permutations=0, pvalues=True, n_features_to_select=None, random_state=None):
         self.n_neighbors = n_neighbors
         self.discrete_threshold = discrete_threshold
         self.scale = scale
         self.n_anchors = n_anchors
         self.n_permutations = n_permutations
+        self.pvalues = pvalues
         self.n_features_to_select = n_features_to_select
         self.random_state = random_state
 
@@ -453,7 +462,7 @@ class ReliefF(WeightSelector):
         # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
         kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing)
         anchors = anchors_for(self, rows)
-        binary = len(data.classes) == 2
+        binary = len(data.classes) == 2 and self.pvalues  # STIR's extras or not
         priors = (miss_priors(data.counts), kinds.kind == MISSING)
         with fit_steps(self, "pass", 1 + self.n_permutations) as steps, timer("ReliefF"):
             if binary:  # STIR's sums and neighbour pairs come with the weights

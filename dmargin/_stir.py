@@ -189,16 +189,19 @@ GRAPH_ROWS = 1000
 _GRAPH_BUDGET = 4e9
 
 
-def graph_sample(n_rows, n_features, anchor_index=None):
+def graph_sample(n_rows, n_features, anchor_index=None, feature_cost=1.0):
     """The rows whose pairs and triangles estimate the graph's sums, and the
     inverse of each one's chance of being drawn (``(index, v)``, sorted).
 
     Every row when there are at most :data:`GRAPH_ROWS` (fewer for very wide
-    data), else that many evenly spaced; with a sample of anchors, two strata:
-    up to half the sample among the anchors, the rest among the other rows
-    (each weighing its stratum's size over its share).
+    data: ``feature_cost`` is a feature's share of a pair's distance, 1/8 for
+    compact rows, whose mismatches are counted 64 a word), else that many
+    evenly spaced; with a sample of anchors, two strata: up to half the
+    sample among the anchors, the rest among the other rows (each weighing
+    its stratum's size over its share).
     """
-    size = int(min(GRAPH_ROWS, max(100, math.sqrt(_GRAPH_BUDGET / max(1, n_features)))))
+    width = max(1.0, n_features * feature_cost)
+    size = int(min(GRAPH_ROWS, max(100, math.sqrt(_GRAPH_BUDGET / width))))
     if anchor_index is None:
         index = evenly_spaced(n_rows, min(n_rows, size))
         return index, np.full(index.size, n_rows / index.size)

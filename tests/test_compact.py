@@ -154,14 +154,7 @@ def test_dask_sample_of_anchors_and_local_cluster(variant, client):
 
 def test_dask_rows_stay_bytes(monkeypatch):
     """The persisted blocks the kernels read are uint8."""
-    seen = []
-    original = statistics._surf_pair_moments
-
-    def spy(Xp, *args):
-        seen.append(Xp.dtype)
-        return original(Xp, *args)
-
-    monkeypatch.setattr(statistics, "_surf_pair_moments", spy)
+    seen = _row_dtypes(monkeypatch)
     X, y = genotypes(n=60, a=30, seed=4)
     dmargin.MultiSURF().fit(da.from_array(X.astype(np.int32), chunks=(20, 30)),
                             da.from_array(y, chunks=20))
@@ -274,8 +267,8 @@ def test_float32_rows_equal_the_float64_path_on_the_same_values(variant, missing
                                    rtol=1e-12, atol=1e-15)
 
 
-def test_float32_rows_scaled_in_float64_and_rounded_once(monkeypatch):
-    X, y = _continuous(seed=14)
+def _row_dtypes(monkeypatch):
+    """The dtypes of the row blocks pass 1's tiles read, as they are read."""
     seen = []
     original = statistics._surf_pair_moments
 
@@ -284,6 +277,12 @@ def test_float32_rows_scaled_in_float64_and_rounded_once(monkeypatch):
         return original(Xp, *args)
 
     monkeypatch.setattr(statistics, "_surf_pair_moments", spy)
+    return seen
+
+
+def test_float32_rows_scaled_in_float64_and_rounded_once(monkeypatch):
+    X, y = _continuous(seed=14)
+    seen = _row_dtypes(monkeypatch)
     single = dmargin.MultiSURF(pvalues=True).fit(X, y)
     double = dmargin.MultiSURF(pvalues=True).fit(X.astype(np.float64), y)
     assert seen and all(d == np.float32 for d in seen[:len(seen) // 2])  # the float32 fit
@@ -295,14 +294,7 @@ def test_float32_rows_scaled_in_float64_and_rounded_once(monkeypatch):
 
 def test_float32_dask_rows_stay_float32(monkeypatch):
     X, y = _continuous(seed=15)
-    seen = []
-    original = statistics._surf_pair_moments
-
-    def spy(Xp, *args):
-        seen.append(Xp.dtype)
-        return original(Xp, *args)
-
-    monkeypatch.setattr(statistics, "_surf_pair_moments", spy)
+    seen = _row_dtypes(monkeypatch)
     remote = dmargin.MultiSURF(pvalues=True, discrete_threshold=0).fit(
         da.from_array(X, chunks=(40, 9)), y)
     assert seen and all(d == np.float32 for d in seen) and remote.compact_dtype_ == np.float32

@@ -225,14 +225,32 @@ def test_stir_equals_the_brute_force_formulas(data, k, n_anchors):
     est = dmargin.ReliefF(n_neighbors=k, n_anchors=n_anchors, random_state=3).fit(X, y)
     anchors = None if n_anchors is None else est.anchor_indices_
     scaled = ref.minmax_scale(X)
-    w, t, p, q = stir_reference(scaled, y, k, anchors)
-    varies = np.arange(7) != 5
+    assert_equals_reference(est, stir_reference(scaled, y, k, anchors), constant=5,
+                            informative=2)
+
+
+def assert_equals_reference(est, reference, constant, informative):
+    """The fit's score, t-statistics, p-values and q-values against the brute-force
+    STIR (to 1e-10); a constant feature gets t = 0 and p = 1."""
+    w, t, p, _ = reference
+    varies = np.arange(len(w)) != constant
     np.testing.assert_allclose(est.feature_importances_, w, rtol=0, atol=1e-12)
     np.testing.assert_allclose(est.t_statistics_[varies], t[varies], rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(est.pvalues_[varies], p[varies], rtol=1e-10, atol=1e-12)
-    assert est.t_statistics_[5] == 0 and est.pvalues_[5] == 1
+    assert est.t_statistics_[constant] == 0 and est.pvalues_[constant] == 1
     np.testing.assert_allclose(est.qvalues_, _benjamini_hochberg(est.pvalues_), rtol=1e-12)
-    assert est.pvalues_.argmin() == 2 and est.pvalues_[2] < 1e-3
+    assert est.pvalues_.argmin() == informative and est.pvalues_[informative] < 1e-3
+
+
+def test_pvalues_false_gives_the_same_weights_alone(data):
+    X, y = data
+    with_p = dmargin.ReliefF(n_anchors=60, random_state=4).fit(X, y)
+    alone = dmargin.ReliefF(pvalues=False, n_anchors=60, random_state=4).fit(X, y)
+    np.testing.assert_allclose(alone.feature_importances_, with_p.feature_importances_,
+                               rtol=1e-13, atol=1e-15)
+    assert alone.pvalues_ is None and alone.qvalues_ is None and alone.t_statistics_ is None
+    permuted = dmargin.ReliefF(pvalues=False, n_permutations=9, random_state=4).fit(X, y)
+    assert permuted.t_statistics_ is None and permuted.pvalues_.min() == 0.1
 
 
 def test_stir_is_the_same_on_dask(data, threaded):
