@@ -3,7 +3,9 @@
 What is measured (results go to ``benchmarks/results/surf_speed.json``):
 
 1. Fit time of ``dmargin.MultiSURF``, ``MultiSURFstar``, ``SURF`` and ``ReliefF``
-   (k = 10) at N = 2000, 4000, 8000 samples and A = 50 features, one and two
+   (k = 10; its two-class fit includes STIR's p-values, and a row "ReliefF,
+   weights only" has ``pvalues=False``; a row "MultiSURF, p-values" has
+   ``pvalues=True``) at N = 2000, 4000, 8000 samples and A = 50 features, one and two
    threads, against fast-select 0.3.0's ``MultiSURF``, ``MultiSURF(use_star=True)``,
    ``SURF`` and ``ReliefF`` (``backend="cpu"``) and skrebate 0.8.4's ``MultiSURF``,
    ``MultiSURFstar``, ``SURF`` and ``ReliefF``.  Every (method, N, threads) cell runs
@@ -71,6 +73,11 @@ ALGORITHMS = {
              "skrebate": "skrebate.SURF"},
     "ReliefF": {"dmargin": "dmargin.ReliefF", "fast-select": "fast_select.ReliefF",
                 "skrebate": "skrebate.ReliefF"},
+    # What the p-values cost: dmargin's ReliefF without STIR's extras (the peers
+    # compute weights only), and MultiSURF with STIR's (a third pass).
+    "ReliefF, weights only": {"dmargin": "dmargin.ReliefF+weights",
+                              "fast-select": "fast_select.ReliefF"},
+    "MultiSURF, p-values": {"dmargin": "dmargin.MultiSURF+pvalues"},
 }
 LIBRARIES = ("dmargin", "fast-select", "skrebate")
 
@@ -105,6 +112,10 @@ def build_estimator(method: str, threads: int):
     if library == "dmargin":
         import dmargin
 
+        if name == "ReliefF+weights":
+            return dmargin.ReliefF(n_neighbors=N_NEIGHBORS, pvalues=False)
+        if name == "MultiSURF+pvalues":
+            return dmargin.MultiSURF(pvalues=True)
         return dmargin.ReliefF(n_neighbors=N_NEIGHBORS) if name == "ReliefF" \
             else getattr(dmargin, name)()
     if library == "skrebate":
@@ -166,6 +177,8 @@ def cells(ns, threads, steady_repeats):
     for n in ns:
         for algorithm, methods in ALGORITHMS.items():
             for library in LIBRARIES:
+                if library not in methods:
+                    continue
                 for t in threads:
                     if library == "skrebate" and n >= SKREBATE_ONE_THREAD_FROM_N and t > 1:
                         continue
