@@ -775,7 +775,8 @@ def sample_graph_sums(D, y, finders, C, v):
     squares = W * W
     return np.array([0.5 * cv @ W @ cv, cv @ squares @ v, float(np.einsum("ij,ji->", walks, Wv)),
                      0.5 * v @ (squares * squares) @ v,
-                     float(np.einsum("i,ij,ij,j->", v, squares, Wv @ W, v)),
+                     # (Wv W)_ij = walks_ij / v_j: no second product
+                     float(np.einsum("i,ij,ij->", v, squares, walks)),
                      float(np.einsum("ij,ji->", walks, walks))])
 
 
