@@ -119,9 +119,14 @@ def _estimator(k, permutations, random_state):
 
 def calibration(kind, k, draws, permutations=0, papers_n=False):
     pvalues, any_discovery, imbalance, mean_t = [], [], [], []
+    scores, variances = [], []  # the model's variance against the scores' own over the draws
     with _papers_test() if papers_n else contextlib.nullcontext():
         for i, (X, y) in enumerate(_null_sets(kind, draws)):
             est = _estimator(k, permutations, i).fit(X, y)
+            if est.t_statistics_ is not None and not permutations:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    scores.append(est.feature_importances_)
+                    variances.append((est.feature_importances_ / est.t_statistics_) ** 2)
             pvalues.append(est.pvalues_)
             any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
             imbalance.append(abs(float(np.mean(y == y[0])) - 0.5))
@@ -143,7 +148,22 @@ def calibration(kind, k, draws, permutations=0, papers_n=False):
             "fdr_at_q_0.05": round(float(np.mean(any_discovery)), 4),
             "fdr_ci95": _wilson(int(np.sum(any_discovery)), len(any_discovery)),
             "fdr_controlled": bool(np.mean(any_discovery) <= LEVEL),
+            **_variance_ratio(scores, variances),
             **_by_imbalance(np.array(imbalance), np.array(mean_t), np.array(any_discovery))}
+
+
+def _variance_ratio(scores, variances):
+    """Per feature, the variance of its score over the draws against the mean of the
+    variance STIR gave it (t = score / sqrt(variance)): 1 when the standard error is
+    right; the median and range over the features."""
+    if not scores:
+        return {}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.var(scores, axis=0) / np.nanmean(variances, axis=0)
+    ratio = ratio[np.isfinite(ratio)]
+    return {"score_variance_over_model": {"median": round(float(np.median(ratio)), 3),
+                                          "min": round(float(ratio.min()), 3),
+                                          "max": round(float(ratio.max()), 3)}}
 
 
 def _by_imbalance(imbalance, mean_t, any_discovery):
@@ -175,16 +195,23 @@ def power(k, permutations=0):
                                          if c not in ("P1", "P2")))}
 
 
+def _ratio_cell(ratio):
+    if not ratio:
+        return "-"
+    return f"{ratio['median']} ({ratio['min']}-{ratio['max']})"
+
+
 def render(out):
     rows = [[c["method"], c.get("estimator", "ReliefF"), c["data"],
              "-" if c["n_neighbors"] is None else c["n_neighbors"], c["draws"], c["ks_statistic"],
              f"{c['ks_pvalue']:.2g}", c["fraction_under_0.05"], c["fraction_under_0.001"],
-             f"{c['fdr_at_q_0.05']} ({c['fdr_ci95'][0]}-{c['fdr_ci95'][1]})"]
+             f"{c['fdr_at_q_0.05']} ({c['fdr_ci95'][0]}-{c['fdr_ci95'][1]})",
+             _ratio_cell(c.get("score_variance_over_model"))]
             for c in out["calibration"]]
     table = harness.markdown_table(
         ["p-values", "estimator", "null data", "k", "draws", "KS statistic", "KS p-value",
          "p < 0.05 (nominal 0.05)", "p < 0.001 (nominal 0.001)",
-         "FDR at q = 0.05 (95 % interval)"], rows)
+         "FDR at q = 0.05 (95 % interval)", "score variance / STIR's (median, range)"], rows)
     gam = "; ".join(f"{'STIR' if not g['n_permutations'] else 'permutation'}, "
                     + (f"k = {g['n_neighbors']}" if g["n_neighbors"] is not None
                        else "MultiSURF")
