@@ -193,10 +193,10 @@ _STIR_NOTES = """
     0.001, and 5.4 % of the draws make a discovery at q = 0.05 (random
     labels; 4.2 % with balanced ones; the paper's test: about 60 % of 100
     draws).  With unbalanced classes and skewed, correlated features the
-    p-values are conservative (wdbc with permuted labels: 0.2 % under 0.05):
-    the model's variance for pairs that share a row assumes a row's value
-    independent of its place in the graph, which such data are far from
-    (``benchmarks/README.md``, STIR).
+    p-values are conservative (wdbc with permuted labels: 0.2 % under 0.05,
+    the scores' variance 0.18 of the model's): the model's variance for pairs
+    that share a row takes a row's value as independent of its place in the
+    graph, which such data are far from (``benchmarks/README.md``, STIR).
 """
 
 
