@@ -283,7 +283,8 @@ def _su_shape(omega, big_omega):
     ``Z`` standard normal, ``omega = exp(1 / delta^2)`` (Johnson's SU law)."""
     w, om = omega, big_omega
     var = (w - 1.0) * (w * np.cosh(2.0 * om) + 1.0) / 2.0
-    m3 = -np.sqrt(w) * (w - 1.0) ** 2 * (w * (w + 2.0) * np.sinh(3.0 * om) + 3.0 * np.sinh(om)) / 4
+    m3 = (-np.sqrt(w) * (w - 1.0) ** 2
+          * (w * (w + 2.0) * np.sinh(3.0 * om) + 3.0 * np.sinh(om)) / 4.0)
     m4 = (w - 1.0) ** 2 * (w * w * (w ** 4 + 2 * w ** 3 + 3 * w * w - 3.0) * np.cosh(4.0 * om)
                            + 4.0 * w * w * (w + 2.0) * np.cosh(2.0 * om) + 3.0 * (2.0 * w + 1.0)) / 8
     return m3 / var ** 1.5, m4 / var ** 2 - 3.0, var
@@ -303,7 +304,7 @@ def _su_cosh(omega, kurt):
     return np.where(c >= 1.0, c, np.nan)
 
 
-def _bisect(f, lo, hi, steps=12, polish=24):
+def _decreasing_root(f, lo, hi, steps=12, polish=24):
     """Roots of the decreasing ``f`` between ``lo`` and ``hi`` (arrays): ``steps``
     bisections, then ``polish`` steps of regula falsi (the Illinois variant),
     which converge superlinearly on a smooth ``f``: 40 evaluations instead of
@@ -343,7 +344,7 @@ def johnson_su(gamma, kurt):
     With ``omega = exp(1 / delta^2)`` the kurtosis fixes ``cosh(2 Omega)``
     (:func:`_su_cosh`) and the skewness then decreases from the lognormal
     law's of that kurtosis to 0 as ``omega`` grows to the symmetric law's:
-    bisections on ``log(omega - 1)``.
+    three roots on ``log(omega - 1)`` (:func:`_decreasing_root`).
     """
     gamma, kurt = np.broadcast_arrays(np.asarray(gamma, float), np.asarray(kurt, float))
     target = np.abs(gamma)
@@ -353,8 +354,8 @@ def johnson_su(gamma, kurt):
     def symmetric_excess(u):  # increasing in u = log(omega - 1)
         return _su_shape(1.0 + np.exp(u), 0.0)[1] - kurt_ok
 
-    top = _bisect(lambda u: -symmetric_excess(u), np.full(target.shape, -30.0),
-                  np.full(target.shape, 5.0))
+    top = _decreasing_root(lambda u: -symmetric_excess(u), np.full(target.shape, -30.0),
+                           np.full(target.shape, 5.0))
 
     # The lognormal law of the same kurtosis bounds omega below (cosh(2 Omega)
     # infinite there); its skewness is the largest an SU law of that kurtosis has.
@@ -362,7 +363,7 @@ def johnson_su(gamma, kurt):
         w = 1.0 + np.exp(u)
         return w ** 4 + 2 * w ** 3 + 3 * w * w - 6.0 - kurt_ok
 
-    bottom = _bisect(lambda u: -lognormal_excess(u), np.full(target.shape, -30.0), top)
+    bottom = _decreasing_root(lambda u: -lognormal_excess(u), np.full(target.shape, -30.0), top)
     w_bottom = 1.0 + np.exp(bottom)
     ok &= target < (w_bottom + 2.0) * np.sqrt(w_bottom - 1.0)
 
@@ -371,7 +372,7 @@ def johnson_su(gamma, kurt):
         c = _su_cosh(w, kurt_ok)
         return np.where(np.isnan(c), np.inf, _su_shape(w, -np.arccosh(c) / 2.0)[0])
 
-    u = _bisect(lambda u: skew_at(u) - target, bottom, top)
+    u = _decreasing_root(lambda u: skew_at(u) - target, bottom, top)
     w = 1.0 + np.exp(u)
     big_omega = -np.sign(gamma) * np.arccosh(_su_cosh(w, kurt_ok)) / 2.0
     delta = 1.0 / np.sqrt(np.log(w))
