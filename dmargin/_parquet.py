@@ -407,6 +407,23 @@ class _Spec:
         for k, v in kw.items():
             setattr(self, k, v)
 
+    def __dask_tokenize__(self):
+        # Every field a reader uses; pyarrow's objects by their printed form.
+        return tuple((k, getattr(self, k) if k in ("features", "columns") else
+                      str(getattr(self, k))) for k in self.__slots__)
+
+
+def _file_versions(spec, paths):
+    """``(size, mtime_ns)`` of each file, so that a file re-written in place
+    gets new task keys (``None`` where the filesystem does not say)."""
+    import pyarrow as pa
+
+    try:
+        infos = spec.filesystem.get_file_info(sorted(set(paths)))
+    except (pa.ArrowException, OSError):
+        return {}
+    return {i.path: (i.size, i.mtime_ns) for i in infos}
+
 
 def _chunk_rows(chunk_bytes, n_features):
     if chunk_bytes is None:
@@ -743,12 +760,13 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     spec, groups = _plan(path, label, features, filters, missing_label, filesystem,
                          chunk_bytes, partition_features)
     blocks = _blocks(groups, spec.chunk_rows, split_row_groups)
-    token = tokenize(str(path), [(p, s, str(e)) for p, s, e, _ in blocks], str(spec.filter),
-                     spec.features, spec.columns, label, missing_label, str(spec.y_dtype))
+    versions = _file_versions(spec, [p for p, *_ in blocks])
+    # A block's key is a hash of everything its task reads, as dask's own.
     reads = [
         dask.delayed(_read_block, pure=True, nout=2)(
-            spec, p, s, e, n, dask_key_name=f"dmargin-read-parquet-{token}-{i}")
-        for i, (p, s, e, n) in enumerate(blocks)
+            spec, p, s, e, n, dask_key_name="dmargin-read-parquet-" + tokenize(
+                _read_block, spec, p, s, str(e), n, versions.get(p)))
+        for p, s, e, n in blocks
     ]
     lengths = [n for *_, n in blocks]
     if filters is not None or missing_label == "drop":

@@ -29,7 +29,6 @@ one axis per sample twice (no N x N).
 
 from __future__ import annotations
 
-import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -199,7 +198,7 @@ def sample_anchors(rows: Rows, n_anchors: int, rng) -> Anchors:
     picks its rows; only the ``n_anchors`` rows come to the driver.
     """
     k = rows.n_classes
-    g = Graph(rows, "anchor-counts", n_anchors)
+    g = Graph(rows, "anchor-counts")
     if rows.block_counts is not None and len(rows.block_counts) == len(g.candidates):
         counts = np.asarray(rows.block_counts, dtype=np.int64)
     else:
@@ -210,7 +209,7 @@ def sample_anchors(rows: Rows, n_anchors: int, rng) -> Anchors:
     share = _stratified_share(totals, n_anchors)
     ranks = [np.sort(rng.choice(int(totals[c]), int(share[c]), replace=False)) for c in range(k)]
     cum = np.vstack([np.zeros(k, dtype=np.int64), np.cumsum(counts, axis=0)])
-    g = Graph(rows, "anchor-rows", n_anchors, [r.tolist() for r in ranks])
+    g = Graph(rows, "anchor-rows")
     parts = []
     for b in range(len(g.candidates)):
         picks = [r[(r >= cum[b, c]) & (r < cum[b + 1, c])] - cum[b, c] for c, r in enumerate(ranks)]
@@ -258,6 +257,20 @@ def split_bounds(n, parts):
     return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
+def task_token(*parts) -> str:
+    """A hash of ``parts`` by content, as dask names its own tasks.
+
+    Functions hash by reference when importable, else by value (a closure
+    with its cells); arrays by their bytes (only small arrays reach a task:
+    rows are passed by their keys); keys of tasks by key.  An argument dask
+    cannot hash deterministically gets a random token: a key of its own that
+    no other task can share.
+    """
+    from dask.base import tokenize
+
+    return tokenize(*parts)
+
+
 # ---------------------------------------------------------------------------
 # Task bodies (module level so that they pickle by reference)
 # ---------------------------------------------------------------------------
@@ -280,8 +293,9 @@ class Graph:
     """Tasks over the row blocks of :class:`Rows`, run in-process or by dask.
 
     Tasks are dask-style tuples ``(fn, *args)``; an argument that is a key of
-    the graph (or a list of keys) is replaced by its value.  Keys are
-    deterministic (same inputs, same keys, as dask's own reductions).
+    the graph (or a list of keys) is replaced by its value.  A task's key is
+    a hash of the task itself (:meth:`add`), never of a list of its inputs
+    that someone keeps by hand.
 
     ``anchors`` are the anchor blocks (default: the rows' blocks; in-process,
     statistics pass budget-sized blocks), ``candidates`` the candidate blocks
@@ -290,23 +304,13 @@ class Graph:
     its rows.
     """
 
-    def __init__(self, rows: Rows, name: str, *token, anchors=None, candidates=None,
-                 sample=None):
+    def __init__(self, rows: Rows, name: str, *, anchors=None, candidates=None, sample=None):
         self.rows = rows
         self.sample = sample
         self.local = not rows.on_dask
-        if self.local:
-            from hashlib import blake2b
-
-            tag = blake2b(repr((name, id(rows.X))).encode(), digest_size=8).hexdigest()
-        else:
-            from dask.base import tokenize
-
-            tag = tokenize(rows.X.name, getattr(rows.codes, "name", None), *token)
-        self.name = f"dmargin-{name}-{tag}"
+        # Readable only: a task's uniqueness comes from its own key (:meth:`add`).
+        self.name = f"dmargin-{name}"
         self.dsk = {}
-        self.dependencies = []
-        self._n = itertools.count()
         self.anchors = rows.bounds if anchors is None else anchors
         self._tiles = set()
         self._sliced = {}
@@ -345,19 +349,31 @@ class Graph:
         if self.sample is not None:
             # Held once in the graph; every tile task of the block refers to it.
             s, e = self.anchors[i]
-            key = (f"{self.name}-anchors", s)
-            if key not in self.dsk:
-                self.dsk[key] = self.sample.X[s:e]
-            return key, self.sample.codes[s:e], self.sample.index[s:e]
+            return (self.hold("anchors", self.sample.X[s:e]), self.sample.codes[s:e],
+                    self.sample.index[s:e])
         if self.local:
             return (*self._rows_of(tuple(self.anchors[i])), self.anchors[i][0])
         return self.block(i)
 
     # -- building ----------------------------------------------------------------
     def add(self, tag, *task):
-        """Add a task; returns its key."""
-        key = (f"{self.name}-{tag}", next(self._n))
+        """Add a task ``(fn, *args)``; returns its key, derived from the task.
+
+        The key hashes the function and every argument (arrays by value,
+        keys of other tasks by key, so by what those compute in turn): two
+        tasks that compute different things never share a key, on one
+        scheduler across fits and threads, and two that compute the same
+        thing always do.
+        """
+        key = (f"{self.name}-{tag}-{task_token(*task)}", 0)
         self.dsk[key] = task
+        return key
+
+    def hold(self, tag, value):
+        """Place ``value`` (an array from the driver) in the graph once; returns
+        its key, derived from the value, for the tasks that read it."""
+        key = (f"{self.name}-{tag}-{task_token(value)}", 0)
+        self.dsk[key] = value
         return key
 
     def tile(self, tag, *task):
@@ -413,20 +429,22 @@ class Graph:
         from dask.highlevelgraph import HighLevelGraph
 
         deps = [c for c in (self.rows.X, self.rows.codes, *collections) if c is not None]
+        # Layer and kept blocks are named from the keys they hold, as the tasks are.
+        layer_name = f"{self.name}-{task_token(key, keep and keep[0])}"
         if keep is None:
-            hlg = HighLevelGraph.from_collections(self.name, self.dsk, dependencies=deps)
+            hlg = HighLevelGraph.from_collections(layer_name, self.dsk, dependencies=deps)
             with _TileProgress(self._tiles):
-                return compute(Delayed(key, hlg, layer=self.name),
+                return compute(Delayed(key, hlg, layer=layer_name),
                                what=f"dmargin graph {self.name}")[0]
         keys, chunks, dtype = keep
         # The kept blocks get keys of their own dask array (name, i).
-        kept_name = f"{self.name}-kept"
+        kept_name = f"{layer_name}-kept"
         layer = {(kept_name, i): k for i, k in enumerate(keys)}
-        hlg = HighLevelGraph.from_collections(self.name, {**self.dsk, **layer},
+        hlg = HighLevelGraph.from_collections(layer_name, {**self.dsk, **layer},
                                               dependencies=deps)
         arr = da.Array(hlg, kept_name, chunks=chunks, dtype=dtype)
         with _TileProgress(self._tiles):
-            arr, value = dask.persist(arr, Delayed(key, hlg, layer=self.name),
+            arr, value = dask.persist(arr, Delayed(key, hlg, layer=layer_name),
                                       optimize_graph=False)
         return compute(value, what=f"dmargin graph {self.name}")[0], arr
 

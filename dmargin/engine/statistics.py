@@ -94,8 +94,7 @@ def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, an
     if kinds is not None and kinds.kind != distance.PLAIN:
         name, params = "lse-general", (w, sigma, k, kinds.discrete, kinds.kind)
         width = 2 * a if kinds.kind == distance.MISSING else a
-    g = Graph(rows, name, w, sigma, agg.__name__, agg_args, weight, *params[3:],
-              anchors=_anchors(rows, k * (width + 2), anchors), sample=anchors)
+    g = Graph(rows, name, anchors=_anchors(rows, k * (width + 2), anchors), sample=anchors)
     shares = []
     for i, (start, stop) in enumerate(g.anchors):
         merged = g.tree(_tiles(g, name, i, params), merge.lse_combine)
@@ -129,8 +128,7 @@ def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, 
     name, params = "knn", (k, n_neighbors)
     if kinds is not None and kinds.kind != distance.PLAIN:
         name, params = "knn-general", (k, n_neighbors, *kinds.params)
-    g = Graph(rows, name, n_neighbors, agg.__name__, agg_args, params,
-              anchors=_anchors(rows, k * n_neighbors * (a + 2), anchors), sample=anchors)
+    g = Graph(rows, name, anchors=_anchors(rows, k * n_neighbors * (a + 2), anchors), sample=anchors)
     shares = []
     for i in range(len(g.anchors)):
         merged = g.tree(_tiles(g, name, i, params), merge.knn_combine)
@@ -161,8 +159,7 @@ def knn_target_statistic(rows: Rows, y, n_neighbors: int, agg, agg_args=(), per_
     name, params = "knn", (1, n_neighbors)
     if kinds is not None and kinds.kind != distance.PLAIN:
         name, params = "knn-general", (1, n_neighbors, *kinds.params)
-    g = Graph(rows, "knn-target", n_neighbors, agg.__name__, agg_args, y, index, params,
-              anchors=_anchors(rows, n_neighbors * (rows.n_features + 2), anchors),
+    g = Graph(rows, "knn-target", anchors=_anchors(rows, n_neighbors * (rows.n_features + 2), anchors),
               sample=anchors)
     target = _hold_target(g, y)
     shares = []
@@ -197,7 +194,7 @@ def rows_at(rows: Rows, index) -> Anchors:
     index = np.asarray(index, dtype=np.int64)
     if not rows.on_dask:
         return Anchors(np.ascontiguousarray(rows.X[index]), np.zeros(index.size, np.int64), index)
-    g = Graph(rows, "rows-at", index)
+    g = Graph(rows, "rows-at")
     X, picked = g.compute(_picked_parts(g, index))
     return Anchors(X, np.zeros(picked.size, np.int64), picked)
 
@@ -212,7 +209,7 @@ def summary_of_rows_at(rows: Rows, index, fn, *args):
     index = np.asarray(index, dtype=np.int64)
     if not rows.on_dask:
         return fn(np.asarray(rows.X[index], dtype=np.float64), *args)
-    g = Graph(rows, "summary-of-rows-at", index, fn.__name__)
+    g = Graph(rows, "summary-of-rows-at")
     return g.compute(g.add("summary", _apply_to_picked, _picked_parts(g, index), fn, args))
 
 
@@ -245,7 +242,7 @@ def anchor_partials(rows: Rows, kernel, Xa, ia, params, block=1024):
     """
     Xa = np.ascontiguousarray(Xa, dtype=np.float64)
     ia = np.asarray(ia, dtype=np.int64)
-    g = Graph(rows, f"{kernel}-new", Xa, ia, params)
+    g = Graph(rows, f"{kernel}-new")
     merged = []
     for start in range(0, Xa.shape[0], block):
         stop = min(start + block, Xa.shape[0])
@@ -272,7 +269,7 @@ def row_partials(rows: Rows, kernel, params, reduce):
     the rows.
     """
     a, k = rows.n_features, rows.n_classes
-    g = Graph(rows, f"{kernel}-rows", params, reduce, anchors=_anchors(rows, k * (a + 2)))
+    g = Graph(rows, f"{kernel}-rows", anchors=_anchors(rows, k * (a + 2)))
     blocks = []
     for i in range(len(g.anchors)):
         merged = g.tree(_tiles(g, kernel, i, params), merge.lse_combine)
@@ -354,8 +351,7 @@ def _quad_sampled(rows: Rows, U, lam, sigma, weight, coef, anchors):
         if use_threads(anchors.n_samples * n * a * (a + U.shape[1]), _COST["qlse"]):
             threads = n_threads()
             blocks = split_bounds(n, 4 * threads)
-    g = Graph(rows, "quad-anchors", U, lam, sigma, weight, coef.__name__, anchors.index,
-              anchors=_anchors(rows, k * (a + 3), anchors), sample=anchors, candidates=blocks)
+    g = Graph(rows, "quad-anchors", anchors=_anchors(rows, k * (a + 3), anchors), sample=anchors, candidates=blocks)
     limit = not g.local
     parts, coefs = [], []
     for i, (start, stop) in enumerate(g.anchors):
@@ -421,7 +417,7 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, anchors=None)
             threads = n_threads()
         n_blocks = 1 if threads == 1 else min(4 * threads, max(1, n // quad.SEG))
         blocks = split_bounds(n, n_blocks)
-    g = Graph(rows, "quad", U, lam, sigma, weight, coef.__name__, candidates=blocks)
+    g = Graph(rows, "quad", candidates=blocks)
     bounds = g.candidates
     pairs = g.symmetric()
     size = [quad.n_pairs(bounds[i][1] - bounds[i][0], bounds[j][1] - bounds[j][0],
@@ -482,7 +478,7 @@ def rbf_left_out_sums(rows: Rows, coef, cols, gamma):
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     cols = np.asarray(cols, dtype=np.int64)
     gamma = float(gamma)
-    g = Graph(rows, "kernel-sums", coef, cols, gamma)
+    g = Graph(rows, "kernel-sums")
     bounds = g.candidates
     parts = []
     for i, j in g.symmetric():
@@ -533,17 +529,14 @@ class WeightedHistograms:
         self.n_bins = int(binned.n_bins.max())
         self.class_weight = np.asarray(class_weight, dtype=np.float64)
         self.w = None
-        self._round = 0
         self._replay = tuple(replay)
 
     def histogram(self, features, stump=None):
         rows = self.binned.rows
         features = np.ascontiguousarray(features, dtype=np.int64)
-        self._round += 1
         stumps = (*self._replay, *(() if stump is None else (stump,)))
         self._replay = ()
-        token = self.w.name if rows.on_dask and self.w is not None else self._round
-        g = Graph(rows, "hist", token, features, stumps, self.class_weight)
+        g = Graph(rows, "hist")
         w_keys, parts = [], []
         for i in range(len(g.candidates)):
             bins, y, _ = g.block(i)
@@ -618,7 +611,7 @@ def new_rows_softmin(rows: Rows, kernel, params, X_new, prepare, weights=None):
     if not rows.on_dask:
         rows = prepare_rows(rows.X, rows.codes, rows.n_classes, use_dask=True,
                             what="Predictions against")
-    g = Graph(rows, f"{kernel}-predict", X_new.name, params, weights, prepare)
+    g = Graph(rows, f"{kernel}-predict")
     parts = []
     for i in range(X_new.numblocks[0]):
         xa = g.add("new", prepare, (X_new.name, i, 0))
@@ -690,7 +683,7 @@ def linear_gram(rows: Rows, cols, pairs, intercept=0.0):
     """
     cols = np.asarray(cols, dtype=np.int64)
     pairs = [tuple(int(c) for c in p) for p in pairs]
-    g = Graph(rows, "linear-gram", cols, pairs, intercept, candidates=_linear_blocks(rows))
+    g = Graph(rows, "linear-gram", candidates=_linear_blocks(rows))
     return _run_blocks(g, _gram_block, cols, pairs, intercept)
 
 
@@ -743,8 +736,7 @@ def linear_loss(rows: Rows, cols, pair, w, *, loss, mu=1.0, intercept=0.0, hessi
     cols = np.asarray(cols, dtype=np.int64)
     w = np.asarray(w, dtype=np.float64)
     pair = tuple(int(c) for c in pair)
-    g = Graph(rows, "linear-loss", cols, pair, intercept, w, loss, mu, hessian,
-              candidates=_linear_blocks(rows))
+    g = Graph(rows, "linear-loss", candidates=_linear_blocks(rows))
     return _run_blocks(g, _loss_block, cols, pair, intercept, w, loss, mu, hessian)
 
 
@@ -790,8 +782,7 @@ def hinge_band(rows: Rows, cols, pair, w, low, high, cap, intercept=0.0):
     cols = np.asarray(cols, dtype=np.int64)
     pair = tuple(int(c) for c in pair)
     w = np.asarray(w, dtype=np.float64)
-    g = Graph(rows, "hinge-band", cols, pair, w, low, high, cap, intercept,
-              candidates=_linear_blocks(rows))
+    g = Graph(rows, "hinge-band", candidates=_linear_blocks(rows))
     parts = [g.tile("block", _band_block, *g.block(i)[:2], cols, pair, w, low, high, cap,
                     intercept)
              for i in range(len(g.candidates))]
@@ -802,8 +793,7 @@ def hinge_violations(rows: Rows, cols, pair, w_old, w_new, low, high, tol, inter
     """Rows whose bound (by ``w_old``'s band) ``w_new`` violates by more than ``tol``."""
     cols = np.asarray(cols, dtype=np.int64)
     pair = tuple(int(c) for c in pair)
-    g = Graph(rows, "hinge-kkt", cols, pair, w_old, w_new, low, high, tol, intercept,
-              candidates=_linear_blocks(rows))
+    g = Graph(rows, "hinge-kkt", candidates=_linear_blocks(rows))
     return int(_run_blocks(g, _violations_block, cols, pair, np.asarray(w_old, float),
                            np.asarray(w_new, float), low, high, tol, intercept)[0][0])
 
@@ -991,8 +981,7 @@ def surf_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds
             threads = n_threads()
         cap = max(1, TILE_BUDGET // (8 * per_row))
         blocks = split_bounds(n, max(-(-n // cap), 2 * threads if threads > 1 else 1))
-    g = Graph(rows, "surf", thresholds.__name__, agg.__name__, agg_args, far, dm, dw, rp, target,
-              bound, None if graph_sample is None else graph_sample[0], candidates=blocks)
+    g = Graph(rows, "surf", candidates=blocks)
     n_blocks, pairs = len(g.candidates), g.symmetric()
     target = _hold_target(g, target)
 
@@ -1036,9 +1025,7 @@ def _hold_target(g: Graph, target):
     """``target`` as one key of the graph (``None`` stays ``None``)."""
     if target is None:
         return None
-    key = (f"{g.name}-target",)
-    g.dsk[key] = np.ascontiguousarray(target, dtype=np.float64)
-    return key
+    return g.hold("target", np.ascontiguousarray(target, dtype=np.float64))
 
 
 def _surf_sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets,
@@ -1046,9 +1033,7 @@ def _surf_sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, r
     """:func:`surf_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
     k = rows.n_classes
     squares = graph_sample is not None
-    g = Graph(rows, "surf-anchors", thresholds.__name__, agg.__name__, agg_args, far, dm, dw, rp,
-              anchors.index, target, bound, None if graph_sample is None else graph_sample[0],
-              anchors=_anchors(rows, per_row, anchors), sample=anchors)
+    g = Graph(rows, "surf-anchors", anchors=_anchors(rows, per_row, anchors), sample=anchors)
     target = _hold_target(g, target)
     n_cand = len(g.candidates)
     merged = []
@@ -1165,7 +1150,7 @@ def column_summary(rows: Rows, cap: int):
     ``cap``), the standard deviation (ddof 0) and the number of missing
     values, in one pass over the row blocks; NaN is no value (skrebate's
     ``_get_attribute_info``)."""
-    g = Graph(rows, "column-summary", cap)
+    g = Graph(rows, "column-summary")
     keys = [g.add("block", merge.column_summary_chunk, g.block(i)[0], cap)
             for i in range(len(g.candidates))]
     uniques, n, mean, m2, _ = g.compute(g.tree(keys, merge.column_summary_combine))
