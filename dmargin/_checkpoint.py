@@ -9,18 +9,32 @@ unicode array -- and the stream's arrays.  This module holds
   (temporary file in the same directory, ``fsync``, ``os.replace``,
   ``fsync`` of the directory) and keeps the file it replaces as
   ``path + ".prev"``;
-- :func:`read_online_state`: the reader.  Nothing in the file is trusted:
-  the zip directory is checked (known member names, sizes bounded by what
-  the header's counts allow, no compression bombs) before any member is
-  decompressed, every array's dtype and shape are checked against the
-  header before its bytes are turned into an array, then every value the
-  online kernel relies on (finite, in range, the invariants of the
-  weights) and the parameters (through the estimator's own checks).  The
-  numba kernels have no bounds checks, so a shape that slipped through
+- :func:`read_online_state`: the reader.  Nothing in the file is trusted,
+  neither the header's counts nor the zip directory's sizes, and nothing
+  large is allocated before both agree with each other and with the file:
+
+  1. the zip directory: known member names, compressed sizes that fit in
+     the file, uncompressed sizes that the compressed bytes can produce
+     and that stay within a small multiple of the file (no zip bombs);
+  2. the header (a bounded read), then its counts against the file: the
+     arrays the counts imply must fit in the members' compressed bytes
+     (see ``_DEFLATE_MAX_RATIO``), so a header that claims a billion
+     features in a small file is refused before any array is read;
+  3. the ``.npy`` preamble of every member (dtype, shape, order), against
+     the header and against the member's declared size;
+  4. the arrays' bytes, smallest member first, each streamed in bounded
+     chunks into an array of the checked shape (never more bytes than the
+     checked size, whatever the member's deflate stream would expand to);
+  5. every value the online kernel relies on (finite, in range, the
+     invariants of the weights) and the parameters (through the
+     estimator's own checks).
+
+  The numba kernels have no bounds checks, so a shape that slipped through
   would read or write out of bounds; every problem is instead one
-  ``ValueError`` naming the file and the problem.  Members are read with
-  :mod:`zipfile` and :mod:`numpy.lib.format`, not :func:`numpy.load`,
-  which allocates whatever shape a member declares before reading it.
+  ``ValueError`` naming the file, the member and the problem.  Members are
+  read with :mod:`zipfile` and :mod:`numpy.lib.format`, not
+  :func:`numpy.load`, which allocates whatever shape a member declares
+  before reading it.
 """
 
 from __future__ import annotations
@@ -57,6 +71,18 @@ _NPY_PREAMBLE = 16 << 10
 # memory -- a zip bomb -- and is refused before anything is decompressed.
 _MAX_EXPANSION = 4
 _EXPANSION_ALLOWANCE = 64 << 20
+# The most a deflate stream can expand: one length/distance pair copies at
+# most 258 bytes and takes at least 2 bits (a 1-bit length code, a 1-bit
+# distance code), so a compressed byte yields at most 4 * 258 bytes.  A
+# member's compressed size (bounded by the file's) times this (times 1 for
+# a stored member) bounds every array the header may claim: an honest
+# checkpoint always fits it, a header whose counts the file cannot hold
+# is refused before anything of that size is allocated.
+_DEFLATE_MAX_RATIO = 1032
+# Members are streamed in pieces of this size: what a lying deflate stream
+# can make the reader decompress at once.
+_CHUNK = 1 << 20
+_NPY_MAGIC = b"\x93NUMPY"
 _MAX_STEPS = 2**62  # the kernel counts steps in int64
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 # What ``zipfile`` / ``numpy.lib.format`` / ``json`` raise on bytes that are
@@ -270,7 +296,7 @@ def _read_npz(fh, expected_format):
     except zipfile.BadZipFile as exc:
         raise _Problem(f"it is not a complete zip archive ({exc}): truncated, or not an "
                        ".npz file at all") from exc
-    with archive:
+    with archive, contextlib.ExitStack() as streams:
         members = _check_directory(archive.infolist(), size)
         if _HEADER not in members:
             raise _Problem("it has no 'header' member")
@@ -281,21 +307,39 @@ def _read_npz(fh, expected_format):
         if missing or extra:
             raise _Problem(f"its members do not match its header: missing {missing}, "
                            f"unexpected {extra}")
-        # Every size first: nothing is decompressed when any member is too large.
+        # Every size first: nothing is decompressed when the header's counts or a
+        # member's declared size are more than the file can hold or the header allows.
+        _check_counts(header, specs, members, size)
         for key, (_, shape, limit, why) in specs.items():
             declared = members[key].file_size
             if declared > limit:
                 raise _Problem(f"member {key!r} declares {declared} bytes uncompressed but "
                                f"an array of shape {shape} ({why}) takes at most {limit}")
-        arrays = {key: _read_array(archive, members[key], key, *spec)
-                  for key, spec in specs.items()}
-    return header, arrays
+        # Then every .npy preamble (a few hundred bytes each): all dtypes and shapes are
+        # checked against the header before the bytes of any array are read.
+        opened, layouts = {}, {}
+        for key, spec in specs.items():
+            info = members[key]
+            with _member_errors(info):
+                opened[key] = streams.enter_context(archive.open(info))
+                layouts[key] = _read_preamble(opened[key], info, key, *spec)
+        # Smallest first: a large member is read only after the smaller ones.
+        arrays = {}
+        for key in sorted(specs, key=lambda k: members[k].file_size):
+            with _member_errors(members[key]):
+                arrays[key] = _read_data(opened[key], members[key], *layouts[key])
+    return header, {key: arrays[key] for key in specs}
 
 
 def _check_directory(infos, size):
-    """Member name -> ZipInfo, after checking names, compression and declared sizes."""
+    """Member name -> ZipInfo, after checking names, compression and declared sizes.
+
+    Compressed sizes must fit in the file (together: members that share
+    bytes are how overlapping zip bombs expand), and uncompressed sizes must
+    be what the compressed bytes can produce.
+    """
     members = {}
-    total = 0
+    total = compressed = 0
     for info in infos:
         key = info.filename[:-4] if info.filename.endswith(".npy") else None
         if key not in _KNOWN_MEMBERS:
@@ -307,8 +351,22 @@ def _check_directory(infos, size):
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             raise _Problem(f"member {info.filename!r} uses compression method "
                            f"{info.compress_type} (save_state writes uncompressed members)")
+        if info.compress_size > size:
+            raise _Problem(f"member {info.filename!r} declares {info.compress_size} "
+                           f"compressed bytes in a file of {size} bytes")
+        if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+            raise _Problem(f"member {info.filename!r} is stored uncompressed but declares "
+                           f"{info.file_size} bytes of content in {info.compress_size}")
+        if info.file_size > _capacity(info):
+            raise _Problem(f"member {info.filename!r} declares {info.file_size} bytes "
+                           f"uncompressed from {info.compress_size} deflated bytes, more "
+                           f"than deflate can expand them to ({_DEFLATE_MAX_RATIO}x)")
         members[key] = info
         total += info.file_size
+        compressed += info.compress_size
+    if compressed > size:
+        raise _Problem(f"its members declare {compressed} compressed bytes in a file of "
+                       f"{size} bytes: members that overlap (a zip bomb)")
     limit = max(_MAX_EXPANSION * size, _EXPANSION_ALLOWANCE)
     if total > limit:
         raise _Problem(f"its members declare {total} bytes uncompressed in a file of "
@@ -318,17 +376,135 @@ def _check_directory(infos, size):
     return members
 
 
+def _capacity(info):
+    """The most bytes a member's compressed bytes can decompress to."""
+    ratio = 1 if info.compress_type == zipfile.ZIP_STORED else _DEFLATE_MAX_RATIO
+    return info.compress_size * ratio
+
+
+def _check_counts(header, specs, members, size):
+    """Refuse header counts whose arrays the file's members cannot hold.
+
+    Checked before any member but the header is read, so that no array of
+    the counts' size is allocated for a file that cannot hold it.
+    """
+    needed, short = 0, []
+    for key, (dtype, shape, _, _) in specs.items():
+        # Labels take at least a byte each, whatever their dtype.
+        need = math.prod(shape) * (1 if dtype is None else dtype.itemsize)
+        needed += need
+        if need > _capacity(members[key]):
+            short.append(f"member {members[key].filename!r} holds at most "
+                         f"{_capacity(members[key])} of the {need} bytes of array {key!r} "
+                         f"{shape}")
+    capacity = sum(_capacity(members[key]) for key in specs)
+    if needed > capacity:
+        counts = ", ".join(f"{key} {header[key]}"
+                           for key in ("n_features", "n_classes", "n_reference"))
+        raise _Problem(f"its header's counts do not fit in the file: {counts} make its "
+                       f"arrays at least {needed} bytes, more than the {capacity} its "
+                       f"members can hold in a file of {size} bytes (a stored member holds "
+                       f"its size, a deflated one at most {_DEFLATE_MAX_RATIO}x its size); "
+                       f"{'; '.join(short[:3])}{'; ...' if len(short) > 3 else ''}")
+
+
+@contextlib.contextmanager
+def _member_errors(info):
+    """What zipfile / numpy raise while reading a member, as a problem naming it."""
+    try:
+        yield
+    except _READ_ERRORS as exc:
+        raise _Problem(f"member {info.filename!r} cannot be read ({type(exc).__name__}: "
+                       f"{_short(exc)})") from exc
+
+
+def _read_upto(stream, n):
+    """At most ``n`` bytes of ``stream``, decompressed ``_CHUNK`` bytes at a time."""
+    parts, got = [], 0
+    while got < n:
+        part = stream.read(min(_CHUNK, n - got))
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
+
+
 def _read_member(archive, info, limit):
+    """The whole content of a small member (at most ``limit`` bytes)."""
     if info.file_size > limit:
         raise _Problem(f"member {info.filename!r} declares {info.file_size} bytes "
                        f"uncompressed, more than the {limit} allowed")
-    with archive.open(info) as member:
-        # zipfile stops at the declared size and checks the CRC at the end.
-        data = member.read(limit + 1)
+    # Neither the directory nor the deflate stream is trusted: at most the smaller
+    # of the two sizes (and one byte to tell a longer member) is decompressed.
+    with _member_errors(info), archive.open(info) as member:
+        data = _read_upto(member, min(limit, info.file_size) + 1)
     if len(data) != info.file_size:
         raise _Problem(f"member {info.filename!r} has {len(data)} bytes, its directory "
                        f"entry says {info.file_size}")
     return data
+
+
+def _read_preamble(stream, info, key, dtype, shape, limit, why):
+    """``(shape, fortran_order, dtype)`` of a member's ``.npy`` preamble, checked.
+
+    Reads only the preamble (at most ``_NPY_PREAMBLE`` bytes) and leaves
+    ``stream`` at the first byte of the array's data, whose size must be
+    what the member declares.
+    """
+    start = _read_exact(stream, info, len(_NPY_MAGIC) + 2, "its .npy magic string")
+    if start[:len(_NPY_MAGIC)] != _NPY_MAGIC:
+        raise _Problem(f"member {info.filename!r} is not a .npy array (it does not start "
+                       "with the .npy magic string)")
+    version = tuple(start[len(_NPY_MAGIC):])
+    if version not in ((1, 0), (2, 0)):
+        raise _Problem(f"array {key!r} is in .npy format version {version}, not 1.0 or 2.0")
+    length_format = "<H" if version == (1, 0) else "<I"
+    raw_length = _read_exact(stream, info, struct.calcsize(length_format),
+                             "its .npy header length")
+    length = struct.unpack(length_format, raw_length)[0]
+    if len(start) + len(raw_length) + length > _NPY_PREAMBLE:
+        raise _Problem(f"array {key!r} has a .npy header of {length} bytes, more than "
+                       f"the {_NPY_PREAMBLE} numpy ever writes")
+    preamble = start + raw_length + _read_exact(stream, info, length, "its .npy header")
+    got_shape, fortran, got_dtype, offset = _npy_preamble(preamble, key)
+    _check_layout(key, got_dtype, got_shape, dtype, shape, why)
+    size = offset + math.prod(shape) * got_dtype.itemsize
+    if info.file_size != size:
+        raise _Problem(f"member {info.filename!r} declares {info.file_size} bytes "
+                       f"uncompressed but its .npy header ({got_dtype}, shape {got_shape}) "
+                       f"makes it {size}")
+    return shape, fortran, got_dtype
+
+
+def _read_exact(stream, info, n, what):
+    """Exactly ``n`` bytes of ``stream`` (``what`` they are, for the message)."""
+    data = _read_upto(stream, n)
+    if len(data) != n:
+        raise _Problem(f"member {info.filename!r} ends after {len(data)} bytes, inside "
+                       f"{what}")
+    return data
+
+
+def _read_data(stream, info, shape, fortran, dtype):
+    """The array whose checked preamble was just read, streamed into place.
+
+    Called only after every check: the array allocated here is exactly the
+    member's declared size, which the directory checks bound by the file.
+    """
+    out = np.empty(shape[::-1] if fortran else shape, dtype=dtype)
+    view = memoryview(out.reshape(-1).view(np.uint8))
+    got = 0
+    while got < len(view):
+        part = stream.read(min(_CHUNK, len(view) - got))
+        if not part:
+            raise _Problem(f"member {info.filename!r} ends after {got} of its {len(view)} "
+                           "bytes of array data")
+        view[got:got + len(part)] = part
+        got += len(part)
+    if stream.read(1):
+        raise _Problem(f"member {info.filename!r} is longer than its directory entry says")
+    return np.ascontiguousarray(out.T if fortran else out)
 
 
 def _npy_preamble(data, key):
@@ -440,18 +616,6 @@ def _check_layout(key, got_dtype, got_shape, dtype, shape, why):
         raise _Problem(f"array {key!r} has dtype {got_dtype}, expected {dtype}")
     if got_shape != shape:
         raise _Problem(f"array {key!r} has shape {got_shape}, expected {shape} ({why})")
-
-
-def _read_array(archive, info, key, dtype, shape, limit, why):
-    data = _read_member(archive, info, limit)
-    got_shape, fortran, got_dtype, start = _npy_preamble(data, key)
-    _check_layout(key, got_dtype, got_shape, dtype, shape, why)
-    nbytes = math.prod(shape) * got_dtype.itemsize
-    if len(data) - start != nbytes:
-        raise _Problem(f"array {key!r} holds {len(data) - start} bytes of data, its shape "
-                       f"and dtype need {nbytes}")
-    flat = np.frombuffer(data, dtype=got_dtype, count=math.prod(shape), offset=start)
-    return np.ascontiguousarray(flat.reshape(shape, order="F" if fortran else "C")).copy()
 
 
 # ---------------------------------------------------------------------------

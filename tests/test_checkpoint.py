@@ -230,8 +230,11 @@ def _build_corpus(good, directory):
         header_=header_with(("n_steps",), "100"))
     add("header_n_steps_negative.npz", "header field 'n_steps' is -5",
         header_=header_with(("n_steps",), -5))
-    add("header_n_features_9.npz", "array 'nu' has shape (5,), expected (9,)",
+    # more features than the members' bytes can hold: the header is wrong
+    add("header_n_features_9.npz", "its header's counts do not fit in the file: n_features 9",
         header_=header_with(("n_features",), 9))
+    add("header_n_features_4.npz", "array 'nu' has shape (5,), expected (4,)",
+        header_=header_with(("n_features",), 4))
     add("header_names_wrong_length.npz", "'feature_names_in' is not a list of 5 strings",
         header_=header_with(("feature_names_in",), ["a", "b"]))
     add("header_rng_unknown.npz", "names bit generator 'Evil'",
@@ -365,6 +368,249 @@ def test_corpus_in_a_child_process_neither_crashes_nor_loads(corpus):
     assert not loaded
     # The 2 GiB member is refused before anything is decompressed.
     assert out["bomb_peak_kib"] < 200 * 1024, out["bomb_peak_kib"]
+
+
+# ---------------------------------------------------------------------------
+# Bounded reads: neither the header's counts nor the zip directory's sizes
+# decide how much is decompressed or allocated
+# ---------------------------------------------------------------------------
+
+
+def _zeros_stream(prefix, n_mib):
+    """A raw deflate stream of ``prefix`` and ``n_mib`` MiB of zeros (about 1 KiB a MiB)."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    start = comp.compress(prefix) + comp.flush(zlib.Z_FULL_FLUSH)
+    # After a full flush the compressor forgets its history, so each MiB's blocks repeat.
+    block = comp.compress(bytes(1 << 20)) + comp.flush(zlib.Z_FULL_FLUSH)
+    return start + block * n_mib + comp.compress(b"") + comp.flush()
+
+
+def _with_header(raw_header, **changes):
+    header = json.loads(str(np.load(io.BytesIO(raw_header))))
+    header.update(changes)
+    return _npy_bytes(np.array(json.dumps(header)))
+
+
+def _lying_bomb(good, path, n_features, n_mib, declared=16 << 10):
+    """``good`` with ``n_features`` in its header and ``nu.npy`` a ``n_mib`` MiB zip bomb.
+
+    The bomb is a .npy preamble for ``n_features`` float64 values followed by
+    ``n_mib`` MiB of deflated zeros, whose directory entry claims ``declared``
+    bytes (with the CRC of those bytes, so that zipfile finds nothing wrong).
+    """
+    members = []
+    with zipfile.ZipFile(good) as zf:
+        for info in zf.infolist():
+            raw = zf.read(info)
+            if info.filename == "header.npy":
+                raw = _with_header(raw, n_features=n_features)
+            if info.filename == "nu.npy":
+                head = io.BytesIO()
+                np.lib.format.write_array_header_1_0(
+                    head, {"descr": "<f8", "fortran_order": False, "shape": (n_features,)})
+                head = head.getvalue()
+                first = (head + bytes(declared))[:declared]
+                members.append(("nu.npy", _zeros_stream(head, n_mib), zipfile.ZIP_DEFLATED,
+                                zlib.crc32(first), declared))
+            else:
+                members.append((info.filename, raw, 0, zlib.crc32(raw), len(raw)))
+    _raw_zip(path, members)
+
+
+# A clean process: imports and numba compilation happen before the
+# measurement, which is the peak resident size over the current one.
+_BOMB_CHILD = textwrap.dedent("""
+    import json, resource, sys
+    from dmargin import OnlineIRelief
+
+    def status_kib(field):
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+
+    def peak_kib_since_now():
+        # Reset the kernel's high-water mark (Linux 4.0+); without it the
+        # lifetime peak stands in, which can only overstate the growth.
+        try:
+            with open("/proc/self/clear_refs", "w") as fh:
+                fh.write("5")
+        except OSError:
+            return lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return lambda: status_kib("VmHWM")
+
+    good, bomb, huge = sys.argv[1:]
+    OnlineIRelief.load_state(good)
+    out = {}
+    for name, path in (("bomb", bomb), ("huge", huge)):
+        if name == "huge":
+            # Leave 256 MiB of address space: a reader that decompresses the
+            # 400 MiB stream gets a MemoryError, a bounded one never notices.
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            limit = status_kib("VmSize") * 1024 + (256 << 20)
+            resource.setrlimit(resource.RLIMIT_AS,
+                               (limit if hard == resource.RLIM_INFINITY else min(limit, hard),
+                                hard))
+        peak_kib = peak_kib_since_now()
+        before = status_kib("VmRSS")
+        try:
+            OnlineIRelief.load_state(path)
+            result = ["loaded", ""]
+        except BaseException as exc:
+            result = [type(exc).__name__, str(exc)]
+        out[name] = result + [peak_kib() - before]
+    print(json.dumps(out))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_a_zip_bomb_member_under_a_lying_header_is_refused_in_little_memory(tmp_path):
+    # A real checkpoint whose header claims 10**8 (then 10**9) features and whose
+    # nu.npy is 400 MiB of deflated zeros (0.4 MB on disk) that claims 16 KiB.
+    good, bomb, huge = (str(tmp_path / name) for name in ("good.npz", "bomb.npz", "huge.npz"))
+    _started().save_state(good)
+    _lying_bomb(good, bomb, n_features=10**8, n_mib=400)
+    _lying_bomb(good, huge, n_features=10**9, n_mib=400)
+    assert os.path.getsize(bomb) < 1 << 20
+    proc = subprocess.run([sys.executable, "-c", _BOMB_CHILD, good, bomb, huge],
+                          capture_output=True, text=True, timeout=240, env=_child_env())
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [out[name][0] for name in ("bomb", "huge")] == ["ValueError"] * 2, out
+    assert out["bomb"][2] < 100 * 1024, out  # KiB
+    for name, path, count in (("bomb", bomb, "n_features 100000000"),
+                              ("huge", huge, "n_features 1000000000")):
+        message = out[name][1]
+        assert message.startswith(path + ": its header's counts do not fit in the file"), message
+        assert count in message and "member 'w.npy' holds at most" in message, message
+        assert "restart the stream" in message, message
+
+
+def test_a_member_that_inflates_past_its_declared_size_is_read_in_bounded_memory(tmp_path):
+    # header.npy as its directory entry says (CRC included), then 400 MiB more of
+    # deflated zeros: what is decompressed is bounded by the declared size, not by
+    # the header's 64 MiB allowance or the stream.
+    import tracemalloc
+
+    good, path = tmp_path / "good.npz", str(tmp_path / "long.npz")
+    _started().save_state(good)
+    members = []
+    with zipfile.ZipFile(good) as zf:
+        for info in zf.infolist():
+            raw = zf.read(info)
+            data, method = (_zeros_stream(raw, 400), zipfile.ZIP_DEFLATED) \
+                if info.filename == "header.npy" else (raw, 0)
+            members.append((info.filename, data, method, zlib.crc32(raw), len(raw)))
+    _raw_zip(path, members)
+    tracemalloc.start()
+    try:
+        est = OnlineIRelief.load_state(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    assert _state(est) == _state(OnlineIRelief.load_state(good))
+
+
+@pytest.fixture
+def decompressed(monkeypatch):
+    """Bytes zipfile decompressed per member name (every read goes through ``_read1``)."""
+    counts = {}
+    real = zipfile.ZipExtFile._read1
+
+    def spy(self, n):
+        data = real(self, n)
+        counts[self.name] = counts.get(self.name, 0) + len(data)
+        return data
+
+    monkeypatch.setattr(zipfile.ZipExtFile, "_read1", spy)
+    return counts
+
+
+_N_LARGE = 2_500_000  # 20 MB of float64 a member
+
+
+def _large_checkpoint(tmp_path, name, **arrays):
+    """An unscaled checkpoint with ``_N_LARGE`` features, its arrays replaced by ``arrays``."""
+    good = tmp_path / "small.npz"
+    OnlineIRelief(random_state=0, scale=None).partial_fit(*_stream()).save_state(good)
+    header, honest = _members(good)
+    assert sorted(honest) == ["classes", "miss_prior", "nu", "w"]
+    header["n_features"] = _N_LARGE
+    path = str(tmp_path / name)
+    _write(path, header, {"nu": np.zeros(_N_LARGE), "w": np.full(_N_LARGE, _N_LARGE ** -0.5),
+                          "classes": honest["classes"], "miss_prior": honest["miss_prior"],
+                          **arrays})
+    return path
+
+
+@pytest.mark.parametrize(("arrays", "words"), [
+    ({"w": np.ones(20)},  # 288 bytes: the file cannot hold what the header counts
+     "member 'w.npy' holds at most 288 of the 20000000 bytes of array 'w' (2500000,)"),
+    ({"w": np.ones(2 * _N_LARGE, dtype=np.float32)},  # the right size, the wrong dtype
+     "array 'w' has dtype float32, expected float64"),
+    ({"w": np.ones((_N_LARGE // 2, 2))}, "array 'w' has shape (1250000, 2), expected (2500000,)"),
+    ({"classes": np.array(["a", "no", "yes"])}, "array 'classes' has shape (3,), expected (2,)"),
+    ({"nu": np.zeros((_N_LARGE // 2, 2))},  # the large member's own .npy header
+     "array 'nu' has shape (1250000, 2), expected (2500000,)"),
+], ids=["w_288_bytes", "w_float32", "w_2d", "classes_3", "nu_2d"])
+def test_a_wrong_member_is_refused_before_a_large_one_is_read(tmp_path, decompressed, arrays,
+                                                              words):
+    path = _large_checkpoint(tmp_path, "wrong.npz", **arrays)
+    decompressed.clear()  # what np.load read while building the file
+    with pytest.raises(ValueError, match=re.escape(path)) as info:
+        OnlineIRelief.load_state(path)
+    # No array's data was decompressed: at most a .npy preamble and zipfile's
+    # 4 KiB minimum read from each member.
+    assert decompressed.get("nu.npy", 0) < 64 << 10, decompressed
+    assert all(n < 64 << 10 for name, n in decompressed.items() if name != "header.npy")
+    assert words in str(info.value)
+    assert "restart the stream" in str(info.value)
+
+
+def test_a_large_honest_checkpoint_loads(tmp_path, decompressed):
+    # The same layout with every member right is read (and each array once).
+    path = _large_checkpoint(tmp_path, "honest.npz")
+    decompressed.clear()
+    est = OnlineIRelief.load_state(path)
+    assert est.nu_.shape == (_N_LARGE,) and est.feature_importances_.flags.c_contiguous
+    with zipfile.ZipFile(path) as zf:
+        assert decompressed == {info.filename: info.file_size for info in zf.infolist()}
+
+
+def test_header_counts_the_file_cannot_hold_are_refused_before_reading(tmp_path, decompressed):
+    good = tmp_path / "good.npz"
+    _started().save_state(good)
+    header, arrays = _members(good)
+    stored, deflated = str(tmp_path / "stored.npz"), str(tmp_path / "deflated.npz")
+    _write(stored, dict(header, n_features=10**7), arrays)
+    # The same with every member deflated: a deflated byte expands to at most 1032.
+    with zipfile.ZipFile(stored) as src, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED,
+                                                         compresslevel=9) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+    for path in (stored, deflated):
+        decompressed.clear()
+        with pytest.raises(ValueError, match=re.escape(path)) as info:
+            OnlineIRelief.load_state(path)
+        assert set(decompressed) == {"header.npy"}, decompressed  # no array was opened
+        message = str(info.value)
+        assert "its header's counts do not fit in the file: n_features 10000000" in message
+        assert f"in a file of {os.path.getsize(path)} bytes" in message
+        assert "member 'nu.npy' holds at most" in message
+        assert "restart the stream" in message
+
+
+def test_an_honest_deflated_checkpoint_loads(tmp_path):
+    # Compressing a checkpoint with a zip tool keeps it loadable.
+    good, deflated = tmp_path / "good.npz", tmp_path / "deflated.npz"
+    _started().save_state(good)
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED,
+                                                       compresslevel=9) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+    assert _state(OnlineIRelief.load_state(deflated)) == _state(OnlineIRelief.load_state(good))
 
 
 # ---------------------------------------------------------------------------
