@@ -20,7 +20,8 @@ import numpy as np
 
 from ._compat import as_dask_array, client_for, compute, is_dask_collection, run_with_client
 from ._validation import (check_classes, check_known_labels, check_label_values,
-                          check_one_label_type, not_finite_error)
+                          check_one_label_type, missing_label_mask, missing_labels_error,
+                          not_finite_error)
 
 #: Features with a value above 2**_SAFE_EXPONENT in magnitude are pre-scaled by
 #: a power of two: squares and sums of up to 2**40 rows then stay finite.
@@ -263,13 +264,11 @@ def iter_row_blocks(X, codes, bounds):
 def label_summary_chunk(y):
     """``{"values", "counts", "missing"}`` of one block of labels.
 
-    ``missing`` counts None/NaN labels; the distinct values go to the driver,
-    which runs the same target-type check on them as on numpy labels.
+    ``missing`` counts NaN/None/pd.NA labels; the distinct values go to the
+    driver, which runs the same target-type check on them as on numpy labels.
     """
-    import pandas as pd
-
     y = np.asarray(y)
-    missing = pd.isna(y) if y.dtype == object or y.dtype.kind == "f" else np.zeros(len(y), bool)
+    missing = missing_label_mask(y)
     kept = y[~missing]
     check_one_label_type(kept)
     values, counts = np.unique(kept, return_counts=True)
@@ -339,9 +338,7 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
         raise ValueError(f"Feature {label} has no value (every row is missing it); drop "
                          "that column before fitting.")
     if labels["missing"]:
-        raise ValueError(f"y contains {labels['missing']} missing labels (None/NaN). Drop "
-                         "those rows (read_parquet(..., missing_label='drop')) or give them "
-                         "a label.")
+        raise missing_labels_error(labels["missing"])
     check_label_values(labels["values"])
     if classes is None:
         classes, counts = labels["values"], labels["counts"]

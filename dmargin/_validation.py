@@ -105,10 +105,51 @@ def check_params(estimator):
 # ---------------------------------------------------------------------------
 
 
-def _non_numeric_columns(dtypes):
+def _is_numeric_dtype(dtype):
     from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-    return [str(c) for c, t in dtypes.items() if not (is_numeric_dtype(t) or is_bool_dtype(t))]
+    return is_numeric_dtype(dtype) or is_bool_dtype(dtype)
+
+
+def _check_numeric_dtypes(dtypes):
+    """Refuse a pandas or dask DataFrame's columns whose dtype is not numeric or boolean."""
+    bad = [(str(c), str(t)) for c, t in dtypes.items() if not _is_numeric_dtype(t)]
+    if bad:
+        kinds = sorted({t for _, t in bad})
+        raise non_numeric_error([c for c, _ in bad], f"dtype {', '.join(kinds)}")
+
+
+def non_numeric_error(columns, what):
+    """The error for feature columns that are not numbers (``what``: their dtype, or a
+    cell they hold), one rule for pandas, dask and numpy input."""
+    columns = list(columns)
+    more = f" and {len(columns) - 5} more" if len(columns) > 5 else ""
+    return ValueError(
+        f"Feature columns {columns[:5]}{more} are not numeric ({what}): convert numbers "
+        "stored as text with pd.to_numeric or .astype(float), encode categories as numbers "
+        "(e.g. one-hot or ordinal codes), or drop those columns before fitting.")
+
+
+def _nullable_as_float(X, lazy=False):
+    """A DataFrame's nullable numeric and boolean columns (``Int64``, ``Float64``,
+    ``boolean``, pyarrow numbers) as float64, ``pd.NA`` as NaN.
+
+    ``pd.NA`` is a missing value, as NaN is: estimators that take missing
+    values read it as one, the others refuse it with the NaN message.  In
+    memory only the columns that hold ``pd.NA`` change (integer columns keep
+    their dtype); a dask DataFrame (``lazy``) cannot tell without a pass, so
+    all of them become float64 (as object blocks they would be read cell by cell).
+    """
+    nullable = [j for j, t in enumerate(X.dtypes)
+                if not isinstance(t, np.dtype) and _is_numeric_dtype(t)]
+    if lazy:
+        return X.astype({X.columns[j]: np.float64 for j in nullable}) if nullable else X
+    nullable = [j for j in nullable if X.iloc[:, j].isna().any()]
+    if nullable:
+        X = X.copy(deep=False)  # by position: column names may repeat
+        for j in nullable:
+            X.isetitem(j, X.iloc[:, j].astype(np.float64))
+    return X
 
 
 def _frames_to_arrays(X, y):
@@ -125,14 +166,9 @@ def _frames_to_arrays(X, y):
     """
     names, todo = None, {}
     if is_dask_frame(X):
-        bad = _non_numeric_columns(X.dtypes)
-        if bad:
-            raise ValueError(
-                f"Feature columns {bad} are not numeric. Encode them as numbers "
-                "(e.g. one-hot or ordinal codes) or drop them before fitting."
-            )
+        _check_numeric_dtypes(X.dtypes)
         names = np.asarray([str(c) for c in X.columns], dtype=object)
-        todo["X"] = X.to_dask_array()
+        todo["X"] = _nullable_as_float(X, lazy=True).to_dask_array()
     if is_dask_frame(y):
         if len(y.columns) != 1:
             raise ValueError("y must be one label column; got a DataFrame with "
@@ -157,19 +193,13 @@ def _check_dask_X(estimator, X, reset, names=None):
         raise TypeError(f"Expected a dask array or DataFrame, got {type(X).__name__}.")
     if X.ndim != 2:
         raise ValueError(f"Expected a 2-D array of shape (n_samples, n_features); got {X.ndim}-D.")
-    if any(np.isnan(c) for c in X.chunks[0]):
-        raise ValueError(
-            "The dask array has unknown chunk sizes along its rows. Call "
-            "X.compute_chunk_sizes() first, or build it with "
-            "ddf.to_dask_array(lengths=True)."
-        )
+    _check_known_rows(X, "X")
     if np.issubdtype(X.dtype, np.complexfloating):
         raise _complex_error(f"dtype {X.dtype}")
     if X.dtype == object:  # numbers in object blocks are fine; text is named when read
-        X = X.map_blocks(_numeric_block, dtype=np.float64)
+        X = X.map_blocks(_numeric_block, names=names, dtype=np.float64)
     elif not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
-        raise ValueError(f"X has dtype {X.dtype}; features must be numeric, and these are "
-                         "not numeric. Encode them as numbers before fitting.")
+        raise non_numeric_error(_column_labels(X.shape[1], names), f"dtype {X.dtype}")
     if X.shape[0] == 0:
         raise ValueError("X has 0 rows (0 samples); at least 2 are needed to fit.")
     if reset:
@@ -186,23 +216,78 @@ def _check_dask_X(estimator, X, reset, names=None):
     return X
 
 
-def _numeric_block(block):
-    """An object block of a dask X as float64, or an error naming the first text cell.
+def _check_known_rows(a, name):
+    """A dask array's row chunk sizes must be known (to line rows of X up with labels)."""
+    if any(np.isnan(c) for c in a.chunks[0]):
+        raise ValueError(
+            f"The dask array {name} has unknown chunk sizes along its rows: call "
+            f"{name}.compute_chunk_sizes() first, build it with "
+            "to_dask_array(lengths=True), or pass the dask DataFrame or Series itself.")
 
-    Text is refused even when it parses as a number ("0.5"), as for pandas
-    columns of strings: a column of text is a data problem to fix upstream.
-    """
-    for j in range(block.shape[1]):
-        for v in block[:, j]:
-            if not _is_number(v):
-                raise ValueError(f"Feature column {j} is not numeric (it holds {v!r}). "
-                                 "Encode it as numbers (e.g. one-hot or ordinal codes) or "
-                                 "drop it before fitting.")
-    return block.astype(np.float64)
+
+def _column_labels(n, names=None):
+    return list(range(n)) if names is None else [str(c) for c in names]
+
+
+def _numeric_block(block, names=None):
+    """An object block of a dask X as float64, or an error naming its text columns."""
+    return _object_as_float(block, names, strict=True)
 
 
 def _is_number(v):
     return isinstance(v, (numbers.Number, np.number, np.bool_)) and not isinstance(v, complex)
+
+
+#: What an object cell holds (:func:`_object_as_float`).
+_NUMBER, _MISSING, _TEXT, _OTHER = 0, 1, 2, 3
+
+
+def _cell_kind(v):
+    import pandas as pd
+
+    if _is_number(v):
+        return _NUMBER
+    if v is None or v is pd.NA:
+        return _MISSING
+    return _TEXT if isinstance(v, (str, bytes)) else _OTHER
+
+
+def _object_as_float(values, names=None, strict=False):
+    """A 2-D object array (numpy X, or a block of a dask X) as float64.
+
+    Numbers are read as they are; ``None`` and ``pd.NA`` are missing values
+    (NaN), as scikit-learn reads ``None``.  Text is refused even when it
+    parses as a number ("0.5"), as pandas and dask columns of strings are: a
+    column of text is a data problem to fix upstream, not to guess at.  Any
+    other object is refused too (``strict``), or gives ``None`` so that
+    scikit-learn's conversion reports it (its ``TypeError``).
+    """
+    kinds = np.frompyfunc(_cell_kind, 1, 1)(values).astype(np.int8)
+    for kind, what in ((_TEXT, "text such as"), (_OTHER, "objects such as")):
+        bad = (kinds == kind).any(axis=0)
+        if not bad.any() or (kind == _OTHER and not strict):
+            continue
+        j = int(np.argmax(bad))
+        cell = values[int(np.argmax(kinds[:, j] == kind)), j]
+        labels = _column_labels(values.shape[1], names)
+        raise non_numeric_error([labels[c] for c in np.flatnonzero(bad)], f"{what} {cell!r}")
+    if (kinds == _OTHER).any():
+        return None
+    return np.where(kinds == _MISSING, np.nan, values).astype(np.float64)
+
+
+def _numpy_numeric(X):
+    """A numpy (or list) ``X`` of text or objects: object cells read by
+    :func:`_object_as_float`, string dtypes refused; any other ``X`` unchanged."""
+    values = np.asarray(X)
+    if values.ndim != 2:
+        return X  # scikit-learn names the shape
+    if values.dtype.kind in "US":
+        raise non_numeric_error(_column_labels(values.shape[1]), f"dtype {values.dtype}")
+    if values.dtype == object:
+        as_float = _object_as_float(values)
+        return values if as_float is None else as_float
+    return X
 
 
 def check_one_label_type(values):
@@ -238,6 +323,22 @@ def _complex_error(what):
     return ValueError(f"Complex data not supported: X has complex values ({what}). Split them "
                       "into real features (e.g. real and imaginary parts, or the modulus) "
                       "before fitting.")
+
+
+def missing_label_mask(values):
+    """Which labels are missing: NaN, ``None`` or ``pd.NA`` (numpy labels or a block)."""
+    import pandas as pd
+
+    if values.dtype == object or values.dtype.kind == "f":
+        return np.asarray(pd.isna(values), dtype=bool)
+    return np.zeros(values.shape, dtype=bool)
+
+
+def missing_labels_error(count):
+    """The error for ``count`` missing labels, one message for every input kind."""
+    return ValueError(
+        f"y contains {count} missing labels (NaN, None or pd.NA): drop those rows "
+        "(read_parquet(..., missing_label='drop') for Parquet data) or give them a label.")
 
 
 def _as_label_array(y):
@@ -276,7 +377,10 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
 
     numpy / pandas ``X`` goes through scikit-learn's ``validate_data`` (NaN,
     inf, dtype, ``feature_names_in_``); dask ``X`` is checked on metadata and
-    its values are checked for finiteness in the scaling pass.
+    its values are checked for finiteness in the scaling pass.  One rule for
+    every input kind: ``pd.NA`` (nullable columns, object cells) and ``None``
+    are NaN; text is refused even when it parses as numbers; numbers in object
+    arrays are read; a dask ``y``, like a dask ``X``, needs known row chunks.
     """
     if is_dask_collection(X) or is_dask_collection(y):
         X, y, names = _frames_to_arrays(X, y)
@@ -284,14 +388,11 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
         X = _check_dask_X(estimator, X, reset, names)
     else:
         if hasattr(X, "dtypes") and hasattr(X, "columns"):
-            bad = _non_numeric_columns(X.dtypes)
-            if bad:
-                raise ValueError(
-                    f"Feature columns {bad} are not numeric. Encode them as numbers "
-                    "(e.g. one-hot or ordinal codes) or drop them before fitting."
-                )
+            _check_numeric_dtypes(X.dtypes)
+            X = _nullable_as_float(X)
             complex_columns = [str(c) for c, t in X.dtypes.items() if t.kind == "c"]
         else:
+            X = _numpy_numeric(X)
             dtype = getattr(X, "dtype", None)
             dtype = np.asarray(X).dtype if dtype is None else dtype
             complex_columns = ["X"] if dtype.kind == "c" else []
@@ -318,6 +419,8 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
         raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
                          "target y is None: feature selection by margins needs class labels.")
     y = _as_label_array(y)
+    if is_dask_array(y):
+        _check_known_rows(y, "y")
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
                       "raveled.", DataConversionWarning, stacklevel=3)
@@ -331,12 +434,9 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
         raise ValueError(f"y has complex dtype {y.dtype}; class labels must be integers, "
                          "strings or booleans.")
     if not is_dask_collection(y):  # dask labels: checked on their distinct values in _io
-        if y.dtype.kind == "f" and np.isnan(y).any():
-            raise ValueError("y contains NaN labels. Drop those rows or give them a label.")
-        if y.dtype == object and any(v is None or (isinstance(v, float) and np.isnan(v))
-                                     for v in y):
-            raise ValueError("y contains missing labels (None/NaN). Drop those rows or "
-                             "give them a label.")
+        missing = int(missing_label_mask(y).sum())
+        if missing:
+            raise missing_labels_error(missing)
         check_one_label_type(y)
         check_label_values(y)
     return X, y

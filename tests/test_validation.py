@@ -103,11 +103,11 @@ def test_missing_labels_are_rejected(cls, xy):
     X, y = xy
     y = y.astype(float)
     y[4] = np.nan
-    with pytest.raises(ValueError, match="NaN labels"):
+    with pytest.raises(ValueError, match="1 missing labels"):
         cls().fit(X, y)
     labels = np.array(["a", "b"] * 15, dtype=object)
     labels[2] = None
-    with pytest.raises(ValueError, match="missing labels"):
+    with pytest.raises(ValueError, match="1 missing labels"):
         cls().fit(X, labels)
 
 
