@@ -8,9 +8,12 @@ that chooses between them.
 """
 
 import functools
+import hashlib
+import os
 import types
 
 import numba
+from numba.core import caching
 
 # Reassociation lets LLVM vectorise the candidate loops; no 'nnan'/'ninf':
 # -inf is a legitimate running maximum and a masked logit here.
@@ -24,6 +27,67 @@ EXP_FLOOR = -700.0
 #: kernels) one thread beats waking a pool.  Kernel families whose inner step
 #: costs more or less say so with ``cost`` in :func:`pick`.
 PARALLEL_MIN_WORK = 5e7
+
+_ENGINE = os.path.dirname(os.path.abspath(__file__))
+
+
+@functools.lru_cache(maxsize=1)
+def engine_sources_hash() -> str:
+    """A hash of every engine source file (this package's ``.py`` files)."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(_ENGINE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(root, name)
+            digest.update(os.path.relpath(path, _ENGINE).encode())
+            with open(path, "rb") as fh:
+                digest.update(fh.read())
+    return digest.hexdigest()
+
+
+class EngineCacheLocator(caching._CacheLocator):
+    """Numba's on-disk cache for engine kernels, stamped by every engine source.
+
+    Numba keys a cached kernel by its own file only, while a kernel's
+    machine code also holds the constants and inlined helpers it takes from
+    other files (``EXP_FLOOR`` here, the distance helpers): after a change
+    to one of those alone, numba would load the old code.  This locator
+    keeps numba's own place for the cache and adds the hash of all engine
+    sources to the stamp, so any change to the engine recompiles its kernels.
+    """
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def ensure_cache_path(self):
+        self._inner.ensure_cache_path()
+
+    def get_cache_path(self):
+        return self._inner.get_cache_path()
+
+    def get_source_stamp(self):
+        return self._inner.get_source_stamp(), engine_sources_hash()
+
+    def get_disambiguator(self):
+        return self._inner.get_disambiguator()
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not os.path.abspath(py_file).startswith(_ENGINE + os.sep):
+            return None
+        for other in _IMPL._locator_classes:
+            if other is not cls:
+                inner = other.from_function(py_func, py_file)
+                if inner is not None:
+                    return cls(inner)
+        return None
+
+
+# Before any kernel below or in the kernel modules is decorated (the locator
+# is chosen when ``cache=True`` is).
+_IMPL = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+if EngineCacheLocator not in _IMPL._locator_classes:
+    _IMPL._locator_classes.insert(0, EngineCacheLocator)
 
 helper = numba.njit(fastmath=FASTMATH, cache=True, nogil=True)
 # Helpers inlined into their callers as numba IR: compiled on their own, each
