@@ -79,11 +79,18 @@ def assert_fit_equal(ref, est, prefix):
     fa, fb = fitted_attributes(ref), fitted_attributes(est)
     assert fa.keys() == fb.keys(), prefix
     for name, value in fa.items():
-        try:
-            size = float(np.max(np.abs(np.asarray(value, dtype=float)), initial=1.0))
-        except (TypeError, ValueError):
-            size = 1.0
-        assert_same(value, fb[name], prefix + name, ATOL * max(1.0, size))
+        assert_same(value, fb[name], prefix + name, ATOL * _size(value))
+
+
+def _size(value):
+    """The largest magnitude among a value's floats (record fields too), at least 1."""
+    try:
+        a = np.asarray(value)
+        parts = [a[f] for f in a.dtype.names] if a.dtype.names else [a]
+        return max([1.0] + [float(np.max(np.abs(p), initial=0.0)) for p in parts
+                            if p.dtype.kind in "fiu"])
+    except (TypeError, ValueError):
+        return 1.0
 
 
 def _fitted(make, params, X, y):
