@@ -408,9 +408,12 @@ class _Spec:
             setattr(self, k, v)
 
     def __dask_tokenize__(self):
-        # Every field a reader uses; pyarrow's objects by their printed form.
-        return tuple((k, getattr(self, k) if k in ("features", "columns") else
-                      str(getattr(self, k))) for k in self.__slots__)
+        # Every field a reader uses; pyarrow's objects by their printed form, the
+        # filesystem by its kind and root (its repr holds an address).
+        fs = self.filesystem
+        return tuple((k, (fs.type_name, getattr(fs, "base_path", None)) if k == "filesystem"
+                      else getattr(self, k) if k in ("features", "columns")
+                      else str(getattr(self, k))) for k in self.__slots__)
 
 
 def _file_versions(spec, paths):

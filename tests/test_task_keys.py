@@ -387,3 +387,34 @@ def test_keys_come_from_everything_a_task_computes(recorded, builder):
         changed += c
     assert not problems, f"{builder}: " + "; ".join(problems)
     assert changed, f"{builder}: no changed argument changed any key"
+
+
+# ---------------------------------------------------------------------------
+# The Parquet readers' tasks
+# ---------------------------------------------------------------------------
+
+
+def test_parquet_block_keys_follow_the_file_and_the_reader(tmp_path):
+    """A block's key names everything its task reads: the same file read the
+    same way, the same keys; a file re-written in place, or other columns,
+    other keys."""
+    import os
+
+    import pandas as pd
+
+    path = tmp_path / "rows.parquet"
+    frame = pd.DataFrame({"a": [0.1, 0.2, 0.3, 0.4], "b": [1.0, 2.0, 3.0, 4.0],
+                          "y": [0, 1, 0, 1]})
+    frame.to_parquet(path)
+    X1, y1 = dmargin.read_parquet(path, label="y")
+    X2, _ = dmargin.read_parquet(path, label="y")
+    assert X1.name == X2.name and set(X1.dask) == set(X2.dask)
+    Xa, _ = dmargin.read_parquet(path, label="y", features=["a"])
+    assert not set(Xa.dask) & set(X1.dask)
+    stat = os.stat(path)
+    frame.assign(a=frame["a"] * 10).to_parquet(path)  # same size, new values
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    X3, _ = dmargin.read_parquet(path, label="y")
+    assert not set(X3.dask) & set(X1.dask)
+    new = frame.assign(a=frame["a"] * 10)[["a", "b"]].to_numpy()
+    np.testing.assert_array_equal(np.sort(X3.compute(), axis=None), np.sort(new, axis=None))
