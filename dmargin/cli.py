@@ -40,8 +40,13 @@ Nothing is lost, nothing hangs:
 - Outputs are written to a temporary file in the target directory and moved
   over the target with :func:`os.replace`, so an interrupted or failed write
   leaves the previous file intact.
-- A scheduler that does not answer (a ``tcp://`` address, or the address in
-  a scheduler file) ends the command within about 10 s.
+- A ``--scheduler`` where no Dask scheduler answers (the address given, or the
+  one in a scheduler file) ends the command within about 10 s: nothing
+  listening, a port that accepts connections but never answers (a dashboard,
+  a proxy), another service, a worker.  A ``tls://`` scheduler needs this
+  client's TLS settings in the dask config (``DASK_DISTRIBUTED__COMM__TLS__CA_FILE``,
+  ``DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT`` and ``..._CLIENT__KEY``, or a
+  dask config file); without them the command stops at once.
 """
 
 from __future__ import annotations
@@ -173,7 +178,9 @@ def _parser():
                           "classes: a third pass over the pairs; relieff has them always)")
     sel.add_argument("--scheduler", metavar="ADDRESS",
                      help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
-                          "gives up after 10 s without an answer")
+                          "gives up after 10 s without an answer. tls:// takes this client's "
+                          "certificates from the dask config (DASK_DISTRIBUTED__COMM__TLS__"
+                          "CA_FILE, ...__CLIENT__CERT, ...__CLIENT__KEY)")
     sel.add_argument("--top", type=int, default=None, metavar="K", help="keep the K best features")
     sel.add_argument("--out", type=Path, metavar="FILE",
                      help="write the ranking to FILE (.csv or .json; IMMIGRATE with .csv also "
@@ -495,18 +502,143 @@ def _read(path: str, label: str, use_dask: bool, features=None, exclude=(),
     return X, y, names
 
 
-def _client(address, given):
-    """A Client of the scheduler at ``address`` (``given`` is what the user typed)."""
-    if address is None:
-        return None
-    from distributed import Client
+# What a wrong --scheduler usually is instead of the scheduler's port.
+_ADDRESS_HINT = ("check that it is the scheduler's address (tcp://host:8786 by default), not "
+                 "the dashboard's (8787) nor another service's")
+# The dask settings a tls:// scheduler needs from this client (Security reads them).
+_TLS_HINT = ("give this client's TLS settings in the dask config: the environment variables "
+             "DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT "
+             "and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY, or distributed.comm.tls in a dask "
+             "config file (like deploy/tls/dask-tls.yaml)")
+
+
+def _security(address, where):
+    """The ``Security`` a Client of ``address`` uses, and its connection arguments.
+
+    Built here, and given to the Client, so that the probe and the Client agree; a
+    ``tls://`` address without this client's certificates would otherwise end in
+    distributed's TypeError.
+    """
+    import dask.config
+    from distributed.security import Security
+    from distributed.utils import import_term
 
     try:
-        return Client(address, timeout=_CONNECT_TIMEOUT)
-    except (OSError, TimeoutError, ValueError) as exc:
-        via = f" (from {given})" if given != address else ""
-        raise UserError(f"cannot reach the Dask scheduler at {address}{via}: {exc}. Start one "
-                        "with 'dask scheduler' or check the address.") from None
+        loader = dask.config.get("distributed.client.security-loader", None)
+        security = (import_term(loader)({"address": address}) if loader else None) or Security()
+        for what, path in (("CA file", security.tls_ca_file),
+                           ("client certificate", security.tls_client_cert),
+                           ("client key", security.tls_client_key)):
+            if path and "\n" not in path and not os.path.isfile(path):  # else PEM text
+                raise FileNotFoundError(f"the {what} {path} does not exist")
+        args = security.get_connection_args("client")
+    except (OSError, ValueError, ImportError) as exc:  # a missing or bad certificate file
+        raise UserError(f"cannot reach the Dask scheduler at {where}: its TLS settings are "
+                        f"not usable ({exc}); {_TLS_HINT}.") from None
+    if address.startswith(("tls://", "wss://")) and args["ssl_context"] is None:
+        raise UserError(f"cannot reach the Dask scheduler at {where}: a {address.split(':')[0]}"
+                        f":// scheduler needs this client's TLS settings (a CA file, a client "
+                        f"certificate and its key) and none are set; {_TLS_HINT}.")
+    return security, args
+
+
+def _ask_identity(address, connection_args, seconds):
+    """The reply of the server at ``address`` to ``identity``, within ``seconds``.
+
+    distributed bounds the TCP connect but not the handshake read after it, so a
+    port that accepts and never speaks (a dashboard, a proxy) hangs ``Client()``.
+    Here the exchange runs on its own event loop in a daemon thread, under
+    :func:`asyncio.wait_for`, and the thread is given up after the deadline (a
+    daemon thread does not keep the process alive).
+
+    Raises
+    ------
+    TimeoutError
+        Nothing answered in time.
+    Exception
+        Whatever the exchange raised: OSError when nothing listens or the peer
+        hangs up, and any other error for a reply that is not a Dask message (an
+        HTTP status line read as a frame length asks numpy for exabytes).
+    """
+    import asyncio
+    import threading
+
+    from distributed.comm import connect
+
+    async def ask():
+        comm = await connect(address, timeout=seconds, **connection_args)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    outcome = {}
+
+    def run():
+        try:
+            outcome["reply"] = asyncio.run(asyncio.wait_for(ask(), seconds))
+        except BaseException as exc:  # MemoryError included: handed to the main thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="dmargin-scheduler-probe", daemon=True)
+    thread.start()
+    thread.join(seconds + 2)  # the backstop, should the loop not end at its deadline
+    if thread.is_alive():
+        raise TimeoutError
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["reply"]
+
+
+def _client(address, given):
+    """A Client of the scheduler at ``address`` (``given`` is what the user typed).
+
+    A :class:`UserError` within about ``_CONNECT_TIMEOUT`` unless a Dask
+    scheduler answers there: nothing listening, a silent port, a service that
+    is not Dask, a worker, a ``tls://`` address without TLS settings.
+    """
+    if address is None:
+        return None
+    from dask.utils import parse_timedelta
+    from distributed import Client
+    from distributed.comm import parse_address
+    from distributed.comm.registry import get_backend
+
+    where = address + (f" (from {given})" if given != address else "")
+    try:
+        get_backend(parse_address(address)[0])
+    except ValueError as exc:  # http://... (the dashboard's link) or a typo
+        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}; "
+                        f"{_ADDRESS_HINT}.") from None
+    security, args = _security(address, where)
+    seconds = parse_timedelta(_CONNECT_TIMEOUT)
+    try:
+        reply = _ask_identity(address, args, seconds)
+    except TimeoutError:
+        raise UserError(f"cannot reach the Dask scheduler at {where}: no Dask scheduler "
+                        f"answered within {seconds:g} s; {_ADDRESS_HINT}.") from None
+    except OSError as exc:  # refused, unreachable, hung up (CommClosedError), TLS refused
+        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}. Start one with "
+                        f"'dask scheduler' or {_ADDRESS_HINT}.") from None
+    except RuntimeError as exc:  # e.g. tcp:// while the config requires encryption
+        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}.") from None
+    except Exception as exc:  # a reply that is not a Dask message: anything can break
+        raise UserError(f"cannot reach the Dask scheduler at {where}: what answered there "
+                        f"does not speak Dask's protocol ({type(exc).__name__}); "
+                        f"{_ADDRESS_HINT}.") from None
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if kind in ("Worker", "Nanny"):
+        raise UserError(f"{where} is a Dask {kind.lower()}, not the scheduler; pass the "
+                        "scheduler's address (the one the workers were given).")
+    if kind is None:
+        raise UserError(f"cannot reach the Dask scheduler at {where}: what answered there is "
+                        f"not a Dask scheduler; {_ADDRESS_HINT}.")
+    try:
+        return Client(address, timeout=_CONNECT_TIMEOUT, security=security)
+    except (OSError, TimeoutError, ValueError, RuntimeError) as exc:  # gone since the probe
+        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}. Start one with "
+                        "'dask scheduler' or check the address.") from None
 
 
 def _dashboard(client):

@@ -10,6 +10,7 @@ the per-role certificates, and the Kubernetes security contexts, network
 policies and TLS secrets.
 """
 
+import ast
 import asyncio
 import importlib.metadata
 import importlib.util
@@ -581,13 +582,27 @@ def test_operator_helm_values():
 # ---------------------------------------------------------------------------
 
 
-def _slurm_module():
-    pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is not installed: it renders "
-                        "the SLURM job script (pip install dask-jobqueue)")
+def _dashboard_on_every_interface(params):
+    """Whether a parsed ``dask scheduler`` / ``dask worker`` command line serves its
+    dashboard (no authentication) on all interfaces; a worker's default ``:0`` does."""
+    if not params.get("dashboard", True):
+        return False
+    host = str(params["dashboard_address"]).rsplit(":", 1)[0].strip("[]")
+    return host not in ("127.0.0.1", "localhost", "::1")
+
+
+def _cluster_py():
+    """deploy/slurm/cluster.py as a module (dask-jobqueue is imported only when used)."""
     spec = importlib.util.spec_from_file_location("slurm_cluster", DEPLOY / "slurm/cluster.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _slurm_module():
+    pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is not installed: it renders "
+                        "the SLURM job script (pip install dask-jobqueue)")
+    return _cluster_py()
 
 
 def test_slurm_job_script(monkeypatch):
@@ -604,6 +619,8 @@ def test_slurm_job_script(monkeypatch):
     worker_line = next(line for line in script.splitlines() if "dask_worker" in line)
     assert "--nthreads 1" in worker_line and "--memory-limit 8.00GiB" in worker_line
     assert "--local-directory $TMPDIR" in worker_line
+    args = worker_line.split("distributed.cli.dask_worker", 1)[1].split()
+    assert not _dashboard_on_every_interface(check_dask_cli(["dask", "worker", *args]))
 
 
 def test_slurm_job_script_tls(certs):
@@ -663,6 +680,8 @@ def test_slurm_sbatch_script(tmp_path, certs):
     assert sched["protocol"] == "tls" and sched["dashboard_address"] == "127.0.0.1:8787"
     worker = check_dask_cli(argv["worker"])
     assert worker["nthreads"] == 1 and worker["scheduler_file"] == str(sched_file)
+    assert not _dashboard_on_every_interface(worker)
+    assert not _dashboard_on_every_interface(sched)
     for role, params in (("scheduler", sched), ("worker", worker)):
         assert (params["tls_ca_file"], params["tls_cert"], params["tls_key"]) == (
             f"{certs}/{role}/ca.pem", f"{certs}/{role}/{role}.pem",
@@ -672,6 +691,152 @@ def test_slurm_sbatch_script(tmp_path, certs):
     insecure = run(DMARGIN_INSECURE="1")
     assert insecure.returncode == 0, insecure.stderr
     assert "--tls-cert" not in (tmp_path / "srun.worker").read_text()
+
+
+SBATCH = DEPLOY / "slurm/dmargin-cluster.sbatch"
+
+
+def _sbatch_python():
+    """The client script the sbatch job runs (its here-document)."""
+    return SBATCH.read_text().split("<<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
+
+
+def _wait_for_workers_calls(source):
+    """The ``wait_for_workers(...)`` calls of a Python source."""
+    return [node for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "wait_for_workers"]
+
+
+def test_slurm_waits_all_have_a_timeout():
+    """No start-up wait may idle to the walltime: every shell loop of the sbatch script
+    checks a deadline, every wait_for_workers is given a timeout."""
+    text = SBATCH.read_text().split("<<'PY'\n", 1)[0]
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    loops = re.findall(r"\b(?:while|until)\b.*?\bdone\b", code, re.DOTALL)
+    assert loops
+    for loop in loops:
+        assert "deadline" in loop and "START_TIMEOUT" in text, loop
+    for name, source in (("sbatch", _sbatch_python()),
+                         ("cluster.py", (DEPLOY / "slurm/cluster.py").read_text())):
+        calls = _wait_for_workers_calls(source)
+        assert calls, name
+        for call in calls:
+            assert "timeout" in {k.arg for k in call.keywords}, f"{name}: no timeout"
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("scheduler", ["never-writes-its-file", "exits-at-once"])
+def test_slurm_sbatch_gives_up_on_a_scheduler_that_does_not_start(tmp_path, scheduler):
+    """A scheduler that never writes its file: the job fails after DMARGIN_START_TIMEOUT,
+    names the step and the scheduler's log, and kills the scheduler step; one that exits
+    at once fails it at once (the hang guard is shorter than the timeout there)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    body = "exec sleep 60" if scheduler == "never-writes-its-file" else "exit 1"
+    (bin_dir / "srun").write_text(
+        "#!/usr/bin/env bash\n"
+        "while [[ $1 == --* ]]; do shift; done\n"
+        "printf '%s\\0' \"$@\" >> \"$SRUN_LOG.$2\"\n"
+        f"if [ \"$2\" = scheduler ]; then echo $$ > \"$SRUN_LOG.pid\"; {body}; fi\n")
+    (bin_dir / "python").write_text("#!/usr/bin/env bash\ntouch \"$SRUN_LOG.python\"\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    timeout = "2" if scheduler == "never-writes-its-file" else "300"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_NTASKS": "3",
+           "SLURM_SUBMIT_DIR": str(tmp_path), "SLURM_JOB_ID": "8",
+           "SRUN_LOG": str(tmp_path / "srun"), "DMARGIN_INSECURE": "1",
+           "DMARGIN_START_TIMEOUT": timeout}
+    run = subprocess.run(["bash", str(SBATCH), "/data", "label"], env=env, capture_output=True,
+                         text=True, timeout=30, cwd=tmp_path)
+    assert run.returncode != 0
+    sched_log = tmp_path / "scheduler-8.log"
+    assert "scheduler" in run.stderr and str(sched_log) in run.stderr, run.stderr
+    if scheduler == "never-writes-its-file":
+        assert "within 2 s (DMARGIN_START_TIMEOUT)" in run.stderr
+    else:
+        assert "exited" in run.stderr
+    assert not (tmp_path / "srun.worker").exists()  # no worker step, no fit
+    assert not (tmp_path / "srun.python").exists()
+    pid = int((tmp_path / "srun.pid").read_text())
+    for _ in range(50):  # the scheduler step is killed (a bounded wait for it to go)
+        if not _alive(pid):
+            break
+        time.sleep(0.1)
+    assert not _alive(pid)
+
+
+def test_slurm_sbatch_rejects_a_bad_start_timeout(tmp_path):
+    run = subprocess.run(["bash", str(SBATCH), "/data", "label"], capture_output=True, text=True,
+                         timeout=30, cwd=tmp_path,
+                         env={"PATH": "/usr/bin:/bin", "DMARGIN_INSECURE": "1",
+                              "SLURM_SUBMIT_DIR": str(tmp_path), "DMARGIN_START_TIMEOUT": "5m"})
+    assert run.returncode == 2 and "DMARGIN_START_TIMEOUT=5m" in run.stderr
+
+
+@pytest.fixture
+def scheduler_without_workers(tmp_path):
+    """A real scheduler on loopback that no worker joins, and its scheduler file."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster:
+        sched_file = tmp_path / "scheduler.json"
+        sched_file.write_text(f'{{"address": "{cluster.scheduler_address}"}}')
+        yield cluster, sched_file
+
+
+@pytest.mark.cluster
+def test_slurm_sbatch_client_gives_up_on_workers_that_do_not_come(tmp_path,
+                                                                   scheduler_without_workers):
+    """The sbatch job's client script, run for real against a scheduler that no worker
+    joins: it fails after the start timeout, saying how many came and where the logs are."""
+    _, sched_file = scheduler_without_workers
+    env = {k: v for k, v in os.environ.items() if k != "DMARGIN_CERTS"}
+    run = subprocess.run([sys.executable, "-", str(sched_file), "/data", "label", "2", "1",
+                          "sched.log", "workers.log"], input=_sbatch_python(), env=env,
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode != 0
+    assert "0 of 2 workers joined within 1 s (DMARGIN_START_TIMEOUT)" in run.stderr, run.stderr
+    assert "workers.log" in run.stderr and "sched.log" in run.stderr
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(60)  # the hang guard: without a timeout main would wait for ever
+def test_slurm_cluster_main_gives_up_on_jobs_that_do_not_start(monkeypatch, tmp_path):
+    """cluster.py's main with jobs that never start: SystemExit after DMARGIN_START_TIMEOUT
+    naming how many workers came, and the cluster (the jobs) closed on the way out."""
+    from distributed import LocalCluster
+
+    module = _cluster_py()
+    made = []
+
+    class Queued(LocalCluster):
+        """A cluster whose jobs stay in the queue."""
+
+        def scale(self, n=0, jobs=0, **kwargs):
+            pass
+
+    def make_cluster():
+        made.append(Queued(n_workers=0, processes=False, dashboard_address="127.0.0.1:0"))
+        return made[-1]
+
+    monkeypatch.setattr(module, "make_cluster", make_cluster)
+    monkeypatch.setenv("DMARGIN_START_TIMEOUT", "1")
+    with pytest.raises(SystemExit, match=r"0 of 2 workers joined within 1 s "
+                                         r"\(DMARGIN_START_TIMEOUT\)"):
+        module.main(str(tmp_path / "no-data"), "label", 2)
+    assert made[0].status.name == "closed"
+    monkeypatch.setenv("DMARGIN_START_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="DMARGIN_START_TIMEOUT=soon"):
+        module.main(str(tmp_path / "no-data"), "label", 2)
 
 
 # ---------------------------------------------------------------------------

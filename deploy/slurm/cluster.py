@@ -15,7 +15,11 @@ workers and this client each use their own from ``make-certs.sh``'s output
 ``ca-private/``, elsewhere).  Without certificates :func:`make_cluster` refuses
 unless given ``insecure=True`` (plain TCP: only on a network no one else uses).
 The dashboard listens on the login node's loopback only
-(``ssh -L 8787:127.0.0.1:8787 login-node``).
+(``ssh -L 8787:127.0.0.1:8787 login-node``); the workers serve none.
+
+:func:`main` waits ``DMARGIN_START_TIMEOUT`` seconds (300) for all the
+workers' jobs to start, then fails and cancels them, instead of holding the
+scheduler until the walltime while the jobs wait in the queue or fail.
 
 The data path must be on a filesystem the compute nodes mount.
 """
@@ -44,6 +48,9 @@ CLUSTER_KWARGS = dict(
     job_extra_directives=[],
     # The dashboard has no authentication: loopback of the login node only.
     scheduler_options={"dashboard_address": "127.0.0.1:8787"},
+    # A worker's dashboard would listen on every interface of its compute node, where on
+    # loopback no one could reach it; the scheduler's shows every worker anyway.
+    worker_extra_args=["--no-dashboard"],
     # interface="ib0",  # the fast network, if the nodes have one (workers and scheduler)
 )
 
@@ -83,14 +90,34 @@ def make_cluster(certs=None, insecure=False, **overrides):
     return SLURMCluster(**{**kwargs, **overrides})
 
 
+def start_timeout():
+    """Seconds the workers' jobs may take to start: ``$DMARGIN_START_TIMEOUT``, else 300."""
+    text = os.environ.get("DMARGIN_START_TIMEOUT", "300")
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"DMARGIN_START_TIMEOUT={text}: give a positive number of seconds")
+    return seconds
+
+
 def main(path, label, n_jobs):
+    """Fit IRelief on ``n_jobs`` one-worker jobs; exit with a message if they do not start."""
     from distributed import Client
 
     import dmargin
 
+    timeout = start_timeout()
     with make_cluster() as cluster, Client(cluster) as client:
         cluster.scale(jobs=n_jobs)
-        client.wait_for_workers(n_jobs)
+        try:
+            client.wait_for_workers(n_jobs, timeout=timeout)
+        except TimeoutError:  # leaving the with-block cancels the jobs
+            joined = len(client.scheduler_info(n_workers=-1)["workers"])
+            raise SystemExit(f"{joined} of {n_jobs} workers joined within {timeout:g} s "
+                             "(DMARGIN_START_TIMEOUT): see 'squeue --me' for jobs still "
+                             "queued and the jobs' slurm-*.out for failed ones") from None
         X, y = dmargin.read_parquet(path, label, missing_label="drop")
         est = dmargin.IRelief().fit(X, y)
         for j in est.feature_importances_.argsort()[::-1][:20]:
