@@ -12,7 +12,8 @@ Algorithm modules import what they use from here, never from the engine's
 submodules.
 """
 
-from . import _numba  # noqa: F401  (numba's cache locator, before any kernel)
+# Numba's cache locator for the engine's kernels, registered before any kernel compiles.
+from ._numba import EngineCacheLocator  # noqa: F401
 from . import merge
 from .binning import BinnedRows, bin_rows
 from .execution import (Anchors, Rows, map_row_blocks, new_row_blocks, prepare_rows,
