@@ -48,15 +48,20 @@ def blobs_regression():
     return _with_corner_rows(X, y, rng)
 
 
-@pytest.fixture(scope="session")
-def local_cluster():
-    """A LocalCluster of two worker processes (one thread each), shared by the session."""
+def start_local_cluster(n_workers):
+    """A LocalCluster of ``n_workers`` processes of one thread, no dashboard."""
     from distributed import LocalCluster
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                            dashboard_address=None)
+
+
+@pytest.fixture(scope="session")
+def local_cluster():
+    """A LocalCluster of two worker processes (one thread each), shared by the session."""
+    cluster = start_local_cluster(2)
     yield cluster
     cluster.close()
 

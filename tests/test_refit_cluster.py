@@ -10,7 +10,6 @@ a grid search -- and every fit must equal its own in-process reference.
 
 from __future__ import annotations
 
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import dask.array as da
@@ -21,6 +20,7 @@ import pytest
 
 import dmargin
 
+from .conftest import start_local_cluster
 from .test_modes import (ATOL, CASES, _key_name, assert_estimator_equal, assert_no_client,
                          assert_predictions_equal, assert_same, fitted_attributes, frames,
                          predictions)
@@ -110,12 +110,7 @@ def _as_dask(X, y, blocks=4):
 @pytest.fixture(scope="module")
 def one_worker():
     """A LocalCluster of one worker process with one thread."""
-    from distributed import LocalCluster
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+    cluster = start_local_cluster(1)
     yield cluster
     cluster.close()
 
