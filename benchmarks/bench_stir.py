@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
 DRAWS, DRAWS_QUICK = 100, 20
+_SPLITS = ("tune", "report")
 PERMUTATIONS = 99
 LEVEL = 0.05
 GAMETES = (harness.REPO.parent / "shared" / "data" / "gametes"
@@ -195,6 +196,78 @@ def power(k, permutations=0):
                                          if c not in ("P1", "P2")))}
 
 
+def _summary(p, any_discovery):
+    """What a cell's p-values say: the shares under 0.05 and 0.001, Kolmogorov-Smirnov
+    against the uniform law, the FDR at q = 0.05 with its 95 % interval."""
+    ks = stats.kstest(p, "uniform")
+    return {"pvalues": int(p.size),
+            "fraction_under_0.05": round(float(np.mean(p < LEVEL)), 4),
+            "fraction_under_0.001": round(float(np.mean(p < 0.001)), 5),
+            "ks_pvalue": float(ks.pvalue),
+            "fdr_at_q_0.05": round(float(np.mean(any_discovery)), 4),
+            "fdr_ci95": _wilson(int(np.sum(any_discovery)), len(any_discovery))}
+
+
+#: The p-values the battery checks: name -> ``make(cell, seed)``, an unfitted estimator.
+BATTERY_METHODS = {
+    "ReliefF STIR": lambda cell, seed: _battery_estimator("ReliefF", cell, seed),
+    "MultiSURF STIR": lambda cell, seed: _battery_estimator("MultiSURF", cell, seed),
+}
+
+
+def _battery_estimator(name, cell, seed):
+    import dmargin
+
+    anchors = None if cell.anchors is None else cell.anchors
+    if name == "ReliefF":
+        return dmargin.ReliefF(n_neighbors=cell.k, n_anchors=anchors, pvalues=True,
+                               random_state=seed)
+    return dmargin.MultiSURF(n_anchors=anchors, pvalues=True, random_state=seed)
+
+
+def _applies(method, cell):
+    if cell.minority is None:  # STIR is for two classes
+        return False
+    # MultiSURF has no k: its cells are the base's other axes.
+    return not (method.startswith("MultiSURF") and cell.k != 10)
+
+
+def battery(split, draws, only=None):
+    """Every cell of :func:`_nulls.cells` for every method of :data:`BATTERY_METHODS`."""
+    import _nulls
+
+    out = []
+    for cell in _nulls.cells():
+        if only and not any(o in cell.name for o in only):
+            continue
+        for method, make in BATTERY_METHODS.items():
+            if not _applies(method, cell):
+                continue
+            pvalues, any_discovery = [], []
+            for i in range(draws):
+                X, y = _nulls.draw(cell, split, i)
+                est = make(cell, i).fit(X, y)
+                pvalues.append(est.pvalues_)
+                any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
+            row = {"cell": cell.name, "method": method, "split": split, "draws": draws,
+                   **_summary(np.concatenate(pvalues), any_discovery)}
+            row["calibrated"] = bool(0.04 <= row["fraction_under_0.05"] <= 0.06
+                                     and row["fdr_at_q_0.05"] <= 0.06)
+            print(row, flush=True)
+            out.append(row)
+    return out
+
+
+def render_battery(rows):
+    return harness.markdown_table(
+        ["null cell", "p-values", "draws", "p < 0.05", "p < 0.001", "KS p-value",
+         "FDR at q = 0.05 (95 % interval)", "calibrated"],
+        [[r["cell"], r["method"], r["draws"], r["fraction_under_0.05"],
+          r["fraction_under_0.001"], f"{r['ks_pvalue']:.2g}",
+          f"{r['fdr_at_q_0.05']} ({r['fdr_ci95'][0]}-{r['fdr_ci95'][1]})",
+          "yes" if r["calibrated"] else "no"] for r in rows])
+
+
 def _ratio_cell(ratio):
     if not ratio:
         return "-"
@@ -231,8 +304,22 @@ def main(argv=None):
     parser.add_argument("--null-only", action="store_true",
                         help="only dmargin's STIR on the two uniform nulls, ReliefF at k = 10 and "
                              "MultiSURF (with --draws, to narrow the FDR's sampling error)")
+    parser.add_argument("--battery", choices=sorted(_SPLITS), default=None,
+                        help="the null battery (benchmarks/_nulls.py) on the seeds of this "
+                             "split: 'tune' while building a law, 'report' for what is quoted")
+    parser.add_argument("--cells", nargs="*", default=None, metavar="TEXT",
+                        help="with --battery: only the cells whose name holds one of these")
     args = harness.parse_args(parser, argv)
     draws = args.draws or (DRAWS_QUICK if args.quick else DRAWS)
+    if args.battery:
+        rows = battery(args.battery, draws, args.cells)
+        out = {"benchmark": "stir", "mode": "quick" if args.quick else "full",
+               "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
+               "revision": harness.git_revision(harness.REPO), "battery": rows}
+        out["markdown"] = render_battery(rows)
+        print(out["markdown"])
+        harness.write_variant("stir", out, variant=args.variant, quick=args.quick)
+        return 0
     if args.null_only:
         calib = [calibration(kind, k, draws) for k in (10, None)
                  for kind in ("uniform", "uniform, balanced")]
