@@ -100,6 +100,42 @@ def _papers_test():
          _surf.graph_from_sums) = saved
 
 
+#: The terms of dmargin's law that ``--ablate`` switches off, one at a time.
+TERMS = ("mutual-pairs", "shared-row-covariance", "skewness", "kurtosis")
+
+
+@contextlib.contextmanager
+def _ablated(terms):
+    """dmargin's law with ``terms`` switched off: a pair found from both rows counted
+    twice, no covariance of pairs sharing a row, no skewness (Student's t alone, or
+    Johnson's SU law of the kurtosis), no kurtosis (the Pearson III law of the skewness)."""
+    from dmargin import _stir, _surf
+    from dmargin.engine import merge
+
+    def no_mutual_pairs(exact, sampled, found):
+        pairs, graph = graph_from_sums(exact, sampled, found)
+        pairs[:, 1] = 0
+        return pairs, graph
+
+    graph_from_sums = _stir.graph_from_sums
+    saved = (merge.mutual_pairs, _surf.graph_from_sums, _stir.shared_row_variance,
+             _stir.skewness, _stir.kurtosis)
+    if "mutual-pairs" in terms:
+        merge.mutual_pairs = lambda codes: 0
+        _surf.graph_from_sums = no_mutual_pairs
+    if "shared-row-covariance" in terms:
+        _stir.shared_row_variance = lambda *args: 0.0
+    if "skewness" in terms:
+        _stir.skewness = lambda *args: 0.0
+    if "kurtosis" in terms:
+        _stir.kurtosis = lambda *args: None
+    try:
+        yield
+    finally:
+        (merge.mutual_pairs, _surf.graph_from_sums, _stir.shared_row_variance,
+         _stir.skewness, _stir.kurtosis) = saved
+
+
 def _wilson(successes, n, z=1.96):
     """95 % Wilson interval of a binomial proportion."""
     p = successes / n
@@ -232,10 +268,16 @@ def _applies(method, cell):
     return not (method.startswith("MultiSURF") and cell.k != 10)
 
 
-def battery(split, draws, only=None):
-    """Every cell of :func:`_nulls.cells` for every method of :data:`BATTERY_METHODS`."""
+def battery(split, draws, only=None, ablate=()):
+    """Every cell of :func:`_nulls.cells` for every method of :data:`BATTERY_METHODS`
+    (``ablate``: with those terms of the law switched off, :func:`_ablated`)."""
     import _nulls
 
+    with _ablated(ablate):
+        return _battery(_nulls, split, draws, only, ablate)
+
+
+def _battery(_nulls, split, draws, only, ablate):
     out = []
     for cell in _nulls.cells():
         if only and not any(o in cell.name for o in only):
@@ -250,6 +292,7 @@ def battery(split, draws, only=None):
                 pvalues.append(est.pvalues_)
                 any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
             row = {"cell": cell.name, "method": method, "split": split, "draws": draws,
+                   "terms_off": list(ablate),
                    **_summary(np.concatenate(pvalues), any_discovery)}
             row["calibrated"] = bool(0.04 <= row["fraction_under_0.05"] <= 0.06
                                      and row["fdr_at_q_0.05"] <= 0.06)
@@ -309,10 +352,12 @@ def main(argv=None):
                              "split: 'tune' while building a law, 'report' for what is quoted")
     parser.add_argument("--cells", nargs="*", default=None, metavar="TEXT",
                         help="with --battery: only the cells whose name holds one of these")
+    parser.add_argument("--ablate", nargs="*", choices=TERMS, default=(),
+                        help="with --battery: switch these terms of dmargin's law off")
     args = harness.parse_args(parser, argv)
     draws = args.draws or (DRAWS_QUICK if args.quick else DRAWS)
     if args.battery:
-        rows = battery(args.battery, draws, args.cells)
+        rows = battery(args.battery, draws, args.cells, tuple(args.ablate))
         out = {"benchmark": "stir", "mode": "quick" if args.quick else "full",
                "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
                "revision": harness.git_revision(harness.REPO), "battery": rows}
