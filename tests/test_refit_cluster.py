@@ -54,16 +54,13 @@ def _other_labels(y):
     return pd.Series(np.roll(y.to_numpy(), 7), name=y.name)
 
 
-def refit_chain(make, y):
+def refit_chain(make):
     """``[(params, labels)]``: the case's own fit, then one change at a time."""
-    est = make()
-    params = est.get_params(deep=True)
+    params = make().get_params(deep=True)
     chain = [({}, "y")]
     current = {}
     for name, value in CHANGES:
         for key in [k for k in params if k == name or k.endswith("__" + name)]:
-            if isinstance(params[key], (dmargin.TuRF,)):
-                continue
             current = {**current, key: value(current.get(key, params[key]))}
             chain.append((current, "y"))
             if name == "n_anchors":  # sampled anchors, then a second label vector
@@ -137,7 +134,7 @@ def test_refits_on_one_client_equal_their_own_reference(request, n_workers, make
     if kind == "array":
         X = X.to_numpy()
     labels = {"y": y.reset_index(drop=True), "y2": _other_labels(y)}
-    chain = refit_chain(make, y)
+    chain = refit_chain(make)
     # References in-process, before any client exists; a change the estimator
     # refuses on these data (p-values on three classes) leaves the chain.
     assert_no_client()
@@ -185,7 +182,8 @@ CONCURRENT = [
                  id="ReliefF-anchors"),
     pytest.param(lambda i: dmargin.IRelief(n_anchors=300, random_state=i, max_iter=3),
                  id="IRelief-anchors"),
-    pytest.param(lambda i: dmargin.MultiSURF(n_anchors=300, random_state=i), id="MultiSURF-anchors"),
+    pytest.param(lambda i: dmargin.MultiSURF(n_anchors=300, random_state=i),
+                 id="MultiSURF-anchors"),
     pytest.param(lambda i: dmargin.Immigrate(n_anchors=100, random_state=i, max_iter=2),
                  id="Immigrate-anchors"),
     pytest.param(lambda i: dmargin.ReliefF(n_neighbors=3 + 2 * i, pvalues=False),
@@ -199,7 +197,7 @@ CONCURRENT = [
 def test_four_fits_at_once_on_one_client(make, local_cluster):
     from distributed import Client
 
-    exact = "exact" in make.__name__ or getattr(make(0), "n_anchors", None) is None
+    exact = make(0).n_anchors is None
     X, y = _random_rows(2000 if exact else 8000, 10)
     assert_no_client()
     refs = [make(i).fit(X, y) for i in range(4)]
