@@ -41,7 +41,7 @@ class Cell:
     @property
     def name(self):
         balance = ("3 classes" if self.minority is None else
-                   f"1:{round((1 - self.minority) / self.minority):g}")
+                   f"1:{(1 - self.minority) / self.minority:.3g}")
         anchors = "" if self.anchors is None else f", anchors {self.anchors:g} N"
         return f"{self.shape}, {balance}, N = {self.n}, k = {self.k}{anchors}"
 
@@ -55,7 +55,7 @@ def cells():
     base = Cell()
     out = [base]
     out += [replace(base, shape=s) for s in SHAPES[1:]]
-    out += [replace(base, minority=m) for m in (0.25, 0.1)]
+    out += [replace(base, minority=m) for m in (0.45, 0.4, 0.25, 0.1)]
     out += [replace(base, n=n) for n in (100, 1000, 5000)]
     out += [replace(base, k=k) for k in (5, 50)]
     out += [replace(base, n=1000, k=100)]

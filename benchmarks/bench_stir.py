@@ -36,12 +36,24 @@ Usage::
 
     python benchmarks/bench_stir.py            # 100 null draws per setting
     python benchmarks/bench_stir.py --quick    # 20 draws
+    python benchmarks/bench_stir.py --battery report --draws 400 --variant battery-report
+    python benchmarks/bench_stir.py --power --variant power   # planted signal, GAMETES
+
+``--battery`` runs the null battery of ``benchmarks/_nulls.py`` (cells of
+feature shape, class balance, N, k and sampled anchors; ``tune`` and
+``report`` seeds kept apart) and records, for each cell and method, how many
+draws the fit declined (a warning: outside where STIR's law has been shown
+calibrated) and, over the others, the shares of p-values under 0.05 and
+0.001, the Kolmogorov-Smirnov p-value and the FDR at q = 0.05 with its
+interval.  ``--power`` plants 5 informative features among 50 (N = 300 and
+2,000) and reports each method's power and FDR at q = 0.05.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +61,8 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
+
+from dmargin import UncalibratedPValuesWarning  # noqa: E402
 
 DRAWS, DRAWS_QUICK = 100, 20
 _SPLITS = ("tune", "report")
@@ -151,15 +165,21 @@ def _estimator(k, permutations, random_state):
     if k is None:
         return dmargin.MultiSURF(pvalues=True, discrete_threshold=0)
     return dmargin.ReliefF(n_neighbors=k, n_permutations=permutations,
-                           random_state=random_state)
+                           pvalues=not permutations, random_state=random_state)
 
 
 def calibration(kind, k, draws, permutations=0, papers_n=False):
     pvalues, any_discovery, imbalance, mean_t = [], [], [], []
     scores, variances = [], []  # the model's variance against the scores' own over the draws
     with _papers_test() if papers_n else contextlib.nullcontext():
+        declined = 0
         for i, (X, y) in enumerate(_null_sets(kind, draws)):
-            est = _estimator(k, permutations, i).fit(X, y)
+            with warnings.catch_warnings(record=True):
+                warnings.simplefilter("always", UncalibratedPValuesWarning)
+                est = _estimator(k, permutations, i).fit(X, y)
+            if est.pvalues_ is None:  # binomial labels beyond 45:55: declined
+                declined += 1
+                continue
             if est.t_statistics_ is not None and not permutations:
                 with np.errstate(invalid="ignore", divide="ignore"):
                     scores.append(est.feature_importances_)
@@ -174,7 +194,7 @@ def calibration(kind, k, draws, permutations=0, papers_n=False):
         p = p - np.random.default_rng(1).random(p.size) / (permutations + 1)
     ks = stats.kstest(p, "uniform")
     return {"data": kind, "estimator": "ReliefF" if k is not None else "MultiSURF",
-            "n_neighbors": k, "draws": draws, "pvalues": int(p.size),
+            "n_neighbors": k, "draws": draws, "declined": declined, "pvalues": int(p.size),
             "method": (f"permutation (B = {permutations})" if permutations
                        else "STIR, the paper's test" if papers_n else "STIR"),
             "ks_statistic": round(float(ks.statistic), 4), "ks_pvalue": float(ks.pvalue),
@@ -221,8 +241,16 @@ def power(k, permutations=0):
 
     frame = pd.read_csv(GAMETES, sep="\t")
     X, y = frame.drop(columns="class"), frame["class"]
-    est = (dmargin.MultiSURF(pvalues=True) if k is None else
-           dmargin.ReliefF(n_neighbors=k, n_permutations=permutations, random_state=0)).fit(X, y)
+    est = (dmargin.MultiSURF(pvalues=not permutations, n_permutations=permutations,
+                             random_state=0) if k is None else
+           dmargin.ReliefF(n_neighbors=k, pvalues=not permutations,
+                           n_permutations=permutations, random_state=0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UncalibratedPValuesWarning)
+        est.fit(X, y)
+    if est.pvalues_ is None:  # outside STIR's calibrated domain
+        return {"estimator": type(est).__name__, "n_neighbors": k,
+                "n_permutations": permutations, "warned": str(caught[0].message)}
     order = list(X.columns[np.argsort(est.pvalues_, kind="stable")])
     return {"estimator": "ReliefF" if k is not None else "MultiSURF", "n_neighbors": k,
             "n_permutations": permutations,
@@ -230,6 +258,52 @@ def power(k, permutations=0):
             "qvalues": {s: float(est.qvalues_[list(X.columns).index(s)]) for s in ("P1", "P2")},
             "other_discoveries": int(sum(q < LEVEL for c, q in zip(X.columns, est.qvalues_)
                                          if c not in ("P1", "P2")))}
+
+
+#: The planted-signal benchmark: informative features among A = 50 normal ones,
+#: class 1 shifted by ``PLANTED_SHIFT`` standard deviations on each.
+PLANTED_INFORMATIVE, PLANTED_SHIFT = 5, 0.3
+
+
+def _planted(n, seed):
+    rng = np.random.default_rng([7, n, seed])
+    X = rng.standard_normal((n, 50))
+    y = rng.permutation(np.repeat([0, 1], n // 2))
+    X[:, :PLANTED_INFORMATIVE] += PLANTED_SHIFT * y[:, None]
+    return X, y
+
+
+def planted_power(n, method, draws, permutations=0):
+    """Power and FDR at q = 0.05: the share of the informative features found and of
+    the discoveries that are false, averaged over ``draws`` data sets."""
+    import dmargin
+
+    found, false_share, warned = [], [], 0
+    for i in range(draws):
+        X, y = _planted(n, i)
+        est = getattr(dmargin, method)(pvalues=not permutations, n_permutations=permutations,
+                                       random_state=i)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UncalibratedPValuesWarning)
+            est.fit(X, y)
+        if caught:
+            warned += 1
+            continue
+        hits = est.qvalues_ <= LEVEL
+        found.append(hits[:PLANTED_INFORMATIVE].mean())
+        false_share.append(hits[PLANTED_INFORMATIVE:].sum() / max(1, hits.sum()))
+    return {"n": n, "method": f"{method} " + (f"permutations (B = {permutations})"
+                                             if permutations else "STIR"),
+            "draws": draws, "warned": warned,
+            "power_at_q_0.05": round(float(np.mean(found)), 3),
+            "fdr_at_q_0.05": round(float(np.mean(false_share)), 3)}
+
+
+def render_power(rows):
+    return harness.markdown_table(
+        ["N", "p-values", "draws", "power at q = 0.05", "FDR at q = 0.05"],
+        [[r["n"], r["method"], r["draws"], r["power_at_q_0.05"], r["fdr_at_q_0.05"]]
+         for r in rows])
 
 
 def _summary(p, any_discovery):
@@ -268,16 +342,16 @@ def _applies(method, cell):
     return not (method.startswith("MultiSURF") and cell.k != 10)
 
 
-def battery(split, draws, only=None, ablate=()):
+def battery(split, draws, only=None, ablate=(), start=0):
     """Every cell of :func:`_nulls.cells` for every method of :data:`BATTERY_METHODS`
     (``ablate``: with those terms of the law switched off, :func:`_ablated`)."""
     import _nulls
 
     with _ablated(ablate):
-        return _battery(_nulls, split, draws, only, ablate)
+        return _battery(_nulls, split, draws, only, ablate, start)
 
 
-def _battery(_nulls, split, draws, only, ablate):
+def _battery(_nulls, split, draws, only, ablate, start=0):
     out = []
     for cell in _nulls.cells():
         if only and not any(o in cell.name for o in only):
@@ -285,30 +359,40 @@ def _battery(_nulls, split, draws, only, ablate):
         for method, make in BATTERY_METHODS.items():
             if not _applies(method, cell):
                 continue
-            pvalues, any_discovery = [], []
-            for i in range(draws):
+            pvalues, any_discovery, warned = [], [], 0
+            for i in range(start, start + draws):
                 X, y = _nulls.draw(cell, split, i)
-                est = make(cell, i).fit(X, y)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", UncalibratedPValuesWarning)
+                    est = make(cell, i).fit(X, y)
+                if any(issubclass(w.category, UncalibratedPValuesWarning) for w in caught):
+                    warned += 1  # no p-values: the fit said they are not vouched for
+                    continue
                 pvalues.append(est.pvalues_)
                 any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
             row = {"cell": cell.name, "method": method, "split": split, "draws": draws,
-                   "terms_off": list(ablate),
-                   **_summary(np.concatenate(pvalues), any_discovery)}
-            row["calibrated"] = bool(0.04 <= row["fraction_under_0.05"] <= 0.06
-                                     and row["fdr_at_q_0.05"] <= 0.06)
+                   "first_draw": start, "terms_off": list(ablate), "warned": warned}
+            if pvalues:
+                row.update(_summary(np.concatenate(pvalues), any_discovery))
+                row["calibrated"] = bool(0.04 <= row["fraction_under_0.05"] <= 0.06
+                                         and row["fdr_at_q_0.05"] <= 0.06)
             print(row, flush=True)
             out.append(row)
     return out
 
 
 def render_battery(rows):
+    def cells(r):
+        if "pvalues" not in r:
+            return ["-"] * 4 + ["warned on every draw"]
+        return [r["fraction_under_0.05"], r["fraction_under_0.001"], f"{r['ks_pvalue']:.2g}",
+                f"{r['fdr_at_q_0.05']} ({r['fdr_ci95'][0]}-{r['fdr_ci95'][1]})",
+                "yes" if r["calibrated"] else "no"]
+
     return harness.markdown_table(
-        ["null cell", "p-values", "draws", "p < 0.05", "p < 0.001", "KS p-value",
+        ["null cell", "p-values", "draws", "warned", "p < 0.05", "p < 0.001", "KS p-value",
          "FDR at q = 0.05 (95 % interval)", "calibrated"],
-        [[r["cell"], r["method"], r["draws"], r["fraction_under_0.05"],
-          r["fraction_under_0.001"], f"{r['ks_pvalue']:.2g}",
-          f"{r['fdr_at_q_0.05']} ({r['fdr_ci95'][0]}-{r['fdr_ci95'][1]})",
-          "yes" if r["calibrated"] else "no"] for r in rows])
+        [[r["cell"], r["method"], r["draws"], r.get("warned", 0), *cells(r)] for r in rows])
 
 
 def _ratio_cell(ratio):
@@ -328,16 +412,24 @@ def render(out):
         ["p-values", "estimator", "null data", "k", "draws", "KS statistic", "KS p-value",
          "p < 0.05 (nominal 0.05)", "p < 0.001 (nominal 0.001)",
          "FDR at q = 0.05 (95 % interval)", "score variance / STIR's (median, range)"], rows)
-    gam = "; ".join(f"{'STIR' if not g['n_permutations'] else 'permutation'}, "
-                    + (f"k = {g['n_neighbors']}" if g["n_neighbors"] is not None
-                       else "MultiSURF")
-                    + f": P1, P2 ranked {g['ranks']['P1']} and "
-                    f"{g['ranks']['P2']} by p-value (q = {g['qvalues']['P1']:.2g}, "
-                    f"{g['qvalues']['P2']:.2g}), {g['other_discoveries']} other discoveries"
-                    for g in out["power"])
     if not out["power"]:
         return table
-    return table + "\n\nGAMETES (1600 x 20, pure 2-way epistasis): " + gam + "."
+    return table + "\n\n" + render_gametes(out["power"])
+
+
+def render_gametes(power):
+    def one(g):
+        name = (f"{'STIR' if not g['n_permutations'] else 'permutations'}, "
+                + (f"ReliefF k = {g['n_neighbors']}" if g["n_neighbors"] is not None
+                   else "MultiSURF"))
+        if "warned" in g:
+            return f"{name}: no p-values (genotypes: outside STIR's calibrated domain)"
+        return (f"{name}: P1, P2 ranked {g['ranks']['P1']} and {g['ranks']['P2']} by p-value "
+                f"(q = {g['qvalues']['P1']:.2g}, {g['qvalues']['P2']:.2g}), "
+                f"{g['other_discoveries']} other discoveries")
+
+    return ("GAMETES (1600 x 20, pure 2-way epistasis): "
+            + "; ".join(one(g) for g in power) + ".")
 
 
 def main(argv=None):
@@ -352,12 +444,34 @@ def main(argv=None):
                              "split: 'tune' while building a law, 'report' for what is quoted")
     parser.add_argument("--cells", nargs="*", default=None, metavar="TEXT",
                         help="with --battery: only the cells whose name holds one of these")
+    parser.add_argument("--start", type=int, default=0, metavar="I",
+                        help="with --battery: the draws I, I + 1, ... of each cell (more draws "
+                             "of the same seeds' stream without repeating any)")
     parser.add_argument("--ablate", nargs="*", choices=TERMS, default=(),
                         help="with --battery: switch these terms of dmargin's law off")
+    parser.add_argument("--power", action="store_true",
+                        help="the planted-signal benchmark (5 informative features among 50, "
+                             "N = 300 and 2,000) and the GAMETES SNPs by permutation p-values")
     args = harness.parse_args(parser, argv)
     draws = args.draws or (DRAWS_QUICK if args.quick else DRAWS)
+    if args.power:
+        scale = 0.2 if args.quick else 1.0
+        rows = [planted_power(n, method, max(2, int(d * scale)), b)
+                for n, method, d, b in ((300, "ReliefF", 200, 0), (300, "MultiSURF", 200, 0),
+                                        (2000, "ReliefF", 100, 0), (2000, "MultiSURF", 100, 0),
+                                        (300, "ReliefF", 10, 999), (300, "MultiSURF", 10, 999))]
+        gametes = ([power(10, 999), power(None, 999)] if GAMETES.exists() else [])
+        out = {"benchmark": "stir", "mode": "quick" if args.quick else "full",
+               "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
+               "revision": harness.git_revision(harness.REPO), "planted": rows,
+               "power": gametes}
+        out["markdown"] = render_power(rows) + ("\n\n" + render_gametes(gametes)
+                                               if gametes else "")
+        print(out["markdown"])
+        harness.write_variant("stir", out, variant=args.variant, quick=args.quick)
+        return 0
     if args.battery:
-        rows = battery(args.battery, draws, args.cells, tuple(args.ablate))
+        rows = battery(args.battery, draws, args.cells, tuple(args.ablate), args.start)
         out = {"benchmark": "stir", "mode": "quick" if args.quick else "full",
                "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
                "revision": harness.git_revision(harness.REPO), "battery": rows}
@@ -372,7 +486,7 @@ def main(argv=None):
     else:
         calib = ([calibration(kind, k, draws, papers_n=papers_n)
                   for papers_n in (False, True)
-                  for kind in ("uniform", "uniform, balanced", "wdbc")
+                  for kind in ("uniform", "uniform, balanced")  # (wdbc: outside STIR's domain)
                   for k in (10, 50, None)]
                  + [calibration(kind, 10, draws, PERMUTATIONS) for kind in ("uniform", "wdbc")])
         gametes = ([power(k) for k in (10, 100, None)] + [power(10, 999)]

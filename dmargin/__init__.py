@@ -9,6 +9,7 @@ from ._parquet import iter_parquet, read_parquet
 from ._regression import RReliefF
 from ._relief import IRelief, Relief, ReliefF
 from ._simba import Simba
+from ._stir import UncalibratedPValuesWarning
 from ._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
 from ._turf import TuRF
 
@@ -16,5 +17,6 @@ __all__ = [
     "BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate",
     "IM4E", "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "MultiSURF", "MultiSURFstar",
     "OnlineIRelief", "RReliefF", "Relief", "ReliefF", "SURF", "SURFstar", "SVMRFE", "Simba", "TuRF",
+    "UncalibratedPValuesWarning",
     "FitCost", "fit_cost", "iter_parquet", "read_parquet"]
 __version__ = "0.1.0"

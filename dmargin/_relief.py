@@ -18,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
                     make_rng, miss_priors, start_fit, timer)
 from ._regression import fit_continuous_relieff, is_continuous, set_target
-from ._stir import sample_moments, stir
+from ._stir import sample_moments, sample_shape, stir, uncalibrated, warn_uncalibrated
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from .engine import feature_kinds, knn_statistic, lse_statistic, merge, permuted_rows
 from .engine.kernels.distance import MISSING
@@ -316,12 +316,16 @@ class ReliefF(WeightSelector):
         ``0``: ``pvalues_`` are STIR's, from the fit's one pass.  ``B > 0``:
         permutation p-values from B more passes with the labels permuted
         (dask rows are then persisted once instead of streamed).
-    pvalues : bool, default=True
-        Two classes: STIR's statistics and p-values with the weights.
-        ``False``: the weights alone, without STIR's sums, neighbour graph
-        and moments (N = 2,000, A = 50, one thread: 0.04 s instead of 0.11 s;
-        N = 8,000: 0.49 s instead of 0.60 s); ``n_permutations > 0`` still
-        gives permutation p-values.
+    pvalues : bool, default=False
+        ``True``: STIR's statistics and p-values with the weights, where
+        STIR's law has been shown calibrated (Notes): two classes, the smaller
+        holding at least 45 % of the rows, no missing value, every feature
+        continuous (more than 10 distinct values) with ``|skewness| <= 1``
+        and excess kurtosis ``<= 4``.  Elsewhere the fit warns
+        (:class:`dmargin.UncalibratedPValuesWarning`) and returns no
+        p-values: use ``n_permutations``.  ``False``: the weights alone,
+        without STIR's sums, neighbour graph and moments;
+        ``n_permutations > 0`` gives permutation p-values either way.
     n_features_to_select : int, float or None, default=None
     random_state : int, Generator or None, default=None
         Seeds the sample of anchors and the permutations.
@@ -398,8 +402,14 @@ class ReliefF(WeightSelector):
     3.6-6.3 %; the paper's test: 35 % of 100 draws).  With k near N / 6 the
     score is far from normal and the p-values are approximate, a little
     conservative (``benchmarks/README.md``, STIR).
-    ReliefF's weights lean toward the larger class when the classes are
-    unbalanced, which no reading of the t-statistic corrects.  Permutation
+    That calibration does not hold on all data: on heavy-tailed or skewed
+    features, few-valued ones (genotypes) and unbalanced classes the law
+    makes too many discoveries or far too few (the null battery of
+    ``benchmarks/_nulls.py``, README).  ReliefF's weights lean toward the
+    larger class when the classes are unbalanced (1:1.5: 6.3 % of null
+    p-values under 0.05), which no reading of the t-statistic corrects.  So
+    ``pvalues=True`` returns STIR's p-values only inside the domain where
+    they have been shown calibrated (``pvalues``) and otherwise warns.  Permutation
     p-values (``n_permutations``) are exact for exchangeable labels, at the
     price of B more passes; each permutation redraws the anchors of a
     sample, stratified by the permuted labels.
@@ -416,7 +426,7 @@ class ReliefF(WeightSelector):
     >>> X, y = make_classification(n_samples=200, n_features=6, random_state=0)
     >>> ReliefF(n_neighbors=5, n_features_to_select=2).fit(X, y).transform(X).shape
     (200, 2)
-    >>> est = ReliefF().fit(X, y)
+    >>> est = ReliefF(pvalues=True).fit(X, y)
     >>> bool(est.pvalues_[est.feature_importances_.argmax()] < 1e-6)
     True
     """
@@ -434,7 +444,7 @@ class ReliefF(WeightSelector):
     }
 
     def __init__(self, *, n_neighbors=10, discrete_threshold=0, scale="minmax", n_anchors=None,
-                 n_permutations=0, pvalues=True, n_features_to_select=None, random_state=None):
+                 n_permutations=0, pvalues=False, n_features_to_select=None, random_state=None):
         self.n_neighbors = n_neighbors
         self.discrete_threshold = discrete_threshold
         self.scale = scale
@@ -462,7 +472,16 @@ class ReliefF(WeightSelector):
         # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
         kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing)
         anchors = anchors_for(self, rows)
-        binary = len(data.classes) == 2 and self.pvalues  # STIR's extras or not
+        # STIR's p-values only where its law has been shown calibrated (else a warning)
+        reason = None
+        if self.pvalues and not self.n_permutations:
+            reason = uncalibrated("ReliefF", data.counts, missing=kinds.kind == MISSING)
+            if reason is None:
+                reason = uncalibrated("ReliefF", data.counts, shape=sample_shape(rows, anchors),
+                                      names=getattr(self, "feature_names_in_", None))
+            if reason is not None:
+                warn_uncalibrated(self, reason, rows.n_features)
+        binary = len(data.classes) == 2 and self.pvalues and reason is None  # STIR's extras
         priors = (miss_priors(data.counts), kinds.kind == MISSING)
         with fit_steps(self, "pass", 1 + self.n_permutations) as steps, timer("ReliefF"):
             if binary:  # STIR's sums and neighbour pairs come with the weights

@@ -88,14 +88,119 @@ def evenly_spaced(n, size):
 def sample_moments(rows, anchors, kinds):
     """:func:`pair_moments` of at most :data:`SAMPLE_ROWS` rows, evenly spaced
     among the sampled anchors (already on the driver) or, when every row is
-    an anchor, among the rows, where the rows are (only the ``(7, A)``
+    an anchor, among the rows, where the rows are (only the ``(11, A)``
     moments come back)."""
+    return _of_sample(rows, anchors, pair_moments, kinds.discrete, kinds.ramp)
+
+
+def _of_sample(rows, anchors, fn, *args):
     if anchors is not None:
         X = anchors.X
-        X = X[evenly_spaced(len(X), sample_size(len(X), X.shape[1]))]
-        return pair_moments(X, kinds.discrete, kinds.ramp)
+        return fn(np.asarray(X[evenly_spaced(len(X), sample_size(len(X), X.shape[1]))],
+                             dtype=np.float64), *args)
     index = evenly_spaced(rows.n_samples, sample_size(rows.n_samples, rows.n_features))
-    return summary_of_rows_at(rows, index, pair_moments, kinds.discrete, kinds.ramp)
+    return summary_of_rows_at(rows, index, fn, *args)
+
+
+# ---------------------------------------------------------------------------
+# Where the law has been shown calibrated
+# ---------------------------------------------------------------------------
+# The null battery (benchmarks/_nulls.py, bench_stir.py --battery) found the
+# law calibrated on continuous features of light or normal tails with nearly
+# balanced classes, and not on heavy tails (Student t3), skewed features
+# (exponential), few-valued ones (0/1/2 genotypes) or classes of 1:3 and
+# beyond.  A fit outside these bounds returns no p-values.  The feature
+# bounds hold every feature of the calibrated cells' moment samples (N = 100:
+# largest |skewness| 0.97, excess kurtosis 3.4 over 200 draws) and none of the
+# others' (|skewness| over 2.3 or a few values).
+
+#: The smaller of the two classes holds at least this share of the rows.  ReliefF's
+#: weights lean toward the larger class (1:1.5: 6.3 % of null p-values under 0.05,
+#: 1:1.22: 4.8 %); MultiSURF's do not at 1:1.5 (4.8 %) but do at 1:3.
+MIN_CLASS_SHARE = {"ReliefF": 0.45, "MultiSURF": 0.4}
+#: Bounds on each feature's skewness and excess kurtosis in the moment sample.
+MAX_SKEWNESS, MAX_KURTOSIS = 1.0, 4.0
+#: A feature with at most this many distinct values (skrebate's discrete threshold).
+FEW_VALUES = 10
+
+
+def feature_shape(X):
+    """``(3, A)``: each column's skewness, excess kurtosis and number of distinct
+    values, missing values left out (a column of one value: skewness and
+    kurtosis 0)."""
+    X = np.asarray(X, dtype=np.float64)
+    out = np.zeros((3, X.shape[1]))
+    for f in range(X.shape[1]):
+        x = X[:, f]
+        x = x[~np.isnan(x)]
+        out[2, f] = np.unique(x).size
+        if out[2, f] > 1:
+            z = x - x.mean()
+            var = np.mean(z * z)
+            out[0, f] = np.mean(z ** 3) / var ** 1.5
+            out[1, f] = np.mean(z ** 4) / var ** 2 - 3.0
+    return out
+
+
+def sample_shape(rows, anchors):
+    """:func:`feature_shape` of the rows :func:`sample_moments` takes."""
+    return _of_sample(rows, anchors, feature_shape)
+
+
+def uncalibrated(method, counts, missing=False, shape=None, names=None):
+    """Why STIR's law has not been shown calibrated on these data, or ``None``.
+
+    ``method``: "ReliefF" or "MultiSURF"; ``counts``: rows per class;
+    ``missing``: whether any value is missing; ``shape``: :func:`sample_shape`;
+    ``names``: the features' names.
+    """
+    counts = np.asarray(counts)
+    if counts.size != 2:
+        return f"{counts.size} classes (STIR compares hits and misses of two classes)"
+    share, least = counts.min() / counts.sum(), MIN_CLASS_SHARE[method]
+    if share < least:
+        return (f"classes of {int(counts.min())} and {int(counts.max())} rows (the smaller "
+                f"holds {share:.1%}; shown calibrated from {least:.0%})")
+    if missing:
+        return "missing values"
+    if shape is None:
+        return None
+
+    def feature(f):
+        return f"feature {names[f]!r} (column {f})" if names is not None else f"column {f}"
+
+    few = np.flatnonzero((shape[2] > 1) & (shape[2] <= FEW_VALUES))
+    if few.size:
+        return (f"{few.size} feature(s) with at most {FEW_VALUES} distinct values, e.g. "
+                f"{feature(few[0])} with {int(shape[2, few[0]])} (genotypes, counts: shown "
+                "calibrated on continuous features only)")
+    skew = np.flatnonzero(np.abs(shape[0]) > MAX_SKEWNESS)
+    if skew.size:
+        f = skew[np.abs(shape[0, skew]).argmax()]
+        return (f"{skew.size} skewed feature(s), e.g. {feature(f)} of skewness "
+                f"{shape[0, f]:.2f} (shown calibrated up to {MAX_SKEWNESS:g} in absolute value)")
+    tails = np.flatnonzero(shape[1] > MAX_KURTOSIS)
+    if tails.size:
+        f = tails[shape[1, tails].argmax()]
+        return (f"{tails.size} heavy-tailed feature(s), e.g. {feature(f)} of excess kurtosis "
+                f"{shape[1, f]:.1f} (shown calibrated up to {MAX_KURTOSIS:g})")
+    return None
+
+
+class UncalibratedPValuesWarning(UserWarning):
+    """A fit asked for STIR's p-values on data where they have not been shown calibrated."""
+
+
+def warn_uncalibrated(estimator, reason, n_features):
+    """Say why the fit returns no p-values, and what to use instead."""
+    name = type(estimator).__name__
+    need = math.ceil(n_features / 0.05)
+    warnings.warn(
+        f"{name}(pvalues=True) returns no p-values for these data: STIR's law has not been "
+        f"shown calibrated on {reason}. Use {name}(n_permutations=B) for permutation "
+        f"p-values, exact for any data (B + 1 >= {need}, n_features / 0.05, for a discovery "
+        "at q = 0.05 to be possible), or pvalues=False for the scores alone.",
+        UncalibratedPValuesWarning, stacklevel=3)
 
 
 def _tuples(n_rows, n_features):

@@ -21,15 +21,16 @@ import warnings
 import numpy as np
 from scipy.stats import false_discovery_control
 
-from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit, timer,
-                    user_stacklevel)
+from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, make_rng,
+                    start_fit, timer, user_stacklevel)
 from ._compat import is_dask_collection, persist_with_known_rows
 from ._io import prepare_training_data
 from ._regression import hit_bound, is_continuous, set_target, start_target_fit
-from ._stir import graph_from_sums, graph_sample, sample_moments, stir
+from ._stir import (graph_from_sums, graph_sample, sample_moments, sample_shape, stir,
+                    uncalibrated, warn_uncalibrated)
 from ._validation import (BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params,
                           check_X_y, integer_input)
-from .engine import feature_kinds, merge, surf_statistic
+from .engine import feature_kinds, merge, permuted_rows, surf_statistic
 from .engine.execution import Rows, rows_per_block
 from .engine.kernels.distance import MASKED, MISSING
 from .engine.statistics import FeatureKinds, compact_distinct, surf_compact_statistic
@@ -159,7 +160,12 @@ _PVALUES_PARAM = """
     pvalues : bool, default=False
         Two classes: STIR's p-values for the scores (``pvalues_``, Notes),
         from a third pass over the same pairs (about twice the fit's time)
-        and a sample of at most 1,000 rows for the graph's triangles."""
+        and a sample of at most 1,000 rows for the graph's triangles; only
+        where STIR's law has been shown calibrated (Notes), else a warning.
+    n_permutations : int, default=0
+        ``B > 0``: permutation p-values from B more passes with the labels
+        permuted, exact for exchangeable labels and any number of classes
+        (``B + 1 >= A / q`` for a discovery at level q to be possible)."""
 
 _PVALUES_ATTRS = """
     t_statistics_ : ndarray of shape (n_features,) or None
@@ -167,7 +173,8 @@ _PVALUES_ATTRS = """
         differences to the misses against those to the hits (Notes);
         ``None`` otherwise.
     pvalues_ : ndarray of shape (n_features,) or None
-        With ``pvalues=True``: one-sided p-values of ``t_statistics_``.
+        With ``pvalues=True``: one-sided p-values of ``t_statistics_``; with
+        ``n_permutations=B``: ``(1 + #{b : W_b >= W}) / (B + 1)``.
     qvalues_ : ndarray of shape (n_features,) or None
         ``pvalues_`` adjusted by Benjamini-Hochberg (false discovery rate)."""
 
@@ -192,11 +199,17 @@ _STIR_NOTES = """
     1,000 draws) 4.9 % of the p-values fall under 0.05 and 0.11 % under
     0.001, and 5.4 % of the draws make a discovery at q = 0.05 (random
     labels; 4.2 % with balanced ones; the paper's test: about 60 % of 100
-    draws).  With unbalanced classes and skewed, correlated features the
-    p-values are conservative (wdbc with permuted labels: 0.2 % under 0.05,
-    the scores' variance 0.18 of the model's): the model's variance for pairs
-    that share a row takes a row's value as independent of its place in the
-    graph, which such data are far from (``benchmarks/README.md``, STIR).
+    draws).  The law is not calibrated everywhere: on heavy-tailed or skewed
+    features, few-valued ones (genotypes) and classes of 1:3 it makes too many
+    discoveries or far too few (``benchmarks/_nulls.py``, README).  The fit
+    therefore returns STIR's p-values only where they have been shown
+    calibrated -- two classes, the smaller at least 40 % of the rows, every
+    feature with more than 10 distinct values, ``|skewness| <= 1`` and excess
+    kurtosis ``<= 4`` in the moment sample -- and elsewhere warns
+    (:class:`dmargin.UncalibratedPValuesWarning`) and returns none.
+    ``n_permutations=B`` gives exact permutation p-values on any data,
+    ``(1 + #{b : W_b >= W}) / (B + 1)`` over B more passes with the labels
+    permuted (and a sample of anchors redrawn for them).
 """
 
 
@@ -308,9 +321,19 @@ class _ThresholdSelector(WeightSelector):
             else:
                 data, rows, kinds = compact
         anchors = anchors_for(self, rows)
-        with_p = getattr(self, "pvalues", False)
-        if with_p:
+        permutations = getattr(self, "n_permutations", 0)
+        with_p = getattr(self, "pvalues", False) and not permutations
+        if with_p:  # STIR's p-values where its law has been shown calibrated, else a warning
             _check_stir(self, target, rows.n_classes, kinds)
+            reason = uncalibrated("MultiSURF", data.counts, shape=sample_shape(rows, anchors),
+                                  names=getattr(self, "feature_names_in_", None))
+            if reason is not None:
+                warn_uncalibrated(self, reason, rows.n_features)
+                with_p = False
+        if permutations and target is not None:
+            raise ValueError(f"{type(self).__name__}(n_permutations={permutations}) permutes "
+                             "class labels; y is a continuous target. Fit with "
+                             "n_permutations=0.")
         # (Compact rows count mismatches on bit planes: a feature costs 1/8 or less.)
         sample = graph_sample(rows.n_samples, rows.n_features,
                               None if anchors is None else anchors.index,
@@ -323,18 +346,32 @@ class _ThresholdSelector(WeightSelector):
         name = type(self).__name__
         missing = kinds.kind == MISSING
         far = self._far_rule != merge.FAR_NONE
-        with fit_steps(self, "pass", 1) as steps, timer(name):
+
+        def scores(rows, anchors, agg, sample, with_p):
             if compact is not None and not rows.on_dask:
                 # 0/1 differences are their own squares (no squares summed)
                 args = (self._far_rule, False, False) if with_p else (self._far_rule, False)
-                out = surf_compact_statistic(rows.X, rows.codes, rows.n_classes,
-                                             self._thresholds, agg, args, far=far,
-                                             anchors=anchors, graph_sample=sample)
-            else:
-                out = surf_statistic(rows, self._thresholds, agg, (self._far_rule, missing),
-                                     far=far, kinds=kinds, anchors=anchors, target=target,
-                                     bound=bound or 0.0, graph_sample=sample)
+                return surf_compact_statistic(rows.X, rows.codes, rows.n_classes,
+                                              self._thresholds, agg, args, far=far,
+                                              anchors=anchors, graph_sample=sample)
+            return surf_statistic(rows, self._thresholds, agg, (self._far_rule, missing),
+                                  far=far, kinds=kinds, anchors=anchors, target=target,
+                                  bound=bound or 0.0, graph_sample=sample)
+
+        with fit_steps(self, "pass", 1 + permutations) as steps, timer(name):
+            out = scores(rows, anchors, agg, sample, with_p)
             steps.step()
+            if permutations:  # the same pass with the labels permuted (and anchors redrawn)
+                m = rows.n_samples if anchors is None else anchors.n_samples
+                weights = np.asarray(out, dtype=np.float64) / m
+                reached = np.zeros(weights.size)
+                rng = make_rng(self.random_state).spawn(1)[0]  # not the anchors' stream
+                for _ in range(permutations):
+                    permuted = permuted_rows(rows, data.counts, rng)
+                    reached += np.asarray(scores(permuted, anchors_for(self, permuted),
+                                                 merge.surf_agg, None, False),
+                                          dtype=np.float64) / m >= weights
+                    steps.step()
 
         # Final attributes
         m = rows.n_samples if anchors is None else anchors.n_samples
@@ -354,6 +391,9 @@ class _ThresholdSelector(WeightSelector):
             out = total[0]
         elif hasattr(self, "pvalues"):
             self.t_statistics_ = self.pvalues_ = self.qvalues_ = None
+            if permutations:
+                self.pvalues_ = (1.0 + reached) / (1.0 + permutations)
+                self.qvalues_ = false_discovery_control(self.pvalues_, method="bh")
         self.feature_importances_ = np.asarray(out, dtype=np.float64) / m
         return self
 
@@ -367,14 +407,14 @@ def _check_stir(estimator, target, n_classes, kinds):
     if n_classes != 2:
         raise ValueError(f"{name}(pvalues=True) tests hits against misses of two classes "
                          f"(STIR, case-control data); y has {n_classes} classes. Fit with "
-                         "pvalues=False, or use ReliefF(n_permutations=B) for permutation "
+                         f"pvalues=False, or use {name}(n_permutations=B) for permutation "
                          "p-values with any number of classes.")
     if kinds.kind == MISSING:
         bad = np.flatnonzero(kinds.missing)
         raise ValueError(f"{name}(pvalues=True) does not take missing values (feature "
                          f"{int(bad[0])} has {int(kinds.missing[bad[0]])}); impute them first "
-                         "(e.g. sklearn.impute.SimpleImputer), or use ReliefF, whose STIR "
-                         "p-values do.")
+                         f"(e.g. sklearn.impute.SimpleImputer), or use {name}(n_permutations=B) "
+                         "for permutation p-values.")
 
 
 class SURF(_ThresholdSelector):
@@ -469,19 +509,21 @@ class MultiSURF(_ThresholdSelector):
     >>> est = MultiSURF(n_features_to_select=3).fit(X, y)
     >>> int(est.get_support().sum())
     3
-    >>> est = MultiSURF(pvalues=True).fit(X, y)
-    >>> bool(est.qvalues_[est.feature_importances_.argmax()] < 0.05)
-    True
+    >>> est = MultiSURF(n_permutations=19, random_state=0).fit(X, y)
+    >>> float(est.pvalues_[est.feature_importances_.argmax()])  # 1 / (19 + 1)
+    0.05
     """
     _thresholds = staticmethod(merge.multisurf_thresholds)
-    _parameter_constraints = {**_ThresholdSelector._parameter_constraints, "pvalues": [BOOLEAN]}
+    _parameter_constraints = {**_ThresholdSelector._parameter_constraints, "pvalues": [BOOLEAN],
+                              "n_permutations": [Interval(numbers.Integral, 0, None)]}
 
     def __init__(self, *, discrete_threshold=10, scale="minmax", n_anchors=None, pvalues=False,
-                 n_features_to_select=None, random_state=None):
+                 n_permutations=0, n_features_to_select=None, random_state=None):
         super().__init__(discrete_threshold=discrete_threshold, scale=scale,
                          n_anchors=n_anchors, n_features_to_select=n_features_to_select,
                          random_state=random_state)
         self.pvalues = pvalues
+        self.n_permutations = n_permutations
 
 
 class MultiSURFstar(_ThresholdSelector):

@@ -94,7 +94,8 @@ _SLOW_SECONDS = 60.0
 _ADVICE_ANCHORS = {"IRelief": 1000, "ReliefF": 1000, "RReliefF": 1000, "Immigrate": 500}
 # Estimator parameters settable from the command line: option -> parameter.
 _TUNING = {"--sigma": "sigma", "--max-iter": "max_iter", "--n-neighbors": "n_neighbors",
-           "--anchors": "n_anchors", "--pvalues": "pvalues"}
+           "--anchors": "n_anchors", "--pvalues": "pvalues",
+           "--permutations": "n_permutations"}
 # Text files by suffix (before an optional compression suffix, which pandas infers):
 # their separator; None: sniffed by pandas.  Anything else is read as Parquet.
 _TEXT = {".csv": ",", ".tsv": "\t", ".txt": None}
@@ -174,8 +175,14 @@ def _parser():
                           "instead of every row: O(M N) instead of O(N^2) (relieff, irelief, "
                           "immigrate)")
     sel.add_argument("--pvalues", action="store_const", const=True, default=None,
-                     help="STIR's p-values and q-values in the ranking (multisurf, two "
-                          "classes: a third pass over the pairs; relieff has them always)")
+                     help="STIR's p-values and q-values in the ranking (relieff, multisurf; "
+                          "two classes), where STIR has been shown calibrated; elsewhere a "
+                          "warning says why and names --permutations")
+    sel.add_argument("--permutations", type=int, default=None, metavar="B",
+                     dest="n_permutations",
+                     help="permutation p-values and q-values from B more passes with the "
+                          "labels permuted, exact on any data; B + 1 >= features / 0.05 "
+                          "for a discovery at q = 0.05 to be possible (relieff, multisurf)")
     sel.add_argument("--scheduler", metavar="ADDRESS",
                      help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
                           "gives up after 10 s without an answer. tls:// takes this client's "

@@ -1,10 +1,33 @@
-"""Shared fixtures: small datasets with corner rows, and execution modes."""
+"""Shared fixtures: small datasets with corner rows, and execution modes.
 
+The suite needs only the repository: a test that opens a file beside it (a
+``../shared`` folder, another checkout) fails at that ``open``, so a test can
+never pass only where such a folder happens to sit.
+"""
+
+import os
+import sys
 import warnings
+from pathlib import Path
 
 import dask
 import numpy as np
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+_BESIDE, _INSIDE = str(REPO.parent) + os.sep, str(REPO) + os.sep
+
+
+def _no_reads_beside_the_repository(event, args):
+    if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    path = os.path.abspath(os.fsdecode(args[0]))
+    if path.startswith(_BESIDE) and not path.startswith(_INSIDE):
+        raise PermissionError(f"a test opened {path}, outside the repository; tests use "
+                              "only what the repository holds (real data: tests/data/)")
+
+
+sys.addaudithook(_no_reads_beside_the_repository)
 
 
 def _with_corner_rows(X, y, rng):
@@ -80,3 +103,13 @@ def threaded():
     """The threaded dask scheduler."""
     with dask.config.set(scheduler="threads"):
         yield
+
+
+@pytest.fixture
+def stir_everywhere(monkeypatch):
+    """STIR's p-values on any two-class data: the fit's check of where the law has
+    been shown calibrated switched off, for tests of the law's arithmetic."""
+    from dmargin import _relief, _surf
+
+    for module in (_relief, _surf):
+        monkeypatch.setattr(module, "uncalibrated", lambda *args, **kwargs: None)

@@ -531,6 +531,8 @@ def test_missing_label_keep_ends_in_the_estimators_error(null_labels, capsys):
     ("relieff", ["--n-neighbors", "4"], "n_neighbors", 4),
     ("ldm-rfe", ["--max-iter", "50"], "max_iter", 50),
     ("multisurf", ["--pvalues"], "pvalues", True),
+    ("relieff", ["--pvalues"], "pvalues", True),
+    ("relieff", ["--permutations", "9"], "n_permutations", 9),
 ])
 def test_tuning_options_reach_the_estimator(csv_file, tmp_path, monkeypatch, method, args,
                                             param, value):
@@ -554,7 +556,8 @@ def test_tuning_options_reach_the_estimator(csv_file, tmp_path, monkeypatch, met
     ("relieff", ["--max-iter", "5"], "--max-iter does not apply to --method relieff"),
     ("irelief", ["--sigma", "-1"], "--sigma -1.0 is not valid"),
     ("surf", ["--pvalues"], "--pvalues does not apply to --method surf; it is a parameter "
-                            "of --method multisurf"),
+                            "of --method multisurf, relieff"),
+    ("irelief", ["--permutations", "9"], "--permutations does not apply to --method irelief"),
 ])
 def test_tuning_options_checked_before_the_data_is_read(csv_file, capsys, no_fit, method,
                                                         args, message):
@@ -672,12 +675,20 @@ def test_spark_output_directory(frame, tmp_path, capsys):
     assert sorted(pd.read_csv(out)["feature"]) == ["a", "b", "d", "e", "signal"]
 
 
-def test_relieff_ranking_has_pvalues_and_the_surf_family_runs(csv_file, tmp_path):
+def test_relieff_ranking_has_pvalues_and_the_surf_family_runs(csv_file, tmp_path, capsys):
     out = tmp_path / "rank.csv"
     assert main(["select", str(csv_file), "--label", "status", "--method", "relieff",
                  "--out", str(out), "-q"]) == 0
+    assert "pvalue" not in pd.read_csv(out)  # on request only
+    # 53 cases against 67 controls: outside where ReliefF's STIR law is vouched for.
+    assert main(["select", str(csv_file), "--label", "status", "--method", "relieff",
+                 "--pvalues", "--out", str(out), "-q", "--force"]) == 0
+    assert "pvalue" not in pd.read_csv(out)
+    assert "UncalibratedPValuesWarning" in capsys.readouterr().err
+    assert main(["select", str(csv_file), "--label", "status", "--method", "relieff",
+                 "--permutations", "99", "--out", str(out), "-q", "--force"]) == 0
     table = pd.read_csv(out)
-    assert table["feature"].iloc[0] == "signal" and table["pvalue"].iloc[0] < 0.01
+    assert table["feature"].iloc[0] == "signal" and table["pvalue"].iloc[0] == 0.01
     assert (table["qvalue"] >= table["pvalue"]).all()
     for method in ("surf", "multisurf"):
         assert main(["select", str(csv_file), "--label", "status", "--method", method,
@@ -688,3 +699,7 @@ def test_relieff_ranking_has_pvalues_and_the_surf_family_runs(csv_file, tmp_path
                  "--pvalues", "--out", str(out), "-q", "--force"]) == 0
     table = pd.read_csv(out)
     assert table["feature"].iloc[0] == "signal" and table["qvalue"].iloc[0] < 0.05
+    assert main(["select", str(csv_file), "--label", "status", "--method", "multisurf",
+                 "--permutations", "199", "--out", str(out), "-q", "--force"]) == 0
+    table = pd.read_csv(out)
+    assert table["feature"].iloc[0] == "signal" and table["pvalue"].iloc[0] == 1 / 200

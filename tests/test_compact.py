@@ -35,7 +35,7 @@ from dmargin.engine.kernels.distance import pack_planes
 from tests import reference_surf as ref
 
 VARIANTS = ["SURF", "SURFstar", "MultiSURF", "MultiSURFstar"]
-GAMETES = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "gametes") + "/"
+GAMETES = str(Path(__file__).resolve().parent / "data" / "gametes") + "/"
 ATOL = 1e-12
 
 
@@ -280,7 +280,7 @@ def _row_dtypes(monkeypatch):
     return seen
 
 
-def test_float32_rows_scaled_in_float64_and_rounded_once(monkeypatch):
+def test_float32_rows_scaled_in_float64_and_rounded_once(monkeypatch, stir_everywhere):
     X, y = _continuous(seed=14)
     seen = _row_dtypes(monkeypatch)
     single = dmargin.MultiSURF(pvalues=True).fit(X, y)
@@ -292,7 +292,7 @@ def test_float32_rows_scaled_in_float64_and_rounded_once(monkeypatch):
     np.testing.assert_allclose(single.pvalues_, double.pvalues_, rtol=1e-4)
 
 
-def test_float32_dask_rows_stay_float32(monkeypatch):
+def test_float32_dask_rows_stay_float32(monkeypatch, stir_everywhere):
     X, y = _continuous(seed=15)
     seen = _row_dtypes(monkeypatch)
     remote = dmargin.MultiSURF(pvalues=True, discrete_threshold=0).fit(

@@ -70,3 +70,15 @@ def test_algorithm_modules_hold_no_kernels_and_no_gathers(name):
     calls = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
              and isinstance(node.func, ast.Attribute) and node.func.attr in ("compute", "persist")]
     assert not calls, f"{name} computes dask collections itself (lines {calls}): use _compat.gather"
+
+
+def test_no_test_reads_beside_the_repository(tmp_path):
+    # conftest's audit hook: a file beside the clone cannot be opened, existing or not.
+    from tests.conftest import REPO
+
+    with pytest.raises(PermissionError, match="outside the repository"):
+        open(REPO.parent / "shared" / "data" / "README.md")
+    (tmp_path / "ok.txt").write_text("fine")  # elsewhere: as usual
+    assert (tmp_path / "ok.txt").read_text() == "fine"
+    for path in (REPO / "tests").glob("*.py"):
+        assert "parents[" + "2]" not in path.read_text(), path.name  # the folder above

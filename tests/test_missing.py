@@ -37,7 +37,7 @@ import dmargin
 skrebate = pytest.importorskip("skrebate")
 import skrebate.relieff as skrebate_relieff  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 GAMETES = DATA / "gametes"
 MISSING_FILE = ("GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01"
                 ".tsv.gz")

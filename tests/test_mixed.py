@@ -22,7 +22,7 @@ import dmargin
 
 from tests.test_missing import ATOL, skrebate_scores
 
-MIXED_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "gametes" / (
+MIXED_FILE = Path(__file__).resolve().parent / "data" / "gametes" / (
     "GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz")
 
 

@@ -864,3 +864,17 @@ def test_online_irelief_far_apart_points(dmargin, far_apart_data, multiclass):
         multiclass=multiclass,
         scale=None,
     )
+
+
+@pytest.mark.parametrize("module", ["reference.py", "reference_immigrate.py",
+                                    "reference_stir.py"])
+def test_references_import_nothing_from_dmargin(module):
+    # The oracles must not share the library's code: no import of dmargin at all.
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).parent / module).read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not [name for name in imported if name.split(".")[0] in ("dmargin", "tests")]

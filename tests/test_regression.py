@@ -27,7 +27,7 @@ from dmargin import ReliefF, RReliefF
 from dmargin._regression import continuous_relieff_sum, hit_counts, start_target_fit
 from tests import reference_regression as ref
 
-GAMETES = (Path(__file__).resolve().parents[2] / "shared" / "data" / "gametes"
+GAMETES = (Path(__file__).resolve().parent / "data" / "gametes"
            / "GAMETES_Epistasis_2-Way_continuous_endpoint_a_20s_1600her_0.4__maf_0.2_EDM-2_01"
              ".tsv.gz")
 TOL = 1e-10

@@ -18,7 +18,7 @@ from scipy import stats
 
 import dmargin
 from tests import reference as ref
-from tests.test_stir import GAMETES, assert_equals_reference, stir_reference
+from tests.test_stir import _gametes, assert_equals_reference, stir_reference
 
 
 def _multisurf_find(X, members, i):
@@ -72,7 +72,7 @@ def test_multisurf_stir_is_the_same_on_dask(data, threaded, n_anchors):
 
 
 @pytest.mark.parametrize("n_anchors", [None, 50])
-def test_multisurf_stir_on_compact_genotypes_equals_the_float_path(n_anchors):
+def test_multisurf_stir_on_compact_genotypes_equals_the_float_path(n_anchors, stir_everywhere):
     rng = np.random.default_rng(3)
     G = rng.integers(0, 3, (160, 40)).astype(np.uint8)
     y = rng.integers(0, 2, 160)
@@ -171,19 +171,59 @@ def test_multisurf_stir_pvalues_are_calibrated_on_null_data():
 
 
 def test_gametes_predictive_snps_get_the_smallest_multisurf_pvalues():
-    if not GAMETES.exists():
-        pytest.skip("the shared GAMETES data are not beside the repository")
-    frame = pd.read_csv(GAMETES, sep="\t")
-    X, y = frame.drop(columns="class"), frame["class"]
-    est = dmargin.MultiSURF(pvalues=True).fit(X, y)
+    # Genotypes are outside STIR's calibrated domain: a warning, and permutation
+    # p-values on the compact path (B = 299: smallest p 1 / 300, q 0.033).
+    X, y = _gametes()
+    with pytest.warns(dmargin.UncalibratedPValuesWarning, match="distinct values"):
+        assert dmargin.MultiSURF(pvalues=True).fit(X, y).pvalues_ is None
+    est = dmargin.MultiSURF(n_permutations=299, random_state=0).fit(X, y)
     assert est.compact_dtype_ == np.uint8  # genotypes 0/1/2: the compact path
+    assert set(X.columns[np.argsort(est.pvalues_, kind="stable")[:2]]) == {"P1", "P2"}
+    assert np.all(est.qvalues_[X.columns.isin(["P1", "P2"])] < 0.05)
+    assert np.all(est.qvalues_[~X.columns.isin(["P1", "P2"])] > 0.05)
+
+
+def test_gametes_predictive_snps_get_the_smallest_multisurf_stir_pvalues(stir_everywhere):
+    X, y = _gametes()
+    est = dmargin.MultiSURF(pvalues=True).fit(X, y)
     assert set(X.columns[np.argsort(est.pvalues_)[:2]]) == {"P1", "P2"}
     assert np.all(est.qvalues_[X.columns.isin(["P1", "P2"])] < 0.05)
 
 
+@pytest.mark.parametrize("n_anchors", [None, 40])
+def test_multisurf_permutation_pvalues_equal_refits_on_the_permuted_labels(n_anchors):
+    # (1 + #{W_b >= W}) / (B + 1), W_b a MultiSURF fit on the library's permuted
+    # labels (and, with a sample, the anchors drawn for them); any number of classes.
+    from dmargin.engine import permute
+
+    rng = np.random.default_rng(6)
+    X = rng.random((90, 5))
+    y = np.repeat([0, 1, 2], 30)
+    X[:, 1] += 0.4 * y
+    est = dmargin.MultiSURF(n_permutations=9, n_anchors=n_anchors, random_state=5).fit(X, y)
+    w = dmargin.MultiSURF(n_anchors=n_anchors, random_state=5).fit(X, y).feature_importances_
+    np.testing.assert_array_equal(est.feature_importances_, w)
+    stream = np.random.default_rng(5).spawn(1)[0]
+    reached = np.zeros(5)
+    for _ in range(9):
+        permuted, _ = permute.permuted_codes(y, np.bincount(y), stream)
+        refit = dmargin.MultiSURF(n_anchors=n_anchors, random_state=5).fit(X, permuted)
+        reached += refit.feature_importances_ >= w
+    np.testing.assert_array_equal(est.pvalues_, (1 + reached) / 10)
+    assert est.pvalues_[1] == 0.1 and est.t_statistics_ is None
+
+
+def test_multisurf_permutation_pvalues_are_the_same_on_dask(data, threaded):
+    X, y = data
+    local = dmargin.MultiSURF(n_permutations=9, random_state=1).fit(X, y)
+    remote = dmargin.MultiSURF(n_permutations=9, random_state=1).fit(
+        da.from_array(X, chunks=40), y)
+    np.testing.assert_array_equal(remote.pvalues_, local.pvalues_)
+
+
 def test_multisurf_pvalues_need_two_classes_and_no_missing_value(data):
     X, y = data
-    with pytest.raises(ValueError, match="y has 3 classes.*pvalues=False"):
+    with pytest.raises(ValueError, match="y has 3 classes.*MultiSURF\\(n_permutations=B\\)"):
         dmargin.MultiSURF(pvalues=True).fit(X, np.arange(130) % 3)
     with pytest.raises(ValueError, match="continuous target.*pvalues=False"):
         dmargin.MultiSURF(pvalues=True).fit(X, X[:, 0] + 0.5)

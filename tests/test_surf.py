@@ -29,7 +29,7 @@ from tests import reference_surf as ref
 skrebate = pytest.importorskip("skrebate")
 
 VARIANTS = ["SURF", "SURFstar", "MultiSURF", "MultiSURFstar"]
-GAMETES = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "gametes") + "/"
+GAMETES = str(Path(__file__).resolve().parent / "data" / "gametes") + "/"
 ATOL = 1e-10
 
 

@@ -34,7 +34,7 @@ from tests.test_missing import skrebate_scores as skrebate_scores_missing
 skrebate = pytest.importorskip("skrebate")
 
 VARIANTS = ["SURF", "SURFstar", "MultiSURF", "MultiSURFstar"]
-GAMETES = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "gametes"
+GAMETES = str(Path(__file__).resolve().parent / "data" / "gametes"
               / "GAMETES_Epistasis_2-Way_")
 CONTINUOUS = GAMETES + "continuous_endpoint_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz"
 MIXED = GAMETES + "mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz"
