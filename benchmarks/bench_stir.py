@@ -65,7 +65,7 @@ import _harness as harness  # noqa: E402
 from dmargin import UncalibratedPValuesWarning  # noqa: E402
 
 DRAWS, DRAWS_QUICK = 100, 20
-_SPLITS = ("tune", "report")
+_SPLITS = ("tune", "report", "check")
 PERMUTATIONS = 99
 LEVEL = 0.05
 GAMETES = (harness.REPO.parent / "shared" / "data" / "gametes"
@@ -260,16 +260,17 @@ def power(k, permutations=0):
                                          if c not in ("P1", "P2")))}
 
 
-#: The planted-signal benchmark: informative features among A = 50 normal ones,
-#: class 1 shifted by ``PLANTED_SHIFT`` standard deviations on each.
+#: The planted-signal benchmark: informative features among A = 50 uniform ones
+#: (inside both methods' STIR domain), class 1 shifted by ``PLANTED_SHIFT`` standard
+#: deviations on each.
 PLANTED_INFORMATIVE, PLANTED_SHIFT = 5, 0.3
 
 
 def _planted(n, seed):
     rng = np.random.default_rng([7, n, seed])
-    X = rng.standard_normal((n, 50))
+    X = rng.random((n, 50))
     y = rng.permutation(np.repeat([0, 1], n // 2))
-    X[:, :PLANTED_INFORMATIVE] += PLANTED_SHIFT * y[:, None]
+    X[:, :PLANTED_INFORMATIVE] += PLANTED_SHIFT * np.sqrt(1 / 12) * y[:, None]
     return X, y
 
 
@@ -322,41 +323,51 @@ def _summary(p, any_discovery):
 BATTERY_METHODS = {
     "ReliefF STIR": lambda cell, seed: _battery_estimator("ReliefF", cell, seed),
     "MultiSURF STIR": lambda cell, seed: _battery_estimator("MultiSURF", cell, seed),
+    # Exact by construction: the share under 0.05 is 1 / 20 whatever the data (and
+    # with B = 19 no q-value reaches 0.05 among 50 features).
+    "ReliefF permutations (B = 19)": lambda cell, seed: _battery_estimator(
+        "ReliefF", cell, seed, 19),
+    "MultiSURF permutations (B = 19)": lambda cell, seed: _battery_estimator(
+        "MultiSURF", cell, seed, 19),
 }
+#: What ``--battery`` runs unless ``--methods`` says otherwise.
+DEFAULT_METHODS = ("ReliefF STIR", "MultiSURF STIR")
 
 
-def _battery_estimator(name, cell, seed):
+def _battery_estimator(name, cell, seed, permutations=0):
     import dmargin
 
     anchors = None if cell.anchors is None else cell.anchors
     if name == "ReliefF":
-        return dmargin.ReliefF(n_neighbors=cell.k, n_anchors=anchors, pvalues=True,
-                               random_state=seed)
-    return dmargin.MultiSURF(n_anchors=anchors, pvalues=True, random_state=seed)
+        return dmargin.ReliefF(n_neighbors=cell.k, n_anchors=anchors, pvalues=not permutations,
+                               n_permutations=permutations, random_state=seed)
+    return dmargin.MultiSURF(n_anchors=anchors, pvalues=not permutations,
+                             n_permutations=permutations, random_state=seed)
 
 
 def _applies(method, cell):
-    if cell.minority is None:  # STIR is for two classes
+    if cell.minority is None and "STIR" in method:  # STIR is for two classes
         return False
     # MultiSURF has no k: its cells are the base's other axes.
     return not (method.startswith("MultiSURF") and cell.k != 10)
 
 
-def battery(split, draws, only=None, ablate=(), start=0):
+def battery(split, draws, only=None, ablate=(), start=0, methods=DEFAULT_METHODS):
     """Every cell of :func:`_nulls.cells` for every method of :data:`BATTERY_METHODS`
     (``ablate``: with those terms of the law switched off, :func:`_ablated`)."""
     import _nulls
 
     with _ablated(ablate):
-        return _battery(_nulls, split, draws, only, ablate, start)
+        return _battery(_nulls, split, draws, only, ablate, start, methods)
 
 
-def _battery(_nulls, split, draws, only, ablate, start=0):
+def _battery(_nulls, split, draws, only, ablate, start=0, methods=DEFAULT_METHODS):
     out = []
     for cell in _nulls.cells():
         if only and not any(o in cell.name for o in only):
             continue
-        for method, make in BATTERY_METHODS.items():
+        for method in methods:
+            make = BATTERY_METHODS[method]
             if not _applies(method, cell):
                 continue
             pvalues, any_discovery, warned = [], [], 0
@@ -444,13 +455,17 @@ def main(argv=None):
                              "split: 'tune' while building a law, 'report' for what is quoted")
     parser.add_argument("--cells", nargs="*", default=None, metavar="TEXT",
                         help="with --battery: only the cells whose name holds one of these")
+    parser.add_argument("--methods", nargs="*", choices=sorted(BATTERY_METHODS),
+                        default=DEFAULT_METHODS,
+                        help="with --battery: the p-values to check (default: STIR's)")
     parser.add_argument("--start", type=int, default=0, metavar="I",
                         help="with --battery: the draws I, I + 1, ... of each cell (more draws "
                              "of the same seeds' stream without repeating any)")
     parser.add_argument("--ablate", nargs="*", choices=TERMS, default=(),
                         help="with --battery: switch these terms of dmargin's law off")
     parser.add_argument("--power", action="store_true",
-                        help="the planted-signal benchmark (5 informative features among 50, "
+                        help="the planted-signal benchmark (5 informative uniform features "
+                             "among 50, "
                              "N = 300 and 2,000) and the GAMETES SNPs by permutation p-values")
     args = harness.parse_args(parser, argv)
     draws = args.draws or (DRAWS_QUICK if args.quick else DRAWS)
@@ -471,7 +486,8 @@ def main(argv=None):
         harness.write_variant("stir", out, variant=args.variant, quick=args.quick)
         return 0
     if args.battery:
-        rows = battery(args.battery, draws, args.cells, tuple(args.ablate), args.start)
+        rows = battery(args.battery, draws, args.cells, tuple(args.ablate), args.start,
+                       args.methods)
         out = {"benchmark": "stir", "mode": "quick" if args.quick else "full",
                "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
                "revision": harness.git_revision(harness.REPO), "battery": rows}

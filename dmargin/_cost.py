@@ -28,6 +28,10 @@ SURF_RATE = 4.8e9
 #: and a third pass over the same pairs (STIR's graph), measured 1.9-2.2x at N = 8,000,
 #: A = 50, one thread.
 STIR_SURF_FACTOR = 2.0
+#: Seconds a ReliefF or SURF-family pass costs beyond its pairwise work (threads,
+#: merges): what dominates permutation p-values at small N (ReliefF(n_permutations=19),
+#: N = 300, A = 50, one thread on a loaded machine: 0.0039 s a pass, 0.0006 s of it pairs).
+PASS_S = 0.003
 #: Pair-features per second of online I-RELIEF, one thread (online_scale.json: 10^7 rows
 #: x 50 features against 2,000 reference rows in a pass of 505 s).
 ONLINE_RATE = 2.0e9
@@ -139,6 +143,8 @@ def fit_cost(estimator, n_samples, n_features):
     '~3 min (N^2 A, one pass)'
     >>> str(dmargin.fit_cost(dmargin.ReliefF(n_anchors=1000), 200_000, 41))
     '~0.96 s (m N A with m = 1000, one pass)'
+    >>> str(dmargin.fit_cost(dmargin.ReliefF(n_permutations=999), 300, 50))
+    '~3.5 s (N^2 A, one pass x 1000 (999 permutations))'
     >>> str(dmargin.fit_cost(dmargin.LDM(kernel="linear"), 10**6, 50))
     '~5.5 s (N A x about 60 Newton passes, linear primal)'
     """
@@ -146,10 +152,13 @@ def fit_cost(estimator, n_samples, n_features):
     n, a = float(n_samples), float(n_features)
     m = anchor_count(getattr(estimator, "n_anchors", None), n_samples)
     pairs = n * n if m is None else m * n
+    # Permutation p-values: the same pass again for each permutation.
+    permutations = getattr(estimator, "n_permutations", 0) or 0
+    again = f" x {1 + permutations} ({permutations} permutations)" if permutations else ""
     if name in ("ReliefF", "Relief", "RReliefF"):
-        ops = pairs * a
-        formula = "N^2 A, one pass" if m is None else f"m N A with m = {m}, one pass"
-        return FitCost(ops, ops / RELIEFF_RATE, formula)
+        ops = pairs * a * (1 + permutations)
+        formula = ("N^2 A, one pass" if m is None else f"m N A with m = {m}, one pass") + again
+        return FitCost(ops, ops / RELIEFF_RATE + permutations * PASS_S, formula)
     if name in ("IRelief", "IM4E"):
         it = estimator.max_iter
         ops = pairs * a * it
@@ -160,6 +169,9 @@ def fit_cost(estimator, n_samples, n_features):
         ops = pairs * a
         formula = ("N^2 A, two passes (thresholds, neighbours)" if m is None
                    else f"m N A with m = {m}, two passes")
+        if permutations:
+            ops *= 1 + permutations
+            return FitCost(ops, ops / SURF_RATE + permutations * PASS_S, formula + again)
         if getattr(estimator, "pvalues", False):
             formula = formula.replace("two passes (thresholds, neighbours)",
                                       "three passes (thresholds, neighbours, STIR's graph)")

@@ -203,7 +203,7 @@ _STIR_NOTES = """
     features, few-valued ones (genotypes) and classes of 1:3 it makes too many
     discoveries or far too few (``benchmarks/_nulls.py``, README).  The fit
     therefore returns STIR's p-values only where they have been shown
-    calibrated -- two classes, the smaller at least 40 % of the rows, every
+    calibrated -- two classes, the smaller at least 45 % of the rows, every
     feature with more than 10 distinct values, ``|skewness| <= 1`` and excess
     kurtosis ``<= 4`` in the moment sample -- and elsewhere warns
     (:class:`dmargin.UncalibratedPValuesWarning`) and returns none.

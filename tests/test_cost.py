@@ -99,3 +99,12 @@ def test_boosting_costs_rounds_of_passes_over_the_rows():
     assert 60 < one.seconds < 600  # one run of 100 rounds: 176 s measured at 10^7 x 50
     assert fit_cost(dmargin.AdaBoostCR(10, step=5), 10**6, 50).operations == \
         100 * 10**6 * sum(range(15, 51, 5))
+
+
+@pytest.mark.parametrize("name", ["ReliefF", "MultiSURF"])
+def test_permutation_pvalues_cost_a_pass_each(name):
+    # B permutations: B + 1 times the pairs, and B passes' fixed cost beyond them.
+    one = dmargin.fit_cost(getattr(dmargin, name)(), 5000, 50)
+    many = dmargin.fit_cost(getattr(dmargin, name)(n_permutations=99), 5000, 50)
+    assert many.operations == 100 * one.operations
+    assert many.seconds >= 100 * one.seconds and "x 100 (99 permutations)" in many.formula

@@ -25,7 +25,8 @@ from .test_modes import (ATOL, CASES, _key_name, assert_estimator_equal, assert_
                          assert_predictions_equal, assert_same, fitted_attributes, frames,
                          predictions)
 
-pytestmark = pytest.mark.cluster
+# STIR's p-values computed on any data, so that their tasks' keys are part of the refits.
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("stir_everywhere")]
 
 #: Changes tried in turn on every estimator that has the parameter (nested
 #: estimators too, as ``estimator__...``): ``value(current)`` is the new value.

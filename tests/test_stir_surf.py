@@ -156,11 +156,11 @@ def test_the_graph_sample_estimates_the_exact_graph(monkeypatch, n_anchors):
 
 
 def test_multisurf_stir_pvalues_are_calibrated_on_null_data():
-    # Uniform rows, labels at random: 40 draws of 150 rows x 30 features.
+    # Uniform rows, 75 of each class at random: 40 draws of 150 rows x 30 features.
     rng = np.random.default_rng(9)
     pvalues, discoveries = [], 0
     for _ in range(40):
-        X, y = rng.random((150, 30)), rng.integers(0, 2, 150)
+        X, y = rng.random((150, 30)), rng.permutation(np.repeat([0, 1], 75))
         est = dmargin.MultiSURF(pvalues=True).fit(X, y)
         pvalues.append(est.pvalues_)
         discoveries += bool((est.qvalues_ < 0.05).any())
