@@ -82,3 +82,18 @@ def test_no_test_reads_beside_the_repository(tmp_path):
     assert (tmp_path / "ok.txt").read_text() == "fine"
     for path in (REPO / "tests").glob("*.py"):
         assert "parents[" + "2]" not in path.read_text(), path.name  # the folder above
+
+
+def test_pair_modes_are_defined_once():
+    # The symmetric kernels and the engine read one definition of ORDERED, CROSS, WITHIN.
+    from dmargin.engine.kernels import modes, quad, surf
+
+    for kernels in (quad, surf):
+        assert (kernels.ORDERED, kernels.CROSS, kernels.WITHIN) == \
+            (modes.ORDERED, modes.CROSS, modes.WITHIN)
+    import re
+
+    assignment = re.compile(r"^(ORDERED|CROSS|WITHIN)\b[^=\n]*=(?!=)", re.M)
+    for path in Path(modes.__file__).parent.parent.rglob("*.py"):
+        if path.name != "modes.py":
+            assert not assignment.search(path.read_text()), path

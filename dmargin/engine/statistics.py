@@ -25,6 +25,7 @@ from . import merge
 from ._numba import blas_single_thread, n_threads, pick, use_threads
 from .execution import TILE_BUDGET, Anchors, Graph, Rows, local_bounds, split_bounds
 from .kernels import distance, hist, knn, lse, quad, rbf, surf
+from .kernels.modes import CROSS, ORDERED, WITHIN, block_pair
 
 #: The tile kernels by name: ``(serial, threaded)`` twins.
 KERNELS = {"lse": lse.TWINS, "lse-general": lse.GENERAL_TWINS, "knn": knn.TWINS,
@@ -286,14 +287,8 @@ def row_partials(rows: Rows, kernel, params, reduce):
 # ---------------------------------------------------------------------------
 
 
-def _pair_mode(Xp, start_p, Xq, start_q):
-    ip = np.arange(start_p, start_p + Xp.shape[0])
-    iq = np.arange(start_q, start_q + Xq.shape[0])
-    return ip, iq, quad.WITHIN if start_p == start_q else quad.CROSS
-
-
 def _qlse_pair(limit_blas, Xp, yp, start_p, Xq, yq, start_q, U, lam, sigma, n_classes, store):
-    ip, iq, mode = _pair_mode(Xp, start_p, Xq, start_q)
+    ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
     if limit_blas:
         with blas_single_thread():
             return quad.qlse_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store)
@@ -302,7 +297,7 @@ def _qlse_pair(limit_blas, Xp, yp, start_p, Xq, yq, start_q, U, lam, sigma, n_cl
 
 def _sigma_pair(limit_blas, Xp, yp, start_p, Xq, yq, start_q, U, lam, sigma, coef_p, coef_q,
                 store):
-    ip, iq, mode = _pair_mode(Xp, start_p, Xq, start_q)
+    ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
     args = (Xp, ip, yp, Xq, iq, yq, U, lam, sigma, coef_p[0], coef_p[1], coef_q[0], coef_q[1],
             mode, store)
     if limit_blas:
@@ -331,7 +326,7 @@ def _pair_of(a, b):
 
 def _qlse_ordered(Xa, ya, ia, Xc, yc, start_c, U, lam, sigma, n_classes):
     ic = np.arange(start_c, start_c + Xc.shape[0])
-    return quad.qlse_pairs(Xa, ia, ya, Xc, ic, yc, U, lam, sigma, n_classes, quad.ORDERED,
+    return quad.qlse_pairs(Xa, ia, ya, Xc, ic, yc, U, lam, sigma, n_classes, ORDERED,
                            np.empty(0))[:3]
 
 
@@ -340,7 +335,7 @@ def _sigma_ordered(Xa, ya, ia, Xc, yc, start_c, U, lam, sigma, coef):
     log_z, c = coef[0], coef[1]
     # The candidates carry no coefficient in the ORDERED mode: empty stand-ins.
     return quad.sigma_pairs(Xa, ia, ya, Xc, ic, yc, U, lam, sigma, log_z, c, log_z[:0], c[:0],
-                            quad.ORDERED, np.empty(0))
+                            ORDERED, np.empty(0))
 
 
 def _quad_sampled(rows: Rows, U, lam, sigma, weight, coef, anchors):
@@ -386,7 +381,7 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, anchors=None)
     """IMMIGRATE's E-step, two passes over unordered pairs: ``(Sigma, entropy)``.
 
     ``z`` and ``q`` are symmetric in the pair, so the row blocks are visited as
-    pairs ``I <= J`` (:data:`quad.WITHIN` on the diagonal, :data:`quad.CROSS`
+    pairs ``I <= J`` (``WITHIN`` on the diagonal, ``CROSS``
     off it), each pair's distances serving the anchors on both sides -- half
     the work of ordered tiles.  Pass 1 merges the per-anchor softmax partials
     ``(m, s, u)`` of :func:`quad.qlse_pairs` over the pairs an anchor block
@@ -421,7 +416,7 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, anchors=None)
     bounds = g.candidates
     pairs = g.symmetric()
     size = [quad.n_pairs(bounds[i][1] - bounds[i][0], bounds[j][1] - bounds[j][0],
-                         quad.WITHIN if i == j else quad.CROSS) for i, j in pairs]
+                         WITHIN if i == j else CROSS) for i, j in pairs]
     keep_q = g.local and 8 * sum(size) <= TILE_BUDGET
     stores = {p: np.empty(s if keep_q else 0) for p, s in zip(pairs, size)}
     limit = not g.local  # in-process, the whole computation runs under one limit
@@ -809,14 +804,8 @@ __all__ = ["KERNELS", "WeightedHistograms", "anchor_partials", "block_reduce", "
 # ---------------------------------------------------------------------------
 
 
-def _surf_modes(Xp, start_p, Xq, start_q):
-    ip = np.arange(start_p, start_p + Xp.shape[0])
-    iq = np.arange(start_q, start_q + Xq.shape[0])
-    return ip, iq, surf.WITHIN if start_p == start_q else surf.CROSS
-
-
 def _surf_pair_moments(Xp, start_p, Xq, start_q, dm, dw, kind):
-    ip, iq, mode = _surf_modes(Xp, start_p, Xq, start_q)
+    ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
     return surf.moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode)
 
 
@@ -831,14 +820,14 @@ def _target_at(target, index):
 
 def _surf_pair_score(Xp, yp, start_p, Xq, yq, start_q, n_classes, n_sets, dm, dw, ramp, kind,
                      thr_p, thr_q, target, bound, squares):
-    ip, iq, mode = _surf_modes(Xp, start_p, Xq, start_q)
+    ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
     return surf.score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind,
                             thr_p[0], thr_p[1], thr_q[0], thr_q[1], mode,
                             _target_at(target, ip), _target_at(target, iq), bound, squares)
 
 
 def _surf_pair_graph(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind, fp, fq):
-    ip, iq, mode = _surf_modes(Xp, start_p, Xq, start_q)
+    ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
     return surf.graph_pairs(Xp, ip, yp, Xq, iq, yq, dm, dw, kind, mode, fp, fq)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from .._numba import EXP_FLOOR, helper
 from .lse import by_class, class_order
+from .modes import CROSS, ORDERED, WITHIN  # noqa: F401  (the modes of qlse_pairs)
 
 # W = U diag(lam) U^T.  The kernels are GEMM-bound.  Both row sets are sorted
 # by class and cut into segments of rows of one class; a pair of segments is a
@@ -46,11 +47,6 @@ def _segment_rows(n_features):
     return max(8, min(SEG, int(rows)))
 
 
-#: Pair modes.  ORDERED: rows of P are anchors against the candidates Q (new
-#: points, leave-one-out; a candidate with the anchor's index is skipped).
-#: CROSS: P and Q are disjoint row sets; every pair serves both anchors.
-#: WITHIN: P is Q; each unordered pair i < j once, serving both anchors.
-ORDERED, CROSS, WITHIN = 0, 1, 2
 
 
 def n_pairs(n_p, n_q, mode):

@@ -34,13 +34,9 @@ Differences and distances are :mod:`.distance`'s (``PLAIN``, ``MASKED``,
 
 Partials over disjoint candidate sets add (:func:`dmargin.engine.merge.add`).
 
-Pair modes, as IMMIGRATE's quadratic kernels: ``ORDERED`` (``p`` a sample of
-anchors, ``q`` candidate rows: only ``p`` gets partials; a candidate with the
-anchor's global index is the anchor itself and is skipped), ``WITHIN`` (``p``
-is ``q``, each unordered pair ``a < j`` once, for both rows) and ``CROSS``
-(two disjoint blocks, every pair once, for both rows).  ``d`` is symmetric,
-so a symmetric grid of blocks computes every distance once per pass instead
-of twice.
+Pair modes, as IMMIGRATE's quadratic kernels (:mod:`.modes`): ``ORDERED``,
+``WITHIN`` and ``CROSS``.  ``d`` is symmetric, so a symmetric grid of blocks
+computes every distance once per pass instead of twice.
 
 Layout: the pairs are visited in sub-tiles of :data:`TILE` x :data:`TILE`
 rows.  A sub-tile's distances are computed vectorised over its candidates
@@ -61,8 +57,7 @@ import numpy as np
 from .._numba import helper, inline, twins
 from .distance import MASKED, MISSING, PLAIN, feature_diff, mismatches, tile_distances
 from .lse import by_class, class_order, filled
-
-ORDERED, WITHIN, CROSS = 0, 1, 2
+from .modes import CROSS, ORDERED, WITHIN
 #: Rows of each side per sub-tile: its distances, the transposed candidates and
 #: both sides' partials stay in the L1/L2 caches.
 TILE = 128
