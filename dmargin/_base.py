@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import logging
 import numbers
-import os
-import sys
-import time
 import warnings
-from contextlib import contextmanager
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -19,9 +14,8 @@ from ._compat import compute, is_dask_collection
 from ._io import prepare_training_data
 from ._validation import NONE, Interval, check_binary, check_params, check_X_y
 from ._cost import anchor_count
+from ._utils import make_rng, user_stacklevel
 from .engine import prepare_rows, sample_anchors
-
-logger = logging.getLogger("dmargin")
 
 N_FEATURES_TO_SELECT = [
     NONE,
@@ -122,21 +116,6 @@ def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_mem
                               dtype=np.float32 if data.X.dtype == np.float32 else np.float64)
 
 
-@contextmanager
-def timer(message, *args):
-    """Log how long the block took, at DEBUG level (like dask-ml's ``_timer``)."""
-    start = time.perf_counter()
-    yield
-    logger.debug(message + " took %.3f s", *args, time.perf_counter() - start)
-
-
-def make_rng(random_state) -> np.random.Generator:
-    """A numpy Generator from None, an int, a Generator or a RandomState."""
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**32 - 1))
-    return np.random.default_rng(random_state)
-
-
 def miss_priors(counts) -> np.ndarray:
     """``P(c) / (1 - P(y))`` for anchor class ``y`` (row) and miss class ``c``.
 
@@ -194,16 +173,6 @@ class DaskSelectorMixin(SelectorMixin):
             raise ValueError(f"X has shape {X.shape}, but {type(self).__name__} is expecting "
                              f"{mask.size} features as input (a 2-D array).")
         return X[:, np.flatnonzero(mask)]
-
-
-def user_stacklevel():
-    """``stacklevel`` for a ``warnings.warn`` in the caller that points at the
-    first frame outside dmargin: the user's call, however deep the fit path."""
-    package = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _warn_n_features_to_select(estimator, n_features):

@@ -19,8 +19,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, logger, make_rng,
-                    start_fit, timer)
+from ._base import N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, start_fit
+from ._utils import logger, make_rng, timer
 from ._compat import as_dask_array, gather, is_dask_collection
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate, n_to_select
 from ._validation import NONE, RANDOM_STATE, Interval, Options

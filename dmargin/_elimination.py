@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._base import logger, timer
+from ._utils import logger, timer
 from ._validation import Interval
 from .progress import fit_steps
 

@@ -23,9 +23,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._cost import format_seconds, immigrate_seconds
-from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
-                    make_rng, start_fit, timer,
-                    user_stacklevel)
+from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit
+from ._utils import logger, make_rng, timer, user_stacklevel
 from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from ._compat import gather, is_dask_collection
 from .engine import (anchor_partials, lse_statistic, merge, new_row_blocks, new_rows_softmin,

@@ -27,7 +27,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import DaskSelectorMixin, logger, make_rng, start_fit, timer, user_stacklevel
+from ._base import DaskSelectorMixin, start_fit
+from ._utils import logger, make_rng, timer, user_stacklevel
 from ._compat import gather, is_dask_collection
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate
 from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options

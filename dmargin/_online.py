@@ -15,8 +15,8 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import (N_FEATURES_TO_SELECT, WeightSelector, make_rng, miss_priors, start_fit,
-                    timer)
+from ._base import N_FEATURES_TO_SELECT, WeightSelector, miss_priors, start_fit
+from ._utils import make_rng, timer
 from ._checkpoint import read_online_state, write_online_state
 from ._compat import compute
 from ._io import Scaling, iter_row_blocks

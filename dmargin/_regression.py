@@ -18,8 +18,8 @@ import numpy as np
 from scipy.stats import false_discovery_control
 from sklearn.utils.multiclass import type_of_target
 
-from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, make_rng,
-                    start_fit, timer)
+from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit
+from ._utils import make_rng, timer
 from ._compat import compute, is_dask_collection
 from ._cost import anchor_count
 from ._validation import NONE, RANDOM_STATE, Interval, Options

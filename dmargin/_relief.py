@@ -15,8 +15,9 @@ import numpy as np
 from scipy.stats import false_discovery_control
 from sklearn.exceptions import ConvergenceWarning
 
-from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, logger,
-                    make_rng, miss_priors, start_fit, timer)
+from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors,
+                    start_fit)
+from ._utils import logger, make_rng, timer
 from ._regression import fit_continuous_relieff, is_continuous, set_target
 from ._stir import sample_moments, sample_shape, stir, uncalibrated, warn_uncalibrated
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options

@@ -14,7 +14,8 @@ import warnings
 
 import numpy as np
 
-from ._base import N_FEATURES_TO_SELECT, WeightSelector, logger, make_rng, start_fit, timer
+from ._base import N_FEATURES_TO_SELECT, WeightSelector, start_fit
+from ._utils import logger, make_rng, timer
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from .engine import simba_margins, simba_run
 from ._compat import gather

@@ -21,8 +21,8 @@ import warnings
 import numpy as np
 from scipy.stats import false_discovery_control
 
-from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, make_rng,
-                    start_fit, timer, user_stacklevel)
+from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit
+from ._utils import make_rng, timer, user_stacklevel
 from ._compat import is_dask_collection, persist_with_known_rows
 from ._io import prepare_training_data
 from ._regression import hit_bound, is_continuous, set_target, start_target_fit

@@ -97,3 +97,47 @@ def test_pair_modes_are_defined_once():
     for path in Path(modes.__file__).parent.parent.rglob("*.py"):
         if path.name != "modes.py":
             assert not assignment.search(path.read_text()), path
+
+
+def _import_graph():
+    """dmargin's modules and the dmargin modules each imports, anywhere in it
+    (function-level imports included: a lazy import still closes a cycle)."""
+    root = Path(__file__).resolve().parents[1] / "dmargin"
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+                subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
+                edges.update(s for s in (subs or [target]) if s in modules and s != name)
+        graph[name] = edges
+    return graph
+
+
+def test_no_import_cycle():
+    graph, state, cycles = _import_graph(), {}, []
+
+    def visit(module, stack):
+        state[module] = "open"
+        for other in sorted(graph[module]):
+            if state.get(other) == "open":
+                cycles.append(" -> ".join(stack[stack.index(other):] + [module, other]))
+            elif other not in state:
+                visit(other, stack + [module])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])
+    assert not cycles, cycles
+
+
+def test_utils_is_a_leaf():
+    assert _import_graph()["dmargin._utils"] == set()
