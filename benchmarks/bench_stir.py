@@ -308,12 +308,14 @@ def render_power(rows):
 
 
 def _summary(p, any_discovery):
-    """What a cell's p-values say: the shares under 0.05 and 0.001, Kolmogorov-Smirnov
-    against the uniform law, the FDR at q = 0.05 with its 95 % interval."""
+    """What a cell's p-values say: the shares at or under 0.05 and 0.001 (a test at
+    level a rejects at p <= a: permutation p-values sit on a grid of 1 / (B + 1)),
+    Kolmogorov-Smirnov against the uniform law, the FDR at q = 0.05 with its 95 %
+    interval."""
     ks = stats.kstest(p, "uniform")
     return {"pvalues": int(p.size),
-            "fraction_under_0.05": round(float(np.mean(p < LEVEL)), 4),
-            "fraction_under_0.001": round(float(np.mean(p < 0.001)), 5),
+            "fraction_under_0.05": round(float(np.mean(p <= LEVEL)), 4),
+            "fraction_under_0.001": round(float(np.mean(p <= 0.001)), 5),
             "ks_pvalue": float(ks.pvalue),
             "fdr_at_q_0.05": round(float(np.mean(any_discovery)), 4),
             "fdr_ci95": _wilson(int(np.sum(any_discovery)), len(any_discovery))}
@@ -414,7 +416,9 @@ def _ratio_cell(ratio):
 
 def render(out):
     rows = [[c["method"], c.get("estimator", "ReliefF"), c["data"],
-             "-" if c["n_neighbors"] is None else c["n_neighbors"], c["draws"], c["ks_statistic"],
+             "-" if c["n_neighbors"] is None else c["n_neighbors"],
+             f"{c['draws']} ({c['declined']} declined)" if c.get("declined") else c["draws"],
+             c["ks_statistic"],
              f"{c['ks_pvalue']:.2g}", c["fraction_under_0.05"], c["fraction_under_0.001"],
              f"{c['fdr_at_q_0.05']} ({c['fdr_ci95'][0]}-{c['fdr_ci95'][1]})",
              _ratio_cell(c.get("score_variance_over_model"))]
