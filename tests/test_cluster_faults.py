@@ -61,7 +61,6 @@ def test_all_workers_lost_ends_with_a_clear_error_and_a_refit_resumes(tmp_path):
                     outcome["error"] = None
                 except Exception as exc:  # noqa: BLE001 - inspected below
                     outcome["error"] = exc
-                outcome["end"] = time.monotonic()
 
             thread = threading.Thread(target=fit, daemon=True)
             thread.start()
@@ -73,13 +72,12 @@ def test_all_workers_lost_ends_with_a_clear_error_and_a_refit_resumes(tmp_path):
             for name in ("w0", "w1"):
                 cluster.procs[name].kill()
                 cluster.procs[name].wait(10)
-            killed = time.monotonic()
             thread.join(60)
             assert not thread.is_alive(), "the fit still waits 60 s after its workers died"
             error = outcome["error"]
             assert isinstance(error, ClusterStalledError), repr(error)
             assert "were lost" in str(error) and "call fit again" in str(error)
-            assert outcome["end"] - killed < 4 + 10  # the timeout, plus detection and polling
+            assert "none joined within 4 s" in str(error)  # the configured stall timeout ended it
 
             # The documented way to resume: start workers, fit again.
             for name in ("w0", "w1"):

@@ -1,9 +1,10 @@
 """A new user's first fit: what is compiled, and that the numba cache is used.
 
-The timing claim (first IRelief + ReliefF fit on the demo data within 3 s from an
-empty cache) lives in ``benchmarks/results/first_fit.json``; here the bound is
-generous, because machines differ.  The robust claims: importing dmargin compiles
-and loads nothing, and a second process with the same cache compiles nothing.
+The timing claim (first IRelief + ReliefF fit on the demo data from an empty
+cache) lives in ``benchmarks/results/first_fit.json``, not here: a stopwatch in a
+test fails under load.  The claims checked here: importing dmargin compiles and
+loads nothing, the first fits compile two kernels, and a second process with the
+same cache compiles nothing.
 """
 
 import json
@@ -77,7 +78,7 @@ def _assert_warm(cold, warm):
 
 @pytest.mark.slow
 def test_first_fit_compiles_once_then_loads_from_the_cache(tmp_path):
-    """Cold: the demo's fits compile their kernels in a generous time; warm: nothing compiles.
+    """Cold: the demo's fits compile their two kernels; warm: nothing compiles.
 
     Importing dmargin neither compiles nor loads a kernel (no dispatcher holds
     a signature after the import).
@@ -85,7 +86,6 @@ def test_first_fit_compiles_once_then_loads_from_the_cache(tmp_path):
     env = _env(NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     cold = _first_fit(env, tmp_path)
     warm = _first_fit(env, tmp_path)
-    assert cold["seconds"] < 15.0, cold
     # Two kernels of dmargin's, their helpers inlined (I-RELIEF's agg is numpy).
     assert {n for n in cold["compiled"] if n.startswith("dmargin.")} == {
         "dmargin.engine.kernels.lse._lse_tile", "dmargin.engine.kernels.knn._knn_tile"}

@@ -141,3 +141,15 @@ def test_no_import_cycle():
 
 def test_utils_is_a_leaf():
     assert _import_graph()["dmargin._utils"] == set()
+
+
+def test_no_test_asserts_a_wall_clock_bound():
+    # Speed lives in benchmarks: a stopwatch in a test fails on a loaded machine.  A hang
+    # is caught by a timeout (pytest-timeout, subprocess, join) and an event asserted.
+    import re
+
+    stopwatch = re.compile(r"assert[^\n]*((perf_counter|monotonic|time\.time)\(\)\s*-|"
+                           r"\belapsed\s*<)")
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        for line in path.read_text().splitlines():
+            assert not stopwatch.search(line), f"{path.name}: {line.strip()}"
