@@ -73,9 +73,22 @@ def target_values(estimator, y):
     if y.ndim != 1:
         raise ValueError(f"y should be a 1d array (one target value per row); got shape "
                          f"{y.shape}.")
+    if y.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} needs a real target; y has "
+                         f"dtype {y.dtype}.")
+    if y.dtype.kind == "O":  # numbers held as objects (a pandas object column) are numbers
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"Unknown label type: {name} needs a numeric target; y holds "
+                             "objects that are not numbers. Encode it as numbers, or use "
+                             "ReliefF for class labels.") from None
     if y.dtype.kind not in "biuf":
         raise ValueError(f"{name} needs a numeric target; y has dtype {y.dtype}. Encode it as "
                          "numbers, or use ReliefF for class labels.")
+    if y.size < 2:
+        raise ValueError(f"{name} needs at least 2 rows to compare targets; got {y.size} "
+                         "sample.")
     y = y.astype(np.float64)
     bad = int(np.sum(~np.isfinite(y)))
     if bad:

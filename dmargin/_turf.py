@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ._base import N_FEATURES_TO_SELECT, WeightSelector, start_fit
-from ._compat import is_dask_frame
+from ._compat import is_dask_collection, is_dask_frame
 from ._elimination import eliminate
 from ._validation import Interval, Kind
 
@@ -29,9 +29,12 @@ _ESTIMATOR = Kind("an estimator with fit and feature_importances_",
 
 
 def _columns(X, features):
-    """``X`` restricted to ``features`` (numpy, pandas, dask array or DataFrame)."""
+    """``X`` restricted to ``features`` (numpy, pandas, dask array or DataFrame; any
+    other array-like, a list of rows included, as numpy)."""
     if hasattr(X, "iloc") or is_dask_frame(X):
         return X[list(X.columns[features])]
+    if not (isinstance(X, np.ndarray) or is_dask_collection(X)):
+        X = np.asarray(X)
     return X[:, features]
 
 

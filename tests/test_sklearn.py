@@ -22,6 +22,8 @@ ESTIMATORS = [
     LDM(random_state=0),
     LDMRFE(n_features_to_select=1, random_state=0),
     SVMRFE(n_features_to_select=1, random_state=0),
+    dmargin.RReliefF(n_neighbors=3),
+    dmargin.TuRF(dmargin.ReliefF(n_neighbors=3), pct=0.5),
 ]
 
 
