@@ -398,10 +398,10 @@ class ReliefF(WeightSelector):
     The sums over the graph run where the neighbour pairs are merged; the
     differences' moments come from at most 200 rows (evenly spaced among the
     anchors or the rows).  Over 1,000 null draws (uniform rows, N = 300,
-    A = 50, k = 10, random labels) the p-values are uniform by
-    Kolmogorov-Smirnov (p = 0.07), 5.0 % fall under 0.05 and 0.10 % under
-    0.001, and 4.8 % of the draws make a discovery at q = 0.05 (95 % interval
-    3.6-6.3 %; the paper's test: 35 % of 100 draws).  With k near N / 6 the
+    A = 50, k = 10, random labels; the 925 within 45:55) the p-values are
+    uniform by Kolmogorov-Smirnov (p = 0.16), 5.0 % fall under 0.05 and
+    0.09 % under 0.001, and 4.4 % of the draws make a discovery at q = 0.05
+    (95 % interval 3.3-6.0 %; the paper's test: 35 % of 100 draws).  With k near N / 6 the
     score is far from normal and the p-values are approximate, a little
     conservative (``benchmarks/README.md``, STIR).
     That calibration does not hold on all data: on heavy-tailed or skewed

@@ -196,10 +196,10 @@ _STIR_NOTES = """
     anchors), whose distances are computed where the rows are.  Measured at
     1,200 rows from 300 of them: the triangles and four-cycles within 5 %,
     the p-values within 2 %.  On null data (uniform rows, N = 300, A = 50,
-    1,000 draws) 4.9 % of the p-values fall under 0.05 and 0.11 % under
-    0.001, and 5.4 % of the draws make a discovery at q = 0.05 (random
-    labels; 4.2 % with balanced ones; the paper's test: about 60 % of 100
-    draws).  The law is not calibrated everywhere: on heavy-tailed or skewed
+    1,000 draws, random labels; the 925 within 45:55) 4.9 % of the p-values
+    fall under 0.05 and 0.11 % under 0.001, and 5.2 % of the draws make a
+    discovery at q = 0.05 (4.2 % with balanced labels; the paper's test:
+    about 60 % of 100 draws).  The law is not calibrated everywhere: on heavy-tailed or skewed
     features, few-valued ones (genotypes) and classes of 1:3 it makes too many
     discoveries or far too few (``benchmarks/_nulls.py``, README).  The fit
     therefore returns STIR's p-values only where they have been shown
