@@ -362,8 +362,9 @@ def test_cluster_equals_in_process(request, make, datasets, cluster, engine, loc
     if engine:
         engine_tasks = [t for t in stream.data if _key_name(t["key"]).startswith("dmargin-")]
         assert engine_tasks, "no engine task ran on the cluster"
-        assert {t["worker"] for t in engine_tasks} == workers, \
-            "the engine's tasks did not run on both workers"
+        # On the workers, never the client; which of the two the scheduler picks is its
+        # own decision (under load a small fit's few tasks can all go to one).
+        assert {t["worker"] for t in engine_tasks} <= workers
 
 
 @pytest.mark.cluster
