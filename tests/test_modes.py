@@ -15,7 +15,7 @@ into fitted sub-estimators, lists and tables): floats to ``atol=1e-10`` with
 classifiers' ``predict`` must match exactly and ``decision_function`` /
 ``predict_proba`` to 1e-10.  The cluster runs also check, from the
 scheduler's task stream, that the engine's tasks (keys ``dmargin-...``) ran
-on both worker processes; the estimators that compute on the driver by
+on the worker processes; the estimators that compute on the driver by
 design (Simba, LDM, OnlineIRelief) are checked to have run their data passes
 on the workers.
 """
