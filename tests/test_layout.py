@@ -77,7 +77,7 @@ def test_no_test_reads_beside_the_repository(tmp_path):
     from tests.conftest import REPO
 
     with pytest.raises(PermissionError, match="outside the repository"):
-        open(REPO.parent / "shared" / "data" / "README.md")
+        open(REPO.parent / "beside-the-clone.txt")  # (existing or not: refused first)
     (tmp_path / "ok.txt").write_text("fine")  # elsewhere: as usual
     assert (tmp_path / "ok.txt").read_text() == "fine"
     for path in (REPO / "tests").glob("*.py"):
