@@ -65,7 +65,7 @@ import _harness as harness  # noqa: E402
 from dmargin import UncalibratedPValuesWarning  # noqa: E402
 
 DRAWS, DRAWS_QUICK = 100, 20
-_SPLITS = ("tune", "report", "check")
+_SPLITS = ("tune", "report", "check", "confirm")
 PERMUTATIONS = 99
 LEVEL = 0.05
 GAMETES = (harness.REPO.parent / "shared" / "data" / "gametes"
@@ -354,44 +354,56 @@ def _applies(method, cell):
     return not (method.startswith("MultiSURF") and cell.k != 10)
 
 
-def battery(split, draws, only=None, ablate=(), start=0, methods=DEFAULT_METHODS):
+def battery(split, draws, only=None, ablate=(), start=0, methods=DEFAULT_METHODS, jobs=1):
     """Every cell of :func:`_nulls.cells` for every method of :data:`BATTERY_METHODS`
-    (``ablate``: with those terms of the law switched off, :func:`_ablated`)."""
+    (``ablate``: with those terms of the law switched off, :func:`_ablated`), the
+    (cell, method) pairs spread over ``jobs`` processes of one thread each."""
     import _nulls
 
+    tasks = [(cell, method) for cell in _nulls.cells()
+             if not only or any(o in cell.name for o in only)
+             for method in methods if _applies(method, cell)]
+    args = [(split, draws, cell, method, tuple(ablate), start) for cell, method in tasks]
+    if jobs <= 1:
+        return [_battery_row(*a) for a in args]
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    os.environ["NUMBA_NUM_THREADS"] = "1"  # the processes are the parallelism
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_battery_row_star, args))
+
+
+def _battery_row_star(args):
+    return _battery_row(*args)
+
+
+def _battery_row(split, draws, cell, method, ablate=(), start=0):
+    """One row of the battery: ``draws`` fits of ``method`` on null draws of ``cell``."""
+    import _nulls
+
+    make = BATTERY_METHODS[method]
+    pvalues, any_discovery, warned = [], [], 0
     with _ablated(ablate):
-        return _battery(_nulls, split, draws, only, ablate, start, methods)
-
-
-def _battery(_nulls, split, draws, only, ablate, start=0, methods=DEFAULT_METHODS):
-    out = []
-    for cell in _nulls.cells():
-        if only and not any(o in cell.name for o in only):
-            continue
-        for method in methods:
-            make = BATTERY_METHODS[method]
-            if not _applies(method, cell):
+        for i in range(start, start + draws):
+            X, y = _nulls.draw(cell, split, i)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", UncalibratedPValuesWarning)
+                est = make(cell, i).fit(X, y)
+            if any(issubclass(w.category, UncalibratedPValuesWarning) for w in caught):
+                warned += 1  # no p-values: the fit said they are not vouched for
                 continue
-            pvalues, any_discovery, warned = [], [], 0
-            for i in range(start, start + draws):
-                X, y = _nulls.draw(cell, split, i)
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", UncalibratedPValuesWarning)
-                    est = make(cell, i).fit(X, y)
-                if any(issubclass(w.category, UncalibratedPValuesWarning) for w in caught):
-                    warned += 1  # no p-values: the fit said they are not vouched for
-                    continue
-                pvalues.append(est.pvalues_)
-                any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
-            row = {"cell": cell.name, "method": method, "split": split, "draws": draws,
-                   "first_draw": start, "terms_off": list(ablate), "warned": warned}
-            if pvalues:
-                row.update(_summary(np.concatenate(pvalues), any_discovery))
-                row["calibrated"] = bool(0.04 <= row["fraction_under_0.05"] <= 0.06
-                                         and row["fdr_at_q_0.05"] <= 0.06)
-            print(row, flush=True)
-            out.append(row)
-    return out
+            pvalues.append(est.pvalues_)
+            any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
+    row = {"cell": cell.name, "method": method, "split": split, "draws": draws,
+           "first_draw": start, "terms_off": list(ablate), "warned": warned}
+    if pvalues:
+        row.update(_summary(np.concatenate(pvalues), any_discovery))
+        row["calibrated"] = bool(0.04 <= row["fraction_under_0.05"] <= 0.06
+                                 and row["fdr_at_q_0.05"] <= 0.06)
+    print(row, flush=True)
+    return row
 
 
 def render_battery(rows):
@@ -465,6 +477,8 @@ def main(argv=None):
     parser.add_argument("--start", type=int, default=0, metavar="I",
                         help="with --battery: the draws I, I + 1, ... of each cell (more draws "
                              "of the same seeds' stream without repeating any)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="J",
+                        help="with --battery: run the cells in J processes of one thread each")
     parser.add_argument("--ablate", nargs="*", choices=TERMS, default=(),
                         help="with --battery: switch these terms of dmargin's law off")
     parser.add_argument("--power", action="store_true",
@@ -491,7 +505,7 @@ def main(argv=None):
         return 0
     if args.battery:
         rows = battery(args.battery, draws, args.cells, tuple(args.ablate), args.start,
-                       args.methods)
+                       args.methods, args.jobs)
         out = {"benchmark": "stir", "mode": "quick" if args.quick else "full",
                "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
                "revision": harness.git_revision(harness.REPO), "battery": rows}
