@@ -135,7 +135,8 @@ def _best_rate(fn, flops, repeats, min_total_s=0.0):
 def worker_rate(spec: dict) -> dict:
     import numba
 
-    from dmargin.engine import merge, prepare_rows, quad_statistic
+    from dmargin.engine import prepare_rows, quad_statistic
+    from dmargin.engine.kernels import terms
 
     n, a = spec["n"], spec["features"]
     rng = np.random.default_rng(0)
@@ -148,7 +149,7 @@ def worker_rate(spec: dict) -> dict:
     weight = np.ones(n)
     rank = lam.size
     small = prepare_rows(X[:200], y[:200], 2)
-    quad_statistic(small, U, lam, 1.0, np.ones(200), merge.softmin_coef)  # JIT warm-up
+    quad_statistic(small, U, lam, 1.0, np.ones(200), terms.softmin_coef)  # JIT warm-up
 
     # Executed work: the E-step visits each unordered pair once (q = z^T W z through
     # the rank-A factor, then its share of Sigma); the ordered-pair count of a direct
@@ -157,7 +158,7 @@ def worker_rate(spec: dict) -> dict:
     flops = pairs * (2 * a * rank + 2 * a * a)
     nominal = 2 * n * n * a * rank + 2 * n * n * a * a
     monitor = harness.CpuMonitor().start()
-    quad = _best_rate(lambda: quad_statistic(rows, U, lam, 1.0, weight, merge.softmin_coef), flops, spec["repeats"])
+    quad = _best_rate(lambda: quad_statistic(rows, U, lam, 1.0, weight, terms.softmin_coef), flops, spec["repeats"])
     quad["cpu"] = monitor.stop()
     quad["ordered_pair_equivalent_gflops"] = round(nominal / quad["best_s"] / 1e9, 2)
 
@@ -502,7 +503,7 @@ def main(argv=None) -> int:
                              f"{repeats} fits on fresh estimators",
             "r_reference_s": R_REFERENCE_S,
             "rate": "quad_statistic(prepare_rows(X, y, 2), U=I, lam=1/sqrt(A), sigma=1, weight=1, "
-                    "merge.softmin_coef) after a JIT warm-up on 200 rows, best of repeats; dgemm with numpy "
+                    "terms.softmin_coef) after a JIT warm-up on 200 rows, best of repeats; dgemm with numpy "
                     "matmul in the same process (square best of 5, skinny best of >= 20 and >= 1 s)",
             "step": "make_classification(N, 50, n_informative=5, random_state=0); Immigrate(max_iter=1, tol=0); "
                     f"cluster: LocalCluster(n_workers=2, threads_per_worker=1), da.from_array chunks "

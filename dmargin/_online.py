@@ -17,15 +17,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import N_FEATURES_TO_SELECT, WeightSelector, miss_priors, start_fit
 from ._utils import make_rng, timer
+from ._cost import online_cost
 from ._checkpoint import read_online_state, write_online_state
 from ._compat import compute
 from ._io import Scaling, iter_row_blocks
 from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
-from .engine import online_irelief_steps
-from .engine import merge
-from .engine.kernels.distance import MASKED, MISSING
-from .engine.kernels.sequential import online_irelief_steps_general
-from .engine.statistics import block_reduce
+from .engine import (MASKED, MISSING, block_reduce, merge, online_irelief_steps,
+                     online_irelief_steps_general)
 from .progress import fit_steps
 
 _SCALE = [Options(("minmax",)), NONE]
@@ -468,6 +466,10 @@ class OnlineIRelief(WeightSelector):
             self.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
         self._rng = rng
         return self
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: every row against the reference rows, per pass."""
+        return online_cost(self, n_samples, n_features)
 
 
 def _plain_array(values):

@@ -4,8 +4,8 @@
 Both read the hard-neighbour tiles of the pairwise engine with every
 candidate in one class, so that each anchor's ``K`` nearest rows come back
 whatever their target; what a neighbour counts for is decided from the
-target in the merge (:func:`merge.relieff_continuous_agg`,
-:func:`merge.rrelieff_agg`), anchors x ``K`` at a time.  The target itself
+target in the merge (:func:`relieff_continuous_agg`,
+:func:`rrelieff_agg`), anchors x ``K`` at a time.  The target itself
 is held once in each graph (8 bytes a row): a neighbour's target is looked
 up by its row index.
 """
@@ -21,11 +21,11 @@ from sklearn.utils.multiclass import type_of_target
 from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit
 from ._utils import make_rng, timer
 from ._compat import compute, is_dask_collection
-from ._cost import anchor_count
+from ._cost import anchor_count, relief_cost
 from ._validation import NONE, RANDOM_STATE, Interval, Options
-from .engine import feature_kinds, merge, prepare_rows
-from .engine.execution import Anchors
-from .engine.statistics import knn_target_statistic, rows_at
+from ._relief_terms import relieff_continuous_agg, rrelieff_agg
+from .engine import (Anchors, feature_kinds, knn_target_statistic, merge, prepare_rows,
+                     rows_at)
 from .progress import fit_steps
 
 #: Nearest rows asked for per anchor in the first pass of continuous-endpoint ReliefF,
@@ -193,7 +193,7 @@ def continuous_relieff_sum(rows, y, n_neighbors, bound, anchors=None, kinds=None
     total, passes = np.zeros(rows.n_features), 0
     while True:
         share, rest = knn_target_statistic(
-            rows, y, reach, merge.relieff_continuous_agg, (n_neighbors, bound),
+            rows, y, reach, relieff_continuous_agg, (n_neighbors, bound),
             (n_hits, n_misses), anchors=anchors, combine=merge.add_and_concat, kinds=kinds)
         total += share
         passes += 1
@@ -368,7 +368,7 @@ class RReliefF(WeightSelector):
         influence = np.ones(k) if self.sigma is None else np.exp(-(rank / self.sigma) ** 2)
         span = float(y.max() - y.min())
         with fit_steps(self, "pass", 1) as steps, timer("RReliefF"):
-            sums = np.asarray(knn_target_statistic(rows, y, k, merge.rrelieff_agg,
+            sums = np.asarray(knn_target_statistic(rows, y, k, rrelieff_agg,
                                                    (span, influence), anchors=anchors))
             steps.step()
         m = rows.n_samples if anchors is None else anchors.n_samples
@@ -381,3 +381,7 @@ class RReliefF(WeightSelector):
         self.feature_importances_ = hit - miss
         self.anchor_indices_ = None if anchors is None else anchors.index
         return self
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: ReliefF's, one pass over the pairs of rows."""
+        return relief_cost(self, n_samples, n_features)

@@ -18,11 +18,14 @@ from sklearn.exceptions import ConvergenceWarning
 from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors,
                     start_fit)
 from ._utils import logger, make_rng, timer
+from ._cost import irelief_cost, relief_cost
 from ._regression import fit_continuous_relieff, is_continuous, set_target
 from ._stir import sample_moments, sample_shape, stir, uncalibrated, warn_uncalibrated
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
-from .engine import feature_kinds, knn_statistic, lse_statistic, merge, permuted_rows
-from .engine.kernels.distance import MISSING
+from ._relief_terms import (relief_agg, relieff_agg, relieff_stir_agg, stir_combine, stir_finish,
+                            stir_shares)
+from .engine import (MISSING, feature_kinds, irelief_agg, irelief_agg_missing, knn_statistic,
+                     lse_statistic, permuted_rows)
 from .progress import fit_steps
 
 _SCALE = [Options(("minmax",)), NONE]
@@ -217,7 +220,7 @@ class IRelief(WeightSelector):
         data, rows = start_fit(self, X, y, allow_nan=True)
         kinds = feature_kinds(rows, self.discrete_threshold, ramps=False, mixed_weight=False,
                               missing=data.missing)
-        agg = merge.irelief_agg_missing if kinds.kind == MISSING else merge.irelief_agg
+        agg = irelief_agg_missing if kinds.kind == MISSING else irelief_agg
         agg_args = (self.multiclass == "margin", miss_priors(data.counts), bool(self.outliers))
         w = self._initial_weights(rows.n_features)
         anchors = anchors_for(self, rows)
@@ -261,6 +264,10 @@ class IRelief(WeightSelector):
         self.history_ = np.asarray(history)
         self.n_iter_ = len(history)
         return self
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: a pass over the pairs of rows per iteration."""
+        return irelief_cost(self, n_samples, n_features)
 
 
 # ---------------------------------------------------------------------------
@@ -407,7 +414,7 @@ class ReliefF(WeightSelector):
     That calibration does not hold on all data: on heavy-tailed or skewed
     features, few-valued ones (genotypes) and unbalanced classes the law
     makes too many discoveries or far too few (the null battery of
-    ``benchmarks/_nulls.py``, README).  ReliefF's weights lean toward the
+    ``benchmarks/_nulls.py``, ``docs/pvalues.md``).  ReliefF's weights lean toward the
     larger class when the classes are unbalanced (1:1.5: 6.3 % of null
     p-values under 0.05), which no reading of the t-statistic corrects, and
     on normal features the law's far tail is too thin (FDR 0.065 at q = 0.05
@@ -436,6 +443,11 @@ class ReliefF(WeightSelector):
     """
 
     _allow_nan = True
+    #: The per-anchor term: ``agg(dist, idx, z, ya, miss_prior, missing)`` turns an
+    #: anchor block's ``k`` nearest rows of each class (:func:`dmargin.engine.knn_statistic`)
+    #: into its share of the score.  A Relief variant that weighs the neighbours
+    #: otherwise is a subclass with its own (``docs/contributing/adding_an_estimator.md``).
+    _agg = staticmethod(relieff_agg)
     _parameter_constraints = {
         "n_neighbors": [Interval(numbers.Integral, 1, None)],
         "discrete_threshold": [Interval(numbers.Integral, 0, None)],
@@ -479,7 +491,11 @@ class ReliefF(WeightSelector):
         # STIR's p-values only where its law has been shown calibrated (else a warning)
         reason = None
         if self.pvalues and not self.n_permutations:
-            reason = uncalibrated("ReliefF", data.counts, missing=kinds.kind == MISSING)
+            if type(self)._agg is not relieff_agg:
+                reason = ("a per-anchor term other than ReliefF's (the law is that of "
+                          "ReliefF's own term)")
+            else:
+                reason = uncalibrated("ReliefF", data.counts, missing=kinds.kind == MISSING)
             if reason is None:
                 reason = uncalibrated("ReliefF", data.counts, shape=sample_shape(rows, anchors),
                                       names=getattr(self, "feature_names_in_", None))
@@ -489,24 +505,25 @@ class ReliefF(WeightSelector):
         priors = (miss_priors(data.counts), kinds.kind == MISSING)
         with fit_steps(self, "pass", 1 + self.n_permutations) as steps, timer("ReliefF"):
             if binary:  # STIR's sums and neighbour pairs come with the weights
-                total, pairs, graph = knn_statistic(rows, self.n_neighbors, merge.relieff_stir_agg,
+                total, pairs, graph = knn_statistic(rows, self.n_neighbors, relieff_stir_agg,
                                              priors, anchors=anchors, kinds=kinds,
-                                             combine=merge.stir_combine,
-                                             finish=merge.stir_finish, anchor_index=True)
+                                             combine=stir_combine,
+                                             finish=stir_finish, anchor_index=True)
             else:
-                total = knn_statistic(rows, self.n_neighbors, merge.relieff_agg, priors,
+                total = knn_statistic(rows, self.n_neighbors, self._agg, priors,
                                       anchors=anchors, kinds=kinds)
             total = np.asarray(total)
             steps.step()
             m = rows.n_samples if anchors is None else anchors.n_samples
-            weights = (total[0] if binary else total) / m
+            shares = stir_shares(total) if binary else None
+            weights = (shares.score if binary else total) / m
             reached = np.zeros(weights.size)
             rng = make_rng(self.random_state).spawn(1)[0]  # not the anchors' stream
             for _ in range(self.n_permutations):
                 permuted = permuted_rows(rows, data.counts, rng)
                 sample = anchors_for(self, permuted)
                 reached += np.asarray(knn_statistic(permuted, self.n_neighbors,
-                                                    merge.relieff_agg, priors,
+                                                    self._agg, priors,
                                                     anchors=sample, kinds=kinds)) / m >= weights
                 steps.step()
         set_target(self, data.classes)
@@ -515,7 +532,7 @@ class ReliefF(WeightSelector):
         self.t_statistics_ = self.pvalues_ = self.qvalues_ = None
         if binary:
             moments = sample_moments(rows, anchors, kinds)
-            self.t_statistics_, self.pvalues_ = stir(total[1:9].reshape(2, 4, -1), total[9:], m,
+            self.t_statistics_, self.pvalues_ = stir(shares.sums, shares.anchor_sums, m,
                                                      pairs, graph, moments)
         if self.n_permutations:
             self.pvalues_ = (1.0 + reached) / (1.0 + self.n_permutations)
@@ -523,6 +540,11 @@ class ReliefF(WeightSelector):
             self.qvalues_ = false_discovery_control(self.pvalues_, method="bh")
         self.anchor_indices_ = None if anchors is None else anchors.index
         return self
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: one pass over the pairs of rows (and one per
+        permutation)."""
+        return relief_cost(self, n_samples, n_features)
 
 
 class Relief(WeightSelector):
@@ -580,7 +602,7 @@ class Relief(WeightSelector):
         self : Relief
         """
         data, rows = start_fit(self, X, y)
-        z = np.asarray(knn_statistic(rows, 1, merge.relief_agg))
+        z = np.asarray(knn_statistic(rows, 1, relief_agg))
         w = _positive_unit(z)
         if w is None:
             warnings.warn("z+ is zero: no feature separates nearest hits from nearest "
@@ -590,3 +612,7 @@ class Relief(WeightSelector):
         self.margin_vector_ = z
         self.feature_importances_ = w
         return self
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: one pass over the pairs of rows."""
+        return relief_cost(self, n_samples, n_features)

@@ -16,7 +16,7 @@ values that are exchangeable draws, so the score ``S = (1/m) sum_e w_e
 phi(x_i, x_j)`` is a weighted sum over the graph's edges (``w_e = -1/k_a``
 for a hit, ``+1/k_a`` for a miss, ``k_a`` the anchor's neighbours on that
 side, the two findings of a pair added: ReliefF's graph in
-:func:`dmargin.engine.merge.pair_graph_sums`, MultiSURF's in the third pass
+:func:`dmargin._relief_terms.pair_graph_sums`, MultiSURF's in the third pass
 of :mod:`dmargin.engine.kernels.surf`).  Hoeffding's decomposition ``phi =
 mu + g(x_i) + g(x_j) + h(x_i, x_j)`` gives, with ``C_i = sum_j w_ij``::
 
@@ -32,7 +32,7 @@ data's own spread: the paper's pooled variance of the found pairs'
 differences over the distinct pairs (``sigma_phi^2 sum w_e^2``), plus ``c
 (sum C_i^2 - 2 sum w_e^2)`` for two pairs that share a row, with ``c`` the
 covariance of the anchors' mean hit and mean miss differences
-(:func:`merge.stir_anchor_sums`).  The skewness ``k3 / Var^1.5`` and the
+(:func:`dmargin._relief_terms.stir_anchor_sums`).  The skewness ``k3 / Var^1.5`` and the
 excess kurtosis ``k4 / Var^2`` take the moments of the feature's difference
 between random rows, from a sample of rows (:func:`pair_moments`); the
 one-sided p-value reads ``t`` against Johnson's SU law of that skewness and
@@ -61,8 +61,7 @@ import numpy as np
 from scipy.stats import norm, pearson3
 from scipy.stats import t as student_t
 
-from .engine.kernels.distance import scored_differences
-from .engine.statistics import summary_of_rows_at
+from .engine import scored_differences, summary_of_rows_at
 
 #: At most this many rows estimate a feature's difference moments.
 SAMPLE_ROWS = 200
@@ -334,8 +333,9 @@ def graph_sample(n_rows, n_features, anchor_index=None, feature_cost=1.0):
 
 def graph_from_sums(exact, sampled, found):
     """STIR's ``(pairs, graph)`` (:func:`stir`'s) from a graph pass:
-    ``exact`` (:func:`merge.graph_row_sums`), ``sampled``
-    (:func:`merge.sample_graph_sums`) and ``found``, the pairs found per side."""
+    ``exact`` (:func:`dmargin.engine.thresholds.graph_row_sums`), ``sampled``
+    (:func:`dmargin.engine.thresholds.sample_graph_sums`) and ``found``, the pairs
+    found per side."""
     c2, c3, w2, w3, mutual_h, mutual_m, r2 = exact
     wcc, w2c, trace3, w4, side_twice, trace4 = sampled
     pairs = np.array([[found[0], mutual_h], [found[1], mutual_m]])
@@ -513,11 +513,11 @@ def skewed_sf(t, df, gamma, kurt=None):
 def stir(sums, anchor_sums, m, pairs, graph, moments):
     """STIR's pseudo t-statistics and one-sided p-values.
 
-    ``sums``: :func:`merge.stir_sums` merged, ``(2, 4, A)``; hit and miss
+    ``sums``: :func:`dmargin._relief_terms.stir_sums` merged, ``(2, 4, A)``; hit and miss
     differences are weighted by ``1 / k`` of their anchor and averaged over
     the ``m`` anchors (the ReliefF score's means), their variances pooled
     (Le et al. 2019, eqs. 5-10).  ``pairs``: per side the pairs found and
-    those found from both rows (:func:`merge.stir_finish`); a pair found from
+    those found from both rows (:func:`dmargin._relief_terms.stir_finish`); a pair found from
     both of its rows is two of the ``n`` pairs of a side but one draw, so the
     pooled variance and the degrees of freedom take each side's
     ``n_eff = n^2 / (n + n_mutual)``.  ``anchor_sums``, ``graph``,

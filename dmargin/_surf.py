@@ -10,7 +10,7 @@ users run), for class labels and for a continuous target (skrebate's
 continuous endpoint: hits and misses by the target's difference).  Each fit
 is one statistic of the pairwise engine in two passes over the same tiles:
 the distance moments, then the neighbours within the thresholds
-(:func:`dmargin.engine.surf_statistic`).
+(:func:`dmargin.engine.threshold_statistic`).
 """
 
 from __future__ import annotations
@@ -23,17 +23,20 @@ from scipy.stats import false_discovery_control
 
 from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit
 from ._utils import make_rng, timer, user_stacklevel
+from ._cost import surf_cost
 from ._compat import is_dask_collection, persist_with_known_rows
 from ._io import prepare_training_data
+from ._relief_terms import stir_shares
 from ._regression import hit_bound, is_continuous, set_target, start_target_fit
 from ._stir import (graph_from_sums, graph_sample, sample_moments, sample_shape, stir,
                     uncalibrated, warn_uncalibrated)
+from ._surf_terms import (FAR_NONE, FAR_SIMILARITY, FAR_SUBTRACT, multisurf_thresholds, surf_agg,
+                          surf_stir_agg, surf_thresholds)
 from ._validation import (BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params,
                           check_X_y, integer_input)
-from .engine import feature_kinds, merge, permuted_rows, surf_statistic
-from .engine.execution import Rows, rows_per_block
-from .engine.kernels.distance import MASKED, MISSING
-from .engine.statistics import FeatureKinds, compact_distinct, surf_compact_statistic
+from .engine import (MASKED, MISSING, FeatureKinds, Rows, compact_distinct, feature_kinds,
+                     permuted_rows, rows_per_block, compact_threshold_statistic,
+                     threshold_statistic)
 from .progress import fit_steps
 
 _PARAMS_DOC = """
@@ -201,7 +204,7 @@ _STIR_NOTES = """
     discovery at q = 0.05 (4.2 % with balanced labels; the paper's test:
     about 60 % of 100 draws).  The law is not calibrated everywhere: on heavy-tailed or skewed
     features, few-valued ones (genotypes) and classes of 1:3 it makes too many
-    discoveries or far too few (``benchmarks/_nulls.py``, README).  The fit
+    discoveries or far too few (``benchmarks/_nulls.py``, ``docs/pvalues.md``).  The fit
     therefore returns STIR's p-values only where they have been shown
     calibrated -- two classes, the smaller at least 45 % of the rows, every
     feature with more than 10 distinct values, ``|skewness| <= 1`` and excess
@@ -272,8 +275,8 @@ class _ThresholdSelector(WeightSelector):
     """The SURF family: one engine statistic; subclasses set the thresholds and the far set."""
 
     _allow_nan = True
-    _thresholds = staticmethod(merge.surf_thresholds)
-    _far_rule = merge.FAR_NONE
+    _thresholds = staticmethod(surf_thresholds)
+    _far_rule = FAR_NONE
 
     _parameter_constraints = {
         "discrete_threshold": [Interval(numbers.Integral, 0, None)],
@@ -339,22 +342,22 @@ class _ThresholdSelector(WeightSelector):
                               None if anchors is None else anchors.index,
                               1 / 8 if compact is not None and not rows.on_dask else 1.0) \
             if with_p else None
-        agg = merge.surf_stir_agg if with_p else merge.surf_agg
+        agg = surf_stir_agg if with_p else surf_agg
 
         # One statistic: distance moments, thresholds, neighbours scored
         # (and with p-values, STIR's neighbour graph)
         name = type(self).__name__
         missing = kinds.kind == MISSING
-        far = self._far_rule != merge.FAR_NONE
+        far = self._far_rule != FAR_NONE
 
         def scores(rows, anchors, agg, sample, with_p):
             if compact is not None and not rows.on_dask:
                 # 0/1 differences are their own squares (no squares summed)
                 args = (self._far_rule, False, False) if with_p else (self._far_rule, False)
-                return surf_compact_statistic(rows.X, rows.codes, rows.n_classes,
+                return compact_threshold_statistic(rows.X, rows.codes, rows.n_classes,
                                               self._thresholds, agg, args, far=far,
                                               anchors=anchors, graph_sample=sample)
-            return surf_statistic(rows, self._thresholds, agg, (self._far_rule, missing),
+            return threshold_statistic(rows, self._thresholds, agg, (self._far_rule, missing),
                                   far=far, kinds=kinds, anchors=anchors, target=target,
                                   bound=bound or 0.0, graph_sample=sample)
 
@@ -369,7 +372,7 @@ class _ThresholdSelector(WeightSelector):
                 for _ in range(permutations):
                     permuted = permuted_rows(rows, data.counts, rng)
                     reached += np.asarray(scores(permuted, anchors_for(self, permuted),
-                                                 merge.surf_agg, None, False),
+                                                 surf_agg, None, False),
                                           dtype=np.float64) / m >= weights
                     steps.step()
 
@@ -382,13 +385,13 @@ class _ThresholdSelector(WeightSelector):
         self.anchor_indices_ = None if anchors is None else anchors.index
         if with_p:
             total, exact, sampled = out
-            total = np.asarray(total, dtype=np.float64)
-            sums = total[1:9].reshape(2, 4, -1)
-            pairs, graph = graph_from_sums(exact, sampled, sums[:, 2, 0])
+            shares = stir_shares(total)
+            pairs, graph = graph_from_sums(exact, sampled, shares.sums[:, 2, 0])
             moments = sample_moments(rows, anchors, kinds)
-            self.t_statistics_, self.pvalues_ = stir(sums, total[9:], m, pairs, graph, moments)
+            self.t_statistics_, self.pvalues_ = stir(shares.sums, shares.anchor_sums, m, pairs,
+                                                     graph, moments)
             self.qvalues_ = false_discovery_control(self.pvalues_, method="bh")
-            out = total[0]
+            out = shares.score
         elif hasattr(self, "pvalues"):
             self.t_statistics_ = self.pvalues_ = self.qvalues_ = None
             if permutations:
@@ -396,6 +399,11 @@ class _ThresholdSelector(WeightSelector):
                 self.qvalues_ = false_discovery_control(self.pvalues_, method="bh")
         self.feature_importances_ = np.asarray(out, dtype=np.float64) / m
         return self
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost` of the SURF family: two passes over the pairs of
+        rows (a third for STIR's p-values, all again per permutation)."""
+        return surf_cost(self, n_samples, n_features)
 
 
 def _check_stir(estimator, target, n_classes, kinds):
@@ -475,7 +483,7 @@ class SURFstar(_ThresholdSelector):
     >>> SURFstar().fit(X, y).feature_importances_.shape
     (30,)
     """
-    _far_rule = merge.FAR_SUBTRACT
+    _far_rule = FAR_SUBTRACT
 
 
 class MultiSURF(_ThresholdSelector):
@@ -513,7 +521,7 @@ class MultiSURF(_ThresholdSelector):
     >>> float(est.pvalues_[est.feature_importances_.argmax()])  # 1 / (19 + 1)
     0.05
     """
-    _thresholds = staticmethod(merge.multisurf_thresholds)
+    _thresholds = staticmethod(multisurf_thresholds)
     _parameter_constraints = {**_ThresholdSelector._parameter_constraints, "pvalues": [BOOLEAN],
                               "n_permutations": [Interval(numbers.Integral, 0, None)]}
 
@@ -552,5 +560,5 @@ class MultiSURFstar(_ThresholdSelector):
     >>> MultiSURFstar().fit(X, y).feature_importances_.shape
     (30,)
     """
-    _thresholds = staticmethod(merge.multisurf_thresholds)
-    _far_rule = merge.FAR_SIMILARITY
+    _thresholds = staticmethod(multisurf_thresholds)
+    _far_rule = FAR_SIMILARITY

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import dmargin
-from dmargin.engine import execution, merge, sample_anchors, statistics
+from dmargin.engine import execution, neighbours, quadratic, sample_anchors, sampling
+from dmargin.engine.kernels import terms
 from tests import reference as ref
 
 
@@ -33,7 +34,7 @@ def _codes(y):
 @pytest.mark.parametrize("totals,m", [([80, 80, 77, 3], 50), ([5, 1, 1], 3), ([5, 1, 1], 2),
                                       ([10, 0, 4], 7), ([3, 3], 6), ([1000, 1], 10)])
 def test_share_sums_to_m_and_follows_the_classes(totals, m):
-    share = execution._stratified_share(np.array(totals), m)  # the rule itself
+    share = sampling._stratified_share(np.array(totals), m)  # the rule itself
     totals = np.array(totals)
     assert share.sum() == min(m, totals.sum()) and np.all(share <= totals)
     present = totals > 0
@@ -66,8 +67,8 @@ def test_the_scaling_pass_counts_the_classes_per_block(data, monkeypatch, thread
     Xd, yd = da.from_array(X, chunks=(50, 6)), da.from_array(y, chunks=50)
     fit = dmargin.ReliefF(n_anchors=30, random_state=0).fit(X, y)
     calls = []
-    counting = execution._class_counts
-    monkeypatch.setattr(execution, "_class_counts", lambda *a: calls.append(1) or counting(*a))
+    counting = sampling._class_counts
+    monkeypatch.setattr(sampling, "_class_counts", lambda *a: calls.append(1) or counting(*a))
     data_, rows = dmargin._base.start_fit(dmargin.ReliefF(n_anchors=30), Xd, yd, one_pass=True)
     codes = _codes(y)
     expected = np.stack([np.bincount(codes[s:s + 50], minlength=4) for s in range(0, 240, 50)])
@@ -93,8 +94,8 @@ def test_the_engine_with_a_sample_equals_all_rows_over_that_sample(data):
     anchors = sample_anchors(rows, 40, np.random.default_rng(1))
     weight = np.zeros(len(y))
     weight[anchors.index] = 1 / 40
-    want = statistics.lse_statistic(rows, w, 0.7, merge.irelief_agg, args, anchor_weight=weight)
-    got = statistics.lse_statistic(rows, w, 0.7, merge.irelief_agg, args, anchors=anchors)
+    want = neighbours.lse_statistic(rows, w, 0.7, terms.irelief_agg, args, anchor_weight=weight)
+    got = neighbours.lse_statistic(rows, w, 0.7, terms.irelief_agg, args, anchors=anchors)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
 
 
@@ -174,17 +175,17 @@ def test_quadratic_statistic_over_a_sample(data, diagonal, threaded):
     weight = rng.random(len(y))
     rows = execution.prepare_rows(X, codes, 4)
     every = execution.Anchors(X, codes, np.arange(len(y)))
-    want = statistics.quad_statistic(rows, U, lam, 0.6, weight, merge.softmin_coef)
-    got = statistics.quad_statistic(rows, U, lam, 0.6, weight, merge.softmin_coef, anchors=every)
+    want = quadratic.quad_statistic(rows, U, lam, 0.6, weight, terms.softmin_coef)
+    got = quadratic.quad_statistic(rows, U, lam, 0.6, weight, terms.softmin_coef, anchors=every)
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-12 * np.abs(want[0]).max())
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
     sample = sample_anchors(rows, 30, np.random.default_rng(0))
-    local = statistics.quad_statistic(rows, U, lam, 0.6, weight[sample.index],
-                                      merge.softmin_coef, anchors=sample)
+    local = quadratic.quad_statistic(rows, U, lam, 0.6, weight[sample.index],
+                                      terms.softmin_coef, anchors=sample)
     blocks = execution.prepare_rows(da.from_array(X, chunks=(70, 6)),
                                     da.from_array(codes, chunks=70), 4)
-    on_dask = statistics.quad_statistic(blocks, U, lam, 0.6, weight[sample.index],
-                                        merge.softmin_coef, anchors=sample)
+    on_dask = quadratic.quad_statistic(blocks, U, lam, 0.6, weight[sample.index],
+                                        terms.softmin_coef, anchors=sample)
     np.testing.assert_allclose(on_dask[0], local[0], rtol=0, atol=1e-12 * np.abs(local[0]).max())
     np.testing.assert_allclose(on_dask[1], local[1], rtol=1e-12)
 

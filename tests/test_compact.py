@@ -30,7 +30,7 @@ import pytest
 
 import dmargin
 import dmargin.engine._numba as numba_policy
-from dmargin.engine import statistics
+from dmargin.engine import thresholds
 from dmargin.engine.kernels.distance import pack_planes
 from tests import reference_surf as ref
 
@@ -89,7 +89,7 @@ def test_threads_and_tiles(variant, monkeypatch):
     X, y = genotypes(n=70, a=300, seed=11, values=5)
     expected = ref.surf_family(X, y, variant)
     monkeypatch.setattr(numba_policy, "PARALLEL_MIN_WORK", 0)
-    monkeypatch.setattr(statistics, "COMPACT_TILE_BYTES", 8 * 3 * 2 * 301 * 6)
+    monkeypatch.setattr(thresholds, "COMPACT_TILE_BYTES", 8 * 3 * 2 * 301 * 6)
     est = getattr(dmargin, variant)().fit(X, y)
     assert est.compact_dtype_ == np.uint8
     np.testing.assert_allclose(est.feature_importances_, expected, rtol=0, atol=1e-10)
@@ -103,9 +103,9 @@ def test_bit_planes_count_mismatches(bits):
     X[4] = X[2]  # a pair with no mismatch
     planes = pack_planes(X, bits)
     assert planes.shape == (13, 3, bits)
-    from dmargin.engine.kernels import surf
+    from dmargin.engine.kernels import compact
 
-    moments = surf.COMPACT_MOMENTS_TWINS[0](planes, np.arange(13))
+    moments = compact.COMPACT_MOMENTS_TWINS[0](planes, np.arange(13))
     D = (X[:, None, :] != X[None, :, :]).sum(axis=2).astype(np.float64)
     np.testing.assert_array_equal(moments[:, 0], 12.0)
     np.testing.assert_array_equal(moments[:, 1], D.sum(axis=1))
@@ -205,7 +205,7 @@ def test_bad_labels_same_error():
 def test_no_float64_copy_of_X(monkeypatch):
     """A fit's numpy allocations stay far below a float64 copy of X (8 bytes a value)."""
     X, y = genotypes(n=100, a=60_000, seed=9)
-    monkeypatch.setattr(statistics, "COMPACT_TILE_BYTES", 4 * 2**20)
+    monkeypatch.setattr(thresholds, "COMPACT_TILE_BYTES", 4 * 2**20)
     dmargin.MultiSURF().fit(X[:10, :100], y[:10])  # imports and compilation outside the trace
     tracemalloc.start()
     try:
@@ -270,13 +270,13 @@ def test_float32_rows_equal_the_float64_path_on_the_same_values(variant, missing
 def _row_dtypes(monkeypatch):
     """The dtypes of the row blocks pass 1's tiles read, as they are read."""
     seen = []
-    original = statistics._surf_pair_moments
+    original = thresholds._pair_moments
 
     def spy(Xp, *args):
         seen.append(Xp.dtype)
         return original(Xp, *args)
 
-    monkeypatch.setattr(statistics, "_surf_pair_moments", spy)
+    monkeypatch.setattr(thresholds, "_pair_moments", spy)
     return seen
 
 

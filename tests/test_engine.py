@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from dmargin._base import miss_priors
-from dmargin.engine import execution, merge, statistics
+from dmargin.engine import execution, grid, merge, neighbours, quadratic
+from dmargin.engine.kernels import terms
 from dmargin.engine.kernels import knn, lse, quad
 
 try:
@@ -53,7 +54,7 @@ def test_lse_tile_matches_brute_force(rows_data):
     X, y, k = rows_data
     w = np.random.default_rng(0).random(X.shape[1])
     ia, ic = np.arange(20, 40), np.arange(57)
-    for kernel in statistics.KERNELS["lse"]:
+    for kernel in neighbours.KERNELS["lse"]:
         got = kernel(X[20:40], ia, X, y, ic, w, 0.7, k)
         want = _brute_lse(X[20:40], ia, X, y, ic, w, 0.7, k)
         for g, e in zip(got, want):
@@ -92,15 +93,15 @@ def test_irelief_agg_equals_the_online_kernels_per_anchor_term(n_classes, pooled
     want = np.zeros(7)
     for a in range(60):
         term = np.zeros(7)
-        merge.irelief_anchor_term(m[a], s[a], v[a], ya[a], pooled, prior, outliers, term)
+        terms.irelief_anchor_term(m[a], s[a], v[a], ya[a], pooled, prior, outliers, term)
         log_z, coef = np.empty(n_classes), np.empty(n_classes)
-        merge._irelief_coef(m[a], s[a], ya[a], pooled, prior, outliers, log_z, coef)
-        got_z, got_coef = merge.irelief_coefs(m[a:a + 1], s[a:a + 1], ya[a:a + 1], pooled, prior,
+        terms._irelief_coef(m[a], s[a], ya[a], pooled, prior, outliers, log_z, coef)
+        got_z, got_coef = terms.irelief_coefs(m[a:a + 1], s[a:a + 1], ya[a:a + 1], pooled, prior,
                                               outliers)
         np.testing.assert_allclose(got_coef[0], coef, rtol=1e-13, atol=0)
         np.testing.assert_allclose(got_z[0][coef != 0], log_z[coef != 0], rtol=1e-14, atol=0)
         want += weight[a] * term
-    got = merge.irelief_agg(m, s, v, ya, weight, pooled, prior, outliers)
+    got = terms.irelief_agg(m, s, v, ya, weight, pooled, prior, outliers)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
     assert np.any(want != 0)
 
@@ -165,7 +166,7 @@ def test_tiles_over_anchor_groups_and_candidate_blocks(kernel):
     ia = rng.choice(700, 150, replace=False)  # anchors among the candidates: no self-match
     Xa = Xc[ia]
     w = rng.random(9)
-    got = statistics.KERNELS["lse"][kernel](Xa, ia, Xc, yc, ic, w, 0.3, 3)
+    got = neighbours.KERNELS["lse"][kernel](Xa, ia, Xc, yc, ic, w, 0.3, 3)
     for g, e in zip(got, _brute_lse(Xa, ia, Xc, yc, ic, w, 0.3, 3)):
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
     d, idx, z = knn.TWINS[kernel](Xa, ia, Xc, yc, ic, 3, 5)
@@ -190,11 +191,11 @@ def test_lse_statistic_over_chunkings(rows_data, rows, threaded):
 
     X, y, k = rows_data
     w = np.full(X.shape[1], 0.3)
-    local = statistics.lse_statistic(execution.prepare_rows(X, y, k), w, 1.5, merge.irelief_agg,
+    local = neighbours.lse_statistic(execution.prepare_rows(X, y, k), w, 1.5, terms.irelief_agg,
                                      _irelief_args(y, k))
     on_dask = execution.prepare_rows(da.from_array(X, chunks=(rows, 6)),
                                      da.from_array(y, chunks=rows), k)
-    got = statistics.lse_statistic(on_dask, w, 1.5, merge.irelief_agg, _irelief_args(y, k))
+    got = neighbours.lse_statistic(on_dask, w, 1.5, terms.irelief_agg, _irelief_args(y, k))
     np.testing.assert_allclose(got, local, rtol=1e-12, atol=1e-15)
 
 
@@ -203,10 +204,10 @@ def test_in_process_anchor_blocks_equal_one_block(rows_data, monkeypatch):
     w = np.random.default_rng(2).random(X.shape[1])
     args = _irelief_args(y, k)
     rows = execution.prepare_rows(X, y, k)
-    whole = statistics.lse_statistic(rows, w, 0.4, merge.irelief_agg, args)
+    whole = neighbours.lse_statistic(rows, w, 0.4, terms.irelief_agg, args)
     # A budget of 4 anchors per tile: 15 anchor blocks, tree-merged.
-    monkeypatch.setattr(statistics, "TILE_BUDGET", 8 * k * (X.shape[1] + 2) * 4)
-    split = statistics.lse_statistic(rows, w, 0.4, merge.irelief_agg, args)
+    monkeypatch.setattr(grid, "TILE_BUDGET", 8 * k * (X.shape[1] + 2) * 4)
+    split = neighbours.lse_statistic(rows, w, 0.4, terms.irelief_agg, args)
     np.testing.assert_allclose(split, whole, rtol=1e-12, atol=1e-15)
 
 
@@ -225,7 +226,7 @@ def test_graph_keys_are_deterministic(rows_data, threaded):
     execution.Graph.compute = spy
     try:
         for _ in range(2):
-            statistics.lse_statistic(rows, np.ones(6), 1.0, merge.irelief_agg,
+            neighbours.lse_statistic(rows, np.ones(6), 1.0, terms.irelief_agg,
                                      _irelief_args(y, k))
     finally:
         execution.Graph.compute = original
@@ -277,7 +278,7 @@ def _quad_case(name):
 def test_quad_statistic_matches_brute_force(case, how, monkeypatch, threaded):
     import dask.array as da
 
-    from dmargin._immigrate import _factor  # the eigen-factor IMMIGRATE passes the engine
+    from dmargin._immigrate_solver import _factor  # the eigen-factor IMMIGRATE passes the engine
 
     X, y, W, sigma, d = _quad_case(case)
     want = ref.immigrate_step(X, y, W, sigma=sigma, sample_weight=d)
@@ -289,14 +290,14 @@ def test_quad_statistic_matches_brute_force(case, how, monkeypatch, threaded):
     else:
         rows = execution.prepare_rows(X, y, k)
     if how == "threads":
-        monkeypatch.setattr(statistics, "use_threads", lambda work, cost: True)
-        monkeypatch.setattr(statistics, "n_threads", lambda: 2)
+        monkeypatch.setattr(grid, "use_threads", lambda work, cost: True)
+        monkeypatch.setattr(grid, "n_threads", lambda: 2)
     if how == "no-store":
-        monkeypatch.setattr(statistics, "TILE_BUDGET", 0)
+        monkeypatch.setattr(quadratic, "TILE_BUDGET", 0)
     U, lam = _factor(W)
     assert (U.shape[1] == 0) == (case in ("diagonal", "far-apart"))
     weight = np.ones(len(y)) if d is None else d
-    Sigma, entropy = statistics.quad_statistic(rows, U, lam, sigma, weight, merge.softmin_coef)
+    Sigma, entropy = quadratic.quad_statistic(rows, U, lam, sigma, weight, terms.softmin_coef)
     scale = np.abs(want["Sigma"]).max()
     np.testing.assert_allclose(Sigma, want["Sigma"], rtol=0, atol=1e-10 * scale)
     np.testing.assert_allclose(entropy, want["entropy"], rtol=1e-10)
@@ -351,16 +352,16 @@ def test_sigma_pairs_with_coefficients_of_both_signs(store):
 
 def test_quad_statistic_with_w_itself_equals_its_factor(monkeypatch):
     """Wide data skip W's eigendecomposition: ``(W, [])`` gives the factor's E-step."""
-    from dmargin import _immigrate
+    from dmargin import _immigrate_solver
 
     X, y, W, sigma, d = _quad_case("dense")
     rows = execution.prepare_rows(X, y, 3)
-    U, lam = _immigrate._factor(W)
-    want = statistics.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), merge.softmin_coef)
-    monkeypatch.setattr(_immigrate, "_DENSE_W_FEATURES", 2)
-    U, lam = _immigrate._factor(W)
+    U, lam = _immigrate_solver._factor(W)
+    want = quadratic.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), terms.softmin_coef)
+    monkeypatch.setattr(_immigrate_solver, "_DENSE_W_FEATURES", 2)
+    U, lam = _immigrate_solver._factor(W)
     assert U.shape == W.shape and lam.size == 0
-    got = statistics.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), merge.softmin_coef)
+    got = quadratic.quad_statistic(rows, U, lam, sigma, np.ones(len(y)), terms.softmin_coef)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12 * np.abs(want[0]).max())
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
 
@@ -372,7 +373,7 @@ def test_block_reduce_and_exact_bin_edges_on_dask_rows():
     import dask.array as da
 
     from dmargin.engine.binning import find_bin_edges
-    from dmargin.engine.statistics import block_reduce
+    from dmargin.engine import block_reduce
 
     X = np.arange(40.0).reshape(20, 2)
     total = block_reduce(da.from_array(X, chunks=5), lambda b: b.sum(axis=0), sum, "sum")

@@ -76,9 +76,9 @@ def test_tqdm_bar_follows_the_fit(data, capsys):
 
 def test_a_long_iteration_reports_its_blocks(data, monkeypatch):
     """In-process, each anchor block of an iteration moves the fraction of the step."""
-    from dmargin.engine import statistics
+    from dmargin.engine import grid
 
-    monkeypatch.setattr(statistics, "TILE_BUDGET", 8 * 2 * 8 * 20)  # 20 anchor rows a block
+    monkeypatch.setattr(grid, "TILE_BUDGET", 8 * 2 * 8 * 20)  # 20 anchor rows a block
     events = []
     with on_progress(events.append):
         est = dmargin.IRelief(max_iter=2, tol=0).fit(*data)

@@ -488,17 +488,17 @@ def _graph_reference(hit, miss, n_rows):
 
 
 def test_pair_graph_sums_equal_the_dense_graph():
-    from dmargin.engine import merge
+    from dmargin import _relief_terms as relief_terms
 
     rng = np.random.default_rng(3)
     hit, miss = _random_graph(rng, 40, 30, 6)
-    assert merge.mutual_pairs(hit) > 0  # some pairs found from both rows
-    np.testing.assert_allclose(merge.pair_graph_sums(hit, miss),
+    assert relief_terms.mutual_pairs(hit) > 0  # some pairs found from both rows
+    np.testing.assert_allclose(relief_terms.pair_graph_sums(hit, miss),
                                _graph_reference(hit, miss, 40), rtol=1e-12, atol=1e-14)
 
 
 def test_pair_graph_sums_estimate_the_trace_from_a_sample_of_rows(monkeypatch):
-    from dmargin.engine import merge
+    from dmargin import _relief_terms as relief_terms
 
     # A neighbour graph: every triangle has one or three hits, so the trace adds up.
     rng = np.random.default_rng(4)
@@ -508,10 +508,10 @@ def test_pair_graph_sums_estimate_the_trace_from_a_sample_of_rows(monkeypatch):
     rows = np.repeat(np.arange(3000), 10)[:, None]
     hit, miss = ((rows[:, 0] << 32) | np.argsort(np.where(same, D, np.inf), axis=1)[:, :10].ravel()
                  for same in (y[:, None] == y, y[:, None] != y))
-    monkeypatch.setattr(merge, "TRACE_ROWS", 3000)
-    exact = merge.pair_graph_sums(hit, miss)
-    monkeypatch.setattr(merge, "TRACE_ROWS", 1000)
-    sampled = merge.pair_graph_sums(hit, miss)
+    monkeypatch.setattr(relief_terms, "TRACE_ROWS", 3000)
+    exact = relief_terms.pair_graph_sums(hit, miss)
+    monkeypatch.setattr(relief_terms, "TRACE_ROWS", 1000)
+    sampled = relief_terms.pair_graph_sums(hit, miss)
     np.testing.assert_array_equal(sampled[[0, 1, 2, 3, 4, 5, 7, 8]],
                                   exact[[0, 1, 2, 3, 4, 5, 7, 8]])
     for term in (6, 10):  # the triangles, the closed walks of four

@@ -88,7 +88,7 @@ def test_multisurf_stir_on_compact_genotypes_equals_the_float_path(n_anchors, st
 
 
 def test_sample_graph_sums_with_every_row_are_the_dense_graphs():
-    from dmargin.engine import merge
+    from dmargin.engine import thresholds
 
     rng = np.random.default_rng(4)
     n = 50
@@ -108,7 +108,7 @@ def test_sample_graph_sums_with_every_row_are_the_dense_graphs():
     W2 = W @ W
     want = [(w * C[i] * C[j]).sum(), (w ** 2 * (C[i] + C[j])).sum(), np.trace(W2 @ W),
             (w ** 4).sum(), ((W ** 2) * W2).sum(), np.trace(W2 @ W2)]
-    np.testing.assert_allclose(merge.sample_graph_sums(D, y, finders, C, np.ones(n)), want,
+    np.testing.assert_allclose(thresholds.sample_graph_sums(D, y, finders, C, np.ones(n)), want,
                                rtol=1e-12)
 
 

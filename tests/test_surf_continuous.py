@@ -27,7 +27,8 @@ import pytest
 
 import dmargin
 from dmargin._regression import start_target_fit
-from dmargin.engine import feature_kinds, merge, surf_statistic
+from dmargin import _surf_terms as surf_terms
+from dmargin.engine import feature_kinds, threshold_statistic
 from tests import reference_surf as ref
 from tests.test_missing import skrebate_scores as skrebate_scores_missing
 
@@ -143,12 +144,12 @@ def test_the_hit_bound_decides_hit_and_miss():
     X, y = dataset("regression")
     rows, target, _ = start_target_fit(dmargin.MultiSURF(), X, y)
     kinds = feature_kinds(rows, 10)
-    args = (merge.multisurf_thresholds, merge.surf_agg, (merge.FAR_NONE, False))
+    args = (surf_terms.multisurf_thresholds, surf_terms.surf_agg, (surf_terms.FAR_NONE, False))
     bound = np.std(y, ddof=1)
-    ours = surf_statistic(rows, *args, kinds=kinds, target=target, bound=bound) / len(y)
+    ours = threshold_statistic(rows, *args, kinds=kinds, target=target, bound=bound) / len(y)
     np.testing.assert_allclose(ours, skrebate_scores("MultiSURF", "regression"), rtol=0,
                                atol=ATOL)
-    other = surf_statistic(rows, *args, kinds=kinds, target=target, bound=bound / 2) / len(y)
+    other = threshold_statistic(rows, *args, kinds=kinds, target=target, bound=bound / 2) / len(y)
     assert np.abs(other - ours).max() > 1e-3
     np.testing.assert_allclose(other, ref.surf_family(X, y, "MultiSURF", bound=bound / 2),
                                rtol=0, atol=ATOL)
@@ -178,16 +179,16 @@ def test_row_blocks_do_not_change_the_scores(variant, rows, n_anchors, threaded)
 def test_in_process_blocks_on_threads_equal_one_block(monkeypatch):
     """Large work in-process is cut into blocks whose pairs run on threads: the
     CROSS tiles read each block's targets as the single WITHIN tile does."""
-    from dmargin.engine import statistics
+    from dmargin.engine import grid
 
     X, y = dataset("regression")
     rows, target, _ = start_target_fit(dmargin.MultiSURFstar(), X, y)
-    args = (merge.multisurf_thresholds, merge.surf_agg, (merge.FAR_SIMILARITY,))
+    args = (surf_terms.multisurf_thresholds, surf_terms.surf_agg, (surf_terms.FAR_SIMILARITY,))
     kw = {"far": True, "target": target, "bound": np.std(y, ddof=1)}
-    one = surf_statistic(rows, *args, **kw)
-    monkeypatch.setattr(statistics, "use_threads", lambda work, cost=1.0: True)
-    monkeypatch.setattr(statistics, "n_threads", lambda: 3)
-    split = surf_statistic(rows, *args, **kw)
+    one = threshold_statistic(rows, *args, **kw)
+    monkeypatch.setattr(grid, "use_threads", lambda work, cost=1.0: True)
+    monkeypatch.setattr(grid, "n_threads", lambda: 3)
+    split = threshold_statistic(rows, *args, **kw)
     np.testing.assert_allclose(split, one, rtol=0, atol=1e-12)
     np.testing.assert_allclose(one / len(y), skrebate_scores("MultiSURFstar", "regression"),
                                rtol=0, atol=ATOL)

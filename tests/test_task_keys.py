@@ -32,7 +32,8 @@ import numpy as np
 import pytest
 
 import dmargin
-from dmargin.engine import execution, statistics
+from dmargin.engine import (blocks, execution, features, neighbours, quadratic, sampling,
+                            thresholds)
 from dmargin.engine.execution import Graph, Rows
 
 from .test_modes import CASES, on_dask
@@ -46,12 +47,12 @@ from .test_modes import CASES, on_dask
 def _builders():
     """Public engine functions that build a :class:`Graph` (or call one that does)."""
     out = {}
-    for module in (execution, statistics):
+    for module in (execution, neighbours, thresholds, quadratic, blocks, features, sampling):
         for name, fn in vars(module).items():
             if (inspect.isfunction(fn) and not name.startswith("_")
                     and fn.__module__ == module.__name__):
                 source = inspect.getsource(fn)
-                if "Graph(" in source or any(f"{other}(" in source for other in
+                if "Graph(" in source or "grid.graph(" in source or any(f"{other}(" in source for other in
                                              ("column_summary", "WeightedHistograms")):
                     out[name] = fn
     return out
@@ -65,7 +66,7 @@ AUDITED = sorted(set(BUILDERS) - {"counts"}) + ["WeightedHistograms"]
 def histogram_rounds(binned, class_weight, replay, features, stump):
     """:class:`WeightedHistograms` as a fit uses it: a first round, then a round
     after ``stump`` (the parameters of its constructor and of ``histogram``)."""
-    h = statistics.WeightedHistograms(binned, class_weight, replay)
+    h = blocks.WeightedHistograms(binned, class_weight, replay)
     h.histogram(features)
     return h.histogram(features, stump)
 
@@ -106,7 +107,7 @@ class Recorder:
                 for attr, value in list(vars(module).items()):
                     if inspect.isfunction(value) and id(value) in targets:
                         monkeypatch.setattr(module, attr, targets[id(value)])
-        cls = statistics.WeightedHistograms
+        cls = blocks.WeightedHistograms
         init, histogram = cls.__init__, cls.histogram
         recorder = self
 

@@ -1,41 +1,59 @@
-"""The pairwise engine: tile kernels, their merges, and where they run.
+"""The pairwise engine: tile kernels, the grids they run on, and where they run.
 
-By layer: :mod:`~dmargin.engine.kernels` (numba, arrays in and out, one
-module per kernel family) under :mod:`~dmargin.engine._numba` (compile
-flags and the one serial-or-threaded rule); :mod:`~dmargin.engine.merge`
-(every combine and aggregate); :mod:`~dmargin.engine.statistics` (each
-statistic written once as a task graph); :mod:`~dmargin.engine.execution`
-(the graph, run in-process or on dask -- the only engine module that
-imports dask); :mod:`~dmargin.engine.binning` (boosting's bin codes).
+By layer, bottom up:
+
+- :mod:`~dmargin.engine.kernels` -- numba, arrays in and out, one module per
+  kernel family, under :mod:`~dmargin.engine._numba` (compile flags and the
+  one serial-or-threaded rule);
+- :mod:`~dmargin.engine.merge` -- the generic combines of partials (an
+  algorithm's own per-anchor terms live with it; the soft-neighbour ones in
+  :mod:`~dmargin.engine.kernels.terms`, which the online kernel shares);
+- :mod:`~dmargin.engine.grid` -- the runner: every statistic's tasks laid
+  over the row blocks (ordered, symmetric, one per block), the block and
+  thread policy;
+- the statistics, by family: :mod:`~dmargin.engine.neighbours` (soft and
+  hard neighbours), :mod:`~dmargin.engine.thresholds` (the SURF family),
+  :mod:`~dmargin.engine.quadratic` (IMMIGRATE, LDM-RFE's kernel sums),
+  :mod:`~dmargin.engine.blocks` (histograms, linear machines),
+  :mod:`~dmargin.engine.features` (what each feature is),
+  :mod:`~dmargin.engine.sampling` (a sample of anchors);
+- :mod:`~dmargin.engine.execution` -- the graph, run in-process or on dask
+  (the only engine module that imports dask);
+- :mod:`~dmargin.engine.binning` (boosting's bin codes).
 
 Algorithm modules import what they use from here, never from the engine's
-submodules.
+submodules (``tests/test_layout.py``).
 """
 
 # Numba's cache locator for the engine's kernels, registered before any kernel compiles.
 from ._numba import EngineCacheLocator  # noqa: F401
 from . import merge
 from .binning import BinnedRows, bin_rows
+from .blocks import (WeightedHistograms, block_reduce, counts, hinge_band, hinge_violations,
+                     linear_gram, linear_loss)
 from .execution import (Anchors, Rows, map_row_blocks, new_row_blocks, prepare_rows,
-                        sample_anchors)
-from .kernels.sequential import (ldm_dcd, ldm_dcd_linear, online_irelief_steps, simba_margins,
-                                 simba_run)
+                        rows_per_block)
+from .features import FeatureKinds, column_summary, compact_distinct, feature_kinds
+from .kernels.distance import MASKED, MISSING, scored_differences
+from .kernels.terms import im4e_agg, irelief_agg, irelief_agg_missing, softmin_coef
+from .kernels.sequential import (ldm_dcd, ldm_dcd_linear, online_irelief_steps,
+                                 online_irelief_steps_general, simba_margins, simba_run)
+from .neighbours import (anchor_partials, knn_statistic, knn_target_statistic, lse_statistic,
+                         new_rows_softmin, row_partials, rows_at, summary_of_rows_at)
 from .permute import permuted_rows
-from .statistics import (WeightedHistograms, anchor_partials, counts, hinge_band,
-                         hinge_violations, knn_statistic, linear_gram, linear_loss,
-                         lse_statistic, new_rows_softmin, quad_statistic, rbf_left_out_sums,
-                         row_partials)
+from .quadratic import quad_statistic, rbf_left_out_sums
+from .sampling import sample_anchors
+from .thresholds import compact_threshold_statistic, threshold_statistic
 
 __all__ = [
-    "Anchors", "BinnedRows", "Rows", "WeightedHistograms", "anchor_partials", "bin_rows", "counts",
-    "hinge_band", "hinge_violations", "knn_statistic", "ldm_dcd", "ldm_dcd_linear",
-    "linear_gram", "linear_loss", "lse_statistic", "map_row_blocks", "merge",
-    "new_row_blocks", "new_rows_softmin", "online_irelief_steps", "permuted_rows", "prepare_rows",
-    "quad_statistic", "rbf_left_out_sums", "row_partials", "sample_anchors", "simba_margins",
-    "simba_run",
+    "MASKED", "MISSING", "Anchors", "BinnedRows", "FeatureKinds", "Rows", "WeightedHistograms",
+    "anchor_partials", "bin_rows", "block_reduce", "column_summary", "compact_distinct",
+    "counts", "feature_kinds", "hinge_band", "hinge_violations", "im4e_agg", "irelief_agg",
+    "irelief_agg_missing", "knn_statistic",
+    "knn_target_statistic", "ldm_dcd", "ldm_dcd_linear", "linear_gram", "linear_loss",
+    "lse_statistic", "map_row_blocks", "merge", "new_row_blocks", "new_rows_softmin",
+    "online_irelief_steps", "online_irelief_steps_general", "permuted_rows", "prepare_rows",
+    "quad_statistic", "rbf_left_out_sums", "row_partials", "rows_at", "rows_per_block",
+    "sample_anchors", "scored_differences", "simba_margins", "simba_run", "softmin_coef",
+    "summary_of_rows_at", "compact_threshold_statistic", "threshold_statistic",
 ]
-
-from .statistics import (FeatureKinds, column_summary, feature_kinds,  # noqa: E402
-                         surf_statistic)  # (the SURF family, mixed and missing data)
-
-__all__ += ["FeatureKinds", "column_summary", "feature_kinds", "surf_statistic"]

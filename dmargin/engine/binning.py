@@ -26,7 +26,7 @@ import numpy as np
 
 from .._compat import gather
 from .execution import Rows, prepare_rows, use_dask_for
-from .statistics import block_reduce
+from .blocks import block_reduce
 
 #: Rows used to place quantile bin edges (as sklearn's ``subsample``).
 SUBSAMPLE = 200_000

@@ -1,10 +1,10 @@
 """Where tiles run: one task graph over row blocks, run in-process or by dask.
 
-The only module of the engine that imports dask.  A statistic
-(:mod:`dmargin.engine.statistics`) is written once, as a :class:`Graph` of
-tasks over the row blocks of :class:`Rows` -- tile tasks over a *grid* of
-blocks, tree reductions (:meth:`Graph.tree`), small per-block steps -- and
-the same graph runs two ways:
+The only module of the engine that imports dask.  A statistic is written
+once, as a :class:`Graph` of tasks over the row blocks of :class:`Rows`,
+laid out by the grid runner (:mod:`dmargin.engine.grid`) -- tile tasks over
+a *grid* of blocks, tree reductions (:meth:`Graph.tree`), small per-block
+steps -- and the same graph runs two ways:
 
 - **in-process** (numpy input, no active ``distributed.Client``): the rows
   are numpy; anchor blocks are cut from a memory budget and every candidate
@@ -175,74 +175,6 @@ class Anchors:
     @property
     def n_samples(self):
         return self.X.shape[0]
-
-
-def _class_counts(codes, n_classes):
-    return np.bincount(codes, minlength=n_classes)[None, :]
-
-
-def _take_rows(X, codes, start, picks):
-    """Rows of one block at the per-class positions ``picks[c]`` (ranks in class ``c``)."""
-    out = [np.flatnonzero(codes == c)[ranks] for c, ranks in enumerate(picks)]
-    local = np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
-    return np.asarray(X[local], dtype=np.float64), codes[local], local + start
-
-
-def sample_anchors(rows: Rows, n_anchors: int, rng) -> Anchors:
-    """``n_anchors`` rows drawn without replacement, stratified by class.
-
-    Class ``c`` gets its share ``n_anchors * N_c / N`` (largest remainders;
-    at least one row of every class when ``n_anchors`` allows); within a class
-    the rows are uniform.  Two small passes over the row blocks: the class
-    counts per block (unless ``rows.block_counts`` has them), then each block
-    picks its rows; only the ``n_anchors`` rows come to the driver.
-    """
-    k = rows.n_classes
-    g = Graph(rows, "anchor-counts")
-    if rows.block_counts is not None and len(rows.block_counts) == len(g.candidates):
-        counts = np.asarray(rows.block_counts, dtype=np.int64)
-    else:
-        per_block = [g.add("counts", _class_counts, g.block(i)[1], k)
-                     for i in range(len(g.candidates))]
-        counts = np.asarray(g.compute(g.add("stack", np.concatenate, per_block)))
-    totals = counts.sum(axis=0)
-    share = _stratified_share(totals, n_anchors)
-    ranks = [np.sort(rng.choice(int(totals[c]), int(share[c]), replace=False)) for c in range(k)]
-    cum = np.vstack([np.zeros(k, dtype=np.int64), np.cumsum(counts, axis=0)])
-    g = Graph(rows, "anchor-rows")
-    parts = []
-    for b in range(len(g.candidates)):
-        picks = [r[(r >= cum[b, c]) & (r < cum[b + 1, c])] - cum[b, c] for c, r in enumerate(ranks)]
-        if sum(p.size for p in picks):
-            parts.append(g.add("take", _take_rows, *g.block(b), picks))
-    X, codes, index = g.compute(g.add("concat", _concat_rows, parts))
-    return Anchors(X, codes, index)
-
-
-def _concat_rows(parts):
-    return tuple(np.concatenate(items) for items in zip(*parts))
-
-
-def _stratified_share(totals, m):
-    """Rows per class: proportional to ``totals``, summing to ``m``, every
-    present class at least one while ``m`` allows (largest remainders)."""
-    totals = np.asarray(totals, dtype=np.int64)
-    present = totals > 0
-    m = int(min(m, totals.sum()))
-    least = np.zeros_like(totals)
-    if m >= present.sum():
-        least[present] = 1
-    exact = totals / totals.sum() * m
-    share = np.minimum(np.maximum(least, np.floor(exact).astype(np.int64)), totals)
-    while share.sum() > m:  # the ones given to tiny classes come out of the largest
-        share[np.argmax(np.where(share > least, share - exact, -np.inf))] -= 1
-    rest = exact - share
-    while share.sum() < m:
-        room = np.where(share < totals, rest, -np.inf)
-        c = int(np.argmax(room))
-        share[c] += 1
-        rest[c] -= 1
-    return share
 
 
 def local_bounds(n, rows_per_task):

@@ -6,7 +6,7 @@ differences and distances from here, as helpers inlined into the caller
 (no compilation of their own).
 
 Three kinds of data, chosen once per fit from the data
-(:func:`dmargin.engine.statistics.distance_kind`):
+(:func:`dmargin.engine.features.feature_kinds`):
 
 - :data:`PLAIN` -- every feature continuous, no missing value: the
   difference is ``|x_af - x_jf|`` (range-scaled rows) and the distance

@@ -14,7 +14,7 @@ import numba
 import numpy as np
 
 from .._numba import helper, pick, strict, twins
-from ..merge import irelief_anchor_term, irelief_anchor_term_missing
+from .terms import irelief_anchor_term, irelief_anchor_term_missing
 from .distance import MISSING, split_missing
 from .lse import CAND_BLOCK, by_class, general_rows, lse_anchor, lse_anchor_general
 
@@ -78,7 +78,7 @@ def online_irelief_steps_general(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sig
                                  miss_prior, outliers, dm, kind):
     """:func:`online_irelief_steps` for discrete features or missing values: each
     anchor's term from :func:`~.lse.lse_anchor_general` and, with missing values
-    (``MISSING``), :func:`~dmargin.engine.merge.irelief_anchor_term_missing`
+    (``MISSING``), :func:`~dmargin.engine.kernels.terms.irelief_anchor_term_missing`
     (IRelief's rule).  Compiled only for such data."""
     n_classes = miss_prior.shape[0]
     n_features = Xa.shape[1]

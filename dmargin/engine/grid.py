@@ -1,0 +1,186 @@
+"""The grid runner: how a statistic's tasks are laid over the row blocks.
+
+A statistic says what its tiles compute and how their results merge; this
+module lays the tasks out and decides the blocks and the threads.  The
+grids (:mod:`dmargin.engine.execution` runs them, in-process or on dask):
+
+- :func:`ordered` -- every anchor block against every candidate block, the
+  tiles of an anchor block merged into its partial (soft and hard
+  neighbours, a sample of anchors, new rows);
+- :func:`symmetric` and :func:`sides` -- unordered pairs ``I <= J`` of the
+  row blocks, each pair's tile serving the rows of both blocks (statistics
+  symmetric in the pair: IMMIGRATE's, the SURF family's);
+- :func:`per_block` -- one task per row block (histograms, linear machines,
+  column summaries).
+
+Every task's key is a hash of the task itself (:meth:`Graph.add`): a
+statistic never names a task by hand.  The block policy lives here too:
+:func:`graph` cuts in-process anchor blocks from :data:`TILE_BUDGET`;
+:func:`threaded_blocks` decides, in-process, whether a kernel that cannot
+thread inside gets its tasks spread over threads; :func:`run` keeps BLAS to
+one thread where the tasks themselves are the parallelism.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._numba import blas_single_thread, n_threads, use_threads
+from .execution import TILE_BUDGET, Graph, Rows, local_bounds, split_bounds
+
+#: In-process rows per task of the one-task-per-block passes (BLAS on each,
+#: threads across).
+LINEAR_BLOCK_ROWS = 65536
+
+
+def graph(rows: Rows, name: str, *, per_row=None, sample=None, candidates=None,
+          anchor_rows=None) -> Graph:
+    """A :class:`Graph` over ``rows`` for one statistic.
+
+    ``per_row``: the float64 values one anchor's partial holds; in-process
+    the anchor blocks are cut so that a block's partial fits
+    :data:`TILE_BUDGET` (on dask they are the row blocks).  ``sample`` (an
+    :class:`~execution.Anchors`): that sample is the anchors, cut by the
+    same budget (or into blocks of ``anchor_rows``).  ``candidates``:
+    in-process candidate blocks (default: all rows, one block).
+    """
+    anchors = None
+    if anchor_rows is None and per_row is not None:
+        anchor_rows = TILE_BUDGET // (8 * per_row)
+    if anchor_rows is not None and (sample is not None or not rows.on_dask):
+        n = rows.n_samples if sample is None else sample.n_samples
+        anchors = local_bounds(n, anchor_rows)
+    return Graph(rows, name, anchors=anchors, candidates=candidates, sample=sample)
+
+
+def threaded_blocks(rows: Rows, work, cost=1.0, *, per_thread=4, most=None, per_row=None):
+    """In-process ``(threads, candidate blocks)`` for kernels that do not thread inside.
+
+    When ``work`` (pair-features times ``cost``, :func:`_numba.use_threads`)
+    pays for threads, the rows are cut into ``per_thread`` blocks a thread
+    (at most ``most``), whose tasks run on threads level by level; else one
+    block.  ``per_row``: float64 values a row's partial holds -- no block
+    may exceed :data:`TILE_BUDGET`.  On dask: ``(1, None)``, the row blocks.
+    """
+    if rows.on_dask:
+        return 1, None
+    n = rows.n_samples
+    threads = n_threads() if use_threads(work, cost) else 1
+    parts = per_thread * threads if threads > 1 else 1
+    if most is not None:
+        parts = min(parts, most)
+    if per_row is not None:
+        parts = max(parts, -(-n // max(1, TILE_BUDGET // (8 * per_row))))
+    return threads, split_bounds(n, parts)
+
+
+def linear_blocks(rows: Rows):
+    """Row blocks of a one-task-per-block pass: the dask blocks, or in-process
+    slices of at most :data:`LINEAR_BLOCK_ROWS` rows."""
+    if rows.on_dask:
+        return None
+    return split_bounds(rows.n_samples, max(1, -(-rows.n_samples // LINEAR_BLOCK_ROWS)))
+
+
+def _extra(each, *index):
+    return () if each is None else tuple(each(*index))
+
+
+def ordered(g: Graph, tile, *args, combine, each=None, anchors=None, tag="tile"):
+    """The merged partial of every anchor block: keys, one per anchor block.
+
+    Anchor block ``i`` against candidate block ``j`` is the tile task
+    ``tile(Xa, ya, ia, Xc, yc, start_c, *args, *each(i))``: ``ia`` the
+    block's first row (every row an anchor) or a sample's row indices;
+    ``each(i)`` adds the keys of anchor block ``i``'s earlier steps.  The
+    tiles of an anchor block merge with ``combine`` (a tree).  ``anchors``:
+    other anchor blocks than the graph's (new rows), as the argument tuples
+    that replace ``(Xa, ya, ia)``.
+    """
+    anchors = [g.anchor(i) for i in range(len(g.anchors))] if anchors is None else anchors
+    n_cand = len(g.candidates)
+    return [g.tree([g.tile(tag, tile, *anchor, *g.block(j), *args, *_extra(each, i))
+                    for j in range(n_cand)], combine)
+            for i, anchor in enumerate(anchors)]
+
+
+def ordered_tiles(g: Graph, tile, *args, each=None, tag="tile"):
+    """The tile tasks of :func:`ordered`, unmerged: ``{(i, j): key}``
+    (``each(i, j)``: the extra arguments of the tile ``(i, j)``)."""
+    return {(i, j): g.tile(tag, tile, *g.anchor(i), *g.block(j), *args, *_extra(each, i, j))
+            for i in range(len(g.anchors)) for j in range(len(g.candidates))}
+
+
+def symmetric(g: Graph, tile, *args, each=None, tag="tile"):
+    """Tile tasks over unordered pairs ``i <= j`` of the row blocks: ``{(i, j): key}``.
+
+    ``tile(Xp, yp, start_p, Xq, yq, start_q, *args, *each(i, j))``; a tile
+    returns both blocks' partials (:func:`sides`) or one value for the pair.
+    """
+    return {(i, j): g.tile(tag, tile, *g.block(i), *g.block(j), *args, *_extra(each, i, j))
+            for i, j in g.symmetric()}
+
+
+def _side(pair, side):
+    return pair[side]
+
+
+def sides(g: Graph, tiles, combine, *, take=_side):
+    """Per row block: its side of every pair it is in, merged with ``combine``.
+
+    ``take(pair, side)`` is a pair tile's partial of its first (0) or second
+    (1) block (default ``pair[side]``; the diagonal pair's kernel folds both
+    of its sides into the first).
+    """
+    n = len(g.candidates)
+    return [g.tree([g.add("side", take, tiles[min(i, j), max(i, j)], int(j < i))
+                    for j in range(n)], combine)
+            for i in range(n)]
+
+
+def per_block(g: Graph, task, *args, fields=1, each=None, tag="block", tile=True):
+    """``task(*block_j[:fields], *args, *each(j))`` for every candidate block ``j``: keys.
+
+    ``fields``: 1 the rows, 2 the rows and their class codes, 3 also the
+    block's first row.  ``tile``: count the tasks as tiles (progress).
+    """
+    add = g.tile if tile else g.add
+    return [add(tag, task, *g.block(j)[:fields], *args, *_extra(each, j))
+            for j in range(len(g.candidates))]
+
+
+def picked(g: Graph, index, task, *args, each=None, tag="take"):
+    """``task(X_b, codes_b, start_b, local, *args, *each(b))`` for every candidate
+    block ``b`` holding some of the rows ``index`` (sorted global indices),
+    ``local`` their indices in the block: keys (only those rows travel)."""
+    keys = []
+    for b, (start, stop) in enumerate(g.candidates):
+        local = index[(index >= start) & (index < stop)] - start
+        if local.size:
+            keys.append(g.add(tag, task, *g.block(b), local, *args, *_extra(each, b)))
+    return keys
+
+
+def hold_target(g: Graph, target):
+    """A per-row target as one key of the graph, held once (``None`` stays ``None``)."""
+    if target is None:
+        return None
+    return g.hold("target", np.ascontiguousarray(target, dtype=np.float64))
+
+
+def run(g: Graph, key, *, threads=1, blas_limit=False, keep=None, collections=()):
+    """The value of ``key`` (:meth:`Graph.compute`).
+
+    ``blas_limit``: in-process, BLAS runs on one thread for the whole graph
+    (the tasks, or the kernels, are the parallelism); on dask each task that
+    calls BLAS limits itself.
+    """
+    if g.local and blas_limit:
+        with blas_single_thread():
+            return g.compute(key, threads=threads, keep=keep, collections=collections)
+    return g.compute(key, threads=threads, keep=keep, collections=collections)
+
+
+__all__ = ["LINEAR_BLOCK_ROWS", "graph", "hold_target", "linear_blocks", "ordered",
+           "ordered_tiles", "per_block", "picked", "run", "sides", "symmetric",
+           "threaded_blocks"]

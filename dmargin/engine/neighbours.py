@@ -1,0 +1,275 @@
+"""Soft and hard neighbours: the ordered-grid statistics.
+
+Each is a kernel family's tiles over an ordered grid (:func:`grid.ordered`),
+merged per anchor block with its ``*_combine`` and reduced there by the
+algorithm's ``agg``; only the small result comes back.
+
+- :func:`lse_statistic` -- soft neighbours (I-RELIEF, IM4E);
+- :func:`knn_statistic` -- hard neighbours (Relief, ReliefF), and
+  :func:`knn_target_statistic` for a regression target;
+- :func:`anchor_partials` -- new anchors from the driver against all rows;
+- :func:`row_partials` -- every row left out of its own candidates;
+- :func:`new_rows_softmin` -- new rows against the training rows where
+  both live (IMMIGRATE's prediction rule);
+- :func:`rows_at` and :func:`summary_of_rows_at` -- a few rows, or a summary
+  of them, from where they are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import grid, merge
+from ._numba import blas_single_thread, pick
+from .execution import Anchors, Rows
+from .kernels import distance, knn, lse, quad
+
+#: The tile kernels by name: ``(serial, threaded)`` twins.
+KERNELS = {"lse": lse.TWINS, "lse-general": lse.GENERAL_TWINS, "knn": knn.TWINS,
+           "knn-general": knn.GENERAL_TWINS, "qlse": quad.TWINS}
+#: Cost of one step of each family relative to a pair-feature of ``lse``:
+#: the quadratic kernels count flops (BLAS: fast per flop).
+COST = {"lse": 1.0, "lse-general": 2.0, "knn": 1.0, "knn-general": 2.0, "qlse": 0.05}
+
+
+def _tile(Xa, ya, start_a, Xc, yc, start_c, name, threads, *params):
+    # A block of rows starts at ``start_a``; a sample (or new anchors) carries its indices.
+    ia = np.asarray(start_a) if np.ndim(start_a) else np.arange(start_a, start_a + Xa.shape[0])
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    work = Xa.shape[0] * Xc.shape[0] * Xc.shape[1]
+    kernel = pick(KERNELS[name], work, COST[name], threads=threads)
+    if name == "qlse" and not threads:
+        with blas_single_thread():  # the tasks are the parallelism
+            return kernel(Xa, ia, Xc, yc, ic, *params)
+    return kernel(Xa, ia, Xc, yc, ic, *params)
+
+
+# ---------------------------------------------------------------------------
+# Every row (or a sample) as an anchor
+# ---------------------------------------------------------------------------
+
+
+def _agg_task(agg, partial, ya, weight, agg_args):
+    m, s, v = partial
+    return agg(m, s, v, ya, weight, *agg_args)
+
+
+def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, anchors=None,
+                  kinds=None):
+    """``sum_I agg(merge_J lse_tile(I, J), y_I, weight_I, *agg_args)``.
+
+    ``agg(m, s, v, ya, weight, *agg_args)`` returns a small array (the anchor
+    block's share); ``anchor_weight`` defaults to ``1 / N`` per anchor
+    (``1 / m`` for a sample).  ``anchors``: an :class:`~execution.Anchors`
+    sample scoring against all rows instead of every row.  ``kinds``: the
+    :class:`~dmargin.engine.features.FeatureKinds` of the rows; discrete
+    features or missing values run the general kernel
+    (:data:`lse.GENERAL_TWINS`, whose ``v`` has ``2 A`` entries per class
+    with missing values).
+    """
+    a, k = rows.n_features, rows.n_classes
+    n = rows.n_samples if anchors is None else anchors.n_samples
+    w = np.asarray(w, dtype=np.float64)
+    weight = np.full(n, 1.0 / n) if anchor_weight is None else np.asarray(anchor_weight, float)
+    name, params, width = "lse", (w, sigma, k), a
+    if kinds is not None and kinds.kind != distance.PLAIN:
+        name, params = "lse-general", (w, sigma, k, kinds.discrete, kinds.kind)
+        width = 2 * a if kinds.kind == distance.MISSING else a
+    g = grid.graph(rows, name, per_row=k * (width + 2), sample=anchors)
+    merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.lse_combine)
+    shares = [g.add("agg", _agg_task, agg, merged[i], g.anchor(i)[1], weight[start:stop],
+                    agg_args) for i, (start, stop) in enumerate(g.anchors)]
+    return grid.run(g, g.tree(shares, merge.add, "total"))
+
+
+def _knn_agg_task(agg, partial, ya, first, agg_args):
+    if first is None:
+        return agg(*partial, ya, *agg_args)
+    # The anchors' global row indices: a sample's own, or a block's from its start.
+    ia = np.asarray(first) if np.ndim(first) else np.arange(first, first + len(ya))
+    return agg(*partial, ya, ia, *agg_args)
+
+
+def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, kinds=None,
+                  combine=merge.add, finish=None, anchor_index=False):
+    """``combine_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours).
+
+    ``anchors``: an :class:`~execution.Anchors` sample instead of every row.
+    ``kinds``: the :class:`~dmargin.engine.features.FeatureKinds` of the rows;
+    discrete features or missing values run the general kernel
+    (:data:`knn.GENERAL_TWINS`), whose ``z`` are the scored differences (NaN
+    where a value is missing).  ``combine``: how the anchor blocks' shares
+    merge (a sum by default); ``finish``: a last step on the merged value,
+    where it was merged (a worker), so that only its result comes back.
+    ``anchor_index``: ``agg`` also gets the anchors' global row indices
+    (after ``y_I``).
+    """
+    a, k = rows.n_features, rows.n_classes
+    name, params = "knn", (k, n_neighbors)
+    if kinds is not None and kinds.kind != distance.PLAIN:
+        name, params = "knn-general", (k, n_neighbors, *kinds.params)
+    g = grid.graph(rows, name, per_row=k * n_neighbors * (a + 2), sample=anchors)
+    merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine)
+    shares = []
+    for i in range(len(g.anchors)):
+        _, codes, first = g.anchor(i)
+        shares.append(g.add("agg", _knn_agg_task, agg, merged[i], codes,
+                            first if anchor_index else None, agg_args))
+    total = g.tree(shares, combine, "total")
+    return grid.run(g, total if finish is None else g.add("finish", finish, total))
+
+
+def _target_agg_task(agg, partial, ia, y, per_anchor, agg_args):
+    return agg(*partial, ia, y, *per_anchor, *agg_args)
+
+
+def knn_target_statistic(rows: Rows, y, n_neighbors: int, agg, agg_args=(), per_anchor=(),
+                         anchors=None, combine=merge.add, kinds=None):
+    """``combine_I agg(topk_J knn_tile(I, J), rows_I, y, per_anchor_I, *agg_args)``: hard
+    neighbours for a regression target.
+
+    Every candidate is in one class (``rows.n_classes == 1``): the tiles give
+    each anchor its ``n_neighbors`` nearest rows in (distance, row index)
+    order.  ``agg`` gets the anchors' row indices, the whole target ``y``
+    (held once in the graph: a neighbour's target is ``y[idx]``) and its
+    slice of each ``per_anchor`` array (one value per anchor, in the order of
+    the anchors).  ``kinds``: as :func:`knn_statistic`.
+    """
+    name, params = "knn", (1, n_neighbors)
+    if kinds is not None and kinds.kind != distance.PLAIN:
+        name, params = "knn-general", (1, n_neighbors, *kinds.params)
+    g = grid.graph(rows, "knn-target", per_row=n_neighbors * (rows.n_features + 2),
+                   sample=anchors)
+    target = grid.hold_target(g, y)
+    merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine)
+    shares = []
+    for i, (start, stop) in enumerate(g.anchors):
+        ia = np.arange(start, stop) if anchors is None else anchors.index[start:stop]
+        shares.append(g.add("agg", _target_agg_task, agg, merged[i], ia, target,
+                            tuple(p[start:stop] for p in per_anchor), agg_args))
+    return grid.run(g, g.tree(shares, combine, "total"))
+
+
+# ---------------------------------------------------------------------------
+# New anchors from the driver (predictions, leave-one-out)
+# ---------------------------------------------------------------------------
+
+
+def _concat_partials(parts):
+    return tuple(np.concatenate(items) for items in zip(*parts))
+
+
+def anchor_partials(rows: Rows, kernel, Xa, ia, params, block=1024):
+    """Per-anchor softmax partials of new anchors ``Xa`` against all training rows.
+
+    ``ia`` are the anchors' global indices (a training row excludes itself;
+    new points get negative indices).  Returns the merged partial of
+    ``kernel`` ("lse" or "qlse") for every anchor -- small (anchors x classes
+    [x features]) -- used for predictions and leave-one-out predictions.
+    """
+    Xa = np.ascontiguousarray(Xa, dtype=np.float64)
+    ia = np.asarray(ia, dtype=np.int64)
+    new = Anchors(Xa, np.zeros(ia.size, dtype=np.int64), ia)
+    g = grid.graph(rows, f"{kernel}-new", sample=new, anchor_rows=block)
+    merged = grid.ordered(g, _tile, kernel, False, *params, combine=merge.lse_combine)
+    return grid.run(g, g.add("concat", _concat_partials, merged), blas_limit=kernel == "qlse")
+
+
+def _reduce_task(reduce, partial):
+    return reduce(*partial)
+
+
+def row_partials(rows: Rows, kernel, params, reduce):
+    """``concat_I reduce(merge_J tile(I, J))``: every training row as an anchor, left out
+    of its own candidates (leave-one-out), reduced where its block is.
+
+    ``reduce(m, s, v)`` turns an anchor block's merged partial into one small
+    value per anchor (e.g. the predicted class); only those come back, never
+    the rows.
+    """
+    a, k = rows.n_features, rows.n_classes
+    g = grid.graph(rows, f"{kernel}-rows", per_row=k * (a + 2))
+    merged = grid.ordered(g, _tile, kernel, g.local, *params, combine=merge.lse_combine)
+    blocks = [g.add("reduce", _reduce_task, reduce, m) for m in merged]
+    return grid.run(g, g.add("concat", np.concatenate, blocks), blas_limit=kernel == "qlse")
+
+
+def _new_rows_tile(Xa, Xc, yc, start_c, name, params):
+    # New points get negative indices: never a training row's own.
+    return _tile(Xa, None, -1 - np.arange(Xa.shape[0]), Xc, yc, start_c, name, False, *params)
+
+
+def _softmin_task(partial, weights):
+    m, s, v = partial
+    num = v if weights is None else v @ weights
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(s > 0, num / np.where(s > 0, s, 1.0), np.inf)
+
+
+def new_rows_softmin(rows: Rows, kernel, params, X_new, prepare, weights=None):
+    """Expected distance of every new row to each class, computed where both live.
+
+    ``X_new`` is a dask array of new rows (one column block; lazy);
+    ``prepare(block) -> float64 rows`` (checks and scaling) runs on each of
+    its blocks, whose tiles against every training block merge as in
+    :func:`anchor_partials`; each new block is reduced to its ``(rows,
+    classes)`` expected distances ``sum_k a_k dist_k`` (``v`` of the partial,
+    times ``weights`` when given, over ``s``; ``inf`` for a class with no
+    candidate).  Only those come back: neither the new rows nor the
+    training rows reach the driver.  In-process training rows are placed
+    on the scheduler first (the same rows, as row blocks).
+    """
+    from .execution import prepare_rows
+
+    if not rows.on_dask:
+        rows = prepare_rows(rows.X, rows.codes, rows.n_classes, use_dask=True,
+                            what="Predictions against")
+    g = grid.graph(rows, f"{kernel}-predict")
+    new = [(g.add("new", prepare, (X_new.name, i, 0)),) for i in range(X_new.numblocks[0])]
+    merged = grid.ordered(g, _new_rows_tile, kernel, params, combine=merge.lse_combine,
+                          anchors=new)
+    parts = [g.add("softmin", _softmin_task, m, weights) for m in merged]
+    return grid.run(g, g.add("concat", np.concatenate, parts), collections=[X_new])
+
+
+# ---------------------------------------------------------------------------
+# A few rows from where they are
+# ---------------------------------------------------------------------------
+
+
+def _picked(X, codes, start, local):
+    return np.asarray(X[local], dtype=np.float64), local + start
+
+
+def _stack_picked(parts):
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def rows_at(rows: Rows, index) -> Anchors:
+    """The rows ``index`` (sorted global indices) as :class:`~execution.Anchors`
+    of one class: only those rows travel to the driver."""
+    index = np.asarray(index, dtype=np.int64)
+    if not rows.on_dask:
+        return Anchors(np.ascontiguousarray(rows.X[index]), np.zeros(index.size, np.int64), index)
+    g = grid.graph(rows, "rows-at")
+    X, picked = grid.run(g, g.add("concat", _stack_picked, grid.picked(g, index, _picked)))
+    return Anchors(X, np.zeros(picked.size, np.int64), picked)
+
+
+def _apply_to_picked(parts, fn, args):
+    return fn(_stack_picked(parts)[0], *args)
+
+
+def summary_of_rows_at(rows: Rows, index, fn, *args):
+    """``fn(X[index], *args)`` (``index`` sorted global row indices), computed
+    where the rows are: only its result comes to the driver."""
+    index = np.asarray(index, dtype=np.int64)
+    if not rows.on_dask:
+        return fn(np.asarray(rows.X[index], dtype=np.float64), *args)
+    g = grid.graph(rows, "summary-of-rows-at")
+    return grid.run(g, g.add("summary", _apply_to_picked, grid.picked(g, index, _picked),
+                             fn, args))
+
+
+__all__ = ["COST", "KERNELS", "anchor_partials", "knn_statistic", "knn_target_statistic",
+           "lse_statistic", "new_rows_softmin", "row_partials", "rows_at", "summary_of_rows_at"]

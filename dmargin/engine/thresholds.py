@@ -1,0 +1,393 @@
+"""The SURF family's statistic: distance moments, then the neighbours within thresholds.
+
+Two passes over the same grid (a symmetric one for every row as an anchor,
+:func:`grid.symmetric`; an ordered one for a sample of anchors), and for
+STIR a third over the neighbour graph; :func:`compact_threshold_statistic` runs
+the same passes in-process on compact (``uint8``) rows, one tile of anchors
+at a time, without a float64 copy of the rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import grid, merge
+from ._numba import n_threads, pick
+from .execution import Rows
+from .features import FeatureKinds
+from .kernels import compact, distance, surf
+from .kernels.modes import block_pair
+
+#: The kernels' stand-in for "no target" (class labels): never read.
+_NO_TARGET = np.empty(0)
+
+
+def _target_at(target, index):
+    """The rows' targets (``target`` is held once in the graph), or the stand-in."""
+    return _NO_TARGET if target is None else np.ascontiguousarray(target[index])
+
+
+# -- the passes' own sums: thresholds' moments, STIR's graph -------------------------
+
+
+def moment_total(moments):
+    """``(sum_a (count_a + 1), sum_a sum_j d_aj)``: the pairs of the anchors' rows of
+    the full distance matrix (its zero diagonal included, as skrebate's mean) and
+    their distance sum."""
+    return np.array([np.sum(moments[:, 0] + 1.0), np.sum(moments[:, 1])])
+
+
+def graph_finders(P, ya, thresholds, n_features):
+    """Each anchor's entry for STIR's graph pass (:mod:`.kernels.surf`, pass 3):
+    ``(near, 1 / h, 1 / m)`` from its thresholds and the hits and misses of
+    pass 2 (two classes; ``0`` for a side with none)."""
+    counts = P[:, 0, :, n_features]
+    rows = np.arange(len(ya))
+    ya = np.asarray(ya)
+    hits, misses = counts[rows, ya], counts[rows, 1 - ya]
+    near = np.where(np.isnan(thresholds[0]), -np.inf, thresholds[0])
+    return np.column_stack([near, _inverse(hits), _inverse(misses)])
+
+
+def _inverse(count):
+    return np.divide(1.0, count, out=np.zeros(count.shape), where=count > 0)
+
+
+def outside_finders(n_rows):
+    """Finder entries of rows that are not anchors: they find nothing."""
+    out = np.zeros((n_rows, 3))
+    out[:, 0] = -np.inf
+    return out
+
+
+def graph_row_sums(G):
+    """A block of pass-3 partials ``G`` (:mod:`.kernels.surf`) as the graph's sums:
+    ``[sum C^2, sum C^3, sum_e W_e^2, sum_e W_e^3, mutual hit slots, mutual miss
+    slots, sum r^2]`` (each edge's powers were added at both of its ends;
+    ``r_i = sum_j W_ij^2``)."""
+    c, r = G[:, 0], G[:, 1]
+    return np.array([c @ c, (c * c) @ c, 0.5 * r.sum(), 0.5 * G[:, 2].sum(),
+                     G[:, 3].sum(), G[:, 4].sum(), r @ r])
+
+
+def sample_graph_sums(D, y, finders, C, v):
+    """The graph sums STIR takes over pairs and triangles, from a sample of rows.
+
+    ``D``: the sample's distances, ``y`` its classes, ``finders`` its finder
+    entries, ``C`` its rows' exact row sums ``C_i`` (pass 3) and ``v`` the
+    inverse of each row's chance of being drawn.  Returns Horvitz-Thompson
+    estimates of ``[sum_e W_e C_i C_j, sum_e W_e^2 (C_i + C_j), trace(W^3),
+    sum_e W_e^4, sum_ij W_ij^2 (W^2)_ij, trace(W^4)]`` (:func:`pair_graph_sums`'
+    terms): each pair ``(i, j)`` of the sample weighs ``v_i v_j``, each
+    triangle ``v_i v_j v_l``, each closed walk of four ``v_i v_j v_l v_o``.
+    Exact when the sample is every row (``v = 1``); otherwise biased by the
+    draw without replacement, ``v_i v_j`` for ``N (N - 1) / (R (R - 1))``: a
+    factor ``1 - O(1 / R)`` (0.3 % on triangles at ``R = 1000``).
+    """
+    found = D < finders[:, :1]
+    np.fill_diagonal(found, False)
+    same = y[:, None] == y[None, :]
+    w = np.where(found, np.where(same, -finders[:, 1:2], finders[:, 2:3]), 0.0)
+    W = w + w.T
+    cv = C * v
+    Wv = W * v[None, :]
+    walks = Wv @ Wv
+    squares = W * W
+    return np.array([0.5 * cv @ W @ cv, cv @ squares @ v, float(np.einsum("ij,ji->", walks, Wv)),
+                     0.5 * v @ (squares * squares) @ v,
+                     # (Wv W)_ij = walks_ij / v_j: no second product
+                     float(np.einsum("i,ij,ij->", v, squares, walks)),
+                     float(np.einsum("ij,ji->", walks, walks))])
+
+
+# -- tiles of the symmetric grid (every row an anchor) ------------------------------
+
+
+def _pair_moments(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind):
+    ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
+    return surf.moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode)
+
+
+def _pair_score(Xp, yp, start_p, Xq, yq, start_q, n_classes, n_sets, dm, dw, ramp, kind,
+                     target, bound, squares, thr_p, thr_q):
+    ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
+    return surf.score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind,
+                            thr_p[0], thr_p[1], thr_q[0], thr_q[1], mode,
+                            _target_at(target, ip), _target_at(target, iq), bound, squares)
+
+
+def _pair_graph(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind, fp, fq):
+    ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
+    return surf.graph_pairs(Xp, ip, yp, Xq, iq, yq, dm, dw, kind, mode, fp, fq)
+
+
+# -- tiles of the ordered grid (a sample of anchors) --------------------------------
+
+
+def _moments_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind):
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    kernel = pick(surf.MOMENTS_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+    return kernel(Xa, ia, Xc, ic, dm, dw, kind)
+
+
+def _score_tile(Xa, ya, ia, Xc, yc, start_c, threads, n_classes, n_sets, dm, dw, ramp,
+                     kind, target, bound, squares, thr):
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    kernel = pick(surf.SCORE_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+    return kernel(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, thr[0], thr[1],
+                  _target_at(target, ia), _target_at(target, ic), bound, squares)
+
+
+def _graph_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind, fa, fc):
+    ic = np.arange(start_c, start_c + Xc.shape[0])
+    kernel = pick(surf.GRAPH_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+    parts = n_threads() if kernel is surf.GRAPH_TWINS[1] else 1
+    return kernel(Xa, ia, ya, Xc, ic, yc, dm, dw, kind, fa, fc, parts)
+
+
+# -- steps between the passes ---------------------------------------------------------
+
+
+def _thresholds_task(thresholds, moments, total, far):
+    return thresholds(moments, total, far)
+
+
+def _agg_task(agg, partial, ya, agg_args):
+    return agg(partial, ya, *agg_args)
+
+
+def _as_tuple(*values):
+    return values
+
+
+def _candidate_finders(start, stop, anchor_index, anchor_finders):
+    """Finder entries of the rows ``[start, stop)``: the anchors' own, nothing elsewhere."""
+    out = outside_finders(stop - start)
+    inside = (anchor_index >= start) & (anchor_index < stop)
+    out[anchor_index[inside] - start] = np.concatenate(anchor_finders)[inside]
+    return out
+
+
+def _with_anchor_sides(G, start, anchor_index, anchor_parts):
+    """A candidate block's pass-3 partials plus those its anchors got as anchors."""
+    G = G.copy()
+    inside = (anchor_index >= start) & (anchor_index < start + G.shape[0])
+    G[anchor_index[inside] - start] += np.concatenate(anchor_parts)[inside]
+    return G
+
+
+def _picked_graph_rows(X, codes, start, local, finders, G):
+    return (np.asarray(X[local], dtype=np.float64), np.asarray(codes)[local], finders[local],
+            G[local, 0])
+
+
+def _sample_graph_task(parts, v, dm, dw, kind):
+    X, y, finders, C = (np.concatenate(items) for items in zip(*parts))
+    D = surf.distance_matrix(X, X, dm, dw, kind)
+    return sample_graph_sums(D, y, finders, C, v)
+
+
+def _graph_sums(g, G, finders, sample, dm, dw, kind):
+    """Keys of the graph's exact sums (:func:`graph_row_sums`, from every
+    candidate block's pass-3 partials ``G``) and of the sample's
+    (:func:`sample_graph_sums`; ``sample``: sorted row indices and
+    their weights)."""
+    index, v = sample
+    exact = g.tree([g.add("graph-sums", graph_row_sums, Gb) for Gb in G], merge.add,
+                   "graph-total")
+    parts = grid.picked(g, index, _picked_graph_rows, each=lambda b: (finders[b], G[b]),
+                        tag="graph-take")
+    sampled = g.add("graph-sample", _sample_graph_task, parts, v, dm, dw, kind)
+    return exact, sampled
+
+
+def threshold_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds=None,
+                   anchors=None, target=None, bound=0.0, graph_sample=None):
+    """``sum_I agg(pass2_I(thresholds(pass1_I, total)), y_I, *agg_args)``, two passes.
+
+    Pass 1 merges each anchor block's distance moments ``(count, sum d, sum
+    d^2)`` over the candidate blocks (:func:`surf.moments_pairs`); the
+    moments of all anchor blocks add up to ``total`` (one tiny tree);
+    ``thresholds(moments, total, far) -> (near, far)`` gives each anchor's
+    thresholds (``far=False``: no far set, ``+inf``).  Pass 2 runs over the
+    same tiles and merges each anchor's neighbour sums and counts per set
+    and class (:func:`surf.score_pairs`); ``agg(P, y, *agg_args)`` turns an
+    anchor block's merged partial into its share.  Per-anchor partials are
+    ``(anchors, sets, classes, A + 1)``: no N x N array exists.
+
+    Every row as an anchor: a symmetric grid (unordered pairs of row blocks,
+    each distance computed once per pass for both of its rows).  ``anchors``
+    (an :class:`~execution.Anchors` sample): ordered tiles, sample x all rows.
+
+    ``kinds`` (:class:`FeatureKinds`, default every feature continuous):
+    discrete features, their weight in the distances, the ramps of scored
+    continuous differences and missing values (:mod:`.kernels.distance`);
+    with missing values the partials carry a neighbour count per feature,
+    ``(anchors, sets, classes, 2 A)``.
+
+    ``target`` (a continuous target, every row in one class) with ``bound >
+    0``: the two classes of the partials are each anchor's hits, ``|y_a -
+    y_j| < bound``, and its misses (skrebate's continuous endpoint), and
+    ``agg`` gets class 0 as every anchor's own.  The target is held once in
+    the graph (8 bytes a row); each tile reads its rows' values.
+
+    ``graph_sample`` (STIR, two classes): ``(index, v)``, sorted row indices
+    and their inverse chances of being drawn.  Pass 2 then also sums the
+    squared differences, and a third pass over the same tiles sums STIR's
+    neighbour graph (:mod:`.kernels.surf`); returns ``(total, exact,
+    sampled)``: :func:`graph_row_sums` over every row and
+    :func:`sample_graph_sums` of the sample.
+    """
+    a = rows.n_features
+    k = 2 if target is not None else rows.n_classes  # the partials' classes
+    n_sets = 2 if far else 1
+    if kinds is None:
+        kinds = FeatureKinds.continuous(a)
+    dm, dw, rp, kind = kinds.params
+    squares = graph_sample is not None
+    per_row = n_sets * k * (2 * a if kind == distance.MISSING else a + 1) + (k * a if squares
+                                                                            else 0)
+    if target is None:
+        bound = 0.0
+    elif not bound > 0:
+        raise ValueError(f"bound must be positive with a target; got {bound}.")
+    common = (thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets, per_row, target, bound,
+              graph_sample)
+    if anchors is not None:
+        return _sampled(rows, anchors, *common)
+    n = rows.n_samples
+    threads, blocks = grid.threaded_blocks(rows, n * n * a / 2, per_thread=2, per_row=per_row)
+    g = grid.graph(rows, "surf", candidates=blocks)
+    n_blocks = len(g.candidates)
+    target = grid.hold_target(g, target)
+    # Pass 1: per-anchor distance moments, then the thresholds.
+    moments = grid.symmetric(g, _pair_moments, dm, dw, kind, tag="moments")
+    merged = grid.sides(g, moments, merge.add)
+    total = g.tree([g.add("total", moment_total, m) for m in merged], merge.add,
+                   "moment-total")
+    thr = [g.add("thresholds", _thresholds_task, thresholds, m, total, far) for m in merged]
+    # Pass 2: the neighbours within the thresholds, over the same pairs.
+    scores = grid.symmetric(g, _pair_score, rows.n_classes, n_sets, dm, dw, rp, kind,
+                            target, bound, squares, each=lambda i, j: (thr[i], thr[j]),
+                            tag="score")
+    P = grid.sides(g, scores, merge.add)
+    shares = [g.add("agg", _agg_task, agg, P[i], g.block(i)[1], agg_args)
+              for i in range(n_blocks)]
+    result = g.tree(shares, merge.add, "total")
+    if squares:
+        # Pass 3: STIR's graph, from every row's thresholds and counts.
+        found = [g.add("finders", graph_finders, P[i], g.block(i)[1], thr[i], a)
+                 for i in range(n_blocks)]
+        graph = grid.symmetric(g, _pair_graph, dm, dw, kind,
+                               each=lambda i, j: (found[i], found[j]), tag="graph")
+        G = grid.sides(g, graph, merge.add)
+        result = g.add("stir", _as_tuple, result,
+                       *_graph_sums(g, G, found, graph_sample, dm, dw, kind))
+    return grid.run(g, result, threads=threads)
+
+
+def _sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets,
+                  per_row, target, bound, graph_sample):
+    """:func:`threshold_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
+    k = rows.n_classes
+    squares = graph_sample is not None
+    g = grid.graph(rows, "surf-anchors", per_row=per_row, sample=anchors)
+    target = grid.hold_target(g, target)
+    n_anchor = len(g.anchors)
+    merged = grid.ordered(g, _moments_tile, g.local, dm, dw, kind, combine=merge.add,
+                          tag="moments")
+    total = g.tree([g.add("total", moment_total, m) for m in merged], merge.add,
+                   "moment-total")
+    thr = [g.add("thresholds", _thresholds_task, thresholds, m, total, far)
+           for m in merged]
+    P = grid.ordered(g, _score_tile, g.local, k, n_sets, dm, dw, rp, kind, target, bound,
+                     squares, each=lambda i: (thr[i],), combine=merge.add, tag="score")
+    shares = [g.add("agg", _agg_task, agg, P[i], g.anchor(i)[1], agg_args)
+              for i in range(n_anchor)]
+    result = g.tree(shares, merge.add, "total")
+    if squares:
+        found = [g.add("finders", graph_finders, P[i], g.anchor(i)[1], thr[i],
+                       rows.n_features) for i in range(n_anchor)]
+        # Pass 3: anchors against every row; each row's partials, anchors or not.
+        index = np.asarray(anchors.index, dtype=np.int64)
+        cand = [g.add("finders-rows", _candidate_finders, start, stop, index, found)
+                for start, stop in g.candidates]
+        tiles = grid.ordered_tiles(g, _graph_tile, g.local, dm, dw, kind,
+                                   each=lambda i, j: (found[i], cand[j]), tag="graph")
+        n_cand = len(g.candidates)
+        own = [g.tree([g.add("side", _side, tiles[i, j], 0) for j in range(n_cand)],
+                      merge.add) for i in range(n_anchor)]
+        G = [g.add("graph-rows", _with_anchor_sides,
+                   g.tree([g.add("side", _side, tiles[i, j], 1) for i in range(n_anchor)],
+                          merge.add),
+                   start, index, own) for j, (start, _) in enumerate(g.candidates)]
+        result = g.add("stir", _as_tuple, result,
+                       *_graph_sums(g, G, cand, graph_sample, dm, dw, kind))
+    return grid.run(g, result)
+
+
+def _side(pair, side):
+    return pair[side]
+
+
+#: Bytes of one tile of pass-2 partials on compact rows (anchors x sets x
+#: classes x (A + 1) float64), turned into scores before the next tile.
+COMPACT_TILE_BYTES = 256 * 2**20
+
+
+def compact_threshold_statistic(X, codes, n_classes, thresholds, agg, agg_args=(), *, far=False,
+                           anchors=None, graph_sample=None):
+    """:func:`threshold_statistic` on compact rows, in-process: ``X`` ``uint8``, every
+    feature discrete (the distance is the mismatch count), nothing missing.
+
+    The same two passes and the same partials as the float64 kernels with
+    every feature discrete (equal exactly: the distances and the sums are
+    integers), on bit planes of ``X`` for the distances
+    (:func:`.kernels.distance.mismatches`) and on its bytes for the sums,
+    never a float64 copy of ``X``: pass 1 gives every anchor's moments,
+    pass 2 one tile of anchors at a time (:data:`COMPACT_TILE_BYTES`),
+    each tile's partials reduced by ``agg`` at once.  Memory: ``X``, its bit
+    planes (``bits / 8`` of ``X``) and one tile.  ``anchors``: an
+    :class:`~execution.Anchors` sample, or ``None`` for every row.
+    ``graph_sample``: STIR's graph pass too, as :func:`threshold_statistic`'s (the
+    differences being 0 or 1, pass 2 needs no squares).
+    """
+    n, a = X.shape
+    X = np.ascontiguousarray(X)
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    n_sets = 2 if far else 1
+    n_bits = max(1, int(X.max()).bit_length()) if X.size else 1
+    planes = distance.pack_planes(X, n_bits)
+    index = np.arange(n, dtype=np.int64) if anchors is None else \
+        np.asarray(anchors.index, dtype=np.int64)
+    m = index.size
+    # A pair-feature costs n_bits / 64 of a word operation in pass 1.
+    moments = pick(compact.COMPACT_MOMENTS_TWINS, m * n * a, cost=n_bits / 64)(planes, index)
+    near, far_thr = thresholds(moments, moment_total(moments), far)
+    per_anchor = 8 * n_sets * n_classes * (a + 1)
+    tile = max(1, min(m, COMPACT_TILE_BYTES // per_anchor))
+    total = 0.0
+    found = outside_finders(n) if graph_sample is not None else None
+    for t0 in range(0, m, tile):
+        sel = slice(t0, t0 + tile)
+        kernel = pick(compact.COMPACT_SCORE_TWINS, (min(m, t0 + tile) - t0) * n * a)
+        P = kernel(X, planes, codes, index[sel], n_classes, n_sets, near[sel], far_thr[sel])
+        total = total + agg(P, codes[index[sel]], *agg_args)
+        if found is not None:
+            found[index[sel]] = graph_finders(P, codes[index[sel]],
+                                                   (near[sel], far_thr[sel]), a)
+    if graph_sample is None:
+        return total
+    # Pass 3: STIR's graph (a pair-feature of the mismatch count, as pass 1).
+    kernel = pick(compact.COMPACT_GRAPH_TWINS, m * n * a, cost=n_bits / 64)
+    parts = n_threads() if kernel is compact.COMPACT_GRAPH_TWINS[1] else 1
+    G = kernel(planes, index, codes, found, parts)
+    sample, v = graph_sample
+    D = compact.compact_distance_matrix(distance.pack_planes(X[sample], n_bits))
+    return total, graph_row_sums(G), sample_graph_sums(D, codes[sample],
+                                                                    found[sample],
+                                                                    G[sample, 0], v)
+
+
+__all__ = ["COMPACT_TILE_BYTES", "graph_row_sums", "outside_finders", "sample_graph_sums",
+           "compact_threshold_statistic", "graph_finders", "moment_total", "threshold_statistic"]
