@@ -27,7 +27,7 @@ unicode array -- and the stream's arrays.  This module holds
      checked size, whatever the member's deflate stream would expand to);
   5. every value the online kernel relies on (finite, in range, the
      invariants of the weights) and the parameters (through the
-     estimator's own checks).
+     estimator's own checks): :mod:`dmargin._online_state`.
 
   The numba kernels have no bounds checks, so a shape that slipped through
   would read or write out of bounds; every problem is instead one
@@ -52,7 +52,7 @@ import zlib
 
 import numpy as np
 
-from ._validation import check_params
+from ._online_state import Problem, check_online_state, short
 
 #: Suffix of the copy of the checkpoint a save replaced.
 PREVIOUS_SUFFIX = ".prev"
@@ -83,17 +83,11 @@ _DEFLATE_MAX_RATIO = 1032
 # can make the reader decompress at once.
 _CHUNK = 1 << 20
 _NPY_MAGIC = b"\x93NUMPY"
-_MAX_STEPS = 2**62  # the kernel counts steps in int64
-_BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 # What ``zipfile`` / ``numpy.lib.format`` / ``json`` raise on bytes that are
 # not what they should be: turned into the one ValueError below.
 _READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
                 KeyError, OverflowError, RecursionError, UnicodeDecodeError, NotImplementedError,
                 struct.error, zlib.error)
-
-
-class _Problem(Exception):
-    """One thing wrong with a checkpoint (turned into a ValueError naming the file)."""
 
 
 def previous_path(path):
@@ -200,11 +194,11 @@ def write_online_state(path, header, arrays, estimator_cls):
     try:
         specs = _array_specs(header)
         if set(specs) != set(arrays):
-            raise _Problem(f"arrays {sorted(arrays)} do not match the header's {sorted(specs)}")
+            raise Problem(f"arrays {sorted(arrays)} do not match the header's {sorted(specs)}")
         for key, (dtype, shape, _, why) in specs.items():
             _check_layout(key, arrays[key].dtype, arrays[key].shape, dtype, shape, why)
         check_online_state(header, arrays, estimator_cls)
-    except _Problem as exc:
+    except Problem as exc:
         raise ValueError(f"{estimator_cls.__name__}.save_state: the stream's state is not "
                          f"valid ({exc}); nothing was written to {os.fspath(path)}."
                          ) from exc.__cause__
@@ -261,10 +255,10 @@ def read_online_state(path, estimator_cls, expected_format):
         try:
             header, arrays = _read_npz(fh, expected_format)
             state = check_online_state(header, arrays, estimator_cls)
-        except _Problem as exc:
+        except Problem as exc:
             raise ValueError(_message(name, str(exc))) from exc.__cause__
         except _READ_ERRORS as exc:
-            problem = f"it cannot be read ({type(exc).__name__}: {_short(exc)})"
+            problem = f"it cannot be read ({type(exc).__name__}: {short(exc)})"
             raise ValueError(_message(name, problem)) from exc
     return (header, arrays) + state
 
@@ -280,32 +274,27 @@ def _message(name, problem):
             f"OnlineIRelief.save_state; {fix}.")
 
 
-def _short(exc, limit=300):
-    text = str(exc)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 def _read_npz(fh, expected_format):
     """The header and the arrays of a checkpoint, each checked before it is built."""
     size = os.fstat(fh.fileno()).st_size
     if size == 0:
-        raise _Problem("the file is empty (0 bytes): a save was interrupted or the disk "
+        raise Problem("the file is empty (0 bytes): a save was interrupted or the disk "
                        "was full")
     try:
         archive = zipfile.ZipFile(fh)
     except zipfile.BadZipFile as exc:
-        raise _Problem(f"it is not a complete zip archive ({exc}): truncated, or not an "
+        raise Problem(f"it is not a complete zip archive ({exc}): truncated, or not an "
                        ".npz file at all") from exc
     with archive, contextlib.ExitStack() as streams:
         members = _check_directory(archive.infolist(), size)
         if _HEADER not in members:
-            raise _Problem("it has no 'header' member")
+            raise Problem("it has no 'header' member")
         header = _read_header(archive, members[_HEADER], expected_format)
         specs = _array_specs(header)
         missing = sorted(set(specs) - set(members))
         extra = sorted(set(members) - set(specs) - {_HEADER})
         if missing or extra:
-            raise _Problem(f"its members do not match its header: missing {missing}, "
+            raise Problem(f"its members do not match its header: missing {missing}, "
                            f"unexpected {extra}")
         # Every size first: nothing is decompressed when the header's counts or a
         # member's declared size are more than the file can hold or the header allows.
@@ -313,7 +302,7 @@ def _read_npz(fh, expected_format):
         for key, (_, shape, limit, why) in specs.items():
             declared = members[key].file_size
             if declared > limit:
-                raise _Problem(f"member {key!r} declares {declared} bytes uncompressed but "
+                raise Problem(f"member {key!r} declares {declared} bytes uncompressed but "
                                f"an array of shape {shape} ({why}) takes at most {limit}")
         # Then every .npy preamble (a few hundred bytes each): all dtypes and shapes are
         # checked against the header before the bytes of any array are read.
@@ -343,33 +332,33 @@ def _check_directory(infos, size):
     for info in infos:
         key = info.filename[:-4] if info.filename.endswith(".npy") else None
         if key not in _KNOWN_MEMBERS:
-            raise _Problem(f"it has an unexpected member {info.filename!r}")
+            raise Problem(f"it has an unexpected member {info.filename!r}")
         if key in members:
-            raise _Problem(f"member {info.filename!r} appears twice")
+            raise Problem(f"member {info.filename!r} appears twice")
         if info.flag_bits & 0x1:
-            raise _Problem(f"member {info.filename!r} is encrypted")
+            raise Problem(f"member {info.filename!r} is encrypted")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            raise _Problem(f"member {info.filename!r} uses compression method "
+            raise Problem(f"member {info.filename!r} uses compression method "
                            f"{info.compress_type} (save_state writes uncompressed members)")
         if info.compress_size > size:
-            raise _Problem(f"member {info.filename!r} declares {info.compress_size} "
+            raise Problem(f"member {info.filename!r} declares {info.compress_size} "
                            f"compressed bytes in a file of {size} bytes")
         if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
-            raise _Problem(f"member {info.filename!r} is stored uncompressed but declares "
+            raise Problem(f"member {info.filename!r} is stored uncompressed but declares "
                            f"{info.file_size} bytes of content in {info.compress_size}")
         if info.file_size > _capacity(info):
-            raise _Problem(f"member {info.filename!r} declares {info.file_size} bytes "
+            raise Problem(f"member {info.filename!r} declares {info.file_size} bytes "
                            f"uncompressed from {info.compress_size} deflated bytes, more "
                            f"than deflate can expand them to ({_DEFLATE_MAX_RATIO}x)")
         members[key] = info
         total += info.file_size
         compressed += info.compress_size
     if compressed > size:
-        raise _Problem(f"its members declare {compressed} compressed bytes in a file of "
+        raise Problem(f"its members declare {compressed} compressed bytes in a file of "
                        f"{size} bytes: members that overlap (a zip bomb)")
     limit = max(_MAX_EXPANSION * size, _EXPANSION_ALLOWANCE)
     if total > limit:
-        raise _Problem(f"its members declare {total} bytes uncompressed in a file of "
+        raise Problem(f"its members declare {total} bytes uncompressed in a file of "
                        f"{size} bytes (more than {_MAX_EXPANSION}x plus "
                        f"{_EXPANSION_ALLOWANCE >> 20} MiB): a compressed archive that would "
                        "expand in memory (a zip bomb), refused before decompressing")
@@ -401,7 +390,7 @@ def _check_counts(header, specs, members, size):
     if needed > capacity:
         counts = ", ".join(f"{key} {header[key]}"
                            for key in ("n_features", "n_classes", "n_reference"))
-        raise _Problem(f"its header's counts do not fit in the file: {counts} make its "
+        raise Problem(f"its header's counts do not fit in the file: {counts} make its "
                        f"arrays at least {needed} bytes, more than the {capacity} its "
                        f"members can hold in a file of {size} bytes (a stored member holds "
                        f"its size, a deflated one at most {_DEFLATE_MAX_RATIO}x its size); "
@@ -414,8 +403,8 @@ def _member_errors(info):
     try:
         yield
     except _READ_ERRORS as exc:
-        raise _Problem(f"member {info.filename!r} cannot be read ({type(exc).__name__}: "
-                       f"{_short(exc)})") from exc
+        raise Problem(f"member {info.filename!r} cannot be read ({type(exc).__name__}: "
+                       f"{short(exc)})") from exc
 
 
 def _read_upto(stream, n):
@@ -433,14 +422,14 @@ def _read_upto(stream, n):
 def _read_member(archive, info, limit):
     """The whole content of a small member (at most ``limit`` bytes)."""
     if info.file_size > limit:
-        raise _Problem(f"member {info.filename!r} declares {info.file_size} bytes "
+        raise Problem(f"member {info.filename!r} declares {info.file_size} bytes "
                        f"uncompressed, more than the {limit} allowed")
     # Neither the directory nor the deflate stream is trusted: at most the smaller
     # of the two sizes (and one byte to tell a longer member) is decompressed.
     with _member_errors(info), archive.open(info) as member:
         data = _read_upto(member, min(limit, info.file_size) + 1)
     if len(data) != info.file_size:
-        raise _Problem(f"member {info.filename!r} has {len(data)} bytes, its directory "
+        raise Problem(f"member {info.filename!r} has {len(data)} bytes, its directory "
                        f"entry says {info.file_size}")
     return data
 
@@ -454,24 +443,24 @@ def _read_preamble(stream, info, key, dtype, shape, limit, why):
     """
     start = _read_exact(stream, info, len(_NPY_MAGIC) + 2, "its .npy magic string")
     if start[:len(_NPY_MAGIC)] != _NPY_MAGIC:
-        raise _Problem(f"member {info.filename!r} is not a .npy array (it does not start "
+        raise Problem(f"member {info.filename!r} is not a .npy array (it does not start "
                        "with the .npy magic string)")
     version = tuple(start[len(_NPY_MAGIC):])
     if version not in ((1, 0), (2, 0)):
-        raise _Problem(f"array {key!r} is in .npy format version {version}, not 1.0 or 2.0")
+        raise Problem(f"array {key!r} is in .npy format version {version}, not 1.0 or 2.0")
     length_format = "<H" if version == (1, 0) else "<I"
     raw_length = _read_exact(stream, info, struct.calcsize(length_format),
                              "its .npy header length")
     length = struct.unpack(length_format, raw_length)[0]
     if len(start) + len(raw_length) + length > _NPY_PREAMBLE:
-        raise _Problem(f"array {key!r} has a .npy header of {length} bytes, more than "
+        raise Problem(f"array {key!r} has a .npy header of {length} bytes, more than "
                        f"the {_NPY_PREAMBLE} numpy ever writes")
     preamble = start + raw_length + _read_exact(stream, info, length, "its .npy header")
     got_shape, fortran, got_dtype, offset = _npy_preamble(preamble, key)
     _check_layout(key, got_dtype, got_shape, dtype, shape, why)
     size = offset + math.prod(shape) * got_dtype.itemsize
     if info.file_size != size:
-        raise _Problem(f"member {info.filename!r} declares {info.file_size} bytes "
+        raise Problem(f"member {info.filename!r} declares {info.file_size} bytes "
                        f"uncompressed but its .npy header ({got_dtype}, shape {got_shape}) "
                        f"makes it {size}")
     return shape, fortran, got_dtype
@@ -481,7 +470,7 @@ def _read_exact(stream, info, n, what):
     """Exactly ``n`` bytes of ``stream`` (``what`` they are, for the message)."""
     data = _read_upto(stream, n)
     if len(data) != n:
-        raise _Problem(f"member {info.filename!r} ends after {len(data)} bytes, inside "
+        raise Problem(f"member {info.filename!r} ends after {len(data)} bytes, inside "
                        f"{what}")
     return data
 
@@ -498,12 +487,12 @@ def _read_data(stream, info, shape, fortran, dtype):
     while got < len(view):
         part = stream.read(min(_CHUNK, len(view) - got))
         if not part:
-            raise _Problem(f"member {info.filename!r} ends after {got} of its {len(view)} "
+            raise Problem(f"member {info.filename!r} ends after {got} of its {len(view)} "
                            "bytes of array data")
         view[got:got + len(part)] = part
         got += len(part)
     if stream.read(1):
-        raise _Problem(f"member {info.filename!r} is longer than its directory entry says")
+        raise Problem(f"member {info.filename!r} is longer than its directory entry says")
     return np.ascontiguousarray(out.T if fortran else out)
 
 
@@ -516,9 +505,9 @@ def _npy_preamble(data, key):
     elif version == (2, 0):
         shape, fortran, dtype = np.lib.format.read_array_header_2_0(buf)
     else:
-        raise _Problem(f"array {key!r} is in .npy format version {version}, not 1.0 or 2.0")
+        raise Problem(f"array {key!r} is in .npy format version {version}, not 1.0 or 2.0")
     if dtype.hasobject:
-        raise _Problem(f"array {key!r} is an object array (pickled Python objects), which "
+        raise Problem(f"array {key!r} is an object array (pickled Python objects), which "
                        "save_state never writes and load_state does not unpickle")
     return shape, fortran, dtype, buf.tell()
 
@@ -527,27 +516,27 @@ def _read_header(archive, info, expected_format):
     data = _read_member(archive, info, _MAX_HEADER_BYTES)
     shape, _, dtype, start = _npy_preamble(data, _HEADER)
     if shape != () or dtype.kind != "U" or not dtype.isnative or dtype.itemsize == 0:
-        raise _Problem(f"the header is an array of dtype {dtype} and shape {shape}, not one "
+        raise Problem(f"the header is an array of dtype {dtype} and shape {shape}, not one "
                        "JSON string")
     if len(data) - start != dtype.itemsize:
-        raise _Problem(f"the header has {len(data) - start} bytes of text, its dtype "
+        raise Problem(f"the header has {len(data) - start} bytes of text, its dtype "
                        f"{dtype} says {dtype.itemsize}")
     text = str(np.frombuffer(data, dtype=dtype, count=1, offset=start)[0])
     try:
         header = json.loads(text)
     except RecursionError as exc:
-        raise _Problem("the header JSON is nested too deeply") from exc
+        raise Problem("the header JSON is nested too deeply") from exc
     except ValueError as exc:  # JSONDecodeError, and ints over Python's digit limit
-        raise _Problem(f"the header is not valid JSON ({_short(exc, 120)})") from exc
+        raise Problem(f"the header is not valid JSON ({short(exc, 120)})") from exc
     if not isinstance(header, dict):
-        raise _Problem(f"the header is a JSON {type(header).__name__}, not an object")
+        raise Problem(f"the header is a JSON {type(header).__name__}, not an object")
     fmt = header.get("format")
     if fmt != expected_format:
         older = isinstance(fmt, str) and fmt.startswith(expected_format.rsplit("/", 1)[0] + "/")
         hint = (": written by another version of dmargin; load it with that version or "
                 "restart the stream") if older else ""
-        raise _Problem(f"it is not an OnlineIRelief state file of this version "
-                       f"(format {_short(repr(fmt), 80)}, expected {expected_format!r}){hint}")
+        raise Problem(f"it is not an OnlineIRelief state file of this version "
+                       f"(format {short(repr(fmt), 80)}, expected {expected_format!r}){hint}")
     return header
 
 
@@ -571,7 +560,7 @@ def _array_specs(header):
     """Member -> (dtype or None for the labels, exact shape, byte limit, why), from the header."""
     keys = set(header)
     if keys != set(_HEADER_KEYS):
-        raise _Problem(f"the header's keys are wrong: missing {sorted(set(_HEADER_KEYS) - keys)}, "
+        raise Problem(f"the header's keys are wrong: missing {sorted(set(_HEADER_KEYS) - keys)}, "
                        f"unexpected {sorted(keys - set(_HEADER_KEYS))[:10]}")
     for key, kind in _HEADER_KEYS.items():
         value = header[key]
@@ -582,15 +571,15 @@ def _array_specs(header):
         else:
             ok = isinstance(value, kind)
         if not ok:
-            raise _Problem(f"header field {key!r} is {_short(repr(value), 80)}, not "
+            raise Problem(f"header field {key!r} is {short(repr(value), 80)}, not "
                            f"{'a list or null' if key == 'feature_names_in' else kind.__name__}")
     n_features, n_classes, n_ref = header["n_features"], header["n_classes"], header["n_reference"]
     if n_features < 1:
-        raise _Problem(f"header field 'n_features' is {n_features}, not a positive count")
+        raise Problem(f"header field 'n_features' is {n_features}, not a positive count")
     if n_classes < 2:
-        raise _Problem(f"header field 'n_classes' is {n_classes}; a stream has at least 2")
+        raise Problem(f"header field 'n_classes' is {n_classes}; a stream has at least 2")
     if header["reference"] != (n_ref >= 1) or n_ref < 0:
-        raise _Problem(f"header field 'n_reference' is {n_ref} with 'reference' "
+        raise Problem(f"header field 'n_reference' is {n_ref} with 'reference' "
                        f"{header['reference']}")
     a, k, m = (f"n_features {n_features}", f"n_classes {n_classes}", f"n_reference {n_ref}")
     specs = {"nu": (_F8, (n_features,), a), "w": (_F8, (n_features,), a),
@@ -610,143 +599,9 @@ def _array_specs(header):
 def _check_layout(key, got_dtype, got_shape, dtype, shape, why):
     if dtype is None:  # labels: numbers, or unicode strings
         if got_dtype.kind not in "biufU" or not got_dtype.isnative or got_dtype.itemsize == 0:
-            raise _Problem(f"array {key!r} has dtype {got_dtype}, expected numeric or unicode "
+            raise Problem(f"array {key!r} has dtype {got_dtype}, expected numeric or unicode "
                            "labels")
     elif got_dtype != dtype:
-        raise _Problem(f"array {key!r} has dtype {got_dtype}, expected {dtype}")
+        raise Problem(f"array {key!r} has dtype {got_dtype}, expected {dtype}")
     if got_shape != shape:
-        raise _Problem(f"array {key!r} has shape {got_shape}, expected {shape} ({why})")
-
-
-# ---------------------------------------------------------------------------
-# The state's invariants (also checked before a save)
-# ---------------------------------------------------------------------------
-
-
-def check_online_state(header, arrays, estimator_cls):
-    """Check the values of an OnlineIRelief state; ``(estimator, rng)`` from it.
-
-    ``header`` and ``arrays`` have the layout :func:`_array_specs` describes
-    (dtypes and shapes already checked).  Raises ``_Problem``.
-    """
-    n_features = header["n_features"]
-    nu, w = arrays["nu"], arrays["w"]
-    for key in ("nu", "w", "offset", "span", "prescale"):
-        if key in arrays and not np.all(np.isfinite(arrays[key])):
-            raise _Problem(f"array {key!r} has NaN or infinite values")
-    # Reference rows may miss values (NaN, OnlineIRelief's missing-value rule): exactly
-    # as many as the header counts, so that damaged bytes read as NaN are still caught.
-    if "ref_X" in arrays:
-        ref_X = arrays["ref_X"]
-        if np.any(np.isinf(ref_X)):
-            raise _Problem("array 'ref_X' has infinite values")
-        n_nan = int(np.isnan(ref_X).sum())
-        if n_nan != header["reference_missing"]:
-            raise _Problem(f"array 'ref_X' has {n_nan} NaN values where the header counts "
-                           f"{header['reference_missing']} missing values")
-    if "discrete" in arrays and not np.all((arrays["discrete"] == 0)
-                                           | (arrays["discrete"] == 1)):
-        raise _Problem("array 'discrete' has values other than 0 and 1")
-    _check_weights(nu, w, header["n_steps"])
-    if "span" in arrays and not np.all(arrays["span"] > 0):
-        raise _Problem("array 'span' has values <= 0 (feature ranges are positive)")
-    if "prescale" in arrays and not np.all((arrays["prescale"] >= 1)
-                                           & (np.frexp(arrays["prescale"])[0] == 0.5)):
-        raise _Problem("array 'prescale' has values that are not powers of two >= 1")
-    classes = arrays["classes"]
-    if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
-        raise _Problem("array 'classes' has NaN or infinite labels")
-    if not np.all(classes[1:] > classes[:-1]):
-        raise _Problem("array 'classes' is not sorted and unique (labels are found by binary "
-                       "search)")
-    _check_miss_prior(arrays["miss_prior"])
-    if "ref_codes" in arrays:
-        codes = arrays["ref_codes"]
-        if codes.size and (codes.min() < 0 or codes.max() >= classes.shape[0]):
-            raise _Problem(f"array 'ref_codes' has class codes outside [0, {classes.shape[0]})")
-        if np.unique(arrays["ref_index"]).size != codes.size:
-            raise _Problem("array 'ref_index' has repeated stream positions")
-    n_steps = header["n_steps"]
-    if not 0 <= n_steps < _MAX_STEPS:
-        raise _Problem(f"header field 'n_steps' is {n_steps}, not a step count")
-    names = header["feature_names_in"]
-    if names is not None and (len(names) != n_features
-                              or not all(isinstance(s, str) for s in names)):
-        raise _Problem(f"header field 'feature_names_in' is not a list of {n_features} "
-                       "strings")
-    estimator = _estimator(header["params"], estimator_cls)
-    if header["scaled"] != (estimator.scale is not None):
-        raise _Problem(f"header field 'scaled' is {header['scaled']} but the parameter "
-                       f"scale is {estimator.scale!r}")
-    return estimator, _generator(header["rng"])
-
-
-def _check_weights(nu, w, n_steps):
-    """``w = nu+ / ||nu+||`` after every step that left ``nu+`` nonzero (the kernel's rule)."""
-    if np.any(w < 0):
-        raise _Problem("array 'w' has negative weights")
-    uniform = np.full(w.shape, 1.0 / w.shape[0])
-    if n_steps == 0:
-        if np.any(nu != 0) or not np.array_equal(w, uniform):
-            raise _Problem("no step was taken (n_steps 0) but 'nu' is not zero or 'w' not "
-                           "uniform")
-        return
-    pos = np.maximum(nu, 0.0)
-    with np.errstate(over="ignore"):
-        sq = float(np.sum(pos * pos))
-    if 0.0 < sq < math.inf:
-        if not np.allclose(w, pos / math.sqrt(sq), rtol=1e-9, atol=1e-12):
-            raise _Problem("array 'w' is not nu+ / ||nu+|| (the weights every step leaves)")
-    elif sq == 0.0 and not (abs(np.linalg.norm(w) - 1.0) <= 1e-6
-                            or np.array_equal(w, uniform)):
-        raise _Problem("array 'w' is neither unit-norm nor the initial uniform weights")
-
-
-def _check_miss_prior(prior):
-    """``P(c) / (1 - P(y))`` (rows sum to 1, zero diagonal).
-
-    A row of NaN is what the prior holds for a class that was the only one in
-    the first chunk (``0 / 0``); every other row then puts all its mass on
-    that class.
-    """
-    if np.any(np.isinf(prior)) or np.any(np.diag(prior) != 0):
-        raise _Problem("array 'miss_prior' has infinite values or a nonzero diagonal")
-    off = ~np.eye(prior.shape[0], dtype=bool)
-    nan_rows = [y for y in range(prior.shape[0]) if np.isnan(prior[y][off[y]]).all()]
-    for y, row in enumerate(prior):
-        if y in nan_rows:
-            continue
-        if np.any(np.isnan(row)) or np.any(row < 0) or abs(row.sum() - 1.0) > 1e-9:
-            raise _Problem(f"array 'miss_prior' row {y} is not a distribution over the "
-                           "other classes")
-        if nan_rows and (len(nan_rows) > 1 or row[nan_rows[0]] != 1.0):
-            raise _Problem("array 'miss_prior' has a NaN row that no stream produces")
-
-
-def _estimator(params, estimator_cls):
-    expected = set(estimator_cls().get_params())
-    if set(params) != expected:
-        raise _Problem(f"header field 'params' has the wrong names: missing "
-                       f"{sorted(expected - set(params))}, unexpected "
-                       f"{sorted(map(str, set(params) - expected))[:10]}")
-    estimator = estimator_cls(**params)
-    try:
-        check_params(estimator)
-    except ValueError as exc:
-        raise _Problem(f"its parameters are not valid ({_short(exc)})") from exc
-    return estimator
-
-
-def _generator(state):
-    """The stream's numpy Generator; the bit generator's own setter checks the state."""
-    name = state.get("bit_generator")
-    if name not in _BIT_GENERATORS:
-        raise _Problem(f"header field 'rng' names bit generator {_short(repr(name), 80)}, not "
-                       f"one of {', '.join(_BIT_GENERATORS)}")
-    bit_generator = getattr(np.random, name)()
-    try:
-        bit_generator.state = state
-    except (TypeError, ValueError, KeyError, IndexError, OverflowError) as exc:
-        raise _Problem(f"header field 'rng' is not a valid {name} state "
-                       f"({type(exc).__name__}: {_short(exc, 120)})") from exc
-    return np.random.Generator(bit_generator)
+        raise Problem(f"array {key!r} has shape {got_shape}, expected {shape} ({why})")

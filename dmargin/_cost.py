@@ -124,8 +124,10 @@ def anchor_count(n_anchors, n_samples):
 def fit_cost(estimator, n_samples, n_features):
     """What ``estimator.fit`` on ``n_samples x n_features`` will cost, or ``None``.
 
-    Known for the pairwise estimators (ReliefF, Relief, RReliefF, IRelief, OnlineIRelief,
-    Immigrate, IM4E, the SURF family), for AdaBoostStumps, SBSMF and AdaBoostCR
+    Each estimator states its own cost (a ``_fit_cost`` method, most of them
+    calling a formula of this module).  Known for the pairwise estimators
+    (ReliefF, Relief, RReliefF, IRelief, OnlineIRelief, Immigrate, IM4E, the
+    SURF family), for AdaBoostStumps, SBSMF and AdaBoostCR
     (:func:`boosting_cost`) and for the linear LDM, LDMRFE and SVMRFE with the
     distributed primal solver (``kernel="linear"``, ``solver`` "newton" or
     "auto"): passes of N A (LDM, about :data:`LDM_PASSES` per machine) or
@@ -135,6 +137,11 @@ def fit_cost(estimator, n_samples, n_features):
     others, whose cost is not dominated by pairs of rows or passes over them.
     Iterative fits are counted at ``max_iter`` (an upper bound when ``tol >
     0`` stops them early).
+
+    Raises
+    ------
+    TypeError
+        ``estimator`` is not one of dmargin's estimators (it states no cost).
 
     Examples
     --------
@@ -148,57 +155,106 @@ def fit_cost(estimator, n_samples, n_features):
     >>> str(dmargin.fit_cost(dmargin.LDM(kernel="linear"), 10**6, 50))
     '~5.5 s (N A x about 60 Newton passes, linear primal)'
     """
-    name = type(estimator).__name__
-    n, a = float(n_samples), float(n_features)
+    own = getattr(estimator, "_fit_cost", None)
+    if own is None:
+        raise TypeError(f"fit_cost estimates dmargin's estimators; {type(estimator).__name__} "
+                        "states no cost (it has no _fit_cost method).")
+    return own(n_samples, n_features)
+
+
+def _pairs(estimator, n_samples):
+    """``(m, pairs)``: the anchors ``n_anchors`` asks for (``None``: every row) and the
+    pairs of rows a pass visits."""
+    n = float(n_samples)
     m = anchor_count(getattr(estimator, "n_anchors", None), n_samples)
-    pairs = n * n if m is None else m * n
-    # Permutation p-values: the same pass again for each permutation.
+    return m, (n * n if m is None else m * n)
+
+
+def _permutations(estimator):
+    """``(B, text)``: permutation p-values repeat the pass ``B`` more times."""
     permutations = getattr(estimator, "n_permutations", 0) or 0
     again = f" x {1 + permutations} ({permutations} permutations)" if permutations else ""
-    if name in ("ReliefF", "Relief", "RReliefF"):
-        ops = pairs * a * (1 + permutations)
-        formula = ("N^2 A, one pass" if m is None else f"m N A with m = {m}, one pass") + again
-        return FitCost(ops, ops / RELIEFF_RATE + permutations * PASS_S, formula)
-    if name in ("IRelief", "IM4E"):
-        it = estimator.max_iter
-        ops = pairs * a * it
-        its = f"x {'at most ' if getattr(estimator, 'tol', 0) > 0 else ''}{it} iterations"
-        formula = f"N^2 A {its}" if m is None else f"m N A with m = {m}, {its}"
-        return FitCost(ops, ops / IRELIEF_RATE, formula)
-    if name in ("SURF", "SURFstar", "MultiSURF", "MultiSURFstar"):
-        ops = pairs * a
-        formula = ("N^2 A, two passes (thresholds, neighbours)" if m is None
-                   else f"m N A with m = {m}, two passes")
-        if permutations:
-            ops *= 1 + permutations
-            return FitCost(ops, ops / SURF_RATE + permutations * PASS_S, formula + again)
-        if getattr(estimator, "pvalues", False):
-            formula = formula.replace("two passes (thresholds, neighbours)",
-                                      "three passes (thresholds, neighbours, STIR's graph)")
-            formula = formula.replace("two passes", "three passes (STIR)")
-            return FitCost(ops, ops * STIR_SURF_FACTOR / SURF_RATE, formula)
-        return FitCost(ops, ops / SURF_RATE, formula)
-    if name == "OnlineIRelief":
-        ref = n if estimator.reference_size is None else min(n, estimator.reference_size)
-        ops = n * ref * a * estimator.n_passes
-        formula = f"N M A x {estimator.n_passes} passes, M = {ref:.0f}"
-        return FitCost(ops, ops / ONLINE_RATE, formula)
-    if name == "Immigrate":
-        it = estimator.max_iter
-        ops = (n * n if m is None else 2.0 * m * n) * a * a * it
-        formula = (f"N^2 A^2 x {it} steps" if m is None
-                   else f"m N A^2 with m = {m}, x {it} steps")
-        return FitCost(ops, immigrate_seconds(n_samples, n_features, it, m), formula)
-    if name in ("LDM", "LDMRFE", "SVMRFE") and getattr(estimator, "kernel", None) == "linear" \
-            and getattr(estimator, "solver", "auto") != "cd":
-        return linear_primal_cost(estimator, n_samples, n_features)
-    if name in ("AdaBoostStumps", "SBSMF", "AdaBoostCR"):
-        return boosting_cost(estimator, n_samples, n_features)
-    return None
+    return permutations, again
 
 
-def boosting_cost(estimator, n_samples, n_features):
-    """:func:`fit_cost` of AdaBoost with stumps and its backward eliminations.
+def relief_cost(estimator, n_samples, n_features):
+    """:func:`fit_cost` of ReliefF, Relief and RReliefF: one pass over the pairs of rows
+    (and again for each permutation)."""
+    a = float(n_features)
+    m, pairs = _pairs(estimator, n_samples)
+    permutations, again = _permutations(estimator)
+    ops = pairs * a * (1 + permutations)
+    formula = ("N^2 A, one pass" if m is None else f"m N A with m = {m}, one pass") + again
+    return FitCost(ops, ops / RELIEFF_RATE + permutations * PASS_S, formula)
+
+
+def irelief_cost(estimator, n_samples, n_features):
+    """:func:`fit_cost` of I-RELIEF and IM4E: a pass over the pairs per iteration."""
+    a = float(n_features)
+    m, pairs = _pairs(estimator, n_samples)
+    it = estimator.max_iter
+    ops = pairs * a * it
+    its = f"x {'at most ' if getattr(estimator, 'tol', 0) > 0 else ''}{it} iterations"
+    formula = f"N^2 A {its}" if m is None else f"m N A with m = {m}, {its}"
+    return FitCost(ops, ops / IRELIEF_RATE, formula)
+
+
+def surf_cost(estimator, n_samples, n_features):
+    """:func:`fit_cost` of the SURF family: two passes over the pairs (thresholds,
+    neighbours), a third for STIR's p-values, all again for each permutation."""
+    a = float(n_features)
+    m, pairs = _pairs(estimator, n_samples)
+    permutations, again = _permutations(estimator)
+    ops = pairs * a
+    formula = ("N^2 A, two passes (thresholds, neighbours)" if m is None
+               else f"m N A with m = {m}, two passes")
+    if permutations:
+        ops *= 1 + permutations
+        return FitCost(ops, ops / SURF_RATE + permutations * PASS_S, formula + again)
+    if getattr(estimator, "pvalues", False):
+        formula = formula.replace("two passes (thresholds, neighbours)",
+                                  "three passes (thresholds, neighbours, STIR's graph)")
+        formula = formula.replace("two passes", "three passes (STIR)")
+        return FitCost(ops, ops * STIR_SURF_FACTOR / SURF_RATE, formula)
+    return FitCost(ops, ops / SURF_RATE, formula)
+
+
+def online_cost(estimator, n_samples, n_features):
+    """:func:`fit_cost` of online I-RELIEF: every row against the reference rows, per pass."""
+    n, a = float(n_samples), float(n_features)
+    ref = n if estimator.reference_size is None else min(n, estimator.reference_size)
+    ops = n * ref * a * estimator.n_passes
+    formula = f"N M A x {estimator.n_passes} passes, M = {ref:.0f}"
+    return FitCost(ops, ops / ONLINE_RATE, formula)
+
+
+def immigrate_cost(estimator, n_samples, n_features):
+    """:func:`fit_cost` of IMMIGRATE: ``N^2 A^2`` outer-product terms a step
+    (:func:`immigrate_seconds`)."""
+    n, a = float(n_samples), float(n_features)
+    m = anchor_count(getattr(estimator, "n_anchors", None), n_samples)
+    it = estimator.max_iter
+    ops = (n * n if m is None else 2.0 * m * n) * a * a * it
+    formula = (f"N^2 A^2 x {it} steps" if m is None
+               else f"m N A^2 with m = {m}, x {it} steps")
+    return FitCost(ops, immigrate_seconds(n_samples, n_features, it, m), formula)
+
+
+def _elimination_widths(estimator, n_features):
+    """The number of features each elimination round fits on, as floats."""
+    from ._elimination import n_to_remove, n_to_select  # the elimination's own schedule
+
+    target = n_to_select(estimator.n_features_to_select, n_features)
+    left, widths = n_features, []
+    while left > target:
+        widths.append(float(left))
+        left -= max(1, min(n_to_remove(estimator.step, left, n_features), left - target))
+    return widths
+
+
+def boosting_cost(estimator, n_samples, n_features, *, eliminates):
+    """:func:`fit_cost` of AdaBoost with stumps (``eliminates=False``) and its backward
+    eliminations.
 
     A boosting round reweights the rows and sums their weights into class
     histograms of the searched features: ``N A`` row-features at
@@ -211,18 +267,12 @@ def boosting_cost(estimator, n_samples, n_features):
     feature ever had a stump, one run on all features is the whole cost (the
     formula says how much that is).
     """
-    from ._elimination import n_to_remove, n_to_select  # the elimination's own schedule
-
     n, a, rounds = float(n_samples), float(n_features), int(estimator.n_estimators)
     prepare = n * a / BOOST_PREPARE_RATE
     one_run = prepare + rounds * (n * a / BOOST_RATE + BOOST_ROUND_S)
-    if type(estimator).__name__ == "AdaBoostStumps":
+    if not eliminates:
         return FitCost(rounds * n * a, one_run, f"N A x {rounds} boosting rounds")
-    target = n_to_select(estimator.n_features_to_select, n_features)
-    left, widths = n_features, []
-    while left > target:
-        widths.append(float(left))
-        left -= max(1, min(n_to_remove(estimator.step, left, n_features), left - target))
+    widths = _elimination_widths(estimator, n_features)
     ops = rounds * n * sum(widths)
     seconds = prepare + ops / BOOST_RATE + rounds * len(widths) * BOOST_ROUND_S
     if not widths:
@@ -234,19 +284,15 @@ def boosting_cost(estimator, n_samples, n_features):
     return FitCost(ops, seconds, formula)
 
 
-def linear_primal_cost(estimator, n_samples, n_features):
-    """:func:`fit_cost` of the linear primal Newton solver (one machine per round)."""
-    name = type(estimator).__name__
-    svm = name == "SVMRFE"
-    widths = [float(n_features)]
-    if name != "LDM":
-        from ._elimination import n_to_remove, n_to_select  # the elimination's own schedule
-
-        target = n_to_select(estimator.n_features_to_select, n_features)
-        left, widths = n_features, []
-        while left > target:
-            widths.append(float(left))
-            left -= max(1, min(n_to_remove(estimator.step, left, n_features), left - target))
+def linear_primal_cost(estimator, n_samples, n_features, *, svm=False, eliminates=False):
+    """:func:`fit_cost` of the linear primal Newton solver (one machine per round):
+    LDM's (``svm=False``) or the squared-hinge SVM's, once or in each elimination
+    round; ``None`` unless the estimator uses that solver (``kernel="linear"``,
+    ``solver`` other than "cd")."""
+    if estimator.kernel != "linear" or getattr(estimator, "solver", "auto") == "cd":
+        return None
+    widths = (_elimination_widths(estimator, n_features) if eliminates
+              else [float(n_features)])
     n = float(n_samples)
     if svm:
         ops = sum(n * a * (a + 1) for a in widths) * SVM_PASSES
@@ -256,5 +302,5 @@ def linear_primal_cost(estimator, n_samples, n_features):
         ops = sum(n * a for a in widths) * LDM_PASSES
         seconds = ops / LINEAR_RATE
         per = f"N A x about {LDM_PASSES} Newton passes"
-    rounds = "" if name == "LDM" else f", {len(widths)} rounds on fewer features each"
+    rounds = f", {len(widths)} rounds on fewer features each" if eliminates else ""
     return FitCost(ops, seconds, f"{per}, linear primal{rounds}")

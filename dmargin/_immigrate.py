@@ -1,265 +1,37 @@
-"""IMMIGRATE and IM4E: margins under learned distances, with their own classifier.
+"""IMMIGRATE, IM4E-IMMIGRATE and BIM: feature interactions by max-min entropy margins.
 
 IMMIGRATE (Zhao, Hong & Liu) learns a symmetric nonnegative weight matrix W
 whose diagonal weighs features and whose off-diagonal weighs feature
-interactions, under the quadratic-Manhattan distance ``q = |x - x'|^T W |x - x'|``;
-IM4E (Bei & Hong 2015) is its vector form with ``d = w^T |x - x'|``.  Each
-alternates an E-step (soft hits and misses, one pass of the pairwise engine)
-and a driver-side M-step (``ALGORITHMS.md`` sections 2-3; papers/immigrate.txt
-section 3).
+interactions, under the quadratic-Manhattan distance ``q = |x - x'|^T W |x - x'|``.
+It alternates an E-step (soft hits and misses, one pass of the pairwise
+engine) and a driver-side M-step (``ALGORITHMS.md`` section 2;
+papers/immigrate.txt section 3; the steps are :mod:`dmargin._immigrate_solver`).
+IM4E-IMMIGRATE runs it on the features IM4E keeps (:mod:`dmargin._im4e`, the
+vector form), BIM boosts it (section 4).  All predict by expected distance to
+each class (:mod:`dmargin._softmin`).
 """
 
 from __future__ import annotations
 
-import functools
 import numbers
 import warnings
 
 import numpy as np
 import pandas as pd
-import scipy.linalg
 from sklearn.base import ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._cost import format_seconds, immigrate_seconds
 from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit
-from ._utils import logger, make_rng, timer, user_stacklevel
+from ._im4e import IM4E
+from ._immigrate_solver import immigrate_kernel, immigrate_loop, symmetric_unit
+from ._softmin import (HISTORY, SCALE, SoftminClassifier, anchor_weights, loo_codes,
+                       sample_weights, scaled_rows, softmin_distances, softmin_on_blocks)
+from ._utils import logger, make_rng, user_stacklevel
 from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from ._compat import gather, is_dask_collection
-from .engine import (anchor_partials, lse_statistic, merge, new_row_blocks, new_rows_softmin,
-                     prepare_rows, quad_statistic, row_partials)
+from .engine import prepare_rows
 from .progress import fit_steps
-
-_SCALE = [Options(("standard",)), NONE]
-_HISTORY = np.dtype([("cost", "f8"), ("change", "f8")])
-
-
-def _sample_weight(sample_weight, n):
-    if sample_weight is None:
-        return np.ones(n)
-    d = np.asarray(sample_weight, dtype=np.float64)
-    if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d < 0) or not np.any(d > 0):
-        raise ValueError(f"sample_weight must be {n} finite nonnegative numbers, not all zero.")
-    return d
-
-
-def _anchor_weight(weight, anchors):
-    """The sampled anchors' weights, times ``N / m``: their sums estimate the full ones."""
-    if anchors is None:
-        return weight
-    return weight[anchors.index] * (weight.shape[0] / anchors.n_samples)
-
-
-def _eigh(S):
-    """Symmetric eigendecomposition by LAPACK's divide and conquer (dsyevd) through
-    SciPy, about twice as fast here as numpy's for the A x A matrices of wide data."""
-    return scipy.linalg.eigh(S, driver="evd", check_finite=False)
-
-
-#: Above this many features the engine takes W itself (``lam`` empty) rather
-#: than its eigen-factor: the eigendecomposition would cost more than it saves.
-_DENSE_W_FEATURES = 256
-
-
-def _factor(W, rtol=1e-13):
-    """``W = U diag(lam) U^T`` keeping the numerically nonzero eigenpairs.
-
-    A diagonal W (the identity start, a pruned W) is returned as ``U`` with no
-    columns and ``lam = diag(W)``: the engine then needs no product for q.  A
-    wide W (more than :data:`_DENSE_W_FEATURES`) is returned as ``(W, [])``.
-    """
-    if not np.any(W - np.diag(np.diag(W))):
-        return np.empty((W.shape[0], 0)), np.ascontiguousarray(np.diag(W), dtype=np.float64)
-    if W.shape[0] > _DENSE_W_FEATURES:
-        return np.ascontiguousarray(W, dtype=np.float64), np.empty(0)
-    lam, U = _eigh(W)
-    keep = np.abs(lam) > rtol * max(np.abs(lam).max(), 1e-300)
-    if not keep.any():
-        keep[-1] = True
-    return np.ascontiguousarray(U[:, keep]), np.ascontiguousarray(lam[keep])
-
-
-def _eigen_update(sigma_matrix, rtol=1e-13):
-    """M-step (ALGORITHMS.md section 2, steps 3-4): ``(W, factor)``, or ``(None, None)``.
-
-    ``W~ = sum_i (-mu_i)+ psi_i psi_i^T`` over the eigenpairs of Sigma, negative
-    entries clipped to 0, Frobenius norm 1.  ``None`` when every eigenvalue is
-    nonnegative (no direction separates misses from hits better).  When no
-    entry was clipped, ``factor = (U, lam)`` is W's eigen-factor read off the
-    update (the next E-step then needs no eigendecomposition of W); else None.
-    """
-    mu, psi = _eigh((sigma_matrix + sigma_matrix.T) / 2)
-    eta = np.maximum(-mu, 0.0)
-    W = (psi * eta) @ psi.T
-    W = (W + W.T) / 2
-    clipped = bool(np.any(W < 0))
-    W[W < 0] = 0.0
-    norm = np.linalg.norm(W)
-    if norm == 0:
-        return None, None
-    factor = None
-    if not clipped:
-        keep = eta > rtol * eta.max()
-        factor = np.ascontiguousarray(psi[:, keep]), np.ascontiguousarray(eta[keep] / norm)
-    return W / norm, factor
-
-
-def softmin_distances(rows, kernel, params, X, index, expectation=None):
-    """Expected distance of each row of ``X`` to each class (eq. 3.18).
-
-    ``S[i, c] = sum_{k in c} a_k dist(x_i, x_k)`` over the training ``rows``,
-    with ``a`` the softmax of ``-dist / sigma`` within class ``c``; ``inf``
-    for a class with no candidate.  ``kernel, params``: the engine kernel
-    and its parameters; ``index``: global indices of ``X``'s rows (a training
-    row is left out of its own class; negative: a new row);
-    ``expectation(v)``: the partial's sum as a distance (default: itself).
-    """
-    m, s, v = anchor_partials(rows, kernel, X, index, params)
-    num = v if expectation is None else expectation(v)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(s > 0, num / np.where(s > 0, s, 1.0), np.inf)
-
-
-def _immigrate_kernel(W, sigma, n_classes):
-    """The engine kernel and parameters of IMMIGRATE's rule under ``W``."""
-    U, lam = _factor(W)
-    return "qlse", (U, lam, float(sigma), n_classes)
-
-
-def _nearest_class(m, s, v):
-    """The class of smallest expected distance (``v`` holds IMMIGRATE's scalar ``u``)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.argmin(np.where(s > 0, v / np.where(s > 0, s, 1.0), np.inf), axis=1)
-
-
-def _loo_codes(rows, kernel, params):
-    """Class codes predicted for the training rows, each left out of its own class:
-    computed where the rows are; only the codes come back."""
-    return row_partials(rows, kernel, params, _nearest_class)
-
-
-def _scaled_rows(est, X, scaling):
-    """New rows (numpy, pandas) checked against ``est``'s fit and scaled as its training rows."""
-    X = validate_data(est, X, reset=False, dtype=np.float64)
-    return X if scaling is None else scaling.apply(X)
-
-
-def _prepare_block(X, scaling, features):
-    """A block of new dask rows scaled as the training rows (a task of the predictions)."""
-    X = X if scaling is None else scaling.apply(X)
-    return np.ascontiguousarray(X if features is None else X[:, features], dtype=np.float64)
-
-
-def softmin_on_blocks(est, rows, scaling, kernel, params, X, weights=None, features=None):
-    """:func:`softmin_distances` of dask rows ``X``, computed where the rows live.
-
-    Each block of ``X`` is scaled where it is and scored against the
-    training row blocks by the engine's tiles (as the fit's); only the
-    ``(n_samples, n_classes)`` expected distances come back.
-    """
-    check_is_fitted(est, "classes_")
-    X = new_row_blocks(X, est.n_features_in_, getattr(est, "feature_names_in_", None),
-                       type(est).__name__)
-    prepare = functools.partial(_prepare_block, scaling=scaling, features=features)
-    return new_rows_softmin(rows, kernel, params, X, prepare, weights)
-
-
-class _SoftminClassifier(ClassifierMixin, WeightSelector):
-    """Prediction by expected distance to each class (eq. 3.18, :func:`softmin_distances`).
-
-    Subclasses name the engine kernel and its parameters (``_kernel_params``)
-    and how a partial becomes an expected distance (``_partial_expectation``,
-    ``_expectation_weights``).
-
-    The rule compares every new row with every training row.  For dask
-    input the new rows are scored block by block against the training row
-    blocks where they live, by the engine's tiles as in the fit
-    (:func:`softmin_on_blocks`): neither the new rows nor the training rows
-    reach the client, only the per-row results, which ``predict``,
-    ``predict_proba`` and ``decision_function`` return as numpy arrays.  (Not
-    lazy, unlike the other estimators' predictions: the computation reads
-    the training rows persisted for the fit, which belong to the client of
-    the fit.)
-    """
-
-    def _store_training(self, data, rows):
-        self._rows = rows
-        self._scaling = data.scaling
-
-    def _scaled(self, X):
-        return _scaled_rows(self, X, self._scaling)
-
-    def _expected_distances(self, X):
-        check_is_fitted(self, "classes_")
-        if is_dask_collection(X):
-            kernel, params = self._kernel_params()
-            return softmin_on_blocks(self, self._rows, self._scaling, kernel, params, X,
-                                     self._expectation_weights(), self._prediction_features())
-        X = self._scaled(X)
-        kernel, params = self._kernel_params()
-        return softmin_distances(self._rows, kernel, params, X, -1 - np.arange(X.shape[0]),
-                                 self._partial_expectation)
-
-    def _partial_expectation(self, v):
-        return v
-
-    def _expectation_weights(self):
-        """``w`` when the partial's ``v`` is a vector per class (``v @ w``), else None."""
-        return None
-
-    def _prediction_features(self):
-        """The training columns the rule reads (None: all)."""
-        return None
-
-    def decision_function(self, X):
-        """``-S / sigma`` per class; for two classes ``(S_0 - S_1) / sigma``.
-
-        Parameters
-        ----------
-        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-        """
-        S = self._expected_distances(X) / self._sigma()
-        return S[:, 0] - S[:, 1] if S.shape[1] == 2 else -S
-
-    def predict_proba(self, X):
-        """Softmax of ``-S / sigma`` over the classes.
-
-        Parameters
-        ----------
-        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        z = -self._expected_distances(X) / self._sigma()
-        z -= z.max(axis=1, keepdims=True)
-        p = np.exp(z)
-        return p / p.sum(axis=1, keepdims=True)
-
-    def predict(self, X):
-        """The class with the smallest expected distance (eq. 3.18).
-
-        Parameters
-        ----------
-        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        codes = np.argmin(self._expected_distances(X), axis=1)
-        return self.classes_[codes]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.estimator_type = "classifier"
-        return tags
 
 
 # ---------------------------------------------------------------------------
@@ -267,7 +39,7 @@ class _SoftminClassifier(ClassifierMixin, WeightSelector):
 # ---------------------------------------------------------------------------
 
 
-class Immigrate(_SoftminClassifier):
+class Immigrate(SoftminClassifier):
     """IMMIGRATE: feature and interaction weights by max-min entropy margins.
 
     Learns ``W`` (A x A, symmetric, nonnegative, ``||W||_F = 1``): main effects on
@@ -364,7 +136,7 @@ class Immigrate(_SoftminClassifier):
         "tol": [Interval(numbers.Real, 0, None)],
         "init": [Options(("identity", "random")), ARRAY],
         "prune": [NONE, Interval(numbers.Real, 0, None)],
-        "scale": _SCALE,
+        "scale": SCALE,
         "n_anchors": N_ANCHORS,
         "n_features_to_select": N_FEATURES_TO_SELECT,
         "prediction_sigma": [NONE, Interval(numbers.Real, 0, None, closed="neither")],
@@ -389,7 +161,7 @@ class Immigrate(_SoftminClassifier):
         return self.sigma if self.prediction_sigma is None else self.prediction_sigma
 
     def _kernel_params(self):
-        return _immigrate_kernel(self.weight_matrix_, self._sigma(), len(self.classes_))
+        return immigrate_kernel(self.weight_matrix_, self._sigma(), len(self.classes_))
 
     def _partial_expectation(self, u):
         return u
@@ -399,7 +171,7 @@ class Immigrate(_SoftminClassifier):
             if self.init == "identity":
                 return np.eye(n_features) / np.sqrt(n_features)
             R = make_rng(self.random_state).random((n_features, n_features))
-            return _symmetric_unit(R)
+            return symmetric_unit(R)
         W = np.asarray(self.init, dtype=np.float64)
         if W.shape != (n_features, n_features) or not np.all(np.isfinite(W)) \
                 or np.any(W < 0) or not np.any(W > 0):
@@ -407,7 +179,7 @@ class Immigrate(_SoftminClassifier):
                 f"init must be a finite nonnegative {n_features} x {n_features} matrix, "
                 f"not all zero; got shape {W.shape}."
             )
-        return _symmetric_unit(W)
+        return symmetric_unit(W)
 
     def fit(self, X, y, sample_weight=None):
         """Learn the weight matrix.
@@ -432,14 +204,14 @@ class Immigrate(_SoftminClassifier):
             :class:`IM4EImmigrate` is the estimator made for such data.
         """
         data, rows = start_fit(self, X, y)
-        weight = _sample_weight(sample_weight, rows.n_samples)
+        weight = sample_weights(sample_weight, rows.n_samples)
         W = self._initial_matrix(rows.n_features)
         anchors = anchors_for(self, rows)
-        weight = _anchor_weight(weight, anchors)
+        weight = anchor_weights(weight, anchors)
         _wide_data_hint(rows.n_samples, rows.n_features, self.max_iter,
                         None if anchors is None else anchors.n_samples)
         with fit_steps(self, "step", self.max_iter) as steps:
-            W, history = _immigrate_loop(rows, W, weight, self.sigma, self.max_iter, self.tol,
+            W, history = immigrate_loop(rows, W, weight, self.sigma, self.max_iter, self.tol,
                                          self.prune, on_step=steps.step, anchors=anchors)
         self.anchor_indices_ = None if anchors is None else anchors.index
         return self._set_fitted(W, history, data, rows)
@@ -459,11 +231,17 @@ class Immigrate(_SoftminClassifier):
         self.classes_ = data.classes
         self.weight_matrix_ = W
         self.feature_importances_ = np.diag(W).copy()
-        self.history_ = np.array(history, dtype=_HISTORY)
+        self.history_ = np.array(history, dtype=HISTORY)
         self.n_iter_ = len(history)
         self.interactions_ = _interaction_table(W, _names(self, rows.n_features))
         self._store_training(data, rows)
         return self
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: ``N^2 A^2`` outer-product terms a step."""
+        from ._cost import immigrate_cost
+
+        return immigrate_cost(self, n_samples, n_features)
 
 
 #: Above either, Immigrate.fit points to IM4EImmigrate (one UserWarning): a fit estimated
@@ -489,58 +267,6 @@ def _wide_data_hint(n_samples, n_features, max_iter, n_anchors=None):
     )
 
 
-def _immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune, on_step=None, anchors=None):
-    """Alternate E-step (engine) and M-step (here); returns W and the history.
-
-    ``on_step()`` is called after each step (progress).  ``anchors``: a sample
-    of anchors (``weight`` then has one entry per anchor).
-    """
-    history = []
-    factor = None
-    for t in range(1, max_iter + 1):
-        with timer("IMMIGRATE step %d", t):
-            U, lam = factor if factor is not None else _factor(W)
-            Sigma, entropy = quad_statistic(rows, U, lam, sigma, weight, merge.softmin_coef,
-                                            anchors=anchors)
-        W_new, factor = _eigen_update(Sigma)
-        if W_new is None:
-            warnings.warn("Sigma has no negative eigenvalue: no direction separates misses "
-                          "from hits; keeping the previous W.", RuntimeWarning, stacklevel=3)
-            break
-        if prune is not None and t >= max_iter // 2:
-            pruned = np.where(W_new < prune, 0.0, W_new)
-            norm = np.linalg.norm(pruned)
-            if norm > 0 and np.any(pruned != W_new):
-                W_new, factor = pruned / norm, None
-        cost = float(np.sum(W_new * Sigma) + sigma * entropy)
-        history.append((cost, float(np.linalg.norm(W_new - W))))
-        logger.debug("IMMIGRATE step %d: cost %.6g, change %.3g", t, *history[-1])
-        W = W_new
-        if on_step is not None:
-            on_step()
-        if history[-1][1] < tol:
-            break
-    else:
-        _warn_not_converged("IMMIGRATE", max_iter, history, tol)
-    return W, history
-
-
-def _symmetric_unit(W):
-    """``(W + W^T) / 2`` scaled to Frobenius norm 1."""
-    W = (W + W.T) / 2
-    return W / np.linalg.norm(W)
-
-
-def _warn_not_converged(name, max_iter, history, tol):
-    """ConvergenceWarning after max_iter steps; ``tol=0`` asks for exactly max_iter."""
-    if tol > 0 and history:
-        warnings.warn(
-            f"{name} did not converge in max_iter={max_iter} steps (last change "
-            f"{history[-1][1]:.3g} >= tol={tol}); the update may be cycling -- see "
-            "history_['change'] -- or need more steps.", ConvergenceWarning, stacklevel=3,
-        )
-
-
 def _names(est, n_features):
     names = getattr(est, "feature_names_in_", None)
     return np.asarray(names, dtype=object) if names is not None \
@@ -560,163 +286,11 @@ def _interaction_table(W, names, index=None):
 
 
 # ---------------------------------------------------------------------------
-# IM4E
-# ---------------------------------------------------------------------------
-
-
-def _simplex_projection(v):
-    """Euclidean projection onto {w >= 0, sum w = 1} (sort-based)."""
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - 1.0
-    k = np.arange(1, v.size + 1)
-    rho = np.nonzero(u - css / k > 0)[0][-1]
-    return np.maximum(v - css[rho] / (rho + 1), 0.0)
-
-
-class IM4E(_SoftminClassifier):
-    """IM4E: iterative margin maximisation under max-min entropy (Bei & Hong 2015).
-
-    The vector form of IMMIGRATE: weighted Manhattan distance ``d = w^T z``,
-    soft hits and (pooled) misses, ``m = sum_n D_n (mbar_n - hbar_n)`` on the
-    engine, and ``w = m+ / sum(m+)`` (``ALGORITHMS.md`` section 3).
-
-    Parameters
-    ----------
-    sigma : float, default=1.0
-    lam : float, default=1.0
-        Weight of ``||w||^2`` in the cost; with ``weight_update="simplex"``
-        the update is the exact minimiser, the projection of ``m / (2 lam)``
-        onto the probability simplex.
-    max_iter : int, default=10
-        Steps: exactly this many with the default ``tol=0``, at most this
-        many with ``tol > 0``.
-    tol : float, default=0
-        As :class:`Immigrate`: ``0`` runs exactly ``max_iter`` steps (the
-        reference's 10) and never warns; ``tol > 0`` stops once
-        ``||w(t) - w(t-1)||_2 < tol`` and warns (``ConvergenceWarning``) if
-        that has not happened after ``max_iter`` steps.
-
-        .. versionchanged:: 0.2.0
-           The default was ``1e-4``; it is 0 like :class:`Immigrate`'s, so
-           that ``IM4E()`` and the prescreen of ``IM4EImmigrate()`` agree.
-    weight_update : {"reference", "simplex"}, default="reference"
-    scale : {"standard"} or None, default="standard"
-    n_anchors : int, float or None, default=None
-        As :class:`Immigrate`: ``m`` anchors against all N samples per step
-        (O(m N A) instead of O(N^2 A)), weighted ``N / m``.
-    n_features_to_select : int, float or None, default=None
-    random_state : int, Generator or None, default=None
-        Seeds the sample of anchors.
-
-    Attributes
-    ----------
-    feature_importances_ : ndarray of shape (n_features,)
-        ``w``: nonnegative, summing to 1.
-    classes_, n_iter_, history_, n_features_in_, feature_names_in_
-        As :class:`Immigrate`.
-
-    Examples
-    --------
-    >>> from dmargin import IM4E
-    >>> from dmargin.datasets import load_dataset
-    >>> X, y = load_dataset("heart")
-    >>> round(float(IM4E().fit(X, y).feature_importances_.sum()), 6)
-    1.0
-    """
-
-    _parameter_constraints = {
-        "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
-        "lam": [Interval(numbers.Real, 0, None, closed="neither")],
-        "max_iter": [Interval(numbers.Integral, 1, None)],
-        "tol": [Interval(numbers.Real, 0, None)],
-        "weight_update": [Options(("reference", "simplex"))],
-        "scale": _SCALE,
-        "n_anchors": N_ANCHORS,
-        "n_features_to_select": N_FEATURES_TO_SELECT,
-        "random_state": [RANDOM_STATE],
-    }
-
-    def __init__(self, *, sigma=1.0, lam=1.0, max_iter=10, tol=0.0, weight_update="reference",
-                 scale="standard", n_anchors=None, n_features_to_select=None,
-                 random_state=None):
-        self.sigma = sigma
-        self.lam = lam
-        self.max_iter = max_iter
-        self.tol = tol
-        self.weight_update = weight_update
-        self.scale = scale
-        self.n_anchors = n_anchors
-        self.n_features_to_select = n_features_to_select
-        self.random_state = random_state
-
-    def _sigma(self):
-        return self.sigma
-
-    def _kernel_params(self):
-        return "lse", (self.feature_importances_, float(self.sigma), len(self.classes_))
-
-    def _partial_expectation(self, v):
-        return v @ self.feature_importances_
-
-    def _expectation_weights(self):
-        return self.feature_importances_
-
-    def fit(self, X, y, sample_weight=None):
-        """Learn the weight vector.
-
-        Parameters
-        ----------
-        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : IM4E
-        """
-        data, rows = start_fit(self, X, y)
-        anchors = anchors_for(self, rows)
-        weight = _anchor_weight(_sample_weight(sample_weight, rows.n_samples), anchors)
-        w = np.full(rows.n_features, 1.0 / rows.n_features)
-        history = []
-        with fit_steps(self, "step", self.max_iter) as steps:
-            for t in range(1, self.max_iter + 1):
-                with timer("IM4E step %d", t):
-                    out = lse_statistic(rows, w, self.sigma, merge.im4e_agg, (w, float(self.sigma)),
-                                        anchor_weight=weight, anchors=anchors)
-                m, entropy = out[:-1], out[-1]
-                if self.weight_update == "simplex":
-                    w_new = _simplex_projection(m / (2 * self.lam))
-                else:
-                    pos = np.maximum(m, 0.0)
-                    if not pos.any():
-                        warnings.warn("m+ is zero: no feature separates misses from hits; "
-                                      "keeping the previous weights.", RuntimeWarning, stacklevel=2)
-                        break
-                    w_new = pos / pos.sum()
-                cost = float(-w_new @ m + self.sigma * entropy + self.lam * w_new @ w_new)
-                history.append((cost, float(np.linalg.norm(w_new - w))))
-                w = w_new
-                steps.step()
-                if history[-1][1] < self.tol:
-                    break
-            else:
-                _warn_not_converged("IM4E", self.max_iter, history, self.tol)
-        self.classes_ = data.classes
-        self.feature_importances_ = w
-        self.anchor_indices_ = None if anchors is None else anchors.index
-        self.history_ = np.array(history, dtype=_HISTORY)
-        self.n_iter_ = len(history)
-        self._store_training(data, rows)
-        return self
-
-
-# ---------------------------------------------------------------------------
 # IM4E-IMMIGRATE
 # ---------------------------------------------------------------------------
 
 
-class IM4EImmigrate(_SoftminClassifier):
+class IM4EImmigrate(SoftminClassifier):
     """IM4E-IMMIGRATE for high-dimensional data (papers/immigrate.txt section 3.6).
 
     IM4E weighs all features; those with weight above ``threshold`` (default
@@ -770,7 +344,7 @@ class IM4EImmigrate(_SoftminClassifier):
         "max_iter": [Interval(numbers.Integral, 1, None)],
         "tol": [Interval(numbers.Real, 0, None)],
         "prune": [NONE, Interval(numbers.Real, 0, None)],
-        "scale": _SCALE,
+        "scale": SCALE,
         "n_features_to_select": N_FEATURES_TO_SELECT,
     }
 
@@ -789,7 +363,7 @@ class IM4EImmigrate(_SoftminClassifier):
         return self.sigma
 
     def _kernel_params(self):
-        return _immigrate_kernel(self.weight_matrix_, self.sigma, len(self.classes_))
+        return immigrate_kernel(self.weight_matrix_, self.sigma, len(self.classes_))
 
     def _partial_expectation(self, u):
         return u
@@ -831,7 +405,7 @@ class IM4EImmigrate(_SoftminClassifier):
         importances = np.zeros(n_features)
         importances[keep] = np.diag(W)
         self.feature_importances_ = importances
-        self.history_ = np.array(history, dtype=_HISTORY)
+        self.history_ = np.array(history, dtype=HISTORY)
         self.n_iter_ = len(history)
         self.interactions_ = _interaction_table(W, _names(self, n_features), index=keep)
         self._store_training(data, rows)
@@ -851,10 +425,15 @@ class IM4EImmigrate(_SoftminClassifier):
     def _interactions(self, data, keep, w):
         """``(rows, W, history)``: IMMIGRATE on the kept features, from ``diag(w)``."""
         rows = prepare_rows(data.X[:, keep], data.codes, len(data.classes))
-        W, history = _immigrate_loop(rows, _symmetric_unit(np.diag(w[keep])),
+        W, history = immigrate_loop(rows, symmetric_unit(np.diag(w[keep])),
                                      np.ones(rows.n_samples), self.sigma, self.max_iter,
                                      self.tol, self.prune)
         return rows, W, history
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: ``None``, IMMIGRATE's share depends on how many
+        features the IM4E prescreen keeps, known only after it."""
+        return None
 
 
 # ---------------------------------------------------------------------------
@@ -916,7 +495,7 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         "sigma_max": [Interval(numbers.Real, 0, None, closed="neither")],
         "sigma_min": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None)],
-        "scale": _SCALE,
+        "scale": SCALE,
         "n_features_to_select": N_FEATURES_TO_SELECT,
     }
 
@@ -953,12 +532,12 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
                 sigma_t = self.sigma_max * ratio**t
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    W, history = _immigrate_loop(rows, np.eye(n_features) / np.sqrt(n_features), D,
+                    W, history = immigrate_loop(rows, np.eye(n_features) / np.sqrt(n_features), D,
                                                  sigma_t, self.max_iter, 0.0, None)
                 learner = Immigrate._from_loop(W, history, sigma=sigma_t, max_iter=self.max_iter,
                                                scale=self.scale, data=data, rows=rows, like=self)
                 # eps_t from leave-one-out predictions (Algorithm 3)
-                wrong = _loo_codes(rows, *_immigrate_kernel(W, sigma_t, K)) != codes
+                wrong = loo_codes(rows, *immigrate_kernel(W, sigma_t, K)) != codes
                 eps = float(D[wrong].sum())
                 errors.append(eps)
                 logger.debug("BIM round %d: sigma %.3g, error %.4f", t + 1, sigma_t, eps)
@@ -1008,11 +587,11 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         check_is_fitted(self, "estimators_")
         on_dask = is_dask_collection(X)
         if not on_dask:
-            X = _scaled_rows(self, X, self._scaling)
+            X = scaled_rows(self, X, self._scaling)
             new = -1 - np.arange(X.shape[0])
         votes = None
         for alpha, est in zip(self.estimator_weights_, self.estimators_):
-            kernel, params = _immigrate_kernel(est.weight_matrix_, est.sigma, len(self.classes_))
+            kernel, params = immigrate_kernel(est.weight_matrix_, est.sigma, len(self.classes_))
             if on_dask:  # each learner scores the blocks where they are
                 S = softmin_on_blocks(self, self._rows, self._scaling, kernel, params, X)
             else:
@@ -1041,3 +620,8 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         tags = super().__sklearn_tags__()
         tags.estimator_type = "classifier"
         return tags
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: ``None``, its rounds' IMMIGRATE fits on reweighted
+        rows are not modelled."""
+        return None

@@ -153,3 +153,8 @@ class Simba(WeightSelector):
         self.best_start_ = best
         self.feature_importances_ = v
         return self
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: ``None``, no rate measured for its walks over the
+        rows (each row's neighbours under the current weights)."""
+        return None

@@ -134,3 +134,8 @@ class TuRF(WeightSelector):
         self.ranking_ = found.ranking
         self.n_iter_ = found.n_iter
         return self
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: ``None``, its rounds refit the wrapped estimator on
+        fewer features each, a cost not modelled."""
+        return None

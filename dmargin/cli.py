@@ -53,41 +53,27 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import re
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from ._compat import ClusterStalledError, WorkerMemoryError, compute
+from ._cli_io import (UserError, check_target, connect, dashboard_link, plot_format,
+                      ranking_table, read_data, save_plot, scheduler_address, write_results)
+from ._compat import ClusterStalledError, WorkerMemoryError
 from ._cost import fit_cost
+from ._registry import cli_methods
 from .progress import on_progress
 
-METHODS = {
-    "irelief": ("IRelief", {}),
-    "online-irelief": ("OnlineIRelief", {"reference_size": 2000}),
-    "relieff": ("ReliefF", {}),
-    "rrelieff": ("RReliefF", {}),
-    "surf": ("SURF", {}),
-    "multisurf": ("MultiSURF", {}),
-    "immigrate": ("Immigrate", {}),
-    "im4e-immigrate": ("IM4EImmigrate", {}),
-    "bim": ("BoostedImmigrate", {}),
-    "sbs-mf": ("SBSMF", {}),
-    "ldm-rfe": ("LDMRFE", {}),
-    "ldm-rfe-linear": ("LDMRFE", {"kernel": "linear"}),
-}
+#: ``--method`` -> (estimator, the parameters it sets): the registry's.
+METHODS = cli_methods()
 # Methods whose fit sets ``interactions_``: with a CSV --out they also write
 # ``<stem>_interactions.csv``, which is checked like --out before the fit.
 _WITH_INTERACTIONS = {"immigrate", "im4e-immigrate", "bim"}
-# How long a scheduler may take to answer before the command gives up.
-_CONNECT_TIMEOUT = "10s"
 # Above this estimate the command names a faster setting before it starts.
 _SLOW_SECONDS = 60.0
 # The sample the advice proposes: the Relief literature's m (Weka's -M) of about 1,000.
@@ -96,10 +82,6 @@ _ADVICE_ANCHORS = {"IRelief": 1000, "ReliefF": 1000, "RReliefF": 1000, "Immigrat
 _TUNING = {"--sigma": "sigma", "--max-iter": "max_iter", "--n-neighbors": "n_neighbors",
            "--anchors": "n_anchors", "--pvalues": "pvalues",
            "--permutations": "n_permutations"}
-# Text files by suffix (before an optional compression suffix, which pandas infers):
-# their separator; None: sniffed by pandas.  Anything else is read as Parquet.
-_TEXT = {".csv": ",", ".tsv": "\t", ".txt": None}
-_COMPRESSION = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")
 
 
 def _count_or_fraction(text):
@@ -112,10 +94,6 @@ def _count_or_fraction(text):
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{text!r} is neither a number of rows (1000) nor a fraction (0.01)") from None
-
-
-class UserError(Exception):
-    """A problem with the command line or the data: reported in one line."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -205,102 +183,6 @@ def _parser():
 # -- checks before anything is read ----------------------------------------------------
 
 
-def _inside(path: str, folder: str) -> bool:
-    return os.path.commonpath([path, folder]) == folder
-
-
-def _input_clash(real: str, data: Path) -> str | None:
-    """How the output path ``real`` (resolved) would overwrite the input, or None."""
-    data_real = os.path.realpath(data)
-    if real == data_real:
-        return "is the input file"
-    if data.is_dir() and _inside(real, data_real):
-        return f"is inside the input directory {data}"
-    if not os.path.exists(real):
-        return None
-    if os.path.samefile(real, data):  # a hard link (or bind mount) of the input
-        return "is the input file (another link to it)"
-    if data.is_dir() and os.stat(real).st_nlink > 1:
-        # A hard link to a file of the input directory; only then is the walk needed.
-        target = os.stat(real)
-        for root, _, files in os.walk(data_real):
-            for name in files:
-                st = os.stat(os.path.join(root, name))
-                if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
-                    return f"is a link to {os.path.join(root, name)}, inside the input"
-    return None
-
-
-def _check_target(option: str, path: Path, data: Path, force: bool) -> str:
-    """Check that ``path`` may be written; return its resolved real path."""
-    real = os.path.realpath(path)
-    clash = _input_clash(real, data)
-    if clash:
-        raise UserError(f"{option} {path} {clash}; choose another path (an input is never "
-                        "overwritten, not even with --force).")
-    if os.path.isdir(real):
-        raise UserError(f"{option} {path} is a directory; give a file name inside it.")
-    folder = os.path.dirname(real)
-    if not os.path.isdir(folder):
-        raise UserError(f"{option} {path}: no such directory {folder}; create it first or "
-                        "choose another path.")
-    if os.path.lexists(path) and not force:
-        raise UserError(f"{option} {path} exists; pass --force to replace it.")
-    try:  # os.access says yes to root even on a read-only file system: try it
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        raise UserError(f"{option} {path}: cannot write in {folder} ({exc.strerror}); "
-                        "choose a writable directory.") from None
-    return real
-
-
-def _plot_format(path: Path) -> str:
-    fmt = path.suffix.lower().lstrip(".")
-    try:
-        import matplotlib  # noqa: F401
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise UserError("--plot needs matplotlib: pip install 'dmargin[plot]' "
-                        "(or leave out --plot).") from None
-    known = Figure().canvas.get_supported_filetypes()
-    if not fmt:
-        raise UserError(f"--plot {path}: name the image format with a suffix, one of "
-                        f"{', '.join('.' + k for k in sorted(known))}.")
-    if fmt not in known:
-        raise UserError(f"--plot {path}: matplotlib cannot write .{fmt}; use one of "
-                        f"{', '.join('.' + k for k in sorted(known))}.")
-    return fmt
-
-
-def _scheduler_address(address: str | None) -> str | None:
-    """The address to connect to; a ``.json`` address is a scheduler file, read here.
-
-    distributed would poll for a missing scheduler file forever, and fails with
-    a bare AssertionError on one without an address.
-    """
-    if address is None or not address.endswith(".json"):
-        return address
-    path = Path(address)
-    if not path.is_file():
-        raise UserError(f"--scheduler {address}: no such file. A scheduler file is written by "
-                        f"'dask scheduler --scheduler-file {address}'; start the scheduler first "
-                        "or pass its tcp:// address.")
-    for attempt in range(10):  # the scheduler may be writing it right now
-        try:
-            found = json.loads(path.read_text()).get("address")
-        except (ValueError, AttributeError):
-            found = None
-        except OSError as exc:
-            raise UserError(f"--scheduler {address}: cannot read it ({exc.strerror}).") from None
-        if isinstance(found, str) and found:
-            return found
-        time.sleep(0.1)
-    raise UserError(f"--scheduler {address} is not a Dask scheduler file (no JSON 'address' "
-                    "entry); pass the file 'dask scheduler --scheduler-file' wrote, or a "
-                    "tcp:// address.")
-
-
 _LABELS = {"out": "--out", "interactions": "the interactions file of --out", "plot": "--plot"}
 
 
@@ -358,9 +240,7 @@ def _check_estimator(args):
     from ._validation import check_params
 
     name, defaults = METHODS[args.method]
-    cls = getattr(dmargin, name, None)
-    if cls is None:
-        raise UserError(f"--method {args.method} is not available in this version of dmargin.")
+    cls = getattr(dmargin, name)  # the registry's estimators are all exported
     params = dict(defaults)
     accepted = cls().get_params()
     if "random_state" in accepted:
@@ -371,7 +251,7 @@ def _check_estimator(args):
             continue
         if param not in accepted:
             takers = [m for m, (n, _) in sorted(METHODS.items())
-                      if hasattr(dmargin, n) and param in getattr(dmargin, n)().get_params()]
+                      if param in getattr(dmargin, n)().get_params()]
             raise UserError(f"{option} does not apply to --method {args.method}; it is a "
                             f"parameter of --method {', '.join(takers)}. Leave it out or "
                             "change the method.")
@@ -400,280 +280,25 @@ def _check(args):
     if args.out is not None:
         if args.out.suffix.lower() not in (".csv", ".json"):
             raise UserError(f"--out {args.out}: use a .csv or .json file name.")
-        plan["out"] = _check_target("--out", args.out, data, args.force)
+        plan["out"] = check_target("--out", args.out, data, args.force)
         if args.out.suffix.lower() == ".csv" and args.method in _WITH_INTERACTIONS:
             derived = args.out.with_name(args.out.stem + "_interactions.csv")
-            plan["interactions"] = _check_target("--out (interactions)", derived, data,
-                                                 args.force)
+            plan["interactions"] = check_target("--out (interactions)", derived, data,
+                                                args.force)
     if args.plot is not None:
-        plan["plot_format"] = _plot_format(args.plot)
-        plan["plot"] = _check_target("--plot", args.plot, data, args.force)
+        plan["plot_format"] = plot_format(args.plot)
+        plan["plot"] = check_target("--plot", args.plot, data, args.force)
     written = [(k, plan[k]) for k in _LABELS if plan[k] is not None]
     for i, (first, a) in enumerate(written):
         for second, b in written[i + 1:]:
             if a == b or (os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)):
                 raise UserError(f"{_LABELS[first]} and {_LABELS[second]} name the same file "
                                 f"{a}; give each its own path.")
-    plan["scheduler"] = _scheduler_address(args.scheduler)
+    plan["scheduler"] = scheduler_address(args.scheduler)
     return plan
 
 
-# -- reading, fitting, writing --------------------------------------------------------
-
-
-def _separator(path: Path):
-    """``(True, separator)`` for a text file by its suffix, ``(False, None)`` for Parquet."""
-    name = path.name.lower()
-    for compression in _COMPRESSION:
-        stem = name[:len(name) - len(compression)] if compression else name
-        if name.endswith(compression):
-            for suffix, sep in _TEXT.items():
-                if stem.endswith(suffix):
-                    return True, sep
-    return False, None
-
-
-def _feature_names(columns, label, features, exclude, where, default=None):
-    """The feature columns of data whose columns are ``columns``; unknown names refused.
-
-    ``default``: the features when none are named (every column but the label).
-    """
-    if label not in columns:
-        raise UserError(f"{where} has no column {label!r}; columns are {list(columns)[:20]}. "
-                        "Pass --label with one of them.")
-    for option, given in (("--features", features), ("--exclude", exclude)):
-        unknown = [c for c in given or () if c not in columns]
-        if unknown:
-            raise UserError(f"{option}: {where} has no column "
-                            f"{', '.join(map(repr, unknown))}; columns are "
-                            f"{list(columns)[:20]}. Correct {option}.")
-    if features is not None:
-        return list(features)
-    default = [c for c in columns if c != label] if default is None else default
-    names = [c for c in default if c not in exclude]
-    if not names:
-        raise UserError(f"{where}: no feature column is left besides the label {label!r}"
-                        + (" and --exclude" if exclude else "") + "; check --label and "
-                        "--exclude.")
-    return names
-
-
-def _read_text(path, sep, label, features, exclude, missing_label):
-    where = str(path)
-    options = {"sep": sep} if sep else {"sep": None, "engine": "python"}
-    try:
-        # The header first: column errors before the rows are read.
-        columns = [str(c) for c in pd.read_csv(path, nrows=0, **options).columns]
-        names = _feature_names(columns, label, features, exclude, where)
-        frame = pd.read_csv(path, usecols=[*names, label], **options)
-    except (OSError, ValueError) as exc:  # ParserError, UnicodeDecodeError, EmptyDataError
-        kind = {",": "CSV", "\t": "TSV"}.get(sep, "text")
-        raise UserError(f"{where}: not a readable {kind} file ({exc}).") from None
-    X, y = frame[names], frame[label]
-    text_columns = [c for c in names if not (pd.api.types.is_numeric_dtype(X[c])
-                                             or pd.api.types.is_bool_dtype(X[c]))]
-    if text_columns:
-        raise UserError(f"{where}: feature columns {text_columns} are not numeric; leave them "
-                        f"out with --exclude {','.join(text_columns)}, or encode them as "
-                        "numbers.")
-    missing = y.isna().to_numpy()
-    if missing.any() and missing_label == "raise":
-        raise UserError(f"{where}: {int(missing.sum())} rows have no value in the label "
-                        f"column {label!r} (the first on line {int(np.argmax(missing)) + 2}); "
-                        "pass --missing-label drop to leave them out, or fill them in.")
-    if missing.any() and missing_label == "drop":
-        X, y = X[~missing], y[~missing]
-    return X, y.to_numpy(), names
-
-
-def _read(path: str, label: str, use_dask: bool, features=None, exclude=(),
-          missing_label="raise"):
-    """``(X, y, feature names)``: pandas/numpy, or dask arrays for Parquet with ``use_dask``."""
-    p = Path(path)
-    text, sep = _separator(p)
-    if text:
-        return _read_text(p, sep, label, features, exclude, missing_label)
-    from ._parquet import parquet_features, read_parquet
-
-    try:
-        # One check of the columns across files (label, --features, --exclude, partition
-        # keys, drift between files) gives the names, in read_parquet's order.
-        names = parquet_features(str(p), label, features, exclude=tuple(exclude or ()))
-        X, y = read_parquet(str(p), label, features=names, missing_label=missing_label)
-        if not use_dask:
-            X, y = compute(X, y, what=f"the rows of {p}")
-            X = pd.DataFrame(X, columns=names)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        message = str(exc)
-        raise UserError(message if str(p) in message else f"{p}: {message}") from None
-    return X, y, names
-
-
-# What a wrong --scheduler usually is instead of the scheduler's port.
-_ADDRESS_HINT = ("check that it is the scheduler's address (tcp://host:8786 by default), not "
-                 "the dashboard's (8787) nor another service's")
-# The dask settings a tls:// scheduler needs from this client (Security reads them).
-_TLS_HINT = ("give this client's TLS settings in the dask config: the environment variables "
-             "DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT "
-             "and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY, or distributed.comm.tls in a dask "
-             "config file (like deploy/tls/dask-tls.yaml)")
-
-
-def _security(address, where):
-    """The ``Security`` a Client of ``address`` uses, and its connection arguments.
-
-    Built here, and given to the Client, so that the probe and the Client agree; a
-    ``tls://`` address without this client's certificates would otherwise end in
-    distributed's TypeError.
-    """
-    import dask.config
-    from distributed.security import Security
-    from distributed.utils import import_term
-
-    try:
-        loader = dask.config.get("distributed.client.security-loader", None)
-        security = (import_term(loader)({"address": address}) if loader else None) or Security()
-        for what, path in (("CA file", security.tls_ca_file),
-                           ("client certificate", security.tls_client_cert),
-                           ("client key", security.tls_client_key)):
-            if path and "\n" not in path and not os.path.isfile(path):  # else PEM text
-                raise FileNotFoundError(f"the {what} {path} does not exist")
-        args = security.get_connection_args("client")
-    except (OSError, ValueError, ImportError) as exc:  # a missing or bad certificate file
-        raise UserError(f"cannot reach the Dask scheduler at {where}: its TLS settings are "
-                        f"not usable ({exc}); {_TLS_HINT}.") from None
-    if address.startswith(("tls://", "wss://")) and args["ssl_context"] is None:
-        raise UserError(f"cannot reach the Dask scheduler at {where}: a {address.split(':')[0]}"
-                        f":// scheduler needs this client's TLS settings (a CA file, a client "
-                        f"certificate and its key) and none are set; {_TLS_HINT}.")
-    return security, args
-
-
-def _ask_identity(address, connection_args, seconds):
-    """The reply of the server at ``address`` to ``identity``, within ``seconds``.
-
-    distributed bounds the TCP connect but not the handshake read after it, so a
-    port that accepts and never speaks (a dashboard, a proxy) hangs ``Client()``.
-    Here the exchange runs on its own event loop in a daemon thread, under
-    :func:`asyncio.wait_for`, and the thread is given up after the deadline (a
-    daemon thread does not keep the process alive).
-
-    Raises
-    ------
-    TimeoutError
-        Nothing answered in time.
-    Exception
-        Whatever the exchange raised: OSError when nothing listens or the peer
-        hangs up, and any other error for a reply that is not a Dask message (an
-        HTTP status line read as a frame length asks numpy for exabytes).
-    """
-    import asyncio
-    import threading
-
-    from distributed.comm import connect
-
-    async def ask():
-        comm = await connect(address, timeout=seconds, **connection_args)
-        try:
-            await comm.write({"op": "identity", "reply": True})
-            return await comm.read()
-        finally:
-            comm.abort()
-
-    outcome = {}
-
-    def run():
-        try:
-            outcome["reply"] = asyncio.run(asyncio.wait_for(ask(), seconds))
-        except BaseException as exc:  # MemoryError included: handed to the main thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run, name="dmargin-scheduler-probe", daemon=True)
-    thread.start()
-    thread.join(seconds + 2)  # the backstop, should the loop not end at its deadline
-    if thread.is_alive():
-        raise TimeoutError
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["reply"]
-
-
-def _client(address, given):
-    """A Client of the scheduler at ``address`` (``given`` is what the user typed).
-
-    A :class:`UserError` within about ``_CONNECT_TIMEOUT`` unless a Dask
-    scheduler answers there: nothing listening, a silent port, a service that
-    is not Dask, a worker, a ``tls://`` address without TLS settings.
-    """
-    if address is None:
-        return None
-    from dask.utils import parse_timedelta
-    from distributed import Client
-    from distributed.comm import parse_address
-    from distributed.comm.registry import get_backend
-
-    where = address + (f" (from {given})" if given != address else "")
-    try:
-        get_backend(parse_address(address)[0])
-    except ValueError as exc:  # http://... (the dashboard's link) or a typo
-        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}; "
-                        f"{_ADDRESS_HINT}.") from None
-    security, args = _security(address, where)
-    seconds = parse_timedelta(_CONNECT_TIMEOUT)
-    try:
-        reply = _ask_identity(address, args, seconds)
-    except TimeoutError:
-        raise UserError(f"cannot reach the Dask scheduler at {where}: no Dask scheduler "
-                        f"answered within {seconds:g} s; {_ADDRESS_HINT}.") from None
-    except OSError as exc:  # refused, unreachable, hung up (CommClosedError), TLS refused
-        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}. Start one with "
-                        f"'dask scheduler' or {_ADDRESS_HINT}.") from None
-    except RuntimeError as exc:  # e.g. tcp:// while the config requires encryption
-        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}.") from None
-    except Exception as exc:  # a reply that is not a Dask message: anything can break
-        raise UserError(f"cannot reach the Dask scheduler at {where}: what answered there "
-                        f"does not speak Dask's protocol ({type(exc).__name__}); "
-                        f"{_ADDRESS_HINT}.") from None
-    kind = reply.get("type") if isinstance(reply, dict) else None
-    if kind in ("Worker", "Nanny"):
-        raise UserError(f"{where} is a Dask {kind.lower()}, not the scheduler; pass the "
-                        "scheduler's address (the one the workers were given).")
-    if kind is None:
-        raise UserError(f"cannot reach the Dask scheduler at {where}: what answered there is "
-                        f"not a Dask scheduler; {_ADDRESS_HINT}.")
-    try:
-        return Client(address, timeout=_CONNECT_TIMEOUT, security=security)
-    except (OSError, TimeoutError, ValueError, RuntimeError) as exc:  # gone since the probe
-        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}. Start one with "
-                        "'dask scheduler' or check the address.") from None
-
-
-def _dashboard(client):
-    """The dashboard URL of ``client``'s scheduler, or None when it serves none."""
-    try:
-        return client.dashboard_link or None
-    except (KeyError, AttributeError, TypeError, ValueError, OSError):
-        return None
-
-
-def _ranking(est, names):
-    if hasattr(est, "ranking_"):
-        # Elimination order (SBS-MF, LDM-RFE): rank 1 = kept longest; within a round (and
-        # among the kept features) the higher criterion at elimination first.
-        rank = np.asarray(est.ranking_)
-        score = np.asarray(getattr(est, "elimination_scores_", -rank), dtype=float)
-        order = np.lexsort((-np.nan_to_num(score, nan=-np.inf), rank))
-    else:
-        score = np.asarray(est.feature_importances_, dtype=float)
-        order = np.argsort(-score, kind="stable")
-    table = pd.DataFrame({"rank": np.arange(1, len(order) + 1), "feature": names[order],
-                          "index": order, "score": score[order]})
-    for attribute, column in (("pvalues_", "pvalue"), ("qvalues_", "qvalue")):  # STIR's
-        if getattr(est, attribute, None) is not None:
-            table[column] = np.asarray(getattr(est, attribute))[order]
-    if hasattr(est, "ranking_"):
-        table["rfe_rank"] = np.asarray(est.ranking_)[order]
-    return table
+# -- fitting ---------------------------------------------------------------------------
 
 
 class _Bar:
@@ -715,87 +340,17 @@ class _Bar:
             self.open = False
 
 
-def _file_mode(path: str) -> int:
-    """The permissions a plain ``open(path, "w")`` would give (mkstemp makes 0600)."""
-    if os.path.exists(path):
-        return os.stat(path).st_mode & 0o7777
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _replace(path: str, write, binary=False):
-    """Write ``path`` atomically: a temporary file beside it, then :func:`os.replace`.
-
-    A kill or a failure mid-write leaves the previous file as it was.
-    """
-    folder, name = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    try:
-        # newline="": pandas writes its own line endings into file objects.
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": ""})) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _file_mode(path))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _write(table, interactions, plan, given: Path | None):
-    if given is None:
-        print(table.to_string(index=False))
-        if interactions is not None:
-            print("\ntop interactions:")
-            print(interactions.to_string(index=False))
-        return
-    if given.suffix.lower() == ".csv":
-        _replace(plan["out"], lambda fh: table.to_csv(fh, index=False))
-        if interactions is not None:
-            if plan["interactions"] is None:  # _WITH_INTERACTIONS is out of date
-                raise RuntimeError(f"unchecked interactions output for {given}")
-            _replace(plan["interactions"], lambda fh: interactions.to_csv(fh, index=False))
-    else:
-        doc = {"ranking": table.to_dict(orient="records")}
-        if interactions is not None:
-            doc["interactions"] = interactions.to_dict(orient="records")
-        _replace(plan["out"], lambda fh: fh.write(json.dumps(doc, indent=2, default=float)))
-
-
-def _plot(est, plan):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from . import plotting
-
-    if hasattr(est, "weight_matrix_"):
-        ax = plotting.plot_weight_matrix(est)
-    else:
-        ax = plotting.plot_feature_weights(est)
-    try:
-        _replace(plan["plot"], lambda fh: ax.figure.savefig(fh, format=plan["plot_format"],
-                                                            bbox_inches="tight"), binary=True)
-    finally:
-        ax.figure.clf()
-        import matplotlib.pyplot as plt
-
-        plt.close(ax.figure)
-
-
 def select(args):
     plan = _check(args)  # everything the user typed, before reading or connecting
-    client = _client(plan["scheduler"], args.scheduler)
+    client = connect(plan["scheduler"], args.scheduler)
     try:
         if client is not None and not args.quiet:
-            link = _dashboard(client)
+            link = dashboard_link(client)
             if link:
                 print(f"dashboard: {link}", file=sys.stderr)
-        X, y, names = _read(args.data, args.label, use_dask=client is not None,
-                            features=plan["features"], exclude=plan["exclude"],
-                            missing_label=args.missing_label)
+        X, y, names = read_data(args.data, args.label, use_dask=client is not None,
+                                features=plan["features"], exclude=plan["exclude"],
+                                missing_label=args.missing_label)
         names = np.asarray(names, dtype=object)
         est = plan["estimator"]
         if not args.quiet:
@@ -827,16 +382,16 @@ def select(args):
     finally:
         if client is not None:
             client.close()
-    table = _ranking(est, names)
+    table = ranking_table(est, names)
     if args.top is not None:
         table = table.head(args.top)
     interactions = None
     if hasattr(est, "interactions_"):
         interactions = est.interactions_.head(args.top or 10)
     try:
-        _write(table, interactions, plan, args.out)
+        write_results(table, interactions, plan, args.out)
         if args.plot is not None:
-            _plot(est, plan)
+            save_plot(est, plan)
     except OSError as exc:
         raise UserError(f"cannot write {exc.filename or 'the output'}: "
                         f"{exc.strerror or exc}; any previous file there is intact.") from None

@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-# A one-off measurement no script rewrites (dmargin/_immigrate.py and README.md cite it by name).
+# A one-off measurement no script rewrites (dmargin/_immigrate.py and docs/methods.md cite
+# it by name).
 ONE_OFF = {"immigrate_cost_rate.json"}
 
 

@@ -10,8 +10,9 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dmargin._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps, best_stump
-from dmargin.engine import binning, statistics
+from dmargin._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
+from dmargin._stumps import best_stump
+from dmargin.engine import binning, blocks
 from dmargin.engine.kernels import hist
 
 try:  # tests/ as a package
@@ -225,8 +226,8 @@ def test_threaded_dask_equals_in_process(make, threaded):
 def test_dask_weights_stay_on_blocks_and_graph_size_is_constant(threaded):
     X, y = _data(n=90, seed=9)
     binned = binning.bin_rows(*_as_dask(X, y), 256, np.random.default_rng(0))
-    hist = statistics.WeightedHistograms(binned, np.full(2, 1 / 90))
-    local = statistics.WeightedHistograms(
+    hist = blocks.WeightedHistograms(binned, np.full(2, 1 / 90))
+    local = blocks.WeightedHistograms(
         binning.bin_rows(X, y, 256, np.random.default_rng(0), use_dask=False),
         np.full(2, 1 / 90))
     feats = np.arange(X.shape[1])
@@ -327,7 +328,7 @@ def test_elimination_reuses_a_committee_without_the_removed_features(Est, criter
     X, y = _data(n=120, a=6, seed=12)
     X = np.c_[X, np.full((120, 3), 2.0)]  # constant: never split
     runs, passes = [], []
-    real_boost, real_hist = boosting.boost, statistics.WeightedHistograms.histogram
+    real_boost, real_hist = boosting.boost, blocks.WeightedHistograms.histogram
 
     def counted(binned, features, *args, resume=None):
         runs.append((len(features), 0 if resume is None else resume[1]))
@@ -338,7 +339,7 @@ def test_elimination_reuses_a_committee_without_the_removed_features(Est, criter
         return real_hist(self, *args)
 
     monkeypatch.setattr(boosting, "boost", counted)
-    monkeypatch.setattr(statistics.WeightedHistograms, "histogram", counted_hist)
+    monkeypatch.setattr(blocks.WeightedHistograms, "histogram", counted_hist)
     sel = Est(n_features_to_select=1, n_estimators=10).fit(X, y)
     assert sel.n_iter_ == 8
     assert len(runs) < sel.n_iter_ and runs[0] == (9, 0)  # constant ones: no boosting

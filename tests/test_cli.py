@@ -195,7 +195,7 @@ def no_fit(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("the data was read or the fit started before the checks")
 
-    monkeypatch.setattr(cli, "_read", forbidden)
+    monkeypatch.setattr(cli, "read_data", forbidden)
     for name, _ in cli.METHODS.values():
         monkeypatch.setattr(getattr(dmargin, name), "fit", forbidden)
 

@@ -2,9 +2,17 @@
 
 - dask and distributed are imported only by ``_compat.py`` (the one place that
   asks "is this dask?"), ``engine/execution.py`` (where graphs run),
-  ``_parquet.py`` (reading) and the CLI (its ``Client``);
+  ``_parquet.py`` (reading) and the CLI's ``_cli_io.py`` (its ``Client``);
 - no module imports another module's underscored name;
-- the algorithm modules hold the papers' driver loops only: no numba.
+- the algorithm modules hold the papers' driver loops only: no numba;
+- outside the engine, the engine is reached through its public names
+  (``dmargin.engine``), never its submodules;
+- a statistic's graph is laid out by the grid runner (``engine/grid.py``):
+  no other module adds tile tasks or builds a :class:`Graph`;
+- the engine's generic floors (merge, grid, the statistics) hold no function
+  named after an algorithm: an algorithm's per-anchor terms live with it;
+- no module is over 700 lines: a module that grows past that holds two things;
+- no import cycle, and ``_utils`` is a leaf.
 """
 
 import ast
@@ -14,7 +22,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dmargin"
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
-DASK_ALLOWED = {"_compat.py", "engine/execution.py", "_parquet.py", "cli.py"}
+DASK_ALLOWED = {"_compat.py", "engine/execution.py", "_parquet.py", "_cli_io.py"}
 
 
 def _name(path):
@@ -58,8 +66,12 @@ def test_no_module_imports_another_modules_private_name(path):
     assert not bad, f"{_name(path)} reaches into another module: {bad}"
 
 
-ALGORITHM_MODULES = ["_relief.py", "_online.py", "_immigrate.py", "_boosting.py", "_ldm.py",
-                     "_simba.py", "_elimination.py", "_surf.py"]
+#: Outside the engine, only these may import numba (``demo.py``: numba's compile
+#: events, to show what a first fit costs).
+NUMBA_OUTSIDE_THE_ENGINE = {"demo.py"}
+ALGORITHM_MODULES = [_name(p) for p in MODULES
+                     if "engine" not in p.relative_to(PACKAGE).parts
+                     and _name(p) not in NUMBA_OUTSIDE_THE_ENGINE | DASK_ALLOWED]
 
 
 @pytest.mark.parametrize("name", ALGORITHM_MODULES)
@@ -70,6 +82,68 @@ def test_algorithm_modules_hold_no_kernels_and_no_gathers(name):
     calls = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
              and isinstance(node.func, ast.Attribute) and node.func.attr in ("compute", "persist")]
     assert not calls, f"{name} computes dask collections itself (lines {calls}): use _compat.gather"
+
+
+OUTSIDE_THE_ENGINE = [p for p in MODULES if "engine" not in p.relative_to(PACKAGE).parts]
+
+
+@pytest.mark.parametrize("path", OUTSIDE_THE_ENGINE, ids=_name)
+def test_the_engine_is_reached_through_its_public_names(path):
+    import dmargin.engine
+
+    bad = []
+    for item in _imports(ast.parse(path.read_text())):
+        module = item[0]
+        relative = len(item) == 4 and item[3] > 0
+        # ``from .engine.x import``, ``from ..engine.x import``, ``import dmargin.engine.x``
+        if (relative and module.startswith("engine.")) or module.startswith("dmargin.engine."):
+            bad.append(f"line {item[2]}: {module}")
+        elif (relative and module == "engine") or module == "dmargin.engine":
+            if item[1] is not None and item[1] not in dmargin.engine.__all__:
+                bad.append(f"line {item[2]}: {item[1]} is not in dmargin.engine.__all__")
+    assert not bad, f"{_name(path)} reaches into the engine: {bad}"
+
+
+ENGINE_FLOORS = [p for p in MODULES if p.parent == PACKAGE / "engine"]
+
+
+@pytest.mark.parametrize("path", ENGINE_FLOORS, ids=_name)
+def test_graphs_are_laid_out_by_the_grid_runner(path):
+    if _name(path) in ("engine/grid.py", "engine/execution.py"):
+        return
+    tree = ast.parse(path.read_text())
+    bad = [f"line {node.lineno}: {ast.unparse(node.func)}" for node in ast.walk(tree)
+           if isinstance(node, ast.Call) and (
+               (isinstance(node.func, ast.Name) and node.func.id == "Graph")
+               or (isinstance(node.func, ast.Attribute) and node.func.attr == "tile"))]
+    bad += [f"line {node.lineno}: .dsk" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr == "dsk"]
+    assert not bad, f"{_name(path)} builds graph tasks by hand (use engine.grid): {bad}"
+
+
+ALGORITHM_NAMES = ("relief", "surf", "stir", "immigrate", "im4e", "simba", "ldm", "boost",
+                   "sbs")
+
+
+@pytest.mark.parametrize("path", ENGINE_FLOORS, ids=_name)
+def test_the_engine_floors_hold_no_algorithm_named_function(path):
+    # The kernels (``engine/kernels``) are per family by nature; the floors above them
+    # serve any algorithm.
+    tree = ast.parse(path.read_text())
+    bad = [node.name for node in tree.body
+           if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+           and any(a in node.name.lower() for a in ALGORITHM_NAMES)]
+    assert not bad, f"{_name(path)} holds an algorithm's own functions: {bad}"
+
+
+MAX_LINES = 700
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_name)
+def test_no_module_is_over_the_size_cap(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, (f"{_name(path)} has {lines} lines (> {MAX_LINES}): split it "
+                                "where it holds two things")
 
 
 def test_no_test_reads_beside_the_repository(tmp_path):

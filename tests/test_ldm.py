@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from dmargin._ldm import LDM, LDMRFE, SVMRFE, dual_matrices, fit_machines
-from dmargin.engine import _numba, statistics
+from dmargin._ldm import LDM, LDMRFE, SVMRFE
+from dmargin._ldm_solvers import dual_matrices, fit_machines
+from dmargin.engine import _numba, quadratic
 from dmargin.engine.kernels import rbf
 from dmargin.engine.execution import prepare_rows
 
@@ -197,7 +198,7 @@ def test_left_out_sums_match_per_feature_kernel_matrices(parallel, monkeypatch):
     X[:, 3] = 0.25  # a constant feature
     coefs = [rng.normal(size=37), np.where(rng.random(37) < 0.5, 0.0, rng.normal(size=37))]
     cols = np.array([0, 1, 3, 4, 5])
-    sums = statistics.rbf_left_out_sums(_rows(X), np.column_stack(coefs), cols, 0.9)
+    sums = quadratic.rbf_left_out_sums(_rows(X), np.column_stack(coefs), cols, 0.9)
     forms, full = ref.left_out_quadratic_forms(X[:, cols], coefs, 0.9)
     np.testing.assert_allclose(sums[:-1], forms, rtol=1e-12, atol=0)
     assert sums[-1] == pytest.approx(full, rel=1e-12)
@@ -217,7 +218,7 @@ def test_left_out_sums_do_not_overflow_for_wide_kernels():
     """A far-apart pair: K_ab underflows, but K(-j)_ab need not; the clipped form is exact."""
     X = np.array([[0.0, 0.0], [40.0, 0.1], [0.2, 0.3]])
     coefs = [np.array([1.0, -2.0, 0.5])]
-    sums = statistics.rbf_left_out_sums(_rows(X), np.column_stack(coefs), np.arange(2), 1.0)
+    sums = quadratic.rbf_left_out_sums(_rows(X), np.column_stack(coefs), np.arange(2), 1.0)
     forms, _ = ref.left_out_quadratic_forms(X, coefs, 1.0)
     np.testing.assert_allclose(sums[:-1], forms, rtol=1e-12)
     assert np.all(np.isfinite(sums))
@@ -248,7 +249,7 @@ def test_left_out_sums_every_exp_path(gamma, squarings, far_row):
         X[17] = [3.0, -2.0, 0.5, 0.5, 4.0]
     assert rbf.squarings(X * np.sqrt(gamma)) == squarings
     coefs = [rng.normal(size=300), rng.normal(size=300)]
-    sums = statistics.rbf_left_out_sums(_rows(X), np.column_stack(coefs), np.arange(5), gamma)
+    sums = quadratic.rbf_left_out_sums(_rows(X), np.column_stack(coefs), np.arange(5), gamma)
     forms, full = ref.left_out_quadratic_forms(X, coefs, gamma)
     np.testing.assert_allclose(sums[:-1], forms, rtol=1e-12, atol=0)
     assert sums[-1] == pytest.approx(full, rel=1e-12)
@@ -258,11 +259,11 @@ def test_left_out_sums_every_exp_path(gamma, squarings, far_row):
 def test_left_out_sums_dask_equals_in_process(chunk, threaded):
     rng = np.random.default_rng(5)
     X, C = rng.random((45, 4)), rng.normal(size=(45, 3))
-    local = statistics.rbf_left_out_sums(_rows(X), C, np.arange(4), 0.5)
+    local = quadratic.rbf_left_out_sums(_rows(X), C, np.arange(4), 0.5)
     rows = _rows(X, use_dask=True, chunk=chunk)
-    on_dask = statistics.rbf_left_out_sums(rows, C, np.arange(4), 0.5)
+    on_dask = quadratic.rbf_left_out_sums(rows, C, np.arange(4), 0.5)
     np.testing.assert_allclose(on_dask, local, rtol=1e-13)
-    again = statistics.rbf_left_out_sums(rows, C, np.arange(4), 0.5)
+    again = quadratic.rbf_left_out_sums(rows, C, np.arange(4), 0.5)
     np.testing.assert_array_equal(again, on_dask)  # deterministic graph
 
 

@@ -16,8 +16,9 @@ from sklearn.feature_selection import RFE
 from sklearn.svm import LinearSVC
 
 import dmargin
-from dmargin import _ldm
-from dmargin._ldm import LDM, LDMRFE, SVMRFE, fit_machines, ldm_primal_objective, ldm_quadratic
+from dmargin import _ldm, _ldm_solvers
+from dmargin._ldm import LDM, LDMRFE, SVMRFE
+from dmargin._ldm_solvers import fit_machines, ldm_primal_objective, ldm_quadratic
 from dmargin.engine import linear_gram, prepare_rows
 
 TIGHT = dict(tol=1e-10, max_iter=100_000)
@@ -83,7 +84,7 @@ def test_svm_primal_is_linearsvc(C):
     regularised intercept of scaling 1): weights and intercept to 1e-6."""
     X, y = _data(seed=2)
     rows = prepare_rows(X, y, 2)
-    w, b, _, ok = _ldm.svm_newton(rows, np.arange(X.shape[1]), (0, 1), C=C)
+    w, b, _, ok = _ldm_solvers.svm_newton(rows, np.arange(X.shape[1]), (0, 1), C=C)
     ref = LinearSVC(C=C, loss="squared_hinge", dual=False, tol=1e-12, max_iter=10_000).fit(X, y)
     assert ok
     np.testing.assert_allclose(w, ref.coef_[0], rtol=0, atol=1e-6)
@@ -175,8 +176,9 @@ def test_ldmrfe_rounds_start_from_the_last_machines(monkeypatch):
     X, y = _offset_clusters(2, n=1500, d=12, k=4)
     passes = []
     for name in ("linear_loss", "hinge_band", "hinge_violations"):
-        monkeypatch.setattr(_ldm, name, (lambda f: lambda *a, **k: passes.append(1) or f(*a, **k))
-                            (getattr(_ldm, name)))
+        monkeypatch.setattr(_ldm_solvers, name,
+                            (lambda f: lambda *a, **k: passes.append(1) or f(*a, **k))
+                            (getattr(_ldm_solvers, name)))
     warm = LDMRFE(4, kernel="linear", solver="newton").fit(X, y)
     n_warm = len(passes)
     machines = _ldm.newton_machines

@@ -1,0 +1,73 @@
+"""One list of the public estimators (``dmargin/_registry.py``), and everything that
+must agree with it: the package's exports, the command line's methods, the cost
+model, the conformance checks and the execution-mode coverage."""
+
+import pytest
+from sklearn.base import BaseEstimator
+
+import dmargin
+from dmargin import cli
+from dmargin._registry import ESTIMATORS, cli_methods, estimator_names, estimators
+
+NAMES = estimator_names()
+
+
+def test_names_are_unique():
+    assert len(NAMES) == len(set(NAMES))
+    methods = [m for entry in ESTIMATORS for m in entry.methods]
+    assert len(methods) == len(set(methods))
+
+
+def test_the_package_exports_exactly_the_registered_estimators():
+    exported = {name for name, obj in vars(dmargin).items()
+                if isinstance(obj, type) and issubclass(obj, BaseEstimator)}
+    assert exported == set(NAMES)  # an import in __init__.py without a registry entry
+    assert set(NAMES) <= set(dmargin.__all__)
+    for name, cls in estimators():  # a registry entry without an import fails here
+        assert cls is getattr(dmargin, name) and cls.__name__ == name
+
+
+def test_every_registered_estimator_is_covered_in_every_execution_mode():
+    # test_modes runs each estimator in-process, threaded and on a cluster; its own
+    # list of them must name the registry's (a new estimator cannot be left out).
+    from tests.test_modes import CASES, COVERED
+
+    assert COVERED == set(NAMES)
+    assert {type(p.values[0]()).__name__ for p in CASES} == set(NAMES)
+
+
+def test_every_registered_estimator_is_conformance_checked():
+    from tests.test_sklearn import CHECK_PARAMS
+    from tests.test_sklearn import ESTIMATORS as CHECKED
+
+    assert tuple(type(est).__name__ for est in CHECKED) == NAMES
+    assert set(CHECK_PARAMS) <= set(NAMES)  # no settings for an estimator that is gone
+
+
+def test_the_cli_methods_are_the_registrys():
+    assert cli.METHODS == cli_methods()
+    for method, (name, params) in cli.METHODS.items():
+        assert name in NAMES, method
+        assert set(params) <= set(getattr(dmargin, name)().get_params()), method
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_estimator_states_its_cost(name):
+    """``fit_cost`` asks the estimator; one that does not answer is this failure, never a
+    silent ``None``.  The answer is its own family's (defined in its own module), not a
+    default inherited from the shared base."""
+    cls = getattr(dmargin, name)
+    owner = next((k for k in cls.__mro__ if "_fit_cost" in vars(k)), None)
+    assert owner is not None, f"{name} has no _fit_cost method"
+    assert owner.__module__ == cls.__module__, \
+        f"{name} inherits _fit_cost from {owner.__qualname__}"
+    est = cls(dmargin.ReliefF()) if name == "TuRF" else cls()
+    cost = dmargin.fit_cost(est, 1000, 10)
+    assert cost is None or isinstance(cost, dmargin.FitCost)
+
+
+def test_fit_cost_refuses_what_is_not_a_dmargin_estimator():
+    from sklearn.linear_model import LogisticRegression
+
+    with pytest.raises(TypeError, match="LogisticRegression states no cost"):
+        dmargin.fit_cost(LogisticRegression(), 1000, 10)
