@@ -91,26 +91,24 @@ def _null_sets(kind, draws, seed=0):
 @contextlib.contextmanager
 def _papers_test():
     """STIR as the paper tests it: every found pair an independent draw, no skewness."""
-    from dmargin import _stir
-    from dmargin.engine import merge
-
-    from dmargin import _surf
+    from dmargin import _relief_terms as relief_terms
+    from dmargin import _stir, _surf
 
     def no_mutual_pairs(exact, sampled, found):
         pairs, graph = _stir.graph_from_sums(exact, sampled, found)
         pairs[:, 1] = 0
         return pairs, graph
 
-    saved = (merge.mutual_pairs, _stir.shared_row_variance, _stir.skewness, _stir.kurtosis,
+    saved = (relief_terms.mutual_pairs, _stir.shared_row_variance, _stir.skewness, _stir.kurtosis,
              _surf.graph_from_sums)
-    merge.mutual_pairs = lambda codes: 0
+    relief_terms.mutual_pairs = lambda codes: 0
     _surf.graph_from_sums = no_mutual_pairs
     _stir.shared_row_variance = lambda *args: 0.0
     _stir.skewness = _stir.kurtosis = lambda *args: 0.0
     try:
         yield
     finally:
-        (merge.mutual_pairs, _stir.shared_row_variance, _stir.skewness, _stir.kurtosis,
+        (relief_terms.mutual_pairs, _stir.shared_row_variance, _stir.skewness, _stir.kurtosis,
          _surf.graph_from_sums) = saved
 
 
@@ -123,8 +121,8 @@ def _ablated(terms):
     """dmargin's law with ``terms`` switched off: a pair found from both rows counted
     twice, no covariance of pairs sharing a row, no skewness (Student's t alone, or
     Johnson's SU law of the kurtosis), no kurtosis (the Pearson III law of the skewness)."""
+    from dmargin import _relief_terms as relief_terms
     from dmargin import _stir, _surf
-    from dmargin.engine import merge
 
     def no_mutual_pairs(exact, sampled, found):
         pairs, graph = graph_from_sums(exact, sampled, found)
@@ -132,10 +130,10 @@ def _ablated(terms):
         return pairs, graph
 
     graph_from_sums = _stir.graph_from_sums
-    saved = (merge.mutual_pairs, _surf.graph_from_sums, _stir.shared_row_variance,
+    saved = (relief_terms.mutual_pairs, _surf.graph_from_sums, _stir.shared_row_variance,
              _stir.skewness, _stir.kurtosis)
     if "mutual-pairs" in terms:
-        merge.mutual_pairs = lambda codes: 0
+        relief_terms.mutual_pairs = lambda codes: 0
         _surf.graph_from_sums = no_mutual_pairs
     if "shared-row-covariance" in terms:
         _stir.shared_row_variance = lambda *args: 0.0
@@ -146,7 +144,7 @@ def _ablated(terms):
     try:
         yield
     finally:
-        (merge.mutual_pairs, _surf.graph_from_sums, _stir.shared_row_variance,
+        (relief_terms.mutual_pairs, _surf.graph_from_sums, _stir.shared_row_variance,
          _stir.skewness, _stir.kurtosis) = saved
 
 
@@ -420,6 +418,26 @@ def render_battery(rows):
         [[r["cell"], r["method"], r["draws"], r.get("warned", 0), *cells(r)] for r in rows])
 
 
+def render_battery_summary(rows):
+    """Per method, over the cells where it returned p-values: how many cells, the
+    ranges of the share under 0.05 and of the FDR, and the cells within the
+    bounds (share 0.04-0.06, FDR at most 0.06)."""
+    out = ["| p-values | cells with p-values | draws with p-values | p < 0.05 | "
+           "FDR at q = 0.05 | cells within 0.04-0.06 and FDR <= 0.06 |",
+           "|---|---|---|---|---|---|"]
+    for method in dict.fromkeys(r["method"] for r in rows):
+        done = [r for r in rows if r["method"] == method and "pvalues" in r]
+        if not done:
+            continue
+        share = [r["fraction_under_0.05"] for r in done]
+        fdr = [r["fdr_at_q_0.05"] for r in done]
+        within = sum(bool(r["calibrated"]) for r in done)
+        drawn = sum(r["draws"] - r["warned"] for r in done)
+        out.append(f"| {method} | {len(done)} | {drawn:,} | {min(share):.4f}-{max(share):.4f} "
+                   f"| {min(fdr):.4f}-{max(fdr):.4f} | {within} of {len(done)} |")
+    return "\n".join(out)
+
+
 def _ratio_cell(ratio):
     if not ratio:
         return "-"
@@ -510,7 +528,9 @@ def main(argv=None):
                "machine": harness.machine_info(["numpy", "scipy", "dmargin"]),
                "revision": harness.git_revision(harness.REPO), "battery": rows}
         out["markdown"] = render_battery(rows)
+        out["summary_markdown"] = render_battery_summary(rows)
         print(out["markdown"])
+        print(out["summary_markdown"])
         harness.write_variant("stir", out, variant=args.variant, quick=args.quick)
         return 0
     if args.null_only:
