@@ -1,10 +1,10 @@
-# Two entry points; each builds its own virtual environment from nothing.
+# Each entry point builds its own virtual environment (.venv) from nothing, once per change of pyproject.toml.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 BENCHMARKS = $(sort $(wildcard benchmarks/bench_*.py))
 
-.PHONY: demo test bench bench-full clean
+.PHONY: demo test docs bench bench-full clean
 
 $(BIN)/dmargin-ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,11 +17,20 @@ $(BIN)/bench-ready: $(BIN)/dmargin-ready
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	touch $@
 
+# Sphinx, numpydoc, MyST and the theme (the docs extra).
+$(BIN)/docs-ready: $(BIN)/dmargin-ready
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	touch $@
+
 demo: $(BIN)/dmargin-ready
 	$(BIN)/python -m dmargin.demo
 
 test: $(BIN)/dmargin-ready
 	$(BIN)/python -m pytest
+
+# The documentation site in docs/_build/html; any warning fails the build.
+docs: $(BIN)/docs-ready
+	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 # Every benchmark in its --quick mode (small sizes, one repeat; results in
 # benchmarks/results/quick/, not committed); a failed script does not stop the others.
@@ -35,7 +44,7 @@ bench: $(BIN)/bench-ready
 	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 # The full runs (hours); they rewrite benchmarks/results/*.json and the tables
-# of benchmarks/README.md.
+# of benchmarks/README.md and of the docs' pages.
 bench-full: $(BIN)/bench-ready
 	@failed=""; \
 	for script in $(BENCHMARKS); do \
@@ -46,4 +55,4 @@ bench-full: $(BIN)/bench-ready
 	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) docs/_build docs/generated

@@ -1,0 +1,94 @@
+"""Sphinx configuration of dmargin's documentation (``make docs``)."""
+
+import re
+
+import dmargin
+
+project = "dmargin"
+copyright = "the dmargin developers"
+author = "the dmargin developers"
+version = release = dmargin.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+    "myst_parser",
+]
+# No intersphinx: the builds run without network access beyond the package index,
+# so no remote inventory can be fetched.
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build"]
+templates_path = ["_templates"]
+
+# The API reference: one generated page per public name (docs/api.rst).
+autosummary_generate = True
+autodoc_typehints = "none"  # the numpydoc sections give the types
+# A class page documents its methods, those of dmargin's base classes included
+# (``skip_scikit_learn_methods`` below leaves out scikit-learn's); numpydoc's own
+# member tables would list them a second time.
+autodoc_default_options = {"members": True, "inherited-members": True}
+numpydoc_show_class_members = False
+numpydoc_xref_param_type = False  # its aliases link into numpy's and Python's inventories
+
+# The user guide is Markdown (MyST): tables and fenced code as in the README, and
+# the ``<!-- not run: REASON -->`` markers that tests/test_readme.py reads.
+myst_heading_anchors = 3
+highlight_language = "none"  # a fenced block without a language is plain text
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"dmargin {release}"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+}
+html_static_path = []
+
+
+def skip_scikit_learn_methods(app, what, name, obj, skip, options):
+    """Leave out the methods scikit-learn gives every estimator.
+
+    A class page documents dmargin's methods, its own and those its dmargin base
+    classes give it.  The methods that come from scikit-learn's mixins
+    (``get_params``, ``set_output``, ``fit_transform``, ``score``, ...) and the
+    metadata-routing methods it generates on every estimator class
+    (``set_fit_request``, ...) carry scikit-learn's docstrings, which point into
+    its user guide and glossary: pages this site does not hold and, with no
+    intersphinx, cannot link to.  scikit-learn documents them.
+    """
+    if what == "class":
+        if name.startswith("set_") and name.endswith("_request"):
+            return True
+        module = getattr(obj, "__module__", None) or ""
+        if module.split(".")[0] == "sklearn":
+            return True
+    return skip
+
+
+#: A name that ends in an underscore, as the fitted attributes do.
+_FITTED_NAME = re.compile(r"(?<![`\w])([A-Za-z]\w*_)(?![`\w])")
+#: A numpydoc field: ``name : type`` in a Parameters, Returns or Attributes section.
+_FIELD = re.compile(r"^(\s*[\w*][\w*, ]* : )(.+)$")
+
+
+def literal_fitted_names_in_types(app, what, name, obj, options, lines):
+    """Write the fitted attributes named in a field's type as code.
+
+    A type such as ``ndarray of shape (n_features_in_,)`` is reStructuredText, in
+    which ``n_features_in_`` is a reference to a link target (an error: there is
+    none).  scikit-learn writes such names between backticks in its docstrings;
+    this hook does the same for dmargin's while they are written without them.  It
+    changes the type of a ``name : type`` line only, and only names ending in ``_``.
+    """
+    for i, line in enumerate(lines):
+        field = _FIELD.match(line)
+        if field:
+            lines[i] = field[1] + _FITTED_NAME.sub(r"``\1``", field[2])
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", skip_scikit_learn_methods)
+    # Before numpydoc's own handler (priority 500), on the docstring as written.
+    app.connect("autodoc-process-docstring", literal_fitted_names_in_types, priority=400)
+

@@ -1,0 +1,103 @@
+"""The documentation: its API reference, its benchmark tables and its pages.
+
+``make docs`` builds the site with Sphinx (warnings are errors); Sphinx is not
+among the test dependencies, so what can be checked without it is checked here:
+the API reference names every public name, the tables pasted from
+``benchmarks/results/`` equal their JSON, every page is in the table of
+contents, the README stays a front page whose pointers lead somewhere, and the
+build fetches nothing from the network.  The pages' Python blocks run in
+``tests/test_readme.py``.
+"""
+
+import importlib.util
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+
+import dmargin
+import dmargin.datasets
+import dmargin.plotting
+import dmargin.progress
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
+
+
+def _report():
+    spec = importlib.util.spec_from_file_location("docs_benchmarks_report",
+                                                  REPO / "benchmarks" / "report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # puts benchmarks/ on sys.path, as every script does
+    return module
+
+
+def _api_entries():
+    """The names listed under the autosummary directives of docs/api.rst."""
+    text = (DOCS / "api.rst").read_text()
+    entries = set()
+    for block in re.findall(r"\.\. autosummary::\n((?:[ ]{3}.*\n|\n)+)", text):
+        entries.update(line.strip() for line in block.splitlines()
+                       if line.strip() and not line.strip().startswith(":"))
+    return entries
+
+
+def test_the_api_reference_lists_every_public_name():
+    entries = _api_entries()
+    public = set(dmargin.__all__)
+    public |= {f"progress.{name}" for name in dmargin.progress.__all__}
+    public |= {f"plotting.{name}" for name in dir(dmargin.plotting)
+               if name.startswith("plot_")}
+    public.add("datasets.load_dataset")
+    assert public - entries == set(), "add these to docs/api.rst"
+    for entry in entries:  # and nothing that does not exist
+        obj = dmargin
+        for part in entry.split("."):
+            obj = getattr(obj, part)
+
+
+def test_the_docs_tables_are_their_benchmark_results():
+    report = _report()
+    referenced = []
+    for page in PAGES:
+        text = page.read_text()
+        referenced += report.tables(text)
+        assert report.fill(text) == text, (f"{page.relative_to(REPO)}: a table differs from "
+                                           "benchmarks/results/ (paste its markdown)")
+    assert ("sizes", "default") in referenced
+    assert ("stir", "battery-check") in referenced
+
+
+def test_every_page_is_in_the_table_of_contents():
+    index = (DOCS / "index.rst").read_text()
+    listed = set(re.findall(r"^[ ]{3}(\S+)$", index, re.M))
+    pages = {p.relative_to(DOCS).with_suffix("").as_posix() for p in PAGES}
+    assert pages - listed == set(), "add these pages to a toctree of docs/index.rst"
+    assert "api" in listed
+
+
+def test_the_readme_is_a_front_page():
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 200, "the README is a front page: move material to docs/"
+    assert "`make test` is the test command; `.ci/run` calls it" in text
+    assert "make docs" in text and "benchmarks/README.md" in text
+
+
+@pytest.mark.parametrize("name", ["README.md", "CONTRIBUTING.md"])
+def test_the_files_a_front_page_names_exist(name):
+    text = (REPO / name).read_text()
+    paths = set(re.findall(r"`((?:docs|benchmarks|deploy|examples|tests)/[\w./-]+\.\w+)`", text))
+    paths |= set(re.findall(r"\]\(((?:docs|benchmarks|deploy)/[\w./-]+)\)", text))
+    assert paths, name
+    missing = sorted(p for p in paths if not (REPO / p).exists())
+    assert not missing, f"{name} names files that do not exist: {missing}"
+
+
+def test_the_build_fetches_nothing():
+    # The machines that build the docs reach the package index and nothing else:
+    # no intersphinx inventories, no remote images.
+    conf = runpy.run_path(str(DOCS / "conf.py"))
+    assert "sphinx.ext.intersphinx" not in conf["extensions"]
+    assert not conf.get("intersphinx_mapping")
