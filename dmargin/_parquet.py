@@ -228,7 +228,11 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     -------
     X : dask.array.Array of shape (n_samples, n_features), float64
         One row block per row group (or slice of one), sizes known; a dask
-        DataFrame with ``as_frame=True``.
+        DataFrame with ``as_frame=True``.  The array carries the schema's
+        column names as ``X.feature_names``: an estimator fitted on it
+        reports them (``feature_names_in_``, ``get_feature_names_out``,
+        ``interactions_``) as it does for a DataFrame.  An array made from it
+        (a slice, ``rechunk``, ``persist``) is a new array without them.
     y : dask.array.Array of shape (n_samples,)
         Same row blocks as ``X``, computed by the same tasks; a dask Series
         with ``as_frame=True``.
@@ -304,6 +308,8 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
 
         return (dd.from_dask_array(X, columns=list(spec.features)),
                 dd.from_dask_array(y, columns=label))
+    # The schema's names travel with the array to the estimators fitted on it.
+    X.feature_names = np.asarray(spec.features, dtype=object)
     return X, y
 
 

@@ -152,6 +152,16 @@ def _nullable_as_float(X, lazy=False):
     return X
 
 
+def carried_names(X):
+    """The column names a dask array carries as ``feature_names`` (the arrays of
+    :func:`dmargin.read_parquet`), as an object array; ``None`` for any other input
+    or names that do not match its columns."""
+    names = getattr(X, "feature_names", None) if is_dask_array(X) else None
+    if names is None or X.ndim != 2 or len(names) != X.shape[1]:
+        return None
+    return np.asarray([str(c) for c in names], dtype=object)
+
+
 def _frames_to_arrays(X, y):
     """Dask DataFrames/Series as arrays with known row chunks: ``(X, y, names)``.
 
@@ -162,9 +172,9 @@ def _frames_to_arrays(X, y):
     also matters because a DataFrame's graph is lowered anew for every later
     graph that uses it, with different task specs under the same keys, which
     distributed warns about (and which would recompute the frame each time).
-    ``names`` are X's column names (``None`` for arrays).
+    ``names`` are X's column names (``None`` for arrays that carry none).
     """
-    names, todo = None, {}
+    names, todo = carried_names(X), {}
     if is_dask_frame(X):
         _check_numeric_dtypes(X.dtypes)
         names = np.asarray([str(c) for c in X.columns], dtype=object)

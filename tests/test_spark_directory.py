@@ -82,3 +82,24 @@ def test_spark_directory_same_ranking_everywhere_with_real_names(spark_dir, loca
     assert "part" not in table["feature"].tolist()
     np.testing.assert_allclose(table["score"], remote["score"], atol=1e-12)
     assert set(order[:2]) == {"dose", "marker_a"}
+
+
+def test_read_parquet_arrays_keep_the_schema_names(spark_dir, local_cluster):
+    """The arrays read_parquet returns by default carry the schema's names to the
+    fitted estimator, in-process and on a cluster; an array made from them does not."""
+    from distributed import Client
+
+    root, clean = spark_dir
+    X, y = dmargin.read_parquet(root, "label", missing_label="drop")
+    assert list(X.feature_names) == FEATURES
+    expected = dmargin.IRelief(n_features_to_select=2).fit(clean[FEATURES], clean["label"])
+    in_process = dmargin.IRelief(n_features_to_select=2).fit(X, y)
+    with Client(local_cluster):
+        on_cluster = dmargin.IRelief(n_features_to_select=2).fit(X, y)
+    for est in (in_process, on_cluster):
+        assert list(est.feature_names_in_) == FEATURES
+        assert list(est.get_feature_names_out()) == list(expected.get_feature_names_out())
+    assert set(expected.get_feature_names_out()) == {"dose", "marker_a"}
+    sliced = dmargin.IRelief(n_features_to_select=2).fit(X[:, :4], y)
+    assert not hasattr(sliced, "feature_names_in_")
+    assert list(sliced.get_feature_names_out()) == ["x1", "x2"]
