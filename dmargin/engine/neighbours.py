@@ -171,7 +171,7 @@ def anchor_partials(rows: Rows, kernel, Xa, ia, params, block=1024):
     ia = np.asarray(ia, dtype=np.int64)
     new = Anchors(Xa, np.zeros(ia.size, dtype=np.int64), ia)
     g = grid.graph(rows, f"{kernel}-new", sample=new, anchor_rows=block)
-    merged = grid.ordered(g, _tile, kernel, False, *params, combine=merge.lse_combine)
+    merged = grid.ordered(g, _tile, kernel, g.local, *params, combine=merge.lse_combine)
     return grid.run(g, g.add("concat", _concat_partials, merged), blas_limit=kernel == "qlse")
 
 
