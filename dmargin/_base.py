@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._compat import compute, is_dask_collection
-from ._io import prepare_training_data
-from ._validation import NONE, Interval, check_binary, check_params, check_X_y
+from ._compat import is_dask_collection
+from ._validation import NONE, Interval
 from ._cost import anchor_count
-from ._utils import make_rng, user_stacklevel
-from .engine import prepare_rows, sample_anchors
+from ._utils import make_rng
+from .engine import sample_anchors
 
 N_FEATURES_TO_SELECT = [
     NONE,
@@ -36,84 +34,6 @@ def anchors_for(estimator, rows):
     if m is None:
         return None
     return sample_anchors(rows, m, make_rng(estimator.random_state))
-
-
-def start_fit(estimator, X, y, *, rows=True, distances=True, binary=None, in_memory=False,
-              reset=True, classes=None, scaling=None, one_pass=False, allow_nan=False,
-              keep_float32=False):
-    """The door of every ``fit`` and ``partial_fit``: parameters, data, labels,
-    scaling, and the engine's persisted rows.
-
-    Every fit path goes through here, so bad input gets the same message
-    whichever estimator or method it is given to.
-
-    Parameters
-    ----------
-    estimator : dmargin estimator
-        Checked against its ``_parameter_constraints``; its ``scale``
-        parameter, if it has one, picks the scaling.
-    X, y : the data as given to the fit
-    rows : bool, default=True
-        Also lay the rows out for the engine (persisted once for dask input).
-    distances : bool, default=True
-        Whether the estimator computes distances between rows: without
-        scaling, values whose squares overflow are refused.
-    binary : str or None, default=None
-        Why the estimator needs exactly two classes; ``y`` with another
-        number of classes is refused with that reason.
-    in_memory : bool, default=False
-        Compute dask input at the door and check it as numpy: for a chunk
-        of a stream, which the driver processes whole.
-    reset : bool, default=True
-        A new fit (records ``n_features_in_`` and ``feature_names_in_``, warns
-        about ``n_features_to_select``); ``False`` continues one (a later
-        ``partial_fit`` chunk): ``X`` must have the fitted features, and may
-        be a single row.
-    classes : array-like or None, default=None
-        The classes the labels must be among (the codes index them); at
-        least two.  ``None``: the labels of ``y``.
-    scaling : Scaling or None, default=None
-        A fixed scaling to apply (a stream's frozen ranges) instead of one
-        learned from ``X``.
-    one_pass : bool, default=False
-        The fit scores its anchors against the rows once: when those anchors
-        are a sample (``n_anchors``), dask rows are not persisted but stream
-        from their source through the tiles (memory then does not grow with
-        N).  Every row as an anchor reads each block once per anchor block,
-        so the rows stay persisted.
-    allow_nan : bool, default=False
-        The estimator takes NaN as missing values (``data.missing`` counts
-        them per feature); infinite values are still refused.
-    keep_float32 : bool, default=False
-        ``float32`` ``X`` gives ``float32`` rows (scaled in float64, rounded
-        once): the estimator's kernels read them and compute in float64.
-
-    Returns
-    -------
-    data : TrainingData
-    rows : Rows or None
-        ``None`` unless ``rows``.
-    """
-    check_params(estimator)
-    if in_memory:
-        X, y = compute(X, y, what=f"the rows given to {type(estimator).__name__}")
-    X, y = check_X_y(estimator, X, y, reset=reset, min_samples=2 if reset else 1,
-                     allow_nan=allow_nan, keep_float32=keep_float32)
-    if reset:
-        _warn_n_features_to_select(estimator, X.shape[1])
-    data = prepare_training_data(X, y, getattr(estimator, "scale", None), distances=distances,
-                                 names=getattr(estimator, "feature_names_in_", None),
-                                 classes=classes, scaling=scaling, allow_nan=allow_nan,
-                                 keep_float32=keep_float32)
-    if binary is not None:
-        check_binary(estimator, data.classes, binary)
-    if not rows:
-        return data, None
-    stream = one_pass and anchor_count(getattr(estimator, "n_anchors", None),
-                                       data.X.shape[0]) is not None
-    return data, prepare_rows(data.X, data.codes, len(data.classes), persist=not stream,
-                              block_counts=data.block_counts,
-                              dtype=np.float32 if data.X.dtype == np.float32 else np.float64)
 
 
 def miss_priors(counts) -> np.ndarray:
@@ -173,21 +93,6 @@ class DaskSelectorMixin(SelectorMixin):
             raise ValueError(f"X has shape {X.shape}, but {type(self).__name__} is expecting "
                              f"{mask.size} features as input (a 2-D array).")
         return X[:, np.flatnonzero(mask)]
-
-
-def _warn_n_features_to_select(estimator, n_features):
-    """At fit time, once: a ``UserWarning`` when an integer ``n_features_to_select``
-    exceeds the number of features (selection then keeps all of them).
-
-    Called by the fit's door (:func:`start_fit`) rather than by
-    ``_get_support_mask``, which runs on every ``transform`` and would repeat
-    it.
-    """
-    k = getattr(estimator, "n_features_to_select", None)
-    if isinstance(k, numbers.Integral) and isinstance(n_features, numbers.Integral) \
-            and k > n_features:
-        warnings.warn(f"n_features_to_select={k} exceeds the {n_features} features; all "
-                      f"{n_features} are kept.", UserWarning, stacklevel=user_stacklevel())
 
 
 class WeightSelector(DaskSelectorMixin, BaseEstimator):

@@ -19,7 +19,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector, start_fit
+from ._base import N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector
+from ._start import start_fit
 from ._utils import logger, make_rng, timer
 from ._compat import is_dask_collection
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate, n_to_select
@@ -35,8 +36,7 @@ _BINARY = ("the margins, contribution ratios and margin fractions of the SBS-MF 
 
 
 def _prepare(est, X, y):
-    # Stumps compare values, never distances: any finite values, unscaled.
-    data, _ = start_fit(est, X, y, rows=False, distances=False, binary=_BINARY)
+    data = start_fit(est, X, y).data
     rng = make_rng(est.random_state)
     with timer("binning"):
         binned = bin_rows(data.X, data.codes, est.max_bins, rng)
@@ -141,6 +141,8 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
     2
     """
 
+    # Stumps compare values, never distances: any finite values, unscaled, two classes.
+    _binary, _distances, _engine_rows = _BINARY, False, False
     _parameter_constraints = {**_BOOST_CONSTRAINTS, "n_features_to_select": N_FEATURES_TO_SELECT}
 
     def __init__(self, n_estimators=100, *, max_bins=256, class_weight=None,
@@ -328,6 +330,9 @@ def _feature_margin_block(X, y, stumps, classes, n_features):
 
 
 class _RankingSelector(DaskSelectorMixin, BaseEstimator):
+    # Stumps compare values, never distances: any finite values, unscaled, two classes.
+    _binary, _distances, _engine_rows = _BINARY, False, False
+
     def _get_support_mask(self):
         check_is_fitted(self, "support_")
         return self.support_

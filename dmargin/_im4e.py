@@ -15,7 +15,8 @@ import warnings
 
 import numpy as np
 
-from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, anchors_for, start_fit
+from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, anchors_for
+from ._start import start_fit
 from ._softmin import (HISTORY, SCALE, SoftminClassifier, anchor_weights, sample_weights,
                        warn_not_converged)
 from ._utils import timer
@@ -134,7 +135,7 @@ class IM4E(SoftminClassifier):
         -------
         self : IM4E
         """
-        data, rows = start_fit(self, X, y)
+        data, rows = start_fit(self, X, y)[:2]
         anchors = anchors_for(self, rows)
         weight = anchor_weights(sample_weights(sample_weight, rows.n_samples), anchors)
         w = np.full(rows.n_features, 1.0 / rows.n_features)

@@ -22,7 +22,8 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._cost import format_seconds, immigrate_seconds
-from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit
+from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
+from ._start import start_fit
 from ._im4e import IM4E
 from ._immigrate_solver import immigrate_kernel, immigrate_loop, symmetric_unit
 from ._softmin import (HISTORY, SCALE, SoftminClassifier, anchor_weights, loo_codes,
@@ -203,7 +204,7 @@ class Immigrate(SoftminClassifier):
             features): each step costs about ``N^2 A^2``, and
             :class:`IM4EImmigrate` is the estimator made for such data.
         """
-        data, rows = start_fit(self, X, y)
+        data, rows = start_fit(self, X, y)[:2]
         weight = sample_weights(sample_weight, rows.n_samples)
         W = self._initial_matrix(rows.n_features)
         anchors = anchors_for(self, rows)
@@ -337,6 +338,7 @@ class IM4EImmigrate(SoftminClassifier):
         ``n_iter_`` and ``history_`` are IMMIGRATE's.
     """
 
+    _engine_rows = False  # IM4E and IMMIGRATE lay out their own rows
     _parameter_constraints = {
         "threshold": [NONE, Interval(numbers.Real, 0, None)],
         "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -386,7 +388,7 @@ class IM4EImmigrate(SoftminClassifier):
         -------
         self : IM4EImmigrate
         """
-        data, _ = start_fit(self, X, y, rows=False)
+        data = start_fit(self, X, y).data
         n_features = data.X.shape[1]
         # Two stages for progress: the prescreen, then IMMIGRATE (their steps are theirs).
         with fit_steps(self, "stage", 2) as stages:
@@ -520,7 +522,7 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         -------
         self : BoostedImmigrate
         """
-        data, rows = start_fit(self, X, y)
+        data, rows = start_fit(self, X, y)[:2]
         codes = np.asarray(gather(data.codes, what="the labels"))
         n, n_features = rows.n_samples, rows.n_features
         K = len(data.classes)

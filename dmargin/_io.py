@@ -64,6 +64,8 @@ class TrainingData:
     #: Dask rows: class counts per row block (n_blocks x K), from the scaling
     #: pass, so that drawing a stratified sample needs no pass of its own.
     block_counts: np.ndarray | None = None
+    #: A continuous target (float64, numpy; the rows are then one class), or None.
+    target: np.ndarray | None = None
 
 
 def _prescale(lo, hi):
@@ -121,7 +123,7 @@ def _encode(y, classes):
 
 def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=None,
                           scaling=None, allow_nan=False, compact=False,
-                          keep_float32=False) -> TrainingData | None:
+                          keep_float32=False, continuous=False) -> TrainingData:
     """Encode labels, check values, scale features (``None``, "minmax", "standard").
 
     ``distances=False`` for estimators that never compute distances between
@@ -134,20 +136,26 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
     ``missing``, left out of the scaling statistics, kept NaN when scaled).
     ``compact``: integer ``X`` whose values all lie in ``[0, 255]`` stays
     bytes, unscaled (``uint8``; dask blocks converted one by one where they
-    live); any other ``X`` gives ``None`` (the caller takes the float64 path).
-    ``keep_float32``: ``float32`` ``X`` gives ``float32`` rows, scaled in
-    float64 and rounded once (numpy in blocks of rows, dask per block).
+    live); any other ``X`` (or a continuous target) takes the float path,
+    from the same pass.  ``keep_float32``: ``float32`` ``X`` gives ``float32``
+    rows, scaled in float64 and rounded once (numpy in blocks of rows, dask
+    per block), for class labels (a continuous target's rows are float64).  ``continuous``: ``y`` is a continuous target (``True``:
+    numpy, already checked), may be one (``None``: a dask ``y`` of floats,
+    decided from its values in the same pass), or holds class labels
+    (``False``).  A continuous target puts every row in one class and comes
+    back as ``target``.
     """
     if classes is not None:
         classes = np.unique(np.asarray(classes))
         check_classes(classes, None)
     if is_dask_collection(X) or is_dask_collection(y):
         return _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan,
-                             compact, keep_float32)
+                             compact, keep_float32, continuous)
+    target = np.asarray(y, dtype=np.float64) if continuous else None
+    as_bytes = _as_compact(np.asarray(X)) if compact and target is None else None
+    compact = as_bytes is not None
     if compact:
-        X = _as_compact(np.asarray(X))
-        if X is None:
-            return None
+        X = as_bytes
         missing = np.zeros(X.shape[1], dtype=np.int64)
     else:
         single = keep_float32 and np.asarray(X).dtype == np.float32
@@ -160,7 +168,10 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
         label = repr(names[j]) if names is not None else str(j)
         raise ValueError(f"Feature {label} has no value (every row is missing it); drop "
                          "that column before fitting.")
-    if classes is None:
+    if target is not None:  # every row in one class: hits and misses come from the target
+        classes, codes = np.zeros(1, dtype=np.int64), np.zeros(X.shape[0], dtype=np.int64)
+        counts = np.array([X.shape[0]], dtype=np.int64)
+    elif classes is None:
         classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
         check_classes(classes, counts)
         codes = codes.astype(np.int64)
@@ -175,7 +186,7 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
                                 missing=missing is not None and bool(missing.any()))
     if scaling is not None:
         X = _scaled_float32(X, scaling) if X.dtype == np.float32 else scaling.apply(X)
-    return TrainingData(X, codes, classes, counts, scaling, missing)
+    return TrainingData(X, codes, classes, counts, scaling, missing, target=target)
 
 
 def _scaled_float32(X, scaling, block=65536):
@@ -261,13 +272,22 @@ def iter_row_blocks(X, codes, bounds):
 # ---------------------------------------------------------------------------
 
 
-def label_summary_chunk(y):
+def label_summary_chunk(y, continuous=False):
     """``{"values", "counts", "missing"}`` of one block of labels.
 
     ``missing`` counts NaN/None/pd.NA labels; the distinct values go to the
     driver, which runs the same target-type check on them as on numpy labels.
+    ``continuous``: a block of finite floats of which one is not an integer
+    is a piece of a continuous target (``type_of_target``'s rule): its values
+    come back whole, in order, as ``"target"`` (the target is needed on the
+    driver), and no distinct values.
     """
     y = np.asarray(y)
+    if continuous and y.dtype.kind == "f" and y.size:
+        with np.errstate(invalid="ignore"):
+            if np.isfinite(y).all() and np.any(y != np.floor(y)):
+                return {"values": y[:0], "counts": np.zeros(0, dtype=np.int64), "missing": 0,
+                        "target": y.astype(np.float64)}
     missing = missing_label_mask(y)
     kept = y[~missing]
     check_one_label_type(kept)
@@ -288,28 +308,49 @@ def label_summary_combine(parts):
             "missing": sum(p["missing"] for p in parts)}
 
 
-def _label_summary(y):
+def _label_summary(y, continuous=False):
     """One summary per block of ``y``, as a dask array of dicts.
 
     An array (not Delayed objects) so that it is computed in the same graph
     as the scaling statistics: each block is read once for both.
     """
-    return y.map_blocks(_summary_block, chunks=((1,) * y.numblocks[0],), dtype=object)
+    return y.map_blocks(_summary_block, continuous, chunks=((1,) * y.numblocks[0],),
+                        dtype=object)
 
 
-def _summary_block(block):
+def _summary_block(block, continuous):
     out = np.empty(1, dtype=object)
-    out[0] = label_summary_chunk(block)
+    out[0] = label_summary_chunk(block, continuous)
     return out
 
 
-def _prepare_dask(X, y, scale, distances, names, classes, scaling,
-                  allow_nan=False, compact=False, keep_float32=False) -> TrainingData | None:
+def _continuous_target(y, summaries):
+    """The whole target from the blocks' summaries, or ``None`` (class labels).
+
+    A block whose values are all integers (rare in a continuous target) sent
+    only its distinct values: those blocks alone are read again.
+    """
+    if not any("target" in part for part in summaries):
+        return None
+    if sum(part["missing"] for part in summaries):
+        return None  # the label checks name the missing values
+    wanted = [b for b, part in enumerate(summaries) if "target" not in part]
+    more = dict(zip(wanted, compute(*[y.blocks[b] for b in wanted],
+                                    what="the target's integer-valued blocks"))) \
+        if wanted else {}
+    return np.concatenate([summaries[b]["target"] if b not in more
+                           else np.asarray(more[b], dtype=np.float64)
+                           for b in range(len(summaries))])
+
+
+def _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan=False,
+                  compact=False, keep_float32=False, continuous=False) -> TrainingData:
     source = as_dask_array(X)
     out_dtype = np.float32 if keep_float32 and source.dtype == np.float32 else np.float64
-    if compact and source.dtype.kind not in "biu":
-        return None
+    compact = compact and source.dtype.kind in "biu"
     X = source.astype(np.float64)  # lazily, per block: the statistics' pass only
+    # A continuous target decided by the door is in memory (numpy); None: decided here.
+    target = np.asarray(y, dtype=np.float64) if continuous is True else None
     y = as_dask_array(y)
     if X.chunks[0] != y.chunks[0]:
         y = y.rechunk((X.chunks[0],))
@@ -319,17 +360,20 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
     if allow_nan:  # NaN are missing values: counted, and left out of min and max
         # (numpy's nan-reductions dispatch to dask's on a dask array, lazily)
         bad, missing, summaries, lo, hi, mean, var = compute(
-            np.isinf(X).sum(axis=0), np.isnan(X).sum(axis=0), _label_summary(y),
+            np.isinf(X).sum(axis=0), np.isnan(X).sum(axis=0), _label_summary(y, continuous is None),
             np.nanmin(X, axis=0), np.nanmax(X, axis=0),
             np.nanmean(X, axis=0) if moments else None,
             np.nanvar(X, axis=0) if moments else None, what="the scaling statistics")
     else:
         bad, summaries, lo, hi, mean, var = compute(
-            (~np.isfinite(X)).sum(axis=0), _label_summary(y), X.min(axis=0), X.max(axis=0),
+            (~np.isfinite(X)).sum(axis=0), _label_summary(y, continuous is None), X.min(axis=0),
+            X.max(axis=0),
             X.mean(axis=0) if moments else None, X.var(axis=0) if moments else None,
             what="the scaling statistics")
-    labels = label_summary_combine(summaries)
     summaries = list(summaries)
+    if continuous is None:
+        target = _continuous_target(y, summaries)
+    labels = label_summary_combine(summaries)
     if np.any(bad):
         raise not_finite_error(bad, names, allow_nan)
     if missing is not None and scaling is None and np.any(missing == X.shape[0]):
@@ -337,6 +381,13 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
         label = repr(names[j]) if names is not None else str(j)
         raise ValueError(f"Feature {label} has no value (every row is missing it); drop "
                          "that column before fitting.")
+    if target is not None:  # every row in one class: hits and misses come from the target
+        classes = np.zeros(1, dtype=np.int64)
+        counts = np.array([X.shape[0]], dtype=np.int64)
+        block_counts = np.asarray(X.chunks[0], dtype=np.int64)[:, None]
+        codes = y.map_blocks(_zero_codes, dtype=np.int64)
+        return _dask_rows(source, X, codes, classes, counts, block_counts, scale, scaling,
+                          distances, missing, lo, hi, mean, var, np.float64, False, target)
     if labels["missing"]:
         raise missing_labels_error(labels["missing"])
     check_label_values(labels["values"])
@@ -351,28 +402,35 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling,
     for b, part in enumerate(summaries):
         if len(part["values"]):
             block_counts[b, _encode(part["values"], classes)] = part["counts"]
-    if compact:
-        if np.any(lo < 0) or np.any(hi > COMPACT_MAX):
-            return None
-        codes = y.map_blocks(_encode, classes=classes, dtype=np.int64)
+    codes = y.map_blocks(_encode, classes=classes, dtype=np.int64)
+    return _dask_rows(source, X, codes, classes, counts, block_counts, scale, scaling, distances,
+                      missing, lo, hi, mean, var, out_dtype, compact)
+
+
+def _zero_codes(block):
+    return np.zeros(len(block), dtype=np.int64)
+
+
+def _dask_rows(source, X, codes, classes, counts, block_counts, scale, scaling, distances,
+               missing, lo, hi, mean, var, out_dtype, compact, target=None) -> TrainingData:
+    """The dask rows from the statistics of their one pass: bytes (``compact``
+    and every value within ``[0, 255]``), or scaled floats."""
+    if compact and not np.any(lo < 0) and not np.any(hi > COMPACT_MAX):
         return TrainingData(source.astype(np.uint8), codes, classes, counts, None,
                             np.zeros(X.shape[1], dtype=np.int64), block_counts)
     if scaling is not None:
-        return TrainingData(scaling.apply(X).astype(out_dtype),
-                            y.map_blocks(_encode, classes=classes, dtype=np.int64),
-                            classes, counts, scaling, missing, block_counts)
+        return TrainingData(scaling.apply(X).astype(out_dtype), codes, classes, counts,
+                            scaling, missing, block_counts, target)
     if scale is None:
         if distances:
             _check_unscaled(lo, hi)
-        return TrainingData(X.astype(out_dtype), y.map_blocks(_encode, classes=classes,
-                                                              dtype=np.int64), classes,
-                            counts, None, missing, block_counts)
+        return TrainingData(X.astype(out_dtype), codes, classes, counts, None, missing,
+                            block_counts, target)
     prescale = _prescale(lo, hi)
     if scale == "standard" and np.any(prescale != 1.0):
         # Moments of near-limit features overflowed: one more pass on X / prescale.
         mean, var = compute((X / prescale).mean(axis=0), (X / prescale).var(axis=0),
                             what="the scaling statistics")
     scaling = _make_scaling(scale, {"min": lo, "max": hi, "mean": mean, "var": var}, prescale)
-    codes = y.map_blocks(_encode, classes=classes, dtype=np.int64)
     return TrainingData(scaling.apply(X).astype(out_dtype), codes, classes, counts, scaling,
-                        missing, block_counts)
+                        missing, block_counts, target)

@@ -23,7 +23,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import DaskSelectorMixin, start_fit
+from ._base import DaskSelectorMixin
+from ._start import start_fit
 from ._utils import make_rng
 from ._compat import gather, is_dask_collection
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate
@@ -222,6 +223,7 @@ class LDM(ClassifierMixin, BaseEstimator):
     True
     """
 
+    _engine_rows = False  # the solver picks its rows (the Newton solver on the engine)
     _parameter_constraints: ClassVar[dict] = {
         "C": [Interval(numbers.Real, 0, None, closed="neither")],
         "lambda1": [Interval(numbers.Real, 0, None)],
@@ -266,7 +268,7 @@ class LDM(ClassifierMixin, BaseEstimator):
         """
         if _known_rows(X) is not None:  # fail before any pass over dask rows
             pick_solver(self, X, _known_rows(X))
-        data, _ = start_fit(self, X, y, rows=False)
+        data = start_fit(self, X, y).data
         solver = pick_solver(self, X, data.X.shape[0])
         self._scaling = data.scaling
         self.classes_ = data.classes
@@ -411,7 +413,7 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         # Initialization
         if _known_rows(X) is not None:  # fail before any pass over dask rows
             pick_solver(self, X, _known_rows(X))
-        data, rows = start_fit(self, X, y, rows=True)
+        data, rows = start_fit(self, X, y)[:2]
         solver = pick_solver(self, X, rows.n_samples)
         if solver == "newton":  # the rows stay where they are
             gamma, k = None, len(data.classes)

@@ -15,7 +15,8 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import N_FEATURES_TO_SELECT, WeightSelector, miss_priors, start_fit
+from ._base import N_FEATURES_TO_SELECT, WeightSelector, miss_priors
+from ._start import Stream, start_fit
 from ._utils import make_rng, timer
 from ._cost import online_cost
 from ._checkpoint import read_online_state, write_online_state
@@ -128,6 +129,7 @@ class OnlineIRelief(WeightSelector):
     (6,)
     """
 
+    _engine_rows = False  # the rows stream through the driver, a block at a time
     _parameter_constraints = {
         "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
         "a": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -219,7 +221,7 @@ class OnlineIRelief(WeightSelector):
         -------
         self : OnlineIRelief
         """
-        data, _ = start_fit(self, X, y, rows=False, allow_nan=True)
+        data = start_fit(self, X, y).data
         self._scale = data.scaling
         self.discrete_features_ = self._detect_discrete(data.X)
         self._fixed_ref = None  # a set_reference sample belongs to partial_fit streams
@@ -271,9 +273,8 @@ class OnlineIRelief(WeightSelector):
         first = not hasattr(self, "nu_")
         # The first chunk fixes the classes and the scaling; a later one is checked
         # against them (and may be a single row, the tail of a stream).
-        data, _ = start_fit(self, X, y, rows=False, in_memory=True, reset=first,
-                            classes=classes if first else self.classes_,
-                            scaling=None if first else self._scale, allow_nan=True)
+        data = start_fit(self, X, y, stream=Stream(first, classes if first else self.classes_,
+                                                   None if first else self._scale)).data
         X, codes = data.X, data.codes
         if first:
             self._start(X.shape[1], data.classes, data.counts)

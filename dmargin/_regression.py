@@ -16,16 +16,14 @@ import numbers
 
 import numpy as np
 from scipy.stats import false_discovery_control
-from sklearn.utils.multiclass import type_of_target
 
-from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit
+from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
+from ._start import start_fit
 from ._utils import make_rng, timer
-from ._compat import compute, is_dask_collection
-from ._cost import anchor_count, relief_cost
+from ._cost import relief_cost
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from ._relief_terms import relieff_continuous_agg, rrelieff_agg
-from .engine import (Anchors, feature_kinds, knn_target_statistic, merge, prepare_rows,
-                     rows_at)
+from .engine import Anchors, feature_kinds, knn_target_statistic, merge, rows_at
 from .progress import fit_steps
 
 #: Nearest rows asked for per anchor in the first pass of continuous-endpoint ReliefF,
@@ -36,68 +34,6 @@ FIRST_REACH = 4
 # ---------------------------------------------------------------------------
 # The target: detection and checks
 # ---------------------------------------------------------------------------
-
-
-def is_continuous(y) -> bool:
-    """Whether ``y`` is a continuous target as scikit-learn's ``type_of_target`` says.
-
-    Float values of which at least one is not an integer.  Dask labels are
-    tested the same way in one reduction (no values travel).  Labels that
-    ``type_of_target`` refuses (NaN, mixed types) are left to the
-    classification checks, which name the problem.
-    """
-    if is_dask_collection(y):
-        if getattr(y, "ndim", 1) != 1 or getattr(y.dtype, "kind", "O") != "f":
-            return False
-        finite = np.isfinite(y)
-        # As type_of_target: NaN or inf is no type (the label checks say so).
-        bad, fractional = compute((~finite).any(), ((y != np.floor(y)) & finite).any(),
-                                  what="the target's type")
-        return bool(fractional) and not bool(bad)
-    try:
-        return type_of_target(y) == "continuous"
-    except (ValueError, TypeError):
-        return False
-
-
-def target_values(estimator, y):
-    """``y`` as a finite float64 numpy vector (dask targets are computed: N floats)."""
-    name = type(estimator).__name__
-    if y is None:
-        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-    if is_dask_collection(y):
-        y = compute(y, what="the target")[0]
-    y = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"y should be a 1d array (one target value per row); got shape "
-                         f"{y.shape}.")
-    if y.dtype.kind == "c":
-        raise ValueError(f"Complex data not supported: {name} needs a real target; y has "
-                         f"dtype {y.dtype}.")
-    if y.dtype.kind == "O":  # numbers held as objects (a pandas object column) are numbers
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"Unknown label type: {name} needs a numeric target; y holds "
-                             "objects that are not numbers. Encode it as numbers, or use "
-                             "ReliefF for class labels.") from None
-    if y.dtype.kind not in "biuf":
-        raise ValueError(f"{name} needs a numeric target; y has dtype {y.dtype}. Encode it as "
-                         "numbers, or use ReliefF for class labels.")
-    if y.size < 2:
-        raise ValueError(f"{name} needs at least 2 rows to compare targets; got {y.size} "
-                         "sample.")
-    y = y.astype(np.float64)
-    bad = int(np.sum(~np.isfinite(y)))
-    if bad:
-        raise ValueError(f"y contains {bad} missing (NaN) or infinite values. Drop those rows "
-                         "or give them a value.")
-    if y.size and np.all(y == y[0]):
-        raise ValueError("y is constant: no feature can explain its differences. Check that "
-                         "the right column is the target.")
-    return y
 
 
 def hit_bound(y) -> float:
@@ -119,25 +55,6 @@ def set_target(est, classes=None, bound=None):
         est.__dict__.pop("classes_", None)
         est.target_type_ = "continuous"
         est.hit_bound_ = bound
-
-
-def start_target_fit(estimator, X, y, *, one_pass=False, allow_nan=False):
-    """The door of a fit on a continuous target: ``(rows, y, missing per feature)``.
-
-    ``X`` goes through the same checks and scaling as a classification fit
-    (:func:`~dmargin._base.start_fit`, given one class of placeholder codes);
-    the rows are laid out with every row in one class, so the k-NN tiles
-    rank all candidates together.
-    """
-    y = target_values(estimator, y)
-    codes = np.zeros(y.shape[0], dtype=np.int64)
-    # Two declared classes let the door accept a single class of codes.
-    data, _ = start_fit(estimator, X, codes, rows=False, classes=np.array([0, 1]),
-                        allow_nan=allow_nan)
-    stream = one_pass and anchor_count(getattr(estimator, "n_anchors", None),
-                                       y.shape[0]) is not None
-    return (prepare_rows(data.X, data.codes, 1, persist=not stream), y,
-            getattr(data, "missing", None))
 
 
 # ---------------------------------------------------------------------------
@@ -208,8 +125,9 @@ def continuous_relieff_sum(rows, y, n_neighbors, bound, anchors=None, kinds=None
             anchors.X[keep], anchors.codes[keep], index)
 
 
-def fit_continuous_relieff(est, X, y):
-    """``ReliefF.fit`` on a continuous target: skrebate 0.8.4's continuous endpoint.
+def fit_continuous_relieff(est, start):
+    """``ReliefF.fit`` on a continuous target (``start.target``, from the door):
+    skrebate 0.8.4's continuous endpoint.
 
     Sets the fitted attributes of ``est`` (``target_type_ = "continuous"``,
     ``hit_bound_``, ``discrete_features_``, no ``classes_``) and returns it.
@@ -219,9 +137,9 @@ def fit_continuous_relieff(est, X, y):
     target permuted (the same anchors); STIR's p-values are for two classes
     only.
     """
-    rows, y, missing = start_target_fit(est, X, y, allow_nan=True)
+    rows, y = start.rows, start.target
     # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
-    kinds = feature_kinds(rows, est.discrete_threshold, missing=missing)
+    kinds = feature_kinds(rows, est.discrete_threshold, missing=start.data.missing)
     anchors = anchors_for(est, rows)
     bound = hit_bound(y)
     m = rows.n_samples if anchors is None else anchors.n_samples
@@ -330,6 +248,10 @@ class RReliefF(WeightSelector):
     [0, 1]
     """
 
+    #: Any numeric ``y`` is a target; with a sample of anchors the rows are read once.
+    _targets = ("continuous",)
+    _one_pass = True
+
     _parameter_constraints = {
         "n_neighbors": [Interval(numbers.Integral, 1, None)],
         "sigma": [Interval(numbers.Real, 0, None, closed="neither"), NONE],
@@ -361,7 +283,8 @@ class RReliefF(WeightSelector):
         -------
         self : RReliefF
         """
-        rows, y, _ = start_target_fit(self, X, y, one_pass=True)
+        start = start_fit(self, X, y)
+        rows, y = start.rows, start.target
         anchors = anchors_for(self, rows)
         k = min(self.n_neighbors, rows.n_samples - 1)
         rank = np.arange(1, k + 1, dtype=np.float64)

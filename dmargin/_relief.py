@@ -15,11 +15,11 @@ import numpy as np
 from scipy.stats import false_discovery_control
 from sklearn.exceptions import ConvergenceWarning
 
-from ._base import (N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors,
-                    start_fit)
+from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors
+from ._start import start_fit
 from ._utils import logger, make_rng, timer
 from ._cost import irelief_cost, relief_cost
-from ._regression import fit_continuous_relieff, is_continuous, set_target
+from ._regression import fit_continuous_relieff, set_target
 from ._stir import sample_moments, sample_shape, stir, uncalibrated, warn_uncalibrated
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ._relief_terms import (relief_agg, relieff_agg, relieff_stir_agg, stir_combine, stir_finish,
@@ -217,7 +217,7 @@ class IRelief(WeightSelector):
         self : IRelief
         """
         # Initialisation
-        data, rows = start_fit(self, X, y, allow_nan=True)
+        data, rows = start_fit(self, X, y)[:2]
         kinds = feature_kinds(rows, self.discrete_threshold, ramps=False, mixed_weight=False,
                               missing=data.missing)
         agg = irelief_agg_missing if kinds.kind == MISSING else irelief_agg
@@ -448,6 +448,7 @@ class ReliefF(WeightSelector):
     #: into its share of the score.  A Relief variant that weighs the neighbours
     #: otherwise is a subclass with its own (``docs/contributing/adding_an_estimator.md``).
     _agg = staticmethod(relieff_agg)
+    _targets = ("classes", "continuous")
     _parameter_constraints = {
         "n_neighbors": [Interval(numbers.Integral, 1, None)],
         "discrete_threshold": [Interval(numbers.Integral, 0, None)],
@@ -470,6 +471,11 @@ class ReliefF(WeightSelector):
         self.n_features_to_select = n_features_to_select
         self.random_state = random_state
 
+    def _one_pass(self, continuous):
+        """With a sample of anchors, a fit on class labels without permutations reads
+        the rows once (the door streams dask rows instead of persisting them)."""
+        return not continuous and self.n_permutations == 0
+
     def fit(self, X, y):
         """Compute the ReliefF weights.
 
@@ -482,9 +488,10 @@ class ReliefF(WeightSelector):
         -------
         self : ReliefF
         """
-        if is_continuous(y):  # a regression target: skrebate's continuous endpoint
-            return fit_continuous_relieff(self, X, y)
-        data, rows = start_fit(self, X, y, one_pass=self.n_permutations == 0, allow_nan=True)
+        start = start_fit(self, X, y)
+        if start.target is not None:  # a regression target: skrebate's continuous endpoint
+            return fit_continuous_relieff(self, start)
+        data, rows = start.data, start.rows
         # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
         kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing)
         anchors = anchors_for(self, rows)
@@ -601,7 +608,7 @@ class Relief(WeightSelector):
         -------
         self : Relief
         """
-        data, rows = start_fit(self, X, y)
+        data, rows = start_fit(self, X, y)[:2]
         z = np.asarray(knn_statistic(rows, 1, relief_agg))
         w = _positive_unit(z)
         if w is None:

@@ -14,7 +14,8 @@ import warnings
 
 import numpy as np
 
-from ._base import N_FEATURES_TO_SELECT, WeightSelector, start_fit
+from ._base import N_FEATURES_TO_SELECT, WeightSelector
+from ._start import start_fit
 from ._utils import logger, make_rng, timer
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from .engine import simba_margins, simba_run
@@ -90,6 +91,7 @@ class Simba(WeightSelector):
     theory and algorithms", ICML 2004.
     """
 
+    _engine_rows = False  # it reads the rows in its own passes
     _parameter_constraints = {
         "n_starts": [Interval(numbers.Integral, 1, None)],
         "n_passes": [Interval(numbers.Integral, 1, None)],
@@ -122,7 +124,7 @@ class Simba(WeightSelector):
         -------
         self : Simba
         """
-        data, _ = start_fit(self, X, y, rows=False)
+        data = start_fit(self, X, y).data
         X = gather(data.X, what="Simba's rows")  # sequential: gather
         codes = gather(data.codes, what="Simba's labels")
         X = np.ascontiguousarray(X, dtype=np.float64)

@@ -16,26 +16,22 @@ the distance moments, then the neighbours within the thresholds
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from scipy.stats import false_discovery_control
 
-from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, start_fit
-from ._utils import make_rng, timer, user_stacklevel
+from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
+from ._start import start_fit
+from ._utils import make_rng, timer
 from ._cost import surf_cost
-from ._compat import is_dask_collection, persist_with_known_rows
-from ._io import prepare_training_data
 from ._relief_terms import stir_shares
-from ._regression import hit_bound, is_continuous, set_target, start_target_fit
+from ._regression import hit_bound, set_target
 from ._stir import (graph_from_sums, graph_sample, sample_moments, sample_shape, stir,
                     uncalibrated, warn_uncalibrated)
 from ._surf_terms import (FAR_NONE, FAR_SIMILARITY, FAR_SUBTRACT, multisurf_thresholds, surf_agg,
                           surf_stir_agg, surf_thresholds)
-from ._validation import (BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params,
-                          check_X_y, integer_input)
-from .engine import (MASKED, MISSING, FeatureKinds, Rows, compact_distinct, feature_kinds,
-                     permuted_rows, rows_per_block, compact_threshold_statistic,
+from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
+from .engine import (MISSING, compact_threshold_statistic, feature_kinds, permuted_rows,
                      threshold_statistic)
 from .progress import fit_steps
 
@@ -216,65 +212,13 @@ _STIR_NOTES = """
 """
 
 
-def _compact_start(estimator, X, y):
-    """``(data, rows, kinds)`` with the rows kept as ``uint8``, or ``None``.
-
-    Compact when ``X`` is integer (or boolean) by its dtype, every value
-    lies in ``[0, 255]`` and every feature is discrete (at most
-    ``discrete_threshold`` distinct values): genotypes.  Numpy rows stay the
-    user's bytes (converted once when wider); dask blocks are converted one
-    by one where they live, and persisted as bytes.  Any other input is the
-    float64 path's (``None``), unchanged.
-    """
-    if not integer_input(X) or estimator.discrete_threshold == 0:
-        return None
-    check_params(estimator)
-    Xv, yv = check_X_y(estimator, X, y, reset=True, min_samples=2, allow_nan=True,
-                       keep_integers=True)
-    data = prepare_training_data(Xv, yv, None, names=getattr(estimator, "feature_names_in_", None),
-                                 allow_nan=True, compact=True)
-    if data is None:
-        return None
-    n, a = data.X.shape
-    k = len(data.classes)
-    if is_dask_collection(data.X):
-        rows = _dask_compact_rows(data, k)
-        kinds = feature_kinds(rows, estimator.discrete_threshold)
-        if not kinds.discrete.all():
-            return None
-    else:
-        # Values 0..v take at most v + 1 distinct values: genotypes need no count.
-        top = int(data.X.max()) if data.X.size else 0
-        if top + 1 > estimator.discrete_threshold and np.any(
-                compact_distinct(data.X, estimator.discrete_threshold)
-                > estimator.discrete_threshold):
-            return None
-        rows = Rows(np.ascontiguousarray(data.X), data.codes, k, False, [(0, n)])
-        kinds = FeatureKinds(np.ones(a, dtype=np.bool_), 1.0, np.full(a, np.inf),
-                             np.zeros(a, dtype=np.int64), MASKED)
-    k = estimator.n_features_to_select  # start_fit's warning, which this path bypasses
-    if isinstance(k, numbers.Integral) and k > a:
-        warnings.warn(f"n_features_to_select={k} exceeds the {a} features; all {a} are kept.",
-                      UserWarning, stacklevel=user_stacklevel())
-    return data, rows, kinds
-
-
-def _dask_compact_rows(data, n_classes):
-    """Persisted ``uint8`` row blocks (at most the tile budget's anchor rows each)."""
-    X, a = data.X, data.X.shape[1]
-    cap = rows_per_block(a, n_classes)
-    source = X.chunks[0]
-    X = X.rechunk((source if max(source) <= cap else cap, a))
-    X, codes = persist_with_known_rows(X, data.codes.rechunk((X.chunks[0],)))
-    edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
-    counts = data.block_counts if X.chunks[0] == source else None
-    return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])), block_counts=counts)
-
-
 class _ThresholdSelector(WeightSelector):
     """The SURF family: one engine statistic; subclasses set the thresholds and the far set."""
 
     _allow_nan = True
+    #: Class labels or a continuous target; float32 rows stay float32, genotypes bytes.
+    _targets = ("classes", "continuous")
+    _keep_float32 = _compact_rows = True
     _thresholds = staticmethod(surf_thresholds)
     _far_rule = FAR_NONE
 
@@ -311,18 +255,12 @@ class _ThresholdSelector(WeightSelector):
         """
         # Initialisation: rows placed once (as bytes when they are genotype-like
         # and y is class labels), feature kinds as skrebate detects them
-        compact = target = bound = None
-        if is_continuous(y):  # one class of rows; hits and misses from the target
-            rows, target, missing = start_target_fit(self, X, y, allow_nan=True)
-            kinds = feature_kinds(rows, self.discrete_threshold, missing=missing)
-            bound = hit_bound(target)
-        else:
-            compact = _compact_start(self, X, y)
-            if compact is None:  # float64 rows, or float32 ones for float32 X
-                data, rows = start_fit(self, X, y, allow_nan=True, keep_float32=True)
-                kinds = feature_kinds(rows, self.discrete_threshold)
-            else:
-                data, rows, kinds = compact
+        start = start_fit(self, X, y)
+        data, rows, target = start.data, start.rows, start.target
+        compact = rows.X.dtype == np.uint8
+        kinds = start.kinds if start.kinds is not None else \
+            feature_kinds(rows, self.discrete_threshold, missing=data.missing)
+        bound = None if target is None else hit_bound(target)
         anchors = anchors_for(self, rows)
         permutations = getattr(self, "n_permutations", 0)
         with_p = getattr(self, "pvalues", False) and not permutations
@@ -340,7 +278,7 @@ class _ThresholdSelector(WeightSelector):
         # (Compact rows count mismatches on bit planes: a feature costs 1/8 or less.)
         sample = graph_sample(rows.n_samples, rows.n_features,
                               None if anchors is None else anchors.index,
-                              1 / 8 if compact is not None and not rows.on_dask else 1.0) \
+                              1 / 8 if compact and not rows.on_dask else 1.0) \
             if with_p else None
         agg = surf_stir_agg if with_p else surf_agg
 
@@ -351,15 +289,14 @@ class _ThresholdSelector(WeightSelector):
         far = self._far_rule != FAR_NONE
 
         def scores(rows, anchors, agg, sample, with_p):
-            if compact is not None and not rows.on_dask:
+            if compact and not rows.on_dask:
                 # 0/1 differences are their own squares (no squares summed)
                 args = (self._far_rule, False, False) if with_p else (self._far_rule, False)
-                return compact_threshold_statistic(rows.X, rows.codes, rows.n_classes,
-                                              self._thresholds, agg, args, far=far,
-                                              anchors=anchors, graph_sample=sample)
+                return compact_threshold_statistic(rows, self._thresholds, agg, args, far=far,
+                                                   anchors=anchors, graph_sample=sample)
             return threshold_statistic(rows, self._thresholds, agg, (self._far_rule, missing),
-                                  far=far, kinds=kinds, anchors=anchors, target=target,
-                                  bound=bound or 0.0, graph_sample=sample)
+                                       far=far, kinds=kinds, anchors=anchors, target=target,
+                                       bound=bound or 0.0, graph_sample=sample)
 
         with fit_steps(self, "pass", 1 + permutations) as steps, timer(name):
             out = scores(rows, anchors, agg, sample, with_p)
@@ -378,7 +315,7 @@ class _ThresholdSelector(WeightSelector):
 
         # Final attributes
         m = rows.n_samples if anchors is None else anchors.n_samples
-        self.compact_dtype_ = np.dtype(np.uint8) if compact is not None else \
+        self.compact_dtype_ = np.dtype(np.uint8) if compact else \
             np.dtype(np.float32) if rows.X.dtype == np.float32 else None
         set_target(self, None if target is not None else data.classes, bound)
         self.discrete_features_ = kinds.discrete

@@ -18,7 +18,8 @@ import numbers
 import numpy as np
 from sklearn.base import clone
 
-from ._base import N_FEATURES_TO_SELECT, WeightSelector, start_fit
+from ._base import N_FEATURES_TO_SELECT, WeightSelector
+from ._start import start_fit
 from ._compat import is_dask_collection, is_dask_frame
 from ._elimination import eliminate
 from ._validation import Interval, Kind
@@ -86,6 +87,7 @@ class TuRF(WeightSelector):
     8
     """
 
+    _engine_rows = False  # checks the data; the inner estimator fits it
     _parameter_constraints = {
         "estimator": [_ESTIMATOR],
         "pct": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -111,7 +113,7 @@ class TuRF(WeightSelector):
         -------
         self : TuRF
         """
-        start_fit(self, X, y, rows=False)
+        start_fit(self, X, y)
         n = self.n_features_in_
         pct = float(self.pct)
 

@@ -375,7 +375,7 @@ def integer_input(X):
 
 
 def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
-              keep_integers=False, keep_float32=False):
+              keep_integers=False, keep_float32=False, continuous=False):
     """Validate ``X, y``; returns ``(X, y)`` as numpy or dask arrays.
 
     ``min_samples=1`` lets a stream's later chunk (``partial_fit``) be one row.
@@ -384,6 +384,8 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
     boolean ``X`` keeps its dtype instead of becoming float64 (the SURF
     family's compact genotype rows, :func:`dmargin._io.compact_data`);
     ``keep_float32``: so does ``float32`` ``X`` (the SURF family's float32 rows).
+    ``continuous``: ``y`` is a continuous target, checked by
+    :func:`target_values` (the class-label checks do not apply).
 
     numpy / pandas ``X`` goes through scikit-learn's ``validate_data`` (NaN,
     inf, dtype, ``feature_names_in_``); dask ``X`` is checked on metadata and
@@ -443,7 +445,7 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
     if y.dtype.kind == "c":
         raise ValueError(f"y has complex dtype {y.dtype}; class labels must be integers, "
                          "strings or booleans.")
-    if not is_dask_collection(y):  # dask labels: checked on their distinct values in _io
+    if not is_dask_collection(y) and not continuous:  # dask labels: checked in _io
         missing = int(missing_label_mask(y).sum())
         if missing:
             raise missing_labels_error(missing)
@@ -488,6 +490,65 @@ def check_classes(classes, counts):
             "selection needs at least "
             "two classes to define misses."
         )
+
+
+# ---------------------------------------------------------------------------
+# A continuous target (the Relief family's regression endpoint)
+# ---------------------------------------------------------------------------
+
+
+def is_continuous(y) -> bool:
+    """Whether in-memory ``y`` is a continuous target as scikit-learn's
+    ``type_of_target`` says: float values of which at least one is not an
+    integer.
+
+    Labels that ``type_of_target`` refuses (NaN, mixed types) are left to the
+    classification checks, which name the problem.  A dask target is decided
+    in the pass that reads the data (:func:`dmargin._io.prepare_training_data`),
+    not here.
+    """
+    try:
+        return type_of_target(y) == "continuous"
+    except (ValueError, TypeError):
+        return False
+
+
+def target_values(estimator, y):
+    """``y`` as a finite float64 numpy vector, or an error that names the problem."""
+    name = type(estimator).__name__
+    if y is None:
+        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+    y = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y should be a 1d array (one target value per row); got shape "
+                         f"{y.shape}.")
+    if y.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} needs a real target; y has "
+                         f"dtype {y.dtype}.")
+    if y.dtype.kind == "O":  # numbers held as objects (a pandas object column) are numbers
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"Unknown label type: {name} needs a numeric target; y holds "
+                             "objects that are not numbers. Encode it as numbers, or use "
+                             "ReliefF for class labels.") from None
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"{name} needs a numeric target; y has dtype {y.dtype}. Encode it as "
+                         "numbers, or use ReliefF for class labels.")
+    if y.size < 2:
+        raise ValueError(f"{name} needs at least 2 rows to compare targets; got {y.size} "
+                         "sample.")
+    y = y.astype(np.float64)
+    bad = int(np.sum(~np.isfinite(y)))
+    if bad:
+        raise ValueError(f"y contains {bad} missing (NaN) or infinite values. Drop those rows "
+                         "or give them a value.")
+    if y.size and np.all(y == y[0]):
+        raise ValueError("y is constant: no feature can explain its differences. Check that "
+                         "the right column is the target.")
+    return y
 
 
 #: A constraint of one's own: ``Kind(description, test)``.

@@ -69,7 +69,7 @@ def test_the_scaling_pass_counts_the_classes_per_block(data, monkeypatch, thread
     calls = []
     counting = sampling._class_counts
     monkeypatch.setattr(sampling, "_class_counts", lambda *a: calls.append(1) or counting(*a))
-    data_, rows = dmargin._base.start_fit(dmargin.ReliefF(n_anchors=30), Xd, yd, one_pass=True)
+    rows = dmargin._start.start_fit(dmargin.ReliefF(n_anchors=30), Xd, yd).rows
     codes = _codes(y)
     expected = np.stack([np.bincount(codes[s:s + 50], minlength=4) for s in range(0, 240, 50)])
     np.testing.assert_array_equal(rows.block_counts, expected)

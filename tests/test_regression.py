@@ -24,7 +24,8 @@ import skrebate.relieff
 
 import dmargin
 from dmargin import ReliefF, RReliefF
-from dmargin._regression import continuous_relieff_sum, hit_counts, start_target_fit
+from dmargin._regression import continuous_relieff_sum, hit_counts
+from dmargin._start import start_fit
 from tests import reference_regression as ref
 
 GAMETES = (Path(__file__).resolve().parent / "data" / "gametes"
@@ -117,7 +118,7 @@ def test_anchors_short_of_hits_are_scored_again():
     """The first pass's nearest rows miss some anchors' k hits; later passes with
     more rows (and the anchors' rows alone) complete them, exactly."""
     X, y = heavy_tailed()
-    rows, y, _ = start_target_fit(ReliefF(), X, y)
+    rows, y = start_fit(ReliefF(), X, y)[1:3]
     bound = np.std(y, ddof=1)
     hits, misses = hit_counts(y, np.arange(y.size), bound)
     assert (hits < 5).any()  # fewer than k hits among all rows
@@ -312,3 +313,43 @@ def test_cli_ranks_by_a_continuous_label(tmp_path, method, args, make, suffix):
     est = make().fit(X, frame["target"].to_numpy())
     np.testing.assert_allclose(table["score"], est.feature_importances_[table["index"]],
                                atol=TOL, rtol=0)
+
+
+def _counted_blocks(X, y, rows=40):
+    """Dask ``X, y`` whose blocks come from one read task each (as a Parquet row
+    group's), and a counter of those reads."""
+    reads = []
+
+    def read(start):
+        reads.append(start)
+        return X[start:start + rows], y[start:start + rows]
+
+    parts = [dask.delayed(read, pure=True, nout=2)(s) for s in range(0, len(y), rows)]
+    sizes = [min(rows, len(y) - s) for s in range(0, len(y), rows)]
+    Xd = da.concatenate([da.from_delayed(p[0], (n, X.shape[1]), X.dtype)
+                         for p, n in zip(parts, sizes)])
+    yd = da.concatenate([da.from_delayed(p[1], (n,), y.dtype) for p, n in zip(parts, sizes)])
+    return Xd, yd, reads
+
+
+@pytest.mark.parametrize("make", [lambda: ReliefF(n_neighbors=10), dmargin.MultiSURF],
+                         ids=["ReliefF", "MultiSURF"])
+def test_a_dask_target_is_told_from_labels_in_the_data_pass(make):
+    """Whether a dask ``y`` is a continuous target is decided in the pass that
+    reads the data for its scaling: a continuous target costs no more reads of
+    the blocks than class labels (one pass, then the persisted rows), and
+    gives the in-process scores."""
+    X, y = heavy_tailed()
+    labels = (y > np.median(y)).astype(np.float64)  # floats that are class labels
+    counts = {}
+    for name, target in (("continuous", y), ("classes", labels)):
+        Xd, yd, reads = _counted_blocks(X, target)
+        with dask.config.set(scheduler="synchronous"):
+            got = make().fit(Xd, yd)
+        counts[name] = len(reads)
+        expected = make().fit(X, target)
+        assert got.target_type_ == expected.target_type_
+        np.testing.assert_allclose(got.feature_importances_, expected.feature_importances_,
+                                   atol=TOL, rtol=0)
+    n_blocks = -(-len(y) // 40)
+    assert counts["continuous"] == counts["classes"] == 2 * n_blocks

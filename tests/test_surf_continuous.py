@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 
 import dmargin
-from dmargin._regression import start_target_fit
+from dmargin._start import start_fit
 from dmargin import _surf_terms as surf_terms
 from dmargin.engine import feature_kinds, threshold_statistic
 from tests import reference_surf as ref
@@ -142,7 +142,7 @@ def test_equals_the_reference(variant, name, n_anchors):
 def test_the_hit_bound_decides_hit_and_miss():
     """Another bound gives other scores: the target's split is what is scored."""
     X, y = dataset("regression")
-    rows, target, _ = start_target_fit(dmargin.MultiSURF(), X, y)
+    rows, target = start_fit(dmargin.MultiSURF(), X, y)[1:3]
     kinds = feature_kinds(rows, 10)
     args = (surf_terms.multisurf_thresholds, surf_terms.surf_agg, (surf_terms.FAR_NONE, False))
     bound = np.std(y, ddof=1)
@@ -182,7 +182,7 @@ def test_in_process_blocks_on_threads_equal_one_block(monkeypatch):
     from dmargin.engine import grid
 
     X, y = dataset("regression")
-    rows, target, _ = start_target_fit(dmargin.MultiSURFstar(), X, y)
+    rows, target = start_fit(dmargin.MultiSURFstar(), X, y)[1:3]
     args = (surf_terms.multisurf_thresholds, surf_terms.surf_agg, (surf_terms.FAR_SIMILARITY,))
     kw = {"far": True, "target": target, "bound": np.std(y, ddof=1)}
     one = threshold_statistic(rows, *args, **kw)

@@ -311,12 +311,27 @@ _EXTRA = [
 ]
 
 
+#: Genotype-like rows stay bytes in-process (the compact SURF path): numpy input.
+_COMPACT = [
+    lambda: dmargin.MultiSURF(pvalues=True),
+    lambda: dmargin.MultiSURFstar(n_anchors=40, random_state=0),
+]
+
+
+def _genotypes(n=90, a=7, seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 3, size=(n, a)).astype(np.uint8)
+    return X, (X[:, 0] + X[:, 1] + rng.integers(0, 2, n) > 2).astype(np.int64)
+
+
 def _fits():
     for p in CASES:
         make, _, (dataset, kind), _ = p.values
         yield p.id, make, dataset, kind
     for i, (make, dataset) in enumerate(_EXTRA):
         yield f"extra-{i}", make, dataset, "array"
+    for i, make in enumerate(_COMPACT):
+        yield f"compact-{i}", make, "genotypes", "numpy"
 
 
 @pytest.fixture(scope="module")
@@ -331,8 +346,9 @@ def recorded(request):
     try:
         with dask.config.set(scheduler="threads"):
             for _, make, dataset, kind in _fits():
-                X, y = on_dask(request, dataset, kind)
+                X, y = _genotypes() if kind == "numpy" else on_dask(request, dataset, kind)
                 est = make().fit(X, y)
+                assert kind != "numpy" or est.compact_dtype_ == np.uint8
                 if hasattr(est, "predict") and not isinstance(est, dmargin.TuRF):
                     est.predict(X)
                     # and new rows from the driver

@@ -346,7 +346,8 @@ class Graph:
         dask collections the graph reads besides the rows.
         """
         if self.local:
-            values = _run_local(self.dsk, self._tiles, threads)
+            wanted = {key} if keep is None else {key, *keep[0]}
+            values = _run_local(self.dsk, self._tiles, threads, wanted)
             if keep is None:
                 return values[key]
             kept = values[keep[0][0]] if len(keep[0]) == 1 else np.concatenate(
@@ -420,20 +421,25 @@ def _resolve(arg, values):
     return arg
 
 
-def _run_local(dsk, tiles, threads):
+def _run_local(dsk, tiles, threads, wanted=None):
     """Run a graph in-process: tasks level by level, each level on threads.
 
     A task's level is one more than its deepest dependency's, so a level's
     tasks are independent; their values do not depend on the order they ran.
+    With ``wanted`` (keys), a value is dropped once every task that reads it
+    has run, unless wanted: a chain of tasks (:func:`grid.chained`) then
+    holds one link at a time.
     """
-    values, level = {}, {}
+    values, level, readers = {}, {}, {}
     for key, task in dsk.items():
         if type(task) is not tuple or not callable(task[0]):
             values[key] = task
             level[key] = 0
             continue
-        deps = [level[a] for a in _keys_in(task[1:], dsk)]
-        level[key] = 1 + max(deps, default=0)
+        deps = set(_keys_in(task[1:], dsk))
+        for a in deps:
+            readers[a] = readers.get(a, 0) + 1
+        level[key] = 1 + max((level[a] for a in deps), default=0)
     by_level = {}
     for key, lv in level.items():
         if key not in values:
@@ -454,6 +460,12 @@ def _run_local(dsk, tiles, threads):
                 if key in tiles:
                     done += 1
                     step_fraction(done, n_tiles)
+            if wanted is not None:
+                for key in keys:
+                    for a in set(_keys_in(dsk[key][1:], dsk)):
+                        readers[a] -= 1
+                        if not readers[a] and a not in wanted:
+                            del values[a]
     finally:
         if pool:
             pool.shutdown()

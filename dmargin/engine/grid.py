@@ -11,7 +11,9 @@ grids (:mod:`dmargin.engine.execution` runs them, in-process or on dask):
   row blocks, each pair's tile serving the rows of both blocks (statistics
   symmetric in the pair: IMMIGRATE's, the SURF family's);
 - :func:`per_block` -- one task per row block (histograms, linear machines,
-  column summaries).
+  column summaries);
+- :func:`chained` -- in-process, blocks of anchors in turn against every
+  row, each tile adding to the last (the compact SURF rows).
 
 Every task's key is a hash of the task itself (:meth:`Graph.add`): a
 statistic never names a task by hand.  The block policy lives here too:
@@ -104,6 +106,23 @@ def ordered(g: Graph, tile, *args, combine, each=None, anchors=None, tag="tile")
             for i, anchor in enumerate(anchors)]
 
 
+def chained(g: Graph, tile, *args, each=None, tag="tile"):
+    """The anchor blocks in turn against the one candidate block (in-process:
+    every row), each tile given the previous tile's value (``None`` first):
+    a running reduction that holds one block's partials at a time, for
+    kernels that thread inside.  Returns the last tile's key.
+
+    ``tile(Xa, ya, ia, Xc, yc, start_c, *args, *each(i), previous)``.
+    """
+    if len(g.candidates) != 1:
+        raise ValueError("a chain of tiles runs against a single candidate block")
+    previous = None
+    for i in range(len(g.anchors)):
+        previous = g.tile(tag, tile, *g.anchor(i), *g.block(0), *args, *_extra(each, i),
+                          previous)
+    return previous
+
+
 def ordered_tiles(g: Graph, tile, *args, each=None, tag="tile"):
     """The tile tasks of :func:`ordered`, unmerged: ``{(i, j): key}``
     (``each(i, j)``: the extra arguments of the tile ``(i, j)``)."""
@@ -181,6 +200,6 @@ def run(g: Graph, key, *, threads=1, blas_limit=False, keep=None, collections=()
     return g.compute(key, threads=threads, keep=keep, collections=collections)
 
 
-__all__ = ["LINEAR_BLOCK_ROWS", "graph", "hold_target", "linear_blocks", "ordered",
+__all__ = ["LINEAR_BLOCK_ROWS", "chained", "graph", "hold_target", "linear_blocks", "ordered",
            "ordered_tiles", "per_block", "picked", "run", "sides", "symmetric",
            "threaded_blocks"]

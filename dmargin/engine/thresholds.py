@@ -3,8 +3,8 @@
 Two passes over the same grid (a symmetric one for every row as an anchor,
 :func:`grid.symmetric`; an ordered one for a sample of anchors), and for
 STIR a third over the neighbour graph; :func:`compact_threshold_statistic` runs
-the same passes in-process on compact (``uint8``) rows, one tile of anchors
-at a time, without a float64 copy of the rows.
+the same passes in-process on compact (``uint8``) rows, a block of anchors
+against every row, without a float64 copy of the rows.
 """
 
 from __future__ import annotations
@@ -335,58 +335,112 @@ def _side(pair, side):
 COMPACT_TILE_BYTES = 256 * 2**20
 
 
-def compact_threshold_statistic(X, codes, n_classes, thresholds, agg, agg_args=(), *, far=False,
-                           anchors=None, graph_sample=None):
-    """:func:`threshold_statistic` on compact rows, in-process: ``X`` ``uint8``, every
-    feature discrete (the distance is the mismatch count), nothing missing.
+def compact_threshold_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False,
+                                anchors=None, graph_sample=None):
+    """:func:`threshold_statistic` on compact rows, in-process: ``rows.X`` ``uint8``,
+    every feature discrete (the distance is the mismatch count), nothing missing.
 
-    The same two passes and the same partials as the float64 kernels with
-    every feature discrete (equal exactly: the distances and the sums are
-    integers), on bit planes of ``X`` for the distances
-    (:func:`.kernels.distance.mismatches`) and on its bytes for the sums,
-    never a float64 copy of ``X``: pass 1 gives every anchor's moments,
-    pass 2 one tile of anchors at a time (:data:`COMPACT_TILE_BYTES`),
-    each tile's partials reduced by ``agg`` at once.  Memory: ``X``, its bit
-    planes (``bits / 8`` of ``X``) and one tile.  ``anchors``: an
-    :class:`~execution.Anchors` sample, or ``None`` for every row.
-    ``graph_sample``: STIR's graph pass too, as :func:`threshold_statistic`'s (the
-    differences being 0 or 1, pass 2 needs no squares).
+    The same passes and the same partials as the float64 kernels with every
+    feature discrete (equal exactly: the distances and the sums are
+    integers), laid over blocks of anchors by the grid runner, each block
+    against every row: the distances from bit planes of ``X``
+    (:func:`.kernels.distance.mismatches`), held once in the graph, and the
+    sums from its bytes, never a float64 copy of ``X``.  Pass 1 gives every
+    anchor's moments, pass 2 a block of anchors' partials at a time (blocks
+    of :data:`COMPACT_TILE_BYTES`), each reduced by ``agg`` as it is
+    merged.  Memory: ``X``, its bit planes (``bits / 8`` of ``X``) and a
+    block's partials.  ``anchors``: an :class:`~execution.Anchors` sample,
+    or ``None`` for every row.  ``graph_sample``: STIR's graph pass too, as
+    :func:`threshold_statistic`'s (the differences being 0 or 1, pass 2
+    needs no squares).
     """
+    X = np.ascontiguousarray(rows.X)
     n, a = X.shape
-    X = np.ascontiguousarray(X)
-    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    k = rows.n_classes
     n_sets = 2 if far else 1
     n_bits = max(1, int(X.max()).bit_length()) if X.size else 1
-    planes = distance.pack_planes(X, n_bits)
-    index = np.arange(n, dtype=np.int64) if anchors is None else \
-        np.asarray(anchors.index, dtype=np.int64)
-    m = index.size
-    # A pair-feature costs n_bits / 64 of a word operation in pass 1.
-    moments = pick(compact.COMPACT_MOMENTS_TWINS, m * n * a, cost=n_bits / 64)(planes, index)
-    near, far_thr = thresholds(moments, moment_total(moments), far)
-    per_anchor = 8 * n_sets * n_classes * (a + 1)
-    tile = max(1, min(m, COMPACT_TILE_BYTES // per_anchor))
-    total = 0.0
-    found = outside_finders(n) if graph_sample is not None else None
-    for t0 in range(0, m, tile):
-        sel = slice(t0, t0 + tile)
-        kernel = pick(compact.COMPACT_SCORE_TWINS, (min(m, t0 + tile) - t0) * n * a)
-        P = kernel(X, planes, codes, index[sel], n_classes, n_sets, near[sel], far_thr[sel])
-        total = total + agg(P, codes[index[sel]], *agg_args)
-        if found is not None:
-            found[index[sel]] = graph_finders(P, codes[index[sel]],
-                                                   (near[sel], far_thr[sel]), a)
-    if graph_sample is None:
-        return total
-    # Pass 3: STIR's graph (a pair-feature of the mismatch count, as pass 1).
-    kernel = pick(compact.COMPACT_GRAPH_TWINS, m * n * a, cost=n_bits / 64)
+    per_row = n_sets * k * (a + 1)
+    g = grid.graph(rows, "surf-compact", sample=anchors,
+                   anchor_rows=max(1, COMPACT_TILE_BYTES // (8 * per_row)))
+    planes = g.hold("planes", distance.pack_planes(X, n_bits))
+    # Pass 1: every anchor's distance moments, then the thresholds.
+    moments = grid.ordered(g, _compact_moments_tile, planes, n_bits, combine=merge.add,
+                           tag="moments")
+    total = g.tree([g.add("total", moment_total, m) for m in moments], merge.add,
+                   "moment-total")
+    thr = [g.add("thresholds", _thresholds_task, thresholds, m, total, far) for m in moments]
+    # Pass 2: the neighbours within the thresholds, a block of anchors at a time,
+    # each block's partials reduced by agg and added to the last block's.
+    stir = graph_sample is not None
+    last = grid.chained(g, _compact_score_tile, planes, k, n_sets, agg, agg_args, stir,
+                        each=lambda i: (thr[i],), tag="score")
+    result = g.add("share", _item, last, 0)
+    if stir:
+        # Pass 3: STIR's graph (a pair-feature of the mismatch count, as pass 1).
+        index = [g.add("index", _anchor_index, b[2], b[1])
+                 for b in (g.anchor(i) for i in range(len(g.anchors)))]
+        found = g.add("finders", _finder_rows, n, index, g.add("finder", _item, last, 1))
+        X_all, codes_all, _ = g.block(0)
+        result = g.add("stir", _compact_graph, result, planes, index, codes_all, found,
+                       X_all, n_bits, graph_sample)
+    return grid.run(g, result)
+
+
+def _anchor_index(start_or_index, ya):
+    """A block's anchors as global row indices (a sample's, or a run of rows)."""
+    if isinstance(start_or_index, (int, np.integer)):
+        return np.arange(start_or_index, start_or_index + len(ya), dtype=np.int64)
+    return np.asarray(start_or_index, dtype=np.int64)
+
+
+def _compact_moments_tile(Xa, ya, ia, Xc, yc, start_c, planes, n_bits):
+    index = _anchor_index(ia, ya)
+    # A pair-feature costs n_bits / 64 of a word operation.
+    kernel = pick(compact.COMPACT_MOMENTS_TWINS, index.size * Xc.shape[0] * Xc.shape[1],
+                  cost=n_bits / 64)
+    return kernel(planes, index)
+
+
+def _compact_score_tile(Xa, ya, ia, Xc, yc, start_c, planes, n_classes, n_sets, agg, agg_args,
+                        stir, thr, previous):
+    """``(share, [finders per block])`` of the blocks of anchors so far: the last
+    blocks' plus this one's against every row."""
+    index = _anchor_index(ia, ya)
+    kernel = pick(compact.COMPACT_SCORE_TWINS, index.size * Xc.shape[0] * Xc.shape[1])
+    P = kernel(Xc, planes, np.ascontiguousarray(yc, dtype=np.int64), index, n_classes,
+               n_sets, thr[0], thr[1])
+    ya = np.asarray(ya)
+    share = agg(P, ya, *agg_args)
+    found = [graph_finders(P, ya, thr, Xc.shape[1])] if stir else []
+    if previous is None:
+        return share, found
+    return previous[0] + share, previous[1] + found
+
+
+def _item(values, i):
+    return values[i]
+
+
+def _finder_rows(n_rows, index, finders):
+    """Every row's finder entry: the anchors' own, nothing elsewhere."""
+    out = outside_finders(n_rows)
+    for idx, part in zip(index, finders):
+        out[idx] = part
+    return out
+
+
+def _compact_graph(total, planes, index, codes, found, X, n_bits, graph_sample):
+    """Pass 3 on compact rows: the graph's exact row sums and the sample's sums."""
+    index = np.concatenate(index)
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    kernel = pick(compact.COMPACT_GRAPH_TWINS, index.size * X.shape[0] * X.shape[1],
+                  cost=n_bits / 64)
     parts = n_threads() if kernel is compact.COMPACT_GRAPH_TWINS[1] else 1
     G = kernel(planes, index, codes, found, parts)
     sample, v = graph_sample
     D = compact.compact_distance_matrix(distance.pack_planes(X[sample], n_bits))
-    return total, graph_row_sums(G), sample_graph_sums(D, codes[sample],
-                                                                    found[sample],
-                                                                    G[sample, 0], v)
+    return total, graph_row_sums(G), sample_graph_sums(D, codes[sample], found[sample],
+                                                       G[sample, 0], v)
 
 
 __all__ = ["COMPACT_TILE_BYTES", "graph_row_sums", "outside_finders", "sample_graph_sums",

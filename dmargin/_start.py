@@ -1,0 +1,229 @@
+"""The door of every ``fit`` and ``partial_fit``: parameters, data, target,
+scaling and the engine's rows, once.
+
+Every fit path goes through :func:`start_fit`, so bad input gets the same
+message whichever estimator or method it is given to.  What an estimator
+takes is declared on its class, not passed by its ``fit``:
+
+==================  =============  ================================================
+declaration         default        meaning
+==================  =============  ================================================
+``_allow_nan``      ``False``      NaN in ``X`` are missing values it handles
+                                   (infinite values are still refused)
+``_targets``        ``("classes",)``  the targets it takes: ``"classes"`` and/or
+                                   ``"continuous"`` (a float target, not all
+                                   integers, as ``type_of_target`` says)
+``_binary``         ``None``       why it needs exactly two classes
+``_distances``      ``True``       it computes distances between rows: without
+                                   scaling, values whose squares overflow are
+                                   refused
+``_engine_rows``    ``True``       the rows are laid out for the engine
+                                   (persisted once for dask input)
+``_keep_float32``   ``False``      ``float32`` ``X`` gives ``float32`` rows (with
+                                   class labels)
+``_compact_rows``   ``False``      integer ``X`` of discrete features within
+                                   ``[0, 255]`` stays bytes (genotypes); the
+                                   estimator has a ``discrete_threshold``
+``_one_pass``       ``False``      with a sample of anchors its fit reads the rows
+                                   once: dask rows stream from their source
+                                   instead of being persisted (a bool, or a method
+                                   of ``continuous`` for a fit that depends on the
+                                   target)
+==================  =============  ================================================
+
+The input's kind is settled here: what leaves the door is numpy or dask
+arrays of rows, class codes and (for a continuous target) the target's values,
+in :class:`FitStart`.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from ._compat import compute, is_dask_collection, persist_with_known_rows
+from ._cost import anchor_count
+from ._io import Scaling, TrainingData, prepare_training_data
+from ._utils import user_stacklevel
+from ._validation import (check_binary, check_params, check_X_y, integer_input, is_continuous,
+                          target_values)
+from .engine import (MASKED, FeatureKinds, Rows, compact_distinct, feature_kinds,
+                     prepare_rows, rows_per_block)
+
+#: What an estimator may declare, and what it means when it does not.
+DECLARATIONS = {
+    "_allow_nan": False,
+    "_targets": ("classes",),
+    "_binary": None,
+    "_distances": True,
+    "_engine_rows": True,
+    "_keep_float32": False,
+    "_compact_rows": False,
+    "_one_pass": False,
+}
+
+
+def declared(estimator, name):
+    """What ``estimator`` declares as ``name`` (one of :data:`DECLARATIONS`)."""
+    return getattr(estimator, name, DECLARATIONS[name])
+
+
+class Stream(NamedTuple):
+    """A chunk of a stream (``partial_fit``): computed at the door and checked
+    as numpy.  The first chunk (``first``) records the features and learns the
+    classes (``classes``: every label the stream will hold, or ``None``) and
+    the scaling; a later one is checked against them (and may be one row)."""
+
+    first: bool
+    classes: np.ndarray | None = None
+    scaling: Scaling | None = None
+
+
+class FitStart(NamedTuple):
+    """What the door hands a fit."""
+
+    #: Scaled rows, class codes, classes, counts, scaling, missing values per feature.
+    data: TrainingData
+    #: The engine's rows (``None`` unless the estimator declares ``_engine_rows``).
+    rows: Rows | None
+    #: A continuous target (float64, numpy) or ``None`` for class labels.
+    target: np.ndarray | None
+    #: Feature kinds, when the door had to learn them (compact rows), else ``None``.
+    kinds: FeatureKinds | None
+
+
+def start_fit(estimator, X, y, *, stream: Stream | None = None) -> FitStart:
+    """Check the parameters, the data and the target; scale; lay out the rows.
+
+    Parameters
+    ----------
+    estimator : dmargin estimator
+        Checked against its ``_parameter_constraints``; its ``scale``
+        parameter, if it has one, picks the scaling; its declarations
+        (module docstring) say what it takes.
+    X, y : the data as given to the fit
+    stream : Stream or None, default=None
+        A chunk of a stream (``partial_fit``) instead of a whole fit.
+
+    Returns
+    -------
+    FitStart
+    """
+    check_params(estimator)
+    start = _start(estimator, X, y, stream, compact=declared(estimator, "_compact_rows"))
+    if stream is None or stream.first:
+        _warn_n_features_to_select(estimator, start.data.X.shape[1])
+    return start
+
+
+def _start(estimator, X, y, stream, compact):
+    reset = stream is None or stream.first
+    if stream is not None:  # the driver processes a chunk whole
+        X, y = compute(X, y, what=f"the rows given to {type(estimator).__name__}")
+    given = X, y
+    allow_nan = declared(estimator, "_allow_nan")
+    float32 = declared(estimator, "_keep_float32")
+    # The target's kind: a continuous target is decided here for a target in
+    # memory, and in the data's one pass for a dask one (whose values travel to
+    # the driver only if it is continuous).
+    targets = declared(estimator, "_targets")
+    continuous = False
+    if "classes" not in targets:  # any numeric y is a target (computed: N floats)
+        continuous = True
+        y = target_values(estimator, compute(y, what="the target")[0]
+                          if is_dask_collection(y) else y)
+    elif "continuous" in targets and stream is None:
+        continuous = None if is_dask_collection(y) else is_continuous(y)
+        if continuous:
+            y = target_values(estimator, y)
+    float32 = float32 and continuous is not True  # a continuous target's rows: float64
+    compact = compact and continuous is not True and estimator.discrete_threshold > 0 \
+        and integer_input(X)
+    X, y = check_X_y(estimator, X, y, reset=reset, min_samples=2 if reset else 1,
+                     allow_nan=allow_nan, keep_integers=compact, keep_float32=float32,
+                     continuous=bool(continuous))
+    data = prepare_training_data(
+        X, y, getattr(estimator, "scale", None), distances=declared(estimator, "_distances"),
+        names=getattr(estimator, "feature_names_in_", None),
+        classes=None if stream is None else stream.classes,
+        scaling=None if stream is None else stream.scaling, allow_nan=allow_nan,
+        compact=compact, keep_float32=float32, continuous=continuous)
+    if continuous is None and data.target is not None:  # found continuous in the pass
+        data.target = target_values(estimator, data.target)
+    why = declared(estimator, "_binary")
+    if why is not None:
+        check_binary(estimator, data.classes, why)
+    if data.X.dtype == np.uint8:
+        rows, kinds = _compact_rows(data, estimator.discrete_threshold)
+        if rows is not None:
+            return FitStart(data, rows, None, kinds)
+        # Bytes, but not every feature discrete: the float rows (one more pass on dask).
+        return _start(estimator, *given, stream, compact=False)
+    if not declared(estimator, "_engine_rows"):
+        return FitStart(data, None, data.target, None)
+    once = declared(estimator, "_one_pass")
+    once = once(data.target is not None) if callable(once) else once
+    stream_rows = once and anchor_count(getattr(estimator, "n_anchors", None),
+                                        data.X.shape[0]) is not None
+    rows = prepare_rows(data.X, data.codes, len(data.classes), persist=not stream_rows,
+                        block_counts=data.block_counts,
+                        dtype=np.float32 if data.X.dtype == np.float32 else np.float64)
+    return FitStart(data, rows, data.target, None)
+
+
+def _warn_n_features_to_select(estimator, n_features):
+    """At fit time, once: a ``UserWarning`` when an integer ``n_features_to_select``
+    exceeds the number of features (selection then keeps all of them).
+
+    Called by the door rather than by ``_get_support_mask``, which runs on
+    every ``transform`` and would repeat it.
+    """
+    k = getattr(estimator, "n_features_to_select", None)
+    if isinstance(k, numbers.Integral) and isinstance(n_features, numbers.Integral) \
+            and k > n_features:
+        warnings.warn(f"n_features_to_select={k} exceeds the {n_features} features; all "
+                      f"{n_features} are kept.", UserWarning, stacklevel=user_stacklevel())
+
+
+# ---------------------------------------------------------------------------
+# Compact rows: genotype-like bytes
+# ---------------------------------------------------------------------------
+
+
+def _compact_rows(data, discrete_threshold):
+    """``(rows, kinds)`` of ``uint8`` rows whose every feature is discrete (at
+    most ``discrete_threshold`` distinct values), or ``(None, None)``.
+
+    Numpy rows stay the user's bytes (converted once when wider); dask
+    blocks are converted one by one where they live, and persisted as bytes.
+    """
+    n, a = data.X.shape
+    k = len(data.classes)
+    if is_dask_collection(data.X):
+        rows = _dask_compact_rows(data, k)
+        kinds = feature_kinds(rows, discrete_threshold)
+        return (rows, kinds) if kinds.discrete.all() else (None, None)
+    # Values 0..v take at most v + 1 distinct values: genotypes need no count.
+    top = int(data.X.max()) if data.X.size else 0
+    if top + 1 > discrete_threshold and np.any(
+            compact_distinct(data.X, discrete_threshold) > discrete_threshold):
+        return None, None
+    rows = Rows(np.ascontiguousarray(data.X), data.codes, k, False, [(0, n)])
+    kinds = FeatureKinds(np.ones(a, dtype=np.bool_), 1.0, np.full(a, np.inf),
+                         np.zeros(a, dtype=np.int64), MASKED)
+    return rows, kinds
+
+
+def _dask_compact_rows(data, n_classes):
+    """Persisted ``uint8`` row blocks (at most the tile budget's anchor rows each)."""
+    X, a = data.X, data.X.shape[1]
+    cap = rows_per_block(a, n_classes)
+    source = X.chunks[0]
+    X = X.rechunk((source if max(source) <= cap else cap, a))
+    X, codes = persist_with_known_rows(X, data.codes.rechunk((X.chunks[0],)))
+    edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
+    counts = data.block_counts if X.chunks[0] == source else None
+    return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])), block_counts=counts)
