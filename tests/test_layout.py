@@ -12,6 +12,8 @@
 - the engine's generic floors (merge, grid, the statistics) hold no function
   named after an algorithm: an algorithm's per-anchor terms live with it;
 - no module is over 700 lines: a module that grows past that holds two things;
+- every fit enters by one door (``_start.start_fit``), which alone prepares a
+  fit's data;
 - no import cycle, and ``_utils`` is a leaf.
 """
 
@@ -227,3 +229,24 @@ def test_no_test_asserts_a_wall_clock_bound():
     for path in sorted(Path(__file__).parent.glob("test_*.py")):
         for line in path.read_text().splitlines():
             assert not stopwatch.search(line), f"{path.name}: {line.strip()}"
+
+
+#: Where rows are checked that are not a fit's data: OnlineIRelief's reference rows.
+CHECKED_ELSEWHERE = {"_online.py": 1}
+
+
+def test_every_fit_enters_by_the_one_door():
+    """Only ``_start.py`` prepares a fit's data (``prepare_training_data``) and checks
+    it (``check_X_y``); what an estimator takes it declares on its class."""
+    calls = {}
+    for path in MODULES:
+        if _name(path) in ("_start.py", "_io.py", "_validation.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("prepare_training_data", "check_X_y"):
+                calls.setdefault(_name(path), []).append(f"line {node.lineno}: {node.func.id}")
+    extra = {name: found for name, found in calls.items()
+             if len(found) > CHECKED_ELSEWHERE.get(name, 0)
+             or any("prepare_training_data" in f for f in found)}
+    assert not extra, f"fit data prepared outside dmargin._start.start_fit: {extra}"
