@@ -17,7 +17,7 @@ $(BIN)/bench-ready: $(BIN)/dmargin-ready
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	touch $@
 
-# Sphinx, numpydoc, MyST and the theme (the docs extra).
+# Sphinx, numpydoc, MyST, the theme, sphinx-gallery and matplotlib (the docs extra).
 $(BIN)/docs-ready: $(BIN)/dmargin-ready
 	$(BIN)/python -m pip install --quiet -e ".[docs]"
 	touch $@
@@ -55,4 +55,4 @@ bench-full: $(BIN)/bench-ready
 	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 clean:
-	rm -rf $(VENV) docs/_build docs/generated
+	rm -rf $(VENV) docs/_build docs/generated docs/auto_examples

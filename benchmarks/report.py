@@ -1,4 +1,4 @@
-"""Fill the benchmark tables of benchmarks/README.md from the JSON in ``benchmarks/results/``.
+"""Fill the benchmark tables and figures of the READMEs and the docs from ``benchmarks/results/``.
 
 Each table in benchmarks/README.md sits between ``<!-- table: NAME -->`` and
 ``<!-- /table -->``.  NAME is ``BENCHMARK`` or ``BENCHMARK/VARIANT``: the
@@ -6,14 +6,46 @@ Each table in benchmarks/README.md sits between ``<!-- table: NAME -->`` and
 ``benchmarks/results/BENCHMARK.json`` is pasted in (``BENCHMARK/VARIANT#FIELD``:
 that field instead).  The project's README and the documentation's pages
 (``docs/**/*.md``) quote some of the same tables, marked the same way, and are
-filled too.  Run after a benchmark:
+filled too.
 
-    python benchmarks/report.py            # rewrite the tables
-    python benchmarks/report.py --check    # exit 1 if a table differs from its JSON
+A single figure in prose sits between ``<!-- figure: EXPRESSION FORMAT -->`` and
+``<!-- /figure -->`` on one line, for example::
+
+    about <!-- figure: first_fit#targets/first_fit_wall_s {:.0f} s -->2 s<!-- /figure -->
+
+EXPRESSION is a reference ``BENCHMARK[/VARIANT]#PATH`` -- PATH walks into the
+variant's JSON, its steps separated by ``/``: a key, a list index, or
+``key=value`` (several joined by ``&``) for the first list item that has those
+values; a reference with spaces is quoted, as in a shell -- or a simple
+derivation: references and numbers joined by ``+``, ``-``, ``*``, ``/`` and
+parentheses, each apart (spaces around them): ``a#x / a#y`` is a ratio of two
+fields, ``a#p * 100`` a share in percent, ``( a#f * a#n + b#f * b#n ) / ( a#n + b#n )``
+a rate pooled over two runs, ``min ( a#x , a#y , a#z )`` the low end of a range.
+FORMAT, everything from the first ``{`` on, is a Python format string given the
+value (``{:.0f} s``, ``{:.2f}x``, ``{:,.0f} MiB``); its output is pasted between the
+markers.  The marker follows a word on its line: a line that starts with ``<!--``
+is an HTML block in Markdown, which would end the paragraph.  A results file without variants (a
+one-off measurement) is its own ``default`` variant.
+
+Measured figures in the prose of the project's README and of the docs' pages
+must sit in such markers: :func:`loose_figures` finds a number with a unit of
+measurement (``x``, ``s``, ``ms``, ``min``, ``h``, ``MiB``, ``GiB``, ``MB``,
+``GB``, ``%``) outside code, tables filled from JSON and figure markers; the
+phrases in :data:`NOT_MEASURED` (settings and limits, not measurements) are the
+only exceptions.  Run after a benchmark:
+
+    python benchmarks/report.py              # rewrite the tables and figures
+    python benchmarks/report.py --check      # exit 1 if one differs from its JSON, or a
+                                             # figure in the prose has no marker
+    python benchmarks/report.py --machines   # the quoted tables and figures measured on
+                                             # another machine than most results
 """
 
 import argparse
+import ast
+import collections
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -21,16 +53,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
 README = harness.HERE / "README.md"
-#: Every file whose tables are filled: this folder's README, the project's, then the
-#: documentation's pages.
-PAGES = [README, harness.HERE.parent / "README.md",
-         *sorted(p for p in (harness.HERE.parent / "docs").rglob("*.md") if "_build" not in p.parts)]
+#: The pages whose prose quotes figures: the project's README and the documentation's pages.
+FIGURE_PAGES = [harness.HERE.parent / "README.md",
+                *sorted(p for p in (harness.HERE.parent / "docs").rglob("*.md")
+                        if "_build" not in p.parts)]
+#: Every file whose tables and figures are filled: this folder's README, then the above.
+PAGES = [README, *FIGURE_PAGES]
 PATTERN = re.compile(r"(<!-- table: (\S+) -->\n)(.*?)(<!-- /table -->)", re.S)
+FIGURE = re.compile(r"(<!-- figure: ([^{>\n]+?) (\{[^>\n]*?) -->)(.*?)(<!-- /figure -->)")
 
 
 def tables(text: str) -> list[tuple[str, str]]:
     """``(benchmark, variant)`` of every table in ``text``, in order."""
     return [_reference(m.group(2))[:2] for m in PATTERN.finditer(text)]
+
+
+def figures(text: str) -> list[tuple[str, str]]:
+    """``(benchmark, variant)`` of every reference of every figure in ``text``, in order."""
+    return [_reference(token)[:2] for m in FIGURE.finditer(text)
+            for token in shlex.split(m.group(2)) if "#" in token]
 
 
 def _reference(name: str) -> tuple[str, str, str]:
@@ -39,25 +80,233 @@ def _reference(name: str) -> tuple[str, str, str]:
     return benchmark, variant or "default", field or "markdown"
 
 
+def load(benchmark: str, variant: str = "default") -> dict:
+    """A variant's result; a results file without variants (a one-off) is its own
+    ``default`` variant.  ``KeyError`` when there is no such variant."""
+    doc = harness.load_results(benchmark)
+    if "variants" in doc and (doc["variants"] or variant != "default"):
+        return doc["variants"][variant]
+    if variant == "default" and harness.results_file(benchmark).exists():
+        return doc
+    raise KeyError(f"{benchmark}/{variant}")
+
+
+def value(reference: str):
+    """The value at ``BENCHMARK[/VARIANT]#PATH`` (module docstring)."""
+    benchmark, variant, path = _reference(reference)
+    node = load(benchmark, variant)
+    for step in path.split("/"):
+        if isinstance(node, list):
+            if "=" in step:
+                wanted = [condition.partition("=")[::2] for condition in step.split("&")]
+                node = next(item for item in node
+                            if all(str(item.get(key)) == want for key, want in wanted))
+            else:
+                node = node[int(step)]
+        else:
+            node = node[step]
+    return node
+
+
+#: The functions an expression may call.
+_CALLS = {"min": min, "max": max}
+
+
+def evaluate(expression: str) -> float:
+    """A figure's EXPRESSION: references and numbers joined by ``+ - * /``,
+    parentheses, ``min ( ... , ... )`` and ``max ( ... , ... )``, each token apart
+    (spaces around every operator, parenthesis and comma)."""
+    tokens = shlex.split(expression)
+    refs = {f"_r{i}": token for i, token in enumerate(tokens) if "#" in token}
+    names = {token: name for name, token in refs.items()}
+    source = " ".join(names.get(token, token) for token in tokens)
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError:
+        tree = None
+    allowed = (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Name,
+               ast.Load, ast.Constant, ast.UnaryOp, ast.USub, ast.Call)
+    if tree is None or not all(isinstance(node, allowed) for node in ast.walk(tree)) or any(
+            (isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)))
+            or (isinstance(node, ast.Name) and node.id not in refs and node.id not in _CALLS)
+            or (isinstance(node, ast.Call) and (not isinstance(node.func, ast.Name)
+                                                or node.func.id not in _CALLS or node.keywords))
+            for node in ast.walk(tree)):
+        raise ValueError(f"figure expression {expression!r}: references and numbers joined "
+                         "by ' + ', ' - ', ' * ', ' / ', parentheses, min ( ... , ... ) and "
+                         "max ( ... , ... )")
+    values = {name: value(token) for name, token in refs.items()}
+    return eval(compile(tree, "<figure>", "eval"), {"__builtins__": {}}, {**_CALLS, **values})
+
+
+def render(expression: str, fmt: str) -> str:
+    """The text a figure marker holds: ``fmt`` formatted with the expression's value."""
+    try:
+        return fmt.format(evaluate(expression))
+    except (KeyError, IndexError, StopIteration, TypeError, AttributeError) as err:
+        raise KeyError(f"figure {expression!r}: not in benchmarks/results/ "
+                       f"({type(err).__name__}: {err})") from None
+
+
 def fill(text: str) -> str:
-    """``text`` with every table replaced by its variant's ``"markdown"`` (missing ones kept)."""
+    """``text`` with every table replaced by its variant's ``"markdown"`` (missing ones
+    kept) and every figure by its value (a missing one raises ``KeyError``)."""
 
     def table(match):
         benchmark, variant, field = _reference(match.group(2))
         try:
-            markdown = harness.load_variant(benchmark, variant)[field].strip()
+            markdown = load(benchmark, variant)[field].strip()
         except KeyError:
             return match.group(0)
         return f"{match.group(1)}{markdown}\n{match.group(4)}"
 
-    return PATTERN.sub(table, text)
+    def figure(match):
+        return f"{match.group(1)}{render(match.group(2), match.group(3))}{match.group(5)}"
+
+    return FIGURE.sub(figure, PATTERN.sub(table, text))
+
+
+# --------------------------------------------------------------------------- #
+# Figures in the prose without a marker
+# --------------------------------------------------------------------------- #
+#: Numbers with a unit that are not measurements: settings, limits and sizes of test
+#: inputs.  ``(page, phrase, reason)``; the phrase is matched with any whitespace
+#: between its words, and each must still be on its page (tests/test_figures.py).
+NOT_MEASURED = [
+    ("docs/clusters.md", "(default 60 s)",
+     "the default of the dmargin.stall-timeout setting"),
+    ("docs/clusters.md", "(default 64 MiB of float64 rows)",
+     "the default of read_parquet's chunk_bytes"),
+    ("docs/command_line.md", "within about 10 s",
+     "the command line's timeout for reaching a scheduler"),
+    ("docs/bad_input.md", "within about 10 s",
+     "the command line's timeout for reaching a scheduler"),
+    ("docs/bad_input.md", "a 2 MB archive declaring 2 GiB",
+     "the sizes of a crafted test file (tests/test_checkpoint.py)"),
+    ("docs/pvalues.md", "at least 45 % of the rows",
+     "the bound of STIR's calibrated domain (dmargin/_stir.py, MIN_CLASS_SHARE)"),
+]
+_NUMBER = r"(?<![\w.,^/=+-])\d[\d,]*(?:\.\d+)?(?:\s?-\s?\d[\d,]*(?:\.\d+)?)?"
+#: A number followed by a unit of measurement; a ratio's ``x`` only written against the
+#: number (``25x``, ``1.80x``), never ``50 x 5,000`` (a shape).
+LOOSE = re.compile(_NUMBER + r"(?:x|\s?(?:[mµu]s|s|min|h|[KMGT]i?B|%|seconds|minutes|hours)"
+                   r"|\s(?:times)\s(?:faster|slower|as))(?![\w])")
+_SKIPPED = [
+    re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M),  # fenced code: output of the code
+    PATTERN,                                              # tables filled from the JSON
+    FIGURE,                                               # figures filled from the JSON
+    re.compile(r"<!--.*?-->", re.S),                      # other comments
+    re.compile(r"(`+).+?\1", re.S),                       # inline code: names, settings
+    re.compile(r"\]\([^)]*\)"),                           # link targets
+]
+
+
+def _blank(match):
+    return re.sub(r"[^\n]", " ", match.group(0))  # keep the line numbers
+
+
+def not_measured(page: str) -> list[tuple[str, str]]:
+    """``(phrase, reason)`` of :data:`NOT_MEASURED` for ``page`` (a path from the repository)."""
+    return [(phrase, reason) for p, phrase, reason in NOT_MEASURED if p == page]
+
+
+def _phrase(phrase: str) -> re.Pattern:
+    return re.compile(r"\s+".join(map(re.escape, phrase.split())))
+
+
+def loose_figures(text: str, allowed=()) -> list[tuple[int, str]]:
+    """``(line, figure)`` of every number with a unit outside code, filled tables and
+    figure markers, and outside the ``allowed`` phrases."""
+    for pattern in [*_SKIPPED, *map(_phrase, allowed)]:
+        text = pattern.sub(_blank, text)
+    return [(text.count("\n", 0, m.start()) + 1, m.group(0)) for m in LOOSE.finditer(text)]
+
+
+def page_name(page: Path) -> str:
+    return page.relative_to(harness.REPO).as_posix()
+
+
+def check_prose(pages=FIGURE_PAGES) -> list[str]:
+    """One line per loose figure in ``pages``, and per phrase of :data:`NOT_MEASURED`
+    no longer on its page."""
+    problems = []
+    for page in pages:
+        name, text = page_name(page), page.read_text()
+        allowed = [phrase for phrase, _ in not_measured(name)]
+        problems += [f"{name}:{line}: {figure!r} is not in a <!-- figure: ... --> marker"
+                     for line, figure in loose_figures(text, allowed)]
+        problems += [f"{name}: NOT_MEASURED phrase {phrase!r} is not on the page"
+                     for phrase in allowed if not _phrase(phrase).search(text)]
+        problems += [f"{name}: {problem}" for problem in marker_problems(text)]
+    return problems
+
+
+def marker_problems(text: str) -> list[str]:
+    """Figure markers that would not be filled, or would break the page (code, where
+    a marker may be shown as an example, aside)."""
+    for pattern in (_SKIPPED[0], _SKIPPED[4]):  # fenced and inline code
+        text = pattern.sub(_blank, text)
+    problems = []
+    opened = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(r"<!-- figure:", text)]
+    filled = {text.count("\n", 0, m.start()) + 1 for m in FIGURE.finditer(text)}
+    problems += [f"{line}: a figure marker that is not <!-- figure: EXPRESSION {{FORMAT}} -->"
+                 "VALUE<!-- /figure --> on one line" for line in opened if line not in filled]
+    # CommonMark reads a line that starts with "<!--" as an HTML block: the paragraph
+    # would end before the figure.
+    problems += [f"{text.count(chr(10), 0, m.start()) + 1}: a figure marker starts the line "
+                 "(it would end the paragraph); move a word before it"
+                 for m in re.finditer(r"^[ \t]*<!-- figure:", text, re.M)]
+    return problems
+
+
+# --------------------------------------------------------------------------- #
+# Machines
+# --------------------------------------------------------------------------- #
+def machine(benchmark: str, variant: str = "default") -> str:
+    """The CPU model a variant was measured on (its ``machine``'s ``cpu_model``, or the
+    ``machine`` text of a one-off)."""
+    found = load(benchmark, variant).get("machine")
+    if isinstance(found, dict):
+        return str(found.get("cpu_model"))
+    return str(found)
+
+
+def machines(pages=PAGES) -> list[tuple[str, str, str, str]]:
+    """``(page, kind, benchmark/variant, cpu)`` of every quoted table and figure whose
+    variant's machine differs from the one most results were measured on."""
+    counts = collections.Counter()
+    for path in sorted(harness.RESULTS.glob("*.json")):
+        doc = harness.load_results(path.stem)
+        for variant in doc.get("variants", {"default": None}):
+            counts[machine(path.stem, variant)] += 1
+    usual = counts.most_common(1)[0][0]
+    rows = []
+    for page in pages:
+        text = page.read_text()
+        for kind, refs in (("table", tables(text)), ("figure", figures(text))):
+            for benchmark, variant in dict.fromkeys(refs):
+                try:
+                    cpu = machine(benchmark, variant)
+                except KeyError:
+                    cpu = "no results yet"
+                if cpu != usual:
+                    rows.append((page_name(page), kind, f"{benchmark}/{variant}", cpu))
+    return rows
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
-                        help="change nothing; exit 1 if a table differs from its JSON")
+                        help="change nothing; exit 1 if a table or figure differs from its "
+                             "JSON or a figure in the prose has no marker")
+    parser.add_argument("--machines", action="store_true",
+                        help="list the quoted tables and figures measured on another machine "
+                             "than most results")
     args = parser.parse_args(argv)
+    if args.machines:
+        for row in machines():
+            print("  ".join(row))
+        return 0
     stale = []
     for page in PAGES:
         text = page.read_text()
@@ -66,10 +315,12 @@ def main(argv=None) -> int:
             stale.append(page)
             if not args.check:
                 page.write_text(filled)
-    if args.check and stale:
-        for page in stale:
-            print(f"{page}: tables differ from benchmarks/results/; run python benchmarks/report.py")
-        return 1
+    if args.check:
+        problems = [f"{page}: tables or figures differ from benchmarks/results/; run python "
+                    "benchmarks/report.py" for page in stale] + check_prose()
+        for problem in problems:
+            print(problem)
+        return 1 if problems else 0
     return 0
 
 

@@ -101,3 +101,54 @@ def test_the_build_fetches_nothing():
     conf = runpy.run_path(str(DOCS / "conf.py"))
     assert "sphinx.ext.intersphinx" not in conf["extensions"]
     assert not conf.get("intersphinx_mapping")
+
+
+# The examples gallery: examples/plot_*.py run and draw their figures in the docs build
+# (sphinx-gallery, ``make docs``: an example that raises fails the build).  Here, without
+# Sphinx and in well under a second, each is checked for what would break it there.
+EXAMPLES = sorted((REPO / "examples").glob("plot_*.py"))
+
+
+def test_the_gallery_is_built_from_the_examples():
+    conf = runpy.run_path(str(DOCS / "conf.py"))
+    gallery = conf["sphinx_gallery_conf"]
+    assert "sphinx_gallery.gen_gallery" in conf["extensions"]
+    assert (DOCS / gallery["examples_dirs"]).resolve() == REPO / "examples"
+    assert gallery["gallery_dirs"] == "auto_examples"
+    assert re.search(r"^[ ]{3}auto_examples/index$", (DOCS / "index.rst").read_text(), re.M)
+    assert "docs/auto_examples/" in (REPO / ".gitignore").read_text().split()  # a build product
+    assert (REPO / "examples" / "GALLERY_HEADER.rst").exists()
+    assert 4 <= len(EXAMPLES) <= 6
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_an_example_imports_what_exists_and_uses_bundled_data(path):
+    import ast
+    import importlib
+
+    source = path.read_text()
+    tree = ast.parse(source, filename=str(path))
+    # sphinx-gallery's header: a docstring that opens with a title underlined by "="
+    title, underline, *_ = ast.get_docstring(tree).splitlines()
+    assert title and set(underline) == {"="} and len(underline) >= len(title), path.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                importlib.import_module(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                assert hasattr(module, alias.name), f"{path.name}: {node.module}.{alias.name}"
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.value.id == "dmargin"):
+            assert hasattr(dmargin, node.attr), f"{path.name}: dmargin.{node.attr}"
+    # data from the package only: nothing read from a path, nothing fetched
+    assert "load_dataset(" in source
+    assert not re.search(r"open\(|read_csv|read_parquet|fetch_|urlopen|https?://|\.\./", source)
+
+
+def test_the_gallery_fetches_nothing():
+    conf = runpy.run_path(str(DOCS / "conf.py"))
+    gallery = conf["sphinx_gallery_conf"]
+    assert not gallery.get("binder") and not gallery.get("jupyterlite")
+    assert not gallery.get("reference_url")  # remote documentation to link code to
