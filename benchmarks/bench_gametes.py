@@ -1,0 +1,677 @@
+"""The Relief authors' own benchmark: the GAMETES pure 2-way epistasis core (Urbanowicz et al. 2018).
+
+Data: ``rebate-benchmark/`` of the shared data (``--data``; see its README.md): 20 SNPs
+(0/1/2), N in {200, 400, 800, 1600}, heritability h in {0.05, 0.1, 0.2, 0.4}, two models
+(EDM-1, EDM-2), 30 replicates each: 32 configurations, 960 files.  Target ``Class`` (0/1);
+the predictive SNPs ``M0P0`` and ``M0P1`` form a pure 2-way interaction (no main effect),
+the 18 others are noise.
+
+Measured per file and method: each feature's rank by the method's scores (1 = largest; a
+feature tied with others takes the worst rank of its group, so a tie never counts as a
+success), and from those, per configuration, the paper's measure -- *detection*, the share of
+the 30 replicates in which both ``M0P0`` and ``M0P1`` score above every noise feature -- and
+the mean rank of the worse-ranked of the two (2 when detected).
+
+Methods (``METHODS``: name, factory, how to rank; a new estimator is one line): dmargin's
+``ReliefF`` (k = 10 and k = 100), ``SURF``, ``SURFstar``, ``MultiSURF``, ``MultiSURFstar``,
+``TuRF(MultiSURF(), pct=0.5)``, ``IRelief`` and ``Immigrate``, the last ranked two ways: by
+the diagonal of its weight matrix (``feature_importances_``) and by each feature's largest
+off-diagonal entry; for it *interaction detection* is the share of replicates whose largest
+off-diagonal entry pairs ``M0P0`` with ``M0P1``.  Library defaults except: ``ReliefF`` gets
+``discrete_threshold=10`` (skrebate's default ``categorical_threshold``, the setting of the
+paper's runs; dmargin's default 0 is Weka's numeric treatment), and TuRF removes half the
+surviving features per round (skrebate's default ``pct=0.5``; with 20 features and
+skrebate's ``num_scores_to_return=100`` that is one elimination round, then a fit on the
+10 survivors).  Each estimator gets the file's integer genotypes as they are read.
+
+Beside them, skrebate 0.8.4's ``ReliefF`` (k = 10, 100), ``SURF``, ``SURFstar``,
+``MultiSURF``, ``MultiSURFstar`` and ``TURF(MultiSURF(), pct=0.5)`` on the same files
+(``--skrebate-replicates R``: replicates 1..R of every configuration; skrebate is much
+slower), with, per method, the largest absolute difference between dmargin's and skrebate's
+scores over the files where both ran.
+
+Every fit is timed alone (``time.perf_counter`` around ``fit``) in worker processes of one
+thread each (``--jobs J`` of them side by side); a worker first fits every method once on a
+the first file it is given, untimed (numba's compilation; reported apart).  ``--stop-at HH:MM`` (UTC) stops
+handing out files at that time and stores what finished with ``complete: false``.
+
+Usage::
+
+    python benchmarks/bench_gametes.py --jobs 2                          # all 960 files, skrebate on all
+    python benchmarks/bench_gametes.py --jobs 2 --skrebate-replicates 10 # skrebate on replicates 1..10
+    python benchmarks/bench_gametes.py --quick                           # 4 files, every method
+    python benchmarks/bench_gametes.py --first-replicate 4 --replicates 8 --variant reps-4-8  # a slice
+    python benchmarks/bench_gametes.py --rerender --variant NAME         # the table again, no fits
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import sys
+import time
+import warnings
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness as harness  # noqa: E402
+from _datasets import data_dir  # noqa: E402
+
+BENCHMARK = "gametes"
+PREDICTIVE = ("M0P0", "M0P1")
+TARGET = "Class"
+SIZES = (200, 400, 800, 1600)
+HERITABILITIES = (0.05, 0.1, 0.2, 0.4)
+MODELS = ("EDM-1", "EDM-2")
+REPLICATES = 30
+FILE_RE = re.compile(r"a_20s_(\d+)her_([\d.]+)__maf_0\.2_(EDM-\d)_(\d+)\.txt\.gz$")
+QUICK_FILES = [(200, 0.4, "EDM-1", 1), (1600, 0.4, "EDM-1", 1), (1600, 0.05, "EDM-2", 1), (400, 0.2, "EDM-2", 2)]
+#: Scores within this of skrebate's count as equal (dmargin's design tolerance).
+AGREE = 1e-10
+PACKAGES = ["dmargin", "numpy", "numba", "pandas", "scikit-learn", "skrebate"]
+
+
+# --------------------------------------------------------------------------- #
+# methods
+# --------------------------------------------------------------------------- #
+def _diagonal(est) -> np.ndarray:
+    return np.asarray(est.feature_importances_, dtype=np.float64)
+
+
+def _largest_offdiagonal(est) -> np.ndarray:
+    """Each feature's largest off-diagonal entry of IMMIGRATE's weight matrix."""
+    W = np.array(est.weight_matrix_, dtype=np.float64)
+    np.fill_diagonal(W, -np.inf)
+    return W.max(axis=1)
+
+
+def _dm(name, **params):
+    def make():
+        import dmargin
+
+        return getattr(dmargin, name)(**params)
+    return make
+
+
+def _dm_turf():
+    import dmargin
+
+    return dmargin.TuRF(dmargin.MultiSURF(), pct=0.5, keep=100)
+
+
+def _sk(name, **params):
+    def make():
+        import skrebate
+
+        return getattr(skrebate, name)(**params)
+    return make
+
+
+def _sk_turf():
+    import skrebate
+
+    return skrebate.TURF(skrebate.MultiSURF(), pct=0.5, num_scores_to_return=100)
+
+
+class Method(NamedTuple):
+    name: str
+    make: Callable  # () -> unfitted estimator; rows with the same factory share one fit
+    rank: Callable = _diagonal  # fitted estimator -> one score per feature (larger = better)
+    skrebate: Callable | None = None  # () -> skrebate's twin, compared score for score
+
+
+_immigrate = _dm("Immigrate")
+METHODS = [
+    Method("ReliefF k=10", _dm("ReliefF", n_neighbors=10, discrete_threshold=10), _diagonal,
+           _sk("ReliefF", n_neighbors=10)),
+    Method("ReliefF k=100", _dm("ReliefF", n_neighbors=100, discrete_threshold=10), _diagonal,
+           _sk("ReliefF", n_neighbors=100)),
+    Method("SURF", _dm("SURF"), _diagonal, _sk("SURF")),
+    Method("SURF*", _dm("SURFstar"), _diagonal, _sk("SURFstar")),
+    Method("MultiSURF", _dm("MultiSURF"), _diagonal, _sk("MultiSURF")),
+    Method("MultiSURF*", _dm("MultiSURFstar"), _diagonal, _sk("MultiSURFstar")),
+    Method("TuRF(MultiSURF)", _dm_turf, _diagonal, _sk_turf),
+    Method("I-RELIEF", _dm("IRelief")),
+    Method("IMMIGRATE diag", _immigrate, _diagonal),
+    Method("IMMIGRATE off-diag", _immigrate, _largest_offdiagonal),
+]
+#: The IMMIGRATE rows whose top pair is checked (interaction detection).
+PAIR_METHODS = ("IMMIGRATE off-diag",)
+
+
+# --------------------------------------------------------------------------- #
+# data
+# --------------------------------------------------------------------------- #
+def default_data() -> Path:
+    return data_dir() / "rebate-benchmark"
+
+
+def find_files(root: Path) -> list[dict]:
+    """Every GAMETES file under ``root``: ``{"path", "file", "N", "h", "model", "rep"}``."""
+    core = root / "core2way"
+    if not core.is_dir():
+        raise SystemExit(
+            f"bench_gametes: no GAMETES data at {core}.  The benchmark reads the shared data's "
+            "rebate-benchmark/ folder (see its README.md): pass --data DIR, or set DMARGIN_DATA to "
+            "the shared data directory (default: <repo>/../shared/data).")
+    files = []
+    for path in sorted(core.rglob("*.txt.gz")):
+        m = FILE_RE.search(path.name)
+        if m:
+            files.append({"path": str(path), "file": str(path.relative_to(root)), "N": int(m.group(1)),
+                          "h": float(m.group(2)), "model": m.group(3), "rep": int(m.group(4))})
+    return files
+
+
+def load(path: str):
+    import pandas as pd
+
+    df = pd.read_csv(path, sep="\t")
+    y = df.pop(TARGET).to_numpy()
+    return df, y
+
+
+def ranks_of(scores: np.ndarray) -> np.ndarray:
+    """Rank of each feature, 1 = largest; a tie takes the worst rank of its group."""
+    return np.array([int(np.sum(scores >= s)) for s in scores])
+
+
+# --------------------------------------------------------------------------- #
+# worker side
+# --------------------------------------------------------------------------- #
+_WARM = {}
+
+
+def _warm_up(engine: str, X, y) -> float:
+    """Fit every method of ``engine`` once, untimed, on the worker's first file (numba's compilation)."""
+    if engine in _WARM:
+        return 0.0
+    start = time.perf_counter()
+    makes = [m.make if engine == "dmargin" else m.skrebate for m in METHODS]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for make in {id(mk): mk for mk in makes if mk is not None}.values():
+            make().fit(X if engine == "dmargin" else X.to_numpy(np.float64), y)
+    _WARM[engine] = time.perf_counter() - start
+    return _WARM[engine]
+
+
+def run_file(engine: str, info: dict) -> dict:
+    """Fit every method of ``engine`` (``dmargin`` or ``skrebate``) on one file."""
+    X, y = load(info["path"])
+    warm = _warm_up(engine, X, y)
+    cols = list(X.columns)
+    pi = [cols.index(c) for c in PREDICTIVE]
+    fits, out = {}, {}
+    for m in METHODS:
+        make = m.make if engine == "dmargin" else m.skrebate
+        if make is None:
+            continue
+        if id(make) not in fits:
+            est = make()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                start, cpu0 = time.perf_counter(), time.process_time()
+                est.fit(X if engine == "dmargin" else X.to_numpy(np.float64), y)
+                seconds, cpu = time.perf_counter() - start, time.process_time() - cpu0
+            fits[id(make)] = (est, seconds, cpu, sorted({w.category.__name__ for w in caught}))
+        est, seconds, cpu, caught = fits[id(make)]
+        scores = m.rank(est)
+        r = ranks_of(scores)
+        res = {"ranks": [int(r[i]) for i in pi], "fit_s": seconds, "cpu_s": cpu, "warnings": caught,
+               "scores": scores.tolist()}
+        if m.name in PAIR_METHODS:
+            W = np.array(est.weight_matrix_, dtype=np.float64)
+            iu, ju = np.triu_indices(W.shape[0], k=1)
+            off = W[iu, ju]
+            a, b = sorted(pi)
+            pair = off[(iu == a) & (ju == b)][0]
+            top = int(np.argmax(off))
+            res["top_pair"] = [cols[iu[top]], cols[ju[top]]]
+            res["pair_rank"] = int(np.sum(off >= pair))  # of 190; ties: worst rank
+            res["pair_detected"] = bool(res["pair_rank"] == 1)
+        out[m.name] = res
+    return {"engine": engine, "file": info["file"], "warm_up_s": warm, "methods": out, "pid": os.getpid()}
+
+
+# --------------------------------------------------------------------------- #
+# parent side: summaries and the table
+# --------------------------------------------------------------------------- #
+def config_key(f: dict) -> str:
+    return f"N={f['N']} h={f['h']:g} {f['model']}"
+
+
+def summarise(files: list[dict], runs: dict, engine: str, names: list[str]) -> dict:
+    """Per configuration and method: files, detection share, mean worse rank."""
+    out = {}
+    for f in files:
+        run = runs.get((engine, f["file"]))
+        if run is None:
+            continue
+        cfg = out.setdefault(config_key(f), {"N": f["N"], "h": f["h"], "model": f["model"], "methods": {}})
+        for name in names:
+            res = run["methods"].get(name)
+            if res is None:
+                continue
+            s = cfg["methods"].setdefault(name, {"files": 0, "detected": 0, "worse_rank_sum": 0})
+            worse = max(res["ranks"])
+            s["files"] += 1
+            s["detected"] += int(worse <= 2)
+            s["worse_rank_sum"] += worse
+            if "pair_detected" in res:
+                s["pair_detected"] = s.get("pair_detected", 0) + int(res["pair_detected"])
+    for cfg in out.values():
+        for s in cfg["methods"].values():
+            s["detection"] = round(s["detected"] / s["files"], 4)
+            s["mean_worse_rank"] = round(s.pop("worse_rank_sum") / s["files"], 3)
+            if "pair_detected" in s:
+                s["interaction_detection"] = round(s["pair_detected"] / s["files"], 4)
+    return out
+
+
+def overall(summary: dict, names: list[str], where=lambda cfg: True) -> dict:
+    tot = {}
+    for cfg in summary.values():
+        if not where(cfg):
+            continue
+        for name in names:
+            s = cfg["methods"].get(name)
+            if s is None:
+                continue
+            t = tot.setdefault(name, {"files": 0, "detected": 0, "rank_sum": 0.0, "pair_detected": 0})
+            t["files"] += s["files"]
+            t["detected"] += s["detected"]
+            t["rank_sum"] += s["mean_worse_rank"] * s["files"]
+            t["pair_detected"] += s.get("pair_detected", 0)
+    return {name: {"files": t["files"], "detection": round(t["detected"] / t["files"], 4),
+                   "mean_worse_rank": round(t["rank_sum"] / t["files"], 3),
+                   **({"interaction_detection": round(t["pair_detected"] / t["files"], 4)}
+                      if name in PAIR_METHODS else {})}
+            for name, t in tot.items() if t["files"]}
+
+
+def compare_skrebate(files: list[dict], runs: dict) -> dict:
+    """Per skrebate-defined method: files where both ran, largest |dmargin - skrebate|, where."""
+    out = {}
+    for m in METHODS:
+        if m.skrebate is None:
+            continue
+        c = {"files": 0, "max_abs_diff": 0.0, "files_over_1e-10": 0, "worst_file": None,
+             "detected_dmargin": 0, "detected_skrebate": 0, "fit_s_dmargin": 0.0, "fit_s_skrebate": 0.0,
+             "cpu_s_dmargin": 0.0, "cpu_s_skrebate": 0.0}
+        for f in files:
+            d, s = runs.get(("dmargin", f["file"])), runs.get(("skrebate", f["file"]))
+            if d is None or s is None:
+                continue
+            d, s = d["methods"][m.name], s["methods"][m.name]
+            diff = float(np.max(np.abs(np.subtract(d["scores"], s["scores"]))))
+            c["files"] += 1
+            c["files_over_1e-10"] += int(diff > AGREE)
+            c["detected_dmargin"] += int(max(d["ranks"]) <= 2)
+            c["detected_skrebate"] += int(max(s["ranks"]) <= 2)
+            c["fit_s_dmargin"] += d["fit_s"]
+            c["fit_s_skrebate"] += s["fit_s"]
+            c["cpu_s_dmargin"] += d["cpu_s"]
+            c["cpu_s_skrebate"] += s["cpu_s"]
+            if diff >= c["max_abs_diff"] and c["files"]:
+                c["max_abs_diff"] = diff
+                c["worst_file"] = {"file": f["file"], "dmargin_scores": d["scores"],
+                                   "skrebate_scores": s["scores"], "dmargin_ranks": d["ranks"],
+                                   "skrebate_ranks": s["ranks"]}
+        c["fit_s_dmargin"] = round(c["fit_s_dmargin"], 3)
+        c["fit_s_skrebate"] = round(c["fit_s_skrebate"], 3)
+        c["cpu_s_dmargin"] = round(c["cpu_s_dmargin"], 3)
+        c["cpu_s_skrebate"] = round(c["cpu_s_skrebate"], 3)
+        out[m.name] = c
+    return out
+
+
+def explain_relieff(comparison: dict, root: Path) -> dict:
+    """Refit skrebate's ReliefF on each ReliefF row's worst file without its two known departures.
+
+    skrebate (``ReliefF._find_neighbors``) walks ``np.argsort`` of the distances, an unstable
+    sort, so rows tied at the k-th neighbour's distance enter in an arbitrary order (dmargin:
+    lower row first); and the anchor itself sits last at distance ``sys.maxsize`` and counts as
+    a hit when its class has fewer than k other rows.  Each difference is measured again with a
+    stable argsort, then also with the anchor dropped from its own neighbours.
+    """
+    import types
+
+    import skrebate
+    import skrebate.relieff as sk_relieff
+
+    out = {}
+    for m in METHODS:
+        c = comparison.get(m.name)
+        if not (c and c["worst_file"] and c["max_abs_diff"] > AGREE and m.skrebate is not None
+                and isinstance(m.skrebate(), skrebate.ReliefF)):
+            continue
+        X, y = load(str(root / c["worst_file"]["file"]))
+        Xf = X.to_numpy(np.float64)
+        d = np.asarray(c["worst_file"]["dmargin_scores"])
+        stable = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+        stable.argsort = lambda a, *args, **kw: np.argsort(a, kind="stable")
+        find = sk_relieff.ReliefF._find_neighbors
+        own = [0]
+
+        def without_self(self, inst):
+            nn = find(self, inst)
+            own[0] += int(np.any(nn == inst))
+            return nn[nn != inst]
+
+        res = {"file": c["worst_file"]["file"], "as_run": c["max_abs_diff"]}
+        try:
+            sk_relieff.np = stable
+            res["stable_argsort"] = float(np.max(np.abs(d - m.skrebate().fit(Xf, y).feature_importances_)))
+            sk_relieff.ReliefF._find_neighbors = without_self
+            res["stable_argsort_no_self_hit"] = float(
+                np.max(np.abs(d - m.skrebate().fit(Xf, y).feature_importances_)))
+            res["anchors_own_neighbour"] = own[0]
+            res["rows"] = len(y)
+        finally:
+            sk_relieff.np = np
+            sk_relieff.ReliefF._find_neighbors = find
+        out[m.name] = res
+    return out
+
+
+def timings(runs: dict, engine: str) -> dict:
+    """Per method: fits, total fit seconds, and mean seconds per fit at each N."""
+    out = {}
+    for (eng, file), run in runs.items():
+        if eng != engine:
+            continue
+        n = int(FILE_RE.search(file).group(1))
+        for name, res in run["methods"].items():
+            t = out.setdefault(name, {"fits": 0, "total_s": 0.0, "cpu_s": 0.0, "by_N": {}})
+            t["fits"] += 1
+            t["total_s"] += res["fit_s"]
+            t["cpu_s"] += res["cpu_s"]
+            b = t["by_N"].setdefault(str(n), [0, 0.0])
+            b[0] += 1
+            b[1] += res["fit_s"]
+    for t in out.values():
+        t["total_s"] = round(t["total_s"], 3)
+        t["cpu_s"] = round(t["cpu_s"], 3)
+        t["mean_s_by_N"] = {n: round(s / k, 4) for n, (k, s) in sorted(t.pop("by_N").items(), key=lambda kv: int(kv[0]))}
+    return out
+
+
+def _pct(x):
+    return None if x is None else f"{100 * x:.0f}"
+
+
+def render(report: dict) -> str:
+    names = [m.name for m in METHODS]
+    summary = report["summary"]
+    headers = ["N", "h", "model", *names, "IMMIGRATE pair"]
+    rows = []
+    for n in SIZES:
+        for h in HERITABILITIES:
+            for model in MODELS:
+                cfg = summary.get(f"N={n} h={h:g} {model}")
+                if cfg is None:
+                    continue
+                ms = cfg["methods"]
+                rows.append([n, f"{h:g}", model, *[_pct(ms[k]["detection"]) if k in ms else None for k in names],
+                             _pct(ms.get(PAIR_METHODS[0], {}).get("interaction_detection"))])
+    for label, where in [("all", lambda c: True), ("N=1600, h=0.4", lambda c: c["N"] == 1600 and c["h"] == 0.4)]:
+        tot = overall(summary, names, where)
+        if tot:
+            rows.append([f"**{label}**", "", "", *[_pct(tot[k]["detection"]) if k in tot else None for k in names],
+                         _pct(tot.get(PAIR_METHODS[0], {}).get("interaction_detection"))])
+    tot = overall(summary, names)
+    rows.append(["mean worse rank (all)", "", "", *[tot[k]["mean_worse_rank"] if k in tot else None
+                                                    for k in names], None])
+    tm = report["timing"]["dmargin"]
+    rows.append(["fit CPU s (all files)", "", "", *[tm[k]["cpu_s"] if k in tm else None for k in names], None])
+    m = report["machine"]
+    cpu = report["cpu"]
+    head = (f"{' '.join(m['cpu_model'].split()[:2])}, {m['logical_cores']} cores; dmargin {m['versions']['dmargin']} "
+            f"(commit {m['dmargin_git']['commit'][:7]}), skrebate {m['versions']['skrebate']}; {m['date'][:10]}. "
+            "GAMETES pure 2-way epistasis core of Urbanowicz et al. 2018 "
+            f"({report['files_done']['dmargin']} of {report['files_total']} files; 20 SNPs, predictive "
+            "`M0P0`, `M0P1`, 30 replicates a configuration). Detection: % of the replicates in which both "
+            "predictive SNPs score above all 18 noise SNPs (ties count as failures).")
+    notes = [
+        "ReliefF with `discrete_threshold=10` (skrebate's default, the paper's setting); TuRF: "
+        "`TuRF(MultiSURF(), pct=0.5)` (one elimination round to 10 features, then a fit on them); every "
+        "other estimator with its defaults. IMMIGRATE diag: ranked by the diagonal of W; off-diag: each "
+        "feature by its largest off-diagonal entry of W; IMMIGRATE pair: % of replicates whose largest "
+        "off-diagonal entry is (`M0P0`, `M0P1`). Mean worse rank: the rank of the worse-ranked of the two "
+        "(2 = detected, 20 = last). Fit CPU s: the sum over the files of each fit's CPU time (`time.process_time`; "
+        "wall times are in the JSON), one thread a fit "
+        f"({report['jobs']} fits side by side; other processes kept {cpu['other_cores_busy']} of the "
+        f"{m['logical_cores']} cores busy on average during the run, which inflates the wall times more than "
+        "the CPU times); "
+        "IMMIGRATE's two rows are one fit.",
+    ]
+    sk_text = render_skrebate(report)
+    if sk_text:
+        notes.append(sk_text)
+    if not report["complete"]:
+        notes.append(f"**Incomplete run** (stopped to leave the machine quiet): {coverage(report)}.")
+    return "\n\n".join([head, harness.markdown_table(headers, rows), *notes])
+
+
+def coverage(report: dict) -> str:
+    """Which replicates each engine finished for every configuration."""
+    n_cfg = len(SIZES) * len(HERITABILITIES) * len(MODELS)
+    parts = []
+    for engine in ("dmargin", "skrebate"):
+        done = {}
+        for f in report["per_file"]:
+            if engine in f:
+                done[f["rep"]] = done.get(f["rep"], 0) + 1
+        full = 0
+        while done.get(full + 1, 0) == n_cfg:
+            full += 1
+        extra = sum(k for r, k in done.items() if r > full)
+        parts.append(f"{engine} {sum(done.values())} files, replicates 1-{full} of every configuration"
+                     + (f" and {extra} files of the next" if extra else ""))
+    return "; ".join(parts)
+
+
+def render_skrebate(report: dict) -> str | None:
+    """The comparison with skrebate: a row per skrebate-defined method, then ReliefF's departures."""
+    m, sk = report["machine"], report["skrebate"]
+    if not any(c["files"] for c in sk["comparison"].values()):
+        return None
+    reps = sorted({f["rep"] for f in report["per_file"] if "skrebate" in f})
+    span = (f"replicate {reps[0]}" if len(reps) == 1 else f"replicates {reps[0]}-{reps[-1]}"
+            if reps == list(range(reps[0], reps[-1] + 1)) else "replicates " + ", ".join(map(str, reps)))
+    rows = []
+    for name, c in sk["comparison"].items():
+        if not c["files"]:
+            continue
+        rows.append([name, c["files"], _pct(c["detected_dmargin"] / c["files"]),
+                     _pct(c["detected_skrebate"] / c["files"]), f"{c['max_abs_diff']:.2g}",
+                     c["files_over_1e-10"], c["cpu_s_dmargin"], c["cpu_s_skrebate"],
+                     f"{c['cpu_s_skrebate'] / c['cpu_s_dmargin']:.0f}x" if c["cpu_s_dmargin"] else None])
+    text = (f"Against skrebate {m['versions']['skrebate']} on the same files "
+            f"({span} of every configuration{'' if len(reps) == REPLICATES else ', not all 30'}; "
+            f"{report['files_done']['skrebate']} files), the same parameters:\n\n"
+            + harness.markdown_table(
+                ["method", "files", "detection dmargin %", "detection skrebate %", "max abs score diff",
+                 "files > 1e-10", "dmargin fit CPU s", "skrebate fit CPU s", "ratio"], rows))
+    for name, e in sk["relieff_departures"].items():
+        text += (
+            f"\n\n{name}: the largest difference ({e['as_run']:.2g}, `{e['file'].split('/')[-1]}`) is "
+            f"{e['stable_argsort']:.2g} with skrebate's neighbour search on a stable argsort (rows tied at "
+            "the k-th neighbour's distance taken lowest row first, as dmargin does; skrebate's default sort "
+            f"takes them in an arbitrary order) and {e['stable_argsort_no_self_hit']:.2g} when skrebate "
+            f"also never counts the anchor as its own hit ({e['anchors_own_neighbour']} of {e['rows']} "
+            "anchors did: skrebate appends the anchor, at distance `sys.maxsize`, as a hit when its class "
+            "has fewer than k other rows; dmargin divides by the hits found).")
+    return text
+
+
+# --------------------------------------------------------------------------- #
+# main
+# --------------------------------------------------------------------------- #
+def _init_worker():
+    for var in harness.THREAD_VARS:
+        os.environ[var] = "1"
+
+
+def main(argv=None) -> int:
+    parser = harness.options(__doc__, quick="4 files (N 200-1600), every method, skrebate too")
+    parser.add_argument("--data", type=Path, default=None, metavar="DIR",
+                        help="the rebate-benchmark folder (default: <shared data>/rebate-benchmark, "
+                             "i.e. ../shared/data/rebate-benchmark beside the repository or $DMARGIN_DATA)")
+    parser.add_argument("--jobs", type=int, default=2, metavar="J", help="worker processes (default 2)")
+    parser.add_argument("--replicates", type=int, default=REPLICATES, metavar="R",
+                        help="run replicates 1..R of each configuration (default 30: all)")
+    parser.add_argument("--first-replicate", type=int, default=1, metavar="F",
+                        help="start at replicate F (with --replicates R: replicates F..R; default 1)")
+    parser.add_argument("--skrebate-replicates", type=int, default=REPLICATES, metavar="R",
+                        help="run skrebate on replicates 1..R of each configuration (default 30: all; 0: none)")
+    parser.add_argument("--stop-at", default=None, metavar="HH:MM",
+                        help="UTC time after which no new file is started; what finished is stored "
+                             "with complete: false")
+    parser.add_argument("--rerender", action="store_true",
+                        help="recompute the markdown of the stored --variant from its JSON (no fits)")
+    args = harness.parse_args(parser, argv)
+    if args.rerender:
+        report = harness.load_variant(BENCHMARK, args.variant, args.quick)
+        report.setdefault("run_command", report.get("command"))  # write_variant records this command
+        report["markdown"] = render(report)
+        report["skrebate_markdown"] = render_skrebate(report)
+        harness.write_variant(BENCHMARK, report, variant=args.variant, quick=args.quick)
+        print(report["markdown"])
+        return 0
+    root = args.data or default_data()
+    files = find_files(root)
+    if args.quick:
+        want = set(QUICK_FILES)
+        files = [f for f in files if (f["N"], f["h"], f["model"], f["rep"]) in want]
+    files = [f for f in files if args.first_replicate <= f["rep"] <= args.replicates]
+    if not files:
+        raise SystemExit(f"bench_gametes: no GAMETES file found under {root}")
+    deadline = None
+    if args.stop_at:
+        hh, mm = map(int, args.stop_at.split(":"))
+        now = _dt.datetime.now(_dt.timezone.utc)
+        deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
+
+    # replicate by replicate (a run stopped early has every configuration, with fewer replicates),
+    # the largest files of a replicate first; dmargin before skrebate
+    tasks = [("dmargin", f) for f in sorted(files, key=lambda f: (f["rep"], -f["N"], f["h"], f["model"]))]
+    sk_files = [f for f in files if f["rep"] <= args.skrebate_replicates]
+    tasks += [("skrebate", f) for f in sorted(sk_files, key=lambda f: (f["rep"], -f["N"], f["h"], f["model"]))]
+
+    start = time.perf_counter()
+    machine = harness.machine_info(PACKAGES)
+    machine["dmargin_git"] = harness.git_revision(harness.REPO)
+    import dmargin
+
+    machine["dmargin_module"] = str(Path(dmargin.__file__).parent)
+    monitor = harness.CpuMonitor().start()
+    runs, warm, failures = {}, {}, []
+    pending, queue = {}, list(tasks)
+    stopped = False
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn"),
+                             initializer=_init_worker) as pool:
+        while queue or pending:
+            while queue and len(pending) < 2 * args.jobs and not stopped:
+                if deadline is not None and time.time() >= deadline:
+                    stopped = True
+                    break
+                engine, f = queue.pop(0)
+                pending[pool.submit(run_file, engine, f)] = (engine, f)
+            if stopped and not pending:
+                break
+            if not pending:
+                break
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                engine, f = pending.pop(fut)
+                try:
+                    run = fut.result()
+                except Exception as exc:  # one broken file never stops the run
+                    failures.append({"engine": engine, "file": f["file"], "error": repr(exc)[-400:]})
+                    print(f"[bench] {engine} {f['file']} FAILED: {exc!r}", file=sys.stderr, flush=True)
+                    continue
+                runs[(engine, f["file"])] = run
+                if run["warm_up_s"]:
+                    warm.setdefault(engine, []).append(round(run["warm_up_s"], 3))
+                ok = sum(max(r["ranks"]) <= 2 for r in run["methods"].values())
+                print(f"[bench] {len(runs)}/{len(tasks)} {engine:8s} {config_key(f)} rep {f['rep']:2d}: "
+                      f"{ok}/{len(run['methods'])} detect ({time.perf_counter() - start:.0f} s)",
+                      file=sys.stderr, flush=True)
+    cpu = monitor.stop()
+
+    done_files = {e: sum(1 for (eng, _) in runs if eng == e) for e in ("dmargin", "skrebate")}
+    missing = [f"{e} {f['file']}" for e, f in tasks if (e, f["file"]) not in runs]
+    names = [m.name for m in METHODS]
+    sk_names = [m.name for m in METHODS if m.skrebate]
+    per_file = []
+    for f in files:
+        entry = {k: f[k] for k in ("file", "N", "h", "model", "rep")}
+        for engine in ("dmargin", "skrebate"):
+            run = runs.get((engine, f["file"]))
+            if run is None:
+                continue
+            entry[engine] = {name: {"ranks": res["ranks"], "fit_s": round(res["fit_s"], 4),
+                                    "cpu_s": round(res["cpu_s"], 4),
+                                    **({"warnings": res["warnings"]} if res["warnings"] else {}),
+                                    **{k: res[k] for k in ("top_pair", "pair_rank") if k in res}}
+                             for name, res in run["methods"].items()}
+        per_file.append(entry)
+    summary = summarise(files, runs, "dmargin", names)
+    comparison = compare_skrebate(files, runs)
+    explained = explain_relieff(comparison, root)
+    report = {
+        "benchmark": BENCHMARK,
+        "mode": "quick" if args.quick else "full",
+        "complete": not missing and not failures,
+        "missing": (f"{len(missing)} of {len(tasks)} file runs not done"
+                    + (f" (stopped at {args.stop_at} UTC)" if stopped else "") + ": " + "; ".join(missing[:20])
+                    + (" ..." if len(missing) > 20 else "")) if missing else None,
+        "failures": failures,
+        "machine": machine,
+        "data": {"root": str(root), "files": len(files), "predictive": list(PREDICTIVE), "target": TARGET,
+                 "source": "EpistasisLab/rebate-benchmark 374d2a6, GAMETES_2.2 core 2-way epistasis"},
+        "jobs": args.jobs,
+        "threads_per_fit": 1,
+        "methods": {m.name: {"rank": m.rank.__name__.strip("_"), "skrebate": m.skrebate is not None}
+                    for m in METHODS},
+        "rank_rule": "1 = largest score; a tie takes the worst rank of its group; detected = worse of the "
+                     "two predictive ranks <= 2",
+        "files_total": len(files),
+        "files_done": done_files,
+        "warm_up_s": warm,
+        "cpu": cpu,
+        "summary": summary,
+        "overall": overall(summary, names),
+        "n1600_h0.4": overall(summary, names, lambda c: c["N"] == 1600 and c["h"] == 0.4),
+        "timing": {"dmargin": timings(runs, "dmargin"), "skrebate": timings(runs, "skrebate")},
+        "skrebate": {
+            "replicates": min(args.skrebate_replicates, REPLICATES),
+            "files_requested": len(sk_files),
+            "summary": summarise(files, runs, "skrebate", sk_names),
+            "comparison": comparison,
+            "relieff_departures": explained,
+            "tolerance": AGREE,
+        },
+        "per_file": per_file,
+        "total_wall_s": round(time.perf_counter() - start, 1),
+    }
+    report["markdown"] = render(report)
+    report["skrebate_markdown"] = render_skrebate(report)
+    # an unfinished run never replaces a finished one: it is stored beside it
+    variant = args.variant if report["complete"] else f"{args.variant}-incomplete"
+    path = harness.write_variant(BENCHMARK, report, variant=variant, quick=args.quick)
+    print(report["markdown"])
+    print(f"\nwritten: {path}, variant {variant} ({report['total_wall_s']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
