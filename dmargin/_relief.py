@@ -383,8 +383,13 @@ class ReliefF(WeightSelector):
     neighbour count ``k_H`` or ``k_C``, so each feature is averaged over the
     neighbours that have it; an anchor missing a feature scores 0 on it.  A
     row with no feature in common with the anchor is never its neighbour.
-    With two classes the weights equal skrebate's ``ReliefF`` (ties at the
-    k-th neighbour aside: dmargin's go to the lower row); with more, the
+    With two classes the weights equal skrebate's ``ReliefF``, with two
+    exceptions: ties at the k-th neighbour (dmargin's go to the lower row,
+    skrebate's follow an unstable sort), and an anchor whose class holds no
+    more than ``k`` other rows, which skrebate counts as its own last hit
+    (at distance ``sys.maxsize``) where dmargin averages over the hits
+    there are (GAMETES at N = 200 with ``k = 100``:
+    ``benchmarks/bench_gametes.py`` measures both); with more classes, the
     misses keep Weka's ``P(C) / (1 - P(c))`` weights.  Infinite values are
     refused.
 
