@@ -31,9 +31,10 @@ slower), with, per method, the largest absolute difference between dmargin's and
 scores over the files where both ran.
 
 Every fit is timed alone (``time.perf_counter`` around ``fit``) in worker processes of one
-thread each (``--jobs J`` of them side by side); a worker first fits every method once on a
-the first file it is given, untimed (numba's compilation; reported apart).  ``--stop-at HH:MM`` (UTC) stops
-handing out files at that time and stores what finished with ``complete: false``.
+thread each (``--jobs J`` of them side by side); a worker first fits every method once on
+the first file it is given, untimed (numba's compilation; reported apart).  ``--stop-at
+HH:MM`` (UTC) stops handing out files at that time and stores what finished with
+``complete: false``.
 
 Usage::
 
