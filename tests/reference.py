@@ -4,8 +4,7 @@ Every function here is written for clarity, not speed: O(N^2) double loops over
 anchors ``n`` and candidates ``i``, each line mirroring an equation of
 
 * ``iterative_relief.txt``: Y. Sun, "Iterative RELIEF for Feature Weighting:
-  Algorithms, Theories, and Applications", IEEE TPAMI 29(6), 2007
-  (``/work/shared/papers/iterative_relief.txt``), and
+  Algorithms, Theories, and Applications", IEEE TPAMI 29(6), 2007, and
 * ``ALGORITHMS.md`` sections 1 (shared conventions and numerics),
   5 (I-RELIEF) and 6 (ReliefF and Relief).
 

@@ -4,8 +4,8 @@ Every function here is written for clarity, not speed: O(N^2) double loops over
 anchors ``n`` and candidates ``j``, each line mirroring an equation of
 
 * ``immigrate.txt``: R. Zhao, P. Hong, J. S. Liu, "IMMIGRATE: A Margin-Based
-  Feature Selection Method with Interaction Terms", Entropy 22(3), 2020
-  (``/work/shared/papers/immigrate.txt``), sections 3.3-3.6, and
+  Feature Selection Method with Interaction Terms", Entropy 22(3), 2020,
+  sections 3.3-3.6, and
 * ``ALGORITHMS.md`` sections 1 (shared conventions and numerics), 2 (IMMIGRATE),
   3 (IM4E and IM4E-IMMIGRATE) and 4 (BIM).
 

@@ -10,25 +10,18 @@ its reason), and -- on altered copies of the pages -- that the checks fail when
 they should.
 """
 
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
 
+from tests.test_docs import _report
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _load_report():
-    spec = importlib.util.spec_from_file_location("figures_benchmarks_report",
-                                                  REPO / "benchmarks" / "report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # puts benchmarks/ on sys.path, as every script does
-    return module
-
-
-report = _load_report()
+report = _report()  # benchmarks/report.py, loaded as tests/test_docs.py loads it
 PAGES = {report.page_name(page): page for page in report.FIGURE_PAGES}
 
 
