@@ -12,6 +12,7 @@ from ._relief import IRelief, Relief, ReliefF
 from ._simba import Simba
 from ._stir import UncalibratedPValuesWarning
 from ._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
+from ._swrf import SWRF, MultiSWRF, MultiSWRFDB, MultiSWRFDBstar, MultiSWRFstar, SWRFstar
 from ._turf import TuRF
 
 # The estimators are the registry's (imported above by name, so that tools and readers see

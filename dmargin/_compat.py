@@ -91,6 +91,46 @@ def as_dask_array(x):
     return da.asarray(x)
 
 
+def worker_addresses(collections) -> list | None:
+    """The sorted addresses of the workers of the client ``collections`` compute
+    on (empty with a local scheduler, ``None`` when its scheduler cannot be reached)."""
+    client = client_for(collections)
+    if client is None:
+        return []
+    try:
+        return sorted(client.scheduler_info(n_workers=-1)["workers"])
+    except Exception:  # an unreachable scheduler: the caller keeps its default
+        return None
+
+
+def _same(block):
+    return block
+
+
+def persist_spread(*arrays):
+    """Dask arrays of the same row blocks persisted in one call, block ``i`` of
+    every array on worker ``i mod W``.
+
+    Left alone, the scheduler puts a small array's blocks wherever a thread
+    frees first, and a fit's tiles follow the blocks they read: under load, a
+    small fit's blocks can all land on one worker.  Dealt in turn, the blocks
+    (so the tiles, and the memory) are shared by every worker from the first
+    graph on.  The placement is a loose restriction: a block whose worker has
+    left goes to another.  Unoptimised, as every dmargin persist (see
+    :func:`compute`).
+    """
+    import dask
+
+    workers = worker_addresses(arrays) or []
+    if len(workers) > 1:
+        def place(key):
+            return [workers[key[1] % len(workers)]]
+
+        with dask.annotate(workers=place, allow_other_workers=True):
+            arrays = [a.map_blocks(_same, dtype=a.dtype) for a in arrays]
+    return dask.persist(*arrays, optimize_graph=False)
+
+
 def persist_with_known_rows(*arrays):
     """Dask arrays persisted in one call, with the row chunk sizes of their blocks.
 
@@ -101,7 +141,7 @@ def persist_with_known_rows(*arrays):
     import dask
     import dask.array as da
 
-    arrays = dask.persist(*arrays, optimize_graph=False)  # as compute(): same keys, same tasks
+    arrays = persist_spread(*arrays)
     blocks = [a.to_delayed().ravel() for a in arrays]
     sizes = compute(*[dask.delayed(len)(b) for bs in blocks for b in bs],
                     what="the partition lengths")

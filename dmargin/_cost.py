@@ -24,6 +24,11 @@ IRELIEF_RATE = 3.4e9
 #: MultiSURF at N = 8,000, A = 50 in 0.66 s of wall time (tests/test_surf.py's kernels;
 #: one thread: 0.62-0.67 s of CPU, about 2.2x fast-select's).
 SURF_RATE = 4.8e9
+#: Pair-features per second of the SWRF family (N^2 A, as SURF_RATE), 2 threads, N = 8,000,
+#: A = 50: MultiSWRF 0.93 s and MultiSWRFDB about as fast (near sets only); the starred
+#: variants score nearly every pair twice, SWRF* 1.55 s (SWRF_STAR_RATE).
+SWRF_RATE = 3.4e9
+SWRF_STAR_RATE = 2.0e9
 #: MultiSURF(pvalues=True) against MultiSURF: the squared differences in the second pass
 #: and a third pass over the same pairs (STIR's graph), measured 1.9-2.2x at N = 8,000,
 #: A = 50, one thread.
@@ -217,6 +222,16 @@ def surf_cost(estimator, n_samples, n_features):
         formula = formula.replace("two passes", "three passes (STIR)")
         return FitCost(ops, ops * STIR_SURF_FACTOR / SURF_RATE, formula)
     return FitCost(ops, ops / SURF_RATE, formula)
+
+
+def swrf_cost(estimator, n_samples, n_features, star):
+    """:func:`fit_cost` of the SWRF family: two passes over the pairs (the distance
+    moments, the weighted neighbours; ``star``: near and far)."""
+    m, pairs = _pairs(estimator, n_samples)
+    ops = pairs * float(n_features)
+    formula = ("N^2 A, two passes (moments, weighted neighbours)" if m is None
+               else f"m N A with m = {m}, two passes")
+    return FitCost(ops, ops / (SWRF_STAR_RATE if star else SWRF_RATE), formula)
 
 
 def online_cost(estimator, n_samples, n_features):

@@ -42,6 +42,12 @@ ESTIMATORS = (
     Estimator("SURFstar"),
     Estimator("MultiSURF", {"multisurf": {}}),
     Estimator("MultiSURFstar"),
+    Estimator("SWRF", {"swrf": {}}),
+    Estimator("SWRFstar"),
+    Estimator("MultiSWRF", {"multiswrf": {}}),
+    Estimator("MultiSWRFstar"),
+    Estimator("MultiSWRFDB"),
+    Estimator("MultiSWRFDBstar"),
     Estimator("TuRF"),
     Estimator("Simba"),
     # IMMIGRATE

@@ -35,7 +35,7 @@ from .engine import (MISSING, compact_threshold_statistic, feature_kinds, permut
                      threshold_statistic)
 from .progress import fit_steps
 
-_PARAMS_DOC = """
+SURF_PARAMS = """
     Parameters
     ----------
     discrete_threshold : int, default=10
@@ -93,7 +93,7 @@ _SURF_SAMPLE = """  The threshold is then the mean distance of the
         anchors' rows (m x N distances, zeros of the anchors themselves
         included, as skrebate's mean of the full matrix)."""
 
-_NOTES = """
+SURF_NOTES = """
     Notes
     -----
     Scoring follows skrebate's ``compute_score``: for an anchor of class
@@ -212,7 +212,7 @@ _STIR_NOTES = """
 """
 
 
-class _ThresholdSelector(WeightSelector):
+class ThresholdSelector(WeightSelector):
     """The SURF family: one engine statistic; subclasses set the thresholds and the far set."""
 
     _allow_nan = True
@@ -221,6 +221,10 @@ class _ThresholdSelector(WeightSelector):
     _keep_float32 = _compact_rows = True
     _thresholds = staticmethod(surf_thresholds)
     _far_rule = FAR_NONE
+    #: An anchor block's share of the score from its pass-2 partials, and whether
+    #: they weigh each neighbour (the SWRF family) or count it.
+    _agg = staticmethod(surf_agg)
+    _soft = False
 
     _parameter_constraints = {
         "discrete_threshold": [Interval(numbers.Integral, 0, None)],
@@ -280,7 +284,7 @@ class _ThresholdSelector(WeightSelector):
                               None if anchors is None else anchors.index,
                               1 / 8 if compact and not rows.on_dask else 1.0) \
             if with_p else None
-        agg = surf_stir_agg if with_p else surf_agg
+        agg = surf_stir_agg if with_p else self._agg
 
         # One statistic: distance moments, thresholds, neighbours scored
         # (and with p-values, STIR's neighbour graph)
@@ -294,9 +298,9 @@ class _ThresholdSelector(WeightSelector):
                 args = (self._far_rule, False, False) if with_p else (self._far_rule, False)
                 return compact_threshold_statistic(rows, self._thresholds, agg, args, far=far,
                                                    anchors=anchors, graph_sample=sample)
-            return threshold_statistic(rows, self._thresholds, agg, (self._far_rule, missing),
+            return threshold_statistic(rows, self._thresholds, agg, self._agg_args(kinds),
                                        far=far, kinds=kinds, anchors=anchors, target=target,
-                                       bound=bound or 0.0, graph_sample=sample)
+                                       bound=bound or 0.0, graph_sample=sample, soft=self._soft)
 
         with fit_steps(self, "pass", 1 + permutations) as steps, timer(name):
             out = scores(rows, anchors, agg, sample, with_p)
@@ -337,6 +341,10 @@ class _ThresholdSelector(WeightSelector):
         self.feature_importances_ = np.asarray(out, dtype=np.float64) / m
         return self
 
+    def _agg_args(self, kinds):
+        """The arguments :attr:`_agg` takes after ``(P, y)``."""
+        return self._far_rule, kinds.kind == MISSING
+
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost` of the SURF family: two passes over the pairs of
         rows (a third for STIR's p-values, all again per permutation)."""
@@ -362,7 +370,7 @@ def _check_stir(estimator, target, n_classes, kinds):
                          "for permutation p-values.")
 
 
-class SURF(_ThresholdSelector):
+class SURF(ThresholdSelector):
     __doc__ = """SURF: every neighbour closer than the mean distance (Greene et al. 2009).
 
     One threshold for all anchors, the mean of the N x N distance matrix
@@ -370,13 +378,13 @@ class SURF(_ThresholdSelector):
     differences, its zero diagonal included); an anchor scores every other
     row strictly closer, hits against misses, with skrebate 0.8.4's
     ``SURF`` arithmetic.
-""" + _PARAMS_DOC.format(sample_note=_SURF_SAMPLE, range_note="", pvalues_param="", pvalues_attrs="") + """
+""" + SURF_PARAMS.format(sample_note=_SURF_SAMPLE, range_note="", pvalues_param="", pvalues_attrs="") + """
     See Also
     --------
     SURFstar : also scores the far rows, with the opposite sign.
     MultiSURF : a threshold per anchor.
     ReliefF : k nearest neighbours instead of a radius.
-""" + _NOTES + """
+""" + SURF_NOTES + """
     References
     ----------
     C. S. Greene, N. M. Penrod, J. Kiralis, J. H. Moore, "Spatially Uniform
@@ -393,19 +401,19 @@ class SURF(_ThresholdSelector):
     """
 
 
-class SURFstar(_ThresholdSelector):
+class SURFstar(ThresholdSelector):
     __doc__ = """SURF*: SURF plus the far rows, scored with the opposite sign (Greene et al. 2010).
 
     With SURF's one threshold (the mean distance), rows strictly closer are
     near and rows strictly farther are far; the near rows score as in SURF
     and the far rows' same scoring is subtracted (skrebate 0.8.4's
     ``SURFstar``).
-""" + _PARAMS_DOC.format(sample_note=_SURF_SAMPLE, range_note=" and set (near, far)", pvalues_param="",
+""" + SURF_PARAMS.format(sample_note=_SURF_SAMPLE, range_note=" and set (near, far)", pvalues_param="",
                        pvalues_attrs="") + """
     See Also
     --------
     SURF, MultiSURFstar
-""" + _NOTES + """
+""" + SURF_NOTES + """
     References
     ----------
     C. S. Greene, D. S. Himmelstein, J. Kiralis, J. H. Moore, "The informative
@@ -423,20 +431,20 @@ class SURFstar(_ThresholdSelector):
     _far_rule = FAR_SUBTRACT
 
 
-class MultiSURF(_ThresholdSelector):
+class MultiSURF(ThresholdSelector):
     __doc__ = """MultiSURF: each anchor's neighbours within mean - deviation / 2 (Urbanowicz 2018).
 
     Each anchor's threshold is the mean of its distances to every other row
     minus half their standard deviation (ddof 0); the rows strictly closer
     are its neighbours, scored as skrebate 0.8.4's ``MultiSURF``.
-""" + _PARAMS_DOC.format(sample_note="", range_note="", pvalues_param=_PVALUES_PARAM,
+""" + SURF_PARAMS.format(sample_note="", range_note="", pvalues_param=_PVALUES_PARAM,
                        pvalues_attrs=_PVALUES_ATTRS) + """
     See Also
     --------
     MultiSURFstar : also scores the extreme far rows.
     SURF : one global threshold.
     ReliefF : k nearest neighbours instead of a radius.
-""" + _NOTES + _STIR_NOTES + """
+""" + SURF_NOTES + _STIR_NOTES + """
     References
     ----------
     R. J. Urbanowicz, R. S. Olson, P. Schmitt, M. Meeker, J. H. Moore,
@@ -459,7 +467,7 @@ class MultiSURF(_ThresholdSelector):
     0.05
     """
     _thresholds = staticmethod(multisurf_thresholds)
-    _parameter_constraints = {**_ThresholdSelector._parameter_constraints, "pvalues": [BOOLEAN],
+    _parameter_constraints = {**ThresholdSelector._parameter_constraints, "pvalues": [BOOLEAN],
                               "n_permutations": [Interval(numbers.Integral, 0, None)]}
 
     def __init__(self, *, discrete_threshold=10, scale="minmax", n_anchors=None, pvalues=False,
@@ -471,19 +479,19 @@ class MultiSURF(_ThresholdSelector):
         self.n_permutations = n_permutations
 
 
-class MultiSURFstar(_ThresholdSelector):
+class MultiSURFstar(ThresholdSelector):
     __doc__ = """MultiSURF*: MultiSURF plus the extreme far rows (Granizo-Mackenzie & Moore 2013).
 
     Per anchor, rows closer than ``mu - sigma / 2`` are near and rows
     farther than ``mu + sigma / 2`` are far; near rows score as in
     MultiSURF, far rows score the similarities ``1 - diff`` with the same
     normalisation, added (skrebate 0.8.4's ``MultiSURFstar``).
-""" + _PARAMS_DOC.format(sample_note="", range_note=" and set (near, far)", pvalues_param="",
+""" + SURF_PARAMS.format(sample_note="", range_note=" and set (near, far)", pvalues_param="",
                        pvalues_attrs="") + """
     See Also
     --------
     MultiSURF, SURFstar
-""" + _NOTES + """
+""" + SURF_NOTES + """
     References
     ----------
     D. Granizo-Mackenzie, J. H. Moore, "Multiple threshold spatially uniform

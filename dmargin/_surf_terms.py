@@ -29,12 +29,12 @@ def surf_thresholds(moments, total, far):
 
     ``mean = sum_{a, j != a} d_aj / (m N)`` over the anchors' rows (skrebate:
     the mean of the full N x N matrix, zeros on the diagonal included).
-    Returns ``(near, far)``: near ``d < mean``; far (SURF*) ``d > mean``, or
-    ``+inf`` (no far set).
+    Returns ``(near, far, no spread)``: near ``d < mean``; far (SURF*) ``d >
+    mean``, or ``+inf`` (no far set).
     """
     mean = total[1] / total[0]
     n = moments.shape[0]
-    return np.full(n, mean), np.full(n, mean if far else np.inf)
+    return np.full(n, mean), np.full(n, mean if far else np.inf), _HARD
 
 
 def multisurf_thresholds(moments, total, far):
@@ -46,12 +46,87 @@ def multisurf_thresholds(moments, total, far):
     ``+inf`` (no far set).  An anchor with no other row gets ``nan``
     thresholds (no neighbours).
     """
+    mu, sigma = _anchor_moments(moments)
+    half = sigma / 2.0
+    return mu - half, (mu + half) if far else np.full(mu.shape, np.inf), _HARD
+
+
+#: The thresholds' spread of a hard neighbour set: none (every neighbour weighs 1).
+_HARD = np.empty(0)
+
+
+def _anchor_moments(moments):
+    """Each anchor's mean and standard deviation (ddof 0) of its distances to the
+    other rows (``nan`` without any)."""
     count, s1, s2 = moments[:, 0], moments[:, 1], moments[:, 2]
     with np.errstate(invalid="ignore", divide="ignore"):
         mu = s1 / count
         sigma = np.sqrt(np.maximum(s2 / count - mu * mu, 0.0))
-    half = sigma / 2.0
-    return mu - half, (mu + half) if far else np.full(mu.shape, np.inf)
+    return mu, sigma
+
+
+# ---------------------------------------------------------------------------
+# The SWRF family (skrebate 0.8.4's baseswrf.py): weighted neighbours
+# ---------------------------------------------------------------------------
+#
+# A neighbour at distance d of a set with threshold t weighs
+# ``tanh(2 |d - t| / s)`` (:func:`dmargin.engine.kernels.surf.soft_weight`):
+# 0 at the threshold, 1 far from it.  Pass-2 partials are ``P[a, s, c, :A]``
+# the weighted difference sums, ``P[a, s, c, A]`` the neighbour count and
+# ``P[a, s, c, A + 1]`` the weight sum (with missing values a count and a
+# weight sum per feature: ``A:2A`` and ``2A:3A``).
+
+
+def swrf_thresholds(moments, total, far):
+    """SWRF's one threshold and spread: the mean and the standard deviation (ddof 0)
+    of the distance matrix (its zero diagonal included, as skrebate's)."""
+    count, s1, s2 = total
+    mean = s1 / count
+    sd = np.sqrt(max(s2 / count - mean * mean, 0.0))
+    n = moments.shape[0]
+    return np.full(n, mean), np.full(n, mean if far else np.inf), np.full(n, sd)
+
+
+def multiswrf_thresholds(moments, total, far):
+    """MultiSWRF's threshold and spread per anchor: the mean ``mu_a`` and the
+    standard deviation ``sigma_a`` of its distances (near ``d < mu_a``, far
+    ``d > mu_a``)."""
+    mu, sigma = _anchor_moments(moments)
+    return mu, mu if far else np.full(mu.shape, np.inf), sigma
+
+
+def multiswrfdb_thresholds(moments, total, far):
+    """MultiSWRFDB's dead band per anchor: near ``d < mu_a - sigma_a / 2``, far
+    ``d > mu_a + sigma_a / 2``, each neighbour weighed from its edge; spread ``sigma_a``."""
+    near, far_edge, _ = multisurf_thresholds(moments, total, far)
+    return near, far_edge, _anchor_moments(moments)[1]
+
+
+def swrf_agg(P, ya, far, missing, discrete):
+    """Anchor block's share of an SWRF-family score (before the division by m).
+
+    Near set: skrebate's scoring (:func:`surf_terms`) of the weighted
+    difference sums with the neighbour counts (``baseswrf.py``: the weights
+    enter the sums, not the counts).  Far set (the starred variants), added:
+    the same scoring of the similarities, ``sum (1 - w diff)`` for a
+    continuous feature and ``sum w (1 - diff)`` for a discrete one
+    (skrebate's two far rules).
+    """
+    a = P.shape[-1] // 3 if missing else P.shape[-1] - 2
+
+    def scored(S, sums):
+        counts = S[..., a:2 * a] if missing else S[..., a:a + 1]
+        return surf_terms(np.concatenate([sums, counts], axis=-1), ya, missing)
+
+    near = P[:, 0]
+    terms = scored(near, near[..., :a])
+    if far:
+        S = P[:, 1]
+        weights = S[..., 2 * a:] if missing else S[..., a + 1:a + 2]
+        counts = S[..., a:2 * a] if missing else S[..., a:a + 1]
+        sims = np.where(discrete, weights, counts) - S[..., :a]
+        terms = terms + scored(S, sims)
+    return terms.sum(axis=0)
 
 
 def surf_terms(P, ya, missing=False):

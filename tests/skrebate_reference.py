@@ -460,8 +460,20 @@ def deadband_weight(d, edge, spread):
 
 def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
                 categorical_threshold=10, multiclass_threshold=10, label_type=None,
-                weight_final_scores=False, rank_absolute=False):
-    """Scores of ``variant`` in ``SWRF_VARIANTS``, as skrebate's ``BaseSWRF``."""
+                weight_final_scores=False, rank_absolute=False, whole_matrix=False,
+                anchors=None, exact_means=False):
+    """Scores of ``variant`` in ``SWRF_VARIANTS``, as skrebate's ``BaseSWRF``.
+
+    Two departures from skrebate, off by default, for dmargin's documented
+    differences: ``whole_matrix=True`` takes SWRF's global mean and deviation
+    over the whole symmetric distance matrix (its NaN cells left out) instead
+    of the stored array (accident 1 with missing values); ``anchors`` (row
+    indices) scores those rows only, the global mean and deviation over their
+    rows of the matrix, and scales the sum by ``N / len(anchors)``;
+    ``exact_means=True``, on discrete data without NaN or weights, compares a
+    distance ``k / p`` with a mean threshold in integers (``k * cells <
+    sum k``) instead of with ``np.mean``'s rounded mean (accident 14).
+    """
     if variant not in SWRF_VARIANTS:
         raise KeyError(variant)
     data = _Data(X, y, categorical_features, categorical_threshold, multiclass_threshold,
@@ -471,14 +483,32 @@ def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
     D, has_nan = distance_array(data, weights)
     pair = _pair_lookup(D)
     star = variant.endswith("star")
-    # accident 1: over every stored cell
-    global_mu, global_sd = _mean_std(np.concatenate(list(D)), has_nan)
+    visited = range(data.n) if anchors is None else anchors
+    if whole_matrix or anchors is not None:
+        global_mu, global_sd = _mean_std(pair[list(visited)].ravel(), has_nan)
+    else:  # accident 1: over every stored cell
+        global_mu, global_sd = _mean_std(np.concatenate(list(D)), has_nan)
+
+    exact = exact_means and data.data_type == "categorical" and not data.has_missing \
+        and weights is None
+    if exact:
+        K = np.rint(pair * data.p).astype(np.int64)  # mismatch counts
+        global_k = (K[list(visited)].sum(), len(visited) * data.n)
 
     scores = np.zeros(data.p)
-    for i in range(data.n):
+    for i in visited:
         others = np.array([j for j in range(data.n) if j != i])
         d = pair[i, others]
-        if variant.startswith("MultiSWRFDB"):
+        if exact and not variant.startswith("MultiSWRFDB"):
+            k = K[i, others]
+            total, cells = (k.sum(), len(k)) if variant.startswith("Multi") else global_k
+            mu, sd = _mean_std(d, False) if variant.startswith("Multi") else (global_mu,
+                                                                               global_sd)
+            below, above = k * cells < total, k * cells > total
+            near, far = others[below], others[above]
+            v_near = sigmoid_weight(d[below], mu, sd)
+            v_far = sigmoid_weight(d[above], mu, sd)
+        elif variant.startswith("MultiSWRFDB"):
             mu, sd = _mean_std(d, has_nan)
             near_edge, far_edge = mu - sd / 2.0, mu + sd / 2.0
             near, far = others[d < near_edge], others[d > far_edge]
@@ -499,6 +529,8 @@ def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
             if star and len(far) > 0:
                 _add(scores, f, anchor_score(data, i, far, v_far, f, near=False), weights,
                      weight_final_scores)
+    if anchors is not None:
+        scores = scores * data.n / len(anchors)
     return Fit(scores, _top_features(scores, rank_absolute))
 
 

@@ -213,6 +213,12 @@ PUBLIC = {
     "SURF": lambda: dmargin.SURF(),
     "SURFstar": lambda: dmargin.SURFstar(),
     "SVMRFE": lambda: dmargin.SVMRFE(1, random_state=0),
+    "SWRF": lambda: dmargin.SWRF(),
+    "SWRFstar": lambda: dmargin.SWRFstar(),
+    "MultiSWRF": lambda: dmargin.MultiSWRF(),
+    "MultiSWRFstar": lambda: dmargin.MultiSWRFstar(),
+    "MultiSWRFDB": lambda: dmargin.MultiSWRFDB(),
+    "MultiSWRFDBstar": lambda: dmargin.MultiSWRFDBstar(),
     "Simba": lambda: dmargin.Simba(n_starts=1, random_state=0),
     "TuRF": lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=3)),
 }

@@ -88,6 +88,16 @@ CASES = [
          id="MultiSURFstar-continuous"),
     case(lambda: dmargin.SURF(n_anchors=30, random_state=0), ("blobs_regression",),
          ("blobs_regression", "frame"), id="SURF-anchors-continuous"),
+    # SWRF family (weighted neighbours)
+    case(lambda: dmargin.SWRF(), ANY, ("heart", "frame"), id="SWRF"),
+    case(lambda: dmargin.SWRFstar(n_anchors=40, random_state=0), ANY,
+         ("blobs_multiclass", "array"), id="SWRFstar-anchors"),
+    case(lambda: dmargin.MultiSWRF(), ("blobs_binary",) + ANY, ("blobs_multiclass", "array"),
+         id="MultiSWRF"),
+    case(lambda: dmargin.MultiSWRFstar(), ANY, ("heart", "frame"), id="MultiSWRFstar"),
+    case(lambda: dmargin.MultiSWRFDB(), ("blobs_regression",), ("blobs_regression", "array"),
+         id="MultiSWRFDB-continuous"),
+    case(lambda: dmargin.MultiSWRFDBstar(), ANY, ("heart", "frame"), id="MultiSWRFDBstar"),
     # IMMIGRATE family
     case(lambda: dmargin.Immigrate(max_iter=4), ANY, ("blobs_multiclass", "array"),
          id="Immigrate"),
@@ -129,7 +139,8 @@ CASES = [
 COVERED = {"BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate", "IM4E",
            "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
            "ReliefF", "RReliefF", "SVMRFE", "Simba", "TuRF",
-           "SURF", "SURFstar", "MultiSURF", "MultiSURFstar"}
+           "SURF", "SURFstar", "MultiSURF", "MultiSURFstar", "SWRF", "SWRFstar", "MultiSWRF",
+           "MultiSWRFstar", "MultiSWRFDB", "MultiSWRFDBstar"}
 
 
 def test_every_public_estimator_is_covered():
@@ -362,9 +373,8 @@ def test_cluster_equals_in_process(request, make, datasets, cluster, engine, loc
     if engine:
         engine_tasks = [t for t in stream.data if _key_name(t["key"]).startswith("dmargin-")]
         assert engine_tasks, "no engine task ran on the cluster"
-        # On the workers, never the client; which of the two the scheduler picks is its
-        # own decision (under load a small fit's few tasks can all go to one).
-        assert {t["worker"] for t in engine_tasks} <= workers
+        assert {t["worker"] for t in engine_tasks} == workers, \
+            "the engine's tasks did not run on both workers"
 
 
 @pytest.mark.cluster

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._compat import gather
+from .._compat import gather, persist_spread, worker_addresses
 from .execution import Rows, prepare_rows, use_dask_for
 from .blocks import block_reduce
 
@@ -152,15 +152,8 @@ def bin_rows(X, y, max_bins, rng, *, use_dask=None) -> BinnedRows:
 
 
 def _n_workers(rows):
-    from .._compat import client_for
-
-    client = client_for([rows.X])
-    if client is None:
-        return 1
-    try:
-        return max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
-    except Exception:  # an unreachable scheduler: keep the blocks as they are
-        return None
+    workers = worker_addresses([rows.X])
+    return None if workers is None else max(1, len(workers))
 
 
 def _merge_blocks(rows: Rows) -> Rows:
@@ -186,8 +179,6 @@ def _merge_blocks(rows: Rows) -> Rows:
     chunks = tuple(sum(sizes[i:i + per]) for i in range(0, len(sizes), per))
     X = rows.X.rechunk((chunks, rows.X.shape[1])).map_blocks(np.asfortranarray,
                                                              dtype=rows.X.dtype)
-    # Unoptimised, as every dmargin persist (see _compat.compute).
-    X = X.persist(optimize_graph=False)
-    codes = rows.codes.rechunk((chunks,)).persist(optimize_graph=False)
+    X, codes = persist_spread(X, rows.codes.rechunk((chunks,)))
     edges = np.concatenate([[0], np.cumsum(chunks)]).tolist()
     return Rows(X, codes, rows.n_classes, True, list(zip(edges[:-1], edges[1:])))

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._compat import active_client, check_worker_memory, client_for, compute, is_dask_collection
+from .._compat import (active_client, check_worker_memory, client_for, compute,
+                       is_dask_collection, persist_spread)
 from ..progress import step_fraction
 
 #: Bytes one tile's partial may take.
@@ -144,7 +145,7 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     check_worker_memory(client_for([X]), n * row if persist else 0, task,
                         f"{what} {n} rows x {a} features")
     if persist:
-        X, codes = dask.persist(X, codes, optimize_graph=False)  # see _compat.compute
+        X, codes = persist_spread(X, codes)
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
     return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])), streamed=not persist,
                 block_counts=block_counts)

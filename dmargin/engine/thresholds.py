@@ -31,10 +31,11 @@ def _target_at(target, index):
 
 
 def moment_total(moments):
-    """``(sum_a (count_a + 1), sum_a sum_j d_aj)``: the pairs of the anchors' rows of
-    the full distance matrix (its zero diagonal included, as skrebate's mean) and
-    their distance sum."""
-    return np.array([np.sum(moments[:, 0] + 1.0), np.sum(moments[:, 1])])
+    """``(sum_a (count_a + 1), sum_a sum_j d_aj, sum_a sum_j d_aj^2)``: the cells of
+    the anchors' rows of the full distance matrix (its zero diagonal included, as
+    skrebate's mean) and their distance sum and sum of squares."""
+    return np.array([np.sum(moments[:, 0] + 1.0), np.sum(moments[:, 1]),
+                     np.sum(moments[:, 2])])
 
 
 def graph_finders(P, ya, thresholds, n_features):
@@ -112,7 +113,7 @@ def _pair_score(Xp, yp, start_p, Xq, yq, start_q, n_classes, n_sets, dm, dw, ram
                      target, bound, squares, thr_p, thr_q):
     ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
     return surf.score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind,
-                            thr_p[0], thr_p[1], thr_q[0], thr_q[1], mode,
+                            *thr_p, *thr_q, mode,
                             _target_at(target, ip), _target_at(target, iq), bound, squares)
 
 
@@ -134,7 +135,7 @@ def _score_tile(Xa, ya, ia, Xc, yc, start_c, threads, n_classes, n_sets, dm, dw,
                      kind, target, bound, squares, thr):
     ic = np.arange(start_c, start_c + Xc.shape[0])
     kernel = pick(surf.SCORE_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
-    return kernel(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, thr[0], thr[1],
+    return kernel(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, *thr,
                   _target_at(target, ia), _target_at(target, ic), bound, squares)
 
 
@@ -202,14 +203,17 @@ def _graph_sums(g, G, finders, sample, dm, dw, kind):
 
 
 def threshold_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds=None,
-                   anchors=None, target=None, bound=0.0, graph_sample=None):
+                        anchors=None, target=None, bound=0.0, graph_sample=None, soft=False):
     """``sum_I agg(pass2_I(thresholds(pass1_I, total)), y_I, *agg_args)``, two passes.
 
     Pass 1 merges each anchor block's distance moments ``(count, sum d, sum
     d^2)`` over the candidate blocks (:func:`surf.moments_pairs`); the
     moments of all anchor blocks add up to ``total`` (one tiny tree);
-    ``thresholds(moments, total, far) -> (near, far)`` gives each anchor's
-    thresholds (``far=False``: no far set, ``+inf``).  Pass 2 runs over the
+    ``thresholds(moments, total, far) -> (near, far, spread)`` gives each
+    anchor's thresholds (``far=False``: no far set, ``+inf``) and, with
+    ``soft=True`` (the SWRF family's weighted neighbours), the spread of their
+    weights (else an empty array: every neighbour weighs 1;
+    :func:`surf.score_pairs`).  Pass 2 runs over the
     same tiles and merges each anchor's neighbour sums and counts per set
     and class (:func:`surf.score_pairs`); ``agg(P, y, *agg_args)`` turns an
     anchor block's merged partial into its share.  Per-anchor partials are
@@ -245,8 +249,11 @@ def threshold_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, 
         kinds = FeatureKinds.continuous(a)
     dm, dw, rp, kind = kinds.params
     squares = graph_sample is not None
-    per_row = n_sets * k * (2 * a if kind == distance.MISSING else a + 1) + (k * a if squares
-                                                                            else 0)
+    if soft:  # weighted sums, counts and weight sums
+        per_row = n_sets * k * (3 * a if kind == distance.MISSING else a + 2)
+    else:
+        per_row = n_sets * k * (2 * a if kind == distance.MISSING else a + 1) + (
+            k * a if squares else 0)
     if target is None:
         bound = 0.0
     elif not bound > 0:

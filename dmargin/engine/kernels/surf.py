@@ -51,6 +51,8 @@ inlined function), and the neighbour tests are strict (``<``, ``>``) as
 skrebate's.
 """
 
+import math
+
 import numba
 import numpy as np
 
@@ -135,12 +137,60 @@ def _add_rows(x, Xo, rows, m, dm, ramp, kind, out, squares):
 
 
 @inline
-def partial_width(n_features, kind, squares):
+def _add_rows_soft(x, Xo, rows, wts, m, dm, ramp, kind, out):
+    """:func:`_add_rows` with a weight ``wts[r]`` per row (the SWRF family):
+    ``out[:A] += sum_r w_r diff(x, Xo[rows[r]])``, then the (unweighted)
+    neighbour count ``out[A]`` and the weight sum ``out[A + 1]``; ``MISSING``:
+    per feature, of the rows scored on it, in ``out[A:2A]`` and ``out[2A:3A]``."""
+    n_features = x.shape[0]
+    r = 0
+    if kind == PLAIN:  # four rows per sweep over ``out``, as :func:`_add_rows`
+        while r + 4 <= m:
+            j0, j1, j2, j3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
+            w0, w1, w2, w3 = wts[r], wts[r + 1], wts[r + 2], wts[r + 3]
+            for f in range(n_features):
+                v = float(x[f])
+                out[f] += (w0 * abs(v - Xo[j0, f]) + w1 * abs(v - Xo[j1, f])
+                           + w2 * abs(v - Xo[j2, f]) + w3 * abs(v - Xo[j3, f]))
+            out[n_features + 1] += w0 + w1 + w2 + w3
+            r += 4
+    while r < m:
+        j0 = rows[r]
+        w = wts[r]
+        r += 1
+        if kind == MISSING:
+            for f in range(n_features):
+                z = feature_diff(float(x[f]), float(Xo[j0, f]), dm[f], ramp[f])
+                if z == z:
+                    out[f] += w * z
+                    out[n_features + f] += 1.0
+                    out[2 * n_features + f] += w
+        else:
+            for f in range(n_features):
+                out[f] += w * feature_diff(float(x[f]), float(Xo[j0, f]), dm[f], ramp[f])
+            out[n_features + 1] += w
+    if kind != MISSING:
+        out[n_features] += m
+
+
+@inline
+def partial_width(n_features, kind, squares, soft=False):
     """Per-row partial length of pass 2: difference sums and one neighbour count
     (``A + 1``), or a count per feature (``MISSING``: ``2 A``); ``A`` more for
-    the squared differences (``squares``)."""
+    the squared differences (``squares``).  ``soft`` (weighted neighbours):
+    the weight sum after the count (``A + 2``; ``MISSING``: ``3 A``)."""
+    if soft:
+        return 3 * n_features if kind == MISSING else n_features + 2
     base = 2 * n_features if kind == MISSING else n_features + 1
     return base + n_features if squares else base
+
+
+@inline
+def soft_weight(d, centre, spread):
+    """The SWRF family's weight of a neighbour at distance ``d``:
+    ``tanh(2 |d - centre| / spread)`` (skrebate's ``2 / (1 + exp(-4 |d - c| / s)) - 1``),
+    0 at the centre, 1 far from it; a zero ``spread`` counts as 1."""
+    return math.tanh(2.0 * abs(d - centre) / (spread if spread > 0.0 else 1.0))
 
 
 # ---------------------------------------------------------------------------
@@ -274,11 +324,14 @@ def _compact(drow, t0, t1, s, near, far, self_idx, ids, keep, out):
 
 
 @inline
-def _score_row(x, drow, t0, t1, near, far, self_idx, ids, Xo, o0, starts, dm, ramp, kind, P,
-               rows, ta, to, bound, keep, squares):
+def _score_row(x, drow, t0, t1, near, far, spread, self_idx, ids, Xo, o0, starts, dm, ramp,
+               kind, P, rows, ta, to, bound, keep, squares, wts):
     """One row's neighbours among the class-sorted rows ``o0 + [t0, t1)`` of ``Xo``,
     added to ``P[set, class]``: per set and class, one compaction over that
-    class's positions, then one sum (:func:`_add_rows`).
+    class's positions, then one sum (:func:`_add_rows`).  ``spread`` ``>= 0``
+    (the SWRF family): each neighbour weighs :func:`soft_weight` of its
+    distance around the set's threshold (:func:`_add_rows_soft`, ``wts`` its
+    buffer); ``spread < 0``: every neighbour weighs 1.
 
     ``bound > 0`` (a continuous target ``ta`` of the row, ``to`` of the
     others; every row in sort class 0): the classes are the hits
@@ -301,29 +354,41 @@ def _score_row(x, drow, t0, t1, near, far, self_idx, ids, Xo, o0, starts, dm, ra
                 continue
             m = _compact(drow, lo, hi, s, near, far, self_idx, ids, keep[c if split else 0], rows)
             if m:
+                if spread >= 0.0:
+                    centre = near if s == 0 else far
+                    for r in range(m):
+                        wts[r] = soft_weight(drow[rows[r]], centre, spread)
                 for r in range(m):
                     rows[r] += o0
-                _add_rows(x, Xo, rows, m, dm, ramp, kind, P[s, c], squares)
+                if spread >= 0.0:
+                    _add_rows_soft(x, Xo, rows, wts, m, dm, ramp, kind, P[s, c])
+                else:
+                    _add_rows(x, Xo, rows, m, dm, ramp, kind, P[s, c], squares)
 
 
 @inline
-def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, near_p, far_p,
-                 near_q, far_q, mode, Pp, Pq, rows, tp, tq, bound, keep, squares):
+def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, lim_p, lim_q,
+                 mode, Pp, Pq, rows, tp, tq, bound, keep, squares, wts):
     """Add a sub-tile's neighbours to both sides' partials (rows sorted by class,
     ``sp``/``sq`` the class starts; ``tp``/``tq`` their targets when ``bound >
-    0``).  The candidates' side reads the transposed distances ``DT``; both
-    sides run the same code (one copy to compile)."""
+    0``; ``lim_p``/``lim_q`` their ``(near, far, spread)`` thresholds: a
+    call of 30 arguments or more would be compiled as a ``*args`` call, which
+    numba does not inline).  The candidates' side reads the transposed
+    distances ``DT``; both sides run the same code (one copy to compile)."""
     same = p0 == q0 and mode == WITHIN
     if mode != ORDERED:
         for a in range(p1 - p0):
             for t in range(q1 - q0):
                 DT[t, a] = D[a, t]
+    near_p, far_p, spread_p = lim_p
+    near_q, far_q, spread_q = lim_q
+    soft = spread_p.shape[0] > 0
     for side in range(1 if mode == ORDERED else 2):
         if side == 0:  # anchors p against candidates q
-            M, X, i0, i1, near, far, P, T = D, Xp, p0, p1, near_p, far_p, Pp, tp
+            M, X, i0, i1, near, far, spread, P, T = D, Xp, p0, p1, near_p, far_p, spread_p, Pp, tp
             Xo, ids, o0, o1, starts, To = Xq, iq, q0, q1, sq, tq
         else:  # candidates q against anchors p
-            M, X, i0, i1, near, far, P, T = DT, Xq, q0, q1, near_q, far_q, Pq, tq
+            M, X, i0, i1, near, far, spread, P, T = DT, Xq, q0, q1, near_q, far_q, spread_q, Pq, tq
             Xo, ids, o0, o1, starts, To = Xp, ip, p0, p1, sp, tp
         for i in range(i0, i1):
             # Each unordered pair of the diagonal sub-tile once: j > a.
@@ -333,8 +398,9 @@ def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, 
                 t0, t1 = 0, o1 - o0
             self_idx = ip[i] if mode == ORDERED else -1
             ta = T[i] if bound > 0.0 else 0.0
-            _score_row(X[i], M[i - i0], t0, t1, near[i], far[i], self_idx, ids[o0:o1], Xo, o0,
-                       starts, dm, ramp, kind, P[i], rows, ta, To[o0:o1], bound, keep, squares)
+            _score_row(X[i], M[i - i0], t0, t1, near[i], far[i], spread[i] if soft else -1.0,
+                       self_idx, ids[o0:o1], Xo, o0, starts, dm, ramp, kind, P[i], rows, ta,
+                       To[o0:o1], bound, keep, squares, wts)
 
 
 @inline
@@ -370,7 +436,7 @@ def _keep_buffer(bound):
 
 @helper
 def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, near_p, far_p,
-                near_q, far_q, mode, tp, tq, bound, squares):
+                spread_p, near_q, far_q, spread_q, mode, tp, tq, bound, squares):
     """Per-row neighbour partials ``P[row, set, class, :A+1]`` of both row sets of a pair.
 
     .. math:: P_{as c} = \\sum_{j \\ne a:\\, j \\in s(a),\\, y_j = c}
@@ -381,7 +447,11 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
     ``bound > 0`` the rows' targets ``tp``, ``tq`` class each pair instead
     (``c = 0`` when ``|t_a - t_j| < bound``, else 1; ``n_classes == 1``);
     otherwise ``tp``, ``tq`` are not read.  ``squares``: the squared
-    differences too (:func:`partial_width`).  Returns ``(Pp, Pq)``; ``Pq`` is
+    differences too (:func:`partial_width`).  Non-empty ``spread_p``,
+    ``spread_q`` (the SWRF family): each neighbour weighs
+    :func:`soft_weight` of its distance around its set's threshold with
+    its row's spread, and the partials carry the weighted difference sums,
+    the counts and the weight sums (:func:`_add_rows_soft`).  Returns ``(Pp, Pq)``; ``Pq`` is
     empty in the ``ORDERED`` mode and ``Pp`` itself in the ``WITHIN`` mode.
 
     Both row sets are first sorted by class (stable), so that a row's
@@ -392,16 +462,20 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
     Xps, ips, sp = by_class(Xp, yp, ip, n_classes)
     order_p = class_order(yp, n_classes)[0]
     near_ps, far_ps = near_p[order_p], far_p[order_p]
+    soft = spread_p.shape[0] > 0
+    spread_ps = spread_p[order_p] if soft else spread_p
     tps = tp[order_p] if split else tp
     if mode == WITHIN:
         Xqs, iqs, sq, order_q, near_qs, far_qs, tqs = Xps, ips, sp, order_p, near_ps, far_ps, tps
+        spread_qs = spread_ps
     else:
         Xqs, iqs, sq = by_class(Xq, yq, iq, n_classes)
         order_q = class_order(yq, n_classes)[0]
         near_qs, far_qs = near_q[order_q], far_q[order_q]
+        spread_qs = spread_q[order_q] if soft else spread_q
         tqs = tq[order_q] if split else tq
     n_p, n_q = Xps.shape[0], Xqs.shape[0]
-    width = partial_width(n_features, kind, squares)
+    width = partial_width(n_features, kind, squares, soft)
     n_out = partial_classes(n_classes, bound)
     Pp = filled((n_p, n_sets, n_out, width), 0.0)
     Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_out,
@@ -410,6 +484,7 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
     D = np.empty((TILE, TILE))
     DT = np.empty((TILE, TILE))
     rows = np.empty(TILE, dtype=np.int64)
+    wts = np.empty(TILE)
     cnt = np.empty(TILE)
     keep = _keep_buffer(bound)
     for q0 in range(0, n_q, TILE):
@@ -419,23 +494,23 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
             p1 = min(p0 + TILE, n_p)
             tile_distances(Xps, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
             _fold_scores(D, DT, Xps, ips, sp, Xqs, iqs, sq, p0, p1, q0, q1, dm, ramp, kind,
-                         near_ps, far_ps, near_qs, far_qs, mode, Pp, Pq, rows, tps, tqs, bound,
-                         keep, squares)
+                         (near_ps, far_ps, spread_ps), (near_qs, far_qs, spread_qs), mode, Pp,
+                         Pq, rows, tps, tqs, bound, keep, squares, wts)
     Pp_out = _unsort(Pp, order_p)
     if mode == WITHIN:
         return Pp_out, Pp_out
     return Pp_out, _unsort(Pq, order_q) if mode == CROSS else Pq
 
 
-def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near, far, ta, tc,
-                bound, squares):
+def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near, far, spread,
+                ta, tc, bound, squares):
     """Pass 2 for anchors against candidates (``ORDERED``), threads over anchor sub-tiles
-    (``ta``, ``tc``, ``bound``, ``squares``: :func:`score_pairs`')."""
+    (``spread``, ``ta``, ``tc``, ``bound``, ``squares``: :func:`score_pairs`')."""
     n_a, n_features = Xa.shape
     Xcs, ics, sc = by_class(Xc, yc, ic, n_classes)
     tcs = tc[class_order(yc, n_classes)[0]] if bound > 0.0 else tc
     P = filled((n_a, n_sets, partial_classes(n_classes, bound),
-                partial_width(n_features, kind, squares)), 0.0)
+                partial_width(n_features, kind, squares, spread.shape[0] > 0)), 0.0)
     n_tiles = (n_a + TILE - 1) // TILE
     for i in numba.prange(n_tiles):
         p0 = i * TILE
@@ -443,6 +518,7 @@ def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near,
         XT = np.empty((n_features, TILE))
         D = np.empty((TILE, TILE))
         rows = np.empty(TILE, dtype=np.int64)
+        wts = np.empty(TILE)
         cnt = np.empty(TILE)
         keep = _keep_buffer(bound)
         for q0 in range(0, Xcs.shape[0], TILE):
@@ -450,8 +526,9 @@ def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near,
             _transpose(Xcs, q0, q1, XT)
             tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
             # (ORDERED: the candidates' side is not scored; no class starts of anchors.)
-            _fold_scores(D, D, Xa, ia, sc, Xcs, ics, sc, p0, p1, q0, q1, dm, ramp, kind, near,
-                         far, near, far, ORDERED, P, P, rows, ta, tcs, bound, keep, squares)
+            _fold_scores(D, D, Xa, ia, sc, Xcs, ics, sc, p0, p1, q0, q1, dm, ramp, kind,
+                         (near, far, spread), (near, far, spread), ORDERED, P, P, rows, ta, tcs,
+                         bound, keep, squares, wts)
     return P
 
 
