@@ -139,7 +139,8 @@ def fit_continuous_relieff(est, start):
     """
     rows, y = start.rows, start.target
     # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
-    kinds = feature_kinds(rows, est.discrete_threshold, missing=start.data.missing)
+    kinds = feature_kinds(rows, est.discrete_threshold,
+                          missing=start.data.missing).weighted(start.feature_weights)
     anchors = anchors_for(est, rows)
     bound = hit_bound(y)
     m = rows.n_samples if anchors is None else anchors.n_samples

@@ -481,24 +481,34 @@ class ReliefF(WeightSelector):
         the rows once (the door streams dask rows instead of persisting them)."""
         return not continuous and self.n_permutations == 0
 
-    def fit(self, X, y):
+    def fit(self, X, y, feature_weights=None):
         """Compute the ReliefF weights.
 
         Parameters
         ----------
         X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        feature_weights : array-like of shape (n_features,), default=None
+            Non-negative weights of the features' differences in the distance
+            (skrebate's ``fit(X, y, weights)``): the neighbours change, the
+            scored differences do not.  With missing values a pair's distance
+            is the weighted mean over the features both rows have.
 
         Returns
         -------
         self : ReliefF
         """
-        start = start_fit(self, X, y)
+        start = start_fit(self, X, y, feature_weights=feature_weights)
+        if self.pvalues and start.feature_weights is not None:
+            raise ValueError("ReliefF(pvalues=True): STIR's law has been shown calibrated "
+                             "for the unweighted distance only; fit without "
+                             "feature_weights, or use n_permutations=B.")
         if start.target is not None:  # a regression target: skrebate's continuous endpoint
             return fit_continuous_relieff(self, start)
         data, rows = start.data, start.rows
         # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
-        kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing)
+        kinds = feature_kinds(rows, self.discrete_threshold,
+                              missing=data.missing).weighted(start.feature_weights)
         anchors = anchors_for(self, rows)
         # STIR's p-values only where its law has been shown calibrated (else a warning)
         reason = None

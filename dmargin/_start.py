@@ -31,6 +31,11 @@ declaration         default        meaning
                                    target)
 ==================  =============  ================================================
 
+A fit that takes feature weights in its distance (``fit(X, y,
+feature_weights=w)``, the Relief family) hands them to the door too: it
+checks them against ``X`` and returns them as float64 (:class:`FitStart`);
+weighted rows never take the compact path (its distance counts mismatches).
+
 The input's kind is settled here: what leaves the door is numpy or dask
 arrays of rows, class codes and (for a continuous target) the target's values,
 in :class:`FitStart`.
@@ -93,9 +98,12 @@ class FitStart(NamedTuple):
     target: np.ndarray | None
     #: Feature kinds, when the door had to learn them (compact rows), else ``None``.
     kinds: FeatureKinds | None
+    #: The checked feature weights of the distance (float64, one per feature) or ``None``.
+    feature_weights: np.ndarray | None = None
 
 
-def start_fit(estimator, X, y, *, stream: Stream | None = None) -> FitStart:
+def start_fit(estimator, X, y, *, stream: Stream | None = None,
+              feature_weights=None) -> FitStart:
     """Check the parameters, the data and the target; scale; lay out the rows.
 
     Parameters
@@ -107,16 +115,47 @@ def start_fit(estimator, X, y, *, stream: Stream | None = None) -> FitStart:
     X, y : the data as given to the fit
     stream : Stream or None, default=None
         A chunk of a stream (``partial_fit``) instead of a whole fit.
+    feature_weights : array-like of shape (n_features,) or None, default=None
+        The fit's feature weights in the distance, as given by the user.
 
     Returns
     -------
     FitStart
     """
     check_params(estimator)
-    start = _start(estimator, X, y, stream, compact=declared(estimator, "_compact_rows"))
+    compact = declared(estimator, "_compact_rows") and feature_weights is None
+    start = _start(estimator, X, y, stream, compact=compact)
     if stream is None or stream.first:
         _warn_n_features_to_select(estimator, start.data.X.shape[1])
+    if feature_weights is not None:
+        start = start._replace(feature_weights=_checked_feature_weights(
+            estimator, feature_weights, start.data.X.shape[1]))
     return start
+
+
+def _checked_feature_weights(estimator, weights, n_features):
+    """``weights`` as float64, one finite non-negative value per feature, not all 0."""
+    name = type(estimator).__name__
+    if is_dask_collection(weights):
+        weights = compute(weights, what="the feature weights")[0]
+    try:
+        w = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}.fit: feature_weights must be numbers, one per feature; "
+                         f"got {type(weights).__name__} ({exc}).") from None
+    if w.ndim != 1 or w.size != n_features:
+        raise ValueError(f"{name}.fit: feature_weights has shape {w.shape}; X has "
+                         f"{n_features} features: give one weight per feature, in the "
+                         "columns' order.")
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if bad.size:
+        first = int(bad[0])
+        raise ValueError(f"{name}.fit: feature_weights[{first}] is {float(w[first])!r}; "
+                         "the weights must be finite and non-negative.")
+    if not w.any():
+        raise ValueError(f"{name}.fit: feature_weights are all 0, so every distance would "
+                         "be 0; give at least one feature a positive weight.")
+    return w
 
 
 def _start(estimator, X, y, stream, compact):

@@ -242,7 +242,7 @@ class ThresholdSelector(WeightSelector):
         self.n_features_to_select = n_features_to_select
         self.random_state = random_state
 
-    def fit(self, X, y):
+    def fit(self, X, y, feature_weights=None):
         """Compute the scores.
 
         Parameters
@@ -252,24 +252,34 @@ class ThresholdSelector(WeightSelector):
             Class labels of any type, or a continuous target (floats, not all
             integers: skrebate's continuous endpoint; a dask target is
             computed, N floats).
+        feature_weights : array-like of shape (n_features,), default=None
+            Non-negative weights of the features' differences in the distance
+            (skrebate's ``fit(X, y, weights)``): the neighbourhoods change,
+            the scored differences do not.  With missing values a pair's
+            distance is the weighted mean over the features both rows have.
 
         Returns
         -------
         self : estimator
         """
-        # Initialisation: rows placed once (as bytes when they are genotype-like
-        # and y is class labels), feature kinds as skrebate detects them
-        start = start_fit(self, X, y)
+        # Initialisation: rows placed once (as bytes when they are genotype-like,
+        # unweighted, and y is class labels), feature kinds as skrebate detects them
+        start = start_fit(self, X, y, feature_weights=feature_weights)
         data, rows, target = start.data, start.rows, start.target
         compact = rows.X.dtype == np.uint8
         kinds = start.kinds if start.kinds is not None else \
-            feature_kinds(rows, self.discrete_threshold, missing=data.missing)
+            feature_kinds(rows, self.discrete_threshold,
+                          missing=data.missing).weighted(start.feature_weights)
         bound = None if target is None else hit_bound(target)
         anchors = anchors_for(self, rows)
         permutations = getattr(self, "n_permutations", 0)
         with_p = getattr(self, "pvalues", False) and not permutations
         if with_p:  # STIR's p-values where its law has been shown calibrated, else a warning
             _check_stir(self, target, rows.n_classes, kinds)
+            if start.feature_weights is not None:
+                raise ValueError(f"{type(self).__name__}(pvalues=True): STIR's law has been "
+                                 "shown calibrated for the unweighted distance only; fit "
+                                 "without feature_weights, or use n_permutations=B.")
             reason = uncalibrated("MultiSURF", data.counts, shape=sample_shape(rows, anchors),
                                   names=getattr(self, "feature_names_in_", None))
             if reason is not None:

@@ -309,7 +309,7 @@ class _Data:
 # ----------------------------------------------------------------------------------
 # Distances (relieff.py:366-499, scoring_utils.py:30-156)
 
-def distance_array(data, weights=None):
+def distance_array(data, weights=None, weighted_mean=False):
     """skrebate's stored distance array and whether it holds NaN.
 
     Without NaN in X: full and symmetric, zero diagonal.  With NaN: the lower triangle
@@ -356,7 +356,10 @@ def distance_array(data, weights=None):
                     d += np.dot(mismatch, weights[od]) / np.sum(weights[od])
                 if oc.any():
                     d += np.dot(dc, weights[oc]) / np.sum(weights[oc])
-            D[i, j] = d / n_observed if n_observed else np.nan
+            if weighted_mean and weights is not None:  # accident 6 fixed: no second division
+                D[i, j] = d if n_observed else np.nan
+            else:
+                D[i, j] = d / n_observed if n_observed else np.nan
     return D, bool(np.isnan(D).any())
 
 
@@ -461,7 +464,7 @@ def deadband_weight(d, edge, spread):
 def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
                 categorical_threshold=10, multiclass_threshold=10, label_type=None,
                 weight_final_scores=False, rank_absolute=False, whole_matrix=False,
-                anchors=None, exact_means=False):
+                anchors=None, exact_means=False, weighted_mean=False):
     """Scores of ``variant`` in ``SWRF_VARIANTS``, as skrebate's ``BaseSWRF``.
 
     Two departures from skrebate, off by default, for dmargin's documented
@@ -470,6 +473,8 @@ def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
     of the stored array (accident 1 with missing values); ``anchors`` (row
     indices) scores those rows only, the global mean and deviation over their
     rows of the matrix, and scales the sum by ``N / len(anchors)``;
+    ``weighted_mean=True``: with NaN and weights, a pair's distance is the
+    weighted mean over its observed features (accident 6 fixed);
     ``exact_means=True``, on discrete data without NaN or weights, compares a
     distance ``k / p`` with a mean threshold in integers (``k * cells <
     sum k``) instead of with ``np.mean``'s rounded mean (accident 14).
@@ -480,7 +485,7 @@ def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
                  label_type)
     if weights is not None and not isinstance(weights, np.ndarray):
         weights = None  # accident 7: a list is ignored
-    D, has_nan = distance_array(data, weights)
+    D, has_nan = distance_array(data, weights, weighted_mean)
     pair = _pair_lookup(D)
     star = variant.endswith("star")
     visited = range(data.n) if anchors is None else anchors

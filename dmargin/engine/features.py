@@ -48,7 +48,9 @@ class FeatureKinds:
     missing values: ``A / A_discrete``, else 1); ``ramp`` (per feature,
     ``inf`` for none): a scored continuous difference above it counts 1
     (skrebate's mixed data; the distances never ramp); ``missing``: missing
-    values per feature; ``kind``: ``PLAIN``, ``MASKED`` or ``MISSING``.
+    values per feature; ``kind``: ``PLAIN``, ``MASKED`` or ``MISSING``;
+    ``scale``: the user's feature weights in the distance (``None``: all 1;
+    see :meth:`weighted`).
     """
 
     discrete: np.ndarray
@@ -56,6 +58,7 @@ class FeatureKinds:
     ramp: np.ndarray
     missing: np.ndarray
     kind: int
+    scale: np.ndarray | None = None
 
     @classmethod
     def continuous(cls, n_features):
@@ -63,10 +66,23 @@ class FeatureKinds:
         return cls(np.zeros(n_features, dtype=np.bool_), 1.0, np.full(n_features, np.inf),
                    np.zeros(n_features, dtype=np.int64), distance.PLAIN)
 
+    def weighted(self, scale):
+        """These kinds with feature ``f``'s difference weighing ``scale[f]`` more in
+        the distance (``None``: unchanged).  Weighted plain data take the
+        ``MASKED`` kernels (the plain ones have no weight to read)."""
+        if scale is None:
+            return self
+        kind = distance.MASKED if self.kind == distance.PLAIN else self.kind
+        return FeatureKinds(self.discrete, self.weight, self.ramp, self.missing, kind,
+                            np.asarray(scale, dtype=np.float64))
+
     @property
     def params(self):
-        """``(dm, dw, ramp, kind)`` as the kernels take them."""
-        return self.discrete, self.weight, self.ramp, self.kind
+        """``(dm, dw, ramp, kind)`` as the kernels take them: ``dw`` per feature, a
+        discrete mismatch's :attr:`weight` (1 for a continuous difference)
+        times :attr:`scale`."""
+        dw = np.where(self.discrete, self.weight, 1.0)
+        return self.discrete, dw if self.scale is None else dw * self.scale, self.ramp, self.kind
 
 
 def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, mixed_weight=True,

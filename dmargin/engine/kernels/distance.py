@@ -12,18 +12,20 @@ Three kinds of data, chosen once per fit from the data
   difference is ``|x_af - x_jf|`` (range-scaled rows) and the distance
   ``d_aj = sum_f w_f |x_af - x_jf|``.  The default path: the kernels'
   vectorised loops, compiled once, unchanged by the other kinds.
-- :data:`MASKED` -- some features discrete (``dm_f``): a discrete
-  difference is 0 (equal) or 1 (different) and weighs ``dw`` in the
-  distance (skrebate's mixed data: ``A / A_discrete``); a scored
-  continuous difference above ``ramp_f`` counts 1 (skrebate's "ramp";
-  ``inf``: none).
+- :data:`MASKED` -- some features discrete (``dm_f``), or weighted: a
+  discrete difference is 0 (equal) or 1 (different), and each feature's
+  difference weighs ``dw_f`` in the distance (a discrete mismatch in
+  skrebate's mixed data: ``A / A_discrete``; times the user's feature
+  weights, if any); a scored continuous difference above ``ramp_f`` counts
+  1 (skrebate's "ramp"; ``inf``: none).
 - :data:`MISSING` -- some values NaN: skrebate 0.8.4's rule
   (``get_row_missing``): a pair's distance sums the differences of the
   features present in both rows (a discrete mismatch counts 1) and divides
   by their number, so that pairs missing different numbers of values stay
-  comparable; a difference with a missing side is NaN, and scoring leaves it
-  out of both the sum and the neighbour count of that feature.  A pair with
-  no feature in common has distance NaN: never a neighbour.
+  comparable (with feature weights ``dw_f``: their weighted mean); a
+  difference with a missing side is NaN, and scoring leaves it out of both
+  the sum and the neighbour count of that feature. A pair with no feature in
+  common has distance NaN: never a neighbour.
 
 The MASKED and MISSING kinds run in separately compiled kernel variants,
 only for data that need them.
@@ -111,29 +113,29 @@ def scored_differences(a, b, discrete, ramp):
 def pair_distance(xa, xb, w, dm, dw, kind):
     """The distance of rows ``xa`` and ``xb`` under feature weights ``w``.
 
-    ``PLAIN``: ``sum_f w_f |xa_f - xb_f|``; ``MASKED``: a discrete mismatch
-    counts ``dw``; ``MISSING``: the sum over the features present in both
-    rows (a discrete mismatch counts 1) divided by their number, NaN when
-    there is none.  The sum runs over the features in order: the same value
+    ``PLAIN``: ``sum_f w_f |xa_f - xb_f|``; ``MASKED``: each difference (a
+    discrete mismatch counts 1) times ``dw_f``; ``MISSING``: the
+    ``dw``-weighted mean over the features present in both rows, NaN when
+    there is none (or their weights sum to 0).  The sum runs over the features in order: the same value
     in every kernel and for either order of the pair.
     """
     acc = 0.0
     if kind == MISSING:
-        count = 0
+        count = 0.0
         for f in range(xa.shape[0]):
             z = abs(xa[f] - xb[f])
             if z != z:
                 continue
             if dm[f]:
                 z = 1.0 if z != 0.0 else 0.0
-            acc += w[f] * z
-            count += 1
-        return acc / count if count > 0 else math.nan
+            acc += w[f] * (dw[f] * z)
+            count += dw[f]
+        return acc / count if count > 0.0 else math.nan
     for f in range(xa.shape[0]):
         z = abs(xa[f] - xb[f])
         if dm[f]:
-            z = dw if z != 0.0 else 0.0
-        acc += w[f] * z
+            z = 1.0 if z != 0.0 else 0.0
+        acc += w[f] * (dw[f] * z)
     return acc
 
 
@@ -186,25 +188,30 @@ def tile_distances(Xp, p0, p1, XT, nq, dm, dw, kind, D, cnt):
                     continue
                 xt = XT[f]
                 disc = dm[f]
+                wf = dw[f]
                 for t in range(nq):
                     z = abs(x - xt[t])
                     if z == z:
                         if disc:
                             z = 1.0 if z != 0.0 else 0.0
-                        row[t] += z
-                        cnt[t] += 1.0
+                        row[t] += wf * z
+                        cnt[t] += wf
             for t in range(nq):
                 row[t] = row[t] / cnt[t] if cnt[t] > 0.0 else math.nan
             continue
         for f in range(n_features):
             x = Xp[a, f]
             xt = XT[f]
-            if kind == PLAIN or not dm[f]:
+            wf = dw[f]
+            if kind == PLAIN:
                 for t in range(nq):
                     row[t] += abs(x - xt[t])
+            elif not dm[f]:
+                for t in range(nq):
+                    row[t] += wf * abs(x - xt[t])
             else:
                 for t in range(nq):
-                    row[t] += dw if x != xt[t] else 0.0
+                    row[t] += wf if x != xt[t] else 0.0
 
 
 # ---------------------------------------------------------------------------
