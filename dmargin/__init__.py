@@ -14,6 +14,8 @@ from ._stir import UncalibratedPValuesWarning
 from ._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
 from ._swrf import SWRF, MultiSWRF, MultiSWRFDB, MultiSWRFDBstar, MultiSWRFstar, SWRFstar
 from ._turf import TuRF
+from ._iter import Iter
+from ._vls import VLS
 
 # The estimators are the registry's (imported above by name, so that tools and readers see
 # them; tests/test_registry.py checks that the two agree).

@@ -178,6 +178,13 @@ def active_client():
     if distributed is None:
         return None
     try:
+        distributed.get_worker()
+        # Inside a task on a worker (a wrapper's fit, or the user's own task): the fit
+        # runs in-process there, never as a graph submitted from within a task.
+        return None
+    except ValueError:
+        pass
+    try:
         return distributed.default_client()
     except ValueError:
         return None
@@ -268,6 +275,26 @@ def _compute_on(client, todo, what, optimize=False):
 def gather(x, what="a dmargin computation"):
     """``x`` computed if it is a dask collection, else ``x`` itself."""
     return compute(x, what=what)[0] if is_dask_collection(x) else x
+
+
+def map_calls(fn, items, what="a dmargin computation"):
+    """``[fn(*args) for args in items]``: in-process for in-memory arguments without a
+    client, else one dask graph of a task per call, computed at once.
+
+    On dask each call is a pure task (its key is a token of ``fn`` and its
+    arguments, so a call with other arguments is another task); a dask
+    collection among the arguments reaches its task as the computed value
+    (a slice of columns as a numpy array), and only the calls' results come
+    back to the client.  The wait is :func:`compute`'s.
+    """
+    items = [tuple(args) for args in items]
+    if active_client() is None and not any(is_dask_collection(a) for args in items
+                                           for a in args):
+        return [fn(*args) for args in items]
+    import dask
+
+    calls = [dask.delayed(fn, pure=True)(*args) for args in items]
+    return list(compute(*calls, what=what))
 
 
 def run_with_client(fn, client):

@@ -49,6 +49,8 @@ ESTIMATORS = (
     Estimator("MultiSWRFDB"),
     Estimator("MultiSWRFDBstar"),
     Estimator("TuRF"),
+    Estimator("Iter"),
+    Estimator("VLS"),
     Estimator("Simba"),
     # IMMIGRATE
     Estimator("Immigrate", {"immigrate": {}}),

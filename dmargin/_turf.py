@@ -25,11 +25,11 @@ from ._elimination import eliminate
 from ._validation import Interval, Kind
 
 #: Any dmargin weight estimator (it must have ``feature_importances_`` after fit).
-_ESTIMATOR = Kind("an estimator with fit and feature_importances_",
+ESTIMATOR = Kind("an estimator with fit and feature_importances_",
                    lambda v: hasattr(v, "fit") and hasattr(v, "get_params"))
 
 
-def _columns(X, features):
+def columns(X, features):
     """``X`` restricted to ``features`` (numpy, pandas, dask array or DataFrame; any
     other array-like, a list of rows included, as numpy)."""
     if hasattr(X, "iloc") or is_dask_frame(X):
@@ -89,7 +89,7 @@ class TuRF(WeightSelector):
 
     _engine_rows = False  # checks the data; the inner estimator fits it
     _parameter_constraints = {
-        "estimator": [_ESTIMATOR],
+        "estimator": [ESTIMATOR],
         "pct": [Interval(numbers.Real, 0, 1, closed="neither")],
         "keep": [Interval(numbers.Integral, 1, None)],
         "n_features_to_select": N_FEATURES_TO_SELECT,
@@ -118,13 +118,13 @@ class TuRF(WeightSelector):
         pct = float(self.pct)
 
         def score(features):
-            return np.asarray(clone(self.estimator).fit(_columns(X, features), y)
+            return np.asarray(clone(self.estimator).fit(columns(X, features), y)
                               .feature_importances_, dtype=np.float64)
 
         found = eliminate(self, score, n, n_features_to_select=_turf_count(n, pct, self.keep),
                           step=lambda left: left - math.ceil(left * (1 - pct)))
         survivors = np.flatnonzero(found.support)
-        self.estimator_ = clone(self.estimator).fit(_columns(X, survivors), y)
+        self.estimator_ = clone(self.estimator).fit(columns(X, survivors), y)
         final = np.asarray(self.estimator_.feature_importances_, dtype=np.float64)
         scores = np.zeros(n)
         scores[survivors] = final

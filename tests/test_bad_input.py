@@ -221,6 +221,9 @@ PUBLIC = {
     "MultiSWRFDBstar": lambda: dmargin.MultiSWRFDBstar(),
     "Simba": lambda: dmargin.Simba(n_starts=1, random_state=0),
     "TuRF": lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=3)),
+    "Iter": lambda: dmargin.Iter(dmargin.ReliefF(n_neighbors=3), max_iter=3),
+    "VLS": lambda: dmargin.VLS(dmargin.ReliefF(n_neighbors=3), num_feature_subset=3,
+                               size_feature_subset=2, random_state=0),
 }
 #: What a fit learned, compared between two spellings of the same data.
 _FITTED = ("feature_importances_", "ranking_", "dual_coef_")

@@ -76,6 +76,11 @@ CASES = [
          ("heart", "frame"), engine=False, id="Simba"),
     case(lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=4), pct=0.5, keep=3), ANY,
          ("heart", "frame"), id="TuRF"),
+    case(lambda: dmargin.Iter(dmargin.MultiSURF(), max_iter=3), ANY, ("heart", "frame"),
+         id="Iter"),
+    case(lambda: dmargin.VLS(dmargin.ReliefF(n_neighbors=4), num_feature_subset=8,
+                             size_feature_subset=2, random_state=0), ANY,
+         ("blobs_multiclass", "array"), engine=False, id="VLS"),
     # SURF family (heart and blobs_multiclass mix discrete and continuous features)
     case(lambda: dmargin.SURF(), ANY, ("heart", "frame"), id="SURF"),
     case(lambda: dmargin.SURFstar(n_anchors=40, random_state=0), ANY,
@@ -140,7 +145,7 @@ COVERED = {"BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate",
            "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
            "ReliefF", "RReliefF", "SVMRFE", "Simba", "TuRF",
            "SURF", "SURFstar", "MultiSURF", "MultiSURFstar", "SWRF", "SWRFstar", "MultiSWRF",
-           "MultiSWRFstar", "MultiSWRFDB", "MultiSWRFDBstar"}
+           "MultiSWRFstar", "MultiSWRFDB", "MultiSWRFDBstar", "Iter", "VLS"}
 
 
 def test_every_public_estimator_is_covered():
