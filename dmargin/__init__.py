@@ -14,6 +14,7 @@ from ._stir import UncalibratedPValuesWarning
 from ._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
 from ._swrf import SWRF, MultiSWRF, MultiSWRFDB, MultiSWRFDBstar, MultiSWRFstar, SWRFstar
 from ._turf import TuRF
+from ._murelief import MuRelief
 from ._iter import Iter
 from ._vls import VLS
 

@@ -28,6 +28,9 @@ SURF_RATE = 4.8e9
 #: A = 50: MultiSWRF 0.93 s and MultiSWRFDB about as fast (near sets only); the starred
 #: variants score nearly every pair twice, SWRF* 1.55 s (SWRF_STAR_RATE).
 SWRF_RATE = 3.4e9
+#: Pair-features per second of MuRelief (N^2 A for its two passes), 2 threads, N = 8,000,
+#: A = 50, n_neighbors = 100: the general nearest-neighbour kernel, a pair at a time.
+MURELIEF_RATE = 6.3e8
 SWRF_STAR_RATE = 2.0e9
 #: MultiSURF(pvalues=True) against MultiSURF: the squared differences in the second pass
 #: and a third pass over the same pairs (STIR's graph), measured 1.9-2.2x at N = 8,000,
@@ -222,6 +225,16 @@ def surf_cost(estimator, n_samples, n_features):
         formula = formula.replace("two passes", "three passes (STIR)")
         return FitCost(ops, ops * STIR_SURF_FACTOR / SURF_RATE, formula)
     return FitCost(ops, ops / SURF_RATE, formula)
+
+
+def murelief_cost(estimator, n_samples, n_features):
+    """:func:`fit_cost` of MuRelief: two passes over the pairs (the class means, the
+    neighbours farthest from them), on the general nearest-neighbour kernel."""
+    m, pairs = _pairs(estimator, n_samples)
+    ops = pairs * float(n_features)
+    formula = ("N^2 A, two passes (class means, neighbours)" if m is None
+               else f"m N A with m = {m}, two passes")
+    return FitCost(ops, ops / MURELIEF_RATE, formula)
 
 
 def swrf_cost(estimator, n_samples, n_features, star):

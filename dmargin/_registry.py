@@ -48,6 +48,7 @@ ESTIMATORS = (
     Estimator("MultiSWRFstar"),
     Estimator("MultiSWRFDB"),
     Estimator("MultiSWRFDBstar"),
+    Estimator("MuRelief"),
     Estimator("TuRF"),
     Estimator("Iter"),
     Estimator("VLS"),

@@ -572,10 +572,19 @@ def multiswrfdb_star(X, y, **kwargs):
 # ----------------------------------------------------------------------------------
 # MuRelief (murelief.py)
 
-def murelief_neighbours(data, pair, has_nan, i, n_neighbors):
-    """The rows MuRelief scores anchor i with (murelief.py:44-213)."""
+def murelief_neighbours(data, pair, has_nan, i, n_neighbors, fixed=False):
+    """The rows MuRelief scores anchor i with (murelief.py:44-213).
+
+    ``fixed=True``: dmargin's rule instead of accidents 9-11 -- the anchor is no
+    candidate, a row at distance NaN is never chosen, the rows of a group are
+    taken by decreasing key ``|n_g d - s_g|`` (``n_g``, ``s_g``: the group's
+    count and distance sum; in integer mismatch counts on discrete data), ties
+    to the lower row index.
+    """
     others = np.array([j for j in range(data.n) if j != i])
     d = pair[i, others]
+    if fixed:
+        return _murelief_fixed(data, others, d, i, n_neighbors)
     if data.class_type == "continuous":
         group = np.where(np.abs(data.y[i] - data.y[others]) < data.labels_std, 1, 0)
     else:
@@ -604,24 +613,48 @@ def murelief_neighbours(data, pair, has_nan, i, n_neighbors):
     return np.array(chosen)
 
 
+def _murelief_fixed(data, others, d, i, n_neighbors):
+    exact = data.data_type == "categorical" and not data.has_missing
+    if data.class_type == "continuous":
+        group = np.where(np.abs(data.y[i] - data.y[others]) < data.labels_std, 1, 0)
+    else:
+        group = data.y[others]
+    chosen = []
+    for g in dict.fromkeys(group.tolist()):
+        members = (group == g) & ~np.isnan(d)
+        dg = d[members]
+        if exact:  # mismatch counts
+            dg = np.rint(dg * data.p).astype(np.int64)
+        key = np.abs(len(dg) * dg - dg.sum())
+        rows = others[members]
+        order = sorted(range(len(rows)), key=lambda t: (-key[t], rows[t]))
+        chosen.extend(rows[t] for t in order[:n_neighbors])
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
 def murelief(X, y, *, n_neighbors=100, weights=None, categorical_features=None,
              categorical_threshold=10, multiclass_threshold=10, label_type=None,
-             weight_final_scores=False, rank_absolute=False):
-    """skrebate ``MuRelief``."""
+             weight_final_scores=False, rank_absolute=False, fixed=False, anchors=None):
+    """skrebate ``MuRelief``; ``fixed=True``: dmargin's rule instead of accidents 6 and
+    9-11 (:func:`murelief_neighbours`); ``anchors``: those rows only, the sum scaled by
+    ``N / len(anchors)``."""
     data = _Data(X, y, categorical_features, categorical_threshold, multiclass_threshold,
                  label_type)
     if isinstance(n_neighbors, float):
         n_neighbors = int(n_neighbors * data.n * 0.5)
     if weights is not None and not isinstance(weights, np.ndarray):
         weights = None
-    D, has_nan = distance_array(data, weights)
+    D, has_nan = distance_array(data, weights, weighted_mean=fixed)
     pair = _pair_lookup(D)
     scores = np.zeros(data.p)
-    for i in range(data.n):
-        nn = murelief_neighbours(data, pair, has_nan, i, n_neighbors)
+    visited = range(data.n) if anchors is None else anchors
+    for i in visited:
+        nn = murelief_neighbours(data, pair, has_nan, i, n_neighbors, fixed)
         ones = np.ones(len(nn))
         for f in range(data.p):
             _add(scores, f, anchor_score(data, i, nn, ones, f), weights, weight_final_scores)
+    if anchors is not None:
+        scores = scores * data.n / len(anchors)
     return Fit(scores, _top_features(scores, rank_absolute))
 
 

@@ -221,6 +221,7 @@ PUBLIC = {
     "MultiSWRFDBstar": lambda: dmargin.MultiSWRFDBstar(),
     "Simba": lambda: dmargin.Simba(n_starts=1, random_state=0),
     "TuRF": lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=3)),
+    "MuRelief": lambda: dmargin.MuRelief(n_neighbors=5),
     "Iter": lambda: dmargin.Iter(dmargin.ReliefF(n_neighbors=3), max_iter=3),
     "VLS": lambda: dmargin.VLS(dmargin.ReliefF(n_neighbors=3), num_feature_subset=3,
                                size_feature_subset=2, random_state=0),

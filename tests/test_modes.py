@@ -76,6 +76,10 @@ CASES = [
          ("heart", "frame"), engine=False, id="Simba"),
     case(lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=4), pct=0.5, keep=3), ANY,
          ("heart", "frame"), id="TuRF"),
+    case(lambda: dmargin.MuRelief(n_neighbors=6), ANY, ("blobs_multiclass", "array"),
+         id="MuRelief"),
+    case(lambda: dmargin.MuRelief(n_neighbors=0.2, n_anchors=30, random_state=0), ANY,
+         ("heart", "frame"), id="MuRelief-anchors"),
     case(lambda: dmargin.Iter(dmargin.MultiSURF(), max_iter=3), ANY, ("heart", "frame"),
          id="Iter"),
     case(lambda: dmargin.VLS(dmargin.ReliefF(n_neighbors=4), num_feature_subset=8,
@@ -145,7 +149,8 @@ COVERED = {"BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate",
            "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
            "ReliefF", "RReliefF", "SVMRFE", "Simba", "TuRF",
            "SURF", "SURFstar", "MultiSURF", "MultiSURFstar", "SWRF", "SWRFstar", "MultiSWRF",
-           "MultiSWRFstar", "MultiSWRFDB", "MultiSWRFDBstar", "Iter", "VLS"}
+           "MultiSWRFstar", "MultiSWRFDB", "MultiSWRFDBstar", "Iter", "VLS",
+           "MuRelief"}
 
 
 def test_every_public_estimator_is_covered():

@@ -22,14 +22,19 @@ import numpy as np
 from . import grid, merge
 from ._numba import blas_single_thread, pick
 from .execution import Anchors, Rows
+from .features import FeatureKinds
 from .kernels import distance, knn, lse, quad
 
 #: The tile kernels by name: ``(serial, threaded)`` twins.
 KERNELS = {"lse": lse.TWINS, "lse-general": lse.GENERAL_TWINS, "knn": knn.TWINS,
-           "knn-general": knn.GENERAL_TWINS, "qlse": quad.TWINS}
+           "knn-general": knn.GENERAL_TWINS, "class-moments": knn.CLASS_MOMENTS_TWINS,
+           "qlse": quad.TWINS}
 #: Cost of one step of each family relative to a pair-feature of ``lse``:
 #: the quadratic kernels count flops (BLAS: fast per flop).
-COST = {"lse": 1.0, "lse-general": 2.0, "knn": 1.0, "knn-general": 2.0, "qlse": 0.05}
+COST = {"lse": 1.0, "lse-general": 2.0, "knn": 1.0, "knn-general": 2.0,
+        "class-moments": 2.0, "qlse": 0.05}
+#: The general k-nearest tile's ``centres`` when candidates rank by distance.
+_BY_DISTANCE = np.empty((0, 0, 2))
 
 
 def _tile(Xa, ya, start_a, Xc, yc, start_c, name, threads, *params):
@@ -91,7 +96,7 @@ def _knn_agg_task(agg, partial, ya, first, agg_args):
 
 
 def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, kinds=None,
-                  combine=merge.add, finish=None, anchor_index=False):
+                  combine=merge.add, finish=None, anchor_index=False, ranked=False):
     """``combine_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours).
 
     ``anchors``: an :class:`~execution.Anchors` sample instead of every row.
@@ -102,14 +107,28 @@ def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, 
     merge (a sum by default); ``finish``: a last step on the merged value,
     where it was merged (a worker), so that only its result comes back.
     ``anchor_index``: ``agg`` also gets the anchors' global row indices
-    (after ``y_I``).
+    (after ``y_I``).  ``ranked``: a first pass over the same tiles gives each
+    anchor the count and distance sum of every class's other rows, and the
+    candidates of a class then rank by how far their distance lies from the
+    class's mean distance, farthest first (MuRelief; ``dist`` holds
+    ``-|n_c d - s_c|``).
     """
     a, k = rows.n_features, rows.n_classes
     name, params = "knn", (k, n_neighbors)
-    if kinds is not None and kinds.kind != distance.PLAIN:
+    if ranked or (kinds is not None and kinds.kind != distance.PLAIN):
+        kinds = kinds if kinds is not None else FeatureKinds.continuous(a)
         name, params = "knn-general", (k, n_neighbors, *kinds.params)
     g = grid.graph(rows, name, per_row=k * n_neighbors * (a + 2), sample=anchors)
-    merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine)
+    if ranked:
+        centres = grid.ordered(g, _tile, "class-moments", g.local, k, *kinds.params[:2],
+                               kinds.kind, combine=merge.add, tag="class-moments")
+        merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine,
+                              each=lambda i: (centres[i],))
+    elif name == "knn-general":
+        merged = grid.ordered(g, _tile, name, g.local, *params, _BY_DISTANCE,
+                              combine=merge.knn_combine)
+    else:
+        merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine)
     shares = []
     for i in range(len(g.anchors)):
         _, codes, first = g.anchor(i)
@@ -137,7 +156,7 @@ def knn_target_statistic(rows: Rows, y, n_neighbors: int, agg, agg_args=(), per_
     """
     name, params = "knn", (1, n_neighbors)
     if kinds is not None and kinds.kind != distance.PLAIN:
-        name, params = "knn-general", (1, n_neighbors, *kinds.params)
+        name, params = "knn-general", (1, n_neighbors, *kinds.params, _BY_DISTANCE)
     g = grid.graph(rows, "knn-target", per_row=n_neighbors * (rows.n_features + 2),
                    sample=anchors)
     target = grid.hold_target(g, y)

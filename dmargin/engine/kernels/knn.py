@@ -98,15 +98,22 @@ TWINS = twins(_knn_tile)
 knn_tile = TWINS[0]
 
 
-def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, kind):
+def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, kind,
+                      centres):
     """:func:`_knn_tile` for discrete features or missing values (``MASKED``, ``MISSING``
-    of :mod:`.distance`), compiled only for data that have them.
+    of :mod:`.distance`), or with ``centres``; compiled only for data that need it.
 
     Distances are :func:`~.distance.pair_distance` in float64 (no float32
     prefilter: its error bound assumes the plain sum); ``z`` holds the scored
     differences (:func:`~.distance.feature_diff`: 0/1 discrete, ramped
     continuous, NaN where a value is missing).  A candidate at distance NaN
     (no feature in common with the anchor) is never a neighbour.
+
+    ``centres`` (``(anchors, classes, 2)``, each anchor's count and distance
+    sum over the rows of each class; empty for none): the candidates of class
+    ``c`` are ranked by ``-|n_c d - s_c|`` instead of ``d`` (MuRelief: the
+    rows whose distance lies farthest from the class's mean distance first;
+    in integers, so exact, when the distances are mismatch counts).
     """
     n_anchors, n_features = Xa.shape
     Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
@@ -117,6 +124,7 @@ def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, 
     idx = np.empty(n_anchors * n_classes * k, dtype=np.int64).reshape((n_anchors, n_classes, k))
     idx[:] = -1
     z = filled((n_anchors, n_classes, k, n_features), 0.0)
+    ranked = centres.shape[0] > 0
     for a in numba.prange(n_anchors):
         loc = np.empty(k, dtype=np.int64)
         xa = Xa[a]
@@ -127,7 +135,10 @@ def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, 
                 g = ics[j]
                 if g == ia[a]:
                     continue
-                _insert(dc, ix, loc, pair_distance(xa, Xs[j], ones, dm, dw, kind), g, j)
+                d = pair_distance(xa, Xs[j], ones, dm, dw, kind)
+                if ranked:
+                    d = -abs(centres[a, c, 0] * d - centres[a, c, 1])
+                _insert(dc, ix, loc, d, g, j)
             for r in range(k):
                 if ix[r] >= 0:
                     for f in range(n_features):
@@ -137,3 +148,27 @@ def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, 
 
 #: Compiled on first use by data with discrete features or missing values.
 GENERAL_TWINS = twins(_knn_tile_general)
+
+
+def _class_moments_tile(Xa, ia, Xc, yc, ic, n_classes, dm, dw, kind):
+    """Per anchor and class of the candidates: the number of rows other than the
+    anchor at a distance (not NaN) and the sum of those distances,
+    ``(anchors, classes, 2)`` (MuRelief's class means; partials over disjoint
+    candidate sets add)."""
+    n_anchors, n_features = Xa.shape
+    ones = np.empty(n_features)
+    ones[:] = 1.0
+    out = filled((n_anchors, n_classes, 2), 0.0)
+    for a in numba.prange(n_anchors):
+        xa = Xa[a]
+        for j in range(Xc.shape[0]):
+            if ic[j] == ia[a]:
+                continue
+            d = pair_distance(xa, Xc[j], ones, dm, dw, kind)
+            if d == d:
+                out[a, yc[j], 0] += 1.0
+                out[a, yc[j], 1] += d
+    return out
+
+
+CLASS_MOMENTS_TWINS = twins(_class_moments_tile)
