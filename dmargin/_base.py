@@ -102,7 +102,8 @@ class WeightSelector(DaskSelectorMixin, BaseEstimator):
     weight, an int keeps that many of the highest (all of them when it
     exceeds the number of features, with a ``UserWarning`` at fit), a float
     in (0, 1] keeps that fraction (at least one).  Ties go to the lower
-    feature index.
+    feature index.  An estimator with ``rank_absolute=True`` ranks by the
+    weights' absolute values (``None``: the nonzero ones).
     """
 
     #: Whether ``fit`` takes NaN as missing values (the Relief family's distance).
@@ -111,6 +112,8 @@ class WeightSelector(DaskSelectorMixin, BaseEstimator):
     def _get_support_mask(self):
         check_is_fitted(self, "feature_importances_")
         scores = np.asarray(self.feature_importances_)
+        if getattr(self, "rank_absolute", False):
+            scores = np.abs(scores)
         k = self.n_features_to_select
         if k is None:
             return scores > 0

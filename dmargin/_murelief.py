@@ -24,7 +24,7 @@ from ._regression import set_target
 from ._start import start_fit
 from ._surf_terms import surf_terms
 from ._utils import timer
-from ._validation import NONE, RANDOM_STATE, Interval, Options
+from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from .engine import feature_kinds, knn_statistic
 
 
@@ -80,6 +80,11 @@ class MuRelief(WeightSelector):
     n_features_to_select : int, float or None, default=None
         For ``transform``: ``None`` keeps features with positive score, an
         int the top ones, a float that fraction.
+    rank_absolute : bool, default=False
+        For ``transform``: rank the features by the absolute value of their
+        scores (skrebate's ``rank_absolute``: a strongly negative score counts
+        as informative); ``n_features_to_select=None`` then keeps every
+        feature whose score is not 0.
     random_state : int, Generator or None, default=None
         Seeds the sample of anchors.
 
@@ -142,16 +147,19 @@ class MuRelief(WeightSelector):
         "scale": [Options(("minmax",)), NONE],
         "n_anchors": N_ANCHORS,
         "n_features_to_select": N_FEATURES_TO_SELECT,
+        "rank_absolute": [BOOLEAN],
         "random_state": [RANDOM_STATE],
     }
 
     def __init__(self, *, n_neighbors=100, discrete_threshold=10, scale="minmax",
-                 n_anchors=None, n_features_to_select=None, random_state=None):
+                 n_anchors=None, n_features_to_select=None, rank_absolute=False,
+                 random_state=None):
         self.n_neighbors = n_neighbors
         self.discrete_threshold = discrete_threshold
         self.scale = scale
         self.n_anchors = n_anchors
         self.n_features_to_select = n_features_to_select
+        self.rank_absolute = rank_absolute
         self.random_state = random_state
 
     def fit(self, X, y, feature_weights=None):

@@ -336,6 +336,11 @@ class ReliefF(WeightSelector):
         without STIR's sums, neighbour graph and moments;
         ``n_permutations > 0`` gives permutation p-values either way.
     n_features_to_select : int, float or None, default=None
+    rank_absolute : bool, default=False
+        For ``transform``: rank the features by the absolute value of their
+        scores (skrebate's ``rank_absolute``: a strongly negative score counts
+        as informative); ``n_features_to_select=None`` then keeps every
+        feature whose score is not 0.
     random_state : int, Generator or None, default=None
         Seeds the sample of anchors and the permutations.
 
@@ -462,11 +467,13 @@ class ReliefF(WeightSelector):
         "n_permutations": [Interval(numbers.Integral, 0, None)],
         "pvalues": [BOOLEAN],
         "n_features_to_select": N_FEATURES_TO_SELECT,
+        "rank_absolute": [BOOLEAN],
         "random_state": [RANDOM_STATE],
     }
 
     def __init__(self, *, n_neighbors=10, discrete_threshold=0, scale="minmax", n_anchors=None,
-                 n_permutations=0, pvalues=False, n_features_to_select=None, random_state=None):
+                 n_permutations=0, pvalues=False, n_features_to_select=None,
+                 rank_absolute=False, random_state=None):
         self.n_neighbors = n_neighbors
         self.discrete_threshold = discrete_threshold
         self.scale = scale
@@ -474,6 +481,7 @@ class ReliefF(WeightSelector):
         self.n_permutations = n_permutations
         self.pvalues = pvalues
         self.n_features_to_select = n_features_to_select
+        self.rank_absolute = rank_absolute
         self.random_state = random_state
 
     def _one_pass(self, continuous):

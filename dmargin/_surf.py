@@ -58,6 +58,11 @@ SURF_PARAMS = """
     n_features_to_select : int, float or None, default=None
         For ``transform``: ``None`` keeps features with positive score, an
         int the top ones, a float that fraction.
+    rank_absolute : bool, default=False
+        For ``transform``: rank the features by the absolute value of their
+        scores (skrebate's ``rank_absolute``: a strongly negative score counts
+        as informative); ``n_features_to_select=None`` then keeps every
+        feature whose score is not 0.
     random_state : int, Generator or None, default=None
         Seeds the sample of anchors.
 
@@ -231,15 +236,17 @@ class ThresholdSelector(WeightSelector):
         "scale": [Options(("minmax",)), NONE],
         "n_anchors": N_ANCHORS,
         "n_features_to_select": N_FEATURES_TO_SELECT,
+        "rank_absolute": [BOOLEAN],
         "random_state": [RANDOM_STATE],
     }
 
     def __init__(self, *, discrete_threshold=10, scale="minmax", n_anchors=None,
-                 n_features_to_select=None, random_state=None):
+                 n_features_to_select=None, rank_absolute=False, random_state=None):
         self.discrete_threshold = discrete_threshold
         self.scale = scale
         self.n_anchors = n_anchors
         self.n_features_to_select = n_features_to_select
+        self.rank_absolute = rank_absolute
         self.random_state = random_state
 
     def fit(self, X, y, feature_weights=None):
@@ -481,10 +488,11 @@ class MultiSURF(ThresholdSelector):
                               "n_permutations": [Interval(numbers.Integral, 0, None)]}
 
     def __init__(self, *, discrete_threshold=10, scale="minmax", n_anchors=None, pvalues=False,
-                 n_permutations=0, n_features_to_select=None, random_state=None):
+                 n_permutations=0, n_features_to_select=None, rank_absolute=False,
+                 random_state=None):
         super().__init__(discrete_threshold=discrete_threshold, scale=scale,
                          n_anchors=n_anchors, n_features_to_select=n_features_to_select,
-                         random_state=random_state)
+                         rank_absolute=rank_absolute, random_state=random_state)
         self.pvalues = pvalues
         self.n_permutations = n_permutations
 
