@@ -14,21 +14,31 @@ the mean rank of the worse-ranked of the two (2 when detected).
 
 Methods (``METHODS``: name, factory, how to rank; a new estimator is one line): dmargin's
 ``ReliefF`` (k = 10 and k = 100), ``SURF``, ``SURFstar``, ``MultiSURF``, ``MultiSURFstar``,
-``TuRF(MultiSURF(), pct=0.5)``, ``IRelief`` and ``Immigrate``, the last ranked two ways: by
-the diagonal of its weight matrix (``feature_importances_``) and by each feature's largest
-off-diagonal entry; for it *interaction detection* is the share of replicates whose largest
-off-diagonal entry pairs ``M0P0`` with ``M0P1``.  Library defaults except: ``ReliefF`` gets
-``discrete_threshold=10`` (skrebate's default ``categorical_threshold``, the setting of the
-paper's runs; dmargin's default 0 is Weka's numeric treatment), and TuRF removes half the
-surviving features per round (skrebate's default ``pct=0.5``; with 20 features and
-skrebate's ``num_scores_to_return=100`` that is one elimination round, then a fit on the
-10 survivors).  Each estimator gets the file's integer genotypes as they are read.
+the SWRF family (``SWRF``, ``SWRFstar``, ``MultiSWRF``, ``MultiSWRFstar``, ``MultiSWRFDB``,
+``MultiSWRFDBstar``), ``TuRF(MultiSURF(), pct=0.5)``, ``IRelief`` and ``Immigrate``, the last
+ranked two ways: by the diagonal of its weight matrix (``feature_importances_``) and by each
+feature's largest off-diagonal entry; for it *interaction detection* is the share of
+replicates whose largest off-diagonal entry pairs ``M0P0`` with ``M0P1``.  Library defaults
+except: ``ReliefF`` gets ``discrete_threshold=10`` (skrebate's default
+``categorical_threshold``, the setting of the paper's runs; dmargin's default 0 is Weka's
+numeric treatment), and TuRF removes half the surviving features per round (skrebate's
+default ``pct=0.5``; with 20 features and skrebate's ``num_scores_to_return=100`` that is
+one elimination round, then a fit on the 10 survivors).  Each estimator gets the file's
+integer genotypes as they are read.
 
 Beside them, skrebate 0.8.4's ``ReliefF`` (k = 10, 100), ``SURF``, ``SURFstar``,
-``MultiSURF``, ``MultiSURFstar`` and ``TURF(MultiSURF(), pct=0.5)`` on the same files
-(``--skrebate-replicates R``: replicates 1..R of every configuration; skrebate is much
-slower), with, per method, the largest absolute difference between dmargin's and skrebate's
-scores over the files where both ran.
+``MultiSURF``, ``MultiSURFstar``, its six SWRF classes and ``TURF(MultiSURF(), pct=0.5)`` on
+the same files (``--skrebate-replicates R``: replicates 1..R of every configuration; skrebate
+is much slower), with, per method, the largest absolute difference between dmargin's and
+skrebate's scores over the files where both ran, and the number of files on which they differ
+by more than 1e-10.  For the SWRF family each file is also searched for skrebate's knife edge
+(``knife_edges``): an (anchor, row) pair whose distance lies exactly at the anchor's
+threshold, in integer mismatch counts (``k * cells == sum k`` for a mean; for MultiSWRFDB's
+dead band ``mu -/+ sigma / 2``, the same test squared).  skrebate compares the distance with
+its threshold in floating point (``np.mean``'s rounding), which may put such a row in a set
+it scores; dmargin compares exactly and scores it in neither.  Per file: the pairs, and those
+skrebate scores (``knife_edge_pairs``, ``knife_edge_scored``); per method, how many of the
+files over 1e-10 a scored pair explains.
 
 Every fit is timed alone (``time.perf_counter`` around ``fit``) in worker processes of one
 thread each (``--jobs J`` of them side by side); a worker first fits every method once on
@@ -43,6 +53,13 @@ Usage::
     python benchmarks/bench_gametes.py --quick                           # 4 files, every method
     python benchmarks/bench_gametes.py --first-replicate 4 --replicates 8 --variant reps-4-8  # a slice
     python benchmarks/bench_gametes.py --rerender --variant NAME         # the table again, no fits
+    python benchmarks/bench_gametes.py --merge --methods "SWRF,SWRF*"    # add methods to a variant
+
+``--methods A,B,...`` runs only the named methods (``METHODS``' names).  ``--merge`` runs them
+on the files of the stored ``--variant`` (skrebate on the files where it ran there) and adds
+their results to it, leaving the other methods' results as they were: a method added later
+needs no re-run of the others.  The variant records each merge (``merged``: its methods,
+command, commit, date, CPU load and time).
 """
 
 from __future__ import annotations
@@ -50,6 +67,8 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import shlex
+import subprocess
 import sys
 import time
 import warnings
@@ -137,6 +156,12 @@ METHODS = [
     Method("SURF*", _dm("SURFstar"), _diagonal, _sk("SURFstar")),
     Method("MultiSURF", _dm("MultiSURF"), _diagonal, _sk("MultiSURF")),
     Method("MultiSURF*", _dm("MultiSURFstar"), _diagonal, _sk("MultiSURFstar")),
+    Method("SWRF", _dm("SWRF"), _diagonal, _sk("SWRF")),
+    Method("SWRF*", _dm("SWRFstar"), _diagonal, _sk("SWRFstar")),
+    Method("MultiSWRF", _dm("MultiSWRF"), _diagonal, _sk("MultiSWRF")),
+    Method("MultiSWRF*", _dm("MultiSWRFstar"), _diagonal, _sk("MultiSWRFstar")),
+    Method("MultiSWRFDB", _dm("MultiSWRFDB"), _diagonal, _sk("MultiSWRFDB")),
+    Method("MultiSWRFDB*", _dm("MultiSWRFDBstar"), _diagonal, _sk("MultiSWRFDBstar")),
     Method("TuRF(MultiSURF)", _dm_turf, _diagonal, _sk_turf),
     Method("I-RELIEF", _dm("IRelief")),
     Method("IMMIGRATE diag", _immigrate, _diagonal),
@@ -144,6 +169,71 @@ METHODS = [
 ]
 #: The IMMIGRATE rows whose top pair is checked (interaction detection).
 PAIR_METHODS = ("IMMIGRATE off-diag",)
+#: The SWRF rows' thresholds (``knife_edge_pairs``): the matrix's mean, the anchor's mean, or
+#: the anchor's dead band; and whether the far side is used.
+KNIFE_EDGE = {"SWRF": ("matrix", False), "SWRF*": ("matrix", True),
+              "MultiSWRF": ("anchor", False), "MultiSWRF*": ("anchor", True),
+              "MultiSWRFDB": ("band", False), "MultiSWRFDB*": ("band", True)}
+
+
+def select(names: list[str] | None) -> list[Method]:
+    """The rows of ``METHODS`` named in ``names`` (all of them for ``None``), in their order."""
+    if names is None:
+        return list(METHODS)
+    unknown = set(names) - {m.name for m in METHODS}
+    if unknown:
+        raise SystemExit(f"bench_gametes: unknown method(s) {sorted(unknown)}; the methods: "
+                         + ", ".join(m.name for m in METHODS))
+    return [m for m in METHODS if m.name in names]
+
+
+def pair_distances(X) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair of rows' number of mismatched SNPs ``K`` and skrebate's distance ``D`` (the
+    same ``pdist(X, "hamming")`` call on the same floats: ``K / 20`` to rounding)."""
+    from scipy.spatial.distance import pdist, squareform
+
+    X = np.asarray(X)
+    K = np.zeros((len(X), len(X)), dtype=np.int64)
+    for col in X.T:
+        K += col[:, None] != col[None, :]
+    return K, squareform(pdist(X.astype(np.float64), metric="hamming"))
+
+
+def knife_edges(K: np.ndarray, D: np.ndarray, name: str) -> tuple[int, int]:
+    """(anchor, row) pairs of an SWRF row at exactly a threshold; how many skrebate scores.
+
+    Exactly, in integers: for a mean of ``cells`` distances summing to ``S``, a row ``k``
+    mismatches away is on it when ``k * cells == S`` (SWRF: the N x N matrix, its zero diagonal
+    included, as skrebate's mean; MultiSWRF: the anchor's N - 1 others).  For MultiSWRFDB's
+    edges ``mu -/+ sigma / 2`` (``c = N - 1`` others, sums ``S``, ``Q`` of ``k`` and ``k^2``):
+    ``4 (S - c k)^2 == c Q - S^2``, ``S - c k`` of the edge's sign; the far edge only for the
+    starred variant.  The second count: the pairs skrebate's own floating-point comparison
+    (``baseswrf.py``: ``d < t`` near, ``d > t`` far, ``t`` from ``np.mean`` and ``np.std`` of
+    the anchor's distances in its order, or of the matrix's rows concatenated) puts in a set
+    the method scores, where an exact comparison puts them in none.
+    """
+    kind, far = KNIFE_EDGE[name]
+    n = len(K)
+    others = ~np.eye(n, dtype=bool)
+    if kind == "matrix":
+        edge = (K * (n * n) == K.sum()) & others
+        near_t = far_t = np.concatenate([np.array(row) for row in D]).mean()
+    else:
+        c = n - 1
+        S = K.sum(axis=1, keepdims=True)  # the diagonal is 0
+        rows = [D[i][others[i]] for i in range(n)]  # skrebate's dist_vect: j != i, in order
+        mu = np.array([[np.mean(r)] for r in rows])
+        if kind == "anchor":
+            edge = (K * c == S) & others
+            near_t = far_t = mu
+        else:
+            half = np.array([[np.std(r) / 2.0] for r in rows])
+            gap = S - c * K  # c (mu - k)
+            on = (4 * gap * gap == c * (K * K).sum(axis=1, keepdims=True) - S * S) & others
+            edge = (on & (gap >= 0)) | ((on & (gap <= 0)) if far else False)
+            near_t, far_t = mu - half, mu + half
+    scored = edge & ((D < near_t) | ((D > far_t) if far else False))
+    return int(edge.sum()), int(scored.sum())
 
 
 # --------------------------------------------------------------------------- #
@@ -189,12 +279,13 @@ def ranks_of(scores: np.ndarray) -> np.ndarray:
 _WARM = {}
 
 
-def _warm_up(engine: str, X, y) -> float:
-    """Fit every method of ``engine`` once, untimed, on the worker's first file (numba's compilation)."""
+def _warm_up(engine: str, X, y, methods: list[Method]) -> float:
+    """Fit every method of ``engine`` once, untimed, on the worker's first file (numba's
+    compilation)."""
     if engine in _WARM:
         return 0.0
     start = time.perf_counter()
-    makes = [m.make if engine == "dmargin" else m.skrebate for m in METHODS]
+    makes = [m.make if engine == "dmargin" else m.skrebate for m in methods]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for make in {id(mk): mk for mk in makes if mk is not None}.values():
@@ -203,14 +294,17 @@ def _warm_up(engine: str, X, y) -> float:
     return _WARM[engine]
 
 
-def run_file(engine: str, info: dict) -> dict:
-    """Fit every method of ``engine`` (``dmargin`` or ``skrebate``) on one file."""
+def run_file(engine: str, info: dict, names: list[str] | None = None) -> dict:
+    """Fit every method of ``engine`` (``dmargin`` or ``skrebate``) on one file (the methods
+    in ``names`` only, when given)."""
     X, y = load(info["path"])
-    warm = _warm_up(engine, X, y)
+    methods = select(names)
+    warm = _warm_up(engine, X, y, methods)
     cols = list(X.columns)
     pi = [cols.index(c) for c in PREDICTIVE]
     fits, out = {}, {}
-    for m in METHODS:
+    pairs = None  # the knife-edge test's distances, computed once a file
+    for m in methods:
         make = m.make if engine == "dmargin" else m.skrebate
         if make is None:
             continue
@@ -237,6 +331,9 @@ def run_file(engine: str, info: dict) -> dict:
             res["top_pair"] = [cols[iu[top]], cols[ju[top]]]
             res["pair_rank"] = int(np.sum(off >= pair))  # of 190; ties: worst rank
             res["pair_detected"] = bool(res["pair_rank"] == 1)
+        if engine == "skrebate" and m.name in KNIFE_EDGE:  # after the timed fit
+            pairs = pair_distances(X) if pairs is None else pairs
+            res["knife_edge_pairs"], res["knife_edge_scored"] = knife_edges(*pairs, m.name)
         out[m.name] = res
     return {"engine": engine, "file": info["file"], "warm_up_s": warm, "methods": out, "pid": os.getpid()}
 
@@ -297,15 +394,26 @@ def overall(summary: dict, names: list[str], where=lambda cfg: True) -> dict:
             for name, t in tot.items() if t["files"]}
 
 
-def compare_skrebate(files: list[dict], runs: dict) -> dict:
-    """Per skrebate-defined method: files where both ran, largest |dmargin - skrebate|, where."""
+def compare_skrebate(files: list[dict], runs: dict, names: list[str] | None = None) -> dict:
+    """Per skrebate-defined method (of ``names``, default all): files where both ran, largest
+    |dmargin - skrebate|, where.
+
+    For the SWRF rows also (``knife_edges``): the files holding a knife-edge pair, those where
+    skrebate scores one, the files over the tolerance that it explains (skrebate scores one
+    there) and those where it scores one yet the scores agree; and every file over the
+    tolerance with its difference and knife-edge pairs.
+    """
     out = {}
-    for m in METHODS:
+    for m in select(names):
         if m.skrebate is None:
             continue
         c = {"files": 0, "max_abs_diff": 0.0, "files_over_1e-10": 0, "worst_file": None,
-             "detected_dmargin": 0, "detected_skrebate": 0, "fit_s_dmargin": 0.0, "fit_s_skrebate": 0.0,
-             "cpu_s_dmargin": 0.0, "cpu_s_skrebate": 0.0}
+             "detected_dmargin": 0, "detected_skrebate": 0, "fit_s_dmargin": 0.0,
+             "fit_s_skrebate": 0.0, "cpu_s_dmargin": 0.0, "cpu_s_skrebate": 0.0}
+        if m.name in KNIFE_EDGE:
+            c.update({"knife_edge_files": 0, "knife_edge_scored_files": 0,
+                      "files_over_1e-10_knife_edge": 0, "files_within_1e-10_knife_edge": 0,
+                      "over_1e-10": []})
         for f in files:
             d, s = runs.get(("dmargin", f["file"])), runs.get(("skrebate", f["file"]))
             if d is None or s is None:
@@ -314,6 +422,16 @@ def compare_skrebate(files: list[dict], runs: dict) -> dict:
             diff = float(np.max(np.abs(np.subtract(d["scores"], s["scores"]))))
             c["files"] += 1
             c["files_over_1e-10"] += int(diff > AGREE)
+            if m.name in KNIFE_EDGE:
+                edge, scored = s["knife_edge_pairs"], s["knife_edge_scored"]
+                c["knife_edge_files"] += int(edge > 0)
+                c["knife_edge_scored_files"] += int(scored > 0)
+                c["files_over_1e-10_knife_edge" if diff > AGREE
+                  else "files_within_1e-10_knife_edge"] += int(scored > 0)
+                if diff > AGREE:
+                    c["over_1e-10"].append({"file": f["file"], "max_abs_diff": diff,
+                                            "knife_edge_pairs": edge,
+                                            "knife_edge_scored": scored})
             c["detected_dmargin"] += int(max(d["ranks"]) <= 2)
             c["detected_skrebate"] += int(max(s["ranks"]) <= 2)
             c["fit_s_dmargin"] += d["fit_s"]
@@ -350,8 +468,9 @@ def explain_relieff(comparison: dict, root: Path) -> dict:
     out = {}
     for m in METHODS:
         c = comparison.get(m.name)
+        # ReliefF itself: skrebate's SURF and SWRF classes derive from it with their own search
         if not (c and c["worst_file"] and c["max_abs_diff"] > AGREE and m.skrebate is not None
-                and isinstance(m.skrebate(), skrebate.ReliefF)):
+                and type(m.skrebate()) is skrebate.ReliefF):
             continue
         X, y = load(str(root / c["worst_file"]["file"]))
         Xf = X.to_numpy(np.float64)
@@ -453,12 +572,26 @@ def render(report: dict) -> str:
         "the CPU times); "
         "IMMIGRATE's two rows are one fit.",
     ]
+    notes += [_render_merge(merge) for merge in report.get("merged", [])]
     sk_text = render_skrebate(report)
     if sk_text:
         notes.append(sk_text)
     if not report["complete"]:
         notes.append(f"**Incomplete run** (stopped to leave the machine quiet): {coverage(report)}.")
     return "\n\n".join([head, harness.markdown_table(headers, rows), *notes])
+
+
+def _render_merge(merge: dict) -> str:
+    """The note on methods added to the variant by a later run (``--merge``)."""
+    m, cpu = merge["machine"], merge["cpu"]
+    git = m["dmargin_git"]
+    state = {True: ", the package edited", False: ", the package as committed"}.get(
+        git.get("package_dirty"), "")
+    return (f"{', '.join(merge['methods'])}: added by a later run on the same files "
+            f"(dmargin commit {git['commit'][:7]}{state}, skrebate {m['versions']['skrebate']}; "
+            f"{m['date'][:10]}; {merge['jobs']} fits side by side, other processes kept "
+            f"{cpu['other_cores_busy']} of the {m['logical_cores']} cores busy on average; "
+            "`merged` in the JSON).")
 
 
 def coverage(report: dict) -> str:
@@ -501,6 +634,14 @@ def render_skrebate(report: dict) -> str | None:
             + harness.markdown_table(
                 ["method", "files", "detection dmargin %", "detection skrebate %", "max abs score diff",
                  "files > 1e-10", "dmargin fit CPU s", "skrebate fit CPU s", "ratio"], rows))
+    edges = {name: c for name, c in sk["comparison"].items() if c["files"] and "over_1e-10" in c}
+    if edges:
+        text += ("\n\nKnife edges (an anchor and a row whose distance, in mismatched SNPs, is "
+                 "exactly the anchor's threshold: the mean distance, for MultiSWRFDB an edge of "
+                 "its dead band; skrebate compares with its threshold in floating point, which "
+                 "may put the row in a set it scores, dmargin compares exactly and scores it in "
+                 "neither): " + "; ".join(_render_edges(name, c) for name, c in edges.items())
+                 + ".")
     for name, e in sk["relieff_departures"].items():
         text += (
             f"\n\n{name}: the largest difference ({e['as_run']:.2g}, `{e['file'].split('/')[-1]}`) is "
@@ -513,6 +654,22 @@ def render_skrebate(report: dict) -> str | None:
     return text
 
 
+def _render_edges(name: str, c: dict) -> str:
+    """One SWRF row's knife edges: files holding one, scored by skrebate, over 1e-10."""
+    n = c["knife_edge_files"]
+    if not n:
+        text = f"{name} in no file"
+    else:
+        text = (f"{name} in {n} file{'s' if n > 1 else ''}, scored by skrebate in "
+                f"{c['knife_edge_scored_files']}")
+    if c["files_over_1e-10"]:
+        text += (f" (among them {c['files_over_1e-10_knife_edge']} of its "
+                 f"{c['files_over_1e-10']} files > 1e-10)")
+    if c["files_within_1e-10_knife_edge"]:
+        text += f" ({c['files_within_1e-10_knife_edge']} of the scored files agree to 1e-10)"
+    return text
+
+
 # --------------------------------------------------------------------------- #
 # main
 # --------------------------------------------------------------------------- #
@@ -521,73 +678,34 @@ def _init_worker():
         os.environ[var] = "1"
 
 
-def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick="4 files (N 200-1600), every method, skrebate too")
-    parser.add_argument("--data", type=Path, default=None, metavar="DIR",
-                        help="the rebate-benchmark folder (default: <shared data>/rebate-benchmark, "
-                             "i.e. ../shared/data/rebate-benchmark beside the repository or $DMARGIN_DATA)")
-    parser.add_argument("--jobs", type=int, default=2, metavar="J", help="worker processes (default 2)")
-    parser.add_argument("--replicates", type=int, default=REPLICATES, metavar="R",
-                        help="run replicates 1..R of each configuration (default 30: all)")
-    parser.add_argument("--first-replicate", type=int, default=1, metavar="F",
-                        help="start at replicate F (with --replicates R: replicates F..R; default 1)")
-    parser.add_argument("--skrebate-replicates", type=int, default=REPLICATES, metavar="R",
-                        help="run skrebate on replicates 1..R of each configuration (default 30: all; 0: none)")
-    parser.add_argument("--stop-at", default=None, metavar="HH:MM",
-                        help="UTC time after which no new file is started; what finished is stored "
-                             "with complete: false")
-    parser.add_argument("--rerender", action="store_true",
-                        help="recompute the markdown of the stored --variant from its JSON (no fits)")
-    args = harness.parse_args(parser, argv)
-    if args.rerender:
-        report = harness.load_variant(BENCHMARK, args.variant, args.quick)
-        report.setdefault("run_command", report.get("command"))  # write_variant records this command
-        report["markdown"] = render(report)
-        report["skrebate_markdown"] = render_skrebate(report)
-        harness.write_variant(BENCHMARK, report, variant=args.variant, quick=args.quick)
-        print(report["markdown"])
-        return 0
-    root = args.data or default_data()
-    files = find_files(root)
-    if args.quick:
-        want = set(QUICK_FILES)
-        files = [f for f in files if (f["N"], f["h"], f["model"], f["rep"]) in want]
-    files = [f for f in files if args.first_replicate <= f["rep"] <= args.replicates]
-    if not files:
-        raise SystemExit(f"bench_gametes: no GAMETES file found under {root}")
-    deadline = None
-    if args.stop_at:
-        hh, mm = map(int, args.stop_at.split(":"))
-        now = _dt.datetime.now(_dt.timezone.utc)
-        deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
+class Run(NamedTuple):
+    """What ``run_tasks`` measured."""
 
-    # replicate by replicate (a run stopped early has every configuration, with fewer replicates),
-    # the largest files of a replicate first; dmargin before skrebate
-    tasks = [("dmargin", f) for f in sorted(files, key=lambda f: (f["rep"], -f["N"], f["h"], f["model"]))]
-    sk_files = [f for f in files if f["rep"] <= args.skrebate_replicates]
-    tasks += [("skrebate", f) for f in sorted(sk_files, key=lambda f: (f["rep"], -f["N"], f["h"], f["model"]))]
+    runs: dict  # (engine, file) -> run_file's result
+    warm: dict  # engine -> the workers' warm-up seconds
+    failures: list
+    stopped: bool
+    cpu: dict  # CpuMonitor over the whole run
 
+
+def run_tasks(tasks: list[tuple[str, dict]], jobs: int, deadline: float | None,
+              names: list[str] | None) -> Run:
+    """``run_file`` on every ``(engine, file)`` of ``tasks``, ``jobs`` worker processes side
+    by side; no new file after ``deadline`` (``time.time()``)."""
     start = time.perf_counter()
-    machine = harness.machine_info(PACKAGES)
-    machine["dmargin_git"] = harness.git_revision(harness.REPO)
-    import dmargin
-
-    machine["dmargin_module"] = str(Path(dmargin.__file__).parent)
     monitor = harness.CpuMonitor().start()
     runs, warm, failures = {}, {}, []
     pending, queue = {}, list(tasks)
     stopped = False
-    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn"),
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"),
                              initializer=_init_worker) as pool:
         while queue or pending:
-            while queue and len(pending) < 2 * args.jobs and not stopped:
+            while queue and len(pending) < 2 * jobs and not stopped:
                 if deadline is not None and time.time() >= deadline:
                     stopped = True
                     break
                 engine, f = queue.pop(0)
-                pending[pool.submit(run_file, engine, f)] = (engine, f)
-            if stopped and not pending:
-                break
+                pending[pool.submit(run_file, engine, f, names)] = (engine, f)
             if not pending:
                 break
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -596,59 +714,93 @@ def main(argv=None) -> int:
                 try:
                     run = fut.result()
                 except Exception as exc:  # one broken file never stops the run
-                    failures.append({"engine": engine, "file": f["file"], "error": repr(exc)[-400:]})
-                    print(f"[bench] {engine} {f['file']} FAILED: {exc!r}", file=sys.stderr, flush=True)
+                    failures.append({"engine": engine, "file": f["file"],
+                                     "error": repr(exc)[-400:]})
+                    print(f"[bench] {engine} {f['file']} FAILED: {exc!r}", file=sys.stderr,
+                          flush=True)
                     continue
                 runs[(engine, f["file"])] = run
                 if run["warm_up_s"]:
                     warm.setdefault(engine, []).append(round(run["warm_up_s"], 3))
                 ok = sum(max(r["ranks"]) <= 2 for r in run["methods"].values())
-                print(f"[bench] {len(runs)}/{len(tasks)} {engine:8s} {config_key(f)} rep {f['rep']:2d}: "
-                      f"{ok}/{len(run['methods'])} detect ({time.perf_counter() - start:.0f} s)",
-                      file=sys.stderr, flush=True)
-    cpu = monitor.stop()
+                print(f"[bench] {len(runs)}/{len(tasks)} {engine:8s} {config_key(f)} "
+                      f"rep {f['rep']:2d}: {ok}/{len(run['methods'])} detect "
+                      f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+    return Run(runs, warm, failures, stopped, monitor.stop())
 
+
+def _stored(res: dict) -> dict:
+    """One fit's entry in ``per_file`` (ranks and times; the scores are in the comparison)."""
+    return {"ranks": res["ranks"], "fit_s": round(res["fit_s"], 4), "cpu_s": round(res["cpu_s"], 4),
+            **({"warnings": res["warnings"]} if res["warnings"] else {}),
+            **{k: res[k] for k in ("top_pair", "pair_rank", "knife_edge_pairs", "knife_edge_scored")
+               if k in res}}
+
+
+def _missing(tasks: list, run: Run, stop_at: str | None) -> str | None:
+    missing = [f"{e} {f['file']}" for e, f in tasks if (e, f["file"]) not in run.runs]
+    if not missing:
+        return None
+    return (f"{len(missing)} of {len(tasks)} file runs not done"
+            + (f" (stopped at {stop_at} UTC)" if run.stopped else "") + ": "
+            + "; ".join(missing[:20]) + (" ..." if len(missing) > 20 else ""))
+
+
+def _machine() -> dict:
+    """``machine_info``, with the commit of the dmargin the fits import (a clean clone of a
+    commit, put first on ``PYTHONPATH``, measures that commit while the tree is edited)."""
+    import dmargin
+
+    package = Path(dmargin.__file__).resolve().parent
+    machine = harness.machine_info(PACKAGES)
+    machine["dmargin_git"] = harness.git_revision(package.parent)
+    # the benchmark's own files may be edited; whether the package itself was
+    status = subprocess.run(["git", "-C", str(package.parent), "status", "--porcelain", "--",
+                             package.name], capture_output=True, text=True)
+    machine["dmargin_git"]["package_dirty"] = (bool(status.stdout.strip())
+                                               if status.returncode == 0 else None)
+    machine["dmargin_module"] = str(package)
+    return machine
+
+
+def build_report(args, root: Path, files: list, sk_files: list, tasks: list, run: Run,
+                 names: list[str] | None, machine: dict, wall: float) -> dict:
+    """The variant of a run of the methods ``names`` (``None``: every method)."""
+    runs = run.runs
     done_files = {e: sum(1 for (eng, _) in runs if eng == e) for e in ("dmargin", "skrebate")}
-    missing = [f"{e} {f['file']}" for e, f in tasks if (e, f["file"]) not in runs]
-    names = [m.name for m in METHODS]
-    sk_names = [m.name for m in METHODS if m.skrebate]
+    missing = _missing(tasks, run, args.stop_at)
+    methods = select(names)
+    names = [m.name for m in methods]
+    sk_names = [m.name for m in methods if m.skrebate]
     per_file = []
     for f in files:
         entry = {k: f[k] for k in ("file", "N", "h", "model", "rep")}
         for engine in ("dmargin", "skrebate"):
-            run = runs.get((engine, f["file"]))
-            if run is None:
-                continue
-            entry[engine] = {name: {"ranks": res["ranks"], "fit_s": round(res["fit_s"], 4),
-                                    "cpu_s": round(res["cpu_s"], 4),
-                                    **({"warnings": res["warnings"]} if res["warnings"] else {}),
-                                    **{k: res[k] for k in ("top_pair", "pair_rank") if k in res}}
-                             for name, res in run["methods"].items()}
+            r = runs.get((engine, f["file"]))
+            if r is not None:
+                entry[engine] = {name: _stored(res) for name, res in r["methods"].items()}
         per_file.append(entry)
     summary = summarise(files, runs, "dmargin", names)
-    comparison = compare_skrebate(files, runs)
-    explained = explain_relieff(comparison, root)
-    report = {
+    comparison = compare_skrebate(files, runs, names)
+    return {
         "benchmark": BENCHMARK,
         "mode": "quick" if args.quick else "full",
-        "complete": not missing and not failures,
-        "missing": (f"{len(missing)} of {len(tasks)} file runs not done"
-                    + (f" (stopped at {args.stop_at} UTC)" if stopped else "") + ": " + "; ".join(missing[:20])
-                    + (" ..." if len(missing) > 20 else "")) if missing else None,
-        "failures": failures,
+        "complete": not missing and not run.failures,
+        "missing": missing,
+        "failures": run.failures,
         "machine": machine,
-        "data": {"root": str(root), "files": len(files), "predictive": list(PREDICTIVE), "target": TARGET,
+        "data": {"root": str(root), "files": len(files), "predictive": list(PREDICTIVE),
+                 "target": TARGET,
                  "source": "EpistasisLab/rebate-benchmark 374d2a6, GAMETES_2.2 core 2-way epistasis"},
         "jobs": args.jobs,
         "threads_per_fit": 1,
-        "methods": {m.name: {"rank": m.rank.__name__.strip("_"), "skrebate": m.skrebate is not None}
-                    for m in METHODS},
-        "rank_rule": "1 = largest score; a tie takes the worst rank of its group; detected = worse of the "
-                     "two predictive ranks <= 2",
+        "methods": _methods_info(methods),
+        "rank_rule": "1 = largest score; a tie takes the worst rank of its group; detected = worse "
+                     "of the two predictive ranks <= 2",
         "files_total": len(files),
         "files_done": done_files,
-        "warm_up_s": warm,
-        "cpu": cpu,
+        "warm_up_s": run.warm,
+        "cpu": run.cpu,
         "summary": summary,
         "overall": overall(summary, names),
         "n1600_h0.4": overall(summary, names, lambda c: c["N"] == 1600 and c["h"] == 0.4),
@@ -658,19 +810,168 @@ def main(argv=None) -> int:
             "files_requested": len(sk_files),
             "summary": summarise(files, runs, "skrebate", sk_names),
             "comparison": comparison,
-            "relieff_departures": explained,
+            "relieff_departures": explain_relieff(comparison, root),
             "tolerance": AGREE,
         },
         "per_file": per_file,
-        "total_wall_s": round(time.perf_counter() - start, 1),
+        "total_wall_s": round(wall, 1),
     }
+
+
+def _methods_info(methods) -> dict:
+    return {m.name: {"rank": m.rank.__name__.strip("_"), "skrebate": m.skrebate is not None}
+            for m in methods}
+
+
+def _in_order(d: dict) -> dict:
+    """``d`` (keyed by method names) in ``METHODS``' order, so the tables' order holds."""
+    order = {m.name: i for i, m in enumerate(METHODS)}
+    return dict(sorted(d.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+def merge_report(stored: dict, args, root: Path, files: list, tasks: list, run: Run,
+                 names: list[str], machine: dict, wall: float) -> dict:
+    """``stored`` with the methods ``names`` measured again by ``run`` (the others kept)."""
+    report = dict(stored)
+    runs = run.runs
+    report.setdefault("run_command", report.get("command"))  # write_variant records its own
+    for entry in report["per_file"]:
+        for engine in ("dmargin", "skrebate"):
+            r = runs.get((engine, entry["file"]))
+            if r is not None:
+                entry[engine] = _in_order({**entry.get(engine, {}), **{
+                    name: _stored(res) for name, res in r["methods"].items()}})
+
+    def merged(old: dict, engine: str, sk_only: bool) -> dict:
+        new = summarise(files, runs, engine, [n for n in names if not sk_only
+                                              or select([n])[0].skrebate])
+        for key, cfg in new.items():
+            target = old.setdefault(key, {**cfg, "methods": {}})
+            target["methods"] = _in_order({**target["methods"], **cfg["methods"]})
+        return old
+
+    summary = merged(report["summary"], "dmargin", False)
+    all_names = [m.name for m in METHODS]
+    report["summary"] = summary
+    report["overall"] = overall(summary, all_names)
+    report["n1600_h0.4"] = overall(summary, all_names, lambda c: c["N"] == 1600 and c["h"] == 0.4)
+    report["methods"] = _in_order({**report["methods"], **_methods_info(select(names))})
+    report["timing"] = {e: _in_order({**report["timing"][e], **timings(runs, e)})
+                        for e in ("dmargin", "skrebate")}
+    sk = report["skrebate"]
+    sk["summary"] = merged(sk["summary"], "skrebate", True)
+    sk["comparison"] = _in_order({**sk["comparison"], **compare_skrebate(files, runs, names)})
+    missing = _missing(tasks, run, args.stop_at)
+    report["merged"] = [*stored.get("merged", []), {
+        "methods": names,
+        "complete": not missing and not run.failures,
+        "missing": missing,
+        "failures": run.failures,
+        "files_done": {e: sum(1 for (eng, _) in runs if eng == e) for e in ("dmargin", "skrebate")},
+        "machine": machine,
+        "jobs": args.jobs,
+        "warm_up_s": run.warm,
+        "cpu": run.cpu,
+        "total_wall_s": round(wall, 1),
+        "command": shlex.join(["python", "benchmarks/bench_gametes.py", *sys.argv[1:]]),
+    }]
+    report["complete"] = stored["complete"] and report["merged"][-1]["complete"]
+    return report
+
+
+def main(argv=None) -> int:
+    parser = harness.options(__doc__, quick="4 files (N 200-1600), every method, skrebate too")
+    parser.add_argument("--data", type=Path, default=None, metavar="DIR",
+                        help="the rebate-benchmark folder (default: <shared data>/"
+                             "rebate-benchmark, i.e. ../shared/data/rebate-benchmark beside the "
+                             "repository or $DMARGIN_DATA)")
+    parser.add_argument("--jobs", type=int, default=2, metavar="J",
+                        help="worker processes (default 2)")
+    parser.add_argument("--replicates", type=int, default=REPLICATES, metavar="R",
+                        help="run replicates 1..R of each configuration (default 30: all)")
+    parser.add_argument("--first-replicate", type=int, default=1, metavar="F",
+                        help="start at replicate F (with --replicates R: replicates F..R; "
+                             "default 1)")
+    parser.add_argument("--skrebate-replicates", type=int, default=REPLICATES, metavar="R",
+                        help="run skrebate on replicates 1..R of each configuration (default 30: "
+                             "all; 0: none)")
+    parser.add_argument("--methods", default=None, metavar="A,B,...",
+                        help="run only these methods (names as in the table, comma-separated; "
+                             "default: all)")
+    parser.add_argument("--merge", action="store_true",
+                        help="run --methods on the files of the stored --variant (skrebate where "
+                             "it ran there) and add them to it, the other methods' results kept")
+    parser.add_argument("--stop-at", default=None, metavar="HH:MM",
+                        help="UTC time after which no new file is started; what finished is stored "
+                             "with complete: false")
+    parser.add_argument("--rerender", action="store_true",
+                        help="recompute the markdown of the stored --variant from its JSON "
+                             "(no fits)")
+    args = harness.parse_args(parser, argv)
+    names = None if args.methods is None else [n.strip() for n in args.methods.split(",")]
+    if names is not None:
+        select(names)  # an unknown name stops here, before any fit
+    if args.merge and names is None:
+        parser.error("--merge needs --methods (the methods to add)")
+    if args.rerender:
+        report = harness.load_variant(BENCHMARK, args.variant, args.quick)
+        # write_variant records this command
+        report.setdefault("run_command", report.get("command"))
+        report["markdown"] = render(report)
+        report["skrebate_markdown"] = render_skrebate(report)
+        harness.write_variant(BENCHMARK, report, variant=args.variant, quick=args.quick)
+        print(report["markdown"])
+        return 0
+    root = args.data or default_data()
+    files = find_files(root)
+    if args.merge:
+        # the stored variant's files, skrebate where it ran there: the new rows sit beside the old
+        stored = harness.load_variant(BENCHMARK, args.variant, args.quick)
+        entries = {f["file"]: f for f in stored["per_file"]}
+        files = [f for f in files if f["file"] in entries]
+        sk_files = [f for f in files if "skrebate" in entries[f["file"]]]
+        if len(files) != len(entries):
+            raise SystemExit(f"bench_gametes: {len(entries) - len(files)} of the variant's files "
+                             f"are not under {root}")
+    else:
+        if args.quick:
+            want = set(QUICK_FILES)
+            files = [f for f in files if (f["N"], f["h"], f["model"], f["rep"]) in want]
+        files = [f for f in files if args.first_replicate <= f["rep"] <= args.replicates]
+        sk_files = [f for f in files if f["rep"] <= args.skrebate_replicates]
+    if not files:
+        raise SystemExit(f"bench_gametes: no GAMETES file found under {root}")
+    if names is not None and not any(m.skrebate for m in select(names)):
+        sk_files = []
+    deadline = None
+    if args.stop_at:
+        hh, mm = map(int, args.stop_at.split(":"))
+        now = _dt.datetime.now(_dt.timezone.utc)
+        deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
+
+    # replicate by replicate (a run stopped early has every configuration, with fewer replicates),
+    # the largest files of a replicate first; dmargin before skrebate
+    def order(f):
+        return f["rep"], -f["N"], f["h"], f["model"]
+
+    tasks = [("dmargin", f) for f in sorted(files, key=order)]
+    tasks += [("skrebate", f) for f in sorted(sk_files, key=order)]
+
+    start = time.perf_counter()
+    machine = _machine()
+    run = run_tasks(tasks, args.jobs, deadline, names)
+    wall = time.perf_counter() - start
+    if args.merge:
+        report = merge_report(stored, args, root, files, tasks, run, names, machine, wall)
+    else:
+        report = build_report(args, root, files, sk_files, tasks, run, names, machine, wall)
     report["markdown"] = render(report)
     report["skrebate_markdown"] = render_skrebate(report)
     # an unfinished run never replaces a finished one: it is stored beside it
     variant = args.variant if report["complete"] else f"{args.variant}-incomplete"
     path = harness.write_variant(BENCHMARK, report, variant=variant, quick=args.quick)
     print(report["markdown"])
-    print(f"\nwritten: {path}, variant {variant} ({report['total_wall_s']} s)")
+    print(f"\nwritten: {path}, variant {variant} ({wall:.1f} s)")
     return 0
 
 

@@ -1,9 +1,10 @@
-"""MultiSURF on GWAS-scale genotypes (skrebate issue 74's shape): time, memory, planted SNPs.
+"""MultiSURF and VLS + MultiSURF on GWAS-scale genotypes (skrebate issue 74's shape).
 
 skrebate issue 74 reports 2,350 samples x 230,000 SNPs (3 classes) taking 32 hours on
-64 vCPUs (VLS + MultiSURF).  What is measured (results go to
-``benchmarks/results/gwas.json``, or ``benchmarks/results/quick/gwas.json`` with
-``--quick``):
+64 vCPUs (VLS + MultiSURF, ``num_feature_subset=200, size_feature_subset=1000``).
+What is measured (results go to ``benchmarks/results/gwas.json``, or
+``benchmarks/results/quick/gwas.json`` with ``--quick``; ``--estimator multisurf``,
+the default, stores variant ``default``, ``--estimator vls`` variant ``vls``):
 
 1. Data, synthetic and GWAS-like, generated a block of SNPs at a time straight into
    a ``uint8`` matrix (never a float64 copy of it): N = 2,350 samples x A = 230,000
@@ -35,10 +36,45 @@ skrebate issue 74 reports 2,350 samples x 230,000 SNPs (3 classes) taking 32 hou
    other processes kept busy during the fit, and the 1-minute load average).
 3. The acceptance target: under 10 minutes and under 4 GB peak.
 
+With ``--estimator vls``:
+
+4. ``dmargin.VLS(dmargin.MultiSURF(), num_feature_subset=S, size_feature_subset=Z,
+   random_state=74)`` on the same data, measured as in 2 (the warm-up also fits a
+   small VLS); each measurement starts once other processes use under half a core
+   (waiting up to ``--idle-wait`` s) and is repeated, up to ``--attempts`` runs,
+   while they used more during it (``VLS_QUIET_CORES``).  Z = 1,000 SNPs per subset, the issue's
+   ``size_feature_subset``; S = 2 x ceil(A / Z) = 460: the first 230 subsets
+   cut the shuffled SNPs into a partition (skrebate's ``make_subsets``), the other
+   230 are random draws, so a SNP sits in 2 subsets on average and the job does
+   twice MultiSURF's pairwise work on all SNPs (plus 460 fits' fixed costs),
+   within the target.  (The issue's 200 x 1,000 ran under an older ``VLSRelief``
+   that did not need the subsets to cover every SNP; skrebate 0.8.4's ``VLS``
+   and dmargin's refuse S x Z < A.)  A planted SNP's score is its best over the
+   subsets that hold it; the interacting pair can only be found when both SNPs
+   share a subset (with these S and Z a chance of about 2 x Z / A, under 1 %):
+   recorded are the subsets holding each planted SNP, those holding both of the
+   pair and, when there is one, the pair's ranks within the first of them
+   (MultiSURF refitted on its columns, outside the timing).
+5. The speed against skrebate 0.8.4, same run: ``skrebate.VLS(skrebate.MultiSURF(
+   n_jobs=1), S', Z, random_state=74)`` on the first A' columns of the same data as
+   float64 (skrebate's input), against ``dmargin.VLS`` with the same parameters on
+   the same columns as uint8 and as float64; each in a fresh interpreter with one
+   thread (the thread variables of ``harness.launch``), dmargin after its warm-up.
+   The slice is not 1/20 of the SNPs (11,500): skrebate scores one (sample,
+   feature) pair per Python call, 0.15-0.18 s per SNP per subset fit at N = 2,350
+   here, so 1/20 with S' = 23 would take over an hour; A' = 2,000 SNPs (1/115)
+   with S' = 4 = 2 x ceil(A' / Z) = S / 115 keeps S and Z's proportions and takes
+   10-12 minutes (``--quick``: 100 SNPs, Z = 50, S' = 4).  Recorded: each
+   fit's seconds, skrebate's over dmargin's, and ``max |w - w_skrebate|`` (the
+   compact path computes skrebate's MultiSURF on genotypes exactly: expected
+   below 1e-10).
+
 Usage::
 
     python benchmarks/bench_gwas.py             # 2,350 x 230,000 (several minutes)
     python benchmarks/bench_gwas.py --quick     # 2,350 x 5,000 (under a minute)
+    python benchmarks/bench_gwas.py --estimator vls          # VLS, skrebate slice (about 20 min)
+    python benchmarks/bench_gwas.py --estimator vls --quick  # (about 2 minutes)
 """
 
 from __future__ import annotations
@@ -68,6 +104,18 @@ BLOCK = 4096
 TARGET_S, TARGET_GB = 600.0, 4.0
 SAMPLE_PERIOD_S = 0.2
 PACKAGES = ["numpy", "numba", "psutil", "dmargin"]
+#: VLS: SNPs per subset (the issue's ``size_feature_subset``; ``--quick`` too), and how
+#: many times the subsets cover the SNPs (S = COVER x ceil(A / Z)).
+VLS_SIZE, VLS_COVER = 1000, 2
+#: The columns skrebate gets (from the first), and the subset size there.
+SLICE_SNPS, SLICE_SNPS_QUICK = 2000, 100
+SLICE_SIZE, SLICE_SIZE_QUICK = 1000, 50
+#: Other processes' cores under which a VLS measurement starts and counts as quiet (the
+#: default run's mark of a disturbed one): each of its threads has a core to itself.
+VLS_QUIET_CORES = 0.5
+#: The slice's fits, in a fresh interpreter each: (library, rows as).
+SLICE_FITS = (("dmargin", "uint8"), ("dmargin", "float64"), ("skrebate", "float64"))
+VLS_PACKAGES = [*PACKAGES, "skrebate"]
 
 
 # --------------------------------------------------------------------------- #
@@ -108,6 +156,11 @@ def ranks(scores, columns):
     return [int(position[c]) for c in columns]
 
 
+def vls_subsets(a, size, cover=VLS_COVER):
+    """S: the subsets of ``size`` SNPs that cover ``a`` SNPs ``cover`` times over."""
+    return cover * -(-a // size)
+
+
 # --------------------------------------------------------------------------- #
 # worker side (one fresh interpreter)
 # --------------------------------------------------------------------------- #
@@ -142,36 +195,67 @@ class PeakSampler:
         self._sample()
 
 
-def measure(spec):
+def warm_up(X, y, vls=False):
+    """Seconds of the warm-up fits on 50 x 200 of ``X`` (the kernels' compilation)."""
+    import dmargin
+    import dmargin.engine._numba as policy
+
+    # Both twins of the compact kernels compiled (the threaded ones too, which a
+    # fit this small would not pick on its own).
+    small = X[:50, :200], y[:50]
+    min_work, policy.PARALLEL_MIN_WORK = policy.PARALLEL_MIN_WORK, 0
+    try:
+        warm_s, _ = harness.timed(dmargin.MultiSURF().fit, *small)
+        warm_s += harness.timed(dmargin.MultiSURF().fit, *small)[0]
+    finally:
+        policy.PARALLEL_MIN_WORK = min_work
+    warm_s += harness.timed(dmargin.MultiSURF().fit, *small)[0]
+    if vls:  # VLS's own steps (subsets, the score table) once
+        make = dmargin.VLS(dmargin.MultiSURF(), num_feature_subset=4, size_feature_subset=100,
+                           random_state=SEED)
+        warm_s += harness.timed(make.fit, *small)[0]
+    return warm_s
+
+
+def make_vls(library, spec):
+    """The VLS of ``library`` with the spec's S and Z, around MultiSURF, seed 74."""
+    params = {"num_feature_subset": spec["num_feature_subset"],
+              "size_feature_subset": spec["size_feature_subset"], "random_state": SEED}
+    if library == "skrebate":
+        import skrebate
+
+        return skrebate.VLS(skrebate.MultiSURF(n_jobs=1), **params)
     import dmargin
 
+    return dmargin.VLS(dmargin.MultiSURF(), **params)
+
+
+def measure(spec):
+    if spec.get("estimator") == "vls-slice":
+        return measure_slice(spec)
+    import dmargin
+
+    vls = spec.get("estimator") == "vls"
     n, a = spec["n"], spec["a"]
     t0 = time.perf_counter()
     X, y, pair, marginal = make_gwas(n, a, spec["seed"])
     generate_s = time.perf_counter() - t0
     rss_data = harness.rss_mib()
 
-    # Warm-up: both twins of the compact kernels compiled (the threaded ones too,
-    # which a fit this small would not pick on its own).
-    import dmargin.engine._numba as policy
-
-    min_work, policy.PARALLEL_MIN_WORK = policy.PARALLEL_MIN_WORK, 0
-    try:
-        warm_s, _ = harness.timed(dmargin.MultiSURF().fit, X[:50, :200], y[:50])
-        warm_s += harness.timed(dmargin.MultiSURF().fit, X[:50, :200], y[:50])[0]
-    finally:
-        policy.PARALLEL_MIN_WORK = min_work
-    warm_s += harness.timed(dmargin.MultiSURF().fit, X[:50, :200], y[:50])[0]
+    warm_s = warm_up(X, y, vls=vls)
+    est = make_vls("dmargin", spec) if vls else dmargin.MultiSURF()
     monitor = harness.CpuMonitor().start()
     with PeakSampler() as sampler:
-        fit_s, est = harness.timed(dmargin.MultiSURF().fit, X, y)
+        fit_s, est = harness.timed(est.fit, X, y)
     load = monitor.stop()
     scores = est.feature_importances_
     pair_ranks, marginal_ranks = ranks(scores, pair), ranks(scores, marginal)
-    return {
+    # VLS keeps no fitted estimator: the first subset's fit again, for its rows' dtype.
+    compact = dmargin.MultiSURF().fit(X[:, est.subsets_[0]], y) if vls else est
+    result = {
         "n_samples": n, "n_features": a, "n_classes": N_CLASSES, "seed": spec["seed"],
         "class_counts": np.bincount(y, minlength=N_CLASSES).tolist(),
-        "compact_dtype": str(est.compact_dtype_),
+        "compact_dtype": str(compact.compact_dtype_),
         "data_mib_uint8": round(X.nbytes / 2**20, 1),
         "data_mib_as_float64": round(8 * X.nbytes / 2**20, 1),
         "generate_s": round(generate_s, 2), "rss_after_data_mib": round(rss_data, 1),
@@ -185,6 +269,54 @@ def measure(spec):
         "top_10_columns": [int(c) for c in np.argsort(-scores, kind="stable")[:10]],
         **load,
     }
+    if vls:
+        result.update(vls_planted(est, X, y, pair, marginal))
+    return result
+
+
+def vls_planted(est, X, y, pair, marginal):
+    """Where the planted SNPs fell among VLS's subsets (after the timed fit)."""
+    import dmargin
+
+    holds = [set(s.tolist()) for s in est.subsets_]
+    shared = [k for k, s in enumerate(holds) if pair[0] in s and pair[1] in s]
+    out = {
+        "num_feature_subset": len(est.subsets_),
+        "size_feature_subset": int(est.subsets_[0].size),
+        "subsets_per_snp_mean": round(sum(map(len, holds)) / X.shape[1], 3),
+        "pair_subset_counts": [sum(int(c) in s for s in holds) for c in pair],
+        "marginal_subset_counts": [sum(int(c) in s for s in holds) for c in marginal],
+        "pair_shared_subsets": shared, "pair_shared": bool(shared),
+        "pair_ranks_in_shared_subset": None,
+    }
+    if shared:  # the pair's ranks among the first shared subset's SNPs alone
+        cols = est.subsets_[shared[0]]
+        alone = dmargin.MultiSURF().fit(X[:, cols], y).feature_importances_
+        out["pair_ranks_in_shared_subset"] = ranks(
+            alone, [int(np.flatnonzero(cols == c)[0]) for c in pair])
+    return out
+
+
+def measure_slice(spec):
+    """One VLS fit on the first ``spec["slice"]`` SNPs of the data, one library and dtype."""
+    X, y, _, _ = make_gwas(spec["n"], spec["a"], spec["seed"])
+    X = np.ascontiguousarray(X[:, :spec["slice"]])  # a copy: the full matrix is freed
+    if spec["dtype"] == "float64":
+        X = X.astype(np.float64)
+    # skrebate has nothing to compile: only dmargin warms up.
+    warm_s = warm_up(X, y, vls=True) if spec["library"] == "dmargin" else None
+    est = make_vls(spec["library"], spec)
+    monitor = harness.CpuMonitor().start()
+    with PeakSampler() as sampler:
+        fit_s, est = harness.timed(est.fit, X, y)
+    load = monitor.stop()
+    return {"library": spec["library"], "rows_as": str(X.dtype),
+            "n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
+            "warmup_fit_s": None if warm_s is None else round(warm_s, 2),
+            "fit_s": round(fit_s, 2), "peak_rss_fit_mib": round(sampler.peak / 2**20, 1),
+            # Every digit, for the agreement check; the parent drops them.
+            "scores": np.asarray(est.feature_importances_, dtype=np.float64).tolist(),
+            **load}
 
 
 # --------------------------------------------------------------------------- #
@@ -199,7 +331,10 @@ def render(out):
                  "the fit had {} of its {} threads' cores)").format(
         "disturbed" if out["disturbed"] else "quiet", r["other_cores_busy"], r["loadavg_1min"],
         r["own_cores_busy"], out["threads"])
-    rows = [["MultiSURF()", f"{r['n_samples']:,} x {r['n_features']:,}", r["compact_dtype"],
+    vls = out.get("estimator") == "vls"
+    name = (f"VLS(MultiSURF(), {r['num_feature_subset']} x {r['size_feature_subset']:,} SNPs)"
+            if vls else "MultiSURF()")
+    rows = [[name, f"{r['n_samples']:,} x {r['n_features']:,}", r["compact_dtype"],
              f"{r['data_mib_uint8']:,.0f} MiB (float64 {r['data_mib_as_float64']:,.0f})",
              r["fit_s"], r["warmup_fit_s"], f"{r['peak_rss_fit_mib']:,.0f}",
              f"{r['peak_rss_process_mib']:,.0f}", ", ".join(map(str, r["pair_ranks"])),
@@ -208,8 +343,72 @@ def render(out):
         ["estimator", "N x A", "rows as", "data", "fit s", "warm-up (compile) s",
          "peak RSS in fit MiB", "peak RSS process MiB", "interacting pair ranks",
          "marginal SNPs in top 20"], rows)
-    return (table + f"\n\nTarget under {TARGET_S:.0f} s: {'met' if t['time_met'] else 'missed'}; "
+    text = (table + f"\n\nTarget under {TARGET_S:.0f} s: {'met' if t['time_met'] else 'missed'}; "
             f"under {TARGET_GB:g} GB peak: {'met' if t['memory_met'] else 'missed'}{disturbed}.")
+    return text + (render_vls(out) if vls else "")
+
+
+def render_vls(out):
+    """The VLS run's subsets and the slice against skrebate, after the main table."""
+    r, c = out["run"], out["vs_skrebate"]
+    if r["pair_shared"]:
+        ranks_in = ", ".join(map(str, r["pair_ranks_in_shared_subset"]))
+        pair = (f"shared {len(r['pair_shared_subsets'])} of the {r['num_feature_subset']} "
+                f"subsets (ranks {ranks_in} among the first one's SNPs)")
+    else:
+        pair = f"shared none of the {r['num_feature_subset']} subsets"
+    text = (f"\n\nEach SNP in {r['subsets_per_snp_mean']} subsets on average; the interacting "
+            f"pair's SNPs sat in {r['pair_subset_counts'][0]} and {r['pair_subset_counts'][1]} "
+            f"subsets and {pair}.")
+    rows = []
+    for fit in c["fits"]:
+        ok = fit.get("ok") and "fit_s" in fit
+        rows.append([f"{fit['library']} VLS(MultiSURF())", fit.get("rows_as", fit["dtype"]),
+                     f"{c['n_samples']:,} x {c['n_features']:,}",
+                     f"{c['num_feature_subset']} x {c['size_feature_subset']:,}",
+                     fit["fit_s"] if ok else f"failed: {fit.get('error', '')[-80:]}",
+                     fit.get("warmup_fit_s"),
+                     f"{fit['skrebate_over_this']:.1f}x" if fit.get("skrebate_over_this")
+                     else None,
+                     f"{fit['max_abs_diff_vs_skrebate']:.1e}"
+                     if fit.get("max_abs_diff_vs_skrebate") is not None else None,
+                     fit.get("other_cores_busy")])
+    table = harness.markdown_table(
+        ["library", "rows as", "N x A (first SNPs)", "subsets x SNPs", "fit s (1 thread)",
+         "warm-up (compile) s", "skrebate's time over this", "max abs diff vs skrebate",
+         "other processes' cores"], rows)
+    return text + "\n\n" + table
+
+
+def vls_slice(args, a, quick):
+    """The VLS fits on the first SNPs of the ``a``, each in a fresh one-thread interpreter,
+    and how they compare."""
+    width = SLICE_SNPS_QUICK if quick else SLICE_SNPS
+    size = SLICE_SIZE_QUICK if quick else SLICE_SIZE
+    spec = {"n": N, "a": a, "seed": SEED, "estimator": "vls-slice", "slice": width,
+            "num_feature_subset": vls_subsets(width, size), "size_feature_subset": size}
+    fits = []
+    for library, dtype in SLICE_FITS:
+        run = harness.launch(__file__, {**spec, "library": library, "dtype": dtype}, threads=1,
+                             timeout=3600, quiet_cores=VLS_QUIET_CORES,
+                             idle_wait=args.idle_wait, attempts=args.attempts)
+        fits.append({"library": library, "dtype": dtype, **run})
+    sk = next(f for f in fits if f["library"] == "skrebate")
+    for fit in fits:  # a fit that failed has no scores
+        if fit is not sk and "scores" in fit and "scores" in sk:
+            diff = np.abs(np.subtract(fit["scores"], sk["scores"])).max()
+            fit["max_abs_diff_vs_skrebate"] = float(diff)
+            fit["skrebate_over_this"] = round(sk["fit_s"] / fit["fit_s"], 2)
+    for fit in fits:
+        fit.pop("scores", None)
+    ok = [f for f in fits if f.get("ok") and "fit_s" in f]
+    return {"n_samples": N, "n_features": width, "of_n_features": a,
+            "num_feature_subset": spec["num_feature_subset"], "size_feature_subset": size,
+            "threads": 1, "fits": fits,
+            "disturbed": any((f.get("other_cores_busy") or 0) >= VLS_QUIET_CORES for f in ok),
+            "note": f"the first {width:,} of the {a:,} SNPs (1/{a // width})" + (
+                "" if quick else ", not 1/20: skrebate's VLS + MultiSURF on 1/20 (11,500 "
+                "SNPs, 23 subsets of 1,000) would take over an hour here")}
 
 
 def main(argv=None):
@@ -217,19 +416,29 @@ def main(argv=None):
                              attempts=1, worker=True)
     parser.add_argument("--snps", type=int, default=None, help="number of SNPs (default: "
                         f"{A:,}, {A_QUICK:,} with --quick)")
+    parser.add_argument("--estimator", choices=("multisurf", "vls"), default="multisurf",
+                        help="MultiSURF() (default), or VLS + MultiSURF and the slice against "
+                             "skrebate (stored as variant vls unless --variant is given)")
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.emit_result(measure(json.loads(args.worker)))
         return 0
+    vls = args.estimator == "vls"
+    variant = "vls" if vls and args.variant == "default" else args.variant
     a = args.snps or (A_QUICK if args.quick else A)
     spec = {"n": N, "a": a, "seed": SEED}
-    run = harness.launch(__file__, spec, threads=THREADS, timeout=3600, quiet_cores=1.0,
+    if vls:
+        spec.update(estimator="vls", num_feature_subset=vls_subsets(a, VLS_SIZE),
+                    size_feature_subset=VLS_SIZE)
+    run = harness.launch(__file__, spec, threads=THREADS, timeout=3600,
+                         quiet_cores=VLS_QUIET_CORES if vls else 1.0,
                          idle_wait=args.idle_wait, attempts=args.attempts)
     ok = run.get("ok", False) and "fit_s" in run
     peak_gb = run.get("peak_rss_process_mib", float("nan")) * 2**20 / 1e9
     out = {"benchmark": "gwas", "mode": "quick" if args.quick else "full",
-           "machine": harness.machine_info(PACKAGES),
+           "machine": harness.machine_info(VLS_PACKAGES if vls else PACKAGES),
            "revision": harness.git_revision(harness.REPO),
+           **({"estimator": "vls"} if vls else {}),
            "threads": THREADS, "epistasis_weight": EPISTASIS_WEIGHT, "beta": BETA,
            "run": run,
            "disturbed": bool(ok and (run.get("other_cores_busy") or 0) >= 0.5),
@@ -238,9 +447,11 @@ def main(argv=None):
                        "memory_met": bool(ok and peak_gb < TARGET_GB),
                        "peak_gb": round(peak_gb, 3) if ok else None,
                        "at_target_size": a == A}}
+    if vls:
+        out["vs_skrebate"] = vls_slice(args, a, args.quick)
     out["markdown"] = render(out)
     print(out["markdown"])
-    harness.write_variant("gwas", out, variant=args.variant, quick=args.quick)
+    harness.write_variant("gwas", out, variant=variant, quick=args.quick)
     return 0
 
 
