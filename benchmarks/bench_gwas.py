@@ -42,12 +42,12 @@ With ``--estimator vls``:
    random_state=74)`` on the same data, measured as in 2 (the warm-up also fits a
    small VLS); each measurement starts once other processes use under half a core
    (waiting up to ``--idle-wait`` s) and is repeated, up to ``--attempts`` runs,
-   while they used more during it (``VLS_QUIET_CORES``).  Z = 1,000 SNPs per subset, the issue's
-   ``size_feature_subset``; S = 2 x ceil(A / Z) = 460: the first 230 subsets
-   cut the shuffled SNPs into a partition (skrebate's ``make_subsets``), the other
-   230 are random draws, so a SNP sits in 2 subsets on average and the job does
-   twice MultiSURF's pairwise work on all SNPs (plus 460 fits' fixed costs),
-   within the target.  (The issue's 200 x 1,000 ran under an older ``VLSRelief``
+   while they used more during it (``VLS_QUIET_CORES``).  Z = 1,000 SNPs per
+   subset, the issue's ``size_feature_subset``; S = 2 x ceil(A / Z) = 460: the first
+   230 subsets cut the shuffled SNPs into a partition (skrebate's ``make_subsets``),
+   the other 230 are random draws, so a SNP sits in 2 subsets on average and the
+   job does twice MultiSURF's pairwise work on all SNPs (plus 460 fits' fixed
+   costs), within the target.  (The issue's 200 x 1,000 ran under an older ``VLSRelief``
    that did not need the subsets to cover every SNP; skrebate 0.8.4's ``VLS``
    and dmargin's refuse S x Z < A.)  A planted SNP's score is its best over the
    subsets that hold it; the interacting pair can only be found when both SNPs

@@ -141,7 +141,9 @@ def persist_with_known_rows(*arrays):
     import dask
     import dask.array as da
 
-    arrays = persist_spread(*arrays)
+    # Where the source's tasks ran: dealing these blocks out would move the rows of a
+    # fit that only streams them (the engine deals its own rows, :func:`persist_spread`).
+    arrays = dask.persist(*arrays, optimize_graph=False)  # as compute(): same keys, same tasks
     blocks = [a.to_delayed().ravel() for a in arrays]
     sizes = compute(*[dask.delayed(len)(b) for bs in blocks for b in bs],
                     what="the partition lengths")
