@@ -334,9 +334,16 @@ def write_variant(benchmark: str, result: dict, *, variant: str = "default", qui
     return path
 
 
+#: A results file larger than this indented is written without indentation.
+MAX_INDENTED_BYTES = 2 * 2**20
+
+
 def dumps(obj) -> str:
     """JSON text as the results files hold it (numpy scalars and arrays as plain numbers and lists)."""
-    return json.dumps(obj, indent=2, default=_json_default) + "\n"
+    text = json.dumps(obj, indent=2, default=_json_default) + "\n"
+    if len(text) > MAX_INDENTED_BYTES:  # per-file detail (gametes.json): kept compact
+        text = json.dumps(obj, separators=(",", ":"), default=_json_default) + "\n"
+    return text
 
 
 def _json_default(obj):
