@@ -20,7 +20,7 @@ import numpy as np
 
 from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
 from ._cost import murelief_cost
-from ._regression import set_target
+from ._regression import hit_bound, set_target
 from ._start import start_fit
 from ._surf_terms import surf_terms
 from ._utils import timer
@@ -97,8 +97,13 @@ class MuRelief(WeightSelector):
     anchor_indices_ : ndarray of shape (m,) or None
         The rows used as anchors, ``None`` when every row was one.
     classes_ : ndarray of shape (n_classes,)
-        Class labels, sorted.
-    target_type_ : {"binary", "multiclass"}
+        Class labels, sorted.  Not set for a continuous target.
+    target_type_ : {"binary", "multiclass", "continuous"}
+        Class labels, or a continuous target (scikit-learn's
+        ``type_of_target``: floats, not all integers).
+    hit_bound_ : float
+        Continuous target only: ``std(y, ddof=1)``, below which ``|y_a - y_j|``
+        makes row ``j`` a hit of anchor ``a``.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -122,8 +127,13 @@ class MuRelief(WeightSelector):
     the key by numpy's unstable sort.  Here the anchor is never its own
     neighbour, a row at distance NaN never a neighbour, and ties go to the
     lower row index.  On discrete data the keys are compared exactly
-    (``|n_c d - s_c|`` in integers).  Class labels only: skrebate's
-    continuous endpoint is not implemented for MuRelief.
+    (``|n_c d - s_c|`` in integers).
+
+    A continuous target is skrebate's continuous endpoint: for each anchor
+    the rows fall into its hits (``|y_a - y_j| < std(y, ddof=1)``) and its
+    misses, each group with its own mean distance, and the anchor scores
+    its ``n_neighbors`` most extreme rows of each group as a binary anchor
+    does.
 
     References
     ----------
@@ -140,6 +150,8 @@ class MuRelief(WeightSelector):
     """
 
     _allow_nan = True
+    #: Class labels or a continuous target (skrebate's continuous endpoint).
+    _targets = ("classes", "continuous")
     _parameter_constraints = {
         "n_neighbors": [Interval(numbers.Integral, 1, None),
                         Interval(numbers.Real, 0, 1, closed="right")],
@@ -169,7 +181,7 @@ class MuRelief(WeightSelector):
         ----------
         X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Class labels.
+            Class labels, or a continuous target (floats, not all integers).
         feature_weights : array-like of shape (n_features,), default=None
             Non-negative weights of the features' differences in the distance
             (skrebate's ``fit(X, y, weights)``).
@@ -179,16 +191,18 @@ class MuRelief(WeightSelector):
         self : MuRelief
         """
         start = start_fit(self, X, y, feature_weights=feature_weights)
-        data, rows = start.data, start.rows
+        data, rows, target = start.data, start.rows, start.target
         kinds = feature_kinds(rows, self.discrete_threshold,
                               missing=data.missing).weighted(start.feature_weights)
         anchors = anchors_for(self, rows)
         k = neighbour_count(self.n_neighbors, rows.n_samples)
+        bound = None if target is None else hit_bound(target)
         with timer("MuRelief"):
             total = knn_statistic(rows, k, murelief_agg, anchors=anchors, kinds=kinds,
-                                  ranked=True)
+                                  ranked=True, target=target,
+                                  bound=0.0 if bound is None else bound)
         m = rows.n_samples if anchors is None else anchors.n_samples
-        set_target(self, data.classes)
+        set_target(self, None if target is not None else data.classes, bound)
         self.discrete_features_ = kinds.discrete
         self.anchor_indices_ = None if anchors is None else anchors.index
         self.feature_importances_ = np.asarray(total, dtype=np.float64) / m

@@ -80,6 +80,8 @@ CASES = [
          id="MuRelief"),
     case(lambda: dmargin.MuRelief(n_neighbors=0.2, n_anchors=30, random_state=0), ANY,
          ("heart", "frame"), id="MuRelief-anchors"),
+    case(lambda: dmargin.MuRelief(n_neighbors=5, n_anchors=25, random_state=0),
+         ("blobs_regression",), ("blobs_regression", "frame"), id="MuRelief-continuous"),
     case(lambda: dmargin.Iter(dmargin.MultiSURF(), max_iter=3), ANY, ("heart", "frame"),
          id="Iter"),
     case(lambda: dmargin.VLS(dmargin.ReliefF(n_neighbors=4), num_feature_subset=8,

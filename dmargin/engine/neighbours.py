@@ -35,6 +35,8 @@ COST = {"lse": 1.0, "lse-general": 2.0, "knn": 1.0, "knn-general": 2.0,
         "class-moments": 2.0, "qlse": 0.05}
 #: The general k-nearest tile's ``centres`` when candidates rank by distance.
 _BY_DISTANCE = np.empty((0, 0, 2))
+#: The general tiles' ``target`` for class labels.
+_NO_TARGET = np.empty(0)
 
 
 def _tile(Xa, ya, start_a, Xc, yc, start_c, name, threads, *params):
@@ -96,7 +98,8 @@ def _knn_agg_task(agg, partial, ya, first, agg_args):
 
 
 def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, kinds=None,
-                  combine=merge.add, finish=None, anchor_index=False, ranked=False):
+                  combine=merge.add, finish=None, anchor_index=False, ranked=False,
+                  target=None, bound=0.0):
     """``combine_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours).
 
     ``anchors``: an :class:`~execution.Anchors` sample instead of every row.
@@ -111,21 +114,27 @@ def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, 
     anchor the count and distance sum of every class's other rows, and the
     candidates of a class then rank by how far their distance lies from the
     class's mean distance, farthest first (MuRelief; ``dist`` holds
-    ``-|n_c d - s_c|``).
+    ``-|n_c d - s_c|``).  ``target`` (every row in one class): each anchor's
+    candidates are two classes, its hits (``|y_a - y_j| < bound``, class 0,
+    every anchor's own) and its misses (skrebate's continuous endpoint).
     """
     a, k = rows.n_features, rows.n_classes
     name, params = "knn", (k, n_neighbors)
-    if ranked or (kinds is not None and kinds.kind != distance.PLAIN):
+    if target is not None and k != 1:
+        raise ValueError("a target needs every row in one class")
+    general = ranked or target is not None
+    if general or (kinds is not None and kinds.kind != distance.PLAIN):
         kinds = kinds if kinds is not None else FeatureKinds.continuous(a)
         name, params = "knn-general", (k, n_neighbors, *kinds.params)
-    g = grid.graph(rows, name, per_row=k * n_neighbors * (a + 2), sample=anchors)
+    g = grid.graph(rows, name, per_row=max(k, 2) * n_neighbors * (a + 2), sample=anchors)
+    tail = (_NO_TARGET, 0.0) if target is None else (grid.hold_target(g, target), float(bound))
     if ranked:
         centres = grid.ordered(g, _tile, "class-moments", g.local, k, *kinds.params[:2],
-                               kinds.kind, combine=merge.add, tag="class-moments")
+                               kinds.kind, *tail, combine=merge.add, tag="class-moments")
         merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine,
-                              each=lambda i: (centres[i],))
+                              each=lambda i: (centres[i], *tail))
     elif name == "knn-general":
-        merged = grid.ordered(g, _tile, name, g.local, *params, _BY_DISTANCE,
+        merged = grid.ordered(g, _tile, name, g.local, *params, _BY_DISTANCE, *tail,
                               combine=merge.knn_combine)
     else:
         merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine)
@@ -156,7 +165,8 @@ def knn_target_statistic(rows: Rows, y, n_neighbors: int, agg, agg_args=(), per_
     """
     name, params = "knn", (1, n_neighbors)
     if kinds is not None and kinds.kind != distance.PLAIN:
-        name, params = "knn-general", (1, n_neighbors, *kinds.params, _BY_DISTANCE)
+        name, params = "knn-general", (1, n_neighbors, *kinds.params, _BY_DISTANCE,
+                                       _NO_TARGET, 0.0)
     g = grid.graph(rows, "knn-target", per_row=n_neighbors * (rows.n_features + 2),
                    sample=anchors)
     target = grid.hold_target(g, y)

@@ -98,10 +98,20 @@ TWINS = twins(_knn_tile)
 knn_tile = TWINS[0]
 
 
+@inline
+def _group(c, target, bound, a_row, c_row):
+    """A candidate's class for the anchor: its own (class labels), or, with a
+    ``target``, 0 where ``|y_a - y_j| < bound`` (a hit) and 1 otherwise."""
+    if target.shape[0] == 0:
+        return c
+    return 0 if abs(target[a_row] - target[c_row]) < bound else 1
+
+
 def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, kind,
-                      centres):
+                      centres, target, bound):
     """:func:`_knn_tile` for discrete features or missing values (``MASKED``, ``MISSING``
-    of :mod:`.distance`), or with ``centres``; compiled only for data that need it.
+    of :mod:`.distance`), with ``centres`` or with a ``target``; compiled only
+    for data that need it.
 
     Distances are :func:`~.distance.pair_distance` in float64 (no float32
     prefilter: its error bound assumes the plain sum); ``z`` holds the scored
@@ -114,35 +124,41 @@ def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, 
     ``c`` are ranked by ``-|n_c d - s_c|`` instead of ``d`` (MuRelief: the
     rows whose distance lies farthest from the class's mean distance first;
     in integers, so exact, when the distances are mismatch counts).
+
+    ``target`` (every row's, indexed by global row index; empty for class
+    labels, else ``n_classes`` is 1): the candidates fall into two classes
+    per anchor, hits within ``bound`` of its target and misses (skrebate's
+    continuous endpoint); the result has 2 classes.
     """
     n_anchors, n_features = Xa.shape
     Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
+    n_out = n_classes if target.shape[0] == 0 else 2
     ones = np.empty(n_features)
     ones[:] = 1.0
     k = n_neighbors
-    dist = filled((n_anchors, n_classes, k), np.inf)
-    idx = np.empty(n_anchors * n_classes * k, dtype=np.int64).reshape((n_anchors, n_classes, k))
+    dist = filled((n_anchors, n_out, k), np.inf)
+    idx = np.empty(n_anchors * n_out * k, dtype=np.int64).reshape((n_anchors, n_out, k))
     idx[:] = -1
-    z = filled((n_anchors, n_classes, k, n_features), 0.0)
+    z = filled((n_anchors, n_out, k, n_features), 0.0)
     ranked = centres.shape[0] > 0
     for a in numba.prange(n_anchors):
-        loc = np.empty(k, dtype=np.int64)
+        loc = np.empty(n_out * k, dtype=np.int64).reshape((n_out, k))
         xa = Xa[a]
         for c in range(n_classes):
-            dc = dist[a, c]
-            ix = idx[a, c]
             for j in range(starts[c], starts[c + 1]):
                 g = ics[j]
                 if g == ia[a]:
                     continue
+                cc = _group(c, target, bound, ia[a], g)
                 d = pair_distance(xa, Xs[j], ones, dm, dw, kind)
                 if ranked:
-                    d = -abs(centres[a, c, 0] * d - centres[a, c, 1])
-                _insert(dc, ix, loc, d, g, j)
+                    d = -abs(centres[a, cc, 0] * d - centres[a, cc, 1])
+                _insert(dist[a, cc], idx[a, cc], loc[cc], d, g, j)
+        for cc in range(n_out):
             for r in range(k):
-                if ix[r] >= 0:
+                if idx[a, cc, r] >= 0:
                     for f in range(n_features):
-                        z[a, c, r, f] = feature_diff(xa[f], Xs[loc[r], f], dm[f], ramp[f])
+                        z[a, cc, r, f] = feature_diff(xa[f], Xs[loc[cc, r], f], dm[f], ramp[f])
     return dist, idx, z
 
 
@@ -150,15 +166,17 @@ def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, 
 GENERAL_TWINS = twins(_knn_tile_general)
 
 
-def _class_moments_tile(Xa, ia, Xc, yc, ic, n_classes, dm, dw, kind):
+def _class_moments_tile(Xa, ia, Xc, yc, ic, n_classes, dm, dw, kind, target, bound):
     """Per anchor and class of the candidates: the number of rows other than the
     anchor at a distance (not NaN) and the sum of those distances,
     ``(anchors, classes, 2)`` (MuRelief's class means; partials over disjoint
-    candidate sets add)."""
+    candidate sets add).  ``target``: the classes are the anchor's hits and
+    misses, as in :func:`_knn_tile_general`."""
     n_anchors, n_features = Xa.shape
     ones = np.empty(n_features)
     ones[:] = 1.0
-    out = filled((n_anchors, n_classes, 2), 0.0)
+    n_out = n_classes if target.shape[0] == 0 else 2
+    out = filled((n_anchors, n_out, 2), 0.0)
     for a in numba.prange(n_anchors):
         xa = Xa[a]
         for j in range(Xc.shape[0]):
@@ -166,8 +184,9 @@ def _class_moments_tile(Xa, ia, Xc, yc, ic, n_classes, dm, dw, kind):
                 continue
             d = pair_distance(xa, Xc[j], ones, dm, dw, kind)
             if d == d:
-                out[a, yc[j], 0] += 1.0
-                out[a, yc[j], 1] += d
+                cc = _group(yc[j], target, bound, ia[a], ic[j])
+                out[a, cc, 0] += 1.0
+                out[a, cc, 1] += d
     return out
 
 
