@@ -109,6 +109,12 @@ class WeightSelector(DaskSelectorMixin, BaseEstimator):
     #: Whether ``fit`` takes NaN as missing values (the Relief family's distance).
     _allow_nan = False
 
+    def _declared_discrete(self, n_features):
+        """A boolean mask of the features declared discrete, or ``None``: the Relief
+        family counts their distinct values (``discrete_threshold``).
+        :mod:`dmargin.skrebate` declares them (skrebate's ``categorical_features``)."""
+        return None
+
     def _get_support_mask(self):
         check_is_fitted(self, "feature_importances_")
         scores = np.asarray(self.feature_importances_)

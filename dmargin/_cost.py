@@ -229,11 +229,13 @@ def surf_cost(estimator, n_samples, n_features):
 
 def murelief_cost(estimator, n_samples, n_features):
     """:func:`fit_cost` of MuRelief: two passes over the pairs (the class means, the
-    neighbours farthest from them), on the general nearest-neighbour kernel."""
+    neighbours farthest from them), on the general nearest-neighbour kernel; one
+    (the nearest neighbours) for skrebate's ReliefF (:mod:`dmargin.skrebate`)."""
     m, pairs = _pairs(estimator, n_samples)
-    ops = pairs * float(n_features)
-    formula = ("N^2 A, two passes (class means, neighbours)" if m is None
-               else f"m N A with m = {m}, two passes")
+    passes = 2 if getattr(estimator, "_ranked", True) else 1
+    ops = pairs * float(n_features) * passes / 2
+    what = "two passes (class means, neighbours)" if passes == 2 else "one pass"
+    formula = f"N^2 A, {what}" if m is None else f"m N A with m = {m}, {what}"
     return FitCost(ops, ops / MURELIEF_RATE, formula)
 
 

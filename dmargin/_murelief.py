@@ -150,6 +150,9 @@ class MuRelief(WeightSelector):
     """
 
     _allow_nan = True
+    #: Neighbours by distance from their class's mean distance (``False``: the
+    #: nearest, skrebate's ``ReliefF`` in :mod:`dmargin.skrebate`).
+    _ranked = True
     #: Class labels or a continuous target (skrebate's continuous endpoint).
     _targets = ("classes", "continuous")
     _parameter_constraints = {
@@ -192,14 +195,15 @@ class MuRelief(WeightSelector):
         """
         start = start_fit(self, X, y, feature_weights=feature_weights)
         data, rows, target = start.data, start.rows, start.target
-        kinds = feature_kinds(rows, self.discrete_threshold,
-                              missing=data.missing).weighted(start.feature_weights)
+        kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing,
+                              discrete=self._declared_discrete(rows.n_features)
+                              ).weighted(start.feature_weights)
         anchors = anchors_for(self, rows)
         k = neighbour_count(self.n_neighbors, rows.n_samples)
         bound = None if target is None else hit_bound(target)
-        with timer("MuRelief"):
+        with timer(type(self).__name__):
             total = knn_statistic(rows, k, murelief_agg, anchors=anchors, kinds=kinds,
-                                  ranked=True, target=target,
+                                  ranked=self._ranked, target=target,
                                   bound=0.0 if bound is None else bound)
         m = rows.n_samples if anchors is None else anchors.n_samples
         set_target(self, None if target is not None else data.classes, bound)

@@ -13,6 +13,10 @@ declaration         default        meaning
 ``_targets``        ``("classes",)``  the targets it takes: ``"classes"`` and/or
                                    ``"continuous"`` (a float target, not all
                                    integers, as ``type_of_target`` says)
+``_target_rule``    ``None``       a method ``rule(y) -> bool`` deciding whether
+                                   ``y`` is a continuous target, instead of
+                                   ``type_of_target`` (skrebate's rules, in
+                                   :mod:`dmargin.skrebate`; ``y`` is computed)
 ``_binary``         ``None``       why it needs exactly two classes
 ``_distances``      ``True``       it computes distances between rows: without
                                    scaling, values whose squares overflow are
@@ -62,6 +66,7 @@ from .engine import (MASKED, FeatureKinds, Rows, compact_distinct, feature_kinds
 DECLARATIONS = {
     "_allow_nan": False,
     "_targets": ("classes",),
+    "_target_rule": None,
     "_binary": None,
     "_distances": True,
     "_engine_rows": True,
@@ -169,8 +174,15 @@ def _start(estimator, X, y, stream, compact):
     # memory, and in the data's one pass for a dask one (whose values travel to
     # the driver only if it is continuous).
     targets = declared(estimator, "_targets")
+    rule = declared(estimator, "_target_rule")
     continuous = False
-    if "classes" not in targets:  # any numeric y is a target (computed: N floats)
+    if rule is not None and stream is None:
+        if is_dask_collection(y):
+            y = compute(y, what="the target")[0]
+        continuous = bool(rule(y))
+        if continuous:
+            y = target_values(estimator, y)
+    elif "classes" not in targets:  # any numeric y is a target (computed: N floats)
         continuous = True
         y = target_values(estimator, compute(y, what="the target")[0]
                           if is_dask_collection(y) else y)

@@ -275,8 +275,9 @@ class ThresholdSelector(WeightSelector):
         data, rows, target = start.data, start.rows, start.target
         compact = rows.X.dtype == np.uint8
         kinds = start.kinds if start.kinds is not None else \
-            feature_kinds(rows, self.discrete_threshold,
-                          missing=data.missing).weighted(start.feature_weights)
+            feature_kinds(rows, self.discrete_threshold, missing=data.missing,
+                          discrete=self._declared_discrete(rows.n_features)
+                          ).weighted(start.feature_weights)
         bound = None if target is None else hit_bound(target)
         anchors = anchors_for(self, rows)
         permutations = getattr(self, "n_permutations", 0)

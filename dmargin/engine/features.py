@@ -86,7 +86,7 @@ class FeatureKinds:
 
 
 def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, mixed_weight=True,
-                  missing=None):
+                  missing=None, discrete=None):
     """:class:`FeatureKinds` by skrebate 0.8.4's rules (``relieff.py``).
 
     A feature with at most ``discrete_threshold`` distinct values (missing
@@ -98,17 +98,22 @@ def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, mixed_weig
     always weighs 1 (I-RELIEF, whose learned weights scale every feature).
     ``discrete_threshold=0`` with ``missing``
     (per-feature counts already known, e.g. from the scaling pass) all zero
-    is the plain path: no pass over the rows.
+    is the plain path: no pass over the rows.  ``discrete``: a boolean mask
+    of the discrete features, declared instead of counted (skrebate's
+    ``categorical_features``).
     """
     a = rows.n_features
-    if discrete_threshold == 0 and missing is not None and not np.any(missing):
+    if discrete is None and discrete_threshold == 0 and missing is not None \
+            and not np.any(missing):
         return FeatureKinds.continuous(a)
-    distinct, std, missing = column_summary(rows, discrete_threshold)
+    cap = discrete_threshold if discrete is None else 0  # a declared kind needs no count
+    distinct, std, missing = column_summary(rows, cap)
     empty = np.flatnonzero(missing >= rows.n_samples)
     if empty.size:
         raise ValueError(f"Feature {int(empty[0])} has no value (every row is missing it); "
                          "drop that column before fitting.")
-    discrete = distinct <= discrete_threshold
+    discrete = distinct <= discrete_threshold if discrete is None \
+        else np.asarray(discrete, dtype=np.bool_)
     mixed = bool(discrete.any() and not discrete.all())
     has_nan = bool(missing.any())
     ramp = np.where(~discrete & mixed, std, np.inf) if ramps else np.full(a, np.inf)
