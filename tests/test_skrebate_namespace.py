@@ -204,3 +204,30 @@ def test_bad_options_name_the_problem():
         dsk.SURF().fit(X, y, np.ones(X.shape[1]), feature_weights=np.ones(X.shape[1]))
     with pytest.raises(ValueError, match="Number of features to select is larger"):
         dsk.SURF(n_features_to_select=10).fit(X, y).transform(X)
+
+
+@pytest.mark.cluster
+def test_on_a_cluster_as_in_process(local_cluster):
+    """skrebate's classes on dask input with a distributed Client: the scores of the
+    in-process fit, computed by tasks on the workers; a refit with other options on the
+    same client is other tasks (skrebate's ReliefF after MuRelief, other k)."""
+    from distributed import Client, get_task_stream
+
+    X, y = dataset("wpbc-time")  # integer months: skrebate's continuous target
+    Xd, yd = da.from_array(X, chunks=(25, -1)), da.from_array(y, chunks=25)
+    with Client(local_cluster) as client:
+        workers = set(client.scheduler_info()["workers"])
+        with get_task_stream(client) as stream:
+            fits = {(name, k): getattr(dsk, name)(n_neighbors=k).fit(Xd, yd)
+                    for name in ("MuRelief", "ReliefF") for k in (3, 5)}
+            multisurf = dsk.MultiSURF(categorical_features=[0]).fit(Xd, yd)
+    for (name, k), est in fits.items():
+        local = getattr(dsk, name)(n_neighbors=k).fit(X, y)
+        np.testing.assert_allclose(est.feature_importances_, local.feature_importances_,
+                                   rtol=0, atol=ATOL)
+    np.testing.assert_allclose(multisurf.feature_importances_,
+                               dsk.MultiSURF(categorical_features=[0]).fit(X, y)
+                               .feature_importances_, rtol=0, atol=ATOL)
+    assert len({tuple(np.round(e.feature_importances_, 12)) for e in fits.values()}) == 4
+    ran = {t["worker"] for t in stream.data}
+    assert ran and ran <= workers
