@@ -186,12 +186,22 @@ class _SkrebateRelief:
         return self.fit(X, y, weights).transform(X)
 
 
-def _relief_init(self, n_features_to_select, n_neighbors, categorical_features,
-                 categorical_threshold, multiclass_threshold, verbose, n_jobs,
-                 weight_final_scores, rank_absolute, label_type):
+def _init(self, n_features_to_select=10, n_neighbors=100, categorical_features=None,
+          categorical_threshold=10, multiclass_threshold=10, verbose=False, n_jobs=1,
+          weight_final_scores=False, rank_absolute=False, label_type=None):
+    # skrebate's ReliefF.__init__ (its MuRelief's and, through **kwargs, its SWRF family's)
+    self.n_neighbors = n_neighbors
+    _init_without_neighbours(self, n_features_to_select, categorical_features,
+                             categorical_threshold, multiclass_threshold, verbose, n_jobs,
+                             weight_final_scores, rank_absolute, label_type)
+
+
+def _init_without_neighbours(self, n_features_to_select=10, categorical_features=None,
+                             categorical_threshold=10, multiclass_threshold=10, verbose=False,
+                             n_jobs=1, weight_final_scores=False, rank_absolute=False,
+                             label_type=None):
+    # skrebate's SURF.__init__ (its SURF family's)
     self.n_features_to_select = n_features_to_select
-    if n_neighbors is not None:
-        self.n_neighbors = n_neighbors
     self.categorical_features = categorical_features
     self.categorical_threshold = categorical_threshold
     self.multiclass_threshold = multiclass_threshold
@@ -213,55 +223,26 @@ class ReliefF(_SkrebateRelief, DmarginMuRelief):
 
     _ranked = False
     _parameter_constraints = {**_RELIEF_CONSTRAINTS, **_NEIGHBOURS}
-
-    def __init__(self, n_features_to_select=10, n_neighbors=100, categorical_features=None,
-                 categorical_threshold=10, multiclass_threshold=10, verbose=False, n_jobs=1,
-                 weight_final_scores=False, rank_absolute=False, label_type=None):
-        _relief_init(self, n_features_to_select, n_neighbors, categorical_features,
-                     categorical_threshold, multiclass_threshold, verbose, n_jobs,
-                     weight_final_scores, rank_absolute, label_type)
+    __init__ = _init
 
 
 class MuRelief(_SkrebateRelief, DmarginMuRelief):
     """skrebate's MuRelief (:class:`dmargin.MuRelief` under skrebate's parameters)."""
 
     _parameter_constraints = {**_RELIEF_CONSTRAINTS, **_NEIGHBOURS}
-
-    def __init__(self, n_features_to_select=10, n_neighbors=100, categorical_features=None,
-                 categorical_threshold=10, multiclass_threshold=10, verbose=False, n_jobs=1,
-                 weight_final_scores=False, rank_absolute=False, label_type=None):
-        _relief_init(self, n_features_to_select, n_neighbors, categorical_features,
-                     categorical_threshold, multiclass_threshold, verbose, n_jobs,
-                     weight_final_scores, rank_absolute, label_type)
+    __init__ = _init
 
 
 def _threshold_class(base, neighbours):
     """skrebate's class of ``base``'s name: ``neighbours`` says whether its
     signature has ``n_neighbors`` (the SWRF family's, unused, as skrebate's)."""
-    if neighbours:
-        def __init__(self, n_features_to_select=10, n_neighbors=100, categorical_features=None,
-                     categorical_threshold=10, multiclass_threshold=10, verbose=False,
-                     n_jobs=1, weight_final_scores=False, rank_absolute=False,
-                     label_type=None):
-            _relief_init(self, n_features_to_select, n_neighbors, categorical_features,
-                         categorical_threshold, multiclass_threshold, verbose, n_jobs,
-                         weight_final_scores, rank_absolute, label_type)
-        constraints = {**_RELIEF_CONSTRAINTS, "n_neighbors": [_ANY]}
-    else:
-        def __init__(self, n_features_to_select=10, categorical_features=None,
-                     categorical_threshold=10, multiclass_threshold=10, verbose=False,
-                     n_jobs=1, weight_final_scores=False, rank_absolute=False,
-                     label_type=None):
-            _relief_init(self, n_features_to_select, None, categorical_features,
-                         categorical_threshold, multiclass_threshold, verbose, n_jobs,
-                         weight_final_scores, rank_absolute, label_type)
-        constraints = dict(_RELIEF_CONSTRAINTS)
     name = base.__name__
     doc = (f"skrebate's {name} (:class:`dmargin.{name}` under skrebate's parameters; "
            "the module's docstring).")
+    constraints = {**_RELIEF_CONSTRAINTS, **({"n_neighbors": [_ANY]} if neighbours else {})}
     return type(name, (_SkrebateRelief, base), {
-        "__init__": __init__, "__doc__": doc, "__module__": __name__,
-        "__qualname__": name, "_parameter_constraints": constraints})
+        "__init__": _init if neighbours else _init_without_neighbours, "__doc__": doc,
+        "__module__": __name__, "__qualname__": name, "_parameter_constraints": constraints})
 
 
 # Each rebinds dmargin's class of the name to skrebate's class over it.
