@@ -14,7 +14,9 @@ Every class takes skrebate's constructor parameters with skrebate's defaults,
 ``n_features_to_select`` columns, in that order).  Underneath, each is the
 dmargin estimator of the same name (``ReliefF`` here is skrebate's ReliefF,
 not :class:`dmargin.ReliefF`'s Weka semantics), so numpy, pandas and dask
-input, missing values and a Dask cluster work as they do in dmargin.
+input, missing values and a Dask cluster work as they do in dmargin.  Every
+row is an anchor, as in skrebate (N^2 A a fit); for a sample of anchors on
+millions of rows, use dmargin's own classes (``n_anchors``).
 
 skrebate's rules, kept: a feature with at most ``categorical_threshold``
 distinct values is discrete unless ``categorical_features`` lists the
