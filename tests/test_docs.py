@@ -20,6 +20,7 @@ import dmargin
 import dmargin.datasets
 import dmargin.plotting
 import dmargin.progress
+import dmargin.skrebate  # noqa: F401  (a submodule dmargin does not import)
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -51,6 +52,7 @@ def test_the_api_reference_lists_every_public_name():
     public |= {f"plotting.{name}" for name in dir(dmargin.plotting)
                if name.startswith("plot_")}
     public.add("datasets.load_dataset")
+    public |= {f"skrebate.{name}" for name in dmargin.skrebate.__all__}
     assert public - entries == set(), "add these to docs/api.rst"
     for entry in entries:  # and nothing that does not exist
         obj = dmargin
