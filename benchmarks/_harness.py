@@ -30,6 +30,14 @@ Parent side:
                      ``results/quick/`` for ``--quick``), atomically.
     ``markdown_table``.
 
+Speed cells (one estimator of one library at one N and thread count, each in a
+fresh subprocess; ``bench_surf_speed.py``, ``bench_skrebate08_speed.py``):
+    ``speed_cells``  the specs of a comparison (the slow peer fits once, at one
+                     thread, from a size on); ``launch_cells`` runs them;
+    ``fit_cell``     the worker's measurement: a first fit with JIT, then the
+                     best of a few steady fits;
+    ``find_cell``, ``cell_label``, ``top_features`` read the results.
+
 Worker side:
     ``serve_worker`` run the measurement a ``--worker SPEC`` names and print its
                      result (``emit_result``) for ``run_worker`` to pick up.
@@ -358,6 +366,156 @@ def _json_default(obj):
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+# --------------------------------------------------------------------------- #
+# speed cells: one estimator of one library at one (N, threads), in a fresh subprocess
+# --------------------------------------------------------------------------- #
+def speed_cells(ns, table: dict, libraries, threads, *, key: str, features: int,
+                steady_repeats: int, steady_budget_s: float, peer: str = "skrebate",
+                peer_single_fit_from_n: int = 4000, peer_one_thread_from_n: int = 4000):
+    """The ``--worker`` specs of a speed comparison, one per cell.
+
+    Parameters
+    ----------
+    ns, threads : iterables of int
+        The sizes and thread counts.
+    table : dict
+        ``{name: {library: method}}``: who implements each row; a library
+        missing from a row has no cell there.
+    libraries : iterable of str
+        The libraries, in the order their cells run.
+    key : str
+        The spec's key for the row's name (``"algorithm"``, ``"estimator"``).
+    features, steady_repeats, steady_budget_s
+        Copied into each spec for ``fit_cell``.
+    peer, peer_single_fit_from_n, peer_one_thread_from_n
+        The slow peer (pure-Python loops over a dense N x N matrix) fits once
+        from ``peer_single_fit_from_n`` rows on, and at one thread only from
+        ``peer_one_thread_from_n`` on (its ``n_jobs`` parallelises the scoring
+        only).
+
+    Yields
+    ------
+    dict
+        ``{"kind": "fit", key: name, "library", "method", "n", "features",
+        "threads", "steady_repeats", "steady_budget_s"}``.
+    """
+    for n in ns:
+        for name, methods in table.items():
+            for library in libraries:
+                if library not in methods:
+                    continue
+                for t in threads:
+                    if library == peer and n >= peer_one_thread_from_n and t > 1:
+                        continue
+                    single = library == peer and n >= peer_single_fit_from_n
+                    yield {"kind": "fit", key: name, "library": library, "method": methods[library],
+                           "n": n, "features": features, "threads": t,
+                           "steady_repeats": 0 if single else steady_repeats,
+                           "steady_budget_s": steady_budget_s}
+
+
+def launch_cells(script: str | Path, specs, args: argparse.Namespace, *, timeout: float,
+                 quiet_cores: float) -> list[dict]:
+    """``launch`` every spec of ``specs`` in turn, each at its own ``threads``, with the
+    run's ``--idle-wait`` and ``--attempts``."""
+    return [launch(script, spec, threads=spec["threads"], timeout=timeout, quiet_cores=quiet_cores,
+                   idle_wait=args.idle_wait, attempts=args.attempts) for spec in specs]
+
+
+def fit_cell(build, X, y, *, steady_repeats: int, steady_budget_s: float, top: int = 10,
+             attributes=(), memory=None) -> dict:
+    """Worker side of a speed cell: time one estimator's fits in this fresh process.
+
+    One timed first fit (with any JIT compilation: the process's numba cache is
+    empty), then the best of up to ``steady_repeats`` further fits, stopping early
+    once they used ``steady_budget_s``.
+
+    Parameters
+    ----------
+    build : callable
+        ``() -> estimator``, a fresh unfitted one per fit.
+    X, y : array-like
+        The data, the same for every library.
+    top : int
+        How many of the highest-scoring features to list (``"top<k>"``).
+    attributes : iterable of str
+        Fitted attributes of the last fit to report (``n_iter_``), where present.
+    memory : callable or None
+        ``(rss_before_mib, peak_rss_before_mib) -> dict`` of memory readings,
+        called after the fits.
+
+    Returns
+    -------
+    dict
+        ``first_fit_s``, ``steady_fits_s``, ``steady_best_s`` (None without
+        repeats), the last fit's ``feature_importances`` and ``top<k>``,
+        ``input_unchanged`` (X's bytes after the fits), ``cpu_during_fits``
+        (``CpuMonitor``), the ``attributes``, and ``memory``'s readings.
+    """
+    import hashlib
+
+    import numpy as np
+
+    def digest():
+        return hashlib.sha1(np.ascontiguousarray(X).tobytes()).hexdigest()
+
+    before = digest()
+    build()  # import the library before anything is measured
+    rss_before, peak_before = rss_mib(), peak_rss_mib()
+    monitor = CpuMonitor().start()
+    first_s, est = timed(build().fit, X, y)
+    steady = []
+    while len(steady) < steady_repeats and sum(steady) < steady_budget_s:
+        seconds, est = timed(build().fit, X, y)
+        steady.append(seconds)
+    cpu = monitor.stop()
+    scores = np.asarray(est.feature_importances_, dtype=np.float64)
+    result = {
+        "first_fit_s": round(first_s, 4),
+        "steady_fits_s": [round(s, 4) for s in steady],
+        "steady_best_s": round(min(steady), 4) if steady else None,
+        f"top{top}": top_features(scores, top),
+        "feature_importances": [float(v) for v in scores],
+        "input_unchanged": digest() == before,
+        "cpu_during_fits": cpu,
+    }
+    result.update({name: _plain(getattr(est, name)) for name in attributes if hasattr(est, name)})
+    if memory is not None:
+        result.update(memory(rss_before, peak_before))
+    return result
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
+
+
+def top_features(scores, k: int = 10) -> list[int]:
+    """The ``k`` highest-scoring features, ties to the lower index."""
+    import numpy as np
+
+    return [int(i) for i in np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[:k]]
+
+
+def find_cell(results: list[dict], **match) -> dict | None:
+    """The first successful result whose spec has the values ``match``; None when there is
+    none (the cell did not run, or failed)."""
+    for r in results:
+        if all(r["spec"].get(k) == v for k, v in match.items()):
+            return r if r.get("ok") else None
+    return None
+
+
+def cell_label(result: dict | None) -> str | None:
+    """A cell's seconds as the speed tables print them: ``steady (first)``, or ``first*`` for a
+    single fit."""
+    if result is None:
+        return None
+    first = f"{result['first_fit_s']:.3g}"
+    if result.get("steady_best_s") is None:
+        return f"{first}*"
+    return f"{result['steady_best_s']:.3g} ({first})"
 
 
 def markdown_table(headers: list[str], rows: list[list]) -> str:

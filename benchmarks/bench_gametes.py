@@ -15,10 +15,12 @@ the mean rank of the worse-ranked of the two (2 when detected).
 Methods (``METHODS``: name, factory, how to rank; a new estimator is one line): dmargin's
 ``ReliefF`` (k = 10 and k = 100), ``SURF``, ``SURFstar``, ``MultiSURF``, ``MultiSURFstar``,
 the SWRF family (``SWRF``, ``SWRFstar``, ``MultiSWRF``, ``MultiSWRFstar``, ``MultiSWRFDB``,
-``MultiSWRFDBstar``), ``TuRF(MultiSURF(), pct=0.5)``, ``IRelief`` and ``Immigrate``, the last
-ranked two ways: by the diagonal of its weight matrix (``feature_importances_``) and by each
-feature's largest off-diagonal entry; for it *interaction detection* is the share of
-replicates whose largest off-diagonal entry pairs ``M0P0`` with ``M0P1``.  Library defaults
+``MultiSWRFDBstar``), ``MuRelief`` (``n_neighbors=100``, the default of both libraries, and
+``n_neighbors=10`` as ReliefF's first row),
+``TuRF(MultiSURF(), pct=0.5)``, ``IRelief`` and ``Immigrate``, the last ranked two ways: by
+the diagonal of its weight matrix (``feature_importances_``) and by each feature's largest
+off-diagonal entry; for it *interaction detection* is the share of replicates whose largest
+off-diagonal entry pairs ``M0P0`` with ``M0P1``.  Library defaults
 except: ``ReliefF`` gets ``discrete_threshold=10`` (skrebate's default
 ``categorical_threshold``, the setting of the paper's runs; dmargin's default 0 is Weka's
 numeric treatment), and TuRF removes half the surviving features per round (skrebate's
@@ -27,18 +29,24 @@ one elimination round, then a fit on the 10 survivors).  Each estimator gets the
 integer genotypes as they are read.
 
 Beside them, skrebate 0.8.4's ``ReliefF`` (k = 10, 100), ``SURF``, ``SURFstar``,
-``MultiSURF``, ``MultiSURFstar``, its six SWRF classes and ``TURF(MultiSURF(), pct=0.5)`` on
-the same files (``--skrebate-replicates R``: replicates 1..R of every configuration; skrebate
-is much slower), with, per method, the largest absolute difference between dmargin's and
-skrebate's scores over the files where both ran, and the number of files on which they differ
-by more than 1e-10.  For the SWRF family each file is also searched for skrebate's knife edge
-(``knife_edges``): an (anchor, row) pair whose distance lies exactly at the anchor's
-threshold, in integer mismatch counts (``k * cells == sum k`` for a mean; for MultiSWRFDB's
-dead band ``mu -/+ sigma / 2``, the same test squared).  skrebate compares the distance with
-its threshold in floating point (``np.mean``'s rounding), which may put such a row in a set
-it scores; dmargin compares exactly and scores it in neither.  Per file: the pairs, and those
-skrebate scores (``knife_edge_pairs``, ``knife_edge_scored``); per method, how many of the
-files over 1e-10 a scored pair explains.
+``MultiSURF``, ``MultiSURFstar``, its six SWRF classes, ``MuRelief`` and
+``TURF(MultiSURF(), pct=0.5)`` on the same files (``--skrebate-replicates R``: replicates 1..R
+of every configuration; skrebate is much slower), with, per method, the largest absolute
+difference between dmargin's and skrebate's scores over the files where both ran, and the
+number of files on which they differ by more than 1e-10.  For the SWRF family each file is
+also searched for skrebate's knife edge (``knife_edges``): an (anchor, row) pair whose
+distance lies exactly at the anchor's threshold, in integer mismatch counts (``k * cells ==
+sum k`` for a mean; for MultiSWRFDB's dead band ``mu -/+ sigma / 2``, the same test squared).
+skrebate compares the distance with its threshold in floating point (``np.mean``'s rounding),
+which may put such a row in a set it scores; dmargin compares exactly and scores it in
+neither.  Per file: the pairs, and those skrebate scores (``knife_edge_pairs``,
+``knife_edge_scored``); per method, how many of the files over 1e-10 a scored pair explains.
+skrebate's ``MuRelief`` departs from dmargin's rule in three ways (it walks the anchor as its
+own candidate hit, orders rows of equal key by an unstable sort, and compares the key ``|d -
+mean|`` in floating point, where dmargin compares ``|n_c K - S_c|`` in mismatch counts); after
+its timed fit on each file it is refitted with them undone one at a time
+(``murelief_departures``), and the comparison counts, for skrebate as run and for each refit,
+the files within 1e-10 of dmargin and those where detection agrees.
 
 Every fit is timed alone (``time.perf_counter`` around ``fit``) in worker processes of one
 thread each (``--jobs J`` of them side by side); a worker first fits every method once on
@@ -162,6 +170,10 @@ METHODS = [
     Method("MultiSWRF*", _dm("MultiSWRFstar"), _diagonal, _sk("MultiSWRFstar")),
     Method("MultiSWRFDB", _dm("MultiSWRFDB"), _diagonal, _sk("MultiSWRFDB")),
     Method("MultiSWRFDB*", _dm("MultiSWRFDBstar"), _diagonal, _sk("MultiSWRFDBstar")),
+    Method("MuRelief", _dm("MuRelief", n_neighbors=100), _diagonal,
+           _sk("MuRelief", n_neighbors=100)),
+    Method("MuRelief k=10", _dm("MuRelief", n_neighbors=10), _diagonal,
+           _sk("MuRelief", n_neighbors=10)),
     Method("TuRF(MultiSURF)", _dm_turf, _diagonal, _sk_turf),
     Method("I-RELIEF", _dm("IRelief")),
     Method("IMMIGRATE diag", _immigrate, _diagonal),
@@ -234,6 +246,87 @@ def knife_edges(K: np.ndarray, D: np.ndarray, name: str) -> tuple[int, int]:
             near_t, far_t = mu - half, mu + half
     scored = edge & ((D < near_t) | ((D > far_t) if far else False))
     return int(edge.sum()), int(scored.sum())
+
+
+#: skrebate's MuRelief refitted with its departures from dmargin's rule undone one at a time,
+#: each step on top of the ones before (``murelief_departures``).
+MURELIEF_STEPS = ("no_self", "no_self_stable", "dmargin_order")
+
+
+def murelief_departures(make: Callable, X, y, predictive: list[int]) -> dict:
+    """skrebate's MuRelief on one file, refitted without its departures from dmargin's rule.
+
+    skrebate (``murelief.py``, ``_find_neighbors``) walks ``np.argsort(key)[::-1]``, the key
+    ``|d - mean of the row's class|``, and takes each class's first ``n_neighbors`` rows.  Its
+    ``argsort`` is replaced, step by step: ``no_self`` -- the anchor (key 0, walked as a
+    candidate hit) leaves the candidates, the order otherwise skrebate's; ``no_self_stable``
+    -- rows of equal key lowest row first (a stable sort on skrebate's floating-point key);
+    ``dmargin_order`` -- the key compared exactly, ``|n_c K - S_c|`` in mismatch counts ``K``
+    (``n_c``, ``S_c``: the count and sum of the anchor's class-``c`` others), dmargin's rule:
+    two rows whose distances lie symmetrically about the mean tie exactly, where skrebate's
+    floating-point mean breaks the tie by its rounding.  Discrete data only (GAMETES: skrebate's
+    distance is ``K / 20``).  Returns each step's scores and ranks, and how many anchors the
+    unpatched walk took as their own hit (the walk reaches the anchor before its class's
+    other rows have filled the hits).
+    """
+    import types
+
+    import skrebate.murelief as sk_murelief
+
+    Xf = X.to_numpy(np.float64)
+    p = Xf.shape[1]
+    walk = sk_murelief.MuRelief._find_neighbors
+    state = {"own_hits": 0}
+
+    def order(key):
+        est, inst, step = state["est"], state["inst"], state["step"]
+        key = np.asarray(key)
+        if step == "no_self":
+            o = np.argsort(key)  # skrebate's own sort, walked reversed
+            walked = o[::-1]
+            ahead = walked[:int(np.flatnonzero(walked == inst)[0])]
+            state["own_hits"] += int(np.sum(est._y[ahead] == est._y[inst]) < est.n_neighbors)
+            return o[o != inst]
+        if step == "dmargin_order":
+            K = np.rint(np.asarray(est._distance_array[inst]) * p).astype(np.int64)
+            exact = np.zeros(len(K), dtype=np.int64)
+            for c in np.unique(est._y):
+                rows = est._y == c
+                rows[inst] = False
+                n, S = int(rows.sum()), int(K[rows].sum())
+                exact[rows] = np.abs(n * K[rows] - S)
+                # the same key as skrebate's, to rounding: only its ties are decided differently
+                assert np.allclose(exact[rows] / (n * p), key[rows], rtol=0, atol=1e-12)
+            key = exact
+        o = np.argsort(-key, kind="stable")[::-1]  # skrebate reverses it: largest key, lowest row
+        return o[o != inst]
+
+    def find(self, inst):
+        state["est"], state["inst"] = self, inst
+        return walk(self, inst)
+
+    patched = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np)
+                                       if not k.startswith("__")})
+    patched.argsort = order
+    scores = {}
+    try:
+        sk_murelief.np = patched
+        sk_murelief.MuRelief._find_neighbors = find
+        for step in MURELIEF_STEPS:
+            state["step"] = step
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                scores[step] = np.asarray(make().fit(Xf, y).feature_importances_, dtype=np.float64)
+    finally:
+        sk_murelief.np = np
+        sk_murelief.MuRelief._find_neighbors = walk
+    return {"anchors_own_hit": state["own_hits"], "rows": len(y),
+            "scores": {k: v.tolist() for k, v in scores.items()},
+            "ranks": {k: [int(ranks_of(v)[i]) for i in predictive] for k, v in scores.items()}}
+
+
+#: skrebate rows refitted without their departures from dmargin's rule, after the timed fit.
+DEPARTURES = {"MuRelief": murelief_departures, "MuRelief k=10": murelief_departures}
 
 
 # --------------------------------------------------------------------------- #
@@ -334,6 +427,8 @@ def run_file(engine: str, info: dict, names: list[str] | None = None) -> dict:
         if engine == "skrebate" and m.name in KNIFE_EDGE:  # after the timed fit
             pairs = pair_distances(X) if pairs is None else pairs
             res["knife_edge_pairs"], res["knife_edge_scored"] = knife_edges(*pairs, m.name)
+        if engine == "skrebate" and m.name in DEPARTURES:  # after the timed fit
+            res["departures"] = DEPARTURES[m.name](m.skrebate, X, y, pi)
         out[m.name] = res
     return {"engine": engine, "file": info["file"], "warm_up_s": warm, "methods": out, "pid": os.getpid()}
 
@@ -410,6 +505,12 @@ def compare_skrebate(files: list[dict], runs: dict, names: list[str] | None = No
         c = {"files": 0, "max_abs_diff": 0.0, "files_over_1e-10": 0, "worst_file": None,
              "detected_dmargin": 0, "detected_skrebate": 0, "fit_s_dmargin": 0.0,
              "fit_s_skrebate": 0.0, "cpu_s_dmargin": 0.0, "cpu_s_skrebate": 0.0}
+        if m.name in DEPARTURES:
+            c["departures"] = {"anchors_own_hit": 0, "anchors": 0, "own_hit_files": 0,
+                               "steps": {step: {"files": 0, "files_within_1e-10": 0,
+                                                "max_abs_diff": 0.0, "detection_agrees": 0,
+                                                "files_over_1e-10_by_N": {}}
+                                         for step in ("as_run", *MURELIEF_STEPS)}}
         if m.name in KNIFE_EDGE:
             c.update({"knife_edge_files": 0, "knife_edge_scored_files": 0,
                       "files_over_1e-10_knife_edge": 0, "files_within_1e-10_knife_edge": 0,
@@ -432,6 +533,8 @@ def compare_skrebate(files: list[dict], runs: dict, names: list[str] | None = No
                     c["over_1e-10"].append({"file": f["file"], "max_abs_diff": diff,
                                             "knife_edge_pairs": edge,
                                             "knife_edge_scored": scored})
+            if m.name in DEPARTURES:
+                _add_departures(c, f, d, s)
             c["detected_dmargin"] += int(max(d["ranks"]) <= 2)
             c["detected_skrebate"] += int(max(s["ranks"]) <= 2)
             c["fit_s_dmargin"] += d["fit_s"]
@@ -449,6 +552,27 @@ def compare_skrebate(files: list[dict], runs: dict, names: list[str] | None = No
         c["cpu_s_skrebate"] = round(c["cpu_s_skrebate"], 3)
         out[m.name] = c
     return out
+
+
+def _add_departures(c: dict, f: dict, d: dict, s: dict) -> None:
+    """One file's share of a row's ``departures``: skrebate as run and each refit of
+    ``murelief_departures`` against dmargin (scores to ``AGREE``, detection)."""
+    dep, refit = c["departures"], s["departures"]
+    dep["anchors_own_hit"] += refit["anchors_own_hit"]
+    dep["anchors"] += refit["rows"]
+    dep["own_hit_files"] += int(refit["anchors_own_hit"] > 0)
+    detected = max(d["ranks"]) <= 2
+    refits = [(k, refit["scores"][k], refit["ranks"][k]) for k in MURELIEF_STEPS]
+    for step, scores, ranks in [("as_run", s["scores"], s["ranks"]), *refits]:
+        e = dep["steps"][step]
+        diff = float(np.max(np.abs(np.subtract(d["scores"], scores))))
+        e["files"] += 1
+        e["files_within_1e-10"] += int(diff <= AGREE)
+        e["max_abs_diff"] = max(e["max_abs_diff"], diff)
+        e["detection_agrees"] += int((max(ranks) <= 2) == detected)
+        if diff > AGREE:
+            by_n = e["files_over_1e-10_by_N"]
+            by_n[str(f["N"])] = by_n.get(str(f["N"]), 0) + 1
 
 
 def explain_relieff(comparison: dict, root: Path) -> dict:
@@ -561,8 +685,9 @@ def render(report: dict) -> str:
             "predictive SNPs score above all 18 noise SNPs (ties count as failures).")
     notes = [
         "ReliefF with `discrete_threshold=10` (skrebate's default, the paper's setting); TuRF: "
-        "`TuRF(MultiSURF(), pct=0.5)` (one elimination round to 10 features, then a fit on them); every "
-        "other estimator with its defaults. IMMIGRATE diag: ranked by the diagonal of W; off-diag: each "
+        "`TuRF(MultiSURF(), pct=0.5)` (one elimination round to 10 features, then a fit on them); "
+        "MuRelief: `n_neighbors=100` (both libraries' default) and 10; every other estimator with its "
+        "defaults. IMMIGRATE diag: ranked by the diagonal of W; off-diag: each "
         "feature by its largest off-diagonal entry of W; IMMIGRATE pair: % of replicates whose largest "
         "off-diagonal entry is (`M0P0`, `M0P1`). Mean worse rank: the rank of the worse-ranked of the two "
         "(2 = detected, 20 = last). Fit CPU s: the sum over the files of each fit's CPU time (`time.process_time`; "
@@ -642,6 +767,9 @@ def render_skrebate(report: dict) -> str | None:
                  "may put the row in a set it scores, dmargin compares exactly and scores it in "
                  "neither): " + "; ".join(_render_edges(name, c) for name, c in edges.items())
                  + ".")
+    for name, c in sk["comparison"].items():
+        if c["files"] and "departures" in c:
+            text += "\n\n" + _render_departures(name, c)
     for name, e in sk["relieff_departures"].items():
         text += (
             f"\n\n{name}: the largest difference ({e['as_run']:.2g}, `{e['file'].split('/')[-1]}`) is "
@@ -652,6 +780,35 @@ def render_skrebate(report: dict) -> str | None:
             "anchors did: skrebate appends the anchor, at distance `sys.maxsize`, as a hit when its class "
             "has fewer than k other rows; dmargin divides by the hits found).")
     return text
+
+
+def _render_departures(name: str, c: dict) -> str:
+    """A MuRelief row's departures: skrebate as run, then refitted without each
+    (``murelief_departures``), against dmargin on every file both ran."""
+    dep = c["departures"]
+    steps = dep["steps"]
+
+    def step(key):
+        e = steps[key]
+        by_n = ", ".join(f"{k} at N = {n}" for n, k in sorted(e["files_over_1e-10_by_N"].items(),
+                                                              key=lambda kv: int(kv[0])))
+        return (f"{e['files_within_1e-10']} of {e['files']} files within 1e-10 of dmargin "
+                f"(largest difference {e['max_abs_diff']:.2g}{'; over: ' + by_n if by_n else ''}), "
+                f"detection as dmargin's on {e['detection_agrees']}")
+
+    return (f"{name}: skrebate as run has {step('as_run')}. It departs from dmargin's rule in "
+            "three ways, undone one after the other in refits of skrebate (its `np.argsort` "
+            "replaced in `murelief.py`): (1) it walks the anchor itself as a candidate hit of "
+            "key 0 and takes it when it comes before n_neighbors hits, as it always does when its "
+            "class has no more than n_neighbors other rows "
+            f"({dep['anchors_own_hit']} of {dep['anchors']} anchors, on {dep['own_hit_files']} "
+            f"file{'' if dep['own_hit_files'] == 1 else 's'}); without it: {step('no_self')}. "
+            "(2) It orders rows of equal key by numpy's unstable sort; with them taken lowest row "
+            f"first, as dmargin takes them: {step('no_self_stable')}. (3) It compares the keys "
+            "|d - mean| in floating point, so two rows whose distances lie symmetrically about "
+            "the class's mean, an exact tie in mismatch counts, are ordered by the mean's "
+            "rounding; with the key compared exactly (|n_c K - S_c| in mismatch counts, dmargin's "
+            f"rule): {step('dmargin_order')}.")
 
 
 def _render_edges(name: str, c: dict) -> str:
@@ -734,7 +891,9 @@ def _stored(res: dict) -> dict:
     return {"ranks": res["ranks"], "fit_s": round(res["fit_s"], 4), "cpu_s": round(res["cpu_s"], 4),
             **({"warnings": res["warnings"]} if res["warnings"] else {}),
             **{k: res[k] for k in ("top_pair", "pair_rank", "knife_edge_pairs", "knife_edge_scored")
-               if k in res}}
+               if k in res},
+            **({"departures": {k: v for k, v in res["departures"].items() if k != "scores"}}
+               if "departures" in res else {})}
 
 
 def _missing(tasks: list, run: Run, stop_at: str | None) -> str | None:

@@ -12,7 +12,8 @@ What is measured (results go to ``benchmarks/results/surf_speed.json``):
    in a fresh subprocess whose NUMBA/OMP/OPENBLAS/MKL thread variables are set to
    the thread count (fast-select and skrebate also get ``n_jobs=threads``) and
    whose numba cache directory is new and empty: one timed first fit (with the JIT
-   compilation), then the best of up to 3 further fits.  skrebate (pure Python
+   compilation), then the best of up to 3 further fits (``_harness.speed_cells`` and
+   ``fit_cell``, shared with ``bench_skrebate08_speed.py``).  skrebate (pure Python
    neighbour loops over a dense N x N matrix) fits once from N = 4000 on, and only
    at one thread from N = 4000 on (its ``n_jobs`` parallelises the scoring only).
    Nothing is extrapolated: a cell that did not run is absent.
@@ -135,36 +136,16 @@ def build_estimator(method: str, threads: int):
     raise ValueError(f"unknown method {method!r}")
 
 
-def top_features(scores, k: int = TOP) -> list[int]:
-    return [int(i) for i in np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[:k]]
-
-
 # --------------------------------------------------------------------------- #
 # worker: one (method, N, threads) cell in a fresh subprocess
 # --------------------------------------------------------------------------- #
 def worker_fit(spec: dict) -> dict:
-    method, threads = spec["method"], spec["threads"]
     X, y, informative = relief.make_data(spec["n"], spec["features"])
-    build_estimator(method, threads)  # import the library now
-    rss_before, peak_before = harness.rss_mib(), harness.peak_rss_mib()
-    monitor = harness.CpuMonitor().start()
-    first_s, est = harness.timed(build_estimator(method, threads).fit, X, y)
-    steady = []
-    while len(steady) < spec["steady_repeats"] and sum(steady) < spec["steady_budget_s"]:
-        seconds, est = harness.timed(build_estimator(method, threads).fit, X, y)
-        steady.append(seconds)
-    cpu = monitor.stop()
-    scores = np.asarray(est.feature_importances_, dtype=np.float64)
-    return {
-        "first_fit_s": round(first_s, 4),
-        "steady_fits_s": [round(s, 4) for s in steady],
-        "steady_best_s": round(min(steady), 4) if steady else None,
-        "top10": top_features(scores),
-        "informative_columns": informative,
-        "feature_importances": [float(v) for v in scores],
-        "cpu_during_fits": cpu,
-        **relief.memory_fields(rss_before, peak_before),
-    }
+    result = harness.fit_cell(lambda: build_estimator(spec["method"], spec["threads"]), X, y,
+                              steady_repeats=spec["steady_repeats"],
+                              steady_budget_s=spec["steady_budget_s"], top=TOP,
+                              memory=relief.memory_fields)
+    return {**result, "informative_columns": informative}
 
 
 WORKERS = {"fit": worker_fit}
@@ -174,25 +155,11 @@ WORKERS = {"fit": worker_fit}
 # parent
 # --------------------------------------------------------------------------- #
 def cells(ns, threads, steady_repeats):
-    for n in ns:
-        for algorithm, methods in ALGORITHMS.items():
-            for library in LIBRARIES:
-                if library not in methods:
-                    continue
-                for t in threads:
-                    if library == "skrebate" and n >= SKREBATE_ONE_THREAD_FROM_N and t > 1:
-                        continue
-                    single = library == "skrebate" and n >= SKREBATE_SINGLE_FIT_FROM_N
-                    yield {"kind": "fit", "algorithm": algorithm, "library": library,
-                           "method": methods[library], "n": n, "features": A_SPEED, "threads": t,
-                           "steady_repeats": 0 if single else steady_repeats,
-                           "steady_budget_s": STEADY_BUDGET_S}
-
-
-def launch(spec: dict, args) -> dict:
-    return harness.launch(__file__, spec, threads=spec["threads"], timeout=WORKER_TIMEOUT_S,
-                          quiet_cores=QUIET_BUSY_CORES, idle_wait=args.idle_wait,
-                          attempts=args.attempts)
+    return harness.speed_cells(ns, ALGORITHMS, LIBRARIES, threads, key="algorithm",
+                               features=A_SPEED, steady_repeats=steady_repeats,
+                               steady_budget_s=STEADY_BUDGET_S,
+                               peer_single_fit_from_n=SKREBATE_SINGLE_FIT_FROM_N,
+                               peer_one_thread_from_n=SKREBATE_ONE_THREAD_FROM_N)
 
 
 def steady_time(result):
@@ -200,11 +167,7 @@ def steady_time(result):
 
 
 def find(results, algorithm, library, n, threads):
-    for r in results:
-        s = r["spec"]
-        if (s["algorithm"], s["library"], s["n"], s["threads"]) == (algorithm, library, n, threads):
-            return r if r.get("ok") else None
-    return None
+    return harness.find_cell(results, algorithm=algorithm, library=library, n=n, threads=threads)
 
 
 def agreement(results, ns, threads) -> list[dict]:
@@ -251,19 +214,6 @@ def targets(results, n) -> dict:
     }
 
 
-def fmt(seconds):
-    return None if seconds is None else f"{seconds:.3g}"
-
-
-def cell_label(result):
-    if result is None:
-        return None
-    first = fmt(result["first_fit_s"])
-    if result.get("steady_best_s") is None:
-        return f"{first}*"
-    return f"{fmt(result['steady_best_s'])} ({first})"
-
-
 def render_markdown(machine, results, ns, threads, agree, goals) -> str:
     versions = machine["versions"]
     parts = [
@@ -282,7 +232,8 @@ def render_markdown(machine, results, ns, threads, agree, goals) -> str:
                 dm, fs, sk = (find(results, algorithm, lib, n, t) for lib in LIBRARIES)
                 if dm is None and fs is None and sk is None:
                     continue
-                rows.append([algorithm, n, t, cell_label(dm), cell_label(fs), cell_label(sk),
+                rows.append([algorithm, n, t, harness.cell_label(dm), harness.cell_label(fs),
+                             harness.cell_label(sk),
                              relief.fmt_ratio(relief.ratio(steady_time(fs), steady_time(dm))),
                              relief.fmt_ratio(relief.ratio(steady_time(sk), steady_time(dm)))])
     parts.append(harness.markdown_table(headers, rows))
@@ -335,7 +286,8 @@ def main(argv=None) -> int:
                                     "llvmlite", "skrebate", "fast-select", "joblib"])
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
-    results = [launch(spec, args) for spec in cells(ns, threads, steady_repeats)]
+    results = harness.launch_cells(__file__, cells(ns, threads, steady_repeats), args,
+                                   timeout=WORKER_TIMEOUT_S, quiet_cores=QUIET_BUSY_CORES)
     agree = agreement(results, ns, threads)
     goals = targets(results, max(ns))
     markdown = render_markdown(machine, results, ns, threads, agree, goals)
