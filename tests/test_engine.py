@@ -388,3 +388,22 @@ def test_block_reduce_and_exact_bin_edges_on_dask_rows():
     for e, f in zip(edges, local):
         np.testing.assert_array_equal(e, f)
     assert edges[0].size == 5  # six values, five thresholds between them
+
+
+def test_one_thread_takes_the_serial_twin():
+    """With one numba thread the threaded twin would run the serial loop after compiling
+    itself: ``pick`` gives the serial twin whatever the work."""
+    import numba
+
+    from dmargin.engine._numba import PARALLEL_MIN_WORK, pick
+
+    twins = ("serial", "threaded")
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        assert pick(twins, 100 * PARALLEL_MIN_WORK) == "serial"
+    finally:
+        numba.set_num_threads(before)
+    if before > 1:
+        assert pick(twins, 100 * PARALLEL_MIN_WORK) == "threaded"
+    assert pick(twins, 100 * PARALLEL_MIN_WORK, threads=False) == "serial"

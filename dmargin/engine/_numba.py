@@ -117,8 +117,12 @@ def twins(fn, fastmath=True):
 
 
 def use_threads(work, cost=1.0):
-    """Whether ``work`` steps of relative ``cost`` pay for waking a thread pool."""
-    return work * cost >= PARALLEL_MIN_WORK
+    """Whether ``work`` steps of relative ``cost`` pay for waking a thread pool.
+
+    Never on one thread: the threaded twin would run the serial loop, after
+    compiling itself on the first large fit of a process.
+    """
+    return work * cost >= PARALLEL_MIN_WORK and numba.get_num_threads() > 1
 
 
 def pick(kernel_twins, work, cost=1.0, threads=True):
