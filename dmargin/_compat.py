@@ -429,3 +429,15 @@ def check_worker_memory(client, persisted_bytes, task_bytes, what):
         f"workers about {_size(total_need / _PAUSE_FRACTION)} of memory limits in all "
         "(--memory-limit, or more workers), or fit fewer rows (a sample, or OnlineIRelief "
         "with reference_size for a streaming fit).")
+
+
+def distinct_values(y):
+    """The distinct values of a dask array or Series as a numpy vector: only they come
+    to the driver."""
+    import numpy as np
+
+    if hasattr(y, "unique"):  # dask Series
+        return np.asarray(compute(y.unique(), what="the labels")[0])
+    import dask.array as da
+
+    return np.asarray(compute(da.unique(y), what="the labels")[0])

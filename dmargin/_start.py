@@ -16,7 +16,7 @@ declaration         default        meaning
 ``_target_rule``    ``None``       a method ``rule(y) -> bool`` deciding whether
                                    ``y`` is a continuous target, instead of
                                    ``type_of_target`` (skrebate's rules, in
-                                   :mod:`dmargin.skrebate`; ``y`` is computed)
+                                   :mod:`dmargin.skrebate`; given ``y`` as is)
 ``_binary``         ``None``       why it needs exactly two classes
 ``_distances``      ``True``       it computes distances between rows: without
                                    scaling, values whose squares overflow are
@@ -177,11 +177,10 @@ def _start(estimator, X, y, stream, compact):
     rule = declared(estimator, "_target_rule")
     continuous = False
     if rule is not None and stream is None:
-        if is_dask_collection(y):
-            y = compute(y, what="the target")[0]
         continuous = bool(rule(y))
-        if continuous:
-            y = target_values(estimator, y)
+        if continuous:  # a continuous target's values come to the driver, as below
+            y = target_values(estimator, compute(y, what="the target")[0]
+                              if is_dask_collection(y) else y)
     elif "classes" not in targets:  # any numeric y is a target (computed: N floats)
         continuous = True
         y = target_values(estimator, compute(y, what="the target")[0]

@@ -45,7 +45,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._compat import compute, is_dask_collection
+from ._compat import compute, distinct_values, is_dask_collection
 from ._iter import Iter as DmarginIter
 from ._murelief import MuRelief as DmarginMuRelief
 from ._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
@@ -74,6 +74,18 @@ _RELIEF_CONSTRAINTS = {
 }
 _NEIGHBOURS = {"n_neighbors": [Interval(numbers.Integral, 1, None),
                                Interval(numbers.Real, 0, 1, closed="right")]}
+
+
+def _distinct(y):
+    """``y``'s distinct values as a numpy vector, counted where ``y`` lives (a dask
+    array or Series: only the distinct values come to the driver)."""
+    if is_dask_collection(y):
+        return distinct_values(y)
+    values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+    try:
+        return np.unique(values.ravel())
+    except TypeError:  # mixed types: the door's checks name the problem
+        return values.ravel()
 
 
 def _top_features(scores, rank_absolute):
@@ -125,11 +137,8 @@ class _SkrebateRelief:
 
     def _target_rule(self, y):
         """skrebate's target type: whether ``y`` is a continuous target."""
-        if is_dask_collection(y):
-            y = compute(y, what="the target")[0]
-        values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
         try:
-            n_labels = len(set(values.ravel().tolist()))
+            n_labels = len(set(_distinct(y).tolist()))
         except TypeError:  # unhashable labels: the door's checks name the problem
             return False
         if n_labels == 1:
@@ -166,10 +175,11 @@ class _SkrebateRelief:
                              "as weights or as feature_weights.")
         weights = feature_weights if weights is None else weights
         labels = None
-        if not self._target_rule(y):
+        if not self._target_rule(y) and is_continuous(_distinct(y)):
+            # Float labels skrebate counts as classes: fitted by their codes (on the
+            # driver: at most multiclass_threshold labels, N codes).
             y = compute(y, what="the labels")[0] if is_dask_collection(y) else y
-            if is_continuous(y):  # float labels skrebate counts as classes: their codes
-                labels, y = np.unique(np.asarray(y), return_inverse=True)
+            labels, y = np.unique(np.asarray(y), return_inverse=True)
         super().fit(X, y, feature_weights=weights)
         if labels is not None:
             self.classes_ = labels

@@ -1,7 +1,7 @@
 """Shared fixtures: small datasets with corner rows, and execution modes.
 
-The suite needs only the repository: a test that opens a file beside it (a
-``../shared`` folder, another checkout) fails at that ``open``, so a test can
+The suite needs only the repository: a test that opens a file beside it (a data
+folder next to the clone, another checkout) fails at that ``open``, so a test can
 never pass only where such a folder happens to sit.
 """
 

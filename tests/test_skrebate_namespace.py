@@ -231,3 +231,24 @@ def test_on_a_cluster_as_in_process(local_cluster):
     assert len({tuple(np.round(e.feature_importances_, 12)) for e in fits.values()}) == 4
     ran = {t["worker"] for t in stream.data}
     assert ran and ran <= workers
+
+
+def test_dask_labels_are_typed_where_they_live():
+    """skrebate's target rule on dask labels reads their distinct values only (a dask
+    array or Series); float labels skrebate counts as classes are fitted by their codes."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X, y = dataset("continuous-multiclass")
+    labels = np.array([0.5, 1.25, 2.75])[y]
+    local = dsk.MultiSURF().fit(X, labels)
+    Xd = da.from_array(X, chunks=20)
+    for yd in (da.from_array(labels, chunks=20),
+               dd.from_pandas(pd.Series(labels), npartitions=3)):
+        assert not dsk.MultiSURF()._target_rule(yd)
+        est = dsk.MultiSURF().fit(Xd, yd)
+        assert est.target_type_ == "multiclass"
+        np.testing.assert_array_equal(est.classes_, [0.5, 1.25, 2.75])
+        np.testing.assert_allclose(est.feature_importances_, local.feature_importances_,
+                                   rtol=0, atol=ATOL)
+    assert dsk.MultiSURF(multiclass_threshold=2)._target_rule(da.from_array(labels, chunks=20))
