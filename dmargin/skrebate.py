@@ -137,8 +137,12 @@ class _SkrebateRelief:
 
     def _target_rule(self, y):
         """skrebate's target type: whether ``y`` is a continuous target."""
+        return self._continuous(_distinct(y))
+
+    def _continuous(self, distinct):
+        """skrebate's rule on ``y``'s distinct values."""
         try:
-            n_labels = len(set(_distinct(y).tolist()))
+            n_labels = len(set(distinct.tolist()))
         except TypeError:  # unhashable labels: the door's checks name the problem
             return False
         if n_labels == 1:
@@ -175,7 +179,8 @@ class _SkrebateRelief:
                              "as weights or as feature_weights.")
         weights = feature_weights if weights is None else weights
         labels = None
-        if not self._target_rule(y) and is_continuous(_distinct(y)):
+        distinct = _distinct(y)
+        if not self._continuous(distinct) and is_continuous(distinct):
             # Float labels skrebate counts as classes: fitted by their codes (on the
             # driver: at most multiclass_threshold labels, N codes).
             y = compute(y, what="the labels")[0] if is_dask_collection(y) else y
