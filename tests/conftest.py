@@ -1,12 +1,20 @@
 """Shared fixtures: small datasets with corner rows, and execution modes.
 
-The suite needs only the repository: a test that opens a file beside it (a data
-folder next to the clone, another checkout) fails at that ``open``, so a test can
-never pass only where such a folder happens to sit.
+The suite needs only the repository: a test that opens a file in a folder beside
+it (a data folder next to the clone, another checkout) fails at that ``open``, so
+a test can never pass only where such a folder happens to sit.  What the
+interpreter reads is not data and stays open to it wherever it lives, even beside
+the clone (a home folder holding the clone, ``~/venv``, ``~/miniconda3``): its
+prefixes, ``sys.path``, the folders of imported modules, the temporary folder,
+configuration and cache folders, and every hidden entry (``~/.pyenv``,
+``~/.local``, ``~/.config``, ...).
 """
 
 import os
+import site
 import sys
+import sysconfig
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -15,19 +23,94 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-_BESIDE, _INSIDE = str(REPO.parent) + os.sep, str(REPO) + os.sep
 
 
-def _no_reads_beside_the_repository(event, args):
-    if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
-        return
-    path = os.path.abspath(os.fsdecode(args[0]))
-    if path.startswith(_BESIDE) and not path.startswith(_INSIDE):
-        raise PermissionError(f"a test opened {path}, outside the repository; tests use "
-                              "only what the repository holds (real data: tests/data/)")
+def _absolute(path):
+    return os.path.normcase(os.path.abspath(os.fsdecode(path)))
 
 
-sys.addaudithook(_no_reads_beside_the_repository)
+def _spellings(paths):
+    """Each path as given and with its links resolved (tests open either)."""
+    out = set()
+    for path in paths:
+        if path:
+            out.update({_absolute(path), _absolute(os.path.realpath(os.fsdecode(path)))})
+    return out
+
+
+def _interpreter_roots():
+    """The folders the interpreter, its packages and their caches read from."""
+    env = ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX",
+           "DASK_CONFIG", "NUMBA_CACHE_DIR", "MPLCONFIGDIR", "JUPYTER_CONFIG_DIR",
+           "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "XDG_CONFIG_HOME",
+           "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "TMPDIR", "TEMP", "TMP")
+    roots = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(sys.executable), tempfile.gettempdir(), site.USER_BASE,
+             site.getusersitepackages(), *site.getsitepackages(),
+             *sysconfig.get_paths().values(), *(os.environ.get(name) for name in env)]
+    return _spellings(p for p in roots if isinstance(p, (str, bytes, os.PathLike)))
+
+
+def _within(path, root):
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class _Guard:
+    """The audit hook: refuse an ``open`` of a file beside the repository.
+
+    Beside means ``<parent>/<name>`` or under it, where ``<name>`` is a visible
+    entry that is not the repository; anything the interpreter reads (see the
+    module docstring) is let through even there.
+    """
+
+    def __init__(self, repo):
+        # A clone at the top of the file system has the whole system beside it.
+        parent = Path(repo).parent
+        self.parents = set() if parent.parent == parent else _spellings([parent])
+        self.repos = _spellings([repo])
+        # A folder above the parent (``/tmp`` for a clone in a temporary folder) would
+        # let everything through: the parent itself (a clone in ``/tmp``) does.
+        self.roots = {root for root in _interpreter_roots()
+                      if not any(_within(p, root) and p != root for p in self.parents)}
+
+    def beside(self, path):
+        """The entry beside the repository that ``path`` is or lies in, or None."""
+        for parent in self.parents:
+            prefix = parent.rstrip(os.sep) + os.sep
+            if path.startswith(prefix):
+                entry = prefix + path[len(prefix):].partition(os.sep)[0]
+                if entry != prefix and not os.path.basename(entry).startswith(".") \
+                        and entry not in self.repos:
+                    return entry
+        return None
+
+    def allowed(self, path):
+        """Whether the interpreter reads ``path`` (looked up only for a path beside)."""
+        roots = _spellings(p for p in sys.path if isinstance(p, str) and p)
+        for module in list(sys.modules.values()):
+            spec = getattr(module, "__spec__", None)
+            origin = getattr(spec, "origin", None)
+            if isinstance(origin, str) and os.path.isabs(origin):
+                roots.add(_absolute(os.path.dirname(origin)))
+            for folder in getattr(spec, "submodule_search_locations", None) or ():
+                if isinstance(folder, str):
+                    roots.add(_absolute(folder))
+        # A script run from the folder above (its sys.path entry) opens nothing beside.
+        roots = self.roots | {r for r in roots if not any(_within(p, r) for p in self.parents)}
+        return any(_within(path, root) for root in roots)
+
+    def __call__(self, event, args):
+        if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
+            return
+        path = _absolute(args[0])
+        entry = self.beside(path)
+        if entry is not None and not self.allowed(path):
+            raise PermissionError(
+                f"a test opened {path}, outside the repository ({entry} is beside it); "
+                "tests use only what the repository holds (real data: tests/data/)")
+
+
+sys.addaudithook(_Guard(REPO))
 
 
 def _with_corner_rows(X, y, rng):

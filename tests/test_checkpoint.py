@@ -360,7 +360,7 @@ def test_corpus_in_a_child_process_neither_crashes_nor_loads(corpus):
     directory, _, files = corpus
     names = sorted(files)
     proc = subprocess.run([sys.executable, "-c", _CHILD, str(directory), json.dumps(names)],
-                          capture_output=True, text=True, timeout=240, env=_child_env())
+                          capture_output=True, text=True, timeout=900, env=_child_env())
     assert proc.returncode == 0, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     loaded = {name: result for name, result in out.items()
@@ -474,7 +474,7 @@ def test_a_zip_bomb_member_under_a_lying_header_is_refused_in_little_memory(tmp_
     _lying_bomb(good, huge, n_features=10**9, n_mib=400)
     assert os.path.getsize(bomb) < 1 << 20
     proc = subprocess.run([sys.executable, "-c", _BOMB_CHILD, good, bomb, huge],
-                          capture_output=True, text=True, timeout=240, env=_child_env())
+                          capture_output=True, text=True, timeout=900, env=_child_env())
     assert proc.returncode == 0, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert [out[name][0] for name in ("bomb", "huge")] == ["ValueError"] * 2, out

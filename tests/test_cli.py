@@ -83,7 +83,7 @@ def test_installed_command_runs(csv_file, tmp_path):
     if not exe.exists():
         pytest.skip("the dmargin command is installed by 'pip install -e .' (make test does it)")
     run = subprocess.run([str(exe), "select", str(csv_file), "--label", "status", "--top", "2"],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr
     assert "signal" in run.stdout and "done in" in run.stderr
 
@@ -356,7 +356,7 @@ def test_outputs_are_written_atomically(csv_file, tmp_path, monkeypatch, capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r_interactions.csv", "w.png"]
 
 
-def _run_cli(args, timeout=60):
+def _run_cli(args, timeout=300):
     """The command in a real process; a hang ends the test (TimeoutExpired) instead."""
     return subprocess.run([sys.executable, "-m", "dmargin.cli", *args], capture_output=True,
                           text=True, timeout=timeout)

@@ -809,7 +809,7 @@ def test_slurm_sbatch_client_gives_up_on_workers_that_do_not_come(tmp_path,
 
 
 @pytest.mark.cluster
-@pytest.mark.timeout(60)  # the hang guard: without a timeout main would wait for ever
+@pytest.mark.timeout(300)  # the hang guard: without a timeout main would wait for ever
 def test_slurm_cluster_main_gives_up_on_jobs_that_do_not_start(monkeypatch, tmp_path):
     """cluster.py's main with jobs that never start: SystemExit after DMARGIN_START_TIMEOUT
     naming how many workers came, and the cluster (the jobs) closed on the way out."""

@@ -18,7 +18,7 @@ def _text(cell):
 @pytest.mark.cluster
 def test_quickstart_notebook_runs(tmp_path):
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors

@@ -59,5 +59,5 @@ def test_readme_block_runs_as_pasted(name, index, code, reason, tmp_path):
     env = {"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
            "OMP_NUM_THREADS": "1"}
     run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=240)
+                         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, f"{name} block {index} failed:\n{code}\n{run.stderr[-3000:]}"
