@@ -67,8 +67,30 @@ def permuted_codes(codes, counts, rng):
     return codes.map_blocks(_block, per_segment, seed, dtype=np.int64), (per_segment, seed)
 
 
+def block_counts(per_segment, seed, bounds):
+    """``(n_blocks, n_classes)``: the permuted labels' class counts in each block
+    ``(start, stop)`` of ``bounds``, on the driver (whole segments from their
+    counts, only the segments a block cuts are drawn)."""
+    k = per_segment.shape[1]
+    cum = np.vstack([np.zeros(k, dtype=np.int64), np.cumsum(per_segment, axis=0)])
+    out = np.zeros((len(bounds), k), dtype=np.int64)
+    for b, (start, stop) in enumerate(bounds):
+        first, last = -(-start // SEGMENT), stop // SEGMENT  # whole segments inside
+        if first < last:
+            out[b] = cum[last] - cum[first]
+            ends = [(start, first * SEGMENT), (last * SEGMENT, stop)]
+        else:
+            ends = [(start, stop)]
+        for lo, hi in ends:
+            if hi > lo:
+                out[b] += np.bincount(labels_of(per_segment, seed, lo, hi), minlength=k)
+    return out
+
+
 def permuted_rows(rows, counts, rng):
     """``rows`` with their labels permuted (:func:`permuted_codes`); the same
-    ``X`` (persisted dask blocks stay where they are)."""
-    codes, _ = permuted_codes(rows.codes, counts, rng)
-    return replace(rows, codes=codes)
+    ``X`` (persisted dask blocks stay where they are).  The blocks' class
+    counts are the permuted labels': a sample of anchors trusts them."""
+    codes, (per_segment, seed) = permuted_codes(rows.codes, counts, rng)
+    known = block_counts(per_segment, seed, rows.bounds) if rows.on_dask else None
+    return replace(rows, codes=codes, block_counts=known)
