@@ -13,9 +13,13 @@ unicode array -- and the stream's arrays.  This module holds
   neither the header's counts nor the zip directory's sizes, and nothing
   large is allocated before both agree with each other and with the file:
 
+  0. the path: a regular file, opened without blocking (a FIFO or a device
+     is refused, never waited on);
   1. the zip directory: known member names, compressed sizes that fit in
      the file, uncompressed sizes that the compressed bytes can produce
-     and that stay within a small multiple of the file (no zip bombs);
+     and that stay within a small multiple of the members' compressed
+     bytes (no zip bombs; bytes outside the members, padding, count for
+     nothing);
   2. the header (a bounded read), then its counts against the file: the
      arrays the counts imply must fit in the members' compressed bytes
      (see ``_DEFLATE_MAX_RATIO``), so a header that claims a billion
@@ -24,7 +28,10 @@ unicode array -- and the stream's arrays.  This module holds
      the header and against the member's declared size;
   4. the arrays' bytes, smallest member first, each streamed in bounded
      chunks into an array of the checked shape (never more bytes than the
-     checked size, whatever the member's deflate stream would expand to);
+     checked size, whatever the member's deflate stream would expand to,
+     and never more than a small multiple of the bytes read from the file
+     so far: a deflate stream that ends early inside its member's bytes
+     is refused as it expands);
   5. every value the online kernel relies on (finite, in range, the
      invariants of the weights) and the parameters (through the
      estimator's own checks): :mod:`dmargin._online_state`.
@@ -53,6 +60,7 @@ import zlib
 import numpy as np
 
 from ._online_state import Problem, check_online_state, short
+from ._special_files import open_regular, refuse_special_file
 
 #: Suffix of the copy of the checkpoint a save replaced.
 PREVIOUS_SUFFIX = ".prev"
@@ -66,9 +74,12 @@ _MAX_CLASSES_BYTES = 64 << 20
 # numpy itself refuses headers over 10000 bytes.
 _NPY_PREAMBLE = 16 << 10
 # dmargin writes stored (uncompressed) members, so the members' sizes add
-# up to about the file's size.  More than this many times the file size
-# (beyond a small allowance) is a compressed archive that would expand in
-# memory -- a zip bomb -- and is refused before anything is decompressed.
+# up to about their compressed sizes.  More than this many times the
+# members' compressed bytes (beyond a small allowance) is a compressed
+# archive that would expand in memory -- a zip bomb -- and is refused
+# before anything is decompressed; bytes that no member holds (a file
+# padded to look large) do not count.  While reading, the bytes
+# decompressed stay within the same multiple of the bytes read.
 _MAX_EXPANSION = 4
 _EXPANSION_ALLOWANCE = 64 << 20
 # The most a deflate stream can expand: one length/distance pair copies at
@@ -120,6 +131,7 @@ def write_atomic(path, write):
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
+    refuse_special_file(path)
     tmp = _unique_sibling(path, "tmp")
     # O_EXCL: never write through someone else's file; 0o666 lets the umask
     # decide the permissions, as a plain open() would.
@@ -129,6 +141,7 @@ def write_atomic(path, write):
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        refuse_special_file(path)  # again: it may have appeared meanwhile
         _keep_previous(path)
         os.replace(tmp, path)
     except BaseException:
@@ -246,12 +259,13 @@ def read_online_state(path, estimator_cls, expected_format):
     ------
     ValueError
         Anything wrong with the file, in one message naming the file, the
-        problem and what to do.
+        problem and what to do; ``path`` is not a regular file (a FIFO, a
+        device, a directory).
     FileNotFoundError, PermissionError
         ``path`` cannot be opened.
     """
     name = os.fspath(path)
-    with open(name, "rb") as fh:  # a missing file is the caller's error, not the file's
+    with open_regular(name) as fh:  # a missing file is the caller's error, not the file's
         try:
             header, arrays = _read_npz(fh, expected_format)
             state = check_online_state(header, arrays, estimator_cls)
@@ -280,6 +294,7 @@ def _read_npz(fh, expected_format):
     if size == 0:
         raise Problem("the file is empty (0 bytes): a save was interrupted or the disk "
                        "was full")
+    fh = _Counted(fh)
     try:
         archive = zipfile.ZipFile(fh)
     except zipfile.BadZipFile as exc:
@@ -316,8 +331,48 @@ def _read_npz(fh, expected_format):
         arrays = {}
         for key in sorted(specs, key=lambda k: members[k].file_size):
             with _member_errors(members[key]):
-                arrays[key] = _read_data(opened[key], members[key], *layouts[key])
+                arrays[key] = _read_data(opened[key], members[key], *layouts[key], fh)
     return header, {key: arrays[key] for key in specs}
+
+
+class _Counted:
+    """A binary file that counts the bytes read from it and those decompressed from them.
+
+    :meth:`spend` is told each piece of array data a member yields and
+    refuses more than ``_MAX_EXPANSION`` times the bytes read so far (beyond
+    ``_EXPANSION_ALLOWANCE``): a deflate stream that ends early inside its
+    member's declared bytes (the rest padding) passes the directory's checks
+    but cannot expand past that bound.
+    """
+
+    def __init__(self, fh):
+        self._fh, self.read_bytes, self.decompressed = fh, 0, 0
+
+    def read(self, n=-1):
+        data = self._fh.read(n)
+        self.read_bytes += len(data)
+        return data
+
+    def seek(self, offset, whence=os.SEEK_SET):
+        return self._fh.seek(offset, whence)
+
+    def tell(self):
+        return self._fh.tell()
+
+    def seekable(self):
+        return True
+
+    def fileno(self):
+        return self._fh.fileno()
+
+    def spend(self, n, info):
+        self.decompressed += n
+        limit = max(_MAX_EXPANSION * self.read_bytes, _EXPANSION_ALLOWANCE)
+        if self.decompressed > limit:
+            raise Problem(f"member {info.filename!r} expands to more than {_MAX_EXPANSION}x "
+                           f"the {self.read_bytes} bytes read from the file (plus "
+                           f"{_EXPANSION_ALLOWANCE >> 20} MiB): a compressed archive that "
+                           "would expand in memory (a zip bomb), refused while decompressing")
 
 
 def _check_directory(infos, size):
@@ -356,12 +411,14 @@ def _check_directory(infos, size):
     if compressed > size:
         raise Problem(f"its members declare {compressed} compressed bytes in a file of "
                        f"{size} bytes: members that overlap (a zip bomb)")
-    limit = max(_MAX_EXPANSION * size, _EXPANSION_ALLOWANCE)
+    # The members' own bytes, not the file's size: padding outside them buys nothing.
+    limit = max(_MAX_EXPANSION * compressed, _EXPANSION_ALLOWANCE)
     if total > limit:
-        raise Problem(f"its members declare {total} bytes uncompressed in a file of "
-                       f"{size} bytes (more than {_MAX_EXPANSION}x plus "
-                       f"{_EXPANSION_ALLOWANCE >> 20} MiB): a compressed archive that would "
-                       "expand in memory (a zip bomb), refused before decompressing")
+        raise Problem(f"its members declare {total} bytes uncompressed from {compressed} "
+                       f"compressed bytes in a file of {size} bytes (more than "
+                       f"{_MAX_EXPANSION}x plus {_EXPANSION_ALLOWANCE >> 20} MiB): a "
+                       "compressed archive that would expand in memory (a zip bomb), "
+                       "refused before decompressing")
     return members
 
 
@@ -475,11 +532,12 @@ def _read_exact(stream, info, n, what):
     return data
 
 
-def _read_data(stream, info, shape, fortran, dtype):
+def _read_data(stream, info, shape, fortran, dtype, counted):
     """The array whose checked preamble was just read, streamed into place.
 
     Called only after every check: the array allocated here is exactly the
-    member's declared size, which the directory checks bound by the file.
+    member's declared size, which the directory checks bound by the
+    members' bytes; its pages are written only as ``counted`` allows.
     """
     out = np.empty(shape[::-1] if fortran else shape, dtype=dtype)
     view = memoryview(out.reshape(-1).view(np.uint8))
@@ -489,6 +547,7 @@ def _read_data(stream, info, shape, fortran, dtype):
         if not part:
             raise Problem(f"member {info.filename!r} ends after {got} of its {len(view)} "
                            "bytes of array data")
+        counted.spend(len(part), info)
         view[got:got + len(part)] = part
         got += len(part)
     if stream.read(1):

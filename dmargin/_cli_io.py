@@ -72,6 +72,10 @@ def check_target(option: str, path: Path, data: Path, force: bool) -> str:
                         "overwritten, not even with --force).")
     if os.path.isdir(real):
         raise UserError(f"{option} {path} is a directory; give a file name inside it.")
+    if os.path.exists(real) and not os.path.isfile(real):
+        # The atomic rename would replace the node itself (a device, as root), even with --force.
+        raise UserError(f"{option} {path} is not a regular file (a device, a FIFO or a "
+                        "socket); give the path of a file.")
     folder = os.path.dirname(real)
     if not os.path.isdir(folder):
         raise UserError(f"{option} {path}: no such directory {folder}; create it first or "

@@ -65,8 +65,9 @@ def _write(path, header, arrays):
     np.savez(path, header=np.array(text), **arrays)  # pickles object arrays, as an attacker may
 
 
-def _raw_zip(path, members):
-    """A zip of ``(name, data, method, crc, size)`` entries, written byte by byte."""
+def _raw_zip(path, members, padding=0):
+    """A zip of ``(name, data, method, crc, size)`` entries, written byte by byte
+    (``padding`` zero bytes between the last member and the directory)."""
     out, central = bytearray(), bytearray()
     for name, data, method, crc, size in members:
         offset, encoded = len(out), name.encode()
@@ -75,6 +76,7 @@ def _raw_zip(path, members):
         central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0x21,
                                crc, len(data), size, len(encoded), 0, 0, 0, 0, 0,
                                offset) + encoded
+    out += bytes(padding)
     end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central),
                       len(out), 0)
     with open(path, "wb") as fh:
@@ -511,6 +513,66 @@ def test_a_member_that_inflates_past_its_declared_size_is_read_in_bounded_memory
         tracemalloc.stop()
     assert peak < 16 << 20, peak
     assert _state(est) == _state(OnlineIRelief.load_state(good))
+
+
+def _padded_bomb(good, path, n_features, padding, inside=False):
+    """``good`` (unscaled) with ``n_features`` in its header, ``nu`` and ``w`` deflated
+    zeros (about 1 KiB a MiB) and ``padding`` bytes that make the file look large:
+    after the members, or (``inside``) after the end of ``w``'s deflate stream, within
+    its member's compressed bytes.  Either passes the rule "at most 4x the file"."""
+    members = []
+    with zipfile.ZipFile(good) as zf:
+        for info in zf.infolist():
+            raw = zf.read(info)
+            if info.filename == "header.npy":
+                raw = _with_header(raw, n_features=n_features)
+            if info.filename in ("nu.npy", "w.npy"):
+                head = io.BytesIO()
+                np.lib.format.write_array_header_1_0(
+                    head, {"descr": "<f8", "fortran_order": False, "shape": (n_features,)})
+                head = head.getvalue()
+                n_mib = n_features * 8 >> 20
+                zeros = bytes(n_features * 8 - (n_mib << 20))
+                comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+                data = (comp.compress(head) + comp.flush(zlib.Z_FULL_FLUSH)
+                        + (comp.compress(bytes(1 << 20)) + comp.flush(zlib.Z_FULL_FLUSH))
+                        * n_mib + comp.compress(zeros) + comp.flush())
+                crc = zlib.crc32(head)
+                for _ in range(n_mib):
+                    crc = zlib.crc32(bytes(1 << 20), crc)
+                if inside and info.filename == "w.npy":
+                    data += bytes(padding)
+                members.append((info.filename, data, zipfile.ZIP_DEFLATED,
+                                zlib.crc32(zeros, crc), len(head) + n_features * 8))
+            else:
+                members.append((info.filename, raw, 0, zlib.crc32(raw), len(raw)))
+    _raw_zip(path, members, padding=0 if inside else padding)
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["after_members", "inside_w"])
+def test_a_checkpoint_padded_to_look_large_is_refused_before_it_expands(tmp_path, decompressed,
+                                                                        inside):
+    # 2 x 100 MB of zeros in about 200 KB of deflate, in a file padded to 60 MB so that
+    # 4x its size covers them: what is decompressed stays within 4x the bytes actually
+    # read (plus 64 MiB), not 4x the padding.
+    good, path = tmp_path / "good.npz", str(tmp_path / "padded.npz")
+    OnlineIRelief(random_state=0, scale=None).partial_fit(*_stream()).save_state(good)
+    n_features, padding = 12_500_000, 60 << 20
+    _padded_bomb(good, path, n_features, padding, inside=inside)
+    size = os.path.getsize(path)
+    assert 4 * size > 2 * 8 * n_features > 64 << 20  # the file-size rule let it through
+    decompressed.clear()
+    with pytest.raises(ValueError, match=re.escape(path)) as info:
+        OnlineIRelief.load_state(path)
+    message = str(info.value)
+    assert "a zip bomb" in message and "restart the stream" in message, message
+    arrays = sum(n for name, n in decompressed.items() if name != "header.npy")
+    if inside:  # refused while w expands, once the bytes read no longer cover it
+        assert "expands to more than 4x the" in message, message
+        assert arrays < (64 << 20) + (16 << 20), decompressed
+    else:  # refused from the directory: the members hold 200 KB, not 60 MB
+        assert "compressed bytes in a file of" in message, message
+        assert arrays < 64 << 10, decompressed
 
 
 @pytest.fixture
