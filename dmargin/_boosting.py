@@ -1,6 +1,7 @@
 """AdaBoost with decision stumps, the margin fraction, SBS-MF and its baselines.
 
-``ALGORITHMS.md`` section 8; papers/sbs_mf_boosting_margin_fraction.txt.
+Alshawabkeh, Aslam, Dy & Kaeli, "Feature weighting and selection using
+hypothesis margin of boosting", ICDM 2012.
 The boosting loop runs on the driver (:mod:`dmargin._stumps`); the best
 stump of a round comes from weighted class histograms of binned features, a
 reduction over row blocks (:class:`dmargin.engine.WeightedHistograms`).
@@ -66,7 +67,7 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
     ``x_f == theta``) with the largest weighted edge ``gamma_t = sum_i D_t(i)
     y_i h_t(x_i)``, weighs it by ``alpha_t = 0.5 ln((1 + gamma_t) / (1 -
     gamma_t))`` and reweights ``D_{t+1} ~ D_t exp(-alpha_t y h_t(x))``
-    (SBS-MF paper eq. 2; ``ALGORITHMS.md`` 8.1).  The stump search is a
+    (equation 2 of Alshawabkeh et al. 2012).  The stump search is a
     reduction of weighted class histograms over row blocks: exact for
     features with at most ``max_bins`` distinct values (thresholds at the
     midpoints), quantile-binned beyond, as scikit-learn's
@@ -229,7 +230,7 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
         return self.classes_[(F > 0).astype(int)]
 
     def margins(self, X, y):
-        """Normalised margins ``rho(x) = y F(x) / sum_t |alpha_t|`` in [-1, 1] (eq. 3).
+        """Normalised margins ``rho(x) = y F(x) / sum_t |alpha_t|`` in [-1, 1] (equation 3).
 
         Parameters
         ----------
@@ -256,7 +257,7 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
         return sign * F / total if total > 0 else np.zeros_like(F)
 
     def feature_margins(self, X, y):
-        """Conditional margins ``rho_f(x)`` (eq. 6), 0 for unused features.
+        """Conditional margins ``rho_f(x)`` (equation 6), 0 for unused features.
 
         Theorem 3.1: ``feature_margins(X, y) @ contribution_ratios_ == margins(X, y)``.
 
@@ -513,7 +514,13 @@ class AdaBoostCR(_BackwardSelector):
     |alpha_t|`` (eq. 7 and 11).  A reimplementation from the papers'
     descriptions: the original used Real AdaBoost with look-up-table weak
     learners; here the same discrete stumps as :class:`AdaBoostStumps`
-    (``ALGORITHMS.md`` 8.3).  Parameters and attributes as :class:`SBSMF`.
+    (the baselines' published code is not public).  Attributes as
+    :class:`SBSMF`.
+
+    Parameters
+    ----------
+    n_features_to_select, step, n_estimators, max_bins, class_weight, random_state
+        As :class:`SBSMF`.
     """
 
     _criterion = "contribution_ratios"
@@ -533,9 +540,9 @@ class BDSFS(_RankingSelector):
     class counts, adds its feature, and reweights as AdaBoost.M1 (correct
     samples times ``beta = eps / (1 - eps)``, then normalised).  When the
     stump's weighted error is 0 or at least 1/2 the weights restart from
-    ``D_1`` (a [CHOICE]: AdaBoost.M1 would stop, but a full ordering is
-    wanted).  Features with no split (constant) come last, by index.  A
-    reimplementation from the papers' descriptions (``ALGORITHMS.md`` 8.3);
+    ``D_1`` (dmargin's choice: AdaBoost.M1 would stop, but a full ordering
+    is wanted).  Features with no split (constant) come last, by index.  A
+    reimplementation from the papers' descriptions (no code is public);
     the original's wrapper step that picks the subset size is left to the
     user (``n_features_to_select``).
 

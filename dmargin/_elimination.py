@@ -76,7 +76,7 @@ def _lowest(scores, n_remove, ties):
 
     ``"lower_index"``: the ``n_remove`` lowest, ties to the lower index (a
     stable sort, as ``RFE``).  ``"together"``: also every score tied with the
-    lowest (papers/ldm_rfe.txt, Algorithm 1: ``d <- set(arg min S)``).
+    lowest (Ou et al. 2017, Algorithm 1: ``d <- set(arg min S)``).
     """
     order = np.argsort(scores, kind="stable")
     if ties == "lower_index":

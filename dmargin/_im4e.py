@@ -3,7 +3,8 @@
 The vector form of IMMIGRATE (:mod:`dmargin._immigrate`): feature weights
 ``w`` under the weighted Manhattan distance ``d = w^T |x - x'|``, learnt by
 alternating an E-step (soft hits and misses, one pass of the pairwise
-engine) and a driver-side M-step (``ALGORITHMS.md`` section 3).  It
+engine) and a driver-side M-step (Bei & Hong 2015, as the authors' R package
+Immigrate 0.2.1 computes it).  It
 predicts by expected distance to each class (:mod:`dmargin._softmin`), and
 prescreens the features of IM4E-IMMIGRATE.
 """
@@ -39,11 +40,13 @@ class IM4E(SoftminClassifier):
 
     The vector form of IMMIGRATE: weighted Manhattan distance ``d = w^T z``,
     soft hits and (pooled) misses, ``m = sum_n D_n (mbar_n - hbar_n)`` on the
-    engine, and ``w = m+ / sum(m+)`` (``ALGORITHMS.md`` section 3).
+    engine, and ``w = m+ / sum(m+)``, the L1 normalisation of the authors' R
+    package (Immigrate 0.2.1).
 
     Parameters
     ----------
     sigma : float, default=1.0
+        Softmax temperature of the soft hits and misses (``-d / sigma``).
     lam : float, default=1.0
         Weight of ``||w||^2`` in the cost; with ``weight_update="simplex"``
         the update is the exact minimiser, the projection of ``m / (2 lam)``
@@ -61,11 +64,19 @@ class IM4E(SoftminClassifier):
            The default was ``1e-4``; it is 0 like :class:`Immigrate`'s, so
            that ``IM4E()`` and the prescreen of ``IM4EImmigrate()`` agree.
     weight_update : {"reference", "simplex"}, default="reference"
+        ``"reference"``: ``w = m+ / sum(m+)``, as the authors' R package
+        (``lam`` then enters only the reported cost); ``"simplex"``: the
+        exact minimiser of the cost, the projection of ``m / (2 lam)`` onto
+        the probability simplex.
     scale : {"standard"} or None, default="standard"
+        Standardise features (mean 0, variance 1) as :class:`Immigrate`;
+        ``None`` uses the numbers as given.
     n_anchors : int, float or None, default=None
         As :class:`Immigrate`: ``m`` anchors against all N samples per step
         (O(m N A) instead of O(N^2 A)), weighted ``N / m``.
     n_features_to_select : int, float or None, default=None
+        For ``transform``: ``None`` keeps features with positive weight, an
+        int the top ones, a float that fraction.
     random_state : int, Generator or None, default=None
         Seeds the sample of anchors.
 

@@ -4,10 +4,10 @@ IMMIGRATE (Zhao, Hong & Liu) learns a symmetric nonnegative weight matrix W
 whose diagonal weighs features and whose off-diagonal weighs feature
 interactions, under the quadratic-Manhattan distance ``q = |x - x'|^T W |x - x'|``.
 It alternates an E-step (soft hits and misses, one pass of the pairwise
-engine) and a driver-side M-step (``ALGORITHMS.md`` section 2;
-papers/immigrate.txt section 3; the steps are :mod:`dmargin._immigrate_solver`).
+engine) and a driver-side M-step (Zhao, Hong & Liu 2020, section 3; the steps
+are :mod:`dmargin._immigrate_solver`).
 IM4E-IMMIGRATE runs it on the features IM4E keeps (:mod:`dmargin._im4e`, the
-vector form), BIM boosts it (section 4).  All predict by expected distance to
+vector form), BIM boosts it (section 3.5).  All predict by expected distance to
 each class (:mod:`dmargin._softmin`).
 """
 
@@ -49,7 +49,7 @@ class Immigrate(SoftminClassifier):
     (misses pool all other classes), accumulates
     ``Sigma = sum_n D_n (sum_H alpha z z^T - sum_M beta z z^T)`` on the engine, and
     sets ``W`` from the negative eigenvalues of ``Sigma`` with negative entries
-    clipped (``ALGORITHMS.md`` section 2).  Predicts by expected distance to
+    clipped, as the authors' R package (Immigrate 0.2.1).  Predicts by expected distance to
     each class (eq. 3.18).
 
     Parameters
@@ -99,6 +99,7 @@ class Immigrate(SoftminClassifier):
         reproduces it). ``W`` does not depend on it, so a fitted model can be
         scored at several values through ``set_params`` without refitting.
     random_state : int, Generator or None, default=None
+        Seeds ``init="random"`` and the sample of anchors.
 
     Attributes
     ----------
@@ -292,7 +293,7 @@ def _interaction_table(W, names, index=None):
 
 
 class IM4EImmigrate(SoftminClassifier):
-    """IM4E-IMMIGRATE for high-dimensional data (papers/immigrate.txt section 3.6).
+    """IM4E-IMMIGRATE for high-dimensional data (Zhao, Hong & Liu 2020, section 3.6).
 
     IM4E weighs all features; those with weight above ``threshold`` (default
     ``2 / A``) are kept, and IMMIGRATE runs on them starting from
@@ -308,6 +309,7 @@ class IM4EImmigrate(SoftminClassifier):
     sigma : float, default=1.0
         Used by both stages.
     lam : float, default=1.0
+        IM4E's ``lam`` (the first stage).
     max_iter : int, default=10
         Steps of each stage.
     tol : float, default=0
@@ -319,8 +321,13 @@ class IM4EImmigrate(SoftminClassifier):
         .. versionchanged:: 0.2.0
            The default was ``1e-4``.
     prune : float or None, default=None
+        :class:`Immigrate`'s ``prune`` (the second stage).
     scale : {"standard"} or None, default="standard"
+        Standardise features (mean 0, variance 1) before both stages;
+        ``None`` uses the numbers as given.
     n_features_to_select : int, float or None, default=None
+        For ``transform``, ranking by ``feature_importances_`` (0 for the
+        features the prescreen dropped).
 
     Attributes
     ----------
@@ -453,7 +460,7 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
     class).  A learner with ``eps_t >= 1/2`` or ``eps_t = 0`` is discarded and
     boosting continues; otherwise ``alpha_t = 0.5 ln((1 - eps_t) / eps_t)`` and
     ``D`` grows by ``exp(alpha_t)`` on the misclassified points.  The final
-    rule is the ``alpha``-weighted vote (``ALGORITHMS.md`` section 4).
+    rule is the ``alpha``-weighted vote (Zhao, Hong & Liu 2020, Algorithm 3).
 
     Parameters
     ----------
@@ -466,6 +473,8 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         fixes the weak learners' effort (Algorithm 3), so there is no
         convergence check, no ``tol`` and no ``ConvergenceWarning``.
     scale : {"standard"} or None, default="standard"
+        Standardise features (mean 0, variance 1) as :class:`Immigrate`;
+        ``None`` uses the numbers as given.
     n_features_to_select : int, float or None, default=None
         For ``transform``, ranking by the diagonal of ``weight_matrix_``.
 

@@ -1,7 +1,7 @@
 """IMMIGRATE's solver: the weight matrix W, its M-step, and the loop of steps.
 
 Driver-side linear algebra on A x A matrices around one engine pass a step
-(``ALGORITHMS.md`` section 2; papers/immigrate.txt section 3): W is handed
+(Zhao, Hong & Liu 2020, section 3): W is handed
 to the engine as an eigen-factor (or as itself when wide), the E-step sums
 ``Sigma`` over the rows (:func:`dmargin.engine.quad_statistic`), and the
 M-step sets W from the negative eigenvalues of ``Sigma``.  Arrays and
@@ -57,7 +57,7 @@ def _factor(W, rtol=1e-13):
 
 
 def _eigen_update(sigma_matrix, rtol=1e-13):
-    """M-step (ALGORITHMS.md section 2, steps 3-4): ``(W, factor)``, or ``(None, None)``.
+    """M-step (Zhao, Hong & Liu 2020, section 3.4.2): ``(W, factor)``, or ``(None, None)``.
 
     ``W~ = sum_i (-mu_i)+ psi_i psi_i^T`` over the eigenpairs of Sigma, negative
     entries clipped to 0, Frobenius norm 1.  ``None`` when every eigenvalue is

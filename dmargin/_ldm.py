@@ -3,11 +3,11 @@
 LDM (Zhang & Zhou, KDD 2014) maximises the margin mean and minimises the
 margin variance; it is solved here by dual coordinate descent in the
 well-conditioned ``A^-1`` form, or in the primal ``w`` for a linear kernel with
-fewer features than rows (``ALGORITHMS.md`` section 9).  LDM-RFE (Ou, Wang,
-Pang & Coghill, ICSAI 2017; papers/ldm_rfe.txt) retrains LDM on the surviving
+fewer features than rows (both derived from the official package's dual).
+LDM-RFE (Ou, Wang, Pang & Coghill, ICSAI 2017) retrains LDM on the surviving
 features and removes every feature tied at the minimum of
 ``S(j) = -alpha^T K(-j) alpha`` (eq. (4)); SVM-RFE (Guyon et al. 2002) is the
-same loop around scikit-learn's ``SVC`` (section 9b).  The scores of all
+same loop around scikit-learn's ``SVC``.  The scores of all
 features are one pass of the pairwise engine
 (:func:`dmargin.engine.rbf_left_out_sums`).  The solvers themselves take
 arrays, not estimators, and live apart (:mod:`dmargin._ldm_solvers`); this
@@ -120,10 +120,12 @@ class LDM(ClassifierMixin, BaseEstimator):
     C sum xi`` (with the RBF kernel no bias term, as the official package;
     see ``fit_intercept``) by dual coordinate
     descent on ``f(b) = 1/2 b^T H b + ((lambda2/m) H e - e)^T b``, ``0 <= b <= C``,
-    with ``H = Y G A^-1 Y`` (``ALGORITHMS.md`` 9.2-9.3).  With
-    ``kernel="linear"`` and fewer features than rows the same descent runs on
-    the primal ``w`` (9.4).  More than two classes: one binary machine per
-    pair of classes and a majority vote (9.5).
+    with ``H = Y G A^-1 Y``, the official package's dual written with
+    ``A = I + (4 lambda1 / m) P G`` in place of the ill-conditioned ``Q^-1 G``
+    (the two are equal).  With ``kernel="linear"`` and fewer features than
+    rows the same descent runs on the primal ``w``.  More than two classes:
+    one binary machine per pair of classes and a majority vote, as the
+    official package.
 
     Training by coordinate descent (``solver="cd"``) is on the driver and
     needs the three m x m matrices of the official solver (O(m^2) memory,
@@ -431,7 +433,7 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
             rng = make_rng(self.random_state)
             machines = lambda cols: self._machines(Xd[:, cols], codes, gamma, rng)  # noqa: E731
 
-        # Elimination: Algorithm 1 of papers/ldm_rfe.txt, every feature tied at the minimum
+        # Elimination: Algorithm 1 of Ou et al. (2017), every feature tied at the minimum
         result = eliminate(self, lambda cols: self._scores(rows, machines(cols), cols, gamma),
                            rows.n_features, n_features_to_select=self.n_features_to_select,
                            step=self.step, ties="together")
@@ -451,7 +453,7 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         """``S(j) = -alpha^T K(-j) alpha`` (or |DJ|) for the surviving features."""
         alpha, w = machines
         if w is not None:
-            # Linear kernel: alpha^T K(-j) alpha = ||w||^2 - w_j^2 (ALGORITHMS.md 9b).
+            # Linear kernel: alpha^T K(-j) alpha = ||w||^2 - w_j^2, SVM-RFE's w_j^2 (Guyon 2002).
             full = np.sum(w * w)
             left_out = full - np.sum(w * w, axis=0)
         else:
@@ -490,9 +492,10 @@ _RFE_DOC = """
     step : int or float, default=1
         Features removed per round (a fraction in (0, 1) of the initial
         count, at least one); every feature tied at the minimum score is
-        removed with them (papers/ldm_rfe.txt, Algorithm 1), unless that
+        removed with them (Ou et al. 2017, Algorithm 1), unless that
         would leave fewer than ``n_features_to_select``.
     C : float, default={C}
+        The machines' penalty on margin violations (the box ``0 <= b <= C``).
     kernel : {{"rbf", "linear"}}, default="rbf"
         ``"linear"`` ranks by ``w_j^2`` (Guyon's linear SVM-RFE criterion).
     gamma : {{"scale", "auto"}} or float, default="scale"
@@ -513,6 +516,7 @@ _RFE_DOC = """
         ``"auto"``: ``"newton"`` for the linear kernel on dask input or above
         :data:`NEWTON_MIN_ROWS` (10,000) rows, else ``"cd"``.
     random_state : int, Generator, RandomState or None, default=None
+        Seeds the machines' training (the coordinate order of a descent).
 """
 
 _RFE_ATTRS = """
@@ -548,7 +552,7 @@ class LDMRFE(_KernelRFE):
 
     Each round trains LDM (one machine per pair of classes) on the surviving
     features and scores every feature by ``S(j) = -alpha^T K(-j) alpha``
-    summed over the machines (papers/ldm_rfe.txt eq. (4)); the lowest go.
+    summed over the machines (Ou et al. 2017, equation 4); the lowest go.
     The scores are one blocked pass over pairs of rows on the engine
     (``K(-j)`` from the identity ``K(-j)_ab = K_ab exp(gamma (x_aj - x_bj)^2)``,
     never a kernel matrix per feature); for dask input or under a
@@ -557,17 +561,19 @@ class LDMRFE(_KernelRFE):
     Parameters
     ----------""" + _RFE_DOC.format(
         C="1.0", cd="LDM's dual coordinate descent",
-        newton="the LDM primal (ALGORITHMS.md 9.1, 9.4) solved exactly, as :class:`LDM` does"
+        newton="the LDM primal (Zhang & Zhou 2014) solved exactly, as :class:`LDM` does"
     ) + """    lambda1 : float, default=0.125
+        LDM's weight of the margin variance (see :class:`LDM`).
     lambda2 : float, default=0.125
-        LDM's margin variance and mean weights (see :class:`LDM`).
+        LDM's weight of the margin mean (see :class:`LDM`).
     fit_intercept : bool or "auto", default="auto"
         LDM's bias (see :class:`LDM`; ``"auto"``: with the linear kernel
         only).  The scores use ``w`` (or ``alpha``) alone: with the RBF
         kernel the bias shifts every ``S(j)`` by the same ``(sum alpha)^2``.
     max_iter : int, default=1000
+        LDM's passes of the descent, at most.
     tol : float, default=0.01
-        LDM's descent limits.
+        LDM's stopping gap of the descent.
 """ + _RFE_ATTRS + """
     See Also
     --------

@@ -6,7 +6,7 @@ machine per pair of classes (:func:`ovo_pairs`), trained
 
 - in memory by dual coordinate descent in the well-conditioned ``A^-1``
   form, or on the primal ``w`` for a linear kernel with fewer features than
-  rows (:func:`fit_machines`; ``ALGORITHMS.md`` 9.2-9.5);
+  rows (:func:`fit_machines`; the official package's dual, Zhang & Zhou 2014);
 - over row blocks by trust-region Newton on the primal, the hinge smoothed
   in stages and its exact solution recovered from the rows near margin 1
   (:func:`ldm_newton`; :func:`svm_newton` for LinearSVC's problem; 9.1, 9.4;
@@ -73,7 +73,7 @@ def kernel_matrix(U, V, kernel, gamma):
 
 
 def dual_matrices(G, y, lambda1):
-    """``(H, coef)`` of the LDM dual in the A^-1 form (ALGORITHMS.md 9.2).
+    """``(H, coef)`` of the LDM dual in the A^-1 form (``Q^-1 G Y = A^-1 Y``).
 
     ``A = I + c P G`` with ``c = 4 lambda1 / m`` and ``P = I - y y^T / m``;
     ``H = Y G A^-1 Y`` and ``coef(r) = A^-1 Y r``, the kernel coefficients of
@@ -117,7 +117,7 @@ def _fit_dual(G, y, C, lambda1, lambda2, tol, max_iter, seed):
 
 
 def _fit_primal(X, y, C, lambda1, lambda2, tol, max_iter, seed):
-    """Linear LDM in ``w`` (ALGORITHMS.md 9.4): ``Q_d`` is d x d and SPD."""
+    """Linear LDM in ``w`` (the kernel dual with ``G = X X^T``): ``Q_d`` is d x d and SPD."""
     m, d = X.shape
     Z = X * y[:, None]
     zsum = Z.sum(axis=0)
@@ -160,7 +160,7 @@ class Machines:
 
 def fit_machines(X, codes, classes, *, C, lambda1, lambda2, kernel, gamma, tol, max_iter, rng,
                  primal=None, fit_intercept=False) -> Machines:
-    """One binary LDM per pair of classes on the rows ``X`` (ALGORITHMS.md 9.2-9.5).
+    """One binary LDM per pair of classes on the rows ``X``, as the official package's one-vs-one.
 
     Parameters
     ----------
@@ -262,7 +262,7 @@ def ldm_quadratic(gram, lambda1, lambda2):
 
     From ``(m, b = sum_i y_i x_i, X^T X)`` (:func:`dmargin.engine.linear_gram`):
     ``Q_d = I + (4 lambda1 / m^2) (m X^T X - b b^T)`` and ``c = (lambda2 / m) b``
-    (ALGORITHMS.md 9.1, 9.4: the variance and mean terms of the margins).
+    (the variance and mean terms of the margins, Zhang & Zhou 2014).
     """
     m, b, G = gram
     d = b.size

@@ -1,6 +1,6 @@
 """Online I-RELIEF: one anchor at a time, streamed, for very large N.
 
-Sun (2007), Sec. 5; ``ALGORITHMS.md`` section 5.  The rows stream in blocks
+Sun (2007), section 5.  The rows stream in blocks
 (``fit``) or chunks (``partial_fit``) and each anchor's step runs on the
 driver in the engine's online kernel; the stream's state -- weights, running
 average, frozen scaling, reference rows, random generator -- is saved and
@@ -31,7 +31,7 @@ _SCALE = [Options(("minmax",)), NONE]
 
 
 class OnlineIRelief(WeightSelector):
-    """Online I-RELIEF: one anchor at a time, for very large N (Sun, 2007, Sec. 5).
+    """Online I-RELIEF: one anchor at a time, for very large N (Sun 2007, section 5).
 
     Each step computes one sample's expected margin vector ``pi`` against the
     candidate set with the current weights, then
@@ -69,7 +69,11 @@ class OnlineIRelief(WeightSelector):
         Stop after a pass when ``||w - w_previous_pass||_2 < tol`` (0 runs all
         passes).
     multiclass : {"margin", "relieff"}, default="margin"
+        As :class:`IRelief`: ``"margin"`` is I-RELIEF-2, ``"relieff"``
+        I-RELIEF-1; identical for two classes.
     outliers : bool, default=True
+        As :class:`IRelief`: weight each anchor's step by the probability
+        that it is not an outlier.
     discrete_threshold : int, default=0
         A feature with at most this many distinct values (missing values not
         counted) is discrete: a difference of 0 or 1 (:class:`IRelief`'s
@@ -91,7 +95,11 @@ class OnlineIRelief(WeightSelector):
     shuffle : bool, default=True
         Shuffle the rows within each block on every pass.
     n_features_to_select : int, float or None, default=None
+        For ``transform``: ``None`` keeps features with positive weight, an
+        int the top ones, a float that fraction.
     random_state : int, Generator or None, default=None
+        Seeds the shuffles within blocks and the draw of ``reference_size``
+        rows.
 
     Attributes
     ----------

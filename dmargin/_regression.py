@@ -207,6 +207,8 @@ class RReliefF(WeightSelector):
         a fraction of N): a uniform sample of ``m`` anchors against all rows,
         O(m N A) -- the paper's ``m``.
     n_features_to_select : int, float or None, default=None
+        For ``transform``: ``None`` keeps features with positive weight, an
+        int the top ones, a float that fraction.
     random_state : int, Generator or None, default=None
         Seeds the sample of anchors.
 

@@ -2,7 +2,7 @@
 
 Each estimator validates, prepares the rows once, asks the engine for one
 statistic per iteration and does the small update on the driver
-(``ALGORITHMS.md`` sections 5 and 6; papers/iterative_relief.txt).  Online
+(I-RELIEF: Sun 2007; ReliefF: Robnik-Sikonja & Kononenko 2003).  Online
 I-RELIEF, which streams rows instead, is in :mod:`dmargin._online`.
 """
 
@@ -49,7 +49,7 @@ class IRelief(WeightSelector):
     Alternates the E-step -- soft nearest hits and misses under the current
     weighted Manhattan distance, with the probability that each sample is
     not an outlier -- and the closed-form M-step ``w = nu+ / ||nu+||``
-    (iterative_relief.txt eqs. (8)-(12); ``ALGORITHMS.md`` section 5).
+    (Sun 2007, equations 8 to 12).
     Each E-step is one pass of the pairwise engine: in-process for numpy and
     pandas input, as dask tasks for dask input or under an active
     ``distributed.Client``.
@@ -282,7 +282,7 @@ class ReliefF(WeightSelector):
     each other class, ``n_neighbors`` nearest misses are found under the
     Manhattan distance of the range-normalised features; misses of class C
     are weighted by ``P(C) / (1 - P(c))``; each sum is divided by the
-    number of neighbours actually found (``ALGORITHMS.md`` section 6).  The
+    number of neighbours actually found, as Weka does.  The
     nearest-neighbour search is a mergeable top-k over candidate blocks of
     the pairwise engine.  Ties at equal distance go to the lower row index.
 
@@ -321,9 +321,10 @@ class ReliefF(WeightSelector):
         anchors, drawn stratified by class, against all N samples (O(m N A))
         and divides by ``m``.
     n_permutations : int, default=0
-        ``0``: ``pvalues_`` are STIR's, from the fit's one pass.  ``B > 0``:
-        permutation p-values from B more passes with the labels permuted
-        (dask rows are then persisted once instead of streamed).
+        ``0``: no permutations (``pvalues_`` are STIR's with
+        ``pvalues=True``, else ``None``).  ``B > 0``: permutation p-values
+        from B more passes with the labels permuted (dask rows are then
+        persisted once instead of streamed).
     pvalues : bool, default=False
         ``True``: STIR's statistics and p-values with the weights, where
         STIR's law has been shown calibrated (Notes): two classes, the smaller
@@ -336,6 +337,9 @@ class ReliefF(WeightSelector):
         without STIR's sums, neighbour graph and moments;
         ``n_permutations > 0`` gives permutation p-values either way.
     n_features_to_select : int, float or None, default=None
+        For ``transform``: ``None`` keeps features with positive weight, an
+        int the top ones, a float that fraction (by ``|score|`` with
+        ``rank_absolute=True``).
     rank_absolute : bool, default=False
         For ``transform``: rank the features by the absolute value of their
         scores (skrebate's ``rank_absolute``: a strongly negative score counts
@@ -368,7 +372,11 @@ class ReliefF(WeightSelector):
         ``n_permutations=B``, ``(1 + #{b : W_b >= W}) / (B + 1)`` over the
         weights ``W_b`` of B fits with permuted labels (any number of classes).
     qvalues_ : ndarray of shape (n_features,) or None
-        ``pvalues_`` adjusted by Benjamini-Hochberg (false discovery rate).
+        ``pvalues_`` adjusted by Benjamini-Hochberg.  Both test the global
+        null (no feature related to the labels), one feature's score at a
+        time: they are not per-feature evidence when other features carry
+        the signal, and do not control the false discovery rate among the
+        features flagged then (``docs/pvalues.md``).
     classes_ : ndarray of shape (n_classes,)
         Not set for a continuous target.
     target_type_ : {"binary", "multiclass", "continuous"}
@@ -578,7 +586,7 @@ class ReliefF(WeightSelector):
 
 
 class Relief(WeightSelector):
-    """Relief (Kira & Rendell 1992) in its closed form (iterative_relief.txt eq. 6).
+    """Relief (Kira & Rendell 1992) in the closed form of Sun (2007), equation 6.
 
     ``z = sum_n |x_n - NM(x_n)| - |x_n - NH(x_n)|`` with the nearest miss
     (any other class) and nearest hit under the Manhattan distance; the
@@ -589,7 +597,11 @@ class Relief(WeightSelector):
     Parameters
     ----------
     scale : {"minmax"} or None, default="minmax"
+        Scale each feature to [0, 1] over the training data first (constant
+        features contribute 0); ``None`` uses the numbers as given.
     n_features_to_select : int, float or None, default=None
+        For ``transform``: ``None`` keeps features with positive weight, an
+        int the top ones, a float that fraction.
 
     Attributes
     ----------

@@ -1,4 +1,4 @@
-"""The Relief family's per-anchor terms over hard neighbours (ALGORITHMS.md section 6).
+"""The Relief family's per-anchor terms over hard neighbours (Robnik-Sikonja & Kononenko 2003).
 
 Each ``*_agg`` turns an anchor block's merged top-k partial ``(dist, idx,
 z)`` (:func:`dmargin.engine.knn_statistic`) into that block's share of the

@@ -1,6 +1,6 @@
 """Simba: margin-based feature weighting by stochastic gradient ascent.
 
-Gilad-Bachrach, Navot & Tishby, ICML 2004; ``ALGORITHMS.md`` section 7.  The
+Gilad-Bachrach, Navot & Tishby, ICML 2004, with the authors' multi-start.  The
 update is sequential over samples (each step's nearest hit and miss depend
 on the weights the previous step left), so Simba runs in-process: a numba
 kernel walks the visiting order and finds each nearest hit and miss by an
@@ -43,7 +43,7 @@ class Simba(WeightSelector):
     z_j^2)`` and step along the gradient of the utility of its margin
     ``theta(x) = (||x - nm||_w - ||x - nh||_w) / 2``.  ``n_starts`` runs
     differ only in the visiting order; the one with the best score is kept
-    and ``w^2 / max(w^2)`` returned (``ALGORITHMS.md`` section 7).
+    and ``w^2 / max(w^2)`` returned, as the authors' MATLAB code does.
 
     Parameters
     ----------

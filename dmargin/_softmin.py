@@ -5,7 +5,7 @@ a driver-side update; both weigh each sample's margin and entropy terms by
 ``D_n`` (eq. 3.19), record the cost and the change of each step, and predict
 by expected distance to each class (eq. 3.18): ``S[i, c] = sum_{k in c} a_k
 dist(x_i, x_k)``, with ``a`` the softmax of ``-dist / sigma`` within class
-``c`` (``ALGORITHMS.md`` sections 2-3; papers/immigrate.txt section 3).
+``c`` (Zhao, Hong & Liu 2020, section 3).
 
 The rule compares every new row with every training row, on the engine's
 tiles as the fit does; for dask rows, block by block where they live

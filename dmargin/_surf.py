@@ -91,7 +91,7 @@ SURF_PARAMS = """
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
-        Feature names, when ``X`` had string column names.
+        Feature names, when ``X`` had string column names.{pvalues_attrs}
 """
 
 _SURF_SAMPLE = """  The threshold is then the mean distance of the
@@ -180,7 +180,11 @@ _PVALUES_ATTRS = """
         With ``pvalues=True``: one-sided p-values of ``t_statistics_``; with
         ``n_permutations=B``: ``(1 + #{b : W_b >= W}) / (B + 1)``.
     qvalues_ : ndarray of shape (n_features,) or None
-        ``pvalues_`` adjusted by Benjamini-Hochberg (false discovery rate)."""
+        ``pvalues_`` adjusted by Benjamini-Hochberg.  Like ``pvalues_``, they
+        test the global null (no feature related to the labels): they are
+        not per-feature evidence when other features carry the signal, and
+        do not control the false discovery rate among the features flagged
+        then (``docs/pvalues.md``)."""
 
 
 _STIR_NOTES = """

@@ -21,7 +21,7 @@ def _feature_names(est, n):
 
 
 def plot_weight_matrix(est, *, top=None, ax=None, cmap="viridis", annotate=None):
-    """Heat map of an IMMIGRATE weight matrix with feature names (immigrate.txt, Appendix B).
+    """Heat map of an IMMIGRATE weight matrix with feature names (Zhao, Hong & Liu 2020).
 
     Parameters
     ----------

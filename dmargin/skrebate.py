@@ -36,6 +36,12 @@ is of the whole distance matrix, a continuous target's hit bound is
 ``std(y, ddof=1)`` however few distinct values it takes (skrebate's is 0
 when the target has no more values than ``categorical_threshold``), and
 ``weights`` given as a list are used (skrebate ignores them).
+
+The wrappers' ``relief_object`` is the estimator they refit.  TURF's ``pct``
+and ``num_scores_to_return`` are :class:`dmargin.TuRF`'s ``pct`` and
+``keep``; Iter's ``max_iter``, ``convergence_threshold`` and ``beta`` are
+:class:`dmargin.Iter`'s; VLS's ``num_feature_subset``,
+``size_feature_subset`` and ``random_state`` are :class:`dmargin.VLS`'s.
 """
 
 from __future__ import annotations

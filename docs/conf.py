@@ -1,6 +1,7 @@
 """Sphinx configuration of dmargin's documentation (``make docs``)."""
 
 import re
+from pathlib import Path
 
 import dmargin
 
@@ -66,7 +67,25 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
-html_static_path = []
+# The wide tables of the methods and benchmark pages: the article takes the page's
+# width and a table wider still scrolls in its own box (docs/_static/dmargin.css).
+html_static_path = ["_static"]
+html_css_files = ["dmargin.css"]
+
+
+def _pages_without_sub_pages():
+    """The Markdown pages (the user guide, the contributor pages): none has a toctree."""
+    here = Path(__file__).resolve().parent
+    return sorted(page.relative_to(here).with_suffix("").as_posix()
+                  for page in here.rglob("*.md")
+                  if "_build" not in page.parts and "toctree" not in page.read_text())
+
+
+# The theme's primary sidebar lists the sub-pages of a page's section ("Section
+# Navigation"); a page that has none would show that title over an empty box, so
+# such pages have no primary sidebar (the top bar links every page).  The API
+# reference and the gallery keep theirs: they have sub-pages.
+html_sidebars = {page: [] for page in _pages_without_sub_pages()}
 
 
 def skip_scikit_learn_methods(app, what, name, obj, skip, options):

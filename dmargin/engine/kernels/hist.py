@@ -1,8 +1,8 @@
 """Weighted class histograms of bin codes, and the boosting weight update.
 
 ``out[k, b, c] = sum_i w_i [bins[i, features[k]] == b] [y_i == c]``: the
-stump search of AdaBoost (SBS-MF, AdaBoost-CR, BDSFS; ``ALGORITHMS.md``
-section 8), as in scikit-learn's ``HistGradientBoosting``.
+stump search of AdaBoost (SBS-MF, AdaBoost-CR, BDSFS; Alshawabkeh et al.
+2012), as in scikit-learn's ``HistGradientBoosting``.
 """
 
 import math

@@ -5,7 +5,7 @@ objects, and know nothing about dask: :mod:`dmargin.engine.execution` lays
 them out over blocks.  Each kernel exists as serial and threaded twins
 (:func:`dmargin.engine._numba.twins`).
 
-Notation (``ALGORITHMS.md`` section 1): for anchor ``x_a`` and candidate
+Notation (Sun 2007, section 3): for anchor ``x_a`` and candidate
 ``x_j`` the difference vector is ``z_aj = |x_a - x_j|`` and the weighted
 Manhattan distance ``d_aj = w^T z_aj``; the softmax logit is
 ``l_aj = -d_aj / sigma``.  Candidates carry class codes ``0..K-1`` and

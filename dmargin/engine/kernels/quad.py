@@ -299,7 +299,7 @@ def sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, log_zp, coef_p, log_zq, c
         \\Sigma = \\sum_a \\sum_j \\mathrm{coef}_{a, y_j}
                  e^{-q_{aj}/\\sigma - \\log Z_{a, y_j}} z_{aj} z_{aj}^T
 
-    (``ALGORITHMS.md`` section 2, step 2) over the pairs of the mode, both
+    (Zhao, Hong & Liu 2020, section 3.4.2) over the pairs of the mode, both
     anchors of a pair adding their weight to one row (``CROSS``,
     ``WITHIN``); one product ``Z^T (w * Z)`` per block, summed in block order.
     A nonempty ``store`` holds the distances :func:`qlse_pairs` wrote.

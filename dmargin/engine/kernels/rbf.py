@@ -1,7 +1,7 @@
 """Kernel quadratic forms with one feature left out, and LDM's solver kernels.
 
 LDM-RFE and kernel SVM-RFE rank feature ``j`` by ``S(j) = -alpha^T K(-j) alpha``
-(``ALGORITHMS.md`` section 9b; papers/ldm_rfe.txt eq. (4)), where ``K(-j)`` is the
+(Ou, Wang, Pang & Coghill 2017, equation 4), where ``K(-j)`` is the
 RBF kernel matrix of the data without feature ``j``.  Recomputing a kernel
 matrix per feature costs ``A`` distance matrices; here every surviving feature
 is scored in one pass over the pairs of rows, with the identity

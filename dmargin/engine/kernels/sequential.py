@@ -4,8 +4,8 @@ They run on the driver, one call per batch: online I-RELIEF (each anchor's
 term uses the weights the previous anchors left; the work per anchor is one
 row of the pairwise engine, :func:`dmargin.engine.kernels.lse.lse_anchor`),
 Simba (each step's nearest hit and miss depend on the current weights), and
-LDM's dual coordinate descent (``ALGORITHMS.md`` 9.3, the official
-``solve_cd``) with its linear-primal twin (9.4).
+LDM's dual coordinate descent (the official package's ``solve_cd``, Zhang &
+Zhou 2014) with its linear-primal twin.
 """
 
 import math
@@ -48,7 +48,7 @@ def online_irelief_steps(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pool
         \\nu^{(t)} = \\nu^{(t-1)} + \\eta^{(t)} (\\pi^{(t)} - \\nu^{(t-1)}), \\quad
         w^{(t)} = \\nu^+ / \\|\\nu^+\\|_2
 
-    (``ALGORITHMS.md`` section 5, online I-RELIEF; ``w`` is kept when
+    (online I-RELIEF, Sun 2007, section 5; ``w`` is kept when
     ``nu^+`` is zero).  Returns the new step count.
     """
     n_classes = miss_prior.shape[0]
@@ -108,7 +108,7 @@ def online_irelief_steps_general(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sig
     return t
 
 
-# Simba (ALGORITHMS.md section 7): sequential over samples as well.
+# Simba (Gilad-Bachrach, Navot & Tishby 2004): sequential over samples as well.
 
 
 @strict
@@ -185,7 +185,7 @@ def simba_margins(X, y, w2):
 
 
 # ---------------------------------------------------------------------------
-# LDM dual coordinate descent (ALGORITHMS.md 9.3, the official ``solve_cd``)
+# LDM dual coordinate descent (the official package's ``solve_cd``)
 # ---------------------------------------------------------------------------
 
 
@@ -285,7 +285,7 @@ def ldm_dcd(H, g, C, eps, max_iter, seed):
 
 @helper
 def ldm_dcd_linear(Z, V, w, C, eps, max_iter, seed):
-    """The same descent in the primal ``w`` (ALGORITHMS.md 9.4), O(d) per coordinate.
+    """The same descent in the primal ``w`` (the dual with ``G = X X^T``), O(d) per coordinate.
 
     Row ``z_i = y_i x_i`` of ``Z``; row ``v_i = Q_d^-1 z_i`` of ``V``; ``w``
     starts at ``(lambda2 / m) sum_i v_i`` and is updated in place.  The

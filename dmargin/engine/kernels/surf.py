@@ -3,7 +3,7 @@
 Pure numba kernels over a pair of row sets ``p`` (anchors) and ``q``
 (candidates); they take arrays and scalars only.
 
-Notation (``ALGORITHMS.md`` section 6, skrebate 0.8.4's ``relieff.py``):
+Notation (Robnik-Sikonja & Kononenko 2003; skrebate 0.8.4's ``relieff.py``):
 for rows ``a`` and ``j`` the feature difference is
 
 .. math::

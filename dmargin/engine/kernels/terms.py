@@ -1,7 +1,7 @@
 """Per-anchor terms of the soft-neighbour methods, from merged ``(m, s, v)`` partials.
 
-I-RELIEF's hit/miss probabilities and margin term (ALGORITHMS.md section 5),
-IMMIGRATE's pair coefficients and IM4E's share (sections 2 and 3): the
+I-RELIEF's hit/miss probabilities and margin term (Sun 2007, equations 8-12),
+IMMIGRATE's pair coefficients and IM4E's share (Zhao, Hong & Liu 2020): the
 ``*_agg`` of :func:`dmargin.engine.lse_statistic` and
 :func:`dmargin.engine.quad_statistic`.  Numba, because the online kernel
 (:mod:`.sequential`) calls the same per-anchor term inside its loop; the
@@ -17,7 +17,7 @@ import numpy as np
 from .lse import filled
 
 # ---------------------------------------------------------------------------
-# I-RELIEF (ALGORITHMS.md section 5)
+# I-RELIEF (Sun 2007, equations 8-12)
 # ---------------------------------------------------------------------------
 
 
@@ -215,7 +215,7 @@ def irelief_agg_missing(m, s, v, ya, weight, pooled, miss_prior, outliers):
 
 
 # ---------------------------------------------------------------------------
-# IMMIGRATE and IM4E (ALGORITHMS.md sections 2 and 3)
+# IMMIGRATE and IM4E (Zhao, Hong & Liu 2020; Bei & Hong 2015)
 # ---------------------------------------------------------------------------
 
 
@@ -245,7 +245,7 @@ def softmin_coef(m, s, u, ya, weight, sigma):
     The entropy term of the cost (eq. 3.5 / 3.19) is
     ``sum_n D_n (sum_H alpha log alpha - sum_M beta log beta)`` with
     ``sum_j p_j log p_j = sum_j p_j l_j - LSE`` and ``l = -q / sigma`` from the
-    scalar partials ``u`` (``ALGORITHMS.md`` section 2).
+    scalar partials ``u`` (the entropy of Zhao, Hong & Liu 2020, equation 3.5).
     """
     n_anchors, n_classes = m.shape
     log_z = filled((n_anchors, n_classes), -np.inf)
