@@ -89,7 +89,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
-from _datasets import data_dir  # noqa: E402
+from _datasets import data_dir, missing  # noqa: E402
 
 BENCHMARK = "gametes"
 PREDICTIVE = ("M0P0", "M0P1")
@@ -339,6 +339,8 @@ def default_data() -> Path:
 def find_files(root: Path) -> list[dict]:
     """Every GAMETES file under ``root``: ``{"path", "file", "N", "h", "model", "rep"}``."""
     core = root / "core2way"
+    if not core.is_dir() and root == default_data():
+        missing("rebate-benchmark/core2way", "data folder")  # one line, exit status 77
     if not core.is_dir():
         raise SystemExit(
             f"bench_gametes: no GAMETES data at {core}.  The benchmark reads the shared data's "

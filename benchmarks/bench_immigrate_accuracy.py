@@ -77,7 +77,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
-from _datasets import Dataset, _encode, data_dir, load_pmlb, load_skf_mat  # noqa: E402
+from _datasets import Dataset, _encode, data_path, load_pmlb, load_skf_mat  # noqa: E402
 
 # "we gradually decrease sigma from sigma_0 = 4 by half each time until it is not larger than 0.2"
 # (paper §4.2): the halving stops at the first value not larger than 0.2, which is tried too.
@@ -164,7 +164,7 @@ def _from_frame(df: pd.DataFrame, label: str, name: str, source: str) -> Dataset
 
 def load_bcw() -> Dataset:
     rel = "breast-cancer/wpbc.data"
-    df = pd.read_csv(data_dir() / rel, header=None, na_values="?")
+    df = pd.read_csv(data_path(rel), header=None, na_values="?")
     n0 = len(df)
     df = df.dropna()
     df = df.drop(columns=[0, 2])  # ID, Time (recurrence / disease-free time: outcome-related)
@@ -181,7 +181,7 @@ def load_bcw() -> Dataset:
 
 def load_bcw_coimbra() -> Dataset:
     rel = "breast-cancer/dataR2.csv"
-    df = pd.read_csv(data_dir() / rel, encoding="utf-8-sig")  # CRLF, byte-order mark
+    df = pd.read_csv(data_path(rel), encoding="utf-8-sig")  # CRLF, byte-order mark
     ds = _from_frame(df, "Classification", "BCW-Coimbra", rel)
     ds.notes.append(
         "UCI Breast Cancer Coimbra (dataR2.csv), 116 x 9, label Classification (1 healthy, "
@@ -192,14 +192,14 @@ def load_bcw_coimbra() -> Dataset:
 
 def load_cry() -> Dataset:
     rel = "cryotherapy/Cryotherapy.csv"
-    ds = _from_frame(pd.read_csv(data_dir() / rel), "Result_of_Treatment", "CRY", rel)
+    ds = _from_frame(pd.read_csv(data_path(rel)), "Result_of_Treatment", "CRY", rel)
     ds.notes.append("derived CSV of the UCI xlsx; 90 x 6")
     return ds
 
 
 def load_cus() -> Dataset:
     rel = "wholesale-customers/Wholesale customers data.csv"
-    df = pd.read_csv(data_dir() / rel).drop(columns=["CustomerID"])
+    df = pd.read_csv(data_path(rel)).drop(columns=["CustomerID"])
     ds = _from_frame(df, "Channel", "CUS", rel)
     ds.notes.append("label Channel; mirror's CustomerID dropped; Region kept as a feature (7 features)")
     return ds
@@ -252,7 +252,7 @@ def load_par() -> Dataset:
     except ImportError:
         return _load_par_uci()
     rel = "parkinsons/park.rda"
-    park = rdata.conversion.convert(rdata.parser.parse_file(data_dir() / rel))["park"]
+    park = rdata.conversion.convert(rdata.parser.parse_file(data_path(rel)))["park"]
     X = np.asarray(park["xx"], dtype=np.float64)
     y, classes = _encode(np.asarray(park["yy"]))
     ds = Dataset("PAR", X, y, [f"x{j}" for j in range(X.shape[1])], classes, rel)
@@ -263,7 +263,7 @@ def load_par() -> Dataset:
 
 def _load_par_uci() -> Dataset:
     rel = "parkinsons/parkinsons.data"
-    df = pd.read_csv(data_dir() / rel).drop(columns=["name"])
+    df = pd.read_csv(data_path(rel)).drop(columns=["name"])
     ds = _from_frame(df, "status", "PAR", rel)
     ds.notes.append(
         "UCI parkinsons.data 195 x 22 ('name' dropped): the authors' 194-row park.rda needs the "
@@ -338,7 +338,7 @@ def load_col() -> Dataset:
 
 
 def _csv_last(rel: str, name: str) -> Dataset:
-    df = pd.read_csv(data_dir() / rel)
+    df = pd.read_csv(data_path(rel))
     label = df.columns[-1]
     return _from_frame(df, label, name, rel)
 

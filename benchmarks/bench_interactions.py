@@ -44,7 +44,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
-from _datasets import data_dir  # noqa: E402
+from _datasets import data_path  # noqa: E402
 
 GAMETES = "gametes"
 SIGMAS = (4.0, 2.0, 1.0, 0.5)
@@ -70,7 +70,7 @@ SKIPPED = {
 
 
 def load_gametes(fname: str, na: str | None):
-    path = data_dir() / GAMETES / fname
+    path = data_path(f"{GAMETES}/{fname}")
     df = pd.read_csv(path, sep="\t")
     label = next(c for c in ("class", "Class") if c in df.columns)
     y = df[label].to_numpy()
