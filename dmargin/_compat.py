@@ -255,7 +255,12 @@ def compute(*collections, what="a dmargin computation", optimize=False):
         todo = [dask.delayed(c) for c in todo]
     client = client_for(todo)
     if client is None:
-        values = dask.compute(*todo, optimize_graph=optimize)
+        try:
+            values = dask.compute(*todo, optimize_graph=optimize)
+        except ValueError as exc:
+            if not str(exc).startswith("Missing dependency"):
+                raise
+            raise RuntimeError(_UNREACHABLE.format(what=what)) from None
     else:
         values = _compute_on(client, todo, what, optimize)
     out = list(collections)
@@ -264,14 +269,43 @@ def compute(*collections, what="a dmargin computation", optimize=False):
     return tuple(out)
 
 
+#: A collection persisted on a Client, computed where that Client is not.
+_UNREACHABLE = (
+    "{what}: the dask input's blocks live on a distributed Client that this process "
+    "cannot reach (a joblib 'loky' or multiprocessing worker, whose copy of the input "
+    "names blocks it cannot fetch). Run the parallel fits on the cluster with "
+    "joblib.parallel_backend('dask'), or use n_jobs=1 or joblib's 'threading' backend.")
+
+
 def _compute_on(client, todo, what, optimize=False):
     futures = client.compute(todo, optimize_graph=optimize)
     try:
-        _wait(client, futures, what)
-        return client.gather(futures)
+        with _seceded():
+            _wait(client, futures, what)
+            return client.gather(futures)
     except BaseException:
         client.cancel(futures)
         raise
+
+
+@contextmanager
+def _seceded():
+    """Inside a task on a worker (a fit in a ``joblib`` dask-backend task): its thread
+    leaves the worker's pool while it waits on the graph it submitted, and rejoins
+    after.  A thread held through that wait is a thread the graph's own tasks cannot
+    have: two single-thread workers each waiting in a fit would wait forever."""
+    try:
+        from distributed import get_worker, rejoin, secede
+
+        get_worker()
+    except (ImportError, ValueError):  # the client's own process: nothing to leave
+        yield
+        return
+    secede()
+    try:
+        yield
+    finally:
+        rejoin()
 
 
 def gather(x, what="a dmargin computation"):
@@ -294,9 +328,39 @@ def map_calls(fn, items, what="a dmargin computation"):
                                            for a in args):
         return [fn(*args) for args in items]
     import dask
+    from dask.base import tokenize
 
-    calls = [dask.delayed(fn, pure=True)(*args) for args in items]
+    calls = []
+    for args in items:
+        # A collection reaches the task as its blocks, whose keys come from their
+        # content: dask.delayed would wrap it under a random "finalize" key, and two
+        # fits' equal calls would be one key with two dependencies on the scheduler.
+        kinds = tuple(_joiner(a) for a in args)
+        parts = tuple(a if k is None else a.to_delayed(optimize_graph=False).tolist()
+                      if k == "array" else list(a.to_delayed(optimize_graph=False))
+                      for a, k in zip(args, kinds))
+        key = f"{getattr(fn, '__name__', 'call')}-{tokenize(fn, kinds, *parts)}"
+        calls.append(dask.delayed(_call_joined, pure=True)(fn, kinds, *parts,
+                                                           dask_key_name=key))
     return list(compute(*calls, what=what))
+
+
+def _joiner(value):
+    """How a dask argument of :func:`map_calls` is joined from its blocks (``None``:
+    not a dask collection)."""
+    if is_dask_array(value):
+        return "array"
+    return "frame" if is_dask_collection(value) and hasattr(value, "to_delayed") else None
+
+
+def _call_joined(fn, kinds, *args):
+    """``fn(*args)`` with the blocks of each dask argument joined (a task body)."""
+    import numpy as np
+    import pandas as pd
+
+    joined = [a if k is None else np.block(a) if k == "array" else pd.concat(a)
+              for a, k in zip(args, kinds)]
+    return fn(*joined)
 
 
 def run_with_client(fn, client):

@@ -9,6 +9,7 @@ the wrapped estimator's, in-process or on dask as its input is.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 
 import numpy as np
@@ -17,7 +18,7 @@ from sklearn.base import clone
 from ._base import N_FEATURES_TO_SELECT, WeightSelector
 from ._start import start_fit
 from ._turf import ESTIMATOR
-from ._validation import BOOLEAN, Interval
+from ._validation import BOOLEAN, Interval, Kind
 
 
 def relief_weights(scores, rank_absolute=False):
@@ -31,6 +32,14 @@ def relief_weights(scores, rank_absolute=False):
     if top <= 0:
         return np.zeros_like(scores)
     return np.where(scores < 0, 0.0, scores / top)
+
+
+#: A selector whose ``fit`` takes the feature weights that Iter hands it.
+WEIGHTED_ESTIMATOR = Kind(
+    "an estimator whose fit takes feature_weights and sets feature_importances_ (ReliefF, "
+    "the SURF and SWRF families, MuRelief or VLS; not Relief, IRelief or Immigrate)",
+    lambda v: ESTIMATOR.accepts(v)
+    and "feature_weights" in inspect.signature(v.fit).parameters)
 
 
 class Iter(WeightSelector):
@@ -104,7 +113,7 @@ class Iter(WeightSelector):
     _allow_nan = True
     _targets = ("classes", "continuous")
     _parameter_constraints = {
-        "estimator": [ESTIMATOR],
+        "estimator": [WEIGHTED_ESTIMATOR],
         "max_iter": [Interval(numbers.Integral, 1, None)],
         "convergence_threshold": [Interval(numbers.Real, 0, None)],
         "beta": [Interval(numbers.Real, 0, 1)],

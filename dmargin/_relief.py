@@ -520,6 +520,11 @@ class ReliefF(WeightSelector):
                              "for the unweighted distance only; fit without "
                              "feature_weights, or use n_permutations=B.")
         if start.target is not None:  # a regression target: skrebate's continuous endpoint
+            if self.pvalues and not self.n_permutations:
+                raise ValueError("ReliefF(pvalues=True) tests hits against misses of two "
+                                 "classes (STIR); y is a continuous target. Fit with "
+                                 "pvalues=False, or use n_permutations=B for permutation "
+                                 "p-values.")
             return fit_continuous_relieff(self, start)
         data, rows = start.data, start.rows
         # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)

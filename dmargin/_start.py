@@ -130,6 +130,8 @@ def start_fit(estimator, X, y, *, stream: Stream | None = None,
     check_params(estimator)
     compact = declared(estimator, "_compact_rows") and feature_weights is None
     start = _start(estimator, X, y, stream, compact=compact)
+    if stream is None:
+        _warn_single_row_classes(estimator, start.data)
     if stream is None or stream.first:
         _warn_n_features_to_select(estimator, start.data.X.shape[1])
     if feature_weights is not None:
@@ -139,12 +141,20 @@ def start_fit(estimator, X, y, *, stream: Stream | None = None,
 
 
 def _checked_feature_weights(estimator, weights, n_features):
-    """``weights`` as float64, one finite non-negative value per feature, not all 0."""
+    """``weights`` as float64, one finite non-negative value per feature, not all 0,
+    divided by the largest: only their ratios count (a distance's scale does not move
+    the nearest neighbours, and ``1e-200 * w`` or ``1e300 * w`` neither underflows nor
+    overflows in the distances and thresholds)."""
     name = type(estimator).__name__
     if is_dask_collection(weights):
         weights = compute(weights, what="the feature weights")[0]
     try:
-        w = np.asarray(weights, dtype=np.float64)
+        raw = np.asarray(weights)
+        if raw.dtype.kind in "USa" or (raw.dtype == object and any(
+                isinstance(v, (str, bytes)) for v in raw.ravel())):
+            raise ValueError("text is refused even when it parses as numbers, as in X: "
+                             "convert the weights to floats")
+        w = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name}.fit: feature_weights must be numbers, one per feature; "
                          f"got {type(weights).__name__} ({exc}).") from None
@@ -160,7 +170,20 @@ def _checked_feature_weights(estimator, weights, n_features):
     if not w.any():
         raise ValueError(f"{name}.fit: feature_weights are all 0, so every distance would "
                          "be 0; give at least one feature a positive weight.")
-    return w
+    return w / w.max()
+
+
+def _warn_single_row_classes(estimator, data):
+    """A ``UserWarning`` when every class of the labels has one row (an id column
+    passed as ``y``): no row has a hit, so a margin compares misses with nothing and
+    the scores measure no class structure."""
+    counts = np.asarray(data.counts)
+    if data.target is None and counts.size >= 2 and counts.max() == 1:
+        warnings.warn(
+            f"{type(estimator).__name__}: every class has a single row (y has {counts.size} "
+            "distinct labels for as many rows), so no row has a hit and the scores measure "
+            "nothing; y looks like an id column. Pass the class labels as y, or a numeric "
+            "target as floats.", UserWarning, stacklevel=user_stacklevel())
 
 
 def _start(estimator, X, y, stream, compact):

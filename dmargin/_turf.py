@@ -24,9 +24,18 @@ from ._compat import is_dask_collection, is_dask_frame
 from ._elimination import eliminate
 from ._validation import Interval, Kind
 
-#: Any dmargin weight estimator (it must have ``feature_importances_`` after fit).
-ESTIMATOR = Kind("an estimator with fit and feature_importances_",
-                   lambda v: hasattr(v, "fit") and hasattr(v, "get_params"))
+def _scores_features(v):
+    """A dmargin selector, or an estimator whose class has ``feature_importances_``
+    (scikit-learn's trees and forests); a linear model's ``coef_`` is not one."""
+    return isinstance(v, WeightSelector) or hasattr(type(v), "feature_importances_") \
+        or hasattr(v, "feature_importances_")
+
+
+#: An estimator with ``feature_importances_`` after fit, checked before any fit.
+ESTIMATOR = Kind("an estimator that sets feature_importances_ (a dmargin selector such as "
+                 "ReliefF(), or a tree ensemble)",
+                 lambda v: hasattr(v, "fit") and hasattr(v, "get_params")
+                 and _scores_features(v))
 
 
 def columns(X, features):

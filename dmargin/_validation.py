@@ -81,8 +81,9 @@ NONE = _Kind("None", lambda v: v is None)
 BOOLEAN = _Kind("a bool", lambda v: isinstance(v, (bool, np.bool_)))
 ARRAY = _Kind("an array", lambda v: hasattr(v, "__array__") or isinstance(v, (list, tuple)))
 RANDOM_STATE = _Kind(
-    "None, an int or a numpy Generator/RandomState",
-    lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool))
+    "None, a non-negative int or a numpy Generator/RandomState",
+    lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                            and v >= 0)
     or isinstance(v, (np.random.Generator, np.random.RandomState)),
 )
 
@@ -507,6 +508,9 @@ def is_continuous(y) -> bool:
     in the pass that reads the data (:func:`dmargin._io.prepare_training_data`),
     not here.
     """
+    values = _as_label_array(y)
+    if values.dtype.kind in "fO" and missing_label_mask(values).any():
+        return False  # scikit-learn would warn about the cast before the labels' error
     try:
         return type_of_target(y) == "continuous"
     except (ValueError, TypeError):

@@ -103,6 +103,10 @@ def _top_features(scores, rank_absolute):
 def _skrebate_transform(est, X, n_features_to_select):
     """skrebate's ``transform``: ``X``'s top ``n_features_to_select`` columns, best first."""
     check_is_fitted(est, "top_features_")
+    width = np.shape(X)[1] if np.ndim(X) == 2 or hasattr(X, "columns") else None
+    if width is not None and width != est.n_features_in_:  # scikit-learn's words
+        raise ValueError(f"X has {width} features, but {type(est).__name__} is expecting "
+                         f"{est.n_features_in_} features as input.")
     if est.n_features_in_ < n_features_to_select:
         raise ValueError("Number of features to select is larger than the number of "
                          "features in the dataset.")
