@@ -1,7 +1,7 @@
 """dmargin: margin-based feature selection, from a laptop to a Dask cluster."""
 
 from ._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
-from ._cost import FitCost, fit_cost
+from ._cost import FitCost, LongFitWarning, fit_cost
 from ._immigrate import IM4E, BoostedImmigrate, IM4EImmigrate, Immigrate
 from ._ldm import LDM, LDMRFE, SVMRFE
 from ._online import OnlineIRelief
@@ -21,5 +21,6 @@ from ._vls import VLS
 # The estimators are the registry's (imported above by name, so that tools and readers see
 # them; tests/test_registry.py checks that the two agree).
 __all__ = list(estimator_names()) + [
-    "UncalibratedPValuesWarning", "FitCost", "fit_cost", "iter_parquet", "read_parquet"]
+    "UncalibratedPValuesWarning", "LongFitWarning", "FitCost", "fit_cost", "iter_parquet",
+    "read_parquet"]
 __version__ = "0.1.0"

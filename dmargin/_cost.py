@@ -12,7 +12,11 @@ faster, to within a factor of a few -- not a stopwatch.
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
+
+from ._utils import user_stacklevel
+from .progress import expect_seconds, in_fit
 
 #: Pair-features per second, exact ReliefF, 2 threads (relief_speed.json: N = 8,000,
 #: A = 50, 0.373 s steady).
@@ -82,6 +86,26 @@ BOOST_ROUND_S = 0.1
 BOOST_PREPARE_RATE = 6.7e6
 
 
+class LongFitWarning(UserWarning):
+    """A fit estimated (:func:`fit_cost`) to take longer than ten minutes, said once
+    before its work starts.
+
+    The message names the estimate and, when the estimator has one, a cheaper
+    setting (a sample of anchors, ``n_anchors``) with its estimate.  Silence
+    it as any warning::
+
+        warnings.filterwarnings("ignore", category=dmargin.LongFitWarning)
+    """
+
+
+#: Seconds of estimated cost from which a fit warns before it starts (:class:`LongFitWarning`).
+LONG_FIT_SECONDS = 600.0
+#: The sample of anchors a slow exact fit is pointed to, by estimator (else
+#: :data:`ADVICE_ANCHORS_DEFAULT`): minutes where the exact fit takes hours.
+ADVICE_ANCHORS = {"Immigrate": 500, "IM4EImmigrate": 500, "BoostedImmigrate": 500}
+ADVICE_ANCHORS_DEFAULT = 1000
+
+
 @dataclass(frozen=True)
 class FitCost:
     """A fit's estimated work and time.
@@ -141,8 +165,10 @@ def fit_cost(estimator, n_samples, n_features):
     "auto"): passes of N A (LDM, about :data:`LDM_PASSES` per machine) or
     N A^2 (SVM, about :data:`SVM_PASSES`), per machine of a one-vs-one pair
     and, for the eliminations, per round on its surviving features (the
-    number of classes is not known here: two are assumed).  ``None`` for the
-    others, whose cost is not dominated by pairs of rows or passes over them.
+    number of classes is not known here: two are assumed).  Iter, VLS and
+    TuRF add up their wrapped estimator's fits (:func:`repeated_cost`).
+    ``None`` for the others, whose cost is not dominated by pairs of rows or
+    passes over them.
     Iterative fits are counted at ``max_iter`` (an upper bound when ``tol >
     0`` stops them early).
 
@@ -168,6 +194,71 @@ def fit_cost(estimator, n_samples, n_features):
         raise TypeError(f"fit_cost estimates dmargin's estimators; {type(estimator).__name__} "
                         "states no cost (it has no _fit_cost method).")
     return own(n_samples, n_features)
+
+
+def fit_started(estimator, n_samples, n_features):
+    """The door of ``estimator.fit`` on ``n_samples x n_features`` (the shape only).
+
+    For the outermost fit: one :class:`LongFitWarning` when its estimate
+    (:func:`fit_cost`) exceeds :data:`LONG_FIT_SECONDS`, and the estimate
+    handed to its progress (:func:`dmargin.progress.expect_seconds`: the
+    notebook bar).  A fit inside another does nothing.
+    """
+    if in_fit():
+        return
+    try:
+        cost = fit_cost(estimator, n_samples, n_features)
+    except (TypeError, ValueError, ArithmeticError):  # an estimator that states no cost
+        cost = None
+    expect_seconds(estimator, None if cost is None else cost.seconds)
+    if cost is None or not cost.seconds > LONG_FIT_SECONDS:
+        return
+    cheaper = cheaper_setting(estimator, n_samples, n_features)
+    advice = "" if cheaper is None else f" With {cheaper[0]}: {cheaper[1]}."
+    warnings.warn(
+        f"{type(estimator).__name__}.fit on {n_samples:,} x {n_features:,} is estimated at "
+        f"{cost} on this project's 2-core reference machine.{advice} (dmargin.fit_cost "
+        "estimates a setting before fitting; warnings.filterwarnings('ignore', "
+        "category=dmargin.LongFitWarning) silences this.)",
+        LongFitWarning, stacklevel=user_stacklevel())
+
+
+def cheaper_setting(estimator, n_samples, n_features):
+    """``(setting, FitCost)``: a sample of anchors that makes the fit cheaper, or ``None``.
+
+    The estimator's own ``n_anchors`` or its wrapped estimator's
+    (``estimator__n_anchors``), set to :data:`ADVICE_ANCHORS` rows where it
+    asks for more (or every row).
+    """
+    from sklearn.base import clone
+
+    params = estimator.get_params(deep=True)
+    cost = fit_cost(estimator, n_samples, n_features)
+    for key in sorted(k for k in params if k == "n_anchors" or k.endswith("__n_anchors")):
+        owner = estimator
+        for part in key.split("__")[:-1]:
+            owner = getattr(owner, part)
+        m = ADVICE_ANCHORS.get(type(owner).__name__, ADVICE_ANCHORS_DEFAULT)
+        now = anchor_count(params[key], n_samples)
+        if m >= n_samples or (now is not None and now <= m):
+            continue
+        other = fit_cost(clone(estimator).set_params(**{key: m}), n_samples, n_features)
+        if other is not None and cost is not None and other.seconds < cost.seconds:
+            return f"{key}={m}", other
+    return None
+
+
+def repeated_cost(estimator, n_samples, widths, what):
+    """:func:`fit_cost` of a wrapper: fits of ``estimator`` on ``n_samples`` rows and
+    ``widths[i]`` features each (``what`` says which fits), or ``None`` when the
+    wrapped estimator states no cost."""
+    own = getattr(estimator, "_fit_cost", None)
+    costs = [] if own is None else [own(n_samples, int(w)) for w in widths]
+    if not costs or any(c is None for c in costs):
+        return None
+    first = costs[0]
+    return FitCost(sum(c.operations for c in costs), sum(c.seconds for c in costs),
+                   f"{what}; the first {type(estimator).__name__} fit {first}")
 
 
 def _pairs(estimator, n_samples):

@@ -169,7 +169,7 @@ class IM4E(SoftminClassifier):
                 cost = float(-w_new @ m + self.sigma * entropy + self.lam * w_new @ w_new)
                 history.append((cost, float(np.linalg.norm(w_new - w))))
                 w = w_new
-                steps.step()
+                steps.step(change=history[-1][1], tol=self.tol)  # time left from convergence
                 if history[-1][1] < self.tol:
                     break
             else:

@@ -16,9 +16,11 @@ import numpy as np
 from sklearn.base import clone
 
 from ._base import N_FEATURES_TO_SELECT, WeightSelector
+from ._cost import repeated_cost
 from ._start import start_fit
 from ._turf import ESTIMATOR
 from ._validation import BOOLEAN, Interval, Kind
+from .progress import fit_steps
 
 
 def relief_weights(scores, rank_absolute=False):
@@ -146,24 +148,27 @@ class Iter(WeightSelector):
 
         def scores(weights):
             est = clone(self.estimator).fit(X, y, feature_weights=weights)
+            steps.step()
             return est, np.asarray(est.feature_importances_, dtype=np.float64)
 
-        est, last = scores(None)
-        weights, converged, n_iter = None, False, 1
-        while n_iter < self.max_iter:
-            target = relief_weights(last, self.rank_absolute)
-            if not target.any():  # no feature weighs anything: nothing to refit with
-                break
-            weights = target if weights is None else weights + self.beta * (target - weights)
-            est, new = scores(weights)
-            n_iter += 1
-            compared = last if self.rank_absolute else target
-            # (skrebate's test: a NaN difference does not count as a move)
-            moved = np.abs(compared - new) >= self.convergence_threshold
-            last = new
-            if not moved.any():
-                converged = True
-                break
+        with fit_steps(self, "fit", self.max_iter) as steps:  # the fits report as one
+            est, last = scores(None)
+            weights, converged, n_iter = None, False, 1
+            while n_iter < self.max_iter:
+                target = relief_weights(last, self.rank_absolute)
+                if not target.any():  # no feature weighs anything: nothing to refit with
+                    break
+                weights = target if weights is None else \
+                    weights + self.beta * (target - weights)
+                est, new = scores(weights)
+                n_iter += 1
+                compared = last if self.rank_absolute else target
+                # (skrebate's test: a NaN difference does not count as a move)
+                moved = np.abs(compared - new) >= self.convergence_threshold
+                last = new
+                if not moved.any():
+                    converged = True
+                    break
         self.estimator_ = est
         self.feature_importances_ = last
         self.feature_weights_ = None if n_iter == 1 else weights
@@ -172,5 +177,7 @@ class Iter(WeightSelector):
         return self
 
     def _fit_cost(self, n_samples, n_features):
-        """:func:`~dmargin.fit_cost`: ``None``, the number of fits depends on the data."""
-        return None
+        """:func:`~dmargin.fit_cost`: ``max_iter`` fits of the wrapped estimator (at
+        most: the scores may settle earlier); ``None`` when it states no cost."""
+        return repeated_cost(self.estimator, n_samples, [n_features] * self.max_iter,
+                             f"at most {self.max_iter} fits")

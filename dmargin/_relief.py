@@ -244,7 +244,7 @@ class IRelief(WeightSelector):
                     break
                 history.append(np.linalg.norm(w_new - w))
                 w = w_new
-                steps.step()
+                steps.step(change=history[-1], tol=self.tol)  # time left from convergence
                 logger.debug("I-RELIEF iteration %d: change %.3g", it, history[-1])
                 if history[-1] < self.tol:
                     break

@@ -54,7 +54,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._compat import compute, is_dask_collection, persist_with_known_rows
-from ._cost import anchor_count
+from ._cost import anchor_count, fit_started
 from ._io import Scaling, TrainingData, prepare_training_data
 from ._utils import user_stacklevel
 from ._validation import (check_binary, check_params, check_X_y, integer_input, is_continuous,
@@ -128,8 +128,15 @@ def start_fit(estimator, X, y, *, stream: Stream | None = None,
     FitStart
     """
     check_params(estimator)
+    # The cost before work (a warning for a long fit) from the shape alone, or, when the
+    # input does not say it (a list, unknown dask rows), from the rows the door made.
+    shape = _known_shape(X) if stream is None else None
+    if shape is not None:
+        fit_started(estimator, *shape)
     compact = declared(estimator, "_compact_rows") and feature_weights is None
     start = _start(estimator, X, y, stream, compact=compact)
+    if stream is None and shape is None and _known_shape(start.data.X) is not None:
+        fit_started(estimator, *_known_shape(start.data.X))
     if stream is None:
         _warn_single_row_classes(estimator, start.data)
     if stream is None or stream.first:
@@ -138,6 +145,17 @@ def start_fit(estimator, X, y, *, stream: Stream | None = None,
         start = start._replace(feature_weights=_checked_feature_weights(
             estimator, feature_weights, start.data.X.shape[1]))
     return start
+
+
+def _known_shape(X):
+    """``(rows, features)`` when ``X`` states both as integers without computing, else
+    ``None``."""
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) != 2:
+        return None
+    if all(isinstance(s, numbers.Integral) for s in shape):
+        return int(shape[0]), int(shape[1])
+    return None
 
 
 def _checked_feature_weights(estimator, weights, n_features):

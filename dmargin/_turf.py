@@ -19,10 +19,12 @@ import numpy as np
 from sklearn.base import clone
 
 from ._base import N_FEATURES_TO_SELECT, WeightSelector
+from ._cost import repeated_cost
 from ._start import start_fit
 from ._compat import is_dask_collection, is_dask_frame
 from ._elimination import eliminate
 from ._validation import Interval, Kind
+from .progress import fit_steps
 
 def _scores_features(v):
     """A dmargin selector, or an estimator whose class has ``feature_importances_``
@@ -56,6 +58,16 @@ def _turf_count(n_features, pct, keep):
         if left <= keep:
             break
     return left
+
+
+def _turf_widths(n_features, pct, keep):
+    """The features each fit of a TuRF run sees: a round's survivors, then the last
+    fit's (the rounds of :func:`_turf_count`)."""
+    target, left, widths = _turf_count(n_features, pct, keep), n_features, []
+    while left > target:
+        widths.append(left)
+        left = max(target, min(left - 1, math.ceil(left * (1 - pct))))
+    return widths + [left]
 
 
 class TuRF(WeightSelector):
@@ -125,15 +137,21 @@ class TuRF(WeightSelector):
         start_fit(self, X, y)
         n = self.n_features_in_
         pct = float(self.pct)
+        widths = _turf_widths(n, pct, self.keep)
 
         def score(features):
-            return np.asarray(clone(self.estimator).fit(columns(X, features), y)
-                              .feature_importances_, dtype=np.float64)
+            found = np.asarray(clone(self.estimator).fit(columns(X, features), y)
+                               .feature_importances_, dtype=np.float64)
+            steps.step()
+            return found
 
-        found = eliminate(self, score, n, n_features_to_select=_turf_count(n, pct, self.keep),
-                          step=lambda left: left - math.ceil(left * (1 - pct)))
-        survivors = np.flatnonzero(found.support)
-        self.estimator_ = clone(self.estimator).fit(columns(X, survivors), y)
+        with fit_steps(self, "fit", len(widths)) as steps:  # the rounds' fits and the last
+            found = eliminate(self, score, n,
+                              n_features_to_select=_turf_count(n, pct, self.keep),
+                              step=lambda left: left - math.ceil(left * (1 - pct)))
+            survivors = np.flatnonzero(found.support)
+            self.estimator_ = clone(self.estimator).fit(columns(X, survivors), y)
+            steps.step()
         final = np.asarray(self.estimator_.feature_importances_, dtype=np.float64)
         scores = np.zeros(n)
         scores[survivors] = final
@@ -147,6 +165,8 @@ class TuRF(WeightSelector):
         return self
 
     def _fit_cost(self, n_samples, n_features):
-        """:func:`~dmargin.fit_cost`: ``None``, its rounds refit the wrapped estimator on
-        fewer features each, a cost not modelled."""
-        return None
+        """:func:`~dmargin.fit_cost`: a fit of the wrapped estimator on the survivors of
+        each round, and the last fit; ``None`` when it states no cost."""
+        widths = _turf_widths(n_features, float(self.pct), self.keep)
+        return repeated_cost(self.estimator, n_samples, widths,
+                             f"{len(widths)} fits on {widths[0]} down to {widths[-1]} features")

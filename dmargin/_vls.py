@@ -23,10 +23,12 @@ from sklearn.base import clone
 
 from ._base import N_FEATURES_TO_SELECT, WeightSelector
 from ._compat import active_client, is_dask_collection, map_calls
+from ._cost import repeated_cost
 from ._start import start_fit
 from ._turf import ESTIMATOR, columns
 from ._utils import make_rng
 from ._validation import BOOLEAN, RANDOM_STATE, Interval
+from .progress import inner_fits
 
 
 def feature_subsets(n_features, num_feature_subset, size_feature_subset, random_state):
@@ -56,8 +58,9 @@ def _subset_scores(estimator, X, subset, y, weights):
     is those columns already)."""
     if subset is not None:
         X = X[:, subset]
-    est = estimator.fit(X, y) if weights is None else estimator.fit(X, y,
-                                                                    feature_weights=weights)
+    with inner_fits():  # a part of the VLS fit, wherever it runs: no warning, no bar
+        est = estimator.fit(X, y) if weights is None else \
+            estimator.fit(X, y, feature_weights=weights)
     return np.asarray(est.feature_importances_, dtype=np.float64)
 
 
@@ -193,6 +196,9 @@ class VLS(WeightSelector):
         return self
 
     def _fit_cost(self, n_samples, n_features):
-        """:func:`~dmargin.fit_cost`: ``None``, the subset fits' cost is the wrapped
-        estimator's on ``size_feature_subset`` features, not modelled here."""
-        return None
+        """:func:`~dmargin.fit_cost`: a fit of the wrapped estimator per subset, on
+        ``size_feature_subset`` features each; ``None`` when it states no cost."""
+        size = min(self.size_feature_subset, n_features)
+        count = max(self.num_feature_subset, -(-n_features // size))
+        return repeated_cost(self.estimator, n_samples, [size] * count,
+                             f"{count} fits on {size} features each")

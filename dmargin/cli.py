@@ -313,7 +313,7 @@ class _Bar:
         self.width = width
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.open = False
-        self.shown = 0.0
+        self.shown = float("-inf")  # the first move inside a step shows at once
 
     def __call__(self, event):
         if event.fraction and not self.tty and event.elapsed - self.shown < 10.0:

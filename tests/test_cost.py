@@ -108,3 +108,134 @@ def test_permutation_pvalues_cost_a_pass_each(name):
     many = dmargin.fit_cost(getattr(dmargin, name)(n_permutations=99), 5000, 50)
     assert many.operations == 100 * one.operations
     assert many.seconds >= 100 * one.seconds and "x 100 (99 permutations)" in many.formula
+
+
+# -- the wrappers: their fits' costs, composed ------------------------------------------
+
+
+def test_iter_costs_max_iter_fits_of_its_estimator():
+    inner = fit_cost(dmargin.ReliefF(), 10_000, 50)
+    cost = fit_cost(dmargin.Iter(dmargin.ReliefF(), max_iter=7), 10_000, 50)
+    assert cost.operations == pytest.approx(7 * inner.operations)
+    assert cost.seconds == pytest.approx(7 * inner.seconds)
+    assert "at most 7 fits" in cost.formula
+
+
+def test_vls_costs_a_fit_per_subset_on_its_features():
+    est = dmargin.VLS(dmargin.MultiSURF(), num_feature_subset=10**6, size_feature_subset=5)
+    inner = fit_cost(dmargin.MultiSURF(), 2000, 5)
+    cost = fit_cost(est, 2000, 1000)
+    assert cost.operations == pytest.approx(10**6 * inner.operations)
+    assert cost.seconds == pytest.approx(10**6 * inner.seconds) and cost.seconds > 3600
+    # too few subsets to cover the features: as many as cover them
+    few = fit_cost(dmargin.VLS(dmargin.MultiSURF(), num_feature_subset=3,
+                               size_feature_subset=5), 2000, 1000)
+    assert few.operations == pytest.approx(200 * inner.operations)
+
+
+def test_turf_costs_the_elimination_schedule():
+    """1,000 features, pct=0.5, keep=100: skrebate's two rounds (1,000 and 500
+    features), then the last fit on the 250 survivors."""
+    est = dmargin.TuRF(dmargin.ReliefF(), pct=0.5, keep=100)
+    cost = fit_cost(est, 5000, 1000)
+    widths = [1000, 500, 250]
+    assert cost.operations == pytest.approx(sum(fit_cost(dmargin.ReliefF(), 5000, a).operations
+                                                for a in widths))
+    assert "3 fits on 1000 down to 250 features" in cost.formula
+
+
+def test_the_wrappers_cost_the_fits_they_make():
+    """The composed counts are the fits a run makes (its progress events count them)."""
+    from dmargin.progress import on_progress
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((60, 12)), rng.integers(0, 2, 60)
+    events = []
+    with on_progress(events.append):
+        turf = dmargin.TuRF(dmargin.ReliefF(), pct=0.5, keep=2).fit(X, y)
+    widths = [12, 6, 3, 2]  # int(1 / 0.5) = 2 rounds... here stopped at keep
+    assert events[-1].final and events[-1].estimator == "TuRF"
+    cost = fit_cost(dmargin.TuRF(dmargin.ReliefF(), pct=0.5, keep=2), 60, 12)
+    assert cost.operations == pytest.approx(
+        sum(fit_cost(dmargin.ReliefF(), 60, a).operations for a in widths[:events[-1].done]))
+    assert turf.n_iter_ + 1 == events[-1].done
+    vls = dmargin.VLS(dmargin.ReliefF(), num_feature_subset=4, size_feature_subset=5,
+                      random_state=0).fit(X, y)
+    assert fit_cost(vls, 60, 12).operations == pytest.approx(
+        len(vls.subsets_) * fit_cost(dmargin.ReliefF(), 60, 5).operations)
+
+
+def test_a_wrapped_estimator_without_a_cost_gives_none():
+    from sklearn.ensemble import RandomForestClassifier
+
+    assert fit_cost(dmargin.TuRF(RandomForestClassifier()), 1000, 50) is None
+    assert fit_cost(dmargin.Iter(dmargin.Simba()), 1000, 50) is None
+
+
+# -- a long fit warns before it starts ---------------------------------------------------
+
+
+def _never_computed(n, a, seen):
+    import dask.array as da
+
+    def mark(block):
+        if block.size:  # (dask calls it once on an empty meta block)
+            seen.append(block.shape)
+        return block
+
+    X = da.zeros((n, a), chunks=(100_000, a)).map_blocks(mark, dtype=float)
+    y = (da.arange(n, chunks=100_000) % 2).map_blocks(mark, dtype=int)
+    return X, y
+
+
+@pytest.mark.parametrize("make,cheaper", [
+    (lambda: dmargin.IRelief(), "n_anchors=1000"),
+    (lambda: dmargin.Immigrate(), "n_anchors=500"),
+    (lambda: dmargin.VLS(dmargin.MultiSURF(), num_feature_subset=10**6), None),
+    (lambda: dmargin.Iter(dmargin.ReliefF()), "estimator__n_anchors=1000"),
+])
+def test_a_long_fit_warns_from_the_shape_before_any_work(make, cheaper):
+    """2e6 rows x 50 on dask, never computed: the estimate (hours) and the cheaper
+    setting come as one LongFitWarning before the fit reads a row."""
+    import warnings
+
+    seen = []
+    X, y = _never_computed(2_000_000, 50, seen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dmargin.LongFitWarning)  # stop the fit there
+        with pytest.raises(dmargin.LongFitWarning) as caught:
+            make().fit(X, y)
+    message = str(caught.value)
+    assert seen == [] and " h (" in message and "2,000,000 x 50" in message
+    if cheaper is not None:
+        assert f"With {cheaper}: ~" in message
+    assert issubclass(dmargin.LongFitWarning, UserWarning)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: dmargin.IRelief(max_iter=3, tol=0),
+    lambda: dmargin.Iter(dmargin.ReliefF(), max_iter=3),
+    lambda: dmargin.VLS(dmargin.ReliefF(), num_feature_subset=3, size_feature_subset=3),
+    lambda: dmargin.TuRF(dmargin.ReliefF(), keep=2),
+])
+def test_the_warning_comes_once_per_fit_and_never_for_small_ones(make, monkeypatch):
+    import warnings
+
+    from dmargin import _cost
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((80, 6)), rng.integers(0, 2, 80)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dmargin.LongFitWarning)
+        make().fit(X, y)  # small: silent
+    monkeypatch.setattr(_cost, "LONG_FIT_SECONDS", 0.0)  # as if it were hours
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        make().fit(X, y)
+    long = [w for w in caught if issubclass(w.category, dmargin.LongFitWarning)]
+    assert len(long) == 1 and long[0].filename == __file__  # the user's line
+    with warnings.catch_warnings(record=True) as caught:  # silenced as any warning
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=dmargin.LongFitWarning)
+        make().fit(X, y)
+    assert not [w for w in caught if issubclass(w.category, dmargin.LongFitWarning)]

@@ -87,3 +87,152 @@ def test_a_long_iteration_reports_its_blocks(data, monkeypatch):
     assert [e.fraction for e in inside[:3]] == [0.25, 0.5, 0.75]
     assert all(e.done == 0 for e in inside[:3]) and all(e.done == 1 for e in inside[3:])
     assert inside[0].remaining is not None and est.n_iter_ == 2
+
+
+# -- progress early and often on a big exact fit ---------------------------------------
+
+
+def test_a_big_exact_pass_is_cut_into_tiles_of_seconds():
+    """200,000 x 41 exact I-RELIEF in-process: the memory budget alone made 3 anchor
+    blocks, so the first move of an iteration came after a third of it (minutes)."""
+    from dmargin.engine import grid
+    from dmargin.engine.execution import Rows
+
+    n, a = 200_000, 41
+    rows = Rows(np.broadcast_to(np.zeros(1), (n, a)), np.zeros(n, dtype=np.int64), 2, False,
+                [(0, n)])
+    g = grid.graph(rows, "lse", per_row=2 * (a + 2))
+    sizes = [stop - start for start, stop in g.anchors]
+    assert len(sizes) >= 100 and sum(sizes) == n
+    assert max(sizes) * n * a <= max(grid.TILE_WORK, grid.MIN_TILE_ANCHORS * n * a)
+    small = Rows(np.broadcast_to(np.zeros(1), (300, a)), np.zeros(300, dtype=np.int64), 2,
+                 False, [(0, 300)])
+    assert len(grid.graph(small, "lse", per_row=2 * (a + 2)).anchors) == 1  # small: one tile
+
+
+def test_the_first_move_comes_before_the_first_iteration_ends(monkeypatch):
+    """Tiles bounded by their work (scaled down here): the first event of a multi-block
+    exact fit is a fraction of its first iteration."""
+    from dmargin.engine import grid
+
+    X, y = make_classification(n_samples=2000, n_features=10, random_state=0)
+    monkeypatch.setattr(grid, "TILE_WORK", 500 * 2000 * 10)
+    monkeypatch.setattr(grid, "MIN_TILE_ANCHORS", 1)
+    events = []
+    with on_progress(events.append):
+        dmargin.IRelief(max_iter=1, tol=0).fit(X, y)
+    assert events[0].done == 0 and events[0].fraction == 0.25
+    assert [e.fraction for e in events[:3]] == [0.25, 0.5, 0.75]
+    assert events[3].done == 1 and not events[3].fraction  # then the iteration ends
+
+
+def test_the_cli_bar_shows_the_first_move_at_once():
+    import io
+
+    from dmargin.cli import _Bar
+
+    out = io.StringIO()
+    bar = _Bar(out)
+    bar(ProgressEvent("IRelief", "iteration", 0, 50, 1.5, fraction=0.01))
+    bar(ProgressEvent("IRelief", "iteration", 0, 50, 3.0, fraction=0.02))  # within 10 s
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and "0/<=50 iterations (+1% of the next)" in lines[0]
+
+
+# -- time left from the measured convergence -------------------------------------------
+
+
+def test_expected_steps_follow_a_geometric_decay():
+    from dmargin.progress import expected_steps
+
+    # 1, 0.5, 0.25: ratio 0.5; 0.25 -> below 1e-3 after ceil(log2(250)) = 8 more steps.
+    assert expected_steps([1.0, 0.5, 0.25], 1e-3, 3, 100) == 11
+    assert expected_steps([1.0, 0.5, 0.25], 1e-3, 3, 5) == 5  # never past the cap
+    assert expected_steps([1.0], 1e-3, 1, 100) is None  # one change: no rate yet
+    assert expected_steps([1.0, 0.5], 0.0, 2, 100) is None  # tol=0: every iteration runs
+    assert expected_steps([0.5, 0.6], 1e-3, 2, 100) is None  # not converging
+    assert expected_steps([0.5, 1e-4], 1e-3, 2, 100) == 2  # below tol: it stops here
+
+
+def test_time_left_comes_from_the_convergence_not_the_cap(data):
+    """I-RELIEF converging in a few iterations of 100: after its second iteration the
+    time left counts to the expected stop, far below the cap's."""
+    events = []
+    with on_progress(events.append):
+        est = dmargin.IRelief(max_iter=100, tol=1e-3).fit(*data)
+    assert est.n_iter_ < 20
+    steps = [e for e in events if not e.fraction and not e.final and e.done >= 2]
+    assert steps and all(e.expected is not None and e.expected < 30 for e in steps)
+    for e in steps:
+        at_the_cap = e.elapsed / e.done * (e.total - e.done)
+        assert e.total == 100 and e.remaining < at_the_cap / 3
+    first = next(e for e in events if not e.fraction)
+    assert first.expected is None  # one change says nothing: the cap
+    assert first.remaining == pytest.approx(first.elapsed * 99)
+
+
+def test_im4e_reports_its_convergence_too(data):
+    events = []
+    with on_progress(events.append):
+        est = dmargin.IM4E(max_iter=100, tol=1e-4).fit(*data)
+    steps = [e for e in events if not e.fraction and not e.final]
+    assert 3 <= est.n_iter_ < 20 and steps[0].expected is None
+    assert all(e.expected is not None and e.expected < 20 for e in steps[1:])
+
+
+# -- the notebook bar by default --------------------------------------------------------
+
+
+def _fake_cost(seconds):
+    from dmargin import FitCost
+
+    return lambda estimator, n, a: FitCost(1.0, seconds, "mocked")
+
+
+@pytest.mark.parametrize("seconds,shown", [(3600.0, True), (5.0, False)])
+def test_a_notebook_draws_a_bar_for_a_long_fit_only(data, capsys, monkeypatch, seconds, shown):
+    pytest.importorskip("tqdm")
+    from dmargin import _cost, progress
+
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)
+    monkeypatch.setattr(_cost, "fit_cost", _fake_cost(seconds))
+    monkeypatch.setattr(_cost, "LONG_FIT_SECONDS", float("inf"))
+    dmargin.IRelief(max_iter=3, tol=0).fit(*data)
+    err = capsys.readouterr().err
+    assert ("IRelief" in err and "3/3" in err) == shown
+
+
+def test_the_notebook_bar_has_an_off_switch(data, capsys, monkeypatch):
+    pytest.importorskip("tqdm")
+    from dmargin import _cost, progress
+
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)
+    monkeypatch.setattr(_cost, "fit_cost", _fake_cost(3600.0))
+    monkeypatch.setattr(_cost, "LONG_FIT_SECONDS", float("inf"))
+    before = progress.set_auto_bar(False)
+    try:
+        dmargin.IRelief(max_iter=3, tol=0).fit(*data)
+    finally:
+        progress.set_auto_bar(before)
+    assert "IRelief" not in capsys.readouterr().err
+    # outside a notebook: no bar either
+    monkeypatch.setattr(progress, "in_notebook", lambda: False)
+    dmargin.IRelief(max_iter=3, tol=0).fit(*data)
+    assert "IRelief" not in capsys.readouterr().err
+
+
+def test_the_environment_variable_turns_the_default_off():
+    import subprocess
+    import sys
+
+    code = ("import dmargin.progress as p; print(p.set_auto_bar(True))")
+    env = {**__import__("os").environ, "DMARGIN_PROGRESS": "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_notebook_detection_outside_a_kernel():
+    from dmargin.progress import in_notebook
+
+    assert in_notebook() is False

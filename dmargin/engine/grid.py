@@ -33,6 +33,12 @@ from .execution import TILE_BUDGET, Graph, Rows, local_bounds, split_bounds
 #: In-process rows per task of the one-task-per-block passes (BLAS on each,
 #: threads across).
 LINEAR_BLOCK_ROWS = 65536
+#: In-process pair-features of an ordered grid's tile at most (about a second of a
+#: kernel on two threads): a pass over many rows reports its progress between tiles
+#: every second or so, not once per memory budget's worth of anchors (minutes).
+TILE_WORK = 4e9
+#: The fewest anchors of such a tile (the kernels' threads share them in groups).
+MIN_TILE_ANCHORS = 512
 
 
 def graph(rows: Rows, name: str, *, per_row=None, sample=None, candidates=None,
@@ -41,7 +47,8 @@ def graph(rows: Rows, name: str, *, per_row=None, sample=None, candidates=None,
 
     ``per_row``: the float64 values one anchor's partial holds; in-process
     the anchor blocks are cut so that a block's partial fits
-    :data:`TILE_BUDGET` (on dask they are the row blocks).  ``sample`` (an
+    :data:`TILE_BUDGET` and its tile's pairs :data:`TILE_WORK` (on dask they
+    are the row blocks).  ``sample`` (an
     :class:`~execution.Anchors`): that sample is the anchors, cut by the
     same budget (or into blocks of ``anchor_rows``).  ``candidates``:
     in-process candidate blocks (default: all rows, one block).
@@ -49,6 +56,11 @@ def graph(rows: Rows, name: str, *, per_row=None, sample=None, candidates=None,
     anchors = None
     if anchor_rows is None and per_row is not None:
         anchor_rows = TILE_BUDGET // (8 * per_row)
+        if not rows.on_dask:  # a tile's work bounded too (TILE_WORK)
+            widest = rows.n_samples if candidates is None else \
+                max(stop - start for start, stop in candidates)
+            anchor_rows = min(anchor_rows, max(
+                MIN_TILE_ANCHORS, int(TILE_WORK // max(1, widest * rows.n_features))))
     if anchor_rows is not None and (sample is not None or not rows.on_dask):
         n = rows.n_samples if sample is None else sample.n_samples
         anchors = local_bounds(n, anchor_rows)
