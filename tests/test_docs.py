@@ -382,3 +382,52 @@ def test_every_table_row_has_its_header_cells():
             elif cells != header:
                 broken.append(f"{page.relative_to(REPO)}:{number}")
     assert not broken, broken
+
+
+_PROBE = """<script>window.addEventListener("load", function () {
+  var scrolled = [], cut = 0;
+  document.querySelectorAll(".bd-article table").forEach(function (table) {
+    var box = table.parentElement;
+    if (box.scrollWidth > box.clientWidth) scrolled.push(box.scrollWidth - box.clientWidth);
+  });
+  document.querySelectorAll(".bd-article td, .bd-article th").forEach(function (cell) {
+    cut = Math.max(cut, cell.scrollWidth - cell.clientWidth);
+  });
+  var nav = document.querySelector("nav.bd-docs-nav .bd-toc-item");
+  document.body.setAttribute("data-probe", JSON.stringify({
+    scrolled: scrolled, cut: cut, empty_nav: nav !== null && nav.children.length === 0}));
+});</script></body>"""
+
+
+@pytest.mark.slow
+def test_the_built_pages_in_a_browser_at_1920_px(tmp_path):
+    # What a reader sees, where a browser and a build are at hand (after
+    # ``make docs``; CI builds the docs after the tests, so there this skips): at
+    # 1,920 px no table needs a horizontal scroll or cuts a cell, and no page shows
+    # an empty "Section Navigation".
+    import json
+    import shutil
+    import subprocess
+
+    html = DOCS / "_build" / "html"
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None or not (html / "methods.html").exists():
+        pytest.skip("needs chromium and a built site (make docs)")
+    pages = [html / (p.relative_to(DOCS).with_suffix(".html")) for p in PAGES]
+    problems = []
+    for page in [*pages, html / "api.html"]:
+        probe = page.with_name(f"_probe_{page.name}")  # beside it: the same relative links
+        probe.write_text(page.read_text().replace("</body>", _PROBE))
+        try:
+            run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                                  "--window-size=1920,1080", "--virtual-time-budget=5000",
+                                  f"--user-data-dir={tmp_path}", "--dump-dom", probe.as_uri()],
+                                 capture_output=True, text=True, timeout=120)
+        finally:
+            probe.unlink()
+        found = re.search(r'data-probe="([^"]*)"', run.stdout)
+        assert found, f"{page.name}: the browser returned no measurement\n{run.stderr[-2000:]}"
+        seen = json.loads(found[1].replace("&quot;", '"'))
+        if seen["scrolled"] or seen["cut"] > 1 or seen["empty_nav"]:
+            problems.append(f"{page.relative_to(html)}: {seen}")
+    assert not problems, problems
