@@ -163,13 +163,31 @@ def from_pandas(data, npartitions):
 
 
 @contextmanager
-def local_cluster(n_workers):
-    """A ``LocalCluster`` of ``n_workers`` single-threaded processes and its Client."""
+def local_cluster(n_workers, close_timeout=60):
+    """A ``LocalCluster`` of ``n_workers`` single-threaded processes and its Client.
+
+    Quiet: the scheduler's HTTP server takes a free local port (not 8787, which
+    another cluster may hold: distributed warns), and on the way out each worker
+    process gets ``close_timeout`` seconds to exit (distributed's 4 s, on a
+    loaded machine, ends in "Worker process still alive after 4.0 seconds,
+    killing").
+    """
+    import asyncio
+
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        yield client
+                      dashboard_address=None,
+                      scheduler_kwargs={"dashboard": False,
+                                        "dashboard_address": "127.0.0.1:0"}) as cluster:
+        with Client(cluster) as client:
+            yield client
+
+        async def close_workers():
+            await asyncio.gather(*(worker.close(timeout=close_timeout)
+                                   for worker in list(cluster.workers.values())))
+
+        cluster.sync(close_workers)
 
 
 def active_client():
