@@ -133,7 +133,7 @@ class LDM(ClassifierMixin, BaseEstimator):
     Dask input is gathered for it, up to :data:`GATHER_MAX_ROWS` (10,000)
     rows; above that such a fit is refused with a ``ValueError`` naming the
     fix.  ``solver="newton"`` (linear kernel) solves the primal
-    ``1/2 w^T Q_d w - c^T w + C sum_i max(0, 1 - y_i w . x_i)`` (9.1, 9.4) by
+    ``1/2 w^T Q_d w - c^T w + C sum_i max(0, 1 - y_i w . x_i)`` (Zhang & Zhou 2014) by
     trust-region Newton on the driver, each loss, gradient and generalised
     Hessian a sum over the row blocks where they live, with the hinge
     smoothed in stages and the exact hinge solution recovered at the end
@@ -429,7 +429,7 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
                 return None, coef
         else:
             Xd, codes = _gather(rows.X), _gather(rows.codes)
-            gamma = resolve_gamma(self.gamma, Xd)  # fixed for all rounds (9b, [CHOICE])
+            gamma = resolve_gamma(self.gamma, Xd)  # fixed for all rounds (dmargin's choice)
             rng = make_rng(self.random_state)
             machines = lambda cols: self._machines(Xd[:, cols], codes, gamma, rng)  # noqa: E731
 

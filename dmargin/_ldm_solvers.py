@@ -129,7 +129,7 @@ def _fit_primal(X, y, C, lambda1, lambda2, tol, max_iter, seed):
 
 
 def dual_objective(H, beta, lambda2):
-    """``f(beta) = 1/2 beta^T H beta + ((lambda2 / m) H e - e)^T beta`` (eq. of 9.2)."""
+    """``f(beta) = 1/2 beta^T H beta + ((lambda2 / m) H e - e)^T beta``, the LDM dual."""
     m = len(beta)
     return 0.5 * beta @ H @ beta + ((lambda2 / m) * H.sum(axis=1) - 1.0) @ beta
 
