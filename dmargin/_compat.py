@@ -400,7 +400,9 @@ def run_with_client(fn, client):
 def _workers(client):
     """``{address: info}`` of the scheduler's workers, or ``None`` if it does not answer."""
     try:
-        return client.scheduler_info(n_workers=-1)["workers"]
+        # A worker's client (a fit inside a task) answers its empty cache first.
+        return client.scheduler_info(n_workers=-1)["workers"] \
+            or client.scheduler_info(n_workers=-1)["workers"]
     except Exception:  # a dead or unreachable scheduler: OSError, CommClosedError, ...
         return None
 

@@ -285,3 +285,36 @@ def test_grid_search_under_loky_on_persisted_input_says_why(client):
         warnings.simplefilter("ignore")  # scikit-learn's "fit failed" for each fit
         with pytest.raises(ValueError, match="cannot reach"):
             _grid_search(Xd, yd, 2)
+
+
+def _fit_in_a_task(X, y):
+    """A fit of dask input inside a worker's task; what dmargin logged meanwhile."""
+    import logging
+
+    class Keep(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.messages = []
+
+        def emit(self, record):
+            self.messages.append(record.getMessage())
+
+    keep = Keep()
+    logging.getLogger("dmargin").addHandler(keep)
+    try:
+        est = dmargin.ReliefF().fit(da.from_array(X, chunks=(40, X.shape[1])),
+                                    da.from_array(y, chunks=40))
+    finally:
+        logging.getLogger("dmargin").removeHandler(keep)
+    return est.feature_importances_, keep.messages
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_a_fit_in_a_task_sees_the_running_workers(client):
+    # A worker's client answers its empty cache first: that is not "no running worker".
+    X, y = _classes(n=120, a=5)
+    weights, messages = client.submit(_fit_in_a_task, X, y, pure=False).result(timeout=600)
+    np.testing.assert_allclose(weights, dmargin.ReliefF().fit(X, y).feature_importances_,
+                               rtol=0, atol=1e-12)
+    assert not [m for m in messages if "no running Dask worker" in m]
