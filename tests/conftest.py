@@ -86,9 +86,12 @@ class _Guard:
 
     def allowed(self, path):
         """Whether the interpreter reads ``path`` (looked up only for a path beside)."""
+        if any(_within(path, root) for root in self.roots):
+            return True
         roots = _spellings(p for p in sys.path if isinstance(p, str) and p)
         for module in list(sys.modules.values()):
-            spec = getattr(module, "__spec__", None)
+            # The module's own dict: a module-level __getattr__ could open files here.
+            spec = getattr(module, "__dict__", {}).get("__spec__")
             origin = getattr(spec, "origin", None)
             if isinstance(origin, str) and os.path.isabs(origin):
                 roots.add(_absolute(os.path.dirname(origin)))
@@ -96,8 +99,8 @@ class _Guard:
                 if isinstance(folder, str):
                     roots.add(_absolute(folder))
         # A script run from the folder above (its sys.path entry) opens nothing beside.
-        roots = self.roots | {r for r in roots if not any(_within(p, r) for p in self.parents)}
-        return any(_within(path, root) for root in roots)
+        return any(_within(path, root) for root in roots
+                   if not any(_within(parent, root) for parent in self.parents))
 
     def __call__(self, event, args):
         if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
