@@ -1,13 +1,13 @@
 """Shared fixtures: small datasets with corner rows, and execution modes.
 
-The suite needs only the repository: a test that opens a file in a folder beside
-it (a data folder next to the clone, another checkout) fails at that ``open``, so
-a test can never pass only where such a folder happens to sit.  What the
+The suite needs only the repository: a test that opens a file beside it (in a
+data folder next to the clone, another checkout) fails at that ``open``, so a
+test can never pass only where such a folder happens to sit.  What the
 interpreter reads is not data and stays open to it wherever it lives, even beside
 the clone (a home folder holding the clone, ``~/venv``, ``~/miniconda3``): its
 prefixes, ``sys.path``, the folders of imported modules, the temporary folder,
-configuration and cache folders, and every hidden entry (``~/.pyenv``,
-``~/.local``, ``~/.config``, ...).
+configuration and cache folders (``~/Library`` on macOS, ``%APPDATA%``), and every
+hidden entry (``~/.pyenv``, ``~/.local``, ``~/.config``, ...).
 """
 
 import os
@@ -43,11 +43,13 @@ def _interpreter_roots():
     env = ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX",
            "DASK_CONFIG", "NUMBA_CACHE_DIR", "MPLCONFIGDIR", "JUPYTER_CONFIG_DIR",
            "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "XDG_CONFIG_HOME",
-           "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "TMPDIR", "TEMP", "TMP")
+           "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "TMPDIR", "TEMP", "TMP",
+           "APPDATA", "LOCALAPPDATA")
     roots = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              os.path.dirname(sys.executable), tempfile.gettempdir(), site.USER_BASE,
              site.getusersitepackages(), *site.getsitepackages(),
-             *sysconfig.get_paths().values(), *(os.environ.get(name) for name in env)]
+             *sysconfig.get_paths().values(), *(os.environ.get(name) for name in env),
+             os.path.join(os.path.expanduser("~"), "Library")]  # macOS caches and settings
     return _spellings(p for p in roots if isinstance(p, (str, bytes, os.PathLike)))
 
 
