@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._compat import compute
+from ._compat import (ask_identity, check_comm_scheme, client_security, compute, open_client,
+                      parse_duration)
 
 # How long a scheduler may take to answer before the command gives up.
 _CONNECT_TIMEOUT = "10s"
@@ -28,6 +29,9 @@ _CONNECT_TIMEOUT = "10s"
 # their separator; None: sniffed by pandas.  Anything else is read as Parquet.
 _TEXT = {".csv": ",", ".tsv": "\t", ".txt": None}
 _COMPRESSION = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")
+# How to add matplotlib, for an install from a clone (the README's) and from an index.
+PLOT_INSTALL = ("pip install '.[plot]' in the dmargin clone, or pip install 'dmargin[plot]' "
+                "where dmargin came from a package index")
 
 
 class UserError(Exception):
@@ -98,8 +102,8 @@ def plot_format(path: Path) -> str:
         import matplotlib  # noqa: F401
         from matplotlib.figure import Figure
     except ImportError:
-        raise UserError("--plot needs matplotlib: pip install 'dmargin[plot]' "
-                        "(or leave out --plot).") from None
+        raise UserError(f"--plot needs matplotlib: {PLOT_INSTALL} (or leave out "
+                        "--plot).") from None
     known = Figure().canvas.get_supported_filetypes()
     if not fmt:
         raise UserError(f"--plot {path}: name the image format with a suffix, one of "
@@ -249,19 +253,8 @@ def _security(address, where):
     ``tls://`` address without this client's certificates would otherwise end in
     distributed's TypeError.
     """
-    import dask.config
-    from distributed.security import Security
-    from distributed.utils import import_term
-
     try:
-        loader = dask.config.get("distributed.client.security-loader", None)
-        security = (import_term(loader)({"address": address}) if loader else None) or Security()
-        for what, path in (("CA file", security.tls_ca_file),
-                           ("client certificate", security.tls_client_cert),
-                           ("client key", security.tls_client_key)):
-            if path and "\n" not in path and not os.path.isfile(path):  # else PEM text
-                raise FileNotFoundError(f"the {what} {path} does not exist")
-        args = security.get_connection_args("client")
+        security, args = client_security(address)
     except (OSError, ValueError, ImportError) as exc:  # a missing or bad certificate file
         raise UserError(f"cannot reach the Dask scheduler at {where}: its TLS settings are "
                         f"not usable ({exc}); {_TLS_HINT}.") from None
@@ -272,53 +265,36 @@ def _security(address, where):
     return security, args
 
 
-def _ask_identity(address, connection_args, seconds):
-    """The reply of the server at ``address`` to ``identity``, within ``seconds``.
+def _host_port(address):
+    """``(host, port)`` of ``tcp://host:port`` (``[::1]`` too), or None."""
+    rest = address.split("://", 1)[-1]
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
 
-    distributed bounds the TCP connect but not the handshake read after it, so a
-    port that accepts and never speaks (a dashboard, a proxy) hangs ``Client()``.
-    Here the exchange runs on its own event loop in a daemon thread, under
-    :func:`asyncio.wait_for`, and the thread is given up after the deadline (a
-    daemon thread does not keep the process alive).
 
-    Raises
-    ------
-    TimeoutError
-        Nothing answered in time.
-    Exception
-        Whatever the exchange raised: OSError when nothing listens or the peer
-        hangs up, and any other error for a reply that is not a Dask message (an
-        HTTP status line read as a frame length asks numpy for exabytes).
+def _what_answered(address, seconds=3.0):
+    """What a server that does not speak Dask's protocol is, in a few words, or None.
+
+    Asked again with a plain TCP connection and a line that is no request: an
+    HTTP server answers with a status line (``HTTP/1.1 400 Bad Request``).
     """
-    import asyncio
-    import threading
+    import socket
 
-    from distributed.comm import connect
-
-    async def ask():
-        comm = await connect(address, timeout=seconds, **connection_args)
-        try:
-            await comm.write({"op": "identity", "reply": True})
-            return await comm.read()
-        finally:
-            comm.abort()
-
-    outcome = {}
-
-    def run():
-        try:
-            outcome["reply"] = asyncio.run(asyncio.wait_for(ask(), seconds))
-        except BaseException as exc:  # MemoryError included: handed to the main thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run, name="dmargin-scheduler-probe", daemon=True)
-    thread.start()
-    thread.join(seconds + 2)  # the backstop, should the loop not end at its deadline
-    if thread.is_alive():
-        raise TimeoutError
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["reply"]
+    where = _host_port(address) if address.startswith("tcp://") else None
+    if where is None:
+        return None
+    try:
+        with socket.create_connection(where, timeout=seconds) as sock:
+            sock.sendall(b"DMARGIN-PROBE / HTTP/1.0\r\n\r\n")
+            first = sock.recv(256)
+    except OSError:
+        return None
+    if first.startswith(b"HTTP/"):
+        status = first.split(b"\r\n", 1)[0].decode("latin-1").strip()
+        return f"an HTTP server (it answers {status!r})"
+    return None
 
 
 def connect(address, given):
@@ -330,21 +306,16 @@ def connect(address, given):
     """
     if address is None:
         return None
-    from dask.utils import parse_timedelta
-    from distributed import Client
-    from distributed.comm import parse_address
-    from distributed.comm.registry import get_backend
-
     where = address + (f" (from {given})" if given != address else "")
     try:
-        get_backend(parse_address(address)[0])
+        check_comm_scheme(address)
     except ValueError as exc:  # http://... (the dashboard's link) or a typo
         raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}; "
                         f"{_ADDRESS_HINT}.") from None
     security, args = _security(address, where)
-    seconds = parse_timedelta(_CONNECT_TIMEOUT)
+    seconds = parse_duration(_CONNECT_TIMEOUT)
     try:
-        reply = _ask_identity(address, args, seconds)
+        reply = ask_identity(address, args, seconds)
     except TimeoutError:
         raise UserError(f"cannot reach the Dask scheduler at {where}: no Dask scheduler "
                         f"answered within {seconds:g} s; {_ADDRESS_HINT}.") from None
@@ -353,9 +324,12 @@ def connect(address, given):
                         f"'dask scheduler' or {_ADDRESS_HINT}.") from None
     except RuntimeError as exc:  # e.g. tcp:// while the config requires encryption
         raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}.") from None
-    except Exception as exc:  # a reply that is not a Dask message: anything can break
+    except Exception:  # a reply that is not a Dask message: anything can break
+        # The exception says how the reply broke the decoder (an HTTP status line read as
+        # a frame length is a MemoryError), not what answered: ask that directly.
+        what = _what_answered(address) or "a service whose reply is not a Dask message"
         raise UserError(f"cannot reach the Dask scheduler at {where}: what answered there "
-                        f"does not speak Dask's protocol ({type(exc).__name__}); "
+                        f"does not speak Dask's protocol: it is {what}; "
                         f"{_ADDRESS_HINT}.") from None
     kind = reply.get("type") if isinstance(reply, dict) else None
     if kind in ("Worker", "Nanny"):
@@ -365,7 +339,7 @@ def connect(address, given):
         raise UserError(f"cannot reach the Dask scheduler at {where}: what answered there is "
                         f"not a Dask scheduler; {_ADDRESS_HINT}.")
     try:
-        return Client(address, timeout=_CONNECT_TIMEOUT, security=security)
+        return open_client(address, _CONNECT_TIMEOUT, security)
     except (OSError, TimeoutError, ValueError, RuntimeError) as exc:  # gone since the probe
         raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}. Start one with "
                         "'dask scheduler' or check the address.") from None
@@ -388,8 +362,10 @@ def ranking_table(est, names):
     if hasattr(est, "ranking_"):
         # Elimination order (SBS-MF, LDM-RFE): rank 1 = kept longest; within a round (and
         # among the kept features) the higher criterion at elimination first.
+        # TuRF's importances rank its tiers of removed features like ranking_.
         rank = np.asarray(est.ranking_)
-        score = np.asarray(getattr(est, "elimination_scores_", -rank), dtype=float)
+        score = np.asarray(getattr(est, "elimination_scores_",
+                                   getattr(est, "feature_importances_", -rank)), dtype=float)
         order = np.lexsort((-np.nan_to_num(score, nan=-np.inf), rank))
     else:
         score = np.asarray(est.feature_importances_, dtype=float)

@@ -1,11 +1,12 @@
 """Where dmargin meets dask: "is this dask?", and every wait on a cluster.
 
-The one place besides the engine, the Parquet reader and the CLI's Client that
-imports dask or distributed: the type tests (:func:`is_dask_collection`,
+The one place besides the engine and the Parquet reader that imports dask or
+distributed: the type tests (:func:`is_dask_collection`,
 :func:`is_dask_array`, :func:`is_dask_frame`, :func:`is_dask_series`), the
 few dask calls the data layer needs (:func:`as_dask_array`,
 :func:`persist_with_known_rows`, :func:`from_pandas`, :func:`local_cluster`),
-and the waits.
+the waits, and the command line's connection to a scheduler (:func:`client_security`,
+:func:`ask_identity`, :func:`open_client`).
 
 Every computation dmargin brings back from dask goes through :func:`compute`
 (or :func:`gather` for one value).  Without a ``distributed.Client`` it is
@@ -316,10 +317,13 @@ def _seceded():
         from distributed import get_worker, rejoin, secede
 
         get_worker()
+        secede()
     except (ImportError, ValueError):  # the client's own process: nothing to leave
         yield
         return
-    secede()
+    except Exception:  # a worker's thread that runs no task (client.run): none either
+        yield
+        return
     try:
         yield
     finally:
@@ -525,3 +529,104 @@ def distinct_values(y):
     import dask.array as da
 
     return np.asarray(compute(da.unique(y), what="the labels")[0])
+
+
+# -- the command line's scheduler (dmargin select --scheduler) -----------------------------
+
+
+def parse_duration(text) -> float:
+    """Seconds of a dask duration such as ``"10s"``."""
+    from dask.utils import parse_timedelta
+
+    return parse_timedelta(text)
+
+
+def check_comm_scheme(address):
+    """Raise ValueError when distributed has no transport for ``address``'s scheme
+    (``http://``, a typo)."""
+    from distributed.comm import parse_address
+    from distributed.comm.registry import get_backend
+
+    get_backend(parse_address(address)[0])
+
+
+def client_security(address):
+    """``(Security, connection arguments)`` of a Client of ``address``, from the dask config.
+
+    Raises
+    ------
+    FileNotFoundError
+        A CA file, client certificate or key named in the config does not exist.
+    OSError, ValueError, ImportError
+        Settings distributed cannot use (a bad certificate, a missing loader).
+    """
+    import os
+
+    import dask.config
+    from distributed.security import Security
+    from distributed.utils import import_term
+
+    loader = dask.config.get("distributed.client.security-loader", None)
+    security = (import_term(loader)({"address": address}) if loader else None) or Security()
+    for what, path in (("CA file", security.tls_ca_file),
+                       ("client certificate", security.tls_client_cert),
+                       ("client key", security.tls_client_key)):
+        if path and "\n" not in path and not os.path.isfile(path):  # else PEM text
+            raise FileNotFoundError(f"the {what} {path} does not exist")
+    return security, security.get_connection_args("client")
+
+
+def ask_identity(address, connection_args, seconds):
+    """The reply of the server at ``address`` to ``identity``, within ``seconds``.
+
+    distributed bounds the TCP connect but not the handshake read after it, so a
+    port that accepts and never speaks (a dashboard, a proxy) hangs ``Client()``.
+    Here the exchange runs on its own event loop in a daemon thread, under
+    :func:`asyncio.wait_for`, and the thread is given up after the deadline (a
+    daemon thread does not keep the process alive).
+
+    Raises
+    ------
+    TimeoutError
+        Nothing answered in time.
+    Exception
+        Whatever the exchange raised: OSError when nothing listens or the peer
+        hangs up, and any other error for a reply that is not a Dask message (an
+        HTTP status line read as a frame length asks numpy for exabytes).
+    """
+    import asyncio
+    import threading
+
+    from distributed.comm import connect
+
+    async def ask():
+        comm = await connect(address, timeout=seconds, **connection_args)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    outcome = {}
+
+    def run():
+        try:
+            outcome["reply"] = asyncio.run(asyncio.wait_for(ask(), seconds))
+        except BaseException as exc:  # MemoryError included: handed to the main thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="dmargin-scheduler-probe", daemon=True)
+    thread.start()
+    thread.join(seconds + 2)  # the backstop, should the loop not end at its deadline
+    if thread.is_alive():
+        raise TimeoutError
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["reply"]
+
+
+def open_client(address, timeout, security):
+    """A ``distributed.Client`` of the scheduler at ``address``."""
+    from distributed import Client
+
+    return Client(address, timeout=timeout, security=security)
