@@ -24,7 +24,9 @@ from typing import NamedTuple
 
 class Estimator(NamedTuple):
     """A public estimator: its class name (exported by ``dmargin``) and the command
-    line's ``--method`` values that fit it, each with the parameters it sets."""
+    line's ``--method`` values that fit it, each with the parameters it sets (a value
+    that is the name of a registered estimator, such as TuRF's ``estimator``, stands
+    for that estimator with its defaults)."""
 
     name: str
     methods: Mapping[str, dict] = MappingProxyType({})
@@ -33,40 +35,40 @@ class Estimator(NamedTuple):
 #: Every public estimator, by family (the order of ``dmargin.__all__``).
 ESTIMATORS = (
     # The Relief family
-    Estimator("Relief"),
+    Estimator("Relief", {"relief": {}}),
     Estimator("ReliefF", {"relieff": {}}),
     Estimator("RReliefF", {"rrelieff": {}}),
     Estimator("IRelief", {"irelief": {}}),
     Estimator("OnlineIRelief", {"online-irelief": {"reference_size": 2000}}),
     Estimator("SURF", {"surf": {}}),
-    Estimator("SURFstar"),
+    Estimator("SURFstar", {"surfstar": {}}),
     Estimator("MultiSURF", {"multisurf": {}}),
-    Estimator("MultiSURFstar"),
+    Estimator("MultiSURFstar", {"multisurfstar": {}}),
     Estimator("SWRF", {"swrf": {}}),
-    Estimator("SWRFstar"),
+    Estimator("SWRFstar", {"swrfstar": {}}),
     Estimator("MultiSWRF", {"multiswrf": {}}),
-    Estimator("MultiSWRFstar"),
-    Estimator("MultiSWRFDB"),
-    Estimator("MultiSWRFDBstar"),
-    Estimator("MuRelief"),
-    Estimator("TuRF"),
-    Estimator("Iter"),
-    Estimator("VLS"),
-    Estimator("Simba"),
+    Estimator("MultiSWRFstar", {"multiswrfstar": {}}),
+    Estimator("MultiSWRFDB", {"multiswrfdb": {}}),
+    Estimator("MultiSWRFDBstar", {"multiswrfdbstar": {}}),
+    Estimator("MuRelief", {"murelief": {}}),
+    Estimator("TuRF", {"turf": {"estimator": "MultiSURF"}}),
+    Estimator("Iter", {"iter": {"estimator": "MultiSURF"}}),
+    Estimator("VLS", {"vls": {"estimator": "MultiSURF"}}),
+    Estimator("Simba", {"simba": {}}),
     # IMMIGRATE
     Estimator("Immigrate", {"immigrate": {}}),
-    Estimator("IM4E"),
+    Estimator("IM4E", {"im4e": {}}),
     Estimator("IM4EImmigrate", {"im4e-immigrate": {}}),
     Estimator("BoostedImmigrate", {"bim": {}}),
     # Boosting
-    Estimator("AdaBoostStumps"),
+    Estimator("AdaBoostStumps", {"adaboost": {}}),
     Estimator("SBSMF", {"sbs-mf": {}}),
-    Estimator("AdaBoostCR"),
-    Estimator("BDSFS"),
+    Estimator("AdaBoostCR", {"adaboost-cr": {}}),
+    Estimator("BDSFS", {"bdsfs": {}}),
     # LDM
-    Estimator("LDM"),
+    Estimator("LDM"),  # a classifier; its feature ranking is LDMRFE's
     Estimator("LDMRFE", {"ldm-rfe": {}, "ldm-rfe-linear": {"kernel": "linear"}}),
-    Estimator("SVMRFE"),
+    Estimator("SVMRFE", {"svm-rfe": {}}),
 )
 
 

@@ -2,11 +2,12 @@
 
 ::
 
-    dmargin select DATA --label COL --method irelief [--scheduler ADDRESS]
+    dmargin select DATA --label COL [--method relieff] [--scheduler ADDRESS]
                    [--features COL,... | --exclude COL,...] [--missing-label drop|keep|raise]
                    [--sigma S] [--max-iter N] [--n-neighbors K] [--anchors M]
                    [--random-state SEED]
                    [--top K] [--out FILE.csv|FILE.json] [--plot FILE.png] [--force]
+                   [--yes] [-q]
     dmargin --version
 
 ``.csv``, ``.tsv`` and ``.txt`` files (also compressed: ``.csv.gz``, ...)
@@ -19,6 +20,12 @@ ranking (and, for IMMIGRATE, the top interactions, in
 or JSON, or to the terminal.  For SBS-MF and LDM-RFE the ``score`` is the
 criterion a feature had when it was eliminated (``elimination_scores_``) and
 ``rfe_rank`` its elimination rank.
+
+The default method is ReliefF (one pass over the pairs of rows, the cheapest
+exact ranking); beyond 100,000 rows it scores 1,000 sampled anchor rows against
+all rows.  A fit estimated (:func:`dmargin.fit_cost`) at over 10 minutes is
+refused without ``--yes``, and the message names the same method with an
+``--anchors`` count that fits in about two minutes, with its estimate.
 
 Nothing is lost, nothing hangs:
 
@@ -53,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import re
 import sys
@@ -65,19 +73,32 @@ import numpy as np
 from ._cli_io import (UserError, check_target, connect, dashboard_link, plot_format,
                       ranking_table, read_data, save_plot, scheduler_address, write_results)
 from ._compat import ClusterStalledError, WorkerMemoryError
-from ._cost import fit_cost
-from ._registry import cli_methods
+from ._cost import fit_cost, format_seconds
+from ._interrupt import is_interrupt
+from ._registry import cli_methods, estimator_names
 from .progress import on_progress
 
-#: ``--method`` -> (estimator, the parameters it sets): the registry's.
+#: ``--method`` -> (estimator, the parameters it sets): the registry's (TuRF, Iter and
+#: VLS around MultiSURF).
 METHODS = cli_methods()
 # Methods whose fit sets ``interactions_``: with a CSV --out they also write
 # ``<stem>_interactions.csv``, which is checked like --out before the fit.
 _WITH_INTERACTIONS = {"immigrate", "im4e-immigrate", "bim"}
+#: ``--method`` when none is given: one pass over the pairs of rows (the cheapest exact
+#: ranking; I-RELIEF and IMMIGRATE repeat such passes tens of times).
+DEFAULT_METHOD = "relieff"
+# Beyond this many rows the default method scores a sample of anchor rows: the
+# Relief literature's m (Weka's -M) of about 1,000, in seconds up to ~10^7 rows.
+_EXACT_ROWS = 100_000
+_DEFAULT_ANCHORS = 1000
 # Above this estimate the command names a faster setting before it starts.
 _SLOW_SECONDS = 60.0
-# The sample the advice proposes: the Relief literature's m (Weka's -M) of about 1,000.
-_ADVICE_ANCHORS = {"IRelief": 1000, "ReliefF": 1000, "RReliefF": 1000, "Immigrate": 500}
+# Above this estimate the command refuses to start without --yes.
+_ASK_SECONDS = 600.0
+# The faster settings it names fit in this time (by the same estimate).
+_ADVICE_SECONDS = 120.0
+# Fewer anchors than this are not proposed: the weights would be mostly noise.
+_MIN_ANCHORS = 100
 # Estimator parameters settable from the command line: option -> parameter.
 _TUNING = {"--sigma": "sigma", "--max-iter": "max_iter", "--n-neighbors": "n_neighbors",
            "--anchors": "n_anchors", "--pvalues": "pvalues",
@@ -132,7 +153,15 @@ def _parser():
     sel.add_argument("data", help="a Parquet file or directory (also Spark output), or a "
                                   ".csv, .tsv or .txt file (also .gz, .bz2, .xz, .zip, .zst)")
     sel.add_argument("--label", required=True, help="the label column")
-    sel.add_argument("--method", choices=sorted(METHODS), default="irelief")
+    sel.add_argument("--method", choices=sorted(METHODS), default=None, metavar="METHOD",
+                     help=f"the estimator, one of {', '.join(sorted(METHODS))}. Default: "
+                          f"{DEFAULT_METHOD} (ReliefF), the cheapest exact ranking: one pass "
+                          "over the pairs of rows, where irelief and immigrate repeat such "
+                          f"passes tens of times; beyond {_EXACT_ROWS:,} rows it scores "
+                          f"{_DEFAULT_ANCHORS:,} sampled anchor rows against all rows "
+                          f"(--anchors {_DEFAULT_ANCHORS}), so that it ends in seconds to "
+                          "minutes on any number of rows (give --method relieff for every "
+                          "row). turf, iter and vls wrap MultiSURF")
     sel.add_argument("--features", type=_names, action="append", metavar="COL,COL,...",
                      help="the feature columns, in this order (repeatable); default: every "
                           "column but the label")
@@ -142,16 +171,16 @@ def _parser():
                      help="rows without a label: stop with an error (raise, the default), "
                           "leave them out (drop), or pass them on (keep)")
     sel.add_argument("--sigma", type=float, default=None,
-                     help="kernel width (irelief, online-irelief, immigrate, im4e-immigrate)")
+                     help=f"kernel width ({_takers('sigma')})")
     sel.add_argument("--max-iter", type=int, default=None, metavar="N",
-                     help="iteration limit (irelief, immigrate, im4e-immigrate, bim, ldm-rfe)")
+                     help=f"iteration limit ({_takers('max_iter')})")
     sel.add_argument("--n-neighbors", type=int, default=None, metavar="K",
-                     help="nearest hits and misses per row (relieff)")
+                     help=f"nearest hits and misses per row ({_takers('n_neighbors')})")
     sel.add_argument("--anchors", type=_count_or_fraction, default=None, metavar="M",
                      dest="n_anchors",
                      help="score M sampled rows (or a fraction, e.g. 0.01) against all rows "
-                          "instead of every row: O(M N) instead of O(N^2) (relieff, irelief, "
-                          "immigrate)")
+                          "instead of every row: O(M N) instead of O(N^2) "
+                          f"({_takers('n_anchors')})")
     sel.add_argument("--pvalues", action="store_const", const=True, default=None,
                      help="STIR's p-values and q-values in the ranking (relieff, multisurf; "
                           "two classes), where STIR has been shown calibrated; elsewhere a "
@@ -160,7 +189,8 @@ def _parser():
                      dest="n_permutations",
                      help="permutation p-values and q-values from B more passes with the "
                           "labels permuted, exact on any data; B + 1 >= features / 0.05 "
-                          "for a discovery at q = 0.05 to be possible (relieff, multisurf)")
+                          "for a discovery at q = 0.05 to be possible "
+                          f"({_takers('n_permutations')})")
     sel.add_argument("--scheduler", metavar="ADDRESS",
                      help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
                           "gives up after 10 s without an answer. tls:// takes this client's "
@@ -175,7 +205,14 @@ def _parser():
                           "(.png, .pdf, .svg, ...) picks the format")
     sel.add_argument("--force", action="store_true",
                      help="replace existing --out/--plot files (never the input)")
-    sel.add_argument("--random-state", type=int, default=0, metavar="SEED")
+    sel.add_argument("--random-state", type=int, default=0, metavar="SEED",
+                     help="seed of the random choices (sampled --anchors, --permutations, "
+                          "random starts); default 0: the same command gives the same "
+                          "ranking")
+    sel.add_argument("--yes", action="store_true",
+                     help=f"start a fit estimated at over {format_seconds(_ASK_SECONDS)}; "
+                          "without it such a fit is refused, and the message names an "
+                          "--anchors setting that fits in minutes")
     sel.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     return parser
 
@@ -208,57 +245,146 @@ def _check_columns(args):
     return features or None, [c for c in exclude if c != args.label]
 
 
-def _cost_lines(est, n_rows, n_features):
-    """The fit's estimated cost and, when it is slow, the faster settings with theirs."""
+def _build(name, params):
+    """The registry's estimator ``name`` with ``params`` (a registered class name as a
+    value is that estimator with its defaults: TuRF's inner estimator)."""
+    import dmargin
+
+    known = set(estimator_names())
+    params = {key: getattr(dmargin, value)() if isinstance(value, str) and value in known
+              else value for key, value in params.items()}
+    return getattr(dmargin, name)(**params)  # the registry's estimators are all exported
+
+
+def _settable(est):
+    """``{parameter: key}``: what the options may set on ``est``; for a wrapper (TuRF,
+    Iter, VLS) also its inner estimator's anchors (``estimator__n_anchors``)."""
+    own = est.get_params(deep=False)
+    keys = {param: param for param in own}
+    if "estimator" in own and "n_anchors" in own["estimator"].get_params(deep=False):
+        keys.setdefault("n_anchors", "estimator__n_anchors")
+    return keys
+
+
+def _seeded(est):
+    """The ``random_state`` keys of ``est`` and of a wrapper's inner estimator."""
+    params = est.get_params(deep=True)
+    return [key for key in ("random_state", "estimator__random_state") if key in params]
+
+
+@functools.lru_cache(maxsize=None)
+def _takers(param):
+    """The ``--method`` values an option setting ``param`` applies to, as text."""
+    return ", ".join(m for m, (n, d) in sorted(METHODS.items())
+                     if param in _settable(_build(n, d)))
+
+
+def _round_down(m):
+    """``m`` to two significant digits, rounded down: 2437 -> 2400."""
+    step = 10 ** max(0, len(str(m)) - 2)
+    return m // step * step
+
+
+def _fitting_anchors(est, n_rows, n_features, seconds=_ADVICE_SECONDS):
+    """``(m, FitCost)``: the most anchors whose fit is estimated within ``seconds``, or
+    None (the method samples no anchors, has no estimate, or even few anchors take
+    longer)."""
+    from sklearn.base import clone
+
+    key = _settable(est).get("n_anchors")
+    if key is None or n_rows - 1 < _MIN_ANCHORS:
+        return None
+
+    def cost(m):
+        return fit_cost(clone(est).set_params(**{key: m}), n_rows, n_features)
+
+    low, high = _MIN_ANCHORS, n_rows - 1
+    first = cost(low)
+    if first is None or first.seconds > seconds:
+        return None
+    while low < high:  # the estimate grows with m
+        mid = (low + high + 1) // 2
+        if cost(mid).seconds <= seconds:
+            low = mid
+        else:
+            high = mid - 1
+    m = max(_MIN_ANCHORS, _round_down(low))
+    return m, cost(m)
+
+
+def _faster(est, n_rows, n_features):
+    """``[(options, FitCost)]``: settings estimated to fit in about ``_ADVICE_SECONDS``,
+    the same method with fewer anchors first."""
+    faster = []
+    same = _fitting_anchors(est, n_rows, n_features)
+    if same is not None:
+        faster.append((f"--anchors {same[0]}", same[1]))
+    if type(est).__name__ == "IRelief":
+        name, params = METHODS["online-irelief"]
+        other = fit_cost(_build(name, params), n_rows, n_features)
+        if other is not None and other.seconds <= _ADVICE_SECONDS:
+            faster.append(("--method online-irelief", other))
+    if same is None and type(est).__name__ != "ReliefF":  # no anchors here: ReliefF's
+        name, params = METHODS["relieff"]
+        relieff = _fitting_anchors(_build(name, params), n_rows, n_features)
+        if relieff is not None:
+            faster.append((f"--method relieff --anchors {relieff[0]}", relieff[1]))
+    return faster
+
+
+def _cost_lines(est, n_rows, n_features, yes=False):
+    """The fit's estimated cost and, when it is slow, the faster settings with theirs.
+
+    Raises
+    ------
+    UserError
+        The estimate is over ``_ASK_SECONDS`` and ``yes`` is false: the message names
+        the faster settings and ``--yes``.
+    """
     cost = fit_cost(est, n_rows, n_features)
     if cost is None:
         return []
     lines = [f"estimated {cost} on this project's 2-core reference machine"]
     if cost.seconds <= _SLOW_SECONDS:
         return lines
-    faster = []
-    m = _ADVICE_ANCHORS.get(type(est).__name__)
-    if m is not None and est.n_anchors is None and m < n_rows:
-        faster.append((f"--anchors {m}", fit_cost(est.set_params(n_anchors=m), n_rows,
-                                                    n_features)))
-        est.set_params(n_anchors=None)
-    if type(est).__name__ == "IRelief":
-        import dmargin
-
-        name, params = METHODS["online-irelief"]
-        faster.append(("--method online-irelief",
-                       fit_cost(getattr(dmargin, name)(**params), n_rows, n_features)))
-    for option, other in faster:
-        lines.append(f"  faster: {option} ({other})")
+    faster = _faster(est, n_rows, n_features)
+    if cost.seconds > _ASK_SECONDS and not yes:
+        if faster:
+            options, other = faster[0]
+            advice = (f"{options} would take {other}: pass {options}, or --yes to start "
+                      "this fit anyway.")
+        else:
+            advice = "pass --yes to start it anyway, or fit a sample of the rows."
+        raise UserError(f"this fit of {type(est).__name__} on {n_rows:,} rows x {n_features:,} "
+                        f"features is estimated at {cost} on this project's 2-core reference "
+                        f"machine, over the {format_seconds(_ASK_SECONDS)} a fit may take "
+                        f"without --yes; {advice}")
+    lines += [f"  faster: {options} ({other})" for options, other in faster]
     return lines
 
 
 def _check_estimator(args):
     """The estimator of ``--method`` with the options given; its parameters checked."""
-    import dmargin
-
     from ._validation import check_params
 
     name, defaults = METHODS[args.method]
-    cls = getattr(dmargin, name)  # the registry's estimators are all exported
-    params = dict(defaults)
-    accepted = cls().get_params()
-    if "random_state" in accepted:
-        params["random_state"] = args.random_state
+    est = _build(name, defaults)
+    keys = _settable(est)
+    params = dict.fromkeys(_seeded(est), args.random_state)
     for option, param in _TUNING.items():
         value = getattr(args, param)
         if value is None:
             continue
-        if param not in accepted:
-            takers = [m for m, (n, _) in sorted(METHODS.items())
-                      if param in getattr(dmargin, n)().get_params()]
+        if param not in keys:
             raise UserError(f"{option} does not apply to --method {args.method}; it is a "
-                            f"parameter of --method {', '.join(takers)}. Leave it out or "
+                            f"parameter of --method {_takers(param)}. Leave it out or "
                             "change the method.")
-        params[param] = value
-    est = cls(**params)
+        params[keys[param]] = value
+    est.set_params(**params)
     try:
         check_params(est)
+        if "estimator" in est.get_params(deep=False):
+            check_params(est.estimator)
     except ValueError as exc:
         for option, param in _TUNING.items():  # name the option the user typed
             if f"parameter {param}=" in str(exc):
@@ -267,14 +393,29 @@ def _check_estimator(args):
     return est
 
 
+def _row_ids(X):
+    """Columns of an in-memory ``X`` that look like a row id: integers, all distinct, in
+    order (a range, an export's index)."""
+    import pandas as pd
+
+    if not isinstance(X, pd.DataFrame) or len(X) < 3:
+        return []
+    return [c for c in X.columns if pd.api.types.is_integer_dtype(X[c])
+            and (X[c].is_monotonic_increasing or X[c].is_monotonic_decreasing)
+            and X[c].is_unique]
+
+
 def _check(args):
     """Check the whole command line; return the resolved outputs and scheduler address."""
+    method_given = args.method is not None
+    args.method = args.method or DEFAULT_METHOD
     if args.top is not None and args.top < 1:
         raise UserError("--top must be a positive number of features.")
     data = Path(args.data)
     if not data.exists():
         raise UserError(f"{args.data}: no such file or directory; check the DATA path.")
-    plan = {"out": None, "interactions": None, "plot": None, "plot_format": None}
+    plan = {"out": None, "interactions": None, "plot": None, "plot_format": None,
+            "method_given": method_given}
     plan["features"], plan["exclude"] = _check_columns(args)
     plan["estimator"] = _check_estimator(args)
     if args.out is not None:
@@ -353,10 +494,22 @@ def select(args):
                                 missing_label=args.missing_label)
         names = np.asarray(names, dtype=object)
         est = plan["estimator"]
+        for c in _row_ids(X):  # a warning, shown with -q too
+            print(f"warning: column {c!r} looks like a row id (distinct integers in order) and "
+                  f"is used as a feature; leave it out with --exclude {c}", file=sys.stderr)
+        notes = []
+        if (not plan["method_given"] and args.n_anchors is None
+                and X.shape[0] > _EXACT_ROWS):
+            est.set_params(n_anchors=_DEFAULT_ANCHORS)
+            notes.append(f"{X.shape[0]:,} rows, more than {_EXACT_ROWS:,}: the default method "
+                         f"scores {_DEFAULT_ANCHORS:,} sampled anchor rows against all rows "
+                         f"(--anchors {_DEFAULT_ANCHORS}); give --method {DEFAULT_METHOD} "
+                         "for every row")
+        lines = _cost_lines(est, *X.shape, yes=args.yes)  # refuses a long fit first
         if not args.quiet:
             print(f"fitting {type(est).__name__} on {X.shape[0]} rows x {X.shape[1]} features"
                   + (f" on {args.scheduler}" if client is not None else ""), file=sys.stderr)
-            for line in _cost_lines(est, *X.shape):
+            for line in notes + lines:
                 print(line, file=sys.stderr)
         start = time.perf_counter()
         bar = None if args.quiet else _Bar()
@@ -415,19 +568,27 @@ def _cli_words(message):
                      r"( to leave it out)?", _excluding, message)
     message = message.replace("features=[...]", "--features or --exclude")
     for name in ("features", "exclude", "label"):  # parameter names as the options
-        message = re.sub(rf"(?<![\w-]){name}=(?!\[)", f"--{name} ", message)
+        # Only the bare parameter ("Pass label= one of them"), never a value or a path
+        # (a hive folder .../label=1/...).
+        message = re.sub(rf"(?<![^\s(]){name}=(?=\s|$)", f"--{name}", message)
     return message
 
 
 def main(argv=None):
-    """Run ``dmargin``; return the exit status (0, or 2 after a one-line error)."""
-    args = _parser().parse_args(argv)
+    """Run ``dmargin``; return the exit status (0; 2 after a one-line error; 130,
+    as a shell's, after Ctrl-C)."""
     try:
+        args = _parser().parse_args(argv)
         return select(args)
     except UserError as exc:
         message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"dmargin: error: {_cli_words(message)}", file=sys.stderr)
         return 2
+    except BaseException as exc:
+        if not is_interrupt(exc):
+            raise
+    print("dmargin: interrupted", file=sys.stderr)
+    return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -313,7 +313,7 @@ def test_data_errors_are_one_line(csv_file, tmp_path, monkeypatch, capsys):
     def bad_type(self, X, y):
         raise TypeError("X has an object column 'b'; encode it as numbers.")
 
-    monkeypatch.setattr(dmargin.IRelief, "fit", bad_type)
+    monkeypatch.setattr(getattr(dmargin, cli.METHODS[cli.DEFAULT_METHOD][0]), "fit", bad_type)
     assert main(["select", str(csv_file), "--label", "status", "-q"]) == 2
     assert "encode it as numbers" in _one_line(capsys)
 
@@ -327,7 +327,7 @@ def test_cluster_faults_are_one_line(error, csv_file, monkeypatch, capsys):
             raise ClusterStalledError("All Dask workers were lost; call fit again.")
         raise WorkerMemoryError("A fit needs about 3.0 GiB on worker tcp://w.")
 
-    monkeypatch.setattr(dmargin.IRelief, "fit", fail)
+    monkeypatch.setattr(getattr(dmargin, cli.METHODS[cli.DEFAULT_METHOD][0]), "fit", fail)
     assert main(["select", str(csv_file), "--label", "status", "-q"]) == 2
     assert ("call fit again" if error == "stalled" else "3.0 GiB") in _one_line(capsys)
 
@@ -548,7 +548,7 @@ def test_tuning_options_reach_the_estimator(csv_file, tmp_path, monkeypatch, met
 
 
 @pytest.mark.parametrize("method, args, message", [
-    ("irelief", ["--n-neighbors", "5"], "--method relieff"),
+    ("irelief", ["--n-neighbors", "5"], "--method murelief, relieff, rrelieff"),
     ("sbs-mf", ["--sigma", "1"], "im4e-immigrate, immigrate, irelief, online-irelief"),
     ("relieff", ["--max-iter", "5"], "--max-iter does not apply to --method relieff"),
     ("irelief", ["--sigma", "-1"], "--sigma -1.0 is not valid"),
