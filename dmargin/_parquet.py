@@ -165,9 +165,9 @@ def _read_block(spec, path, pieces, partition_expression, n_rows):
 # ---------------------------------------------------------------------------
 
 
-def read_parquet(path, label, features=None, *, filters=None, missing_label="raise",
-                 split_row_groups=True, filesystem=None, chunk_bytes=None,
-                 partition_features=False, as_frame=False):
+def read_parquet(path, label, features=None, *, exclude=None, filters=None,
+                 missing_label="raise", split_row_groups=True, filesystem=None,
+                 chunk_bytes=None, partition_features=False, as_frame=False):
     """Read features and labels from Parquet as dask arrays with known chunks.
 
     Parameters
@@ -192,6 +192,12 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
         order; every file must then have the same columns.  They must be numeric or
         boolean; nulls become NaN (``fit`` then asks for imputation) and
         int64 values beyond 2**53 round to the nearest float64, as pandas.
+    exclude : str or list of str, default=None
+        With ``features=None``: columns that are not features, left out of
+        the default -- a row id, a timestamp, a second target.  An integer
+        id column is otherwise read as a feature like any other.  Each name
+        must be a column of the dataset (a ValueError lists the columns);
+        excluded columns need not be in every file.  Not with ``features``.
     filters : pyarrow.compute.Expression or list of tuples, default=None
         Row filter, as ``pyarrow.parquet.read_table``'s ``filters`` (DNF
         tuples such as ``[("part", "==", "a")]``).  Partition filters skip
@@ -272,13 +278,15 @@ def read_parquet(path, label, features=None, *, filters=None, missing_label="rai
     ((3, 2), (3,), ['no', 'yes', 'no'])
     >>> read_parquet(path, label="y", chunk_bytes=48)[0].chunks[0]  # 2 rows of 3 x 8 bytes
     (1, 2)
+    >>> read_parquet(path, label="y", exclude=["b"])[0].feature_names.tolist()
+    ['a']
     """
     import dask
     import dask.array as da
     from dask.base import tokenize
 
     spec, groups = plan_dataset(path, label, features, filters, missing_label, filesystem,
-                                chunk_bytes, partition_features)
+                                chunk_bytes, partition_features, exclude)
     blocks = plan_blocks(groups, spec.chunk_rows, split_row_groups)
     versions = file_versions(spec, [p for p, *_ in blocks])
     # A block's key is a hash of everything its task reads, as dask's own.
@@ -331,11 +339,11 @@ def parquet_features(path, label, features=None, *, exclude=(), partition_featur
         Pass them as ``features=`` to read :func:`read_parquet` in this order.
     """
     spec, _ = plan_dataset(path, label, features, None, "keep", filesystem, None,
-                           partition_features, tuple(exclude))
+                           partition_features, exclude)
     return list(spec.features)
 
 
-def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
+def iter_parquet(path, label, features=None, *, exclude=None, filters=None, batch_rows=None,
                  missing_label="raise", filesystem=None, chunk_bytes=None,
                  partition_features=False):
     """Iterate over a Parquet dataset as ``(X, y)`` numpy chunks, one read at a time.
@@ -351,7 +359,7 @@ def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
 
     Parameters
     ----------
-    path, label, features, filters, missing_label, filesystem, partition_features
+    path, label, features, exclude, filters, missing_label, filesystem, partition_features
         As in :func:`read_parquet`.
     batch_rows : int, default=None
         Rows per chunk: ``None`` yields one chunk per row group (a row group
@@ -392,7 +400,7 @@ def iter_parquet(path, label, features=None, *, filters=None, batch_rows=None,
         raise ValueError(f"batch_rows must be a positive integer or None; got {batch_rows!r}.")
     # Checked here, when iter_parquet is called, not at the first next().
     spec, groups = plan_dataset(path, label, features, filters, missing_label, filesystem,
-                                chunk_bytes, partition_features)
+                                chunk_bytes, partition_features, exclude)
     return _iter_blocks(path, spec, groups, batch_rows)
 
 

@@ -307,7 +307,8 @@ def _columns(dataset, footers, partition, label, features, partition_features=Fa
     unknown = [c for c in exclude if c not in types]
     if unknown:
         raise ValueError(f"exclude= names columns {unknown} that are not in the Parquet "
-                         f"dataset, whose columns are {names}.")
+                         f"dataset, whose columns are {names}. Correct exclude= (names are "
+                         "case-sensitive).")
     # Excluded columns need not be in every file.
     features_given = features is not None or bool(exclude)
     if features is None:
@@ -423,6 +424,25 @@ def _chunk_rows(chunk_bytes, n_features):
     return max(1, int(chunk_bytes) // (8 * (n_features + 1)))
 
 
+def _exclude_names(exclude, features):
+    """``exclude=`` as a tuple of column names (one name may be given as a string)."""
+    if exclude is None:
+        return ()
+    if isinstance(exclude, str):
+        exclude = (exclude,)
+    try:
+        exclude = tuple(exclude)
+    except TypeError:
+        raise ValueError(f"exclude= must be a list of column names; got {exclude!r}.") from None
+    bad = [c for c in exclude if not isinstance(c, str)]
+    if bad:
+        raise ValueError(f"exclude= must list column names (strings); got {bad}.")
+    if exclude and features is not None:
+        raise ValueError("features= and exclude= are both given; list the feature columns "
+                         "in features=, or the columns to leave out in exclude=, not both.")
+    return exclude
+
+
 def plan_dataset(path, label, features, filters, missing_label, filesystem, chunk_bytes,
                  partition_features=False, exclude=()):
     """Check the dataset and list its row groups: ``(spec, groups)``.
@@ -436,6 +456,7 @@ def plan_dataset(path, label, features, filters, missing_label, filesystem, chun
     if missing_label not in _MISSING:
         raise ValueError(f"missing_label={missing_label!r} is not valid; it must be one of "
                          f"{', '.join(map(repr, _MISSING))}.")
+    exclude = _exclude_names(exclude, features)
     dataset = _discover(path, filesystem)
     if not dataset.files:
         raise ValueError(f"The Parquet dataset at {path!r} has no rows (no data files; names "

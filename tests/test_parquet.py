@@ -263,3 +263,31 @@ def test_parquet_features_leaves_out_excluded_columns(tmp_path, frame):
     assert parquet_features(root, "label", exclude=["rid"]) == ["f0", "f1", "count"]
     with pytest.raises(ValueError, match=r"exclude= names columns \['nope'\]"):
         parquet_features(root, "label", exclude=["nope"])
+
+
+def test_read_parquet_exclude_leaves_an_id_column_out(tmp_path, frame):
+    root = spark_like(tmp_path, frame, ["region"])
+    X, y = read_parquet(root, "label", exclude=["rid"])
+    assert X.feature_names.tolist() == ["f0", "f1", "count"]
+    rows = X.compute()
+    full = read_parquet(root, "label")[0].compute()  # rid first, then the same columns
+    np.testing.assert_array_equal(rows, full[:, 1:])
+    np.testing.assert_array_equal(y.compute(), read_parquet(root, "label")[1].compute())
+    assert read_parquet(root, "label", exclude="rid")[0].feature_names.tolist() == \
+        ["f0", "f1", "count"]  # one name as a string
+    Xf, _ = read_parquet(root, "label", exclude=["rid"], as_frame=True)
+    assert list(Xf.columns) == ["f0", "f1", "count"]
+    chunks = list(iter_parquet(root, "label", exclude=["rid", "count"]))
+    assert all(X.shape[1] == 2 for X, _ in chunks)
+
+
+def test_read_parquet_exclude_names_an_unknown_column_and_lists_the_columns(tmp_path, frame):
+    root = spark_like(tmp_path, frame, ["region"])
+    with pytest.raises(ValueError, match=r"exclude= names columns \['row_id'\] that are not "
+                                         r"in the Parquet dataset, whose columns are "
+                                         r"\['rid', 'f0', 'f1', 'count', 'label', 'region'\]"):
+        read_parquet(root, "label", exclude=["row_id"])
+    with pytest.raises(ValueError, match="features= and exclude= are both given"):
+        read_parquet(root, "label", features=["f0"], exclude=["rid"])
+    with pytest.raises(ValueError, match=r"exclude= must list column names \(strings\)"):
+        read_parquet(root, "label", exclude=[0])
