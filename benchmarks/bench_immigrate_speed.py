@@ -13,7 +13,7 @@ What is measured (results go to ``benchmarks/results/immigrate_speed.json``):
    epsilon = 0, sig = 1, max_iter = 10)``, one thread, ``Rscript``): the best of
    the same number of fits after a first one, and the largest difference between
    its W and dmargin's.  Where R or the package is missing the row says so and no
-   ratio is given (``../shared/peers/README.md`` says how to install both).
+   ratio is given (R with Rcpp and pROC, then ``install.packages("Immigrate")`` from CRAN).
 2. Sigma accumulation rate: ``dmargin.engine.quad_statistic`` (one IMMIGRATE
    E-step) at N = 2000, A = 50, random normal data, 2 classes, a dense W of rank A,
    converted to GFLOP/s with the executed count N(N-1)/2 (2 A rank + 2 A^2) (each
@@ -121,9 +121,10 @@ def run_r(repeats: int) -> dict:
 
     import dmargin
 
-    how = "apt-get install r-base-core r-cran-rcpp r-cran-proc; R CMD INSTALL Immigrate-0.2.1"
+    how = ("apt-get install r-base-core r-cran-rcpp r-cran-proc; "
+           "Rscript -e 'install.packages(\"Immigrate\")' (0.2.1, CRAN)")
     if shutil.which("Rscript") is None:
-        return {"ok": False, "reason": f"Rscript not found ({how}: ../shared/peers/README.md)"}
+        return {"ok": False, "reason": f"Rscript not found ({how})"}
     X, y = breast_cancer_train()
     env = {**os.environ, **{var: "1" for var in harness.THREAD_VARS}}
     with tempfile.TemporaryDirectory() as tmp:
@@ -581,7 +582,7 @@ def main(argv=None) -> int:
                              "StandardScaler on the training rows; Immigrate(sigma=1.0, max_iter=10, tol=0) "
                              "(its own scale='standard' then is a no-op); first fit, then best of "
                              f"{repeats} fits on fresh estimators",
-            "r_package": "Immigrate 0.2.1 (../shared/peers), Rscript with one thread; "
+            "r_package": "Immigrate 0.2.1 (the authors' R package, CRAN), Rscript with one thread; "
                          "Immigrate(xx, yy, epsilon = 0, sig = 1, max_iter = 10) on the same rows; "
                          "times inside R (proc.time), a first fit then the best of the same repeats",
             "rate": "quad_statistic(prepare_rows(X, y, 2), U=I, lam=1/sqrt(A), sigma=1, weight=1, "

@@ -702,7 +702,7 @@ def main(argv=None):
     md = markdown_table(results, args.mislabel)
     doc = {
         "benchmark": "I-RELIEF vs ReliefF accuracy, Sun (TPAMI 2007) §7.2 Table 2 protocol",
-        "paper": "shared/papers/iterative_relief.txt, Tables 1-2",
+        "paper": "Sun, Iterative RELIEF for Feature Weighting, IEEE TPAMI 29(6) 2007, Tables 1-2",
         "backend": args.backend,
         "quick": bool(args.quick),
         "settings": {

@@ -1,6 +1,6 @@
 """LDM-RFE: the paper's accuracy protocol on Hill-Valley, and its speed.
 
-Accuracy (papers/ldm_rfe.txt, section IV): features min-max scaled to [0, 1] over
+Accuracy (Ou, Wang, Pang & Coghill, ICSAI 2017, section IV): features min-max scaled to [0, 1] over
 the whole file; a stratified 2/3 - 1/3 train/test split; four rankings computed on
 the training part -- LDM-RFE (RBF, C = 0.1, lambda1 = lambda2 = 1, the paper's
 settings as far as the text is legible), kernel SVM-RFE (RBF SVC, C = 0.1), the

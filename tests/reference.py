@@ -3,10 +3,14 @@
 Every function here is written for clarity, not speed: O(N^2) double loops over
 anchors ``n`` and candidates ``i``, each line mirroring an equation of
 
-* ``iterative_relief.txt``: Y. Sun, "Iterative RELIEF for Feature Weighting:
-  Algorithms, Theories, and Applications", IEEE TPAMI 29(6), 2007, and
-* ``ALGORITHMS.md`` sections 1 (shared conventions and numerics),
-  5 (I-RELIEF) and 6 (ReliefF and Relief).
+* Y. Sun, "Iterative RELIEF for Feature Weighting: Algorithms, Theories, and
+  Applications", IEEE TPAMI 29(6), 2007 (I-RELIEF and Relief; the equation,
+  section and figure numbers below are this paper's), and
+* M. Robnik-Šikonja, I. Kononenko, "Theoretical and Empirical Analysis of
+  ReliefF and RReliefF", Machine Learning 53, 2003, Fig. 3 (ReliefF, with the
+  semantics of Weka's ``ReliefFAttributeEval``),
+
+with dmargin's numerical rules (below) where the papers are silent.
 
 Nothing is imported from ``dmargin``: these functions are the oracle the library is
 tested against (``tests/test_reference.py``), so they must not share its code.
@@ -17,8 +21,10 @@ Conventions shared by all functions
   :func:`minmax_scale`); ``y`` is any array of hashable labels (strings allowed).
 * Sample ``n`` is never its own neighbour: it is excluded **by index**, never by
   "distance == 0", so an exact duplicate of ``x_n`` is a regular candidate
-  (ALGORITHMS.md §1, numerical rule 1).
-* Soft-max probabilities use log-sum-exp (ALGORITHMS.md §1, numerical rule 2).
+  (dmargin's rule: dropping zero distances would also drop a duplicate that
+  carries another label).
+* Soft-max probabilities use log-sum-exp, so no ``exp(-d / sigma)`` underflows to
+  an all-zero row (dmargin's rule).
 * Ties in hard nearest-neighbour searches are broken by the lower row index.
 """
 
@@ -41,7 +47,7 @@ __all__ = [
 def _logsumexp(values):
     """Return ``log(sum(exp(values)))`` computed stably; ``-inf`` for no values.
 
-    ALGORITHMS.md §1, numerical rule 2: ``LSE(v) = m + log(sum(exp(v - m)))`` with
+    dmargin's numerical rule: ``LSE(v) = m + log(sum(exp(v - m)))`` with
     ``m = max(v)``, so no ``exp`` of a large negative number is ever summed
     unnormalised.
     """
@@ -53,15 +59,15 @@ def _logsumexp(values):
 
 
 def _abs_difference(X, n, i):
-    """Return the vector ``|x_n - x_i|`` (ALGORITHMS.md §1, notation)."""
+    """Return the vector ``|x_n - x_i|`` (Sun 2007, section 2)."""
     return np.abs(X[n] - X[i])
 
 
 def _weighted_manhattan(X, n, i, w):
-    """Return ``d_w(n, i) = sum_k w_k |x_nk - x_ik|`` (ALGORITHMS.md §1).
+    """Return ``d_w(n, i) = sum_k w_k |x_nk - x_ik|`` (Sun 2007, section 3).
 
     This is the distance ``||x_n - x_i||_w`` used in eqs. (8)-(10) of
-    iterative_relief.txt.
+    Sun (2007).
     """
     diff = _abs_difference(X, n, i)
     distance = 0.0
@@ -78,7 +84,7 @@ def _manhattan(X, n, i):
 def _normalise_positive_part(z):
     """Return ``z^+ / ||z^+||_2``, or zeros if ``z^+`` is zero (eqs. (6), (12)).
 
-    Eq. (6) of iterative_relief.txt (Relief's closed form) and eq. (12)
+    Eq. (6) of Sun (2007) (Relief's closed form) and eq. (12)
     (the I-RELIEF M-step) both have this form.
     """
     z_plus = np.maximum(z, 0.0)
@@ -109,7 +115,8 @@ def minmax_scale(X):
     """Min-max scale every feature to [0, 1] over the given ``X``.
 
     ``x'_nk = (x_nk - min_k) / (max_k - min_k)``; a constant feature
-    (``max_k == min_k``) becomes all zeros (ALGORITHMS.md §1, rule 4).
+    (``max_k == min_k``) becomes all zeros (dmargin's rule; Weka's ReliefF gives a
+    zero range a diff of 0).
 
     Parameters
     ----------
@@ -144,8 +151,8 @@ def _expected_difference(X, n, members, logit):
 
     ``sum_{i in S} P_ni |x_n - x_i|`` with
     ``P_ni = exp(l_ni - LSE_{k in S} l_nk)``: ``hbar_n`` with ``S = H_n`` (eq. (9)
-    of iterative_relief.txt), ``mbar_n`` with ``S = M_n`` (eq. (8)).  An empty set
-    gives the zero vector (ALGORITHMS.md §1, rule 3).
+    of Sun 2007), ``mbar_n`` with ``S = M_n`` (eq. (8)).  An empty set gives the
+    zero vector (dmargin's rule: a sample alone in its class has no hit term).
     """
     total = np.zeros(X.shape[1])
     if len(members) == 0:
@@ -160,7 +167,7 @@ def _expected_difference(X, n, members, logit):
 def _anchor_statistic(X, y, n, w, sigma, candidates, multiclass, outliers, priors):
     """Return ``pi_n = gamma_n (mbar_n - hbar_n)`` for one anchor ``n``.
 
-    This is the summand of eq. (11)/(12) of iterative_relief.txt and the
+    This is the summand of eq. (11)/(12) of Sun (2007) and the
     ``pi^(t)`` of the online algorithm (eq. (24)), computed with the current
     weights ``w`` over the candidate rows ``candidates`` (the anchor itself is
     excluded by index).
@@ -168,10 +175,11 @@ def _anchor_statistic(X, y, n, w, sigma, candidates, multiclass, outliers, prior
     * ``l_ni = -d_w(n, i) / sigma`` (kernel ``f(d) = exp(-d / sigma)``).
     * ``H_n = {i != n : y_i == y_n}``, ``M_n = {i : y_i != y_n}`` (§3 of the paper).
     * ``multiclass="margin"`` (I-RELIEF-2, eq. (21)): one soft-max over all misses.
-    * ``multiclass="relieff"`` (I-RELIEF-1, eq. (20) with ALGORITHMS.md's weight
-      ``P(c) / (1 - P(y_n))``): a soft-max within each other class ``c``, weighted
-      by ``P(c) / (1 - P(y_n))``.  If a class has no candidate, the weights are
-      renormalised over the classes that remain (ALGORITHMS.md §1, rule 3); with
+    * ``multiclass="relieff"`` (I-RELIEF-1, eq. (20) with ReliefF's weight
+      ``P(c) / (1 - P(y_n))`` in place of the printed ``P(c) / (1 - P(c))``, so
+      the weights sum to 1: dmargin's choice): a soft-max within each other class
+      ``c``, weighted by ``P(c) / (1 - P(y_n))``.  If a class has no candidate,
+      the weights are renormalised over the classes that remain (dmargin's rule); with
       all rows as candidates this never happens.
     * ``gamma_n = 1 - P_o(o_n = 0) = sum_{H_n} e^l / sum_{i != n} e^l`` (eq. (10)),
       as ``exp(LSE_H - LSE_all)``; 0 when ``H_n`` is empty; 1 when
@@ -236,15 +244,15 @@ def irelief(
     w0=None,
     anchors=None,
 ):
-    """Batch I-RELIEF (Fig. 2 of iterative_relief.txt), brute force.
+    """Batch I-RELIEF (Fig. 2 of Sun 2007), brute force.
 
     Each iteration computes, with the current ``w``,
     ``nu = (1/N) sum_n gamma_n (mbar_n - hbar_n)`` (eq. (11)) and sets
     ``w_new = nu^+ / ||nu^+||_2`` (eq. (12)); if ``nu^+`` is all zero, ``w_new`` is
     the zero vector and the loop stops after recording the change.  The change
     ``||w_new - w_old||_2`` is appended to ``history``; the loop stops when it is
-    below ``tol`` or after ``max_iter`` updates (Fig. 2, step (6);
-    ALGORITHMS.md §5).
+    below ``tol`` or after ``max_iter`` updates (Fig. 2, step (6), with the L2 norm:
+    dmargin's choice).
 
     Parameters
     ----------
@@ -326,13 +334,14 @@ def online_irelief(
     multiclass="margin",
     candidates=None,
 ):
-    """Online I-RELIEF (Fig. 3 of iterative_relief.txt), brute force.
+    """Online I-RELIEF (Fig. 3 of Sun 2007), brute force.
 
     Starting from ``nu = 0`` and ``w = ones(A) / A``, step ``t = 1, 2, ...`` takes the
     anchor ``n = order[t - 1]`` and computes ``pi = gamma_n (mbar_n - hbar_n)`` with
     the current ``w`` over the candidate rows (eq. (24)); then
     ``nu <- nu + eta (pi - nu)`` with ``eta = 1 / (a t + 1)`` (eq. (27), PyMVPA's
-    rate, ALGORITHMS.md §5); and, if ``nu^+`` has a positive entry,
+    rate, dmargin's choice: ``eta < 1`` at ``t = 1``); and, if ``nu^+`` has a
+    positive entry,
     ``w = nu^+ / ||nu^+||_2`` (Fig. 3, step (8)), otherwise ``w`` is unchanged.
 
     Parameters
@@ -396,7 +405,7 @@ def online_irelief(
 def relieff(X, y, n_neighbors=10, anchors=None):
     """ReliefF with Weka ``ReliefFAttributeEval`` semantics, brute force.
 
-    ALGORITHMS.md §6 (Robnik-Šikonja & Kononenko 2003, Fig. 3).  Every instance is
+    Robnik-Šikonja & Kononenko (2003), Fig. 3, as Weka implements it.  Every instance is
     visited once, in row order (``m = N``).  With the Manhattan distance
     ``sum_k |x_nk - x_ik|``, the ``k_H = min(k, #hits)`` nearest hits (same class,
     ``i != n``) and, for every other class ``C``, the ``k_C = min(k, N_C)``
@@ -461,7 +470,7 @@ def relieff(X, y, n_neighbors=10, anchors=None):
 def relief(X, y):
     """Relief (Kira & Rendell) in closed form, brute force.
 
-    iterative_relief.txt §2, eqs. (3)-(6):
+    Sun (2007), section 2, eqs. (3)-(6):
     ``z = sum_n (|x_n - NM(x_n)| - |x_n - NH(x_n)|)`` and ``w = z^+ / ||z^+||_2``
     (zeros if ``z^+ = 0``).  ``NM`` is the nearest sample of any other class, ``NH``
     the nearest same-class sample other than ``n`` (Manhattan distance, ties by

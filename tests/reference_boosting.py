@@ -1,7 +1,9 @@
 """Brute-force references for boosting with stumps, the margin fraction and Simba.
 
-Plain loops written like the equations (SBS-MF paper eqs. 2-10,
-``ALGORITHMS.md`` sections 7 and 8): no histograms, no cumulative sums.
+Plain loops written like the equations: AdaBoost with decision stumps, the margin
+and the margin fraction of Alshawabkeh, Aslam, Dy & Kaeli ("Feature weighting and
+selection using hypothesis margin of boosting", ICDM 2012, eqs. 2-10), and Simba
+(Gilad-Bachrach, Navot & Tishby, ICML 2004): no histograms, no cumulative sums.
 """
 
 import math
@@ -101,7 +103,9 @@ def contribution_ratios(stumps, n_features):
 
 
 def brute_simba(X, y, order, sigmoid=False, beta=1.0):
-    """One Simba run (``ALGORITHMS.md`` section 7) with the given visiting order."""
+    """One Simba run (Gilad-Bachrach, Navot & Tishby 2004, the paper's step with its 1/2)
+    with the given visiting order; a sample at distance 0 from its nearest hit or miss
+    is skipped, as the authors' code does."""
     n, d = X.shape
     w = np.ones(d)
     for t in order:

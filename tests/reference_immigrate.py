@@ -3,11 +3,14 @@
 Every function here is written for clarity, not speed: O(N^2) double loops over
 anchors ``n`` and candidates ``j``, each line mirroring an equation of
 
-* ``immigrate.txt``: R. Zhao, P. Hong, J. S. Liu, "IMMIGRATE: A Margin-Based
-  Feature Selection Method with Interaction Terms", Entropy 22(3), 2020,
-  sections 3.3-3.6, and
-* ``ALGORITHMS.md`` sections 1 (shared conventions and numerics), 2 (IMMIGRATE),
-  3 (IM4E and IM4E-IMMIGRATE) and 4 (BIM).
+* R. Zhao, P. Hong, J. S. Liu, "IMMIGRATE: A Margin-Based Feature Selection
+  Method with Interaction Terms", Entropy 22(3), 2020, sections 3.3-3.6 (the
+  equation, section and algorithm numbers below are this paper's), and
+* IM4E (Bei & Hong 2015) as the authors' R package Immigrate 0.2.1 computes it
+  (the paper's text is not public),
+
+with dmargin's numerical rules (below) where the paper and the package are
+silent or break (underflow, NaN).
 
 Nothing is imported from ``dmargin``: these functions are the oracle the library is
 tested against (``tests/test_immigrate_reference.py``), so they must not share its
@@ -20,14 +23,15 @@ Conventions shared by all functions
   classes are ordered as ``np.unique(y)``.
 * ``z_nj = |x_n - x_j|`` (element-wise); IMMIGRATE's distance is the
   quadratic-Manhattan ``q_nj = z_nj^T W z_nj`` (eq. 3.3), IM4E's the weighted
-  Manhattan ``d_nj = w^T z_nj`` (ALGORITHMS.md §3).
+  Manhattan ``d_nj = w^T z_nj`` (the R package's IM4E).
 * Hits ``H_n = {j != n : y_j = y_n}``, misses ``M_n = {j : y_j != y_n}`` (all other
-  classes pooled, also for more than two classes; ALGORITHMS.md §2).  Sample ``n``
+  classes pooled, also for more than two classes, as the R package does).  Sample ``n``
   is excluded **by index**, never by "distance == 0", so an exact duplicate of
-  ``x_n`` is a regular candidate (ALGORITHMS.md §1, rule 1).
+  ``x_n`` is a regular candidate (dmargin's rule).
 * Soft-maxes use log-sum-exp and ``p log p`` is computed as ``p (l - LSE)``, so
-  ``0 log 0 = 0`` and nothing underflows to NaN (ALGORITHMS.md §1, rule 2).  A
-  sample without hits contributes no hit term (rule 3).
+  ``0 log 0 = 0`` and nothing underflows to NaN (dmargin's rule; the R package's
+  plain ``exp`` gives NaN there).  A sample without hits contributes no hit term,
+  as in the R package.
 * ``sample_weight`` is the ``D(x_n)`` of eq. 3.19, used as given (not normalised);
   ``None`` means ``D_n = 1`` (eq. 3.5).
 """
@@ -59,7 +63,7 @@ __all__ = [
 def _logsumexp(values):
     """Return ``log(sum(exp(values)))`` computed stably; ``-inf`` for no values.
 
-    ALGORITHMS.md §1, rule 2: ``LSE(v) = m + log(sum(exp(v - m)))`` with
+    dmargin's numerical rule: ``LSE(v) = m + log(sum(exp(v - m)))`` with
     ``m = max(v)``.
     """
     values = np.asarray(values, dtype=float)
@@ -81,7 +85,7 @@ def _quadratic_manhattan(a, b, W):
 
 
 def _weighted_manhattan(a, b, w):
-    """Return ``d_w(a, b) = w^T |a - b|`` (ALGORITHMS.md §1 and §3; ``w`` not squared)."""
+    """Return ``d_w(a, b) = w^T |a - b|`` (IM4E's distance; ``w`` not squared)."""
     z = _abs_difference(a, b)
     return w @ z
 
@@ -90,7 +94,7 @@ def _log_softmax(logits, members):
     """Return ``{j: l_j - LSE_{k in S} l_k}`` for ``j`` in the set ``S = members``.
 
     These are the logarithms of the soft-max probabilities of eq. 3.6 (with
-    ``l = -q / sigma``) or of ALGORITHMS.md §3 (``l = -d / sigma``).
+    ``l = -q / sigma``) or of IM4E (``l = -d / sigma``).
     """
     lse = _logsumexp([logits[j] for j in members])
     return {j: logits[j] - lse for j in members}
@@ -125,8 +129,8 @@ def standard_scale(X, fitted_on=None):
     """Standardise every feature: ``(x - mean) / std`` with the population std.
 
     The paper normalises every continuous feature to mean 0 and variance 1
-    (immigrate.txt §4; ALGORITHMS.md §2, ``scale="standard"``).  A constant feature
-    (std 0) becomes all zeros (ALGORITHMS.md §1, rule 4).
+    (section 4; dmargin's ``scale="standard"``).  A constant feature (std 0)
+    becomes all zeros (dmargin's rule).
 
     Parameters
     ----------
@@ -161,7 +165,7 @@ def standard_scale(X, fitted_on=None):
 
 
 def immigrate_step(X, y, W, sigma=1.0, sample_weight=None):
-    """One IMMIGRATE iteration (Algorithm 2 of immigrate.txt), brute force.
+    """One IMMIGRATE iteration (Algorithm 2 of Zhao, Hong & Liu 2020), brute force.
 
     Step 1 (eq. 3.6), for every anchor ``n`` with ``l_nj = -q_nj / sigma``:
     ``alpha_nj = softmax_{j in H_n}(l_nj)`` and ``beta_nj = softmax_{j in M_n}(l_nj)``.
@@ -171,11 +175,11 @@ def immigrate_step(X, y, W, sigma=1.0, sample_weight=None):
         Sigma = sum_n D_n ( sum_{H_n} alpha z z^T - sum_{M_n} beta z z^T )
         Sigma psi_i = mu_i psi_i,  eta = (-mu)^+                       (eq. 3.17)
         W~ = sum_i eta_i psi_i psi_i^T                                 (eq. 3.8)
-        W~[W~ < 0] = 0;  W_new = W~ / ||W~||_F                (ALGORITHMS.md §2.4)
+        W~[W~ < 0] = 0;  W_new = W~ / ||W~||_F     (W >= 0 of eq. 3.5, clipped as the R package)
 
     The normalisation of ``eta`` in eq. 3.17 cancels in the Frobenius
     normalisation.  If ``W~`` is all zero (no negative ``mu_i``), ``W_new`` is
-    ``None``: the caller keeps the previous ``W`` (ALGORITHMS.md §2, step 4).
+    ``None``: the caller keeps the previous ``W`` (dmargin's rule: never NaN).
 
     Entropy term of eqs. 3.5 / 3.19 (``E_miss - E_hit`` summed over ``n``)::
 
@@ -263,9 +267,9 @@ def immigrate(
     prune=None,
     sample_weight=None,
 ):
-    """IMMIGRATE (Algorithm 2 of immigrate.txt) with pruning (§3.4.3), brute force.
+    """IMMIGRATE (Algorithm 2 of Zhao, Hong & Liu 2020) with pruning (§3.4.3), brute force.
 
-    ``W_0 = I / sqrt(A)`` by default (ALGORITHMS.md §2, initial W); a given ``W0``
+    ``W_0 = I / sqrt(A)`` by default (the R package's start); a given ``W0``
     is normalised to ``||W0||_F = 1``.  For ``t = 1 .. max_iter``:
     ``W_t = immigrate_step(W_{t-1})["W"]`` (``W_{t-1}`` kept if the step returns
     ``None``); if ``prune`` is not None and ``t >= max_iter // 2``, entries
@@ -397,7 +401,8 @@ def immigrate_decision(Xtrain, ytrain, W, sigma, Xnew, loo=False):
         Points to score.
     loo : bool, default=False
         If True, ``Xnew`` is ``Xtrain`` and point ``i`` is excluded from its own
-        class set (ALGORITHMS.md §4, leave-one-out training predictions); an
+        class set (dmargin's choice for BIM's training predictions: with itself
+        in the set, every training point would be trivially correct); an
         empty set gives ``+inf``.
 
     Returns
@@ -459,7 +464,7 @@ def project_onto_simplex(v):
 
 
 def im4e_step(X, y, w, sigma=1.0, lam=1.0, sample_weight=None, weight_update="reference"):
-    """One IM4E iteration (ALGORITHMS.md §3; R package ``one.IM4E``), brute force.
+    """One IM4E iteration (Bei & Hong 2015; R package ``one.IM4E``), brute force.
 
     With ``d_nj = w^T z_nj`` and ``l_nj = -d_nj / sigma``: ``alpha`` and ``beta`` are
     the soft-maxes over ``H_n`` and ``M_n`` (as eq. 3.6), then::
@@ -543,7 +548,7 @@ def im4e(
     sample_weight=None,
     weight_update="reference",
 ):
-    """IM4E (ALGORITHMS.md §3), brute force.
+    """IM4E (Bei & Hong 2015, as the R package runs it), brute force.
 
     ``w_0 = ones(A) / A``; for ``t = 1 .. max_iter``: ``w_t = im4e_step(w_{t-1})``
     (``w_{t-1}`` kept if the step returns ``None``);
@@ -629,7 +634,7 @@ def im4e_immigrate(
     tol=1e-4,
     prune=None,
 ):
-    """IM4E-IMMIGRATE (immigrate.txt §3.6; ALGORITHMS.md §3), brute force.
+    """IM4E-IMMIGRATE (Zhao, Hong & Liu 2020, §3.6), brute force.
 
     1. ``w = im4e(X, y, sigma, lam, max_iter, tol)["w"]`` on all ``A`` features.
     2. Keep the features with ``w_j > threshold`` (default ``2 / A``, §4.2).
@@ -681,7 +686,7 @@ def im4e_immigrate(
 
 
 def bim(X, y, n_estimators, sigma_max=4.0, sigma_min=0.2, max_iter=5):
-    """BIM (Algorithm 3 of immigrate.txt; ALGORITHMS.md §4), brute force.
+    """BIM (Algorithm 3 of Zhao, Hong & Liu 2020), brute force.
 
     ``D_1 = 1/N``; for ``t = 1 .. T`` (``T = n_estimators``):
 

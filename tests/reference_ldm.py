@@ -2,10 +2,13 @@
 
 Written for clarity, not speed, each line mirroring an equation of
 
-* ``ALGORITHMS.md`` section 9.2 (the LDM kernel dual in the official code's
-  ``pinv(Q)`` form), 9.4 (linear LDM) and 9b (the RFE score), and
-* papers/ldm_rfe.txt eqs. (3)-(4): ``S(j) = -alpha^T K(-j) alpha`` with
-  ``K(-j)`` the kernel matrix recomputed without feature ``j``.
+* T. Zhang, Z.-H. Zhou, "Large Margin Distribution Machine", KDD 2014: the
+  kernel dual in the ``pinv(Q)`` form of the authors' code, and the linear
+  LDM's primal ``w`` (the same dual with ``G = X X^T``), and
+* G. Ou, Y. Wang, W. Pang, G. M. Coghill, "Large Margin Distribution Machine
+  Recursive Feature Elimination", ICSAI 2017, eqs. (3)-(4):
+  ``S(j) = -alpha^T K(-j) alpha`` with ``K(-j)`` the kernel matrix recomputed
+  without feature ``j``.
 
 Nothing is imported from ``dmargin``: these are the oracle.
 """
@@ -56,7 +59,7 @@ def solve_box_qp(H, lambda2, C):
 
 
 def linear_ldm_w(X, y, beta, lambda1, lambda2):
-    """``w = Q_d^-1 X^T Y ((lambda2 / m) e + beta)`` (ALGORITHMS.md 9.4)."""
+    """``w = Q_d^-1 X^T Y ((lambda2 / m) e + beta)`` (the linear LDM of Zhang & Zhou 2014)."""
     m, d = X.shape
     Xy = X.T @ y
     Qd = np.eye(d) + (4.0 * lambda1 / m**2) * (m * X.T @ X - np.outer(Xy, Xy))
@@ -78,7 +81,7 @@ def left_out_quadratic_forms(X, coefs, gamma):
 
 
 def left_out_product_form(X, coefs, gamma):
-    """The same forms by ``K(-j)_ab = K_ab exp(gamma (x_aj - x_bj)^2)`` (9b identity)."""
+    """The same forms by ``K(-j)_ab = K_ab exp(gamma (x_aj - x_bj)^2)`` (the RBF identity)."""
     K = rbf_kernel(X, X, gamma)
     forms = []
     for j in range(X.shape[1]):

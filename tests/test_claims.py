@@ -1,4 +1,8 @@
-"""The papers' checkable claims, one test per claim (papers/iterative_relief.txt)."""
+"""The papers' checkable claims, one test per claim.
+
+Y. Sun, "Iterative RELIEF for Feature Weighting: Algorithms, Theories, and
+Applications", IEEE TPAMI 29(6), 2007.
+"""
 
 import warnings
 

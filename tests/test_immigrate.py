@@ -2,7 +2,7 @@
 
 Brute-force equality with the reference semantics lives in
 ``test_immigrate_reference.py``; here: what W must satisfy, the paper's
-synthetic interaction experiment (immigrate.txt section 4.1), execution
+synthetic interaction experiment (Zhao, Hong & Liu 2020, section 4.1), execution
 modes, and behaviour on odd input.
 """
 

@@ -12,8 +12,10 @@ Two groups of tests live here:
   label -- and a one-sample class), string labels, several sigmas, sample weights
   and a far-apart set where a naive ``exp(-q / sigma)`` underflows.
 
-Equation numbers refer to ``immigrate.txt`` (Zhao, Hong & Liu, Entropy 2020);
-section numbers to ``ALGORITHMS.md``.
+Equation and section numbers refer to R. Zhao, P. Hong, J. S. Liu, "IMMIGRATE: A
+Margin-Based Feature Selection Method with Interaction Terms" (Entropy 22(3),
+2020); IM4E is Bei & Hong (2015) as the authors' R package Immigrate 0.2.1
+computes it.
 """
 
 import functools
@@ -262,7 +264,7 @@ def test_reference_immigrate_step_unit_square_by_hand(unit_square, sigma):
 
 @pytest.mark.parametrize("sigma", SIGMAS)
 def test_reference_immigrate_step_without_hits_by_hand(sigma):
-    """A sample with no hit contributes only its miss terms (§1 rule 3).
+    """A sample with no hit contributes only its miss terms (as in the R package).
 
     One feature, x = 0, 1 ("a") and 3 ("b"), W = [[1]], so q = z^2.  Anchors 0 and 1
     have one hit and one miss: (1 - 9) + (1 - 4).  Anchor 2 has no hit and misses
@@ -437,7 +439,7 @@ def test_reference_is_exact_where_naive_exp_underflows():
 
     So W of a step is the same and the scores S of eq. 3.18 scale by c^2 -- even at
     c = 1e3, where exp(-q/sigma) of every candidate underflows to 0 (the R package
-    returns NaN there; ALGORITHMS.md §1 rule 2).
+    returns NaN there; dmargin's log-sum-exp does not).
     """
     X, y, X_new, _ = _data("far_apart")
     small = X / 1e3
@@ -508,7 +510,7 @@ def test_reference_immigrate_loop_bookkeeping(dataset):
 
 @pytest.mark.parametrize("sigma", SIGMAS)
 def test_reference_im4e_unit_square_by_hand(unit_square, sigma):
-    """One IM4E step from w = (1/2, 1/2) (ALGORITHMS.md §3).
+    """One IM4E step from w = (1/2, 1/2) (Bei & Hong 2015, the R package's step).
 
     Each anchor: hit at z = (0, 1); misses at d = 1/2 (z = (1, 0)) and d = 1
     (z = (1, 1)) with beta = (p, 1 - p), p = 1 / (1 + exp(-1 / (2 sigma))); so
@@ -771,7 +773,7 @@ def test_immigrate_sample_weight_matches_reference(dmargin, dataset, sigma):
 
 
 def test_immigrate_initial_matrix_is_normalised(dmargin, dataset):
-    """init=array: W0 / ||W0||_F (ALGORITHMS.md §2, initial W)."""
+    """init=array: W0 / ||W0||_F (dmargin's choice; the R package uses W0 as given)."""
     X, y, _, _ = _data(dataset)
     A = X.shape[1]
     rng = np.random.default_rng(8)
@@ -848,7 +850,7 @@ def test_immigrate_far_apart_points(dmargin, k):
 
 def test_immigrate_without_negative_eigenvalue_keeps_w_and_warns(dmargin):
     """Sigma >= 0 (every hit farther than the misses): W~ = 0, the previous W is
-    kept with a warning and never NaN (ALGORITHMS.md §2, step 4).
+    kept with a warning and never NaN (dmargin's rule).
 
     (Whether that step is counted in n_iter_ / history_ is not pinned down by the
     contract, so it is not asserted here.)
@@ -972,7 +974,7 @@ def test_im4e_sample_weight_matches_reference(dmargin, dataset, sigma, weight_up
 
 def test_im4e_without_positive_m_keeps_w_and_warns(dmargin):
     """m^+ = 0 (every hit farther than the misses): the previous w is kept with a
-    warning, never NaN (ALGORITHMS.md §3).  (Whether that step counts in n_iter_ /
+    warning, never NaN (dmargin's rule).  (Whether that step counts in n_iter_ /
     history_ is not pinned down by the contract, so it is not asserted.)"""
     X = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
     y = np.array([0, 1, 0, 1])

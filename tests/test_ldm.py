@@ -33,7 +33,7 @@ def _rows(X, use_dask=False, chunk=None):
 
 
 # ---------------------------------------------------------------------------
-# LDM: the dual and its solver (ALGORITHMS.md 9.2-9.4)
+# LDM: the dual and its solver (Zhang & Zhou 2014)
 # ---------------------------------------------------------------------------
 
 
@@ -183,7 +183,7 @@ def test_convergence_warning():
 
 
 # ---------------------------------------------------------------------------
-# S(j) on the engine (ALGORITHMS.md 9b; papers/ldm_rfe.txt eq. (4))
+# S(j) on the engine (Ou, Wang, Pang & Coghill 2017, eq. (4))
 # ---------------------------------------------------------------------------
 
 
@@ -207,7 +207,7 @@ def test_left_out_sums_match_per_feature_kernel_matrices(parallel, monkeypatch):
 
 
 def test_product_identity_of_left_out_kernel():
-    """9b: K(-j)_ab = K_ab exp(gamma (x_aj - x_bj)^2), checked on the brute forms (1e-12)."""
+    """RBF: K(-j)_ab = K_ab exp(gamma (x_aj - x_bj)^2), checked on the brute forms (1e-12)."""
     rng = np.random.default_rng(4)
     X, coefs = rng.random((25, 5)), [rng.normal(size=25)]
     forms, _ = ref.left_out_quadratic_forms(X, coefs, 1.3)
@@ -312,7 +312,8 @@ def test_rbf_scores_equal_brute_force_with_ldm_alpha():
 
 
 def test_linear_kernel_ranks_by_squared_weights():
-    """9b: with a linear kernel S(j) = w_j^2 - ||w||^2, so the smallest w_j^2 goes first."""
+    """With a linear kernel S(j) = w_j^2 - ||w||^2 (SVM-RFE's criterion, Guyon et al. 2002),
+    so the smallest w_j^2 goes first."""
     X, y = _informative(n=60)
     est = LDMRFE(kernel="linear", n_features_to_select=7, random_state=1).fit(X, y)
     w = LDM(kernel="linear", scale="minmax", random_state=1).fit(X, y).coef_[0]

@@ -2,7 +2,7 @@
 
 The distributed primal Newton solver (``solver="newton"``) must find the
 solution of the dual solvers: LDM's dual coordinate descent in ``w``
-(ALGORITHMS.md 9.4) and the kernel dual with ``G = X X^T`` (9.2), to 1e-6 on
+(Zhang & Zhou 2014) and the kernel dual with ``G = X X^T``, to 1e-6 on
 the weights and the objective; the squared-hinge SVM that of scikit-learn's
 ``LinearSVC``; the rankings those of the in-memory solvers and of
 scikit-learn's ``RFE``.  Dask input above the gather limit is refused by

@@ -6,12 +6,14 @@ Two groups of tests live here:
   answer is computed by hand in the test, and one self-consistency identity per
   reference;
 * the library (``IRelief``, ``OnlineIRelief``, ``ReliefF``, ``Relief``) against the
-  references to 1e-10 on small seeded data sets, each carrying the corner rows of
-  ALGORITHMS.md §1 (a constant feature, duplicated rows with the same and with a
-  different label, a one-sample class).
+  references to 1e-10 on small seeded data sets, each carrying the corner rows
+  dmargin's numerical rules are about (a constant feature, duplicated rows with
+  the same and with a different label, a one-sample class).
 
-Equation numbers refer to ``iterative_relief.txt`` (Sun, TPAMI 2007); section
-numbers to ``ALGORITHMS.md``.
+Equation and section numbers refer to Y. Sun, "Iterative RELIEF for Feature
+Weighting: Algorithms, Theories, and Applications" (IEEE TPAMI 29(6), 2007);
+ReliefF is Robnik-Šikonja & Kononenko (Machine Learning 53, 2003), as Weka
+implements it.
 """
 
 import warnings
@@ -109,7 +111,7 @@ def integer_grid_data_with_ties():
 
     Manhattan distances on these values (raw or min-max scaled) are exact dyadic
     numbers, so many neighbours tie exactly: this tests "ties by lower row index"
-    (ALGORITHMS.md §6).  Feature 3 is constant; rows repeat by construction.
+    (dmargin's rule).  Feature 3 is constant; rows repeat by construction.
     """
     rng = np.random.default_rng(99)
     labels = np.concatenate([np.zeros(13), np.ones(13), np.full(13, 2), [5]])
@@ -241,7 +243,7 @@ def four_points_three_classes():
 
 
 def test_reference_minmax_scale_by_hand():
-    """(x - min) / (max - min) per feature; a constant feature becomes 0 (§1 rule 4)."""
+    """(x - min) / (max - min) per feature; a constant feature becomes 0 (dmargin's rule)."""
     X = np.array([[1.0, 5.0, -2.0], [3.0, 5.0, 2.0], [2.0, 5.0, 0.0]])
     expected = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 1.0], [0.5, 0.0, 0.5]])
     np.testing.assert_allclose(reference.minmax_scale(X), expected, rtol=0, atol=0)
@@ -278,8 +280,9 @@ def test_reference_irelief_three_classes_by_hand(four_points_three_classes, outl
 
     Weighted distances: d01 = d02 = d23 = 1/2, d03 = d12 = 1, d13 = 3/2.
     I-RELIEF-2 pools the misses in one soft-max (eq. (21)); I-RELIEF-1 takes a
-    soft-max per class weighted by P(c) / (1 - P(y_n)) (eq. (20), §5).  Anchors 2
-    and 3 have no hit: hbar = 0 and, with outliers, gamma = 0 (§1 rule 3).
+    soft-max per class weighted by P(c) / (1 - P(y_n)) (eq. (20) with ReliefF's
+    weight, dmargin's choice).  Anchors 2 and 3 have no hit: hbar = 0 and, with
+    outliers, gamma = 0 (dmargin's rule for an empty hit set).
     """
     X, y = four_points_three_classes
     e = np.exp
@@ -334,7 +337,8 @@ def test_reference_irelief_zero_weights_by_hand():
     """Alternating labels on a line: every hit is farther than the misses.
 
     x_n = (n, n), y = 0, 1, 0, 1.  All m - h are negative, so nu^+ = 0: w becomes
-    0, the change ||0 - w0|| = 1/sqrt(2) is recorded and the loop stops (§5).
+    0, the change ||0 - w0|| = 1/sqrt(2) is recorded and the loop stops (dmargin's
+    rule for nu^+ = 0).
     """
     X = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
     y = np.array([0, 1, 0, 1])
@@ -379,7 +383,7 @@ def test_reference_online_irelief_keeps_w_while_nu_nonpositive():
 
 
 def test_reference_relieff_by_hand(unit_square, four_points_three_classes):
-    """ReliefF (§6) on four points.
+    """ReliefF (Robnik-Šikonja & Kononenko 2003, Fig. 3) on four points.
 
     Unit square: each anchor has one hit at (0, 1) and misses at (1, 0), (1, 1), so
     k = 1 gives W = (1, -1) and k = 10 (k_H = 1, k_C = 2) gives W = (1, -1/2).
@@ -536,7 +540,7 @@ def test_reference_online_irelief_one_pass_is_batch_average(
 
 
 def test_reference_relieff_k1_binary_is_relief_z(binary_data_with_duplicate_row):
-    """Binary ReliefF with k = 1 is z / N of Relief (§6; the prior factor is 1).
+    """Binary ReliefF with k = 1 is z / N of Relief (the prior factor is 1).
 
     Hence its normalised positive part is Relief's w (eq. (6)).
     """
@@ -653,7 +657,7 @@ def test_irelief_with_given_initial_weights(dmargin, dataset, outliers):
 
 
 def test_irelief_zero_weights(dmargin):
-    """nu^+ = 0 (every hit farther than the misses): w = 0 after one update (§5)."""
+    """nu^+ = 0 (every hit farther than the misses): w = 0 after one update."""
     X = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
     y = np.array([0, 1, 0, 1])
     estimator = _fit(dmargin.IRelief(scale=None, tol=0.0), X, y)
@@ -765,7 +769,7 @@ def test_online_irelief_default_passes_on_larger_data(
 @pytest.mark.parametrize("scale", [None, "minmax"])
 @pytest.mark.parametrize("n_neighbors", [1, 3, 10, 100])
 def test_relieff_matches_reference(dmargin, dataset_with_ties, n_neighbors, scale):
-    """ReliefF equals the Weka-semantics brute force (§6), ties by lower index."""
+    """ReliefF equals the Weka-semantics brute force, ties by lower index."""
     X, y = dataset_with_ties
     estimator = _fit(dmargin.ReliefF(n_neighbors=n_neighbors, scale=scale), X, y)
     expected = reference.relieff(_scaled(X, scale), y, n_neighbors=n_neighbors)
@@ -817,7 +821,7 @@ def far_apart_data():
 
     With ``sigma = 0.5`` the logits ``-d / sigma`` are around -1e4, where a naive
     ``exp(-d / sigma)`` underflows to 0 for every candidate: only the
-    log-sum-exp form of eqs. (8)-(10) gives finite probabilities (§1 rule 2).
+    log-sum-exp form of eqs. (8)-(10) gives finite probabilities (dmargin's rule).
     """
     rng = np.random.default_rng(11)
     X, codes = _gaussian_classes(rng, [15, 15, 1], n_features=4, n_informative=2)
