@@ -183,12 +183,20 @@ def _read_text(path, sep, label, features, exclude, missing_label):
 
 
 def read_data(path: str, label: str, use_dask: bool, features=None, exclude=(),
-              missing_label="raise"):
-    """``(X, y, feature names)``: pandas/numpy, or dask arrays for Parquet with ``use_dask``."""
+              missing_label="raise", sized=None):
+    """``(X, y, feature names)``: pandas/numpy, or dask arrays for Parquet with ``use_dask``.
+
+    ``sized(n_rows, n_features)``, when given, is called once the shape is known: for
+    Parquet from the footers, before the rows are read (so that a fit refused for its
+    size costs no reading); for a text file after it is read.
+    """
     p = Path(path)
     text, sep = _separator(p)
     if text:
-        return _read_text(p, sep, label, features, exclude, missing_label)
+        X, y, names = _read_text(p, sep, label, features, exclude, missing_label)
+        if sized is not None:
+            sized(*X.shape)
+        return X, y, names
     from ._parquet import parquet_features, read_parquet
 
     try:
@@ -196,6 +204,8 @@ def read_data(path: str, label: str, use_dask: bool, features=None, exclude=(),
         # keys, drift between files) gives the names, in read_parquet's order.
         names = parquet_features(str(p), label, features, exclude=tuple(exclude or ()))
         X, y = read_parquet(str(p), label, features=names, missing_label=missing_label)
+        if sized is not None:
+            sized(*X.shape)
         if not use_dask:
             X, y = compute(X, y, what=f"the rows of {p}")
             X = pd.DataFrame(X, columns=names)

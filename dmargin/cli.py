@@ -489,27 +489,29 @@ def select(args):
             link = dashboard_link(client)
             if link:
                 print(f"dashboard: {link}", file=sys.stderr)
+        est = plan["estimator"]
+        lines = []
+
+        def sized(n_rows, n_features):  # before Parquet rows are read: a refusal is quick
+            if not plan["method_given"] and args.n_anchors is None and n_rows > _EXACT_ROWS:
+                est.set_params(n_anchors=_DEFAULT_ANCHORS)
+                lines.append(f"{n_rows:,} rows, more than {_EXACT_ROWS:,}: the default method "
+                             f"scores {_DEFAULT_ANCHORS:,} sampled anchor rows against all "
+                             f"rows (--anchors {_DEFAULT_ANCHORS}); give --method "
+                             f"{DEFAULT_METHOD} for every row")
+            lines.extend(_cost_lines(est, n_rows, n_features, yes=args.yes))
+
         X, y, names = read_data(args.data, args.label, use_dask=client is not None,
                                 features=plan["features"], exclude=plan["exclude"],
-                                missing_label=args.missing_label)
+                                missing_label=args.missing_label, sized=sized)
         names = np.asarray(names, dtype=object)
-        est = plan["estimator"]
         for c in _row_ids(X):  # a warning, shown with -q too
             print(f"warning: column {c!r} looks like a row id (distinct integers in order) and "
                   f"is used as a feature; leave it out with --exclude {c}", file=sys.stderr)
-        notes = []
-        if (not plan["method_given"] and args.n_anchors is None
-                and X.shape[0] > _EXACT_ROWS):
-            est.set_params(n_anchors=_DEFAULT_ANCHORS)
-            notes.append(f"{X.shape[0]:,} rows, more than {_EXACT_ROWS:,}: the default method "
-                         f"scores {_DEFAULT_ANCHORS:,} sampled anchor rows against all rows "
-                         f"(--anchors {_DEFAULT_ANCHORS}); give --method {DEFAULT_METHOD} "
-                         "for every row")
-        lines = _cost_lines(est, *X.shape, yes=args.yes)  # refuses a long fit first
         if not args.quiet:
             print(f"fitting {type(est).__name__} on {X.shape[0]} rows x {X.shape[1]} features"
                   + (f" on {args.scheduler}" if client is not None else ""), file=sys.stderr)
-            for line in notes + lines:
+            for line in lines:
                 print(line, file=sys.stderr)
         start = time.perf_counter()
         bar = None if args.quiet else _Bar()

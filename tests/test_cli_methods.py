@@ -198,6 +198,19 @@ def test_a_long_fit_is_refused_without_yes_and_a_setting_that_fits_is_named(
     assert main(args + ["--yes"]) == 0 and seen[-1]["n_anchors"] is None
 
 
+def test_a_long_fit_on_parquet_is_refused_before_the_rows_are_read(forty_thousand_rows,
+                                                                    monkeypatch, capsys):
+    import dmargin._cli_io as cli_io
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the rows were read before the fit was refused")
+
+    monkeypatch.setattr(cli_io, "compute", forbidden)
+    assert main(["select", str(forty_thousand_rows), "--label", "y", "--method", "irelief",
+                 "-q"]) == 2
+    assert "--yes" in _one_line(capsys)
+
+
 def test_a_method_without_anchors_is_pointed_to_relieff_with_anchors():
     with pytest.raises(cli.UserError, match=r"--method relieff --anchors \d+ would take"):
         cli._cost_lines(dmargin.SBSMF(), 10**8, 50)
