@@ -73,7 +73,7 @@ import numpy as np
 from ._cli_io import (UserError, check_target, connect, dashboard_link, plot_format,
                       ranking_table, read_data, save_plot, scheduler_address, write_results)
 from ._compat import ClusterStalledError, WorkerMemoryError
-from ._cost import fit_cost, format_seconds
+from ._cost import LongFitWarning, fit_cost, format_seconds
 from ._interrupt import is_interrupt
 from ._registry import cli_methods, estimator_names
 from .progress import on_progress
@@ -520,6 +520,9 @@ def select(args):
             with warnings.catch_warnings(record=True) as caught, \
                     (on_progress(bar) if bar is not None else contextlib.nullcontext()):
                 warnings.simplefilter("default")
+                # The estimate and its faster settings are printed above, and a fit over
+                # _ASK_SECONDS started only with --yes: the library's warning would repeat them.
+                warnings.simplefilter("ignore", LongFitWarning)
                 est.fit(X, y)
         except (ValueError, TypeError) as exc:  # the estimators' messages name problem and fix
             raise UserError(str(exc)) from None

@@ -198,6 +198,25 @@ def test_a_long_fit_is_refused_without_yes_and_a_setting_that_fits_is_named(
     assert main(args + ["--yes"]) == 0 and seen[-1]["n_anchors"] is None
 
 
+def test_yes_is_not_followed_by_the_librarys_long_fit_warning(forty_thousand_rows,
+                                                              monkeypatch, capsys):
+    """The command states the estimate before it asks; the fit's own LongFitWarning (from
+    the Python API, for users who were not asked) would say it again after the fit."""
+    import warnings
+
+    def fit(self, X, y):
+        warnings.warn("This fit is estimated at ~16 min.", dmargin.LongFitWarning)
+        warnings.warn("something else", UserWarning)
+        self.feature_importances_ = np.zeros(np.shape(X)[1])
+        return self
+
+    monkeypatch.setattr(dmargin.IRelief, "fit", fit)
+    assert main(["select", str(forty_thousand_rows), "--label", "y", "--method", "irelief",
+                 "--yes", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "LongFitWarning" not in err and "warning: UserWarning: something else" in err
+
+
 def test_a_long_fit_on_parquet_is_refused_before_the_rows_are_read(forty_thousand_rows,
                                                                     monkeypatch, capsys):
     import dmargin._cli_io as cli_io
