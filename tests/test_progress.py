@@ -126,6 +126,31 @@ def test_the_first_move_comes_before_the_first_iteration_ends(monkeypatch):
     assert events[3].done == 1 and not events[3].fraction  # then the iteration ends
 
 
+def test_a_tile_is_reported_before_the_next_one_runs(monkeypatch):
+    """The engine reports each tile as it finishes, not the level's tiles together
+    at its end: the second tile waits until the first one's fraction has arrived."""
+    import threading
+
+    from dmargin.engine import grid, neighbours
+
+    X, y = make_classification(n_samples=2000, n_features=10, random_state=0)
+    monkeypatch.setattr(grid, "TILE_WORK", 500 * 2000 * 10)
+    monkeypatch.setattr(grid, "MIN_TILE_ANCHORS", 1)
+    reported, started, late = threading.Event(), [], []
+    tile = neighbours._tile
+
+    def waiting_tile(*args):
+        started.append(1)
+        if len(started) == 2 and not reported.wait(timeout=20):
+            late.append("the first tile was not reported before the second ran")
+        return tile(*args)
+
+    monkeypatch.setattr(neighbours, "_tile", waiting_tile)
+    with on_progress(lambda e: e.fraction and reported.set()):
+        dmargin.IRelief(max_iter=1, tol=0).fit(X, y)
+    assert len(started) == 4 and late == []
+
+
 def test_the_cli_bar_shows_the_first_move_at_once():
     import io
 
