@@ -10,6 +10,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import is_dask_collection
+from ._interrupt import UnfittedOnInterrupt
 from ._validation import NONE, Interval
 from ._cost import anchor_count
 from ._utils import make_rng
@@ -53,7 +54,7 @@ def miss_priors(counts) -> np.ndarray:
     return prior
 
 
-class DaskSelectorMixin(SelectorMixin):
+class DaskSelectorMixin(UnfittedOnInterrupt, SelectorMixin):
     """scikit-learn's ``SelectorMixin``, with ``transform`` lazy on dask input.
 
     scikit-learn's ``transform`` converts its input to numpy, which for a dask

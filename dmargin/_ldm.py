@@ -27,6 +27,7 @@ from ._base import DaskSelectorMixin
 from ._start import start_fit
 from ._utils import make_rng
 from ._compat import gather, is_dask_collection
+from ._interrupt import UnfittedOnInterrupt
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate
 from ._ldm_solvers import (KernelModel, LinearModel, fit_machines, machine_labels, ovo_labels,
                            ovo_pairs, primal_machines, resolve_gamma)
@@ -113,7 +114,7 @@ def _ldm_block(X, model, what, classes):
 # ---------------------------------------------------------------------------
 
 
-class LDM(ClassifierMixin, BaseEstimator):
+class LDM(UnfittedOnInterrupt, ClassifierMixin, BaseEstimator):
     """Large margin Distribution Machine (Zhang & Zhou, KDD 2014).
 
     Solves ``min 1/2 ||w||^2 + lambda1 var(margin) - lambda2 mean(margin) +

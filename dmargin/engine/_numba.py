@@ -139,6 +139,12 @@ def n_threads():
     return numba.get_num_threads()
 
 
+def set_threads(n):
+    """Use ``n`` numba threads on this thread (numba's setting is per thread)."""
+    if numba.get_num_threads() != n:
+        numba.set_num_threads(n)
+
+
 @functools.lru_cache(maxsize=1)
 def _threadpool_controller():
     from threadpoolctl import ThreadpoolController

@@ -29,7 +29,10 @@ one axis per sample twice (no N x N).
 
 from __future__ import annotations
 
+import contextvars
 import math
+import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -38,6 +41,7 @@ import numpy as np
 from .._compat import (active_client, check_worker_memory, client_for, compute,
                        is_dask_collection, persist_spread)
 from ..progress import step_fraction
+from ._numba import n_threads, set_threads
 
 #: Bytes one tile's partial may take.
 TILE_BUDGET = 64 * 2**20
@@ -49,6 +53,44 @@ TARGET_BLOCKS = 8
 #: task costs the scheduler about a millisecond, so small data gets fewer,
 #: larger blocks (N = 200 is one block, not 64 tiny tiles).
 MIN_TILE_WORK = 2.5e7
+
+
+class FitInterrupted(RuntimeError):
+    """A tile stopped because a ``KeyboardInterrupt`` stopped a run of this process."""
+
+
+# Bumped by every KeyboardInterrupt that stops a run: a tile running on another
+# thread (in-process or dask's threads) compares it between kernel calls.
+_interrupts = [0]
+
+
+def interrupt_count() -> int:
+    """How many runs a ``KeyboardInterrupt`` has stopped in this process so far."""
+    return _interrupts[0]
+
+
+def stop_if_interrupted(count):
+    """Raise :class:`FitInterrupted` if a run was interrupted since ``count``
+    (:func:`interrupt_count` when the caller started), or if this is a task on a
+    ``distributed`` worker that its client cancelled."""
+    if _interrupts[0] != count or _cancelled_on_worker():
+        raise FitInterrupted("stopped: a KeyboardInterrupt interrupted a fit of this process")
+
+
+def _cancelled_on_worker() -> bool:
+    worker = sys.modules.get("distributed.worker")
+    key = None if worker is None else getattr(worker.thread_state, "key", None)
+    if key is None:
+        return False
+    try:
+        task = worker.get_worker().state.tasks.get(key)
+    except ValueError:  # not a worker's task thread
+        return False
+    return task is not None and task.state == "cancelled"
+
+
+def _interrupted():
+    _interrupts[0] += 1
 
 
 def rows_per_block(n_features: int, n_classes: int, per_row_extra: int = 0) -> int:
@@ -354,7 +396,13 @@ class Graph:
             kept = values[keep[0][0]] if len(keep[0]) == 1 else np.concatenate(
                 [values[k] for k in keep[0]])
             return values[key], kept
-        return self._compute_dask(key, keep, collections)
+        try:
+            return self._compute_dask(key, keep, collections)
+        except KeyboardInterrupt:
+            # dask's threads finish the tasks they hold: their tiles stop at the
+            # next kernel call (a cluster's futures are cancelled by the wait).
+            _interrupted()
+            raise
 
     def _compute_dask(self, key, keep, collections):
         import dask
@@ -446,16 +494,19 @@ def _run_local(dsk, tiles, threads, wanted=None):
         if key not in values:
             by_level.setdefault(lv, []).append(key)
     n_tiles, done = len(tiles), 0
+    pool, in_pool = _local_pool(threads)
 
     def run(key):
         fn, *args = dsk[key]
         return fn(*(_resolve(a, values) for a in args))
 
-    pool = ThreadPoolExecutor(threads) if threads > 1 else None
     try:
         for lv in sorted(by_level):
             keys = by_level[lv]
-            results = pool.map(run, keys) if pool and len(keys) > 1 else map(run, keys)
+            if in_pool or (pool and len(keys) > 1):
+                results = _results([pool.submit(_in_context(run, key)) for key in keys])
+            else:
+                results = map(run, keys)
             for key, value in zip(keys, results):
                 values[key] = value
                 if key in tiles:
@@ -467,10 +518,51 @@ def _run_local(dsk, tiles, threads, wanted=None):
                         readers[a] -= 1
                         if not readers[a] and a not in wanted:
                             del values[a]
+    except BaseException as exc:
+        if pool:
+            # Queued tasks never start; a running tile stops at its next kernel
+            # call (it sees the interrupt), and nothing waits for it here.
+            if isinstance(exc, KeyboardInterrupt):
+                _interrupted()
+            pool.shutdown(wait=False, cancel_futures=True)
+            pool = None
+        raise
     finally:
         if pool:
             pool.shutdown()
     return values
+
+
+def _local_pool(threads):
+    """The threads of an in-process run, and whether every task runs on them.
+
+    On the main thread every task runs on a worker thread while the main
+    thread waits, so that a ``KeyboardInterrupt`` (Ctrl-C, a notebook's
+    interrupt) reaches the wait at once, not after a kernel call returns
+    (numba would turn it into a ``SystemError``).
+    """
+    in_pool = threading.current_thread() is threading.main_thread()
+    workers = threads if threads > 1 else int(in_pool)
+    return (ThreadPoolExecutor(workers, thread_name_prefix="dmargin") if workers else None,
+            in_pool)
+
+
+def _in_context(run, key):
+    """``run(key)`` in the caller's context (its progress, numpy's error state)
+    and with its number of numba threads."""
+    context, numba_threads = contextvars.copy_context(), n_threads()
+
+    def call():
+        set_threads(numba_threads)
+        return context.run(run, key)
+
+    return call
+
+
+def _results(futures):
+    # ``Future.result`` waits on a lock, which a signal interrupts at once.  One at a
+    # time, as each is wanted: a tile's progress is reported as soon as it is done.
+    return (f.result() for f in futures)
 
 
 def _keys_in(args, dsk):

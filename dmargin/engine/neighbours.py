@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import grid, merge
-from ._numba import blas_single_thread, pick
-from .execution import Anchors, Rows
+from ._numba import blas_single_thread, n_threads, pick
+from .execution import Anchors, Rows, interrupt_count, stop_if_interrupted
 from .features import FeatureKinds
 from .kernels import distance, knn, lse, quad
 
@@ -33,6 +33,12 @@ KERNELS = {"lse": lse.TWINS, "lse-general": lse.GENERAL_TWINS, "knn": knn.TWINS,
 #: the quadratic kernels count flops (BLAS: fast per flop).
 COST = {"lse": 1.0, "lse-general": 2.0, "knn": 1.0, "knn-general": 2.0,
         "class-moments": 2.0, "qlse": 0.05}
+#: Pair-features of one kernel call at most (a fraction of a second): between
+#: calls a tile stops if a ``KeyboardInterrupt`` stopped its run.
+CALL_WORK = 1e8
+#: The fewest anchors of one call, per numba thread: each call sorts the
+#: candidates by class once (about one pass over them).
+CALL_ANCHORS = 256
 #: The general k-nearest tile's ``centres`` when candidates rank by distance.
 _BY_DISTANCE = np.empty((0, 0, 2))
 #: The general tiles' ``target`` for class labels.
@@ -45,10 +51,31 @@ def _tile(Xa, ya, start_a, Xc, yc, start_c, name, threads, *params):
     ic = np.arange(start_c, start_c + Xc.shape[0])
     work = Xa.shape[0] * Xc.shape[0] * Xc.shape[1]
     kernel = pick(KERNELS[name], work, COST[name], threads=threads)
-    if name == "qlse" and not threads:
+    if name == "qlse":
+        if threads:
+            return kernel(Xa, ia, Xc, yc, ic, *params)
         with blas_single_thread():  # the tasks are the parallelism
             return kernel(Xa, ia, Xc, yc, ic, *params)
-    return kernel(Xa, ia, Xc, yc, ic, *params)
+    least = CALL_ANCHORS * (n_threads() if kernel is KERNELS[name][1] else 1)
+    return _in_calls(kernel, Xa, ia, Xc, yc, ic, params, work * COST[name], least)
+
+
+def _in_calls(kernel, Xa, ia, Xc, yc, ic, params, work, least):
+    """``kernel(Xa, ia, Xc, yc, ic, *params)`` over slices of at least ``least``
+    anchors, each at most :data:`CALL_WORK` otherwise: an interrupted run stops
+    after the running slice.  Each anchor's partial is its own, so the slices'
+    partials stack."""
+    n = Xa.shape[0]
+    step = max(least, int(n * CALL_WORK / max(work, 1.0)))
+    if n <= step:
+        return kernel(Xa, ia, Xc, yc, ic, *params)
+    count, parts = interrupt_count(), []
+    for s in range(0, n, step):
+        parts.append(kernel(Xa[s: s + step], ia[s: s + step], Xc, yc, ic, *params))
+        stop_if_interrupted(count)
+    if isinstance(parts[0], tuple):
+        return tuple(np.concatenate(items) for items in zip(*parts))
+    return np.concatenate(parts)
 
 
 # ---------------------------------------------------------------------------

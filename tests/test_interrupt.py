@@ -1,0 +1,223 @@
+"""Ctrl-C stops a fit at once: in-process, on dask's threads, on a LocalCluster, from the CLI.
+
+Each test starts a fit in a child process, sends it SIGINT as a terminal's
+Ctrl-C does (to its whole process group) while a pass runs, and checks that
+the child ends soon, with no ``SystemError`` from inside a numba kernel and
+no chained traceback, that the estimator is left unfitted, and that the
+command line exits with 130 after one line.
+
+The bound on the time is the point of these tests (a tile stops after its
+running kernel call); it is generous, as the machine may be busy.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from dmargin._interrupt import forget_fit, is_interrupt
+
+pytestmark = pytest.mark.slow
+
+#: Seconds from the signal until ``fit`` returns (the issue asks for 2 s of the
+#: whole process; on a busy two-core machine a kernel call takes longer)...
+RETURNS = 3.0
+#: ... and until the child has ended (the interpreter's own shutdown; a
+#: LocalCluster's close takes seconds more, also after a fit that finished).
+BOUND = 15.0
+
+# The child: kernels compiled (or loaded from numba's cache) on a small fit
+# first, so that the signal lands in a pass and not in a compilation.
+_FIT = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+    from dmargin import IRelief
+
+
+    def main(mode):
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(12000, 30)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
+        if mode != "numpy":
+            import dask.array as da
+            X = da.from_array(X, chunks=(3000, 30)); y = da.from_array(y, chunks=3000)
+        if mode == "cluster":
+            from distributed import Client, LocalCluster
+            client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                         dashboard_address=None))
+        IRelief(max_iter=1, tol=0).fit(X[:2000], y[:2000])
+        est = IRelief(max_iter=1, tol=0).fit(X[:1000], y[:1000])  # a refit is interrupted
+        est.set_params(max_iter=50)
+        print("fitting", flush=True)
+        start = time.monotonic()
+        try:
+            est.fit(X, y)
+        except KeyboardInterrupt:
+            print("returned at", repr(time.time()))
+            try:
+                check_is_fitted(est)
+                print("half-fitted:", sorted(k for k in vars(est) if k.endswith("_")))
+            except NotFittedError:
+                print("unfitted")
+            sys.stdout.flush()
+            sys.exit(3)
+        print("finished in", time.monotonic() - start, "s", flush=True)
+
+
+    if __name__ == "__main__":
+        main(sys.argv[1])
+""")
+
+
+
+def _interrupt(cmd, tmp_path, wait_for=None, after=3.0, group=True):
+    """Run ``cmd``; SIGINT its process group ``after`` seconds after it prints
+    ``wait_for`` (or after it starts); ``(return code, seconds from the signal to the
+    exit, stdout, stderr)``."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    child = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True, env=env)
+    try:
+        lines = []
+        for line in child.stdout if wait_for is not None else ():
+            lines.append(line)
+            if wait_for in line:
+                break
+        else:
+            if wait_for is not None:
+                out, err = child.communicate(timeout=60)
+                pytest.fail(f"the fit did not start: {''.join(lines)}{out}{err}")
+        time.sleep(after)
+        assert child.poll() is None, "the fit ended before the signal: make it longer"
+        sent_at = time.time()
+        (os.killpg if group else os.kill)(child.pid, signal.SIGINT)
+        sent = time.monotonic()
+        out, err = child.communicate(timeout=300)
+        seconds = time.monotonic() - sent
+        out = "".join(lines) + out
+        returned = [float(line.split()[-1]) - sent_at for line in out.splitlines()
+                    if line.startswith("returned at")]
+        return child.returncode, (returned or [None])[0], seconds, out, err
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+
+
+def _check_quiet(err):
+    assert "SystemError" not in err, err
+    assert "During handling of the above exception" not in err, err
+    assert "The above exception was the direct cause" not in err, err
+
+
+@pytest.mark.parametrize("mode", ["numpy", "dask"])
+def test_ctrl_c_stops_a_fit(tmp_path, mode):
+    (tmp_path / "fit.py").write_text(_FIT)
+    code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py", mode], tmp_path,
+                                                   "fitting")
+    print(f"{mode}: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
+          "after SIGINT")
+    _check_quiet(err)
+    assert code == 3 and "unfitted" in out, (code, out, err)
+    assert returned < RETURNS, f"{mode}: fit returned {returned:.1f} s after SIGINT"
+    assert seconds < BOUND, f"{mode}: {seconds:.1f} s from SIGINT to the end"
+
+
+@pytest.mark.cluster
+def test_ctrl_c_stops_a_fit_on_a_local_cluster(tmp_path):
+    (tmp_path / "fit.py").write_text(_FIT)
+    # To this process only: a terminal's Ctrl-C also reaches the cluster's worker
+    # processes, and distributed prints their own KeyboardInterrupt.
+    code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py", "cluster"],
+                                                   tmp_path, "fitting", group=False)
+    print(f"cluster: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
+          "after SIGINT")
+    _check_quiet(err)
+    assert code == 3 and "unfitted" in out, (code, out, err)
+    assert returned < RETURNS, f"cluster: fit returned {returned:.1f} s after SIGINT"
+    assert seconds < 2 * BOUND, f"cluster: {seconds:.1f} s from SIGINT to the end"
+
+
+def test_ctrl_c_ends_the_command_with_one_line_and_130(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20000, 30))
+    header = ",".join([f"f{j}" for j in range(30)] + ["label"])
+    rows = np.column_stack([X, (X[:, 0] + X[:, 1] > 0).astype(int)])
+    np.savetxt(tmp_path / "data.csv", rows, delimiter=",", header=header, comments="",
+               fmt=["%.6f"] * 30 + ["%d"])
+    # The kernels compiled or loaded first, by a short run of the same command.
+    (tmp_path / "small.csv").write_text(
+        "\n".join((tmp_path / "data.csv").read_text().splitlines()[:2001]) + "\n")
+    cli = [sys.executable, "-c", "import sys; from dmargin.cli import main; sys.exit(main())",
+           "select"]
+    warm = subprocess.run(cli + ["small.csv", "--label", "label", "--method", "irelief",
+                                 "--max-iter", "1"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert warm.returncode == 0, warm.stderr
+    # The command prints its estimate on stderr before the fit starts.
+    code, _, seconds, out, err = _interrupt(
+        [*cli, "data.csv", "--label", "label", "--method", "irelief", "--max-iter", "50"],
+        tmp_path, after=8.0)
+    print(f"cli: ended {seconds:.2f} s after SIGINT; stderr: {err!r}")
+    _check_quiet(err)
+    assert "Traceback" not in err, err
+    assert code == 130, (code, err)
+    assert err.strip().splitlines()[-1] == "dmargin: interrupted", err
+    assert seconds < BOUND, f"cli: {seconds:.1f} s from SIGINT to the end"
+
+
+def test_an_interrupt_inside_a_kernel_is_an_interrupt():
+    # numba turns a KeyboardInterrupt inside a threaded kernel into a SystemError.
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("returned a result with an exception set")
+    except SystemError as exc:
+        assert is_interrupt(exc)
+    assert not is_interrupt(SystemError("other"))
+    assert not is_interrupt(ValueError("x"))
+
+
+def test_an_interrupted_fit_leaves_the_estimator_unfitted(monkeypatch):
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    from dmargin import IRelief, ReliefF
+    from dmargin.engine import execution
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    for est in (IRelief(max_iter=3), ReliefF()):
+        est.fit(X, y)
+
+        def interrupted(*args, **kwargs):
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as m:
+            m.setattr(execution, "_run_local", interrupted)
+            with pytest.raises(KeyboardInterrupt) as info:
+                est.fit(X, y)
+        assert info.value.__context__ is None
+        with pytest.raises(NotFittedError):
+            check_is_fitted(est)
+        assert est.fit(X, y).feature_importances_.shape == (4,)
+
+
+def test_forget_fit_keeps_the_parameters():
+    from dmargin import ReliefF
+
+    est = ReliefF(n_neighbors=3)
+    est.fit(np.random.default_rng(0).normal(size=(30, 3)), np.arange(30) % 2)
+    forget_fit(est)
+    assert est.get_params()["n_neighbors"] == 3
+    assert not [k for k in vars(est) if k.endswith("_")]
