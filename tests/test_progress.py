@@ -261,3 +261,34 @@ def test_notebook_detection_outside_a_kernel():
     from dmargin.progress import in_notebook
 
     assert in_notebook() is False
+
+
+@pytest.mark.slow
+def test_a_real_kernel_is_a_notebook_and_draws_the_bar(tmp_path):
+    """In a Jupyter kernel (nbclient): detected, and a fit estimated long draws its bar
+    by itself; a short one draws nothing."""
+    pytest.importorskip("tqdm")
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+    cells = [
+        "import dmargin, dmargin._cost as cost\n"
+        "from dmargin.progress import in_notebook\n"
+        "from sklearn.datasets import make_classification\n"
+        "X, y = make_classification(n_samples=60, n_features=4, random_state=0)\n"
+        "print('notebook:', in_notebook())",
+        "_ = dmargin.IRelief(max_iter=3, tol=0).fit(X, y)",  # estimated at well under 30 s
+        "cost.fit_cost = lambda est, n, a: dmargin.FitCost(1.0, 3600.0, 'as if an hour')\n"
+        "cost.LONG_FIT_SECONDS = float('inf')\n"
+        "_ = dmargin.IRelief(max_iter=3, tol=0).fit(X, y)",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+
+    def shown(cell):
+        return "".join(o.get("text", "") + str(o.get("data", {}))
+                       for o in cell.get("outputs", []))
+
+    assert "notebook: True" in shown(nb.cells[0])
+    assert "IRelief" not in shown(nb.cells[1])
+    assert "IRelief" in shown(nb.cells[2]) and "3/3" in shown(nb.cells[2])
