@@ -123,10 +123,10 @@ def test_ctrl_c_stops_a_fit(tmp_path, mode):
     (tmp_path / "fit.py").write_text(_FIT)
     code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py", mode], tmp_path,
                                                    "fitting")
-    print(f"{mode}: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
-          "after SIGINT")
     _check_quiet(err)
     assert code == 3 and "unfitted" in out, (code, out, err)
+    print(f"{mode}: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
+          "after SIGINT")
     assert returned < RETURNS, f"{mode}: fit returned {returned:.1f} s after SIGINT"
     assert seconds < BOUND, f"{mode}: {seconds:.1f} s from SIGINT to the end"
 
@@ -138,10 +138,10 @@ def test_ctrl_c_stops_a_fit_on_a_local_cluster(tmp_path):
     # processes, and distributed prints their own KeyboardInterrupt.
     code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py", "cluster"],
                                                    tmp_path, "fitting", group=False)
-    print(f"cluster: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
-          "after SIGINT")
     _check_quiet(err)
     assert code == 3 and "unfitted" in out, (code, out, err)
+    print(f"cluster: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
+          "after SIGINT")
     assert returned < RETURNS, f"cluster: fit returned {returned:.1f} s after SIGINT"
     assert seconds < 2 * BOUND, f"cluster: {seconds:.1f} s from SIGINT to the end"
 
@@ -221,3 +221,37 @@ def test_forget_fit_keeps_the_parameters():
     forget_fit(est)
     assert est.get_params()["n_neighbors"] == 3
     assert not [k for k in vars(est) if k.endswith("_")]
+
+
+def test_a_notebooks_interrupt_stops_a_fit():
+    # "Interrupt kernel" sends the kernel SIGINT while the cell runs on its main thread.
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        setup = kc.execute_interactive(textwrap.dedent("""
+            import numpy as np
+            from dmargin import IRelief
+            from sklearn.utils.validation import check_is_fitted
+            rng = np.random.default_rng(0)
+            X = rng.normal(size=(12000, 30)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
+            IRelief(max_iter=1, tol=0).fit(X[:2000], y[:2000])
+            est = IRelief(max_iter=1, tol=0).fit(X[:1000], y[:1000]).set_params(max_iter=50)
+        """), timeout=600)
+        assert setup["content"]["status"] == "ok", setup["content"]
+        msg_id = kc.execute("est.fit(X, y)")
+        time.sleep(3.0)
+        km.interrupt_kernel()
+        sent = time.monotonic()
+        reply = kc.get_shell_msg(timeout=120)
+        seconds = time.monotonic() - sent
+        assert reply["parent_header"]["msg_id"] == msg_id
+        content = reply["content"]
+        assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt", content
+        _check_quiet("\n".join(content["traceback"]))
+        assert seconds < RETURNS, f"the cell ended {seconds:.1f} s after the interrupt"
+        check = kc.execute_interactive("check_is_fitted(est)", timeout=60)
+        assert check["content"]["ename"] == "NotFittedError", check["content"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
