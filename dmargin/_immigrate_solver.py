@@ -95,7 +95,7 @@ def immigrate_kernel(W, sigma, n_classes):
 def immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune, on_step=None, anchors=None):
     """Alternate E-step (engine) and M-step (here); returns W and the history.
 
-    ``on_step()`` is called after each step (progress).  ``anchors``: a sample
+    ``on_step(change=, tol=)`` is called after each step (progress).  ``anchors``: a sample
     of anchors (``weight`` then has one entry per anchor).
     """
     history = []
@@ -119,8 +119,8 @@ def immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune, on_step=None, a
         history.append((cost, float(np.linalg.norm(W_new - W))))
         logger.debug("IMMIGRATE step %d: cost %.6g, change %.3g", t, *history[-1])
         W = W_new
-        if on_step is not None:
-            on_step()
+        if on_step is not None:  # the change against tol: the time left from convergence
+            on_step(change=history[-1][1], tol=tol)
         if history[-1][1] < tol:
             break
     else:
