@@ -255,3 +255,35 @@ def test_a_notebooks_interrupt_stops_a_fit():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def _checks_until_stopped(marker):
+    from dmargin.engine import execution
+
+    count = execution.interrupt_count()
+    for _ in range(1200):  # a minute at most
+        time.sleep(0.05)
+        try:
+            execution.stop_if_interrupted(count)
+        except execution.FitInterrupted:
+            open(marker, "w").close()
+            return "stopped"
+    return "ran to the end"
+
+
+@pytest.mark.cluster
+def test_a_cancelled_task_stops_on_its_worker(tmp_path, client):
+    # The client's interrupt cancels the fit's futures; a tile running on a worker
+    # stops at its next kernel call instead of running to its end.
+    marker = tmp_path / "stopped"
+    future = client.submit(_checks_until_stopped, str(marker), pure=False)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(
+            future.key in keys for keys in client.processing().values()):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    future.cancel()
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the cancelled task ran on"

@@ -25,6 +25,13 @@ from the driver against every candidate block.
 Tile sizes come from a memory budget (:data:`TILE_BUDGET` bytes for the
 largest partial of one task), never from constants, and no array ever has
 one axis per sample twice (no N x N).
+
+Ctrl-C: in-process, the main thread only waits while worker threads run the
+tasks, so a ``KeyboardInterrupt`` reaches it at once (inside a numba kernel
+it would become a ``SystemError``); the queued tasks are cancelled and a
+running tile stops at its next kernel call (:func:`stop_if_interrupted`),
+as do the tiles on dask's threads and, on a cluster, the tasks of the
+cancelled futures.
 """
 
 from __future__ import annotations
