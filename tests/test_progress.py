@@ -298,3 +298,16 @@ def test_a_real_kernel_is_a_notebook_and_draws_the_bar(tmp_path):
     assert "notebook: True" in shown(nb.cells[0])
     assert "IRelief" not in shown(nb.cells[1])
     assert "IRelief" in shown(nb.cells[2]) and "3/3" in shown(nb.cells[2])
+
+
+def test_without_tqdm_a_notebook_fit_draws_nothing(data, monkeypatch, capsys):
+    import sys
+
+    from dmargin import _cost, progress
+
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)
+    monkeypatch.setattr(_cost, "fit_cost", _fake_cost(3600.0))
+    monkeypatch.setattr(_cost, "LONG_FIT_SECONDS", float("inf"))
+    est = dmargin.IRelief(max_iter=3, tol=0).fit(*data)
+    assert est.n_iter_ == 3 and "IRelief" not in capsys.readouterr().err
