@@ -287,3 +287,42 @@ def test_a_cancelled_task_stops_on_its_worker(tmp_path, client):
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert marker.exists(), "the cancelled task ran on"
+
+
+_SIMBA = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+    from dmargin import Simba
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12000, 30)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    Simba(n_starts=1).fit(X[:500], y[:500])
+    est = Simba(n_starts=1).fit(X[:300], y[:300]).set_params(n_starts=5)
+    print("fitting", flush=True)
+    try:
+        est.fit(X, y)
+    except KeyboardInterrupt:
+        print("returned at", repr(time.time()))
+        try:
+            check_is_fitted(est)
+            print("half-fitted")
+        except NotFittedError:
+            print("unfitted")
+        sys.stdout.flush()
+        sys.exit(3)
+""")
+
+
+def test_ctrl_c_stops_a_sequential_fit(tmp_path):
+    # Simba's walk is one numba loop on the driver's thread: it runs in short calls.
+    (tmp_path / "fit.py").write_text(_SIMBA)
+    code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py"], tmp_path,
+                                                   "fitting")
+    _check_quiet(err)
+    assert code == 3 and "unfitted" in out, (code, out, err)
+    print(f"simba: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
+          "after SIGINT")
+    assert returned < RETURNS, f"simba: fit returned {returned:.1f} s after SIGINT"
+    assert seconds < BOUND, f"simba: {seconds:.1f} s from SIGINT to the end"

@@ -136,8 +136,9 @@ def _nearest(X, y, n, w2):
 
 
 @strict
-def simba_run(X, y, order, sigmoid, beta):
-    """One Simba run from ``w = 1`` over the visiting ``order``; returns ``w``.
+def simba_steps(X, y, order, sigmoid, beta, w):
+    """Simba's steps over the visiting ``order`` from the weights ``w`` (updated in
+    place, and returned).
 
     Step (paper's, with the 1/2 of ``theta``): ``w_j += u'(theta) * 1/2 *
     ((x_j - nm_j)^2 / ||x - nm||_w - (x_j - nh_j)^2 / ||x - nh||_w) * w_j``.
@@ -145,8 +146,9 @@ def simba_run(X, y, order, sigmoid, beta):
     as the authors' code does.
     """
     a = X.shape[1]
-    w = np.ones(a)
-    w2 = np.ones(a)
+    w2 = np.empty(a)
+    for j in range(a):
+        w2[j] = w[j] * w[j]
     for t in range(order.shape[0]):
         n = order[t]
         dh2, ih, dm2, im = _nearest(X, y, n, w2)
@@ -163,6 +165,24 @@ def simba_run(X, y, order, sigmoid, beta):
             w[j] += up * 0.5 * (zm * zm / dm - zh * zh / dh) * w[j]
         for j in range(a):
             w2[j] = w[j] * w[j]
+    return w
+
+
+#: Row-features one call of :func:`simba_steps` reads at most (a fraction of a
+#: second): between calls the driver's thread sees a ``KeyboardInterrupt``.
+SIMBA_CALL_WORK = 1e8
+
+
+def simba_run(X, y, order, sigmoid, beta):
+    """One Simba run from ``w = 1`` over the visiting ``order``; returns ``w``.
+
+    The steps run in calls of at most :data:`SIMBA_CALL_WORK` (each step reads
+    every row), the same steps in the same order as one call.
+    """
+    w = np.ones(X.shape[1])
+    step = max(1, int(SIMBA_CALL_WORK // max(1, X.shape[0] * X.shape[1])))
+    for start in range(0, order.shape[0], step):
+        simba_steps(X, y, order[start: start + step], sigmoid, beta, w)
     return w
 
 
