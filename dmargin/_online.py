@@ -30,6 +30,10 @@ from .progress import fit_steps
 _SCALE = [Options(("minmax",)), NONE]
 
 
+#: Pair-features of one call of the sequential kernel at most (a fraction of a second).
+_CALL_WORK = 1e8
+
+
 class OnlineIRelief(WeightSelector):
     """Online I-RELIEF: one anchor at a time, for very large N (Sun 2007, section 5).
 
@@ -183,18 +187,23 @@ class OnlineIRelief(WeightSelector):
     def _steps(self, Xa, start, ya, order, ref):
         """Visit ``Xa[order]``; ``start`` is the position of ``Xa[0]`` (self-exclusion)."""
         Xc, yc, ic = ref
-        args = (Xa, np.arange(start, start + Xa.shape[0], dtype=np.int64), ya, order, Xc, yc, ic,
-                self.feature_importances_, self.nu_, self.n_steps_, float(self.a),
-                float(self.sigma), self.multiclass == "margin", self._miss_prior,
-                bool(self.outliers))
+        ia = np.arange(start, start + Xa.shape[0], dtype=np.int64)
         dm = self.discrete_features_
         if np.isnan(Xa).any() or np.isnan(Xc).any():
             # IRelief's missing-value rule; on complete rows it is the MASKED step.
-            self.n_steps_ = online_irelief_steps_general(*args, dm, MISSING)
+            kernel, tail = online_irelief_steps_general, (dm, MISSING)
         elif dm.any():
-            self.n_steps_ = online_irelief_steps_general(*args, dm, MASKED)
+            kernel, tail = online_irelief_steps_general, (dm, MASKED)
         else:
-            self.n_steps_ = online_irelief_steps(*args)
+            kernel, tail = online_irelief_steps, ()
+        # The anchors in calls of about _CALL_WORK pair-features (each call sorts
+        # the candidates once): Ctrl-C reaches the driver between calls.
+        step = max(64, int(_CALL_WORK // max(1, Xc.size)))
+        for s in range(0, order.shape[0], step):
+            self.n_steps_ = kernel(Xa, ia, ya, order[s: s + step], Xc, yc, ic,
+                                   self.feature_importances_, self.nu_, self.n_steps_,
+                                   float(self.a), float(self.sigma), self.multiclass == "margin",
+                                   self._miss_prior, bool(self.outliers), *tail)
 
     def _detect_discrete(self, X):
         """Features with at most ``discrete_threshold`` distinct values (NaN not counted)."""

@@ -326,3 +326,51 @@ def test_ctrl_c_stops_a_sequential_fit(tmp_path):
           "after SIGINT")
     assert returned < RETURNS, f"simba: fit returned {returned:.1f} s after SIGINT"
     assert seconds < BOUND, f"simba: {seconds:.1f} s from SIGINT to the end"
+
+
+def _fits(make, X, y):
+    return [make().fit(X, y).feature_importances_ for make in make]
+
+
+@pytest.mark.parametrize("missing", [False, True])
+def test_tiles_in_short_calls_give_the_same_weights(monkeypatch, missing):
+    # A tile's anchors run in slices (one anchor a call here): each anchor's partial
+    # is its own, so the weights are equal, bit for bit.
+    from dmargin import IRelief, MuRelief, ReliefF, RReliefF
+    from dmargin.engine import neighbours
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 5))
+    X[:, 4] = rng.integers(0, 3, size=90)  # a discrete feature: the general kernels
+    target = X[:, 0] + 0.1 * rng.normal(size=90)
+    if missing:
+        X[rng.random(X.shape) < 0.05] = np.nan
+    y = (X[:, 0] + 0.5 * rng.normal(size=90) > 0).astype(int)
+    makers = [lambda: IRelief(max_iter=3), lambda: ReliefF(n_neighbors=4),
+              lambda: MuRelief(n_neighbors=4)]
+    if not missing:
+        makers.append(lambda: IRelief(max_iter=3, discrete_threshold=0))
+    regression = (lambda: RReliefF(n_neighbors=4).fit(Xt, target).feature_importances_)
+    Xt = np.nan_to_num(X)  # RReliefF takes no missing values
+    whole = _fits(makers, X, y) + [regression()]
+    monkeypatch.setattr(neighbours, "CALL_WORK", 1.0)
+    monkeypatch.setattr(neighbours, "CALL_ANCHORS", 1)
+    for a, b in zip(whole, _fits(makers, X, y) + [regression()]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sequential_walks_in_short_calls_give_the_same_weights(monkeypatch):
+    from dmargin import OnlineIRelief, Simba
+    from dmargin import _online
+    from dmargin.engine.kernels import sequential
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 6))
+    y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(int)
+    makers = [lambda: Simba(n_starts=2, random_state=0),
+              lambda: OnlineIRelief(n_passes=2, random_state=0)]
+    whole = _fits(makers, X, y)
+    monkeypatch.setattr(sequential, "SIMBA_CALL_WORK", 1.0)  # one step a call
+    monkeypatch.setattr(_online, "_CALL_WORK", 1.0)  # 64 anchors a call
+    for a, b in zip(whole, _fits(makers, X, y)):
+        np.testing.assert_array_equal(a, b)

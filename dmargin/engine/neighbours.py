@@ -69,9 +69,12 @@ def _in_calls(kernel, Xa, ia, Xc, yc, ic, params, work, least):
     step = max(least, int(n * CALL_WORK / max(work, 1.0)))
     if n <= step:
         return kernel(Xa, ia, Xc, yc, ic, *params)
+    # The ranked tiles' class moments are per anchor (anchors x classes x 2): sliced too.
+    mine = [isinstance(p, np.ndarray) and p.ndim == 3 and p.shape[0] == n for p in params]
     count, parts = interrupt_count(), []
     for s in range(0, n, step):
-        parts.append(kernel(Xa[s: s + step], ia[s: s + step], Xc, yc, ic, *params))
+        these = [p[s: s + step] if m else p for p, m in zip(params, mine)]
+        parts.append(kernel(Xa[s: s + step], ia[s: s + step], Xc, yc, ic, *these))
         stop_if_interrupted(count)
     if isinstance(parts[0], tuple):
         return tuple(np.concatenate(items) for items in zip(*parts))
