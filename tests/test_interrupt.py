@@ -78,23 +78,22 @@ _FIT = textwrap.dedent("""
 
 
 
-def _interrupt(cmd, tmp_path, wait_for=None, after=3.0, group=True):
+def _interrupt(cmd, tmp_path, wait_for, after=3.0, group=True, stream="stdout"):
     """Run ``cmd``; SIGINT its process group ``after`` seconds after it prints
-    ``wait_for`` (or after it starts); ``(return code, seconds from the signal to the
-    exit, stdout, stderr)``."""
+    ``wait_for`` on ``stream``; ``(return code, seconds from the signal until fit
+    returned, seconds until the exit, stdout, stderr)``."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     child = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, start_new_session=True, env=env)
     try:
         lines = []
-        for line in child.stdout if wait_for is not None else ():
+        for line in getattr(child, stream):
             lines.append(line)
             if wait_for in line:
                 break
         else:
-            if wait_for is not None:
-                out, err = child.communicate(timeout=60)
-                pytest.fail(f"the fit did not start: {''.join(lines)}{out}{err}")
+            out, err = child.communicate(timeout=60)
+            pytest.fail(f"the fit did not start: {''.join(lines)}{out}{err}")
         time.sleep(after)
         assert child.poll() is None, "the fit ended before the signal: make it longer"
         sent_at = time.time()
@@ -102,7 +101,10 @@ def _interrupt(cmd, tmp_path, wait_for=None, after=3.0, group=True):
         sent = time.monotonic()
         out, err = child.communicate(timeout=300)
         seconds = time.monotonic() - sent
-        out = "".join(lines) + out
+        if stream == "stdout":
+            out = "".join(lines) + out
+        else:
+            err = "".join(lines) + err
         returned = [float(line.split()[-1]) - sent_at for line in out.splitlines()
                     if line.startswith("returned at")]
         return child.returncode, (returned or [None])[0], seconds, out, err
@@ -162,10 +164,10 @@ def test_ctrl_c_ends_the_command_with_one_line_and_130(tmp_path):
                                  "--max-iter", "1"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=600)
     assert warm.returncode == 0, warm.stderr
-    # The command prints its estimate on stderr before the fit starts.
+    # The command says on stderr what it fits, then starts.
     code, _, seconds, out, err = _interrupt(
         [*cli, "data.csv", "--label", "label", "--method", "irelief", "--max-iter", "50"],
-        tmp_path, after=8.0)
+        tmp_path, "fitting", stream="stderr")
     print(f"cli: ended {seconds:.2f} s after SIGINT; stderr: {err!r}")
     _check_quiet(err)
     assert "Traceback" not in err, err
@@ -237,7 +239,7 @@ def test_a_notebooks_interrupt_stops_a_fit():
             X = rng.normal(size=(12000, 30)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
             IRelief(max_iter=1, tol=0).fit(X[:2000], y[:2000])
             est = IRelief(max_iter=1, tol=0).fit(X[:1000], y[:1000]).set_params(max_iter=50)
-        """), timeout=600)
+        """), timeout=600, output_hook=lambda msg: None)
         assert setup["content"]["status"] == "ok", setup["content"]
         msg_id = kc.execute("est.fit(X, y)")
         time.sleep(3.0)
@@ -250,7 +252,8 @@ def test_a_notebooks_interrupt_stops_a_fit():
         assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt", content
         _check_quiet("\n".join(content["traceback"]))
         assert seconds < RETURNS, f"the cell ended {seconds:.1f} s after the interrupt"
-        check = kc.execute_interactive("check_is_fitted(est)", timeout=60)
+        check = kc.execute_interactive("check_is_fitted(est)", timeout=60,
+                                       output_hook=lambda msg: None)
         assert check["content"]["ename"] == "NotFittedError", check["content"]
     finally:
         kc.stop_channels()
