@@ -110,6 +110,50 @@ def test_a_big_exact_pass_is_cut_into_tiles_of_seconds():
     assert len(grid.graph(small, "lse", per_row=2 * (a + 2)).anchors) == 1  # small: one tile
 
 
+def test_a_big_dask_row_block_is_cut_into_tiles_of_seconds():
+    """On dask the anchor blocks were the row blocks: 100,000-row blocks made tiles of
+    minutes.  Now slices of them, within their block, in order."""
+    import dask.array as da
+
+    from dmargin.engine import grid
+    from dmargin.engine.execution import Rows
+
+    n, a = 200_000, 41
+    X = da.zeros((n, a), chunks=(100_000, a))
+    rows = Rows(X, da.zeros(n, chunks=100_000, dtype=np.int64), 2, True,
+                [(0, 100_000), (100_000, n)])
+    g = grid.graph(rows, "lse", per_row=2 * (a + 2))
+    assert len(g.anchors) >= 100 and g.anchors[0][0] == 0 and g.anchors[-1][1] == n
+    assert all(e == s for (_, e), (s, _) in zip(g.anchors, g.anchors[1:]))
+    assert not any(s < 100_000 < e for s, e in g.anchors)  # never across two blocks
+    assert all((e - s) * 100_000 * a <= grid.TILE_WORK for s, e in g.anchors)
+
+
+@pytest.mark.parametrize("scheduler", ["in-process", "threads"])
+def test_cut_tiles_change_no_result(monkeypatch, scheduler):
+    """The same scores from long tiles and from their slices (in-process and on dask)."""
+    import dask
+    import dask.array as da
+
+    from dmargin.engine import grid
+
+    X, y = make_classification(n_samples=1200, n_features=8, random_state=1)
+    if scheduler == "threads":
+        X, y = da.from_array(X, chunks=(600, 8)), da.from_array(y, chunks=600)
+    with dask.config.set(scheduler="threads"):
+        whole = dmargin.IRelief(max_iter=3, tol=0).fit(X, y).feature_importances_
+        knn = dmargin.ReliefF().fit(X, y).feature_importances_
+        monkeypatch.setattr(grid, "TILE_WORK", 150 * 1200 * 8)
+        monkeypatch.setattr(grid, "MIN_TILE_ANCHORS", 1)
+        events = []
+        with on_progress(events.append):
+            cut = dmargin.IRelief(max_iter=3, tol=0).fit(X, y).feature_importances_
+        assert np.abs(cut - whole).max() < 1e-12
+        assert np.abs(dmargin.ReliefF().fit(X, y).feature_importances_ - knn).max() < 1e-12
+    first = [e.fraction for e in events if e.done == 0]
+    assert len(first) >= 7  # 8 (in-process) or 16 (2 row blocks, 4 slices each x 2) tiles
+
+
 def test_the_first_move_comes_before_the_first_iteration_ends(monkeypatch):
     """Tiles bounded by their work (scaled down here): the first event of a multi-block
     exact fit is a fraction of its first iteration."""

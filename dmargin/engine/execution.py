@@ -335,7 +335,15 @@ class Graph:
                     self.sample.index[s:e])
         if self.local:
             return (*self._rows_of(tuple(self.anchors[i])), self.anchors[i][0])
-        return self.block(i)
+        # On dask a row block, or a slice of one where the block's tiles would be long.
+        start, stop = self.anchors[i]
+        b = next(b for b, (s, e) in enumerate(self.rows.bounds) if s <= start < e)
+        X, codes, first = self.block(b)
+        if (start, stop) == tuple(self.rows.bounds[b]):
+            return X, codes, first
+        lo, hi = start - first, stop - first
+        return (self.add("x", _slice, X, lo, hi),
+                None if codes is None else self.add("y", _slice, codes, lo, hi), start)
 
     # -- building ----------------------------------------------------------------
     def add(self, tag, *task):

@@ -48,7 +48,8 @@ def graph(rows: Rows, name: str, *, per_row=None, sample=None, candidates=None,
     ``per_row``: the float64 values one anchor's partial holds; in-process
     the anchor blocks are cut so that a block's partial fits
     :data:`TILE_BUDGET` and its tile's pairs :data:`TILE_WORK` (on dask they
-    are the row blocks).  ``sample`` (an
+    are the row blocks, each cut by :data:`TILE_WORK` when its tiles would
+    be longer).  ``sample`` (an
     :class:`~execution.Anchors`): that sample is the anchors, cut by the
     same budget (or into blocks of ``anchor_rows``).  ``candidates``:
     in-process candidate blocks (default: all rows, one block).
@@ -56,11 +57,14 @@ def graph(rows: Rows, name: str, *, per_row=None, sample=None, candidates=None,
     anchors = None
     if anchor_rows is None and per_row is not None:
         anchor_rows = TILE_BUDGET // (8 * per_row)
-        if not rows.on_dask:  # a tile's work bounded too (TILE_WORK)
-            widest = rows.n_samples if candidates is None else \
-                max(stop - start for start, stop in candidates)
-            anchor_rows = min(anchor_rows, max(
-                MIN_TILE_ANCHORS, int(TILE_WORK // max(1, widest * rows.n_features))))
+        # A tile's work bounded too (TILE_WORK), against the widest candidate block.
+        blocks = rows.bounds if rows.on_dask else candidates or [(0, rows.n_samples)]
+        widest = max((stop - start for start, stop in blocks), default=0)
+        anchor_rows = min(anchor_rows, max(
+            MIN_TILE_ANCHORS, int(TILE_WORK // max(1, widest * rows.n_features))))
+        if rows.on_dask and sample is None and rows.bounds:  # slices of the row blocks
+            anchors = [(start + s, start + e) for start, stop in rows.bounds
+                       for s, e in local_bounds(stop - start, anchor_rows)]
     if anchor_rows is not None and (sample is not None or not rows.on_dask):
         n = rows.n_samples if sample is None else sample.n_samples
         anchors = local_bounds(n, anchor_rows)
