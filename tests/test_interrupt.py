@@ -377,3 +377,18 @@ def test_sequential_walks_in_short_calls_give_the_same_weights(monkeypatch):
     monkeypatch.setattr(_online, "_CALL_WORK", 1.0)  # 64 anchors a call
     for a, b in zip(whole, _fits(makers, X, y)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_run_after_an_interrupted_one_starts_afresh():
+    from dmargin.engine import execution
+
+    def stop():
+        raise KeyboardInterrupt
+
+    before = execution.interrupt_count()
+    with pytest.raises(KeyboardInterrupt):
+        execution._run_local({("a",): (stop,), ("b",): (abs, -2)}, set(), 1)
+    assert execution.interrupt_count() == before + 1
+    with pytest.raises(execution.FitInterrupted):
+        execution.stop_if_interrupted(before)
+    assert execution._run_local({("b",): (abs, -2)}, set(), 1)[("b",)] == 2

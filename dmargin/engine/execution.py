@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -540,12 +541,20 @@ def _run_local(dsk, tiles, threads, wanted=None):
             if isinstance(exc, KeyboardInterrupt):
                 _interrupted()
             pool.shutdown(wait=False, cancel_futures=True)
+            if pool is _MAIN_POOL.get(os.getpid()):
+                _MAIN_POOL.clear()
             pool = None
         raise
     finally:
-        if pool:
+        if pool and pool is not _MAIN_POOL.get(os.getpid()):
             pool.shutdown()
     return values
+
+
+# The main thread's one worker thread, kept from run to run (starting a thread per
+# graph would cost small fits about a millisecond each); by process, as a forked
+# child has not the thread.
+_MAIN_POOL = {}
 
 
 def _local_pool(threads):
@@ -558,6 +567,12 @@ def _local_pool(threads):
     """
     in_pool = threading.current_thread() is threading.main_thread()
     workers = threads if threads > 1 else int(in_pool)
+    if workers == 1 and in_pool:
+        pid = os.getpid()
+        if pid not in _MAIN_POOL:
+            _MAIN_POOL.clear()
+            _MAIN_POOL[pid] = ThreadPoolExecutor(1, thread_name_prefix="dmargin")
+        return _MAIN_POOL[pid], in_pool
     return (ThreadPoolExecutor(workers, thread_name_prefix="dmargin") if workers else None,
             in_pool)
 
