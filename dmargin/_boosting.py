@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector
 from ._start import start_fit
-from ._utils import logger, make_rng, timer
+from ._utils import logger, make_rng, timer, user_stacklevel
 from ._compat import is_dask_collection
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate, n_to_select
 from ._predict import check_new_rows, predict_blocks
@@ -172,7 +172,7 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
         if stumps.alpha.size == 0:
             warnings.warn("No stump has a positive weighted edge (constant features or "
                           "inseparable labels); the committee is empty.", RuntimeWarning,
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
         self._stumps = stumps
         self.classes_ = data.classes
         self.stump_features_ = stumps.feature

@@ -20,7 +20,7 @@ from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, anchors_for
 from ._start import start_fit
 from ._softmin import (HISTORY, SCALE, SoftminClassifier, anchor_weights, sample_weights,
                        warn_not_converged)
-from ._utils import timer
+from ._utils import timer, user_stacklevel
 from ._validation import RANDOM_STATE, Interval, Options
 from .engine import im4e_agg, lse_statistic
 from .progress import fit_steps
@@ -163,7 +163,7 @@ class IM4E(SoftminClassifier):
                     pos = np.maximum(m, 0.0)
                     if not pos.any():
                         warnings.warn("m+ is zero: no feature separates misses from hits; "
-                                      "keeping the previous weights.", RuntimeWarning, stacklevel=2)
+                                      "keeping the previous weights.", RuntimeWarning, stacklevel=user_stacklevel())
                         break
                     w_new = pos / pos.sum()
                 cost = float(-w_new @ m + self.sigma * entropy + self.lam * w_new @ w_new)

@@ -427,7 +427,7 @@ class IM4EImmigrate(SoftminClassifier):
         if keep.size == 0:
             warnings.warn(f"No feature has an IM4E weight above threshold={threshold:.3g} "
                           f"(largest {w.max():.3g}); keeping the largest.", RuntimeWarning,
-                          stacklevel=3)
+                          stacklevel=user_stacklevel())
             keep = np.flatnonzero(w == w.max())
         return keep
 
@@ -565,7 +565,7 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         if not kept:
             warnings.warn("Every boosting round was discarded (training error 0 or >= 1/2); "
                           "keeping the learner with the smallest error.", RuntimeWarning,
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
             kept, alphas = [fallback[0]], [1.0]
         alphas = np.asarray(alphas)
         self.classes_ = data.classes

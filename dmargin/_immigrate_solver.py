@@ -18,7 +18,7 @@ import numpy as np
 import scipy.linalg
 
 from ._softmin import warn_not_converged
-from ._utils import logger, timer
+from ._utils import logger, timer, user_stacklevel
 from .engine import quad_statistic, softmin_coef
 
 
@@ -108,7 +108,7 @@ def immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune, on_step=None, a
         W_new, factor = _eigen_update(Sigma)
         if W_new is None:
             warnings.warn("Sigma has no negative eigenvalue: no direction separates misses "
-                          "from hits; keeping the previous W.", RuntimeWarning, stacklevel=3)
+                          "from hits; keeping the previous W.", RuntimeWarning, stacklevel=user_stacklevel())
             break
         if prune is not None and t >= max_iter // 2:
             pruned = np.where(W_new < prune, 0.0, W_new)

@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors
 from ._start import start_fit
-from ._utils import logger, make_rng, timer
+from ._utils import logger, make_rng, timer, user_stacklevel
 from ._cost import irelief_cost, relief_cost
 from ._regression import fit_continuous_relieff, set_target
 from ._stir import sample_moments, sample_shape, stir, uncalibrated, warn_uncalibrated
@@ -237,7 +237,7 @@ class IRelief(WeightSelector):
                 if w_new is None:
                     warnings.warn("nu+ is zero: no feature separates the classes under these "
                                   "weights; returning all-zero weights.", RuntimeWarning,
-                                  stacklevel=2)
+                                  stacklevel=user_stacklevel())
                     w_new = np.zeros_like(w)
                     history.append(np.linalg.norm(w_new - w))
                     w = w_new
@@ -253,7 +253,7 @@ class IRelief(WeightSelector):
                     warnings.warn(
                         f"I-RELIEF did not converge in max_iter={self.max_iter} iterations (last "
                         f"change {history[-1]:.3g} >= tol={self.tol}); increase max_iter or sigma.",
-                        ConvergenceWarning, stacklevel=2,
+                        ConvergenceWarning, stacklevel=user_stacklevel(),
                     )
 
         # Final attributes
@@ -653,7 +653,7 @@ class Relief(WeightSelector):
         w = _positive_unit(z)
         if w is None:
             warnings.warn("z+ is zero: no feature separates nearest hits from nearest "
-                          "misses; returning all-zero weights.", RuntimeWarning, stacklevel=2)
+                          "misses; returning all-zero weights.", RuntimeWarning, stacklevel=user_stacklevel())
             w = np.zeros_like(z)
         self.classes_ = data.classes
         self.margin_vector_ = z

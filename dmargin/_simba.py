@@ -16,7 +16,7 @@ import numpy as np
 
 from ._base import N_FEATURES_TO_SELECT, WeightSelector
 from ._start import start_fit
-from ._utils import logger, make_rng, timer
+from ._utils import logger, make_rng, timer, user_stacklevel
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from .engine import simba_margins, simba_run
 from ._compat import gather
@@ -148,7 +148,7 @@ class Simba(WeightSelector):
         best = int(np.argmax(scores))
         w, v = runs[best]
         if not np.any(v > 0):
-            warnings.warn("Every Simba weight is zero.", RuntimeWarning, stacklevel=2)
+            warnings.warn("Every Simba weight is zero.", RuntimeWarning, stacklevel=user_stacklevel())
         self.classes_ = data.classes
         self.weights_ = w
         self.scores_ = np.asarray(scores)

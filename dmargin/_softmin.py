@@ -26,6 +26,7 @@ from ._base import WeightSelector
 from ._compat import is_dask_collection
 from ._predict import check_new_rows, new_dask_rows
 from ._validation import NONE, Options
+from ._utils import user_stacklevel
 from .engine import anchor_partials, new_rows_softmin, row_partials
 
 #: ``scale``: standardised features (as the papers) or the numbers as given.
@@ -62,7 +63,7 @@ def warn_not_converged(name, max_iter, history, tol):
         warnings.warn(
             f"{name} did not converge in max_iter={max_iter} steps (last change "
             f"{history[-1][1]:.3g} >= tol={tol}); the update may be cycling -- see "
-            "history_['change'] -- or need more steps.", ConvergenceWarning, stacklevel=3,
+            "history_['change'] -- or need more steps.", ConvergenceWarning, stacklevel=user_stacklevel(),
         )
 
 

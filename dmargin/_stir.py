@@ -61,6 +61,7 @@ import numpy as np
 from scipy.stats import norm, pearson3
 from scipy.stats import t as student_t
 
+from ._utils import user_stacklevel
 from .engine import scored_differences, summary_of_rows_at
 
 #: At most this many rows estimate a feature's difference moments.
@@ -205,7 +206,7 @@ def warn_uncalibrated(estimator, reason, n_features):
         f"shown calibrated on {reason}. Use {name}(n_permutations=B) for permutation "
         f"p-values, exact for any data (B + 1 >= {need}, n_features / 0.05, for a discovery "
         "at q = 0.05 to be possible), or pvalues=False for the scores alone.",
-        UncalibratedPValuesWarning, stacklevel=3)
+        UncalibratedPValuesWarning, stacklevel=user_stacklevel())
 
 
 def _tuples(n_rows, n_features):

@@ -20,6 +20,7 @@ from sklearn.utils.validation import validate_data
 
 from ._compat import (is_dask_array, is_dask_collection, is_dask_frame, is_dask_series,
                       persist_with_known_rows)
+from ._utils import user_stacklevel
 
 # ---------------------------------------------------------------------------
 # Parameter constraints
@@ -436,7 +437,7 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
         _check_known_rows(y, "y")
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
-                      "raveled.", DataConversionWarning, stacklevel=3)
+                      "raveled.", DataConversionWarning, stacklevel=user_stacklevel())
         y = y[:, 0]
     if y.ndim != 1:
         raise ValueError(f"y should be a 1d array (one label per row); got shape {y.shape}.")
