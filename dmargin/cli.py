@@ -467,7 +467,9 @@ class _Bar:
         line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {event.done}/"
                 f"{'' if event.final else '<='}{event.total} {unit}{inside}, "
                 f"{event.elapsed:.1f} s"
-                + ("" if event.final or left is None else f", about {left:.0f} s left"))
+                + ("" if event.final or left is None else
+                   # To the cap ("at most") until the fit's convergence says how many steps.
+                   f", {'about' if event.expected is not None else 'at most'} {left:.0f} s left"))
         if self.tty:
             self.stream.write("\r" + line + ("\n" if event.final else ""))
             self.open = not event.final
