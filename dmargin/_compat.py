@@ -29,8 +29,11 @@ fit will hold before anything is submitted.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import sys
 import time
+import weakref
 from contextlib import contextmanager
 
 logger = logging.getLogger("dmargin")
@@ -297,6 +300,7 @@ _UNREACHABLE = (
 
 
 def _compute_on(client, todo, what, optimize=False):
+    _terminal_interrupt_to_the_client(client)
     futures = client.compute(todo, optimize_graph=optimize)
     try:
         with _seceded():
@@ -305,6 +309,36 @@ def _compute_on(client, todo, what, optimize=False):
     except BaseException:
         client.cancel(futures)
         raise
+
+
+_INTERRUPT_ROUTED = weakref.WeakSet()
+
+
+def _terminal_interrupt_to_the_client(client):
+    """A terminal's Ctrl-C reaches the whole process group, so also the worker
+    processes of a ``LocalCluster`` this process started: each would print
+    distributed's own ``KeyboardInterrupt`` traceback as it dies under a fit
+    that the client stops and cancels anyway (dask/distributed issue 1925).  Those
+    workers -- children of this process, on this host -- leave Ctrl-C to it; they
+    still close with the cluster.  Sent once per client, without waiting."""
+    if client in _INTERRUPT_ROUTED:
+        return
+    _INTERRUPT_ROUTED.add(client)
+    try:
+        client.run(_leave_ctrl_c_to_the_parent, os.getpid(), socket.gethostname(),
+                   wait=False, on_error="ignore")
+    except Exception:  # a closing client: nothing to route
+        pass
+
+
+async def _leave_ctrl_c_to_the_parent(parent_pid, host):
+    # A coroutine: distributed runs it in the worker's event loop without a reply.
+    import signal
+    import threading
+
+    if (os.getppid() == parent_pid and socket.gethostname() == host
+            and threading.current_thread() is threading.main_thread()):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextmanager
