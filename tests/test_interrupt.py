@@ -242,7 +242,13 @@ def test_a_notebooks_interrupt_stops_a_fit():
             est = IRelief(max_iter=1, tol=0).fit(X[:1000], y[:1000]).set_params(max_iter=50)
         """), timeout=600, output_hook=lambda msg: None)
         assert setup["content"]["status"] == "ok", setup["content"]
-        msg_id = kc.execute("est.fit(X, y)")
+        msg_id = kc.execute("print('fitting', flush=True); est.fit(X, y)")
+        # A busy machine may start the cell late: interrupt once the fit has begun.
+        while True:
+            msg = kc.get_iopub_msg(timeout=600)
+            if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream"
+                    and "fitting" in msg["content"]["text"]):
+                break
         time.sleep(3.0)
         km.interrupt_kernel()
         sent = time.monotonic()
