@@ -33,9 +33,15 @@ KERNELS = {"lse": lse.TWINS, "lse-general": lse.GENERAL_TWINS, "knn": knn.TWINS,
 #: the quadratic kernels count flops (BLAS: fast per flop).
 COST = {"lse": 1.0, "lse-general": 2.0, "knn": 1.0, "knn-general": 2.0,
         "class-moments": 2.0, "qlse": 0.05}
-#: Pair-features of one kernel call at most (a fraction of a second): between
-#: calls a tile stops if a ``KeyboardInterrupt`` stopped its run.
-CALL_WORK = 1e8
+#: Pair-features of one kernel call at most: between calls a tile stops if a
+#: ``KeyboardInterrupt`` stopped its run.  A call of the soft tile (an exp per
+#: pair) takes about 0.3 s on two threads.  Each call costs a pass over the
+#: candidates and a wait for its slowest thread: ReliefF on 8,000 x 100 took
+#: 30 % longer in calls of 1e8 and 20 % in calls of 1e9 than in one call.
+CALL_WORK = 1e9
+#: Kernels faster per pair-feature than the soft tile take calls this many times
+#: larger (the same time a call): the hard k-nearest tile runs about 4x faster.
+CALL_SPEED = {"knn": 4.0}
 #: The fewest anchors of one call, per numba thread: each call sorts the
 #: candidates by class once (about one pass over them).
 CALL_ANCHORS = 256
@@ -57,7 +63,8 @@ def _tile(Xa, ya, start_a, Xc, yc, start_c, name, threads, *params):
         with blas_single_thread():  # the tasks are the parallelism
             return kernel(Xa, ia, Xc, yc, ic, *params)
     least = CALL_ANCHORS * (n_threads() if kernel is KERNELS[name][1] else 1)
-    return _in_calls(kernel, Xa, ia, Xc, yc, ic, params, work * COST[name], least)
+    return _in_calls(kernel, Xa, ia, Xc, yc, ic, params,
+                     work * COST[name] / CALL_SPEED.get(name, 1.0), least)
 
 
 def _in_calls(kernel, Xa, ia, Xc, yc, ic, params, work, least):
