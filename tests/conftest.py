@@ -159,6 +159,27 @@ def blobs_regression():
     return _with_corner_rows(X, y, rng)
 
 
+@pytest.fixture(scope="session")
+def status_frame():
+    """120 rows, 5 features (``signal`` informative), string labels in ``status``:
+    the command line's data."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    y = np.where(rng.random(120) < 0.5, "case", "control")
+    X = rng.normal(size=(120, 5))
+    X[:, 2] += 2.5 * (y == "case")
+    return pd.DataFrame(X, columns=["a", "b", "signal", "d", "e"]).assign(status=y)
+
+
+@pytest.fixture(scope="session")
+def status_csv(status_frame, tmp_path_factory):
+    """:func:`status_frame` as a CSV file."""
+    path = tmp_path_factory.mktemp("cli") / "data.csv"
+    status_frame.to_csv(path, index=False)
+    return path
+
+
 def start_local_cluster(n_workers):
     """A LocalCluster of ``n_workers`` processes of one thread, no dashboard."""
     from distributed import LocalCluster

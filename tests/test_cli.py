@@ -13,19 +13,13 @@ from dmargin.cli import main
 
 
 @pytest.fixture(scope="module")
-def frame():
-    rng = np.random.default_rng(0)
-    y = np.where(rng.random(120) < 0.5, "case", "control")
-    X = rng.normal(size=(120, 5))
-    X[:, 2] += 2.5 * (y == "case")
-    return pd.DataFrame(X, columns=["a", "b", "signal", "d", "e"]).assign(status=y)
+def frame(status_frame):
+    return status_frame
 
 
 @pytest.fixture(scope="module")
-def csv_file(frame, tmp_path_factory):
-    path = tmp_path_factory.mktemp("cli") / "data.csv"
-    frame.to_csv(path, index=False)
-    return path
+def csv_file(status_csv):
+    return status_csv
 
 
 def test_csv_to_csv_ranking(csv_file, tmp_path):

@@ -22,19 +22,13 @@ NOT_ON_THE_CLI = {"LDM": "a classifier: its feature ranking is LDMRFE's (ldm-rfe
 
 
 @pytest.fixture(scope="module")
-def frame():
-    rng = np.random.default_rng(0)
-    y = np.where(rng.random(120) < 0.5, "case", "control")
-    X = rng.normal(size=(120, 5))
-    X[:, 2] += 2.5 * (y == "case")
-    return pd.DataFrame(X, columns=["a", "b", "signal", "d", "e"]).assign(status=y)
+def frame(status_frame):
+    return status_frame
 
 
 @pytest.fixture(scope="module")
-def csv_file(frame, tmp_path_factory):
-    path = tmp_path_factory.mktemp("cli_methods") / "data.csv"
-    frame.to_csv(path, index=False)
-    return path
+def csv_file(status_csv):
+    return status_csv
 
 
 def _one_line(capsys):

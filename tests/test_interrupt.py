@@ -114,6 +114,15 @@ def _interrupt(cmd, tmp_path, wait_for, after=3.0, group=True, stream="stdout"):
             child.wait()
 
 
+def _check_stopped(name, code, returned, seconds, out, err, bound=BOUND):
+    _check_quiet(err)
+    assert code == 3 and "unfitted" in out, (code, out, err)
+    print(f"{name}: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
+          "after SIGINT")
+    assert returned < RETURNS, f"{name}: fit returned {returned:.1f} s after SIGINT"
+    assert seconds < bound, f"{name}: {seconds:.1f} s from SIGINT to the end"
+
+
 def _check_quiet(err):
     assert "SystemError" not in err, err
     assert "During handling of the above exception" not in err, err
@@ -125,12 +134,7 @@ def test_ctrl_c_stops_a_fit(tmp_path, mode):
     (tmp_path / "fit.py").write_text(_FIT)
     code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py", mode], tmp_path,
                                                    "fitting")
-    _check_quiet(err)
-    assert code == 3 and "unfitted" in out, (code, out, err)
-    print(f"{mode}: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
-          "after SIGINT")
-    assert returned < RETURNS, f"{mode}: fit returned {returned:.1f} s after SIGINT"
-    assert seconds < BOUND, f"{mode}: {seconds:.1f} s from SIGINT to the end"
+    _check_stopped(mode, code, returned, seconds, out, err)
 
 
 @pytest.mark.cluster
@@ -140,13 +144,8 @@ def test_ctrl_c_stops_a_fit_on_a_local_cluster(tmp_path):
     # leave Ctrl-C to the client, which stops the fit (no worker's traceback).
     code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py", "cluster"],
                                                    tmp_path, "fitting")
-    _check_quiet(err)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert code == 3 and "unfitted" in out, (code, out, err)
-    print(f"cluster: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
-          "after SIGINT")
-    assert returned < RETURNS, f"cluster: fit returned {returned:.1f} s after SIGINT"
-    assert seconds < 2 * BOUND, f"cluster: {seconds:.1f} s from SIGINT to the end"
+    _check_stopped("cluster", code, returned, seconds, out, err, bound=2 * BOUND)
 
 
 def test_ctrl_c_ends_the_command_with_one_line_and_130(tmp_path):
@@ -330,12 +329,7 @@ def test_ctrl_c_stops_a_sequential_fit(tmp_path):
     (tmp_path / "fit.py").write_text(_SIMBA)
     code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py"], tmp_path,
                                                    "fitting")
-    _check_quiet(err)
-    assert code == 3 and "unfitted" in out, (code, out, err)
-    print(f"simba: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
-          "after SIGINT")
-    assert returned < RETURNS, f"simba: fit returned {returned:.1f} s after SIGINT"
-    assert seconds < BOUND, f"simba: {seconds:.1f} s from SIGINT to the end"
+    _check_stopped("simba", code, returned, seconds, out, err)
 
 
 def _fits(make, X, y):
