@@ -28,7 +28,9 @@ fit will hold before anything is submitted.
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import math
 import os
 import socket
 import sys
@@ -111,6 +113,28 @@ def _same(block):
     return block
 
 
+#: Set while a fit runs on Spark (:mod:`dmargin.spark`): its row blocks live in
+#: Spark's cache, and a persist leaves dask arrays lazy (dask's local persist would
+#: compute them on the driver).
+_LAZY_PERSIST = contextvars.ContextVar("dmargin_lazy_persist", default=False)
+
+
+@contextmanager
+def lazy_persist():
+    """Within: :func:`persist_spread` and :func:`persist_with_known_rows` return
+    their arrays unpersisted, recomputed from their source by each graph."""
+    token = _LAZY_PERSIST.set(True)
+    try:
+        yield
+    finally:
+        _LAZY_PERSIST.reset(token)
+
+
+def persists_lazily() -> bool:
+    """Whether a persist leaves arrays lazy here (:func:`lazy_persist`)."""
+    return _LAZY_PERSIST.get()
+
+
 def persist_spread(*arrays):
     """Dask arrays of the same row blocks persisted in one call, block ``i`` of
     every array on worker ``i mod W``.
@@ -125,6 +149,8 @@ def persist_spread(*arrays):
     """
     import dask
 
+    if persists_lazily():
+        return tuple(arrays)
     workers = worker_addresses(arrays) or []
     if len(workers) > 1:
         def place(key):
@@ -145,6 +171,8 @@ def persist_with_known_rows(*arrays):
     import dask
     import dask.array as da
 
+    if persists_lazily() and not any(math.isnan(c) for a in arrays for c in a.chunks[0]):
+        return list(arrays)
     # Where the source's tasks ran: dealing these blocks out would move the rows of a
     # fit that only streams them (the engine deals its own rows, :func:`persist_spread`).
     arrays = dask.persist(*arrays, optimize_graph=False)  # as compute(): same keys, same tasks
@@ -199,7 +227,7 @@ def active_client():
     # No client can exist before distributed is imported; importing it only to
     # find none would cost a numpy-only fit a fifth of a second.
     distributed = sys.modules.get("distributed")
-    if distributed is None:
+    if distributed is None or persists_lazily():  # a Spark fit: Spark runs its graphs
         return None
     try:
         distributed.get_worker()

@@ -60,7 +60,7 @@ from ._utils import user_stacklevel
 from ._validation import (check_binary, check_params, check_X_y, integer_input, is_continuous,
                           target_values)
 from .engine import (MASKED, FeatureKinds, Rows, compact_distinct, feature_kinds,
-                     prepare_rows, rows_per_block)
+                     prepare_rows, rows_per_block, split_chunks)
 
 #: What an estimator may declare, and what it means when it does not.
 DECLARATIONS = {
@@ -313,7 +313,7 @@ def _dask_compact_rows(data, n_classes):
     X, a = data.X, data.X.shape[1]
     cap = rows_per_block(a, n_classes)
     source = X.chunks[0]
-    X = X.rechunk((source if max(source) <= cap else cap, a))
+    X = X.rechunk((source if max(source) <= cap else split_chunks(source, cap), a))
     X, codes = persist_with_known_rows(X, data.codes.rechunk((X.chunks[0],)))
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
     counts = data.block_counts if X.chunks[0] == source else None

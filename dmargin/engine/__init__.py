@@ -32,7 +32,7 @@ from .binning import BinnedRows, bin_rows
 from .blocks import (WeightedHistograms, block_reduce, counts, hinge_band, hinge_violations,
                      linear_gram, linear_loss)
 from .execution import (Anchors, Rows, map_row_blocks, new_row_blocks, prepare_rows,
-                        rows_per_block)
+                        rows_per_block, split_chunks)
 from .features import FeatureKinds, column_summary, compact_distinct, feature_kinds
 from .kernels.distance import MASKED, MISSING, scored_differences
 from .kernels.terms import im4e_agg, irelief_agg, irelief_agg_missing, softmin_coef
@@ -54,6 +54,6 @@ __all__ = [
     "lse_statistic", "map_row_blocks", "merge", "new_row_blocks", "new_rows_softmin",
     "online_irelief_steps", "online_irelief_steps_general", "permuted_rows", "prepare_rows",
     "quad_statistic", "rbf_left_out_sums", "row_partials", "rows_at", "rows_per_block",
-    "sample_anchors", "scored_differences", "simba_margins", "simba_run", "softmin_coef",
+    "sample_anchors", "scored_differences", "split_chunks", "simba_margins", "simba_run", "softmin_coef",
     "summary_of_rows_at", "compact_threshold_statistic", "threshold_statistic",
 ]

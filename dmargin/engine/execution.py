@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._compat import (active_client, check_worker_memory, client_for, compute,
-                       is_dask_collection, persist_spread)
+                       is_dask_collection, persist_spread, persists_lazily)
 from ..progress import step_fraction
 from ._numba import n_threads, set_threads
 
@@ -174,7 +174,8 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     if is_dask_collection(X):
         # The cap bounds an anchor block's partials; streamed rows are only
         # candidates, and keep the blocks they come in (a Parquet row group).
-        chunks = X.chunks[0] if max(X.chunks[0]) <= cap or not persist else cap
+        chunks = X.chunks[0] if max(X.chunks[0]) <= cap or not persist else \
+            split_chunks(X.chunks[0], cap)
     else:
         min_rows = math.sqrt(MIN_TILE_WORK / max(a, 1)) if min_rows is None else min_rows
         n_blocks = max(1, min(TARGET_BLOCKS, int(n // min_rows)))
@@ -199,6 +200,16 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
     return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])), streamed=not persist,
                 block_counts=block_counts)
+
+
+def split_chunks(chunks, cap):
+    """Row chunks of at most ``cap`` rows, each block split into near-equal parts:
+    no new block spans two old ones (on Spark, two partitions)."""
+    out = []
+    for c in chunks:
+        parts = max(1, -(-int(c) // int(cap)))
+        out += [c // parts + (i < c % parts) for i in range(parts)]
+    return tuple(out)
 
 
 def row_blocks(X) -> Rows:
@@ -441,6 +452,9 @@ class Graph:
         hlg = HighLevelGraph.from_collections(layer_name, {**self.dsk, **layer},
                                               dependencies=deps)
         arr = da.Array(hlg, kept_name, chunks=chunks, dtype=dtype)
+        if persists_lazily():  # Spark: the kept blocks are recomputed where they are read
+            return compute(Delayed(key, hlg, layer=layer_name),
+                           what=f"dmargin graph {self.name}")[0], arr
         with _TileProgress(self._tiles):
             arr, value = dask.persist(arr, Delayed(key, hlg, layer=layer_name),
                                       optimize_graph=False)

@@ -1,0 +1,283 @@
+"""Spark as the scheduler of dmargin's dask graphs.
+
+A fit on a Spark DataFrame runs the same dask graphs as a fit on dask
+arrays: the estimator is given dask arrays whose row blocks are the
+DataFrame's partitions (:mod:`dmargin.spark._source`), and every graph it
+computes reaches :func:`spark_get` (dask's ``scheduler=`` hook) instead of
+dask's threads or a ``distributed`` cluster.
+
+:func:`spark_get` never brings rows to the driver.  Each task's *footprint*
+is the set of partitions its value is made from, counted through the values
+not yet on the driver.  The graph runs in waves:
+
+- every task of empty footprint (merges of partials, the driver's small
+  steps) runs on the driver;
+- every task of one partition ``{p}`` (a block's conversions, its tiles
+  against the anchors held in the graph) runs on the executor task of
+  partition ``p``, and so does every task of a pair ``{p, q}`` (a tile of
+  two row blocks: exact fits), in a task of the partitions' cartesian
+  product, which reads both cached blocks where they are;
+- of those, only the values that a task of three or more partitions reads
+  (the partials a merge sums), or that the caller wants, come back.
+
+So the tiles' partials come to the driver, the rows never do; a block's
+chain of tasks is recomputed from its cached partition by each wave that
+needs it, as dask recomputes an unpersisted array.  One wave is one Spark
+job; a fit's iteration is one graph, so one or two jobs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+import threading
+import time
+from dataclasses import dataclass, field
+
+#: Cached row blocks of the live sources, by token (driver side).
+_SOURCES: dict = {}
+_lock = threading.Lock()
+
+
+def read_block(token, partition, field_name):
+    """The leaf task of a Spark-backed dask array: partition ``partition``'s
+    ``field_name`` ("X" or "y").  Its value is set by the executor that holds
+    the partition; called anywhere else it is an error."""
+    raise RuntimeError(
+        "The rows of a Spark DataFrame are read on Spark's executors: this dask array "
+        "comes from dmargin.spark and computes only inside dmargin.spark.fit (its Spark "
+        "source has been released, or it was computed on another scheduler).")
+
+
+@dataclass
+class RunStats:
+    """What the graphs of one source cost: Spark jobs, executor tasks, bytes of
+    results that came to the driver, and the largest result of one task."""
+
+    jobs: int = 0
+    tasks: int = 0
+    bytes_to_driver: int = 0
+    largest_result: int = 0
+    seconds: float = 0.0
+    waves: list = field(default_factory=list)
+
+
+def register(token, blocks, n_partitions, stats):
+    """Make ``blocks`` (a cached RDD of one ``(X, y)`` record per partition) the rows
+    of the leaves named ``token``."""
+    with _lock:
+        _SOURCES[token] = (blocks, n_partitions, stats)
+
+
+def release(token):
+    """Forget a source (its cache is the caller's to unpersist)."""
+    with _lock:
+        _SOURCES.pop(token, None)
+
+
+def _leaf(node):
+    from dask._task_spec import Task
+
+    if isinstance(node, Task) and node.func is read_block:
+        return node.args
+    return None
+
+
+def spark_get(dsk, keys, **kwargs):
+    """dask's ``get``: the values of ``keys`` (a flat list), the graph run in waves
+    on the Spark executors of its source (module docstring)."""
+    from dask._task_spec import convert_legacy_graph
+
+    if hasattr(dsk, "__dask_graph__"):
+        dsk = dsk.__dask_graph__()
+    graph = convert_legacy_graph(dict(dsk))
+    wanted = list(keys)
+    needed = _ancestors(graph, wanted)
+    graph = {k: graph[k] for k in needed}
+    leaves = {k: args for k, node in graph.items() if (args := _leaf(node)) is not None}
+    tokens = {args[0] for args in leaves.values()}
+    if len(tokens) > 1:
+        raise ValueError("One dmargin computation reads two Spark DataFrames; fit on one "
+                         "DataFrame (join them in Spark first).")
+    values = {}
+    if tokens:
+        token = tokens.pop()
+        with _lock:
+            if token not in _SOURCES:
+                read_block(*next(iter(leaves.values())))
+            source = _SOURCES[token]
+    else:
+        source = None
+    order = _topological(graph)
+    consumers = {k: [] for k in graph}
+    for k, node in graph.items():
+        for d in node.dependencies:
+            if d in consumers:
+                consumers[d].append(k)
+    want = set(wanted)
+    while not want <= values.keys():
+        fp = _footprints(graph, order, values, leaves)
+        ready = [k for k in order if k not in values and not fp[k]]
+        if ready:  # the driver's steps, in order
+            for k in ready:
+                values[k] = graph[k](values)
+            continue
+        exports = {k for k in order if k not in values and len(fp[k]) <= 2 and (
+            k in want or any(len(fp[u]) >= 3 for u in consumers[k]))}
+        values.update(_run_wave(graph, order, values, fp, exports, source))
+    return [values[k] for k in wanted]
+
+
+def _ancestors(graph, keys):
+    seen, stack = set(), [k for k in keys if k in graph]
+    while stack:
+        k = stack.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        stack.extend(d for d in graph[k].dependencies if d in graph and d not in seen)
+    return seen
+
+
+def _topological(graph):
+    """The keys of ``graph``, every task after its dependencies."""
+    order, state = [], {}
+    for root in graph:
+        if root in state:
+            continue
+        stack = [(root, iter(graph[root].dependencies))]
+        state[root] = 1
+        while stack:
+            k, deps = stack[-1]
+            d = next((d for d in deps if d in graph and d not in state), None)
+            if d is None:
+                stack.pop()
+                order.append(k)
+                state[k] = 2
+            else:
+                state[d] = 1
+                stack.append((d, iter(graph[d].dependencies)))
+    return order
+
+
+def _footprints(graph, order, values, leaves):
+    """``{key: frozenset of partitions}`` through the values not on the driver."""
+    fp = {}
+    empty = frozenset()
+    for k in order:
+        if k in values:
+            fp[k] = empty
+        elif k in leaves:
+            fp[k] = frozenset([leaves[k][1]])
+        else:
+            out = empty
+            for d in graph[k].dependencies:
+                if d in fp:
+                    out = out | fp[d]
+            fp[k] = out
+    return fp
+
+
+def _run_wave(graph, order, values, fp, exports, source):
+    """One Spark job: the ``exports`` of one partition or one pair of partitions,
+    each computed where its partitions are; returns their values."""
+    if source is None:
+        raise RuntimeError("dmargin's Spark scheduler found rows but no Spark source.")
+    blocks, n_parts, stats = source
+    by_part = {}
+    for k in exports:
+        by_part.setdefault(tuple(sorted(fp[k])), []).append(k)
+    plans, shared = {}, {}
+    for parts, keys in by_part.items():
+        tasks = _ancestors({k: graph[k] for k in graph if k not in values}, keys)
+        inputs = {d for k in tasks for d in graph[k].dependencies if d in values}
+        for d in inputs:
+            shared[d] = values[d]
+        plans[parts] = ([graph[k] for k in order if k in tasks], sorted(inputs, key=str),
+                        keys)
+    singles = sorted(p for p in plans if len(p) == 1)
+    pairs = sorted(p for p in plans if len(p) == 2)
+    sc = blocks.context
+    started = time.perf_counter()
+    broadcast = sc.broadcast((plans, shared))
+    out = {}
+    try:
+        results = []
+        if singles:
+            results += _run_job(sc, blocks, _single_runner(broadcast),
+                                [p[0] for p in singles], "row blocks")
+        if pairs:
+            product = blocks.cartesian(blocks)
+            results += _run_job(sc, product, _pair_runner(broadcast, n_parts),
+                                [p * n_parts + q for p, q in pairs], "pairs of row blocks")
+    finally:
+        broadcast.unpersist()
+    for part_values, nbytes in results:
+        out.update(part_values)
+        stats.bytes_to_driver += nbytes
+        stats.largest_result = max(stats.largest_result, nbytes)
+    stats.tasks += len(singles) + len(pairs)
+    stats.seconds += time.perf_counter() - started
+    stats.waves.append((len(singles), len(pairs)))
+    return out
+
+
+_job_ids = itertools.count()
+
+
+def _run_job(sc, rdd, runner, partitions, what):
+    """``runner`` on ``partitions`` of ``rdd`` as one job of its own job group:
+    a ``KeyboardInterrupt`` on the driver cancels the group, so no executor keeps
+    computing a fit that was stopped."""
+    group = f"dmargin-{next(_job_ids)}"
+    sc.setJobGroup(group, f"dmargin: tiles over {len(partitions)} {what}",
+                   interruptOnCancel=True)
+    try:
+        return sc.runJob(rdd, runner, partitions)
+    except KeyboardInterrupt:
+        sc.cancelJobGroup(group)
+        raise
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+
+
+def _execute(plan, shared, blocks):
+    """Run one plan on an executor: ``blocks`` are ``{partition: (X, y)}``."""
+    from dask._task_spec import execute_graph
+
+    nodes, inputs, keys = plan
+    cache = {k: shared[k] for k in inputs}
+    for node in nodes:
+        args = _leaf(node)
+        if args is not None:
+            X, y = blocks[args[1]][:2]
+            cache[node.key] = X if args[2] == "X" else y
+    todo = {node.key: node for node in nodes if node.key not in cache}
+    done = execute_graph(todo, cache=cache, keys=set(keys))
+    result = {k: done[k] for k in keys}
+    return result, len(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _single_runner(broadcast):
+    def run(records):
+        from pyspark import TaskContext
+
+        p = TaskContext.get().partitionId()
+        plans, shared = broadcast.value
+        block = next(iter(records))
+        yield _execute(plans[(p,)], shared, {p: block})
+
+    return run
+
+
+def _pair_runner(broadcast, n_parts):
+    def run(records):
+        from pyspark import TaskContext
+
+        index = TaskContext.get().partitionId()
+        p, q = divmod(index, n_parts)
+        plans, shared = broadcast.value
+        first, second = next(iter(records))
+        yield _execute(plans[(p, q)], shared, {p: first, q: second})
+
+    return run
