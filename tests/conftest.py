@@ -207,6 +207,35 @@ def client(local_cluster):
         yield c
 
 
+def _spark_missing():
+    """Why a local SparkSession cannot start here, or ``None``."""
+    import shutil
+
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "pyspark is not installed: pip install 'dmargin[spark]' (or the test extra)"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no Java runtime: install Java 17 or newer (Debian: apt install openjdk-17-jre)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local SparkSession of two cores (``local[2,3]``: a failed task is retried,
+    as on a cluster), shared by the session; a clear skip without Java or pyspark."""
+    missing = _spark_missing()
+    if missing:
+        pytest.skip(missing)
+    from dmargin.spark import local_session
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session = local_session("local[2,3]")
+    yield session
+    session.stop()
+
+
 @pytest.fixture
 def threaded():
     """The threaded dask scheduler."""
