@@ -3,8 +3,8 @@
 The DATA file (CSV, TSV or text with pandas, anything else as Parquet; its columns
 checked against the header or schema before the rows are read), the result
 files (checked before the fit: never the input, each its own path; written
-atomically) and the Dask scheduler (reached within a bounded time, or
-refused).  Every failure here is a :class:`UserError`, one line that names
+atomically), the Dask scheduler (reached within a bounded time, or refused)
+and, with ``--spark``, the SparkSession and the DATA read by Spark.  Every failure here is a :class:`UserError`, one line that names
 the problem and the fix; :mod:`dmargin.cli` decides when each step runs.
 """
 
@@ -361,6 +361,158 @@ def dashboard_link(client):
         return client.dashboard_link or None
     except (KeyError, AttributeError, TypeError, ValueError, OSError):
         return None
+
+
+# -- Spark -----------------------------------------------------------------------------
+
+SPARK_INSTALL = "pip install 'dmargin[spark]'"
+# Spark's numeric SQL types (DataFrame.dtypes' names): the features a Spark fit reads.
+_SPARK_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal",
+                  "boolean")
+# Compressed text Spark reads itself (Hadoop's codecs); others are refused before it starts.
+_SPARK_COMPRESSION = ("", ".gz", ".bz2")
+
+
+def is_remote(path: str) -> bool:
+    """A DATA path only Spark can open (``hdfs://``, ``s3a://``, ``dbfs:/``), not a file here."""
+    scheme, sep, _ = path.partition(":")
+    return bool(sep) and len(scheme) > 1 and scheme.replace("+", "").isalnum() \
+        and scheme.lower() != "file" and not Path(path).exists()
+
+
+def spark_failure(exc) -> str | None:
+    """One line saying why Spark or its JVM failed (``exc`` raised by pyspark or py4j),
+    or None for any other exception."""
+    if not type(exc).__module__.startswith(("pyspark", "py4j")):
+        return None
+    text = str(getattr(exc, "getMessage", lambda: "")() or exc).strip() or type(exc).__name__
+    return text.splitlines()[0].strip()
+
+
+def spark_session(master: str):
+    """``(session, started)``: the SparkSession ``--spark MASTER`` fits on.
+
+    The process's active session (a notebook's, a test's) is used as it is;
+    otherwise one is started: :func:`dmargin.spark.local_session` for a
+    ``local[...]`` master, else a session of that master (its executors' Python
+    is the cluster's, ``PYSPARK_PYTHON`` or ``spark.pyspark.python``).
+    ``started``: this command started it, and stops it at the end.
+    """
+    import shutil
+    import warnings
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise UserError(f"--spark needs pyspark, which is not installed: {SPARK_INSTALL} "
+                        "(Spark also needs Java 17 or newer).") from None
+    warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise UserError("--spark needs Java 17 or newer, and there is no java on PATH and no "
+                        "JAVA_HOME; install a JDK (Debian: apt install openjdk-17-jre-headless) "
+                        "or set JAVA_HOME.")
+    try:
+        if master == "local" or master.startswith("local["):
+            from .spark import local_session
+
+            return local_session(master), True
+        session = (SparkSession.builder.master(master).appName("dmargin")
+                   .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+        return session, True
+    except Exception as exc:
+        why = spark_failure(exc)
+        if why is None and not isinstance(exc, (OSError, RuntimeError, ValueError)):
+            raise
+        raise UserError(f"--spark {master}: Spark did not start ({why or exc}); check the "
+                        "master URL and that Java 17 or newer runs (java -version).") from None
+
+
+def check_spark_data(path: str):
+    """What can be said of DATA for ``--spark`` before Spark starts: a text file is
+    plain, .gz or .bz2 (what Spark reads itself), a .txt file's separator can be
+    sniffed here."""
+    text, sep = _separator(Path(path))
+    if not text:
+        return
+    name = path.lower()
+    if not any(name.endswith(s + c) for s in _TEXT for c in _SPARK_COMPRESSION):
+        raise UserError(f"{path}: Spark reads text files plain, .gz or .bz2; decompress it, "
+                        "or leave out --spark.")
+    if sep is None and is_remote(path):
+        raise UserError(f"{path}: the separator of a .txt file is not known on Spark; name the "
+                        "file .csv or .tsv.")
+
+
+def _spark_frame(session, path: str):
+    """DATA read by Spark: a CSV/TSV/text file with its header and inferred types, or
+    Parquet (a file, a directory, Spark's own output); and whether it is text."""
+    text, sep = _separator(Path(path))
+    if not text:
+        return session.read.parquet(path), False
+    if sep is None:  # .txt: the separator pandas would sniff, from the header line
+        import bz2
+        import csv
+        import gzip
+
+        opener = {".gz": gzip.open, ".bz2": bz2.open}.get(Path(path).suffix.lower(), open)
+        try:
+            with opener(path, "rt", newline="") as handle:
+                sep = csv.Sniffer().sniff(handle.readline()).delimiter
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise UserError(f"{path}: not a readable text file ({exc}).") from None
+    return session.read.csv(path, header=True, inferSchema=True, sep=sep), True
+
+
+def read_spark_data(session, path: str, label: str, features=None, exclude=(),
+                    missing_label="raise", sized=None):
+    """``(df, n_rows, feature names)``: DATA as a Spark DataFrame for
+    :func:`dmargin.spark.fit`; the features chosen as :func:`read_data` chooses them.
+
+    A local Parquet file or directory has its columns checked from its footers, as
+    without Spark (partition keys are not features); otherwise from Spark's schema.
+    ``missing_label="drop"`` filters the rows without a label; ``"raise"`` leaves
+    them to the fit, which refuses them.  ``sized(n_rows, n_features)`` is called
+    with the count of the rows (one Spark job) before the fit.
+    """
+    where = str(path)
+    try:
+        df, text = _spark_frame(session, path)
+        if not text and not is_remote(path):
+            from ._parquet import parquet_features
+
+            try:
+                names = parquet_features(path, label, features, exclude=tuple(exclude or ()))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                message = str(exc)
+                raise UserError(message if where in message else f"{where}: {message}") from None
+        else:
+            names = _feature_names(df.columns, label, features, exclude, where)
+        kinds = dict(df.dtypes)
+        text_columns = [c for c in names if not kinds[c].startswith(_SPARK_NUMERIC)]
+        if text_columns:
+            raise UserError(f"{where}: feature columns {text_columns} are not numeric; leave "
+                            f"them out with --exclude {','.join(text_columns)}, or encode them "
+                            "as numbers.")
+        if missing_label == "drop":
+            from pyspark.sql import functions as F
+
+            kept = F.col(label).isNotNull()
+            if kinds[label] in ("float", "double"):
+                kept = kept & ~F.isnan(F.col(label))
+            df = df.filter(kept)
+        n_rows = df.count()
+    except Exception as exc:
+        why = spark_failure(exc)
+        if why is None:
+            raise
+        raise UserError(f"{where}: Spark cannot read it ({why}).") from None
+    if sized is not None:
+        sized(n_rows, len(names))
+    return df, n_rows, names
 
 
 # -- the results -----------------------------------------------------------------------

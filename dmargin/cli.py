@@ -4,7 +4,7 @@
 
     dmargin select DATA --label COL [--method relieff] [--scheduler ADDRESS]
                    [--features COL,... | --exclude COL,...] [--missing-label drop|keep|raise]
-                   [--sigma S] [--max-iter N] [--n-neighbors K] [--anchors M]
+                   [--spark MASTER] [--sigma S] [--max-iter N] [--n-neighbors K] [--anchors M]
                    [--random-state SEED]
                    [--top K] [--out FILE.csv|FILE.json] [--plot FILE.png] [--force]
                    [--yes] [-q]
@@ -14,7 +14,10 @@
 are read with pandas; anything else as Parquet (a file, a directory, a
 Spark-written partitioned directory), lazily with
 :func:`dmargin.read_parquet`.  With ``--scheduler`` the fit runs on that Dask
-cluster (its dashboard link is printed); otherwise in this process.  The
+cluster (its dashboard link is printed); with ``--spark MASTER`` (``local[2]``,
+``spark://host:7077``, ``yarn``) Spark reads DATA and the fit runs on its
+executors (:func:`dmargin.spark.fit`; the process's active SparkSession is used
+when there is one); otherwise in this process.  The
 ranking (and, for IMMIGRATE, the top interactions, in
 ``<stem>_interactions.csv`` beside a CSV ``--out``) goes to ``--out`` as CSV
 or JSON, or to the terminal.  For SBS-MF and LDM-RFE the ``score`` is the
@@ -70,8 +73,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._cli_io import (UserError, check_target, connect, dashboard_link, plot_format,
-                      ranking_table, read_data, save_plot, scheduler_address, write_results)
+from ._cli_io import (UserError, check_spark_data, check_target, connect, dashboard_link,
+                      is_remote, plot_format, ranking_table, read_data, read_spark_data,
+                      save_plot, scheduler_address, spark_failure, spark_session,
+                      write_results)
 from ._compat import ClusterStalledError, WorkerMemoryError
 from ._cost import LongFitWarning, fit_cost, format_seconds
 from ._interrupt import is_interrupt
@@ -196,6 +201,11 @@ def _parser():
                           "gives up after 10 s without an answer. tls:// takes this client's "
                           "certificates from the dask config (DASK_DISTRIBUTED__COMM__TLS__"
                           "CA_FILE, ...__CLIENT__CERT, ...__CLIENT__KEY)")
+    sel.add_argument("--spark", metavar="MASTER",
+                     help="read DATA with Spark and fit on its executors: local[2], "
+                          "spark://host:7077, yarn, k8s://...; DATA may then be a URL Spark "
+                          "reads (hdfs://, s3a://). Needs pip install 'dmargin[spark]' and "
+                          "Java 17+")
     sel.add_argument("--top", type=int, default=None, metavar="K", help="keep the K best features")
     sel.add_argument("--out", type=Path, metavar="FILE",
                      help="write the ranking to FILE (.csv or .json; IMMIGRATE with .csv also "
@@ -412,7 +422,12 @@ def _check(args):
     if args.top is not None and args.top < 1:
         raise UserError("--top must be a positive number of features.")
     data = Path(args.data)
-    if not data.exists():
+    if args.spark is not None and args.scheduler is not None:
+        raise UserError("--spark and --scheduler are both given; a fit runs on Spark "
+                        "(--spark MASTER) or on a Dask cluster (--scheduler ADDRESS), not both.")
+    if args.spark is not None:
+        check_spark_data(args.data)
+    if not data.exists() and not (args.spark is not None and is_remote(args.data)):
         raise UserError(f"{args.data}: no such file or directory; check the DATA path.")
     plan = {"out": None, "interactions": None, "plot": None, "plot_format": None,
             "method_given": method_given}
@@ -486,6 +501,7 @@ class _Bar:
 def select(args):
     plan = _check(args)  # everything the user typed, before reading or connecting
     client = connect(plan["scheduler"], args.scheduler)
+    spark, started = spark_session(args.spark) if args.spark is not None else (None, False)
     try:
         if client is not None and not args.quiet:
             link = dashboard_link(client)
@@ -503,16 +519,22 @@ def select(args):
                              f"{DEFAULT_METHOD} for every row")
             lines.extend(_cost_lines(est, n_rows, n_features, yes=args.yes))
 
-        X, y, names = read_data(args.data, args.label, use_dask=client is not None,
-                                features=plan["features"], exclude=plan["exclude"],
-                                missing_label=args.missing_label, sized=sized)
+        columns = dict(features=plan["features"], exclude=plan["exclude"],
+                       missing_label=args.missing_label, sized=sized)
+        if spark is not None:
+            X, n_rows, names = read_spark_data(spark, args.data, args.label, **columns)
+            shape, where = (n_rows, len(names)), f" on Spark {spark.sparkContext.master}"
+        else:
+            X, y, names = read_data(args.data, args.label, use_dask=client is not None,
+                                    **columns)
+            shape, where = X.shape, (f" on {args.scheduler}" if client is not None else "")
         names = np.asarray(names, dtype=object)
         for c in _row_ids(X):  # a warning, shown with -q too
             print(f"warning: column {c!r} looks like a row id (distinct integers in order) and "
                   f"is used as a feature; leave it out with --exclude {c}", file=sys.stderr)
         if not args.quiet:
-            print(f"fitting {type(est).__name__} on {X.shape[0]} rows x {X.shape[1]} features"
-                  + (f" on {args.scheduler}" if client is not None else ""), file=sys.stderr)
+            print(f"fitting {type(est).__name__} on {shape[0]} rows x {shape[1]} features"
+                  + where, file=sys.stderr)
             for line in lines:
                 print(line, file=sys.stderr)
         start = time.perf_counter()
@@ -525,13 +547,21 @@ def select(args):
                 # The estimate and its faster settings are printed above, and a fit over
                 # _ASK_SECONDS started only with --yes: the library's warning would repeat them.
                 warnings.simplefilter("ignore", LongFitWarning)
-                est.fit(X, y)
+                if spark is not None:
+                    warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
+                    _spark_fit(est, X, args.label, list(names))
+                else:
+                    est.fit(X, y)
         except (ValueError, TypeError) as exc:  # the estimators' messages name problem and fix
-            raise UserError(str(exc)) from None
+            raise UserError(_spark_words(str(exc), args.label)) from None
         except (ClusterStalledError, WorkerMemoryError) as exc:  # say what to do themselves
             raise UserError(str(exc)) from None
         except OSError as exc:  # a Parquet file gone mid-fit, a lost scheduler connection
             raise UserError(f"the fit stopped: {exc}") from None
+        except Exception as exc:  # a Spark job that failed (its tasks retried first)
+            if spark_failure(exc) is None:
+                raise
+            raise UserError(f"the fit stopped on Spark: {spark_failure(exc)}") from None
         finally:
             if bar is not None:
                 bar.close()
@@ -542,6 +572,8 @@ def select(args):
     finally:
         if client is not None:
             client.close()
+        if started:
+            spark.stop()
     table = ranking_table(est, names)
     if args.top is not None:
         table = table.head(args.top)
@@ -556,6 +588,18 @@ def select(args):
         raise UserError(f"cannot write {exc.filename or 'the output'}: "
                         f"{exc.strerror or exc}; any previous file there is intact.") from None
     return 0
+
+
+def _spark_fit(est, df, label, features):
+    from .spark import fit
+
+    fit(est, df, label=label, features=features)
+
+
+def _spark_words(message, label):
+    """A Spark fit's advice for null labels as the option that drops them."""
+    return re.sub(rf"drop those rows \(df\.dropna\(subset=\[{re.escape(repr(label))}\]\)\)",
+                  "pass --missing-label drop to leave those rows out", message)
 
 
 def _excluding(match):
