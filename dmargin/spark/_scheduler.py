@@ -216,6 +216,7 @@ def _run_wave(graph, order, values, fp, exports, source):
         out.update(part_values)
         stats.bytes_to_driver += nbytes
         stats.largest_result = max(stats.largest_result, nbytes)
+    stats.jobs += bool(singles) + bool(pairs)
     stats.tasks += len(singles) + len(pairs)
     stats.seconds += time.perf_counter() - started
     stats.waves.append((len(singles), len(pairs)))
@@ -264,7 +265,8 @@ def _single_runner(broadcast):
 
         p = TaskContext.get().partitionId()
         plans, shared = broadcast.value
-        block = next(iter(records))
+        # Read to the end: a Python worker that leaves input unread is not reused.
+        (block,) = list(records)
         yield _execute(plans[(p,)], shared, {p: block})
 
     return run
@@ -277,7 +279,7 @@ def _pair_runner(broadcast, n_parts):
         index = TaskContext.get().partitionId()
         p, q = divmod(index, n_parts)
         plans, shared = broadcast.value
-        first, second = next(iter(records))
+        ((first, second),) = list(records)
         yield _execute(plans[(p, q)], shared, {p: first, q: second})
 
     return run
