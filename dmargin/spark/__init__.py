@@ -3,10 +3,25 @@ executors (``pip install 'dmargin[spark]'``).
 
 - :func:`fit` -- any dmargin estimator on a DataFrame's numeric columns or
   MLlib vector column;
-- :func:`local_session` -- a local ``SparkSession`` set up for dmargin.
+- :func:`local_session` -- a local ``SparkSession`` set up for dmargin;
+- :class:`MarginSelector` -- the ``pyspark.ml`` selector (``featuresCol`` or
+  ``inputCols`` in, the selected features as a vector out), and its
+  :class:`MarginSelectorModel`, stages of a ``pyspark.ml.Pipeline``.
 """
 
 from ._fit import fit, local_session
 from ._source import SparkInputError
 
-__all__ = ["SparkInputError", "fit", "local_session"]
+__all__ = ["MarginSelector", "MarginSelectorModel", "SparkInputError", "fit", "local_session"]
+
+#: Defined with pyspark's classes, so imported on first use: ``import dmargin.spark``
+#: needs no pyspark.
+_ML_STAGES = ("MarginSelector", "MarginSelectorModel")
+
+
+def __getattr__(name):
+    if name in _ML_STAGES:
+        from ._ml import MarginSelector, MarginSelectorModel
+
+        return MarginSelector if name == "MarginSelector" else MarginSelectorModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
