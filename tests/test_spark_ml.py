@@ -144,6 +144,16 @@ def test_threshold_and_the_estimators_own_selection(spark, columns_df, reference
 
 
 @pytest.mark.spark
+def test_an_elimination_selector_scores_minus_its_ranking(spark, data, columns_df):
+    X, y = data
+    make = lambda: dmargin.SBSMF(n_features_to_select=2, n_estimators=4)  # noqa: E731
+    reference = make().fit(X, y)
+    model = MarginSelector(estimator=make(), inputCols=NAMES).fit(columns_df)
+    np.testing.assert_array_equal(model.scores, -reference.ranking_.astype(float))
+    assert model.selectedFeatures == np.flatnonzero(reference.get_support()).tolist()
+
+
+@pytest.mark.spark
 def test_more_top_features_than_features_keeps_all_and_none_kept_warns(spark, columns_df):
     every = MarginSelector(estimator=relieff(), inputCols=NAMES, numTopFeatures=50).fit(columns_df)
     assert every.selectedFeatures == list(range(P))
@@ -319,3 +329,16 @@ def test_an_estimator_round_trips_through_its_json():
     assert back.estimator.get_params() == est.estimator.get_params()
     with pytest.raises(ValueError, match="class os.path is not a dmargin estimator"):
         decode_estimator({"class": "os.path", "params": {}})
+
+
+def test_rank_absolute_ranks_the_scores_by_their_size():
+    from dmargin.spark._ml import _select
+
+    class Fitted:  # what selection reads of a fitted estimator
+        rank_absolute = True
+
+    scores = np.array([0.3, -0.9, 0.1, -0.2])
+    assert _select(MarginSelector(inputCols=NAMES, numTopFeatures=2), Fitted(), scores) == [0, 1]
+    assert _select(MarginSelector(inputCols=NAMES, threshold=0.2), Fitted(), scores) == [0, 1, 3]
+    Fitted.rank_absolute = False
+    assert _select(MarginSelector(inputCols=NAMES, numTopFeatures=2), Fitted(), scores) == [0, 2]
