@@ -296,6 +296,15 @@ def test_neither_features_nor_input_cols_is_refused_at_fit(spark, columns_df):
         MarginSelector().fit(columns_df)
     with pytest.raises(ValueError, match="inputCols is empty"):
         MarginSelector(inputCols=[]).fit(columns_df)
+    # The DataFrame's own problems are dmargin.spark.fit's errors, naming the column.
+    from pyspark.sql import functions as F
+
+    from dmargin.spark import SparkInputError
+
+    with pytest.raises(SparkInputError, match="'city' is string"):
+        MarginSelector(inputCols=NAMES + ["city"]).fit(columns_df.withColumn("city", F.lit("a")))
+    with pytest.raises(SparkInputError, match="no vector column 'features'"):
+        MarginSelector(featuresCol="features").fit(columns_df)
 
 
 @pytest.mark.spark
