@@ -389,6 +389,38 @@ def spark_failure(exc) -> str | None:
     return text.splitlines()[0].strip()
 
 
+# Spark's log for the local sessions the command starts: nothing, from the JVM's start
+# on (its errors reach the user as the command's one line); the two loggers named keep
+# Spark's shell from announcing its default log level.
+_SPARK_LOG4J = """rootLogger.level = off
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %m%n
+logger.shell.name = org.apache.spark.api.python.PythonGatewayServer
+logger.shell.level = off
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = off
+"""
+
+
+def _quiet_local_session(master):
+    """:func:`dmargin.spark.local_session` whose JVM logs nothing (a cancelled job's
+    task errors on Ctrl-C included)."""
+    from .spark import local_session
+
+    with tempfile.TemporaryDirectory(prefix="dmargin-spark-") as folder:
+        config = Path(folder) / "log4j2.properties"
+        config.write_text(_SPARK_LOG4J)
+        # Read once, when the JVM starts: the file may go afterwards.
+        session = local_session(master, **{"spark.driver.extraJavaOptions":
+                                           f"-Dlog4j2.configurationFile={config.as_uri()}"})
+    session.sparkContext.setLogLevel("OFF")
+    return session
+
+
 def spark_session(master: str):
     """``(session, started)``: the SparkSession ``--spark MASTER`` fits on.
 
@@ -416,9 +448,7 @@ def spark_session(master: str):
                         "or set JAVA_HOME.")
     try:
         if master == "local" or master.startswith("local["):
-            from .spark import local_session
-
-            return local_session(master), True
+            return _quiet_local_session(master), True
         session = (SparkSession.builder.master(master).appName("dmargin")
                    .config("spark.ui.showConsoleProgress", "false").getOrCreate())
         session.sparkContext.setLogLevel("ERROR")

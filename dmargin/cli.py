@@ -64,6 +64,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import logging
 import os
 import re
 import sys
@@ -502,6 +503,11 @@ def select(args):
     plan = _check(args)  # everything the user typed, before reading or connecting
     client = connect(plan["scheduler"], args.scheduler)
     spark, started = spark_session(args.spark) if args.spark is not None else (None, False)
+    # py4j and pyspark log to Python's root logger, on Ctrl-C too (pyspark's own SIGINT
+    # handler cancels the jobs mid-call): the command's one line says what happened.
+    root, level = logging.getLogger(), logging.getLogger().level
+    if started:
+        root.setLevel(logging.CRITICAL)
     try:
         if client is not None and not args.quiet:
             link = dashboard_link(client)
@@ -569,11 +575,16 @@ def select(args):
             print(f"warning: {message}", file=sys.stderr)
         if not args.quiet:
             print(f"done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    except BaseException as exc:
+        if started and is_interrupt(exc):  # the jobs are cancelled: stop once they are gone
+            _settle(spark)
+        raise
     finally:
         if client is not None:
             client.close()
         if started:
             spark.stop()
+        root.setLevel(level)
     table = ranking_table(est, names)
     if args.top is not None:
         table = table.head(args.top)
@@ -588,6 +599,15 @@ def select(args):
         raise UserError(f"cannot write {exc.filename or 'the output'}: "
                         f"{exc.strerror or exc}; any previous file there is intact.") from None
     return 0
+
+
+def _settle(spark, seconds=10.0):
+    """Wait (a while at most) until ``spark`` runs no job: a session stopped under its
+    cancelled jobs prints the JVM's errors of their tasks."""
+    tracker = spark.sparkContext.statusTracker()
+    end = time.monotonic() + seconds
+    while tracker.getActiveJobsIds() and time.monotonic() < end:
+        time.sleep(0.1)
 
 
 def _spark_fit(est, df, label, features):

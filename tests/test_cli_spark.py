@@ -9,8 +9,10 @@ user's shell does.
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -207,9 +209,53 @@ def test_the_command_starts_its_own_local_spark(spark, parquet_file, tmp_path):
                 "--spark", "local[2]", "--out", str(out)])
     assert run.returncode == 0, run.stderr[-2000:]
     assert "on Spark local[2]" in run.stderr and "Traceback" not in run.stderr
+    # Spark's own log stays out of the command's output (the JVM's start included).
+    assert "Setting default log level" not in run.stderr and " WARN " not in run.stderr
     assert main(["select", str(parquet_file), "--label", "y", "--exclude", "id", "-q",
                  "--out", str(plain)]) == 0
     assert out.read_text() == plain.read_text()
+
+
+def test_ctrl_c_cancels_the_spark_fit_with_one_line_and_130(spark, tmp_path):
+    """SIGINT to the command's process group, as a terminal's Ctrl-C: the Spark jobs
+    are cancelled, the command says so in one line, writes nothing, and leaves no
+    process of its own behind (the JVM, its Python workers)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6000, 20))
+    pd.DataFrame(X, columns=[f"f{j}" for j in range(20)]).assign(
+        y=(X[:, 0] + X[:, 1] > 0).astype(np.int64)).to_parquet(tmp_path / "data.parquet")
+    out = tmp_path / "ranking.csv"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "dmargin.cli", "select", "data.parquet", "--label", "y",
+         "--method", "irelief", "--max-iter", "50", "--spark", "local[2]", "--out", str(out)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        for line in child.stderr:
+            if "fitting IRelief" in line:
+                break
+        else:
+            pytest.fail(f"the fit did not start: {child.communicate(timeout=60)}")
+        time.sleep(5)  # into the fit's jobs
+        assert child.poll() is None, "the fit ended before the signal: make it longer"
+        os.killpg(child.pid, signal.SIGINT)
+        _, err = child.communicate(timeout=300)
+        assert child.returncode == 130, err
+        assert err.strip().splitlines()[-1] == "dmargin: interrupted", err
+        assert "Traceback" not in err and "Exception" not in err, err
+        assert not out.exists()
+        for _ in range(600):  # a hang guard, not a time bound: the group's last process
+            try:
+                os.killpg(child.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("a process of the command outlived it")
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
 
 
 def test_without_pyspark_the_error_names_the_install_line(parquet_file):
