@@ -9,6 +9,7 @@ user's shell does.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -288,3 +289,13 @@ def test_a_url_is_data_only_with_spark(capsys):
     assert not is_remote("C:/data/x.parquet") and not is_remote("data.parquet")
     assert main(["select", "s3a://bucket/table/", "--label", "y"]) == 2
     assert "no such file" in _one_line(capsys)
+
+
+def test_the_spark_page_has_a_row_for_every_public_estimator():
+    from pathlib import Path
+
+    from dmargin._registry import ESTIMATORS
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "spark.md").read_text()
+    rows = {m.group(1) for m in re.finditer(r"^\| `(\w+)` \|", text, re.M)}
+    assert rows == {e.name for e in ESTIMATORS}
