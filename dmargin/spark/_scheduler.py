@@ -29,6 +29,7 @@ job; a fit's iteration is one graph, so one or two jobs.
 from __future__ import annotations
 
 import itertools
+import math
 import pickle
 import threading
 import time
@@ -179,39 +180,42 @@ def _footprints(graph, order, values, leaves):
 
 
 def _run_wave(graph, order, values, fp, exports, source):
-    """One Spark job: the ``exports`` of one partition or one pair of partitions,
-    each computed where its partitions are; returns their values."""
+    """One wave: the ``exports`` of one partition or of one pair of partitions, each
+    computed where its partitions are (a job for the partitions, one for the
+    pairs); returns their values."""
     if source is None:
         raise RuntimeError("dmargin's Spark scheduler found rows but no Spark source.")
     blocks, n_parts, stats = source
     by_part = {}
     for k in exports:
         by_part.setdefault(tuple(sorted(fp[k])), []).append(k)
+    remaining = {k: graph[k] for k in graph if k not in values}
     plans, shared = {}, {}
     for parts, keys in by_part.items():
-        tasks = _ancestors({k: graph[k] for k in graph if k not in values}, keys)
+        tasks = _ancestors(remaining, keys)
         inputs = {d for k in tasks for d in graph[k].dependencies if d in values}
         for d in inputs:
             shared[d] = values[d]
         plans[parts] = ([graph[k] for k in order if k in tasks], sorted(inputs, key=str),
                         keys)
-    singles = sorted(p for p in plans if len(p) == 1)
-    pairs = sorted(p for p in plans if len(p) == 2)
+    singles = [p for p in plans if len(p) == 1]
+    pairs = [p for p in plans if len(p) == 2]
     sc = blocks.context
     started = time.perf_counter()
     broadcast = sc.broadcast((plans, shared))
-    out = {}
+    results = []
     try:
-        results = []
         if singles:
-            results += _run_job(sc, blocks, _single_runner(broadcast),
-                                [p[0] for p in singles], "row blocks")
+            grouped = _grouped(blocks, n_parts, 2 * sc.defaultParallelism)
+            results += _run_job(sc, grouped, _single_runner(broadcast),
+                                f"{len(singles)} row blocks")
         if pairs:
-            product = blocks.cartesian(blocks)
-            results += _run_job(sc, product, _pair_runner(broadcast, n_parts),
-                                [p * n_parts + q for p, q in pairs], "pairs of row blocks")
+            side = _grouped(blocks, n_parts, math.isqrt(2 * sc.defaultParallelism - 1) + 1)
+            results += _run_job(sc, side.cartesian(side), _pair_runner(broadcast),
+                                f"{len(pairs)} pairs of row blocks")
     finally:
         broadcast.unpersist()
+    out = {}
     for part_values, nbytes in results:
         out.update(part_values)
         stats.bytes_to_driver += nbytes
@@ -223,18 +227,24 @@ def _run_wave(graph, order, values, fp, exports, source):
     return out
 
 
+def _grouped(blocks, n_parts, groups):
+    """``blocks`` in at most ``groups`` Spark tasks, each running the plans of several
+    partitions in turn (no shuffle): a task costs Spark tens of milliseconds, a
+    small partition's tiles less."""
+    return blocks if groups >= n_parts else blocks.coalesce(max(1, groups))
+
+
 _job_ids = itertools.count()
 
 
-def _run_job(sc, rdd, runner, partitions, what):
-    """``runner`` on ``partitions`` of ``rdd`` as one job of its own job group:
-    a ``KeyboardInterrupt`` on the driver cancels the group, so no executor keeps
-    computing a fit that was stopped."""
+def _run_job(sc, rdd, runner, what):
+    """``runner`` on every partition of ``rdd`` as one job of its own job group: a
+    ``KeyboardInterrupt`` on the driver cancels the group, so no executor keeps
+    computing a fit that was stopped.  Returns the results of every task, flat."""
     group = f"dmargin-{next(_job_ids)}"
-    sc.setJobGroup(group, f"dmargin: tiles over {len(partitions)} {what}",
-                   interruptOnCancel=True)
+    sc.setJobGroup(group, f"dmargin: tiles over {what}", interruptOnCancel=True)
     try:
-        return sc.runJob(rdd, runner, partitions)
+        return sc.runJob(rdd, runner)
     except KeyboardInterrupt:
         sc.cancelJobGroup(group)
         raise
@@ -243,7 +253,8 @@ def _run_job(sc, rdd, runner, partitions, what):
 
 
 def _execute(plan, shared, blocks):
-    """Run one plan on an executor: ``blocks`` are ``{partition: (X, y)}``."""
+    """Run one plan on an executor: ``blocks`` are ``{partition: record}``, a record
+    ``(partition, X, y, stats)``."""
     from dask._task_spec import execute_graph
 
     nodes, inputs, keys = plan
@@ -251,8 +262,8 @@ def _execute(plan, shared, blocks):
     for node in nodes:
         args = _leaf(node)
         if args is not None:
-            X, y = blocks[args[1]][:2]
-            cache[node.key] = X if args[2] == "X" else y
+            record = blocks[args[1]]
+            cache[node.key] = record[1] if args[2] == "X" else record[2]
     todo = {node.key: node for node in nodes if node.key not in cache}
     done = execute_graph(todo, cache=cache, keys=set(keys))
     result = {k: done[k] for k in keys}
@@ -261,25 +272,23 @@ def _execute(plan, shared, blocks):
 
 def _single_runner(broadcast):
     def run(records):
-        from pyspark import TaskContext
-
-        p = TaskContext.get().partitionId()
         plans, shared = broadcast.value
-        # Read to the end: a Python worker that leaves input unread is not reused.
-        (block,) = list(records)
-        yield _execute(plans[(p,)], shared, {p: block})
+        # Every record is read: a Python worker that leaves input unread is not reused.
+        for record in records:
+            plan = plans.get((record[0],))
+            if plan is not None:
+                yield _execute(plan, shared, {record[0]: record})
 
     return run
 
 
-def _pair_runner(broadcast, n_parts):
+def _pair_runner(broadcast):
     def run(records):
-        from pyspark import TaskContext
-
-        index = TaskContext.get().partitionId()
-        p, q = divmod(index, n_parts)
         plans, shared = broadcast.value
-        ((first, second),) = list(records)
-        yield _execute(plans[(p, q)], shared, {p: first, q: second})
+        for first, second in records:
+            # Each unordered pair once: the product holds (p, q) and (q, p).
+            plan = plans.get((first[0], second[0])) if first[0] < second[0] else None
+            if plan is not None:
+                yield _execute(plan, shared, {first[0]: first, second[0]: second})
 
     return run

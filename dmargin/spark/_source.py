@@ -157,11 +157,11 @@ def _encoder(columns, vector, label):
     return encode
 
 
-def _join(records):
-    """A partition's batches as one record ``(X, y, stats)``."""
+def _join(partition, records):
+    """A partition's batches as one record ``(partition, X, y, stats)``."""
     parts = [pickle.loads(r[0]) for r in records]
     if not parts:
-        return [(None, None, {"rows": 0})]
+        return [(partition, None, None, {"rows": 0, "null_labels": 0})]
     widths = {p[0].shape[1] for p in parts if p[0].shape[0]}
     if len(widths) > 1:  # vectors of other sizes in another batch: reported by the stats
         width = max(widths)
@@ -178,11 +178,11 @@ def _join(records):
     sizes = [p[2]["sizes"] for p in parts if p[2].get("sizes")]
     if sizes:
         stats["sizes"] = (min(s[0] for s in sizes), max(s[1] for s in sizes))
-    return [(np.ascontiguousarray(X, dtype=np.float64), y, stats)]
+    return [(partition, np.ascontiguousarray(X, dtype=np.float64), y, stats)]
 
 
 def _stats(record):
-    X, y, stats = record
+    _, X, y, stats = record
     out = dict(stats)
     out["y_kind"] = None if y is None else y.dtype.kind
     return out
@@ -203,8 +203,8 @@ def read_spark(df, label, *, features=None, features_col=None, allow_nan=False,
     columns, vector = feature_columns(df, label, features, features_col)
     frame = df.select(*columns, label)
     encoded = frame.mapInArrow(_encoder(columns, vector, label), "block binary")
-    blocks = encoded.rdd.mapPartitions(_join, preservesPartitioning=True)
-    blocks = blocks.map(tuple).persist(StorageLevel.MEMORY_AND_DISK)
+    blocks = encoded.rdd.mapPartitionsWithIndex(_join, preservesPartitioning=True)
+    blocks = blocks.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         stats = blocks.map(_stats).collect()
         names = _check(stats, columns, vector, label, allow_nan, who)
