@@ -202,3 +202,206 @@ def test_a_refit_with_one_parameter_changed_gives_the_other_result(spark, blobs_
     np.testing.assert_allclose(
         other, dmargin.IRelief(max_iter=3, tol=0, sigma=2.0).fit(X, y).feature_importances_,
         rtol=0, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# Failures: a killed Python worker, Ctrl-C on the driver, a driver-side limit
+# ---------------------------------------------------------------------------
+
+
+def _spark_workers():
+    """The Python worker processes of this process's Spark (forked by pyspark.daemon)."""
+    psutil = pytest.importorskip("psutil")
+    out = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "pyspark.daemon" in " ".join(proc.cmdline()) and proc.parent() is not None \
+                    and "pyspark.daemon" in " ".join(proc.parent().cmdline()):
+                out.append(proc)
+        except psutil.Error:
+            pass
+    return out
+
+
+def _failed_tasks(sc, groups):
+    tracker = sc.statusTracker()
+    failed = 0
+    for group in groups:
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            for stage in info.stageIds if info else ():
+                stage_info = tracker.getStageInfo(stage)
+                failed += stage_info.numFailedTasks if stage_info else 0
+    return failed
+
+
+def test_a_python_worker_killed_mid_job_is_retried_with_the_same_result(spark, monkeypatch):
+    import threading
+
+    import psutil
+
+    from dmargin.spark import _scheduler
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30_000, 8))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    reference = dmargin.ReliefF(n_neighbors=5).fit(X, y)
+    df = spark_frame(spark, X, y, 2).cache()
+    df.count()
+    undisturbed = fit_on_spark(dmargin.ReliefF(n_neighbors=5), df).feature_importances_
+    killed = []
+
+    pairs = threading.Event()
+    run_job = _scheduler._run_job
+
+    def run_job_seen(sc, rdd, runner, what):
+        if "pairs" in what:
+            pairs.set()
+        return run_job(sc, rdd, runner, what)
+
+    monkeypatch.setattr(_scheduler, "_run_job", run_job_seen)
+
+    def kill_a_busy_worker(stop):
+        while not pairs.wait(0.1):  # the exact fit's job of pairs of partitions
+            if stop.is_set():
+                return
+        while not stop.is_set() and not killed:
+            workers = _spark_workers()
+            for proc in workers:
+                try:
+                    proc.cpu_percent(None)
+                except psutil.Error:
+                    pass
+            stop.wait(0.3)
+            for proc in workers:
+                try:
+                    if proc.cpu_percent(None) > 50:  # inside a tile
+                        proc.kill()
+                        killed.append(proc.pid)
+                        return
+                except psutil.Error:
+                    pass
+
+    first_group = next(_scheduler._job_ids)
+    stop = threading.Event()
+    killer = threading.Thread(target=kill_a_busy_worker, args=(stop,))
+    killer.start()
+    try:
+        got = fit_on_spark(dmargin.ReliefF(n_neighbors=5), df)
+    finally:
+        stop.set()
+        killer.join()
+        df.unpersist()
+    last_group = next(_scheduler._job_ids)
+    assert killed, "no Python worker was busy long enough to be killed"
+    groups = [f"dmargin-{i}" for i in range(first_group, last_group)]
+    assert _failed_tasks(spark.sparkContext, groups) >= 1
+    np.testing.assert_array_equal(got.feature_importances_, undisturbed)  # bit for bit
+    np.testing.assert_allclose(got.feature_importances_, reference.feature_importances_,
+                               rtol=0, atol=1e-10)
+
+
+_INTERRUPTED_FIT = """
+import json, os, sys, time, warnings
+warnings.simplefilter("ignore")
+import numpy as np, psutil, dmargin
+from dmargin.spark import fit, local_session
+
+spark = local_session("local[2]")
+rng = np.random.default_rng(0)
+X = rng.normal(size=(40_000, 10)); y = (X[:, 0] > 0).astype(int)
+import pandas as pd
+pdf = pd.DataFrame(X, columns=[f"f{j}" for j in range(10)]); pdf["label"] = y
+df = spark.createDataFrame(pdf).repartition(2).cache(); df.count()
+fit(dmargin.ReliefF(n_anchors=10, random_state=0), df)  # workers up, kernels compiled
+print("fitting", flush=True)
+try:
+    fit(dmargin.ReliefF(), df)
+    print(json.dumps({"interrupted": False}), flush=True)
+    sys.exit(0)
+except KeyboardInterrupt:
+    stopped = time.monotonic()
+
+def busy():
+    n = 0
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "pyspark.daemon" in " ".join(proc.cmdline()) and proc.cpu_percent(0.5) > 20:
+                n += 1
+        except psutil.Error:
+            pass
+    return n
+
+while busy() and time.monotonic() - stopped < 60:
+    pass
+print(json.dumps({"interrupted": True, "idle_after": time.monotonic() - stopped,
+                  "active_jobs": list(spark.sparkContext.statusTracker().getActiveJobsIds())}),
+      flush=True)
+"""
+
+
+def test_ctrl_c_on_the_driver_cancels_the_job_and_no_executor_keeps_computing(tmp_path):
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "interrupted_fit.py"
+    script.write_text(_INTERRUPTED_FIT)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "fitting"
+        time.sleep(4)  # inside the exact fit's tiles
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        proc.kill()
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["interrupted"], "the exact fit ended before the interrupt"
+    assert result["active_jobs"] == []
+    assert result["idle_after"] < 30, result
+
+
+_DRIVER_LIMIT = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import numpy as np, dmargin
+from pyspark.sql import functions as F
+from dmargin.spark import fit, local_session
+
+spark = local_session("local[2]", **{"spark.driver.maxResultSize": "1m"})
+n, a = 200_000, 10
+cols = [((F.col("id") * (7919 + 104729 * j)) % 1000 / 1000.0).alias(f"f{j}") for j in range(a)]
+df = spark.range(n, numPartitions=4).select(*cols, (F.col("id") % 3 == 0).cast("int").alias("label"))
+try:
+    df.collect()
+    collected = True
+except Exception as exc:
+    collected = "maxResultSize" not in str(exc)
+est = fit(dmargin.ReliefF(n_neighbors=5, n_anchors=100, random_state=0), df)
+ids = np.arange(n)
+X = np.column_stack([((ids * (7919 + 104729 * j)) % 1000) / 1000.0 for j in range(a)])
+y = (ids % 3 == 0).astype(int)
+ref = dmargin.ReliefF(n_neighbors=5, n_anchors=100, random_state=0).fit(X, y)
+print(json.dumps({"collected": collected, "rows_bytes": X.nbytes,
+                  "to_driver": est.spark_stats_.bytes_to_driver,
+                  "diff": float(np.abs(est.feature_importances_ - ref.feature_importances_).max())}))
+"""
+
+
+def test_no_rows_come_to_the_driver_a_1_mb_result_limit_holds(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "driver_limit.py"
+    script.write_text(_DRIVER_LIMIT)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["collected"] is False, "the 16 MB DataFrame passed the 1 MB limit"
+    assert result["to_driver"] < 2**20 < result["rows_bytes"], result
+    assert result["diff"] <= 1e-10, result
