@@ -405,3 +405,29 @@ def test_no_rows_come_to_the_driver_a_1_mb_result_limit_holds(tmp_path):
     assert result["collected"] is False, "the 16 MB DataFrame passed the 1 MB limit"
     assert result["to_driver"] < 2**20 < result["rows_bytes"], result
     assert result["diff"] <= 1e-10, result
+
+
+# ---------------------------------------------------------------------------
+# The cost model tells the layouts apart, and its partials match a fit's
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make, layout", [
+    (lambda: dmargin.ReliefF(n_anchors=100, random_state=0), "sampled"),
+    (lambda: dmargin.ReliefF(), "exact"),
+    (lambda: dmargin.IRelief(max_iter=3, tol=0), "exact"),
+], ids=["ReliefF-anchors", "ReliefF-exact", "IRelief-exact"])
+def test_fit_cost_tells_the_layouts_apart_and_counts_the_partials(spark, make, layout):
+    from dmargin.spark import fit_cost
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 10))
+    y = (X[:, 0] > 0).astype(int)
+    cost = fit_cost(make(), 2000, 10, 4)
+    assert cost.layout == layout
+    assert cost.tasks_per_pass == (10 if layout == "exact" else 4)
+    assert layout in str(cost) and "to the driver" in str(cost)
+    got = fit_on_spark(make(), spark_frame(spark, X, y, 4)).spark_stats_
+    assert cost.bytes_to_driver / 3 < got.bytes_to_driver < 3 * cost.bytes_to_driver, \
+        (got.bytes_to_driver, cost.bytes_to_driver)
+    assert got.jobs <= cost.jobs + 2
