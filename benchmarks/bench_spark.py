@@ -202,6 +202,18 @@ def _spark_roles():
     return {"driver": lambda: [os.getpid()], "jvm": jvm, "python_workers": python_workers}
 
 
+def _spark_code():
+    """What this process runs of ``dmargin.spark``: the commit and a digest of its files (the
+    working tree may hold changes not yet committed)."""
+    import hashlib
+
+    import dmargin.spark
+
+    folder = Path(dmargin.spark.__file__).parent
+    digest = hashlib.sha1(b"".join(p.read_bytes() for p in sorted(folder.glob("*.py"))))
+    return {"commit": harness.git_revision(harness.REPO)["commit"], "sha1": digest.hexdigest()[:12]}
+
+
 def _name(proc):
     try:
         return proc.name()
@@ -240,10 +252,12 @@ class SparkBackend:
         self.spark = dmargin.spark.local_session(f"local[{WORKERS}]", **conf)
         self.start_s = round(time.perf_counter() - start, 2)
         self.roles = _spark_roles()
+        self.code = _spark_code()
         jvm = [p for p in _descendants() if _name(p) == "java"]
         xmx = [a for p in jvm for a in p.cmdline() if a.startswith("-Xmx")]
         self.info = {"session_start_s": self.start_s, "master": f"local[{WORKERS}]",
                      "driver_memory": spec["driver_memory"], "jvm_xmx": xmx, "conf": conf,
+                     "dmargin_spark_code": self.code,
                      "default_max_partition_bytes": self.spark.conf.get(
                          "spark.sql.files.maxPartitionBytes")}
         self._default_split = self.spark.conf.get("spark.sql.files.maxPartitionBytes")
@@ -635,6 +649,9 @@ def render(out):
                for w in out["workers"] if w.get("ok") for j in w["jobs"] if not j.get("ok")]
     if failed:
         parts.append("Failed: " + "; ".join(failed) + ".")
+    notes = [r["note"] for r in out.get("runs", []) if r.get("note")]
+    if notes:
+        parts.append("Notes: " + " ".join(notes))
     if out.get("targets"):
         parts.append(harness.markdown_table(
             ["target", "measured", "met"],
@@ -670,6 +687,9 @@ def main(argv=None):
                         help="spark.sql.files.maxPartitionBytes for the large files (default: "
                              "Spark's, 128 MiB)")
     parser.add_argument("--data-dir", default=None, help="the Parquet cache directory")
+    parser.add_argument("--note", default=None,
+                        help="a line about the run, shown under the tables (with --add it replaces "
+                             "the stored notes)")
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds per subprocess (default 3 h; 15 min with --quick)")
     parser.add_argument("--render", action="store_true",
@@ -724,7 +744,8 @@ def main(argv=None):
                            **{k: exact[k] for k in ("path", "bytes", "written", "write_s")}}},
            "rows": rows, "skipped": skipped, "workers": [], "complete": False}
     out["runs"] = [{k: out[k] for k in ("revision", "loadavg_before", "rows")}
-                   | {"command": " ".join(sys.argv[1:]), "date": out["machine"]["date"]}]
+                   | {"command": " ".join(sys.argv[1:]), "date": out["machine"]["date"],
+                      "note": args.note}]
     kept = []
     if args.add:
         try:
@@ -733,6 +754,8 @@ def main(argv=None):
             stored = None
         if stored is not None:
             kept = stored["workers"]
+            if args.note:  # a new note replaces the stored ones
+                stored["runs"] = [{k: v for k, v in r.items() if k != "note"} for r in stored.get("runs", [])]
             out["runs"] = stored.get("runs", []) + out["runs"]
             out["rows"] = sorted(set(stored.get("rows", [])) | set(rows))
             out["skipped"] = stored.get("skipped", []) + skipped
