@@ -18,7 +18,10 @@ not yet on the driver.  The graph runs in waves:
   two row blocks: exact fits), in a task of the partitions' cartesian
   product, which reads both cached blocks where they are;
 - of those, only the values that a task of three or more partitions reads
-  (the partials a merge sums), or that the caller wants, come back.
+  (the partials a merge sums), or that the caller wants, come back; a task
+  that reads both rows and a value not merged yet (the second pass of a
+  statistic, given the first pass's merged result) waits for that value, then
+  runs where its rows are.
 
 So the tiles' partials come to the driver, the rows never do; a block's
 chain of tasks is recomputed from its cached partition by each wave that
@@ -123,8 +126,14 @@ def spark_get(dsk, keys, **kwargs):
             for k in ready:
                 values[k] = graph[k](values)
             continue
-        exports = {k for k in order if k not in values and len(fp[k]) <= 2 and (
-            k in want or any(len(fp[u]) >= 3 for u in consumers[k]))}
+        # Only what the driver can merge next: the inputs of a task of three or more
+        # partitions all of whose inputs come from one or two.  A task that also reads
+        # an unmerged value (a second pass over the rows, given the first pass's merged
+        # statistic) waits: once that value is on the driver, it runs where its rows are.
+        merges = {k for k in order if k not in values and len(fp[k]) >= 3
+                  and all(len(fp[d]) <= 2 for d in graph[k].dependencies if d in fp)}
+        exports = {k for k in order if k not in values and 0 < len(fp[k]) <= 2 and (
+            k in want or any(u in merges for u in consumers[k]))}
         values.update(_run_wave(graph, order, values, fp, exports, source))
     return [values[k] for k in wanted]
 
