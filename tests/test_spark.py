@@ -264,10 +264,10 @@ def test_a_python_worker_killed_mid_job_is_retried_with_the_same_result(spark, m
     pairs = threading.Event()
     run_job = _scheduler._run_job
 
-    def run_job_seen(sc, rdd, runner, what):
+    def run_job_seen(sc, rdd, runner, what, *args):
         if "pairs" in what:
             pairs.set()
-        return run_job(sc, rdd, runner, what)
+        return run_job(sc, rdd, runner, what, *args)
 
     monkeypatch.setattr(_scheduler, "_run_job", run_job_seen)
 

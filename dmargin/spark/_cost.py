@@ -42,8 +42,10 @@ class SparkFitCost:
         The fit's own work, as :func:`dmargin.fit_cost` says in-process (``None``
         for an estimator that states no cost).
     layout : str
-        ``"sampled"`` (a task per partition) or ``"exact"`` (a task per pair of
-        partitions).
+        ``"sampled"`` (a task per partition, anchors broadcast), ``"exact"`` (a
+        task per pair of partitions) or ``"partitions"`` (an estimator that is not
+        pairwise: a task per partition; one that gathers rows to the driver, as
+        Simba, adds their bytes).
     tasks_per_pass : int
         Tile tasks of one pass over the rows (before Spark groups them).
     jobs : int
@@ -76,8 +78,11 @@ def _size(n):
 
 
 def _passes(estimator):
-    """Passes over the rows: iterations, boosting rounds, or one."""
-    for name in ("max_iter", "n_estimators"):
+    """Passes over the rows: a pairwise fit's iterations, boosting rounds, or one (a
+    solver's own iterations, as LDM's ``max_iter``, run on the driver)."""
+    names = ("max_iter", "n_estimators") if hasattr(estimator, "n_anchors") else \
+        ("n_estimators",)
+    for name in names:
         value = getattr(estimator, name, None)
         if isinstance(value, int):
             return max(1, value)
@@ -110,7 +115,8 @@ def fit_cost(estimator, n_samples, n_features, n_partitions, n_classes=2):
     m = anchor_count(getattr(estimator, "n_anchors", None), n_samples)
     exact = m is None and hasattr(estimator, "n_anchors")
     passes = _passes(estimator)
-    layout = "exact" if exact else "sampled"
+    layout = "exact" if exact else "sampled" if hasattr(estimator, "n_anchors") else \
+        "partitions"
     tasks = p * (p + 1) // 2 if exact else p
     anchors = n_samples if m is None else m
     neighbours = getattr(estimator, "n_neighbors", 1)

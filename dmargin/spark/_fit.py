@@ -40,8 +40,8 @@ def fit(estimator, df, label="label", *, features=None, features_col=None):
     Parameters
     ----------
     estimator : dmargin estimator
-        Any estimator of ``dmargin`` (``dmargin.spark.SPARK_SUPPORT`` says
-        how each runs on Spark).
+        Any estimator of ``dmargin`` (the documentation's Spark page says
+        how each runs on Spark: what its tasks compute, what comes back).
     df : pyspark.sql.DataFrame
         The training rows.
     label : str, default="label"
@@ -84,9 +84,9 @@ def local_session(master="local[2]", **conf):
     interpreter (so they import this dmargin and its numba), no web UI, Spark's
     log at ERROR.
 
-    ``conf``: more Spark settings, as ``{"spark.driver.memory": "8g"}`` keys
-    with dots written as underscores is not needed: pass them as a dict in
-    ``conf=...`` or keyword pairs ``spark_driver_memory="8g"``.
+    ``conf``: more Spark settings, by their names: ``local_session("local[4]",
+    **{"spark.driver.memory": "8g"})``; a name without dots has its underscores
+    read as dots (``spark_driver_memory="8g"``).
     """
     from pyspark.sql import SparkSession
 

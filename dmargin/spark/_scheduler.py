@@ -53,6 +53,10 @@ def read_block(token, partition, field_name):
         "source has been released, or it was computed on another scheduler).")
 
 
+class PartialsTooLargeError(MemoryError):
+    """The partials of a Spark job exceed the driver's result limit."""
+
+
 @dataclass
 class RunStats:
     """What the graphs of one source cost: Spark jobs, executor tasks, bytes of
@@ -220,8 +224,12 @@ def _run_wave(graph, order, values, fp, exports, source):
                                 f"{len(singles)} row blocks")
         if pairs:
             side = _grouped(blocks, n_parts, math.isqrt(2 * sc.defaultParallelism - 1) + 1)
-            results += _run_job(sc, side.cartesian(side), _pair_runner(broadcast),
-                                f"{len(pairs)} pairs of row blocks")
+            product = side.cartesian(side)
+            # A job a task: the partials of an exact pass are O(N) a partition, and
+            # Spark bounds a job's results (spark.driver.maxResultSize), not the fit's.
+            for task in range(product.getNumPartitions()):
+                results += _run_job(sc, product, _pair_runner(broadcast),
+                                    f"{len(pairs)} pairs of row blocks", [task])
     finally:
         broadcast.unpersist()
     out = {}
@@ -229,7 +237,7 @@ def _run_wave(graph, order, values, fp, exports, source):
         out.update(part_values)
         stats.bytes_to_driver += nbytes
         stats.largest_result = max(stats.largest_result, nbytes)
-    stats.jobs += bool(singles) + bool(pairs)
+    stats.jobs += bool(singles) + (product.getNumPartitions() if pairs else 0)
     stats.tasks += len(singles) + len(pairs)
     stats.seconds += time.perf_counter() - started
     stats.waves.append((len(singles), len(pairs)))
@@ -246,16 +254,27 @@ def _grouped(blocks, n_parts, groups):
 _job_ids = itertools.count()
 
 
-def _run_job(sc, rdd, runner, what):
-    """``runner`` on every partition of ``rdd`` as one job of its own job group: a
-    ``KeyboardInterrupt`` on the driver cancels the group, so no executor keeps
-    computing a fit that was stopped.  Returns the results of every task, flat."""
+def _run_job(sc, rdd, runner, what, partitions=None):
+    """``runner`` on ``partitions`` of ``rdd`` (default: all) as one job of its own
+    job group: a ``KeyboardInterrupt`` on the driver cancels the group, so no
+    executor keeps computing a fit that was stopped.  Returns the results of every
+    task, flat."""
     group = f"dmargin-{next(_job_ids)}"
     sc.setJobGroup(group, f"dmargin: tiles over {what}", interruptOnCancel=True)
     try:
-        return sc.runJob(rdd, runner)
+        return sc.runJob(rdd, runner, partitions)
     except KeyboardInterrupt:
         sc.cancelJobGroup(group)
+        raise
+    except Exception as exc:
+        if "maxResultSize" in str(exc):
+            limit = sc.getConf().get("spark.driver.maxResultSize", "1g")
+            raise PartialsTooLargeError(
+                f"The partials of one Spark job of this fit ({what}) exceed "
+                f"spark.driver.maxResultSize ({limit}). An exact fit brings each tile's "
+                "partials to the driver, O(N) values a partition: fit a sample of "
+                "anchors (n_anchors=1000; dmargin.spark.fit_cost compares the two), or "
+                "raise spark.driver.maxResultSize and the driver's memory.") from None
         raise
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)

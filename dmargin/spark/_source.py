@@ -233,6 +233,10 @@ def read_spark(df, label, *, features=None, features_col=None, allow_nan=False,
     return SparkData(X, y, names, token, blocks, rows, run)
 
 
+def _features(n):
+    return "1 feature" if n == 1 else f"{n} features"
+
+
 def _check(stats, columns, vector, label, allow_nan, who):
     """The feature names, or a :class:`SparkInputError` naming the bad column."""
     n = sum(s["rows"] for s in stats)
@@ -274,6 +278,6 @@ def _check(stats, columns, vector, label, allow_nan, who):
         j = int(np.flatnonzero(missing)[0])
         raise SparkInputError(
             f"{who}: feature {names[j]!r} has {int(missing[j])} null or NaN values (of {n} "
-            f"rows; {int((missing > 0).sum())} features have some). Fill them "
+            f"rows; {_features(int((missing > 0).sum()))} have some). Fill them "
             "(pyspark.ml.feature.Imputer, df.fillna) or drop those rows (df.dropna()).")
     return names
