@@ -395,13 +395,21 @@ ids = np.arange(n)
 X = np.column_stack([((ids * (7919 + 104729 * j)) % 1000) / 1000.0 for j in range(a)])
 y = (ids % 3 == 0).astype(int)
 ref = dmargin.ReliefF(n_neighbors=5, n_anchors=100, random_state=0).fit(X, y)
-print(json.dumps({"collected": collected, "rows_bytes": X.nbytes,
+from dmargin.spark import PartialsTooLargeError
+try:  # exact: every tile's partials come back, over the limit
+    fit(dmargin.ReliefF(n_neighbors=5), df.limit(20_000).repartition(4))
+    too_large = "no error"
+except PartialsTooLargeError as exc:
+    too_large = str(exc)
+print(json.dumps({"collected": collected, "rows_bytes": X.nbytes, "too_large": too_large,
                   "to_driver": est.spark_stats_.bytes_to_driver,
                   "diff": float(np.abs(est.feature_importances_ - ref.feature_importances_).max())}))
 """
 
 
 def test_no_rows_come_to_the_driver_a_1_mb_result_limit_holds(tmp_path):
+    """A sampled fit of 16 MB of rows stays under a 1 MB driver limit (which stops a
+    collect() of the rows); an exact fit over it says how to fit instead."""
     import json
     import subprocess
     import sys
@@ -415,6 +423,8 @@ def test_no_rows_come_to_the_driver_a_1_mb_result_limit_holds(tmp_path):
     assert result["collected"] is False, "the 16 MB DataFrame passed the 1 MB limit"
     assert result["to_driver"] < 2**20 < result["rows_bytes"], result
     assert result["diff"] <= 1e-10, result
+    assert "spark.driver.maxResultSize (1m)" in result["too_large"], result
+    assert "n_anchors=1000" in result["too_large"], result
 
 
 # ---------------------------------------------------------------------------
