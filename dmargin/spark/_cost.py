@@ -16,6 +16,7 @@ follow from N, A, the partitions and the estimator's settings.  Two layouts:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .._cost import FitCost, anchor_count, fit_cost as _in_process_cost, format_seconds
@@ -49,8 +50,8 @@ class SparkFitCost:
     tasks_per_pass : int
         Tile tasks of one pass over the rows (before Spark groups them).
     jobs : int
-        Spark jobs, about: the reading and summaries, then a job a pass
-        (an exact pass: two, the partitions and the pairs).
+        Spark jobs, about: the reading and summaries, then a job a pass (an
+        exact pass: one over the partitions, one for each task of their pairs).
     bytes_to_driver : float
         Partials that come back to the driver over the fit, about.
     seconds : float
@@ -89,7 +90,7 @@ def _passes(estimator):
     return 1
 
 
-def fit_cost(estimator, n_samples, n_features, n_partitions, n_classes=2):
+def fit_cost(estimator, n_samples, n_features, n_partitions, n_classes=2, n_cores=2):
     """What ``dmargin.spark.fit(estimator, df)`` will cost on ``n_partitions``
     partitions of ``n_samples x n_features`` rows (module docstring).
 
@@ -97,6 +98,9 @@ def fit_cost(estimator, n_samples, n_features, n_partitions, n_classes=2):
     partition, ``n_neighbors`` neighbours of ``n_features + 2`` values (hard
     neighbours) or one (soft: I-RELIEF, IMMIGRATE).  An estimate, to within a
     factor of a few; ``spark_stats_`` of a fitted estimator says what it was.
+    ``n_cores``: the executors' cores together (Spark's ``defaultParallelism``):
+    an exact pass runs a job for each task of the pairs' product, whose side is
+    about ``sqrt(2 n_cores)`` groups of partitions.
 
     Examples
     --------
@@ -124,7 +128,8 @@ def fit_cost(estimator, n_samples, n_features, n_partitions, n_classes=2):
     partial = n_classes * neighbours * (n_features + 2) * 8.0
     driver = anchors * p * partial * passes if hasattr(estimator, "n_anchors") else \
         p * n_features * n_features * 8.0 * passes
-    jobs = PREPARE_JOBS + passes * (2 if exact else 1)
+    side = min(p, math.isqrt(2 * max(1, int(n_cores)) - 1) + 1)
+    jobs = PREPARE_JOBS + passes * ((1 + side * side) if exact else 1)
     seconds = (0.0 if compute is None else compute.seconds) + jobs * JOB_S + \
         n_samples * n_features / READ_RATE
     return SparkFitCost(compute, layout, tasks, jobs, driver, seconds)
