@@ -31,8 +31,8 @@ from . import merge
 from .binning import BinnedRows, bin_rows
 from .blocks import (WeightedHistograms, block_reduce, counts, hinge_band, hinge_violations,
                      linear_gram, linear_loss)
-from .execution import (Anchors, Rows, map_row_blocks, new_row_blocks, prepare_rows,
-                        rows_per_block, split_chunks)
+from .execution import (Anchors, Rows, is_tile_key, map_row_blocks, new_row_blocks,
+                        prepare_rows, rows_per_block, split_chunks)
 from .features import FeatureKinds, column_summary, compact_distinct, feature_kinds
 from .kernels.distance import MASKED, MISSING, scored_differences
 from .kernels.terms import im4e_agg, irelief_agg, irelief_agg_missing, softmin_coef
@@ -49,7 +49,7 @@ __all__ = [
     "MASKED", "MISSING", "Anchors", "BinnedRows", "FeatureKinds", "Rows", "WeightedHistograms",
     "anchor_partials", "bin_rows", "block_reduce", "column_summary", "compact_distinct",
     "counts", "feature_kinds", "hinge_band", "hinge_violations", "im4e_agg", "irelief_agg",
-    "irelief_agg_missing", "knn_statistic",
+    "irelief_agg_missing", "is_tile_key", "knn_statistic",
     "knn_target_statistic", "ldm_dcd", "ldm_dcd_linear", "linear_gram", "linear_loss",
     "lse_statistic", "map_row_blocks", "merge", "new_row_blocks", "new_rows_softmin",
     "online_irelief_steps", "online_irelief_steps_general", "permuted_rows", "prepare_rows",

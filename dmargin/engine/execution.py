@@ -63,6 +63,15 @@ TARGET_BLOCKS = 8
 MIN_TILE_WORK = 2.5e7
 
 
+TILE_MARK = "tiletask"  # in the name of every tile task's key (:meth:`Graph.tile`)
+
+
+def is_tile_key(key) -> bool:
+    """Whether ``key`` names a :class:`Graph`'s tile (rows in, a partial out)."""
+    name = key[0] if isinstance(key, tuple) else key
+    return isinstance(name, str) and name.startswith("dmargin-") and f"-{TILE_MARK}" in name
+
+
 class FitInterrupted(RuntimeError):
     """A tile stopped because a ``KeyboardInterrupt`` stopped a run of this process."""
 
@@ -379,8 +388,8 @@ class Graph:
         return key
 
     def tile(self, tag, *task):
-        """Add a tile task: counted by the progress events."""
-        key = self.add(tag, *task)
+        """Add a tile task: counted by the progress events, named as a tile."""
+        key = self.add(f"{tag}-{TILE_MARK}", *task)
         self._tiles.add(key)
         return key
 

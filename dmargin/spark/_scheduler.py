@@ -38,6 +38,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ..engine import is_tile_key
+
 #: Cached row blocks of the live sources, by token (driver side).
 _SOURCES: dict = {}
 _lock = threading.Lock()
@@ -130,14 +132,18 @@ def spark_get(dsk, keys, **kwargs):
             for k in ready:
                 values[k] = graph[k](values)
             continue
-        # Only what the driver can merge next: the inputs of a task of three or more
-        # partitions all of whose inputs come from one or two.  A task that also reads
-        # an unmerged value (a second pass over the rows, given the first pass's merged
-        # statistic) waits: once that value is on the driver, it runs where its rows are.
-        merges = {k for k in order if k not in values and len(fp[k]) >= 3
-                  and all(len(fp[d]) <= 2 for d in graph[k].dependencies if d in fp)}
-        exports = {k for k in order if k not in values and 0 < len(fp[k]) <= 2 and (
-            k in want or any(u in merges for u in consumers[k]))}
+        # A task runs on an executor if its rows are one partition's, or two for a
+        # tile of the engine (an exact fit's pair of blocks); a merge of two partitions'
+        # partials runs on the driver, not in a task that would recompute both.  Only
+        # what the driver can merge next comes back: the inputs of a merge all of whose
+        # inputs run on executors.  A task that also reads an unmerged value (a second
+        # pass over the rows, given the first pass's merged statistic) waits: once that
+        # value is on the driver, it runs where its rows are.
+        remote = {k for k in order if k not in values and (
+            len(fp[k]) == 1 or (len(fp[k]) == 2 and is_tile_key(k)))}
+        merges = {k for k in order if k not in values and fp[k] and k not in remote
+                  and all(d in remote for d in graph[k].dependencies if fp.get(d))}
+        exports = {k for k in remote if k in want or any(u in merges for u in consumers[k])}
         values.update(_run_wave(graph, order, values, fp, exports, source))
     return [values[k] for k in wanted]
 
