@@ -451,3 +451,16 @@ def test_fit_cost_tells_the_layouts_apart_and_counts_the_partials(spark, make, l
     assert cost.bytes_to_driver / 3 < got.bytes_to_driver < 3 * cost.bytes_to_driver, \
         (got.bytes_to_driver, cost.bytes_to_driver)
     assert got.jobs <= cost.jobs + 2
+
+
+def test_text_labels_cross_without_pickle_and_equal_in_process(spark):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = np.where(X[:, 0] > 0, "yes", "no")
+    pdf = pd.DataFrame(X, columns=list("abcd"))
+    pdf["label"] = y
+    got = spark_fit(dmargin.ReliefF(n_neighbors=5), spark.createDataFrame(pdf))
+    reference = dmargin.ReliefF(n_neighbors=5).fit(X, y)
+    assert list(got.classes_) == ["no", "yes"]
+    np.testing.assert_allclose(got.feature_importances_, reference.feature_importances_,
+                               rtol=0, atol=1e-10)

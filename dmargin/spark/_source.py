@@ -11,7 +11,7 @@ column, before any fit starts; nothing of the rows comes to the driver.
 
 from __future__ import annotations
 
-import pickle
+import io
 import uuid
 from dataclasses import dataclass
 
@@ -126,7 +126,7 @@ def _dense(column, n):
 
 
 def _encoder(columns, vector, label):
-    """The ``mapInArrow`` function: each Arrow batch as one pickled ``(X, y, stats)``."""
+    """The ``mapInArrow`` function: each Arrow batch as one ``(X, y, stats)`` (:func:`_pack`)."""
 
     def encode(batches):
         import pyarrow as pa
@@ -150,16 +150,41 @@ def _encoder(columns, vector, label):
             stats["missing"] = np.isnan(X).sum(axis=0)
             stats["infinite"] = np.isinf(X).sum(axis=0)
             y = batch.column(label).to_numpy(zero_copy_only=False)
-            yield pa.RecordBatch.from_pydict(
-                {"block": [pickle.dumps((X, y, stats), protocol=pickle.HIGHEST_PROTOCOL)]},
-                schema=pa.schema([("block", pa.binary())]))
+            yield pa.RecordBatch.from_pydict({"block": [_pack(X, y, stats)]},
+                                             schema=pa.schema([("block", pa.binary())]))
 
     return encode
 
 
+def _pack(X, y, stats):
+    """``(X, y, stats)`` as the bytes of an ``.npz`` (no pickle): text labels as
+    unicode, the counts as arrays."""
+    if y.dtype == object:  # text labels (a null, counted in the stats, as "")
+        y = np.array(["" if v is None else str(v) for v in y], dtype=str)
+    sizes = stats.get("sizes")
+    arrays = {"X": X, "y": y, "rows": stats["rows"], "null_labels": stats["null_labels"],
+              "null_vectors": stats.get("null_vectors", 0),
+              "sizes": np.asarray(sizes if sizes else (), dtype=np.int64),
+              "missing": stats["missing"], "infinite": stats["infinite"]}
+    out = io.BytesIO()
+    np.savez(out, **arrays)
+    return out.getvalue()
+
+
+def _unpack(data):
+    """:func:`_pack`'s ``(X, y, stats)``, read without pickle."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as f:
+        stats = {"rows": int(f["rows"]), "null_labels": int(f["null_labels"]),
+                 "null_vectors": int(f["null_vectors"]), "missing": f["missing"],
+                 "infinite": f["infinite"]}
+        if f["sizes"].size:
+            stats["sizes"] = tuple(int(v) for v in f["sizes"])
+        return f["X"], f["y"], stats
+
+
 def _join(partition, records):
     """A partition's batches as one record ``(partition, X, y, stats)``."""
-    parts = [pickle.loads(r[0]) for r in records]
+    parts = [_unpack(r[0]) for r in records]
     if not parts:
         return [(partition, None, None, {"rows": 0, "null_labels": 0})]
     widths = {p[0].shape[1] for p in parts if p[0].shape[0]}
