@@ -217,7 +217,7 @@ def add_moments(parts):
 
 def gaussian_knockoffs(Z, mean, scale, proj, factor, G):
     """Second-order Gaussian knockoffs of ``Z``: ``mu + sd (Zs (I - R^-1 S) + G C^T)``,
-    ``Zs = (Z - mu) / sd``; ``proj = I - R^-1 S``, ``factor = C^T``."""
+    ``Zs = (Z - mu) / sd``; ``proj = I - R^-1 S``, ``factor = C^T`` (:func:`knockoff_factors`)."""
     Zs = (Z - mean) / scale
     return mean + scale * (Zs @ proj + G @ factor)
 
@@ -283,14 +283,15 @@ def smatrix(R, method):
 
 
 def knockoff_factors(R, S):
-    """``(I - R^-1 S, C^T)`` with ``C C^T = 2S - S R^-1 S`` (tiny negative
+    """``(I - R^-1 S, C)``: ``C`` the symmetric square root of ``2S - S R^-1 S``
+    (unique, so any correct code finds the same knockoffs; tiny negative
     eigenvalues, from rounding or an S at the edge of validity, set to 0)."""
     a = R.shape[0]
     RiS = np.linalg.solve(R, S)
     V = 2 * S - S @ RiS
     vals, vecs = np.linalg.eigh((V + V.T) / 2)
-    C = vecs * np.sqrt(np.clip(vals, 0.0, None))
-    return np.eye(a) - RiS, C.T
+    C = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
+    return np.eye(a) - RiS, (C + C.T) / 2
 
 
 def _independence(R, n, names, cols):
@@ -347,8 +348,9 @@ class KnockoffSampler(BaseEstimator):
         Evenly spaced rows that the marginal laws come from (all rows when
         there are at most this many: then ``U`` are the exact mid-ranks).
     discrete_threshold : int, default=10
-        A column with 2 to this many distinct values in the sample is
-        discrete: refused by ``"copula"``, ``"gaussian"`` and ``"auto"``.
+        A column with 2 to this many distinct values in the sample (and
+        fewer than the sampled rows) is discrete: refused by ``"copula"``,
+        ``"gaussian"`` and ``"auto"``.
 
     Attributes
     ----------
@@ -380,12 +382,19 @@ class KnockoffSampler(BaseEstimator):
     Notes
     -----
     The knockoff law is ``Z~ = Z - Z R^-1 S + G C^T`` with ``C C^T = 2S - S
-    R^-1 S`` (tiny negative eigenvalues clipped to 0) in standardised
-    coordinates.  The noise ``G`` of rows ``[4096 c, 4096 (c + 1))`` comes
-    from ``np.random.default_rng([0x6B6E6F63, seed, c])`` (the first word keeps
-    it apart from ``default_rng(seed)``, which may have drawn the data): the
-    same rows and seed give the same knockoffs under any chunking.  The mid-rank ECDF is linear between
-    the sample's values and held at its ends beyond them.
+    R^-1 S`` (``C`` its symmetric square root, tiny negative eigenvalues
+    clipped to 0) in standardised coordinates.  The noise ``G`` of rows
+    ``[4096 c, 4096 (c + 1))`` comes from ``np.random.default_rng([0x6B6E6F63,
+    seed, c])`` (the first word keeps it apart from ``default_rng(seed)``,
+    which may have drawn the data): the same rows and seed give the same
+    knockoffs under any chunking.  The mid-rank ECDF is linear between the
+    sample's values and held at its ends beyond them.  knockpy's solvers are
+    run with numpy's global generator seeded (and restored after), so that S,
+    and the knockoffs, are a function of the data and the seed.
+
+    On dask input, the sample of rows and the correlation's ``A x A`` sums
+    come to the driver, S is computed there, and ``augment`` is a lazy dask
+    array sampled block by block where the rows are.
 
     References
     ----------
@@ -490,7 +499,10 @@ class KnockoffSampler(BaseEstimator):
     def _refuse_discrete(self, kind, sample, distinct, names):
         if kind == "independent":
             return
-        discrete = np.flatnonzero((distinct > 1) & (distinct <= self.discrete_threshold))
+        # Few values, and repeated: a sample of 8 rows of 8 values says nothing.
+        rows = (~np.isnan(sample)).sum(axis=0)
+        discrete = np.flatnonzero((distinct > 1) & (distinct <= self.discrete_threshold)
+                                  & (distinct < rows))
         if discrete.size == 0:
             return
         j = int(discrete[0])
