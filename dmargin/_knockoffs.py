@@ -540,7 +540,11 @@ class KnockoffSampler(BaseEstimator):
                 and not RANDOM_STATE.accepts(random_state):
             raise ValueError(f"random_state={random_state!r} is not valid; it must be "
                              f"{RANDOM_STATE}.")
-        X, _ = as_rows(X)
+        X, names = as_rows(X)
+        seen = getattr(self, "feature_names_in_", None)
+        if names is not None and seen is not None and list(names) != list(seen):
+            raise ValueError(f"X's columns {list(names)[:5]} are not the columns seen in fit "
+                             f"{list(seen)[:5]}: select and order them as in fit.")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but the KnockoffSampler was "
                              f"fitted with {self.n_features_in_} features.")

@@ -311,9 +311,12 @@ def test_missing_values_are_refused_naming_the_column():
 
 def test_missing_values_in_dask_rows_are_refused(threaded):
     X = np.random.default_rng(22).standard_normal((60, 3))
+    fitted = KnockoffSampler().fit(X)
     X[50, 2] = np.nan
     with pytest.raises(ValueError, match="column 2 has 1 missing"):
         KnockoffSampler(sample_rows=10).fit(da.from_array(X, chunks=20))
+    with pytest.raises(ValueError, match="column 2 has 1 missing"):  # in the block that has it
+        np.asarray(fitted.augment(da.from_array(X, chunks=20), random_state=0))
 
 
 @pytest.mark.parametrize("kind", ["auto", "copula", "gaussian"])
@@ -374,6 +377,9 @@ def test_bad_data_is_refused(normal_rows):
     unknown = unknown[unknown[:, 0] > -10]
     with pytest.raises(ValueError, match="compute_chunk_sizes"):
         KnockoffSampler().fit(unknown)
+    frame = pd.DataFrame(normal_rows, columns=list("abcde"))
+    with pytest.raises(ValueError, match="not the columns seen in fit"):
+        KnockoffSampler().fit(frame).augment(frame[list("abced")])
     s = KnockoffSampler().fit(normal_rows)
     with pytest.raises(ValueError, match="fitted with 5 features"):
         s.augment(normal_rows[:, :4])
