@@ -276,15 +276,28 @@ def test_the_graph_carries_the_fitted_state_not_the_rows(skewed_rows):
 
 @pytest.mark.cluster
 @pytest.mark.slow
-def test_a_cluster_samples_the_knockoffs_on_its_workers(skewed_rows, client):
+def test_a_cluster_samples_the_knockoffs_on_its_workers(skewed_rows, client, monkeypatch):
     from distributed import get_task_stream
+
+    from dmargin import _compat
 
     X = skewed_rows
     expected = KnockoffSampler(sample_rows=3000).fit(X).augment(X, random_state=7)
     Xd = da.from_array(X, chunks=2000)
     workers = set(client.scheduler_info()["workers"])
+    came_back, real = [], _compat._compute_on
+
+    def watched(client, todo, what, *args):
+        values = real(client, todo, what, *args)
+        came_back.extend(np.asarray(a).nbytes for v in values
+                         for a in (v if isinstance(v, tuple) else (v,)))
+        return values
+
+    monkeypatch.setattr(_compat, "_compute_on", watched)
     with get_task_stream(client) as stream:
         s = KnockoffSampler(sample_rows=3000).fit(Xd)
+        # The fit brings back the sampled rows and the A x A sums, never all rows.
+        assert came_back and max(came_back) <= 3000 * 4 * 8 < X.nbytes
         out = np.asarray(client.compute(s.augment(Xd, random_state=7)).result())
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12)
     ran = [t for t in stream.data if "knockoff_block" in str(t["key"])]
