@@ -2,6 +2,8 @@
 
 from ._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
 from ._cost import FitCost, LongFitWarning, fit_cost
+from ._knockoff_filter import KnockoffSelector
+from ._knockoffs import KnockoffSampler
 from ._immigrate import IM4E, BoostedImmigrate, IM4EImmigrate, Immigrate
 from ._ldm import LDM, LDMRFE, SVMRFE
 from ._online import OnlineIRelief
@@ -21,6 +23,6 @@ from ._vls import VLS
 # The estimators are the registry's (imported above by name, so that tools and readers see
 # them; tests/test_registry.py checks that the two agree).
 __all__ = list(estimator_names()) + [
-    "UncalibratedPValuesWarning", "LongFitWarning", "FitCost", "fit_cost", "iter_parquet",
-    "read_parquet"]
+    "KnockoffSampler", "UncalibratedPValuesWarning", "LongFitWarning", "FitCost", "fit_cost",
+    "iter_parquet", "read_parquet"]
 __version__ = "0.1.0"

@@ -55,6 +55,8 @@ ESTIMATORS = (
     Estimator("Iter", {"iter": {"estimator": "MultiSURF"}}),
     Estimator("VLS", {"vls": {"estimator": "MultiSURF"}}),
     Estimator("Simba", {"simba": {}}),
+    # The knockoff filter: features selected at a false discovery rate (the Python API)
+    Estimator("KnockoffSelector"),
     # IMMIGRATE
     Estimator("Immigrate", {"immigrate": {}}),
     Estimator("IM4E", {"im4e": {}}),

@@ -221,6 +221,8 @@ PUBLIC = {
     "MultiSWRFDBstar": lambda: dmargin.MultiSWRFDBstar(),
     "Simba": lambda: dmargin.Simba(n_starts=1, random_state=0),
     "TuRF": lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=3)),
+    "KnockoffSelector": lambda: dmargin.KnockoffSelector(dmargin.ReliefF(n_neighbors=3),
+                                                         random_state=0),
     "MuRelief": lambda: dmargin.MuRelief(n_neighbors=5),
     "Iter": lambda: dmargin.Iter(dmargin.ReliefF(n_neighbors=3), max_iter=3),
     "VLS": lambda: dmargin.VLS(dmargin.ReliefF(n_neighbors=3), num_feature_subset=3,

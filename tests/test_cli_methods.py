@@ -18,7 +18,9 @@ from dmargin.cli import main
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 #: Registered estimators without a ``--method``, and why.
-NOT_ON_THE_CLI = {"LDM": "a classifier: its feature ranking is LDMRFE's (ldm-rfe)"}
+NOT_ON_THE_CLI = {"LDM": "a classifier: its feature ranking is LDMRFE's (ldm-rfe)",
+                  "KnockoffSelector": "a selection at a false discovery rate q around another "
+                                      "estimator, not a ranking: the Python API"}
 
 
 @pytest.fixture(scope="module")

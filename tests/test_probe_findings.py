@@ -178,7 +178,8 @@ def _seeded():
     """Every public estimator with a ``random_state``, built with its defaults."""
     from dmargin._registry import estimators
 
-    needs = {"VLS": (dmargin.ReliefF(),), "SBSMF": (1,), "LDMRFE": (1,)}
+    needs = {"VLS": (dmargin.ReliefF(),), "KnockoffSelector": (dmargin.ReliefF(),),
+             "SBSMF": (1,), "LDMRFE": (1,)}
     return [(name, cls, needs.get(name, ())) for name, cls in estimators()
             if "random_state" in cls._parameter_constraints]
 

@@ -23,6 +23,7 @@ CHECK_PARAMS = {
     "VLS": {"estimator": dmargin.ReliefF(n_neighbors=3), "num_feature_subset": 4,
             "size_feature_subset": 5, "random_state": 0},
     "Simba": {"n_starts": 2, "random_state": 0},
+    "KnockoffSelector": {"estimator": dmargin.ReliefF(n_neighbors=3), "random_state": 0},
     "Immigrate": {"max_iter": 3},
     "IM4E": {"max_iter": 3},
     "IM4EImmigrate": {"max_iter": 3},
@@ -52,6 +53,10 @@ def expected_failed_checks(estimator):
         return {name: reason for name in (
             "check_classifiers_train", "check_classifiers_train(readonly_memmap=True)",
             "check_classifiers_train(readonly_memmap=True,X_dtype=float32)")}
+    if isinstance(estimator, dmargin.KnockoffSelector):
+        return {"check_estimators_dtypes":
+                "the check's integer features hold three values (0, 1, 2): discrete, which "
+                "copula knockoffs refuse (the error offers knockoffs='independent')"}
     if isinstance(estimator, dmargin.AdaBoostStumps):
         return {"check_class_weight_classifiers":
                 "class_weight is None or 'balanced' (the paper's skew adjustment), not a dict"}

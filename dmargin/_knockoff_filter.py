@@ -1,0 +1,345 @@
+"""The model-X knockoff filter around any dmargin estimator.
+
+Candès, Fan, Janson & Lv, "Panning for gold: model-X knockoffs for high
+dimensional controlled variable selection", JRSS-B 2018; the knockoff+
+threshold of Barber & Candès, "Controlling the false discovery rate via
+knockoffs", Annals of Statistics 2015; derandomised knockoffs by e-values of
+Ren & Barber, "Derandomised knockoffs: leveraging e-values for false discovery
+rate control", JRSS-B 2024.
+
+The estimator is fitted once on ``[F, F~]``: the features (in the space the
+knockoffs are built in) and their knockoffs (:class:`~dmargin.KnockoffSampler`),
+so a Relief score's bias from its neighbours -- which inflates a noise feature
+when other features separate the classes -- inflates the knockoff alike and
+cancels in ``W_j = imp_j - imp_{A+j}``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import WeightSelector
+from ._cost import FitCost, repeated_cost
+from ._knockoffs import KnockoffSampler
+from ._start import start_fit
+from ._turf import ESTIMATOR
+from ._utils import make_rng
+from ._validation import RANDOM_STATE, Interval, Options
+from .progress import fit_steps
+
+#: Parameters of the wrapped estimator that give each feature its own value: the
+#: knockoff statistic needs a feature and its knockoff treated alike.
+PER_FEATURE = ("init", "categorical_features")
+
+#: Seconds knockpy's ``mvr`` S solve takes at A features, ~c A^3 (2 s at A = 500,
+#: 15 s at A = 1,000 on the project's 2-core machine); ``equicorrelated`` is closed form.
+MVR_SECONDS_PER_A3 = 1.5e-8
+
+
+def knockoff_statistic(importances, n_features):
+    """The knockoff statistic ``W_j = imp_j - imp_{A+j}`` of a fit on ``[F, F~]``.
+
+    Parameters
+    ----------
+    importances : array-like of shape (2 * n_features,)
+        The importances of a fit on the features followed by their knockoffs.
+    n_features : int
+        ``A``, the number of original features.
+
+    Returns
+    -------
+    W : ndarray of shape (n_features,)
+        Antisymmetric: swapping feature ``j`` with its knockoff flips ``W_j``'s
+        sign and leaves the others unchanged.
+    """
+    imp = np.asarray(importances, dtype=np.float64).ravel()
+    if imp.size != 2 * n_features:
+        raise ValueError(f"the fit on the features and their knockoffs gave {imp.size} "
+                         f"importances; {2 * n_features} expected (2 x {n_features} features).")
+    return imp[:n_features] - imp[n_features:]
+
+
+def knockoff_threshold(W, q, offset=1):
+    """The knockoff+ threshold (Barber & Candès, 2015) at level ``q``.
+
+    ``T = min {t in {|W_j| : W_j != 0} : (offset + #{W_j <= -t}) / max(1, #{W_j >= t}) <= q}``,
+    ``+inf`` when no ``t`` qualifies (nothing is selected).  The selection is
+    ``{j : W_j >= T}``; with ``offset=1`` its false discovery rate is at most
+    ``q`` (``offset=0``, the plain knockoff filter, controls a modified rate only).
+    The smallest nonempty selection has ``ceil(offset / q)`` features.
+
+    Parameters
+    ----------
+    W : array-like of shape (n_features,)
+    q : float in (0, 1)
+    offset : {0, 1}, default=1
+
+    Returns
+    -------
+    T : float
+    """
+    W = np.asarray(W, dtype=np.float64).ravel()
+    candidates = np.unique(np.abs(W[W != 0]))  # ascending
+    if candidates.size == 0:
+        return math.inf
+    ordered = np.sort(W)
+    below = np.searchsorted(ordered, -candidates, side="right")  # #{W <= -t}
+    above = W.size - np.searchsorted(ordered, candidates, side="left")  # #{W >= t}
+    ok = (offset + below) / np.maximum(1, above) <= q
+    return float(candidates[np.argmax(ok)]) if ok.any() else math.inf
+
+
+def ebh(evalues, q):
+    """The e-BH procedure (Wang & Ramdas, 2022) at level ``q``: selected indices.
+
+    With ``A`` e-values sorted decreasingly, ``k = max {k : e_(k) >= A / (q k)}``
+    and the ``k`` largest are selected (none when no ``k`` qualifies).
+
+    Parameters
+    ----------
+    evalues : array-like of shape (n_features,)
+    q : float in (0, 1)
+
+    Returns
+    -------
+    selected : ndarray of int
+        Sorted indices.
+    """
+    e = np.asarray(evalues, dtype=np.float64).ravel()
+    a = e.size
+    ranked = -np.sort(-e)
+    k = np.arange(1, a + 1)
+    ok = ranked >= a / (q * k)
+    if not ok.any():
+        return np.zeros(0, dtype=np.int64)
+    last = int(np.flatnonzero(ok)[-1]) + 1
+    return np.flatnonzero(e >= a / (q * last)).astype(np.int64)
+
+
+def knockoff_evalues(W, q, offset=1):
+    """Ren & Barber's e-values of one draw: ``A 1{W_j >= T} / (1 + #{W_k <= -T})`` with
+    ``T`` the knockoff+ threshold at level ``q`` (zero everywhere when ``T`` is
+    infinite)."""
+    W = np.asarray(W, dtype=np.float64).ravel()
+    t = knockoff_threshold(W, q, offset)
+    if not math.isfinite(t):
+        return np.zeros(W.size)
+    return W.size * (W >= t) / (1.0 + np.count_nonzero(W <= -t))
+
+
+def _check_symmetric(estimator):
+    """Refuse a wrapped estimator whose settings treat features differently."""
+    params = estimator.get_params(deep=True)
+    for key, value in params.items():
+        name, key = key.rsplit("__", 1)[-1], f"estimator__{key}"
+        if name in PER_FEATURE and value is not None and not isinstance(value, str):
+            raise ValueError(
+                f"KnockoffSelector: the wrapped estimator's {key}={value!r} gives each "
+                "feature its own value, but the knockoff statistic needs every feature and "
+                f"its knockoff treated alike; leave {key} at its default.")
+
+
+class KnockoffSelector(WeightSelector):
+    """The model-X knockoff filter around any dmargin estimator: features selected at a
+    target false discovery rate, for the null "independent of y given the other features".
+
+    A label permutation (``n_permutations``) or STIR tests the global null:
+    no feature is related to the labels.  Neither says whether one feature
+    adds anything once the others are known; when other features carry the
+    signal, a Relief score inflates pure-noise features and those pass.  The
+    knockoff filter builds, for each feature, a knockoff with the same
+    marginal and correlations but no tie to ``y``
+    (:class:`~dmargin.KnockoffSampler`), fits the estimator once on the
+    ``2 A`` columns ``[F, F~]`` and compares each feature with its knockoff:
+    ``W_j = imp_j - imp_{A+j}``.  The knockoff+ threshold then selects
+    ``{j : W_j >= T}`` with a false discovery rate of at most ``q`` for the
+    conditional null, as long as the knockoffs are valid for the data (see
+    ``knockoffs``).
+
+    Parameters
+    ----------
+    estimator : estimator
+        Sets ``feature_importances_`` (ReliefF, MultiSURF, the SURF and SWRF
+        families, IRelief, ...); cloned and fitted on the ``2 A`` columns.
+        It must treat columns alike: settings that give each feature its own
+        value (an ``init`` array, skrebate's ``categorical_features``) are
+        refused.
+    q : float in (0, 1), default=0.1
+        The target false discovery rate.  Knockoff+ selects nothing unless it
+        can select at least ``ceil(offset / q)`` features (10 at ``q = 0.1``),
+        so with few informative features use a larger ``q``.
+    knockoffs : {"auto", "copula", "gaussian", "independent"}, default="auto"
+        The construction (:class:`~dmargin.KnockoffSampler`): ``"auto"`` is the
+        Gaussian copula for continuous features and refuses discrete ones;
+        ``"independent"`` draws each knockoff from its feature's marginal,
+        valid only for mutually independent features (checked).
+    smatrix : str, default="mvr"
+        knockpy's method for the S matrix (``"mvr"``, ``"maxent"``, ``"sdp"``,
+        ``"equicorrelated"``).
+    n_draws : int, default=1
+        Independent knockoff draws.  More than one: derandomised knockoffs
+        (Ren & Barber, 2024): each draw's e-values at level ``q / 2``,
+        averaged, selected by e-BH at level ``q``; two runs then rarely differ.
+    offset : {0, 1}, default=1
+        1 is knockoff+ (the guarantee above); 0 the plain knockoff filter,
+        which has no false discovery rate guarantee.
+    sample_rows : int, default=10000
+        Rows the marginals are learned from (evenly spaced; every row when
+        there are fewer).
+    random_state : int, Generator, RandomState or None, default=None
+        Seeds the knockoffs; draw ``m`` uses the ``m``-th spawned seed.
+
+    Attributes
+    ----------
+    statistics_ : ndarray of shape (n_features,) or (n_draws, n_features)
+        ``W``, one row per draw when ``n_draws > 1``.
+    threshold_ : float or ndarray of shape (n_draws,)
+        The knockoff+ threshold (``inf`` when nothing is selected); per draw,
+        at level ``q / 2``, when ``n_draws > 1``.
+    evalues_ : ndarray of shape (n_features,)
+        With ``n_draws > 1`` only: the averaged e-values.
+    selected_ : ndarray of int
+        The selected features' indices, sorted (possibly empty).
+    feature_importances_ : ndarray of shape (n_features,)
+        ``W`` (its mean over the draws when ``n_draws > 1``), for rankings.
+    estimator_ : estimator
+        The last draw's fit on ``[F, F~]``.
+    knockoffs_ : str
+        The construction used.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        When ``X`` has column names.
+
+    See Also
+    --------
+    KnockoffSampler : The knockoffs.
+
+    Notes
+    -----
+    Cost: the marginals from a sample of rows, one pass for the correlation,
+    the S matrix on the driver (knockpy's ``mvr`` grows as ``A^3``), then one
+    fit of the estimator on ``2 A`` features per draw.  Dask input stays lazy:
+    the knockoffs are sampled block by block where the rows are, and the same
+    rows give the same knockoffs under any chunking.  knockpy is optional:
+    ``pip install "dmargin[knockoffs]"``.
+
+    References
+    ----------
+    Barber & Candès (2015); Candès, Fan, Janson & Lv (2018); Ren & Barber (2024).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmargin import KnockoffSelector, ReliefF
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(size=(300, 30))
+    >>> y = (X[:, :10].sum(axis=1) + rng.normal(0, 0.3, 300) > 5).astype(int)
+    >>> sel = KnockoffSelector(ReliefF(), q=0.2, random_state=0).fit(X, y)
+    >>> bool(set(sel.selected_) <= set(range(30))), sel.statistics_.shape
+    (True, (30,))
+    """
+
+    _engine_rows = False  # checks the data; the wrapped estimator fits [F, F~]
+    _parameter_constraints = {
+        "estimator": [ESTIMATOR],
+        "q": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "knockoffs": [Options(("auto", "copula", "gaussian", "independent"))],
+        "smatrix": [Options(("mvr", "maxent", "sdp", "equicorrelated"))],
+        "n_draws": [Interval(numbers.Integral, 1, None)],
+        "offset": [Interval(numbers.Integral, 0, 1)],
+        "sample_rows": [Interval(numbers.Integral, 2, None)],
+        "random_state": [RANDOM_STATE],
+    }
+
+    def __init__(self, estimator, *, q=0.1, knockoffs="auto", smatrix="mvr", n_draws=1,
+                 offset=1, sample_rows=10_000, random_state=None):
+        self.estimator = estimator
+        self.q = q
+        self.knockoffs = knockoffs
+        self.smatrix = smatrix
+        self.n_draws = n_draws
+        self.offset = offset
+        self.sample_rows = sample_rows
+        self.random_state = random_state
+
+    def _seeds(self):
+        """One integer seed per draw, spawned from ``random_state``."""
+        entropy = int(make_rng(self.random_state).integers(2**63))
+        return [int(s.generate_state(1, np.uint64)[0])
+                for s in np.random.SeedSequence(entropy).spawn(self.n_draws)]
+
+    def _statistics(self, augmented, y):
+        """``(W, fit)``: the wrapped estimator fitted on ``augmented`` (``[F, F~]``, ``2 A``
+        columns) and its knockoff statistic -- the one path every fit takes."""
+        fit = clone(self.estimator).fit(augmented, y)
+        n = augmented.shape[1] // 2
+        return knockoff_statistic(fit.feature_importances_, n), fit
+
+    def fit(self, X, y):
+        """Draw knockoffs, fit the estimator on ``[F, F~]``, threshold ``W``.
+
+        Parameters
+        ----------
+        X : array-like, pandas or dask DataFrame, or dask array of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : KnockoffSelector
+        """
+        start_fit(self, X, y)
+        _check_symmetric(self.estimator)
+        q, offset, draws = float(self.q), int(self.offset), int(self.n_draws)
+        statistics = []
+        with fit_steps(self, "step", 1 + draws) as steps:  # the sampler, then each draw
+            sampler = KnockoffSampler(knockoffs=self.knockoffs, smatrix=self.smatrix,
+                                      sample_rows=self.sample_rows).fit(X)
+            steps.step()
+            for seed in self._seeds():
+                W, fit = self._statistics(sampler.augment(X, seed), y)
+                statistics.append(W)
+                steps.step()
+        self.estimator_ = fit
+        self.knockoffs_ = sampler.knockoffs_
+        if draws == 1:
+            W = statistics[0]
+            self.statistics_ = W
+            self.threshold_ = knockoff_threshold(W, q, offset)
+            self.selected_ = np.flatnonzero(W >= self.threshold_).astype(np.int64)
+            self.feature_importances_ = W.copy()
+        else:
+            W = np.vstack(statistics)
+            self.statistics_ = W
+            self.threshold_ = np.array([knockoff_threshold(w, q / 2, offset) for w in W])
+            self.evalues_ = np.mean([knockoff_evalues(w, q / 2, offset) for w in W], axis=0)
+            self.selected_ = ebh(self.evalues_, q)
+            self.feature_importances_ = W.mean(axis=0)
+        return self
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "selected_")
+        mask = np.zeros(self.n_features_in_, dtype=bool)
+        mask[self.selected_] = True
+        return mask
+
+    def _fit_cost(self, n_samples, n_features):
+        """:func:`~dmargin.fit_cost`: one fit of the wrapped estimator on ``2 A`` features
+        per draw, and the S matrix on the driver; ``None`` when the estimator states
+        no cost."""
+        draws = int(self.n_draws)
+        inner = repeated_cost(self.estimator, n_samples, [2 * n_features] * draws,
+                              f"{draws} fit{'s' if draws > 1 else ''} on 2 x {n_features} "
+                              "features (the features and their knockoffs)")
+        if inner is None:
+            return None
+        if self.smatrix == "equicorrelated":
+            solve, what = 0.0, "the S matrix in closed form"
+        else:
+            solve = MVR_SECONDS_PER_A3 * float(n_features) ** 3
+            what = f"the S matrix ({self.smatrix}, A^3) on the driver"
+        return FitCost(inner.operations, inner.seconds + solve, f"{inner.formula}; {what}")
