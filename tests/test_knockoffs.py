@@ -308,3 +308,32 @@ def test_the_cost_is_one_fit_on_twice_the_features_and_the_s_matrix():
     three = dmargin.fit_cost(KnockoffSelector(dmargin.ReliefF(), n_draws=3,
                                               smatrix="equicorrelated"), 5000, 100)
     assert three.operations == 3 * inner.operations and "closed form" in three.formula
+
+
+def test_a_long_fit_warns_once_and_the_inner_fits_stay_quiet(monkeypatch):
+    import warnings
+
+    from dmargin import _cost
+
+    X, y = _small()
+    monkeypatch.setattr(_cost, "LONG_FIT_SECONDS", 0.0)  # as if it were hours
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _selector().fit(X, y)
+    long = [w for w in caught if issubclass(w.category, dmargin.LongFitWarning)]
+    assert len(long) == 1 and "KnockoffSelector.fit" in str(long[0].message)
+    assert long[0].filename == __file__
+
+
+def test_pandas_names_and_the_plain_knockoff_filter():
+    import pandas as pd
+
+    X, y = _small()
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
+    sel = _selector(q=0.5).fit(frame, y)
+    assert list(sel.feature_names_in_) == list(frame.columns)
+    assert list(sel.get_feature_names_out()) == [f"c{j}" for j in sel.selected_]
+    plain = _selector(q=0.5, offset=0).fit(X, y)
+    np.testing.assert_allclose(plain.statistics_, sel.statistics_, rtol=0, atol=1e-12)
+    assert plain.threshold_ == ref.knockoff_threshold(plain.statistics_, 0.5, offset=0)
+    assert set(sel.selected_) <= set(plain.selected_)  # offset 0 never selects fewer
