@@ -63,11 +63,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 
 from dmargin import UncalibratedPValuesWarning  # noqa: E402
+from dmargin._pvalues import raw_pvalues  # noqa: E402
 
 DRAWS, DRAWS_QUICK = 100, 20
 _SPLITS = ("tune", "report", "check", "confirm")
 PERMUTATIONS = 99
 LEVEL = 0.05
+
+
+def _pvalues(est):
+    """``(t, p, q)`` of a fit: its p-values, or STIR's raw ones where the check of
+    signal declined them (the battery measures the law itself: a null draw whose
+    p-values make a discovery is declined by that check, and must count); ``None``
+    where the fit computed none (outside the domain).  ``t`` is ``None`` for
+    permutation p-values."""
+    if hasattr(est, "pvalues_"):
+        return getattr(est, "t_statistics_", None), est.pvalues_, est.qvalues_
+    raw = raw_pvalues(est)
+    if raw is None:
+        return None
+    return raw[0], raw[1], stats.false_discovery_control(raw[1], method="bh")
 GAMETES = (harness.REPO.parent / "shared" / "data" / "gametes"
            / "GAMETES_Epistasis_2-Way_20atts_0.4H_EDM-1_1.tsv.gz")
 
@@ -175,18 +190,19 @@ def calibration(kind, k, draws, permutations=0, papers_n=False):
             with warnings.catch_warnings(record=True):
                 warnings.simplefilter("always", UncalibratedPValuesWarning)
                 est = _estimator(k, permutations, i).fit(X, y)
-            if est.pvalues_ is None:  # binomial labels beyond 45:55: declined
+            found = _pvalues(est)
+            if found is None:  # binomial labels beyond 45:55: declined
                 declined += 1
                 continue
-            if est.t_statistics_ is not None and not permutations:
+            t, p, q = found
+            if t is not None and not permutations:
                 with np.errstate(invalid="ignore", divide="ignore"):
                     scores.append(est.feature_importances_)
-                    variances.append((est.feature_importances_ / est.t_statistics_) ** 2)
-            pvalues.append(est.pvalues_)
-            any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
+                    variances.append((est.feature_importances_ / t) ** 2)
+            pvalues.append(p)
+            any_discovery.append(bool((q <= LEVEL).any()))
             imbalance.append(abs(float(np.mean(y == y[0])) - 0.5))
-            mean_t.append(float(np.mean(est.t_statistics_)) if est.t_statistics_ is not None
-                          else np.nan)
+            mean_t.append(float(np.mean(t)) if t is not None else np.nan)
     p = np.concatenate(pvalues)
     if permutations:
         p = p - np.random.default_rng(1).random(p.size) / (permutations + 1)
@@ -246,15 +262,17 @@ def power(k, permutations=0):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UncalibratedPValuesWarning)
         est.fit(X, y)
-    if est.pvalues_ is None:  # outside STIR's calibrated domain
+    found = _pvalues(est)
+    if found is None:  # outside STIR's calibrated domain
         return {"estimator": type(est).__name__, "n_neighbors": k,
                 "n_permutations": permutations, "warned": str(caught[0].message)}
-    order = list(X.columns[np.argsort(est.pvalues_, kind="stable")])
+    _, p, qvalues = found
+    order = list(X.columns[np.argsort(p, kind="stable")])
     return {"estimator": "ReliefF" if k is not None else "MultiSURF", "n_neighbors": k,
             "n_permutations": permutations,
             "ranks": {s: order.index(s) + 1 for s in ("P1", "P2")},
-            "qvalues": {s: float(est.qvalues_[list(X.columns).index(s)]) for s in ("P1", "P2")},
-            "other_discoveries": int(sum(q < LEVEL for c, q in zip(X.columns, est.qvalues_)
+            "qvalues": {s: float(qvalues[list(X.columns).index(s)]) for s in ("P1", "P2")},
+            "other_discoveries": int(sum(q < LEVEL for c, q in zip(X.columns, qvalues)
                                          if c not in ("P1", "P2")))}
 
 
@@ -282,13 +300,14 @@ def planted_power(n, method, draws, permutations=0):
         X, y = _planted(n, i)
         est = getattr(dmargin, method)(pvalues=not permutations, n_permutations=permutations,
                                        random_state=i)
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True):
             warnings.simplefilter("always", UncalibratedPValuesWarning)
             est.fit(X, y)
-        if caught:
+        found = _pvalues(est)  # raw: the fit declines STIR's per-feature p-values here
+        if found is None:
             warned += 1
             continue
-        hits = est.qvalues_ <= LEVEL
+        hits = found[2] <= LEVEL
         found.append(hits[:PLANTED_INFORMATIVE].mean())
         false_share.append(hits[PLANTED_INFORMATIVE:].sum() / max(1, hits.sum()))
     return {"n": n, "method": f"{method} " + (f"permutations (B = {permutations})"
@@ -386,14 +405,15 @@ def _battery_row(split, draws, cell, method, ablate=(), start=0):
     with _ablated(ablate):
         for i in range(start, start + draws):
             X, y = _nulls.draw(cell, split, i)
-            with warnings.catch_warnings(record=True) as caught:
+            with warnings.catch_warnings(record=True):
                 warnings.simplefilter("always", UncalibratedPValuesWarning)
                 est = make(cell, i).fit(X, y)
-            if any(issubclass(w.category, UncalibratedPValuesWarning) for w in caught):
+            found = _pvalues(est)
+            if found is None:
                 warned += 1  # no p-values: the fit said they are not vouched for
                 continue
-            pvalues.append(est.pvalues_)
-            any_discovery.append(bool((est.qvalues_ <= LEVEL).any()))
+            pvalues.append(found[1])
+            any_discovery.append(bool((found[2] <= LEVEL).any()))
     row = {"cell": cell.name, "method": method, "split": split, "draws": draws,
            "first_draw": start, "terms_off": list(ablate), "warned": warned}
     if pvalues:

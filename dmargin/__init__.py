@@ -12,7 +12,7 @@ from ._registry import estimator_names
 from ._regression import RReliefF
 from ._relief import IRelief, Relief, ReliefF
 from ._simba import Simba
-from ._stir import UncalibratedPValuesWarning
+from ._pvalues import PValuesUnavailableError, UncalibratedPValuesWarning
 from ._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
 from ._swrf import SWRF, MultiSWRF, MultiSWRFDB, MultiSWRFDBstar, MultiSWRFstar, SWRFstar
 from ._turf import TuRF
@@ -23,6 +23,6 @@ from ._vls import VLS
 # The estimators are the registry's (imported above by name, so that tools and readers see
 # them; tests/test_registry.py checks that the two agree).
 __all__ = list(estimator_names()) + [
-    "KnockoffSampler", "UncalibratedPValuesWarning", "LongFitWarning", "FitCost", "fit_cost",
-    "iter_parquet", "read_parquet"]
+    "KnockoffSampler", "UncalibratedPValuesWarning", "PValuesUnavailableError",
+    "LongFitWarning", "FitCost", "fit_cost", "iter_parquet", "read_parquet"]
 __version__ = "0.1.0"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from scipy.stats import false_discovery_control
 
 from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
 from ._start import start_fit
@@ -23,6 +22,7 @@ from ._utils import make_rng, timer
 from ._cost import relief_cost
 from ._validation import NONE, RANDOM_STATE, Interval, Options
 from ._relief_terms import relieff_continuous_agg, rrelieff_agg
+from ._pvalues import not_asked, set_pvalues
 from .engine import Anchors, feature_kinds, knn_target_statistic, merge, rows_at
 from .progress import fit_steps
 
@@ -159,10 +159,12 @@ def fit_continuous_relieff(est, start):
     set_target(est, bound=bound)
     est.discrete_features_ = kinds.discrete
     est.feature_importances_ = weights
-    est.t_statistics_ = est.pvalues_ = est.qvalues_ = None
+    est.__dict__.pop("_stir_raw", None)
+    t_reason = "STIR's t-statistics are for two classes; y is a continuous target"
     if est.n_permutations:
-        est.pvalues_ = (1.0 + reached) / (1.0 + est.n_permutations)
-        est.qvalues_ = false_discovery_control(est.pvalues_, method="bh")
+        set_pvalues(est, (1.0 + reached) / (1.0 + est.n_permutations), t_reason=t_reason)
+    else:
+        set_pvalues(est, reason=not_asked(est), t_reason=t_reason)
     est.anchor_indices_ = None if anchors is None else anchors.index
     return est
 

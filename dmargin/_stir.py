@@ -61,7 +61,6 @@ import numpy as np
 from scipy.stats import norm, pearson3
 from scipy.stats import t as student_t
 
-from ._utils import user_stacklevel
 from .engine import scored_differences, summary_of_rows_at
 
 #: At most this many rows estimate a feature's difference moments.
@@ -151,12 +150,13 @@ def sample_shape(rows, anchors):
     return _of_sample(rows, anchors, feature_shape)
 
 
-def uncalibrated(method, counts, missing=False, shape=None, names=None):
+def uncalibrated(method, counts, missing=False, shape=None, names=None, where=""):
     """Why STIR's law has not been shown calibrated on these data, or ``None``.
 
     ``method``: "ReliefF" or "MultiSURF"; ``counts``: rows per class;
     ``missing``: whether any value is missing; ``shape``: :func:`sample_shape`;
-    ``names``: the features' names.
+    ``names``: the features' names; ``where``: the rows of ``shape``
+    (:func:`sample_rows_note`), so that a figure quoted can be reproduced.
     """
     counts = np.asarray(counts)
     if counts.size != 2:
@@ -173,40 +173,45 @@ def uncalibrated(method, counts, missing=False, shape=None, names=None):
     def feature(f):
         return f"feature {names[f]!r} (column {f})" if names is not None else f"column {f}"
 
+    at = f" {where}" if where else ""
     few = np.flatnonzero((shape[2] > 1) & (shape[2] <= FEW_VALUES))
     if few.size:
         return (f"{few.size} feature(s) with at most {FEW_VALUES} distinct values, e.g. "
-                f"{feature(few[0])} with {int(shape[2, few[0]])} (genotypes, counts: shown "
-                "calibrated on continuous features only)")
+                f"{feature(few[0])} with {int(shape[2, few[0]])}{at} (genotypes, counts: "
+                "shown calibrated on continuous features only)")
     skew = np.flatnonzero(np.abs(shape[0]) > MAX_SKEWNESS)
     if skew.size:
         f = skew[np.abs(shape[0, skew]).argmax()]
         return (f"{skew.size} skewed feature(s), e.g. {feature(f)} of skewness "
-                f"{shape[0, f]:.2f} (shown calibrated up to {MAX_SKEWNESS:g} in absolute value)")
+                f"{shape[0, f]:.2f}{at} (scipy.stats.skew; shown calibrated up to "
+                f"{MAX_SKEWNESS:g} in absolute value)")
     top = MAX_KURTOSIS[method]
     tails = np.flatnonzero(shape[1] > top)
     if tails.size:
         f = tails[shape[1, tails].argmax()]
         return (f"{tails.size} feature(s) with tails heavier than shown calibrated, e.g. "
-                f"{feature(f)} of excess kurtosis {shape[1, f]:.2f} (shown calibrated up to "
+                f"{feature(f)} of excess kurtosis {shape[1, f]:.2f}{at} "
+                f"(scipy.stats.kurtosis; shown calibrated up to "
                 f"{top:g}{', lighter than the normal law' if top == 0 else ''})")
     return None
 
 
-class UncalibratedPValuesWarning(UserWarning):
-    """A fit asked for STIR's p-values on data where they have not been shown calibrated."""
-
-
-def warn_uncalibrated(estimator, reason, n_features):
-    """Say why the fit returns no p-values, and what to use instead."""
-    name = type(estimator).__name__
-    need = math.ceil(n_features / 0.05)
-    warnings.warn(
-        f"{name}(pvalues=True) returns no p-values for these data: STIR's law has not been "
-        f"shown calibrated on {reason}. Use {name}(n_permutations=B) for permutation "
-        f"p-values, exact for any data (B + 1 >= {need}, n_features / 0.05, for a discovery "
-        "at q = 0.05 to be possible), or pvalues=False for the scores alone.",
-        UncalibratedPValuesWarning, stacklevel=user_stacklevel())
+def sample_rows_note(rows, anchors):
+    """Which rows :func:`sample_shape` took, as a recipe a user can rerun."""
+    if anchors is not None:
+        n, where = len(anchors.X), "anchor_indices_"
+    else:
+        n, where = rows.n_samples, None
+    size = sample_size(n, rows.n_features)
+    if where is None:
+        if size >= n:
+            return f"in all {n} rows"
+        return (f"in the {size} evenly spaced rows numpy.linspace(0, {n - 1}, {size}).round() "
+                f"of the {n}")
+    if size >= n:
+        return f"in the {n} anchors' rows (anchor_indices_)"
+    return (f"in the {size} evenly spaced anchors' rows "
+            f"anchor_indices_[numpy.linspace(0, {n - 1}, {size}).round().astype(int)]")
 
 
 def _tuples(n_rows, n_features):

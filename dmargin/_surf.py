@@ -18,7 +18,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from scipy.stats import false_discovery_control
 
 from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
 from ._start import start_fit
@@ -26,8 +25,10 @@ from ._utils import make_rng, timer
 from ._cost import surf_cost
 from ._relief_terms import stir_shares
 from ._regression import hit_bound, set_target
-from ._stir import (graph_from_sums, graph_sample, sample_moments, sample_shape, stir,
-                    uncalibrated, warn_uncalibrated)
+from ._pvalues import (PERMUTATION_T, PValues, keep_raw, not_asked, set_pvalues, signal_found,
+                       warn_declined, warn_uncalibrated)
+from ._stir import (graph_from_sums, graph_sample, sample_moments, sample_rows_note, sample_shape,
+                    stir, uncalibrated)
 from ._surf_terms import (FAR_NONE, FAR_SIMILARITY, FAR_SUBTRACT, multisurf_thresholds, surf_agg,
                           surf_stir_agg, surf_thresholds)
 from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
@@ -165,26 +166,38 @@ _PVALUES_PARAM = """
         Two classes: STIR's p-values for the scores (``pvalues_``, Notes),
         from a third pass over the same pairs (about twice the fit's time)
         and a sample of at most 1,000 rows for the graph's triangles; only
-        where STIR's law has been shown calibrated (Notes), else a warning.
+        where STIR's law has been shown calibrated (Notes) and while no
+        feature carries signal (Simes' combination of STIR's p-values over
+        0.05; else ``global_pvalue_`` alone), elsewhere a warning.
     n_permutations : int, default=0
-        ``B > 0``: permutation p-values from B more passes with the labels
-        permuted, exact for exchangeable labels and any number of classes
+        ``B > 0``: permutation p-values of the global null (no feature
+        related to the labels) from B more passes with the labels permuted,
+        exact for exchangeable labels and any number of classes
         (``B + 1 >= A / q`` for a discovery at level q to be possible)."""
 
 _PVALUES_ATTRS = """
-    t_statistics_ : ndarray of shape (n_features,) or None
+    t_statistics_ : ndarray of shape (n_features,)
         With ``pvalues=True``: STIR's pseudo t-statistics, each feature's
-        differences to the misses against those to the hits (Notes);
-        ``None`` otherwise.
-    pvalues_ : ndarray of shape (n_features,) or None
+        differences to the misses against those to the hits (Notes).
+        Otherwise, or when the fit declined them, not set: reading it
+        raises :class:`dmargin.PValuesUnavailableError`, which says why.
+    pvalues_ : ndarray of shape (n_features,)
         With ``pvalues=True``: one-sided p-values of ``t_statistics_``; with
-        ``n_permutations=B``: ``(1 + #{b : W_b >= W}) / (B + 1)``.
-    qvalues_ : ndarray of shape (n_features,) or None
+        ``n_permutations=B``: ``(1 + #{b : W_b >= W}) / (B + 1)``.  Not set
+        (:class:`dmargin.PValuesUnavailableError`) without either, or when
+        declined.
+    qvalues_ : ndarray of shape (n_features,)
         ``pvalues_`` adjusted by Benjamini-Hochberg.  Like ``pvalues_``, they
         test the global null (no feature related to the labels): they are
         not per-feature evidence when other features carry the signal, and
-        do not control the false discovery rate among the features flagged
-        then (``docs/pvalues.md``)."""
+        control the false discovery rate under the global null only, not
+        among the features flagged once some features matter
+        (``docs/pvalues.md``); :class:`dmargin.KnockoffSelector` selects the
+        features that matter with the rate controlled given the others.
+    global_pvalue_ : float
+        Simes' combination of ``pvalues_`` (their smallest q-value), a
+        p-value of the global null; kept when STIR's per-feature p-values
+        are declined because a feature carries signal."""
 
 
 _STIR_NOTES = """
@@ -217,7 +230,13 @@ _STIR_NOTES = """
     (:class:`dmargin.UncalibratedPValuesWarning`) and returns none.
     ``n_permutations=B`` gives exact permutation p-values on any data,
     ``(1 + #{b : W_b >= W}) / (B + 1)`` over B more passes with the labels
-    permuted (and a sample of anchors redrawn for them).
+    permuted (and a sample of anchors redrawn for them).  Both kinds test the
+    global null; once Simes' combination of STIR's p-values
+    (``global_pvalue_``) is at most 0.05 a feature carries signal, the
+    others' p-values are off the law, and the fit warns and keeps
+    ``global_pvalue_`` alone.  For the features that matter, with the false
+    discovery rate controlled given the other features, use
+    :class:`dmargin.KnockoffSelector`.
 """
 
 
@@ -286,6 +305,7 @@ class ThresholdSelector(WeightSelector):
         anchors = anchors_for(self, rows)
         permutations = getattr(self, "n_permutations", 0)
         with_p = getattr(self, "pvalues", False) and not permutations
+        declined = not_asked(self)
         if with_p:  # STIR's p-values where its law has been shown calibrated, else a warning
             _check_stir(self, target, rows.n_classes, kinds)
             if start.feature_weights is not None:
@@ -293,9 +313,10 @@ class ThresholdSelector(WeightSelector):
                                  "shown calibrated for the unweighted distance only; fit "
                                  "without feature_weights, or use n_permutations=B.")
             reason = uncalibrated("MultiSURF", data.counts, shape=sample_shape(rows, anchors),
-                                  names=getattr(self, "feature_names_in_", None))
+                                  names=getattr(self, "feature_names_in_", None),
+                                  where=sample_rows_note(rows, anchors))
             if reason is not None:
-                warn_uncalibrated(self, reason, rows.n_features)
+                declined = warn_uncalibrated(self, reason, rows.n_features)
                 with_p = False
         if permutations and target is not None:
             raise ValueError(f"{type(self).__name__}(n_permutations={permutations}) permutes "
@@ -351,15 +372,23 @@ class ThresholdSelector(WeightSelector):
             shares = stir_shares(total)
             pairs, graph = graph_from_sums(exact, sampled, shares.sums[:, 2, 0])
             moments = sample_moments(rows, anchors, kinds)
-            self.t_statistics_, self.pvalues_ = stir(shares.sums, shares.anchor_sums, m, pairs,
-                                                     graph, moments)
-            self.qvalues_ = false_discovery_control(self.pvalues_, method="bh")
+            t, p = stir(shares.sums, shares.anchor_sums, m, pairs, graph, moments)
+            found = signal_found(t, p, getattr(self, "feature_names_in_", None))
+            self.__dict__.pop("_stir_raw", None)
+            if found is None:
+                set_pvalues(self, p, t)
+            else:  # signal: the other features' p-values are off STIR's law
+                keep_raw(self, t, p)
+                set_pvalues(self, reason=warn_declined(self, found, rows.n_features),
+                            global_p=p)
             out = shares.score
         elif hasattr(self, "pvalues"):
-            self.t_statistics_ = self.pvalues_ = self.qvalues_ = None
+            self.__dict__.pop("_stir_raw", None)
             if permutations:
-                self.pvalues_ = (1.0 + reached) / (1.0 + permutations)
-                self.qvalues_ = false_discovery_control(self.pvalues_, method="bh")
+                set_pvalues(self, (1.0 + reached) / (1.0 + permutations),
+                            t_reason=PERMUTATION_T)
+            else:
+                set_pvalues(self, reason=declined)
         self.feature_importances_ = np.asarray(out, dtype=np.float64) / m
         return self
 
@@ -453,7 +482,7 @@ class SURFstar(ThresholdSelector):
     _far_rule = FAR_SUBTRACT
 
 
-class MultiSURF(ThresholdSelector):
+class MultiSURF(PValues, ThresholdSelector):
     __doc__ = """MultiSURF: each anchor's neighbours within mean - deviation / 2 (Urbanowicz 2018).
 
     Each anchor's threshold is the mean of its distances to every other row

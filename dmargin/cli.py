@@ -188,14 +188,19 @@ def _parser():
                           "instead of every row: O(M N) instead of O(N^2) "
                           f"({_takers('n_anchors')})")
     sel.add_argument("--pvalues", action="store_const", const=True, default=None,
-                     help="STIR's p-values and q-values in the ranking (relieff, multisurf; "
-                          "two classes), where STIR has been shown calibrated; elsewhere a "
-                          "warning says why and names --permutations")
+                     help="STIR's p-values and q-values of the global null (no feature "
+                          "related to the labels) in the ranking (relieff, multisurf; two "
+                          "classes), where STIR has been shown calibrated and no feature "
+                          "carries signal; elsewhere a warning says why and names "
+                          "--permutations. Not which features matter: for that, "
+                          "dmargin.KnockoffSelector in Python")
     sel.add_argument("--permutations", type=int, default=None, metavar="B",
                      dest="n_permutations",
-                     help="permutation p-values and q-values from B more passes with the "
-                          "labels permuted, exact on any data; B + 1 >= features / 0.05 "
-                          "for a discovery at q = 0.05 to be possible "
+                     help="permutation p-values and q-values of the global null (no feature "
+                          "related to the labels) from B more passes with the labels "
+                          "permuted, exact on any data, not per-feature evidence when other "
+                          "features carry the signal; B + 1 >= features / 0.05 for a "
+                          "discovery at q = 0.05 to be possible "
                           f"({_takers('n_permutations')})")
     sel.add_argument("--scheduler", metavar="ADDRESS",
                      help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "

@@ -155,7 +155,8 @@ def test_dask_rows_are_never_gathered(data, make, methods, watch_fit, local_clus
     for name in ("ranking_", "support_", "classes_"):
         if hasattr(local, name):
             np.testing.assert_array_equal(getattr(local, name), getattr(remote, name))
-    for name in ("feature_importances_", "coef_", "weight_matrix_", "t_statistics_", "pvalues_"):
+    for name in ("feature_importances_", "coef_", "weight_matrix_", "t_statistics_", "pvalues_",
+                 "global_pvalue_"):
         if getattr(local, name, None) is not None:
             np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=0,
                                        atol=ATOL, err_msg=name)

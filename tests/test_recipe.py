@@ -129,7 +129,7 @@ def test_pvalues_say_the_law_is_relieffs(data):
     binary = y != "c"
     with pytest.warns(dmargin.UncalibratedPValuesWarning, match="other than ReliefF's"):
         est = RankWeightedReliefF(n_neighbors=K, pvalues=True).fit(X[binary], y[binary])
-    assert est.pvalues_ is None
+    assert not hasattr(est, "pvalues_")
 
 
 @parametrize_with_checks([RankWeightedReliefF(n_neighbors=3)])

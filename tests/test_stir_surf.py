@@ -45,7 +45,7 @@ def data():
 
 
 @pytest.mark.parametrize("n_anchors", [None, 45])
-def test_multisurf_stir_equals_the_brute_force_formulas(data, n_anchors):
+def test_multisurf_stir_equals_the_brute_force_formulas(data, n_anchors, stir_everywhere):
     X, y = data
     # Every feature continuous (the constant one would be discrete, making mixed data).
     est = dmargin.MultiSURF(pvalues=True, discrete_threshold=0, n_anchors=n_anchors,
@@ -57,11 +57,11 @@ def test_multisurf_stir_equals_the_brute_force_formulas(data, n_anchors):
     # STIR's score is MultiSURF's, unchanged by the p-values' extra sums.
     np.testing.assert_allclose(est.feature_importances_, plain.feature_importances_, rtol=1e-13,
                                atol=1e-15)
-    assert plain.pvalues_ is None and plain.t_statistics_ is None and plain.qvalues_ is None
+    assert not any(hasattr(plain, name) for name in ("pvalues_", "t_statistics_", "qvalues_"))
 
 
 @pytest.mark.parametrize("n_anchors", [None, 60])
-def test_multisurf_stir_is_the_same_on_dask(data, threaded, n_anchors):
+def test_multisurf_stir_is_the_same_on_dask(data, threaded, n_anchors, stir_everywhere):
     X, y = data
     local = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=1).fit(X, y)
     remote = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=1).fit(
@@ -129,7 +129,7 @@ def test_graph_sample_takes_both_strata_and_weighs_them():
 
 
 @pytest.mark.parametrize("n_anchors", [None, 400])
-def test_the_graph_sample_estimates_the_exact_graph(monkeypatch, n_anchors):
+def test_the_graph_sample_estimates_the_exact_graph(monkeypatch, n_anchors, stir_everywhere):
     # 1,200 rows: the sums over pairs and triangles from 300 of them against all.
     from dmargin import _stir
 
@@ -155,7 +155,9 @@ def test_the_graph_sample_estimates_the_exact_graph(monkeypatch, n_anchors):
     np.testing.assert_allclose(p1[p0 > 1e-12], p0[p0 > 1e-12], rtol=0.02)
 
 
-def test_multisurf_stir_pvalues_are_calibrated_on_null_data():
+def test_multisurf_stir_pvalues_are_calibrated_on_null_data(stir_everywhere):
+    # (The law itself: the fit's check of signal, which declines a draw with a
+    # discovery, is off.)
     # Uniform rows, 75 of each class at random: 40 draws of 150 rows x 30 features.
     rng = np.random.default_rng(9)
     pvalues, discoveries = [], 0
@@ -175,7 +177,7 @@ def test_gametes_predictive_snps_get_the_smallest_multisurf_pvalues():
     # p-values on the compact path (B = 299: smallest p 1 / 300, q 0.033).
     X, y = _gametes()
     with pytest.warns(dmargin.UncalibratedPValuesWarning, match="distinct values"):
-        assert dmargin.MultiSURF(pvalues=True).fit(X, y).pvalues_ is None
+        assert not hasattr(dmargin.MultiSURF(pvalues=True).fit(X, y), "pvalues_")
     est = dmargin.MultiSURF(n_permutations=299, random_state=0).fit(X, y)
     assert est.compact_dtype_ == np.uint8  # genotypes 0/1/2: the compact path
     assert set(X.columns[np.argsort(est.pvalues_, kind="stable")[:2]]) == {"P1", "P2"}
@@ -210,7 +212,7 @@ def test_multisurf_permutation_pvalues_equal_refits_on_the_permuted_labels(n_anc
         refit = dmargin.MultiSURF(n_anchors=n_anchors, random_state=5).fit(X, permuted)
         reached += refit.feature_importances_ >= w
     np.testing.assert_array_equal(est.pvalues_, (1 + reached) / 10)
-    assert est.pvalues_[1] == 0.1 and est.t_statistics_ is None
+    assert est.pvalues_[1] == 0.1 and not hasattr(est, "t_statistics_")
 
 
 def test_multisurf_permutation_pvalues_are_the_same_on_dask(data, threaded):
@@ -234,4 +236,4 @@ def test_multisurf_pvalues_need_two_classes_and_no_missing_value(data):
     with pytest.raises(ValueError, match="pvalues"):
         dmargin.MultiSURF(pvalues="yes").fit(X, y)
     # Without p-values all three fit as before.
-    assert dmargin.MultiSURF().fit(Xm, y).pvalues_ is None
+    assert not hasattr(dmargin.MultiSURF().fit(Xm, y), "pvalues_")
