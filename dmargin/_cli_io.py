@@ -549,8 +549,8 @@ def read_spark_data(session, path: str, label: str, features=None, exclude=(),
 
 
 def ranking_table(est, names):
-    """The fitted ``est``'s features best first: rank, name, index, score (and STIR's
-    p- and q-values, the elimination rank, when the fit has them)."""
+    """The fitted ``est``'s features best first: rank, name, index, score (and the
+    p- and q-values of the global null, the elimination rank, when the fit has them)."""
     if hasattr(est, "ranking_"):
         # Elimination order (SBS-MF, LDM-RFE): rank 1 = kept longest; within a round (and
         # among the kept features) the higher criterion at elimination first.
@@ -564,7 +564,8 @@ def ranking_table(est, names):
         order = np.argsort(-score, kind="stable")
     table = pd.DataFrame({"rank": np.arange(1, len(order) + 1), "feature": names[order],
                           "index": order, "score": score[order]})
-    for attribute, column in (("pvalues_", "pvalue"), ("qvalues_", "qvalue")):  # STIR's
+    # A fit without p-values raises PValuesUnavailableError (an AttributeError) on reading.
+    for attribute, column in (("pvalues_", "pvalue"), ("qvalues_", "qvalue")):
         if getattr(est, attribute, None) is not None:
             table[column] = np.asarray(getattr(est, attribute))[order]
     if hasattr(est, "ranking_"):
