@@ -25,7 +25,7 @@ The methods:
   Gaussian knockoffs on the raw features: valid only where the features are
   normal (column "knockoffs valid");
 * ``ReliefF(n_permutations=B)`` p-values with Benjamini-Hochberg at q (B + 1 fits
-  a draw: on a few cells only);
+  a draw: on three cells only, half of their draws);
 * STIR: ``ReliefF(pvalues=True)`` and ``MultiSURF(pvalues=True)``, Benjamini-Hochberg
   at q on the p-values STIR computes; a fit that declines (a warning: outside the
   domain where its law has been shown calibrated) is counted, and its p-values are
@@ -36,7 +36,14 @@ Usage::
 
     python benchmarks/bench_evidence.py --quick                  # a few tune draws a cell
     python benchmarks/bench_evidence.py --split tune --draws 20 --cells uniform
-    python benchmarks/bench_evidence.py --split report --jobs 2  # the quoted run
+    python benchmarks/bench_evidence.py --split report --jobs 2 --variant report  # quoted
+    python benchmarks/bench_evidence.py --variant report --render  # its tables, again
+
+A construction that refuses a draw (the independence check of
+``knockoffs="independent"`` rejects about one valid draw in a hundred, its level)
+is counted and the cell goes on; one that refuses the first three draws refuses
+the cell.  ``--replace-into VARIANT`` reruns a few (cell, method) pairs on the
+same seeds into a stored variant, recording the command under ``"reruns"``.
 """
 
 from __future__ import annotations
