@@ -25,11 +25,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import WeightSelector
 from ._cost import FitCost, repeated_cost
+from ._knockoff_groups import GROUP_THRESHOLD, group_sums
 from ._knockoffs import KnockoffSampler
 from ._start import start_fit
 from ._turf import ESTIMATOR
 from ._utils import make_rng
-from ._validation import RANDOM_STATE, Interval, Options
+from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from .progress import fit_steps
 
 #: Parameters of the wrapped estimator that give each feature its own value: the
@@ -196,18 +197,45 @@ class KnockoffSelector(WeightSelector):
         there are fewer).
     random_state : int, Generator, RandomState or None, default=None
         Seeds the knockoffs; draw ``m`` uses the ``m``-th spawned seed.
+    groups : None, "auto" or array-like of shape (n_features,), default=None
+        Group knockoffs (Dai & Barber, 2016): a group of correlated features
+        swaps with its knockoff group as a whole (S block-diagonal by group),
+        its statistic is ``W_g = sum_{j in g} W_j``, the threshold runs over
+        the groups, and the selected features are the members of the selected
+        groups.  The null becomes "the group is independent of y given the
+        other groups", and the false discovery rate is that of groups: a
+        noise feature correlated with an informative one shares its group and
+        is selected with it.  ``"auto"`` clusters the features' correlation
+        (average linkage on ``1 - |r|``, cut at ``group_threshold``); an array
+        gives one integer label per feature.  ``None`` (every feature its own
+        group) is the default because it keeps the per-feature null, which is
+        what "this feature matters" means; use groups where features nearly
+        copy each other (wdbc's radius, perimeter and area), where per-feature
+        knockoffs are nearly the features themselves and select nothing.
+    group_threshold : float in [0, 1], default=0.7
+        With ``groups="auto"``: groups merge while their average absolute
+        correlation (of the normal scores, for the copula) is at least this.
 
     Attributes
     ----------
     statistics_ : ndarray of shape (n_features,) or (n_draws, n_features)
         ``W``, one row per draw when ``n_draws > 1``.
+    group_statistics_ : ndarray of shape (n_groups,) or (n_draws, n_groups)
+        ``W_g``, the sum of ``W`` over each group (``statistics_`` without
+        groups).
     threshold_ : float or ndarray of shape (n_draws,)
-        The knockoff+ threshold (``inf`` when nothing is selected); per draw,
-        at level ``q / 2``, when ``n_draws > 1``.
-    evalues_ : ndarray of shape (n_features,)
-        With ``n_draws > 1`` only: the averaged e-values.
+        The knockoff+ threshold on ``group_statistics_`` (``inf`` when nothing
+        is selected); per draw, at level ``q / 2``, when ``n_draws > 1``.
+    evalues_ : ndarray of shape (n_groups,)
+        With ``n_draws > 1`` only: the averaged e-values of the groups.
+    groups_ : ndarray of int, shape (n_features,)
+        Each feature's group, 0..G-1 numbered by the group's first feature
+        (``arange(n_features)`` without groups).
+    selected_groups_ : ndarray of int
+        The selected groups, sorted.
     selected_ : ndarray of int
-        The selected features' indices, sorted (possibly empty).
+        The selected features' indices (the members of the selected groups),
+        sorted (possibly empty).
     feature_importances_ : ndarray of shape (n_features,)
         ``W`` (its mean over the draws when ``n_draws > 1``), for rankings.
     estimator_ : estimator
@@ -235,7 +263,9 @@ class KnockoffSelector(WeightSelector):
     perimeter and area in wdbc) adds almost nothing given them, its knockoff
     is nearly the feature itself, and ``W`` carries little signal; on such
     data the filter selects few features or none, where a marginal ranking
-    would list them all.
+    would list them all.  Group knockoffs (``groups``) ask the question a
+    group at a time and can answer it there; knockoff+ still selects nothing
+    below ``ceil(offset / q)`` groups.
 
     References
     ----------
@@ -253,6 +283,21 @@ class KnockoffSelector(WeightSelector):
     (array([0, 1, 2, 3, 4]), 'copula')
     >>> sel.statistics_.shape, int(sel.get_support().sum())
     ((30,), 5)
+
+    Each informative feature with a near-copy beside it (correlation 0.95):
+    per-feature knockoffs of such pairs are nearly the features, group
+    knockoffs swap each pair at once.
+
+    >>> copies = X[:, :5] + 0.05 * rng.standard_normal((300, 5))
+    >>> Xc = np.hstack([X, copies])
+    >>> grouped = KnockoffSelector(ReliefF(), q=0.2, random_state=0,
+    ...                            groups="auto").fit(Xc, y)
+    >>> grouped.groups_[[0, 30]], grouped.n_features_in_, grouped.group_statistics_.shape
+    (array([0, 0]), 35, (30,))
+    >>> grouped.selected_groups_, grouped.selected_
+    (array([0, 1, 2, 3, 4]), array([ 0,  1,  2,  3,  4, 30, 31, 32, 33, 34]))
+    >>> KnockoffSelector(ReliefF(), q=0.2, random_state=0).fit(Xc, y).selected_
+    array([], dtype=int64)
     """
 
     _engine_rows = False  # checks the data; the wrapped estimator fits [F, F~]
@@ -265,10 +310,13 @@ class KnockoffSelector(WeightSelector):
         "offset": [Interval(numbers.Integral, 0, 1)],
         "sample_rows": [Interval(numbers.Integral, 2, None)],
         "random_state": [RANDOM_STATE],
+        "groups": [NONE, Options(("auto",)), ARRAY],
+        "group_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
     }
 
     def __init__(self, estimator, *, q=0.1, knockoffs="auto", smatrix="mvr", n_draws=1,
-                 offset=1, sample_rows=10_000, random_state=None):
+                 offset=1, sample_rows=10_000, random_state=None, groups=None,
+                 group_threshold=GROUP_THRESHOLD):
         self.estimator = estimator
         self.q = q
         self.knockoffs = knockoffs
@@ -277,6 +325,8 @@ class KnockoffSelector(WeightSelector):
         self.offset = offset
         self.sample_rows = sample_rows
         self.random_state = random_state
+        self.groups = groups
+        self.group_threshold = group_threshold
 
     def _seeds(self):
         """One integer seed per draw, spawned from ``random_state``."""
@@ -309,7 +359,8 @@ class KnockoffSelector(WeightSelector):
         statistics = []
         with fit_steps(self, "step", 1 + draws) as steps:  # the sampler, then each draw
             sampler = KnockoffSampler(knockoffs=self.knockoffs, smatrix=self.smatrix,
-                                      sample_rows=self.sample_rows).fit(X)
+                                      sample_rows=self.sample_rows, groups=self.groups,
+                                      group_threshold=self.group_threshold).fit(X)
             steps.step()
             for seed in self._seeds():
                 W, fit = self._statistics(sampler.augment(X, seed), y)
@@ -317,19 +368,26 @@ class KnockoffSelector(WeightSelector):
                 steps.step()
         self.estimator_ = fit
         self.knockoffs_ = sampler.knockoffs_
+        self.groups_, n_groups = sampler.groups_, sampler.n_groups_
+        # A group's statistic sums its features': antisymmetric under a swap of the
+        # whole group with its knockoff group (W itself without groups).
         if draws == 1:
             W = statistics[0]
             self.statistics_ = W
-            self.threshold_ = knockoff_threshold(W, q, offset)
-            self.selected_ = np.flatnonzero(W >= self.threshold_).astype(np.int64)
+            self.group_statistics_ = Wg = group_sums(W, self.groups_, n_groups)
+            self.threshold_ = knockoff_threshold(Wg, q, offset)
+            self.selected_groups_ = np.flatnonzero(Wg >= self.threshold_).astype(np.int64)
             self.feature_importances_ = W.copy()
         else:
             W = np.vstack(statistics)
             self.statistics_ = W
-            self.threshold_ = np.array([knockoff_threshold(w, q / 2, offset) for w in W])
-            self.evalues_ = np.mean([knockoff_evalues(w, q / 2, offset) for w in W], axis=0)
-            self.selected_ = ebh(self.evalues_, q)
+            self.group_statistics_ = Wg = group_sums(W, self.groups_, n_groups)
+            self.threshold_ = np.array([knockoff_threshold(w, q / 2, offset) for w in Wg])
+            self.evalues_ = np.mean([knockoff_evalues(w, q / 2, offset) for w in Wg], axis=0)
+            self.selected_groups_ = ebh(self.evalues_, q)
             self.feature_importances_ = W.mean(axis=0)
+        self.selected_ = np.flatnonzero(np.isin(self.groups_, self.selected_groups_))
+        self.selected_ = self.selected_.astype(np.int64)
         return self
 
     def _get_support_mask(self):

@@ -45,8 +45,11 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import is_dask_array, is_dask_frame
+from ._knockoff_groups import (GROUP_THRESHOLD, check_groups, cluster_groups,
+                               first_seen_labels, knockpy_groups)
 from ._utils import make_rng
-from ._validation import RANDOM_STATE, Interval, Options, check_params, non_numeric_error
+from ._validation import (ARRAY, NONE, RANDOM_STATE, Interval, Options, check_params,
+                          non_numeric_error)
 from .engine import Rows, block_reduce, map_row_blocks, rows_at
 
 #: Rows of one noise stream: rows ``[c CHUNK_ROWS, (c + 1) CHUNK_ROWS)`` draw from
@@ -261,8 +264,9 @@ def floor_eigenvalues(R, floor=EIGEN_FLOOR):
     return (1.0 - lam) * R + lam * np.eye(R.shape[0]), lam
 
 
-def smatrix(R, method):
-    """knockpy's S for the correlation ``R`` (imported here: an optional dependency)."""
+def smatrix(R, method, groups=None):
+    """knockpy's S for the correlation ``R`` (imported here: an optional dependency);
+    block-diagonal by group for ``groups`` (knockpy's labels 1..G, or None)."""
     if R.shape[0] == 0:
         return np.zeros((0, 0))
     try:
@@ -276,10 +280,25 @@ def smatrix(R, method):
     state = np.random.get_state()
     np.random.seed(0)
     try:
+        if groups is not None:
+            extra["groups"] = np.asarray(groups)
+            if method == "maxent":
+                _group_maxent_solver()
         S = np.asarray(compute_smatrix(R, method=method, **extra), dtype=np.float64)
     finally:
         np.random.set_state(state)
     return (S + S.T) / 2
+
+
+def _group_maxent_solver():
+    """knockpy solves maxent for groups by gradient descent in PyTorch only."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ImportError("smatrix='maxent' with groups needs PyTorch (knockpy's group "
+                          "maxent solver runs on it): install torch, or use "
+                          "smatrix='mvr' (the default), 'sdp' or 'equicorrelated', which "
+                          "solve for groups without it.") from None
 
 
 def knockoff_factors(R, S):
@@ -351,6 +370,19 @@ class KnockoffSampler(BaseEstimator):
         A column with 2 to this many distinct values in the sample (and
         fewer than the sampled rows) is discrete: refused by ``"copula"``,
         ``"gaussian"`` and ``"auto"``.
+    groups : None, "auto" or array-like of shape (n_features,), default=None
+        Group knockoffs (Dai & Barber, 2016): features of a group swap with
+        their knockoffs together, so S is block-diagonal by group (knockpy's
+        solvers with ``groups``) and a feature nearly copied by others in its
+        group still gets a knockoff that differs from it.  ``None``: every
+        feature its own group.  ``"auto"``: average-linkage clustering of the
+        correlation above (normal scores for ``"copula"``) on ``1 - |r|``,
+        groups merged while their average ``|r|`` is at least
+        ``group_threshold``.  An array: one integer label per feature.
+        ``"independent"`` knockoffs have no groups (``"auto"`` gives
+        singletons; other groups are refused).
+    group_threshold : float in [0, 1], default=0.7
+        The average absolute correlation at which ``groups="auto"`` merges.
 
     Attributes
     ----------
@@ -377,7 +409,13 @@ class KnockoffSampler(BaseEstimator):
         ``1e-6`` (0 unless it is singular: more features than rows,
         duplicated columns).
     smatrix_ : ndarray of shape (n_features_in_, n_features_in_)
-        knockpy's S for that correlation (0 for constant columns).
+        knockpy's S for that correlation (0 for constant columns),
+        block-diagonal by group.
+    groups_ : ndarray of int, shape (n_features_in_,)
+        Each feature's group, 0..G-1 numbered by the group's first feature
+        (``arange(n_features_in_)`` without groups; constant columns alone).
+    n_groups_ : int
+        G.
 
     Notes
     -----
@@ -419,14 +457,18 @@ class KnockoffSampler(BaseEstimator):
         "smatrix": [Options(("mvr", "maxent", "sdp", "equicorrelated"))],
         "sample_rows": [Interval(numbers.Integral, 3, None)],
         "discrete_threshold": [Interval(numbers.Integral, 1, None)],
+        "groups": [NONE, Options(("auto",)), ARRAY],
+        "group_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
     }
 
     def __init__(self, knockoffs="auto", smatrix="mvr", sample_rows=10_000,
-                 discrete_threshold=10):
+                 discrete_threshold=10, groups=None, group_threshold=GROUP_THRESHOLD):
         self.knockoffs = knockoffs
         self.smatrix = smatrix
         self.sample_rows = sample_rows
         self.discrete_threshold = discrete_threshold
+        self.groups = groups
+        self.group_threshold = group_threshold
 
     def fit(self, X, y=None):
         """Learn the marginal laws, the correlation and the knockoff law.
@@ -481,6 +523,8 @@ class KnockoffSampler(BaseEstimator):
         np.fill_diagonal(R, 1.0)
         self.knockoffs_, self.constant_ = kind, constant
         self.location_, self.scale_ = mean + shift, np.where(constant, 0.0, scale)
+        self.groups_ = self._groups(kind, R, cols, a)
+        self.n_groups_ = int(self.groups_.max()) + 1 if a else 0
         if kind == "independent":
             _independence(R, n, names, cols)
             self.shrinkage_, S = 0.0, np.zeros_like(R)
@@ -488,13 +532,32 @@ class KnockoffSampler(BaseEstimator):
             self._state = (np.sort(sample, axis=0), None, None)
         else:
             R, self.shrinkage_ = floor_eigenvalues(R)
-            S = smatrix(R, self.smatrix)
+            S = smatrix(R, self.smatrix, knockpy_groups(self.groups_[cols]))
             proj, factor = knockoff_factors(R, S)
             self._state = (knots, mids, counts) if kind == "copula" else (None, None, None)
         self.correlation_, self.smatrix_ = np.eye(a), np.zeros((a, a))
         self.correlation_[np.ix_(cols, cols)], self.smatrix_[np.ix_(cols, cols)] = R, S
         self._gauss = (self.location_[cols], scale[cols], proj, factor, cols)
         return self
+
+    def _groups(self, kind, R, cols, a):
+        """The features' group labels, 0..G-1 by first member (singletons for None)."""
+        if self.groups is None:
+            return np.arange(a, dtype=np.int64)
+        if isinstance(self.groups, str):
+            if kind == "independent":  # independent features: no correlated groups
+                return np.arange(a, dtype=np.int64)
+            labels = np.arange(a, dtype=np.int64) + a  # constant columns stay alone
+            labels[cols] = cluster_groups(R, float(self.group_threshold))
+            return first_seen_labels(labels)
+        labels = check_groups(self.groups, a)
+        if kind == "independent" and np.unique(labels).size < a:
+            raise ValueError(
+                "knockoffs='independent' draws each feature's knockoff on its own, for "
+                "mutually independent features: it has no groups of correlated features to "
+                "swap together.  Use groups=None (or 'auto'), or knockoffs='copula' for "
+                "correlated features.")
+        return labels
 
     def _refuse_discrete(self, kind, sample, distinct, names):
         if kind == "independent":

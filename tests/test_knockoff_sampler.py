@@ -9,6 +9,7 @@ S`` and ``Zs = (Z - mu) / sd``; the copula's ``Z`` are the normal scores of
 the mid-ranks, ``(rank - 1/2) / N``.
 """
 
+import importlib.util
 import sys
 
 import dask
@@ -408,3 +409,164 @@ def test_random_states(normal_rows):
     assert not np.array_equal(s.augment(normal_rows), s.augment(normal_rows))
     g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
     np.testing.assert_array_equal(s.augment(normal_rows, g1), s.augment(normal_rows, g2))
+
+
+# ---------------------------------------------------------------------------
+# Group knockoffs
+# ---------------------------------------------------------------------------
+
+
+def blocks(n, sizes, rho, rng):
+    """Normal features in independent blocks of ``sizes``, correlation ``rho`` inside."""
+    return np.hstack([correlated(n, k, rho, rng) if k > 1 else rng.standard_normal((n, 1))
+                      for k in sizes])
+
+
+def brute_force_groups(R, threshold):
+    """Average linkage by hand: merge the two clusters of largest mean ``|r|`` over their
+    cross pairs while it is at least ``threshold``; labels by first member."""
+    clusters = [[j] for j in range(R.shape[0])]
+    A = np.abs(R)
+    while len(clusters) > 1:
+        best, pair = -1.0, None
+        for i in range(len(clusters)):
+            for k in range(i + 1, len(clusters)):
+                m = A[np.ix_(clusters[i], clusters[k])].mean()
+                if m > best:
+                    best, pair = m, (i, k)
+        if best < threshold:
+            break
+        i, k = pair
+        clusters[i] = clusters[i] + clusters.pop(k)
+    labels = np.empty(R.shape[0], dtype=np.int64)
+    for g, members in enumerate(sorted(clusters, key=min)):
+        labels[members] = g
+    return labels
+
+
+@pytest.mark.parametrize("threshold", [0.2, 0.5, 0.8])
+def test_auto_groups_are_average_linkage_on_one_minus_abs_r(threshold):
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    rng = np.random.default_rng(40)
+    for trial in range(6):
+        X = blocks(300, [3, 1, 4, 2, 1, 3], 0.3 + 0.1 * trial, rng)
+        X = X @ (np.eye(14) + 0.2 * rng.standard_normal((14, 14)) * (trial % 2))
+        s = KnockoffSampler(knockoffs="gaussian", groups="auto",
+                            group_threshold=threshold).fit(X)
+        R = np.corrcoef(X.T)
+        want = brute_force_groups(R, threshold)
+        np.testing.assert_array_equal(s.groups_, want)
+        assert s.n_groups_ == want.max() + 1
+        # the same partition as scipy's average linkage on the same distance
+        D = squareform(np.clip(1 - np.abs(R), 0, None), checks=False)
+        theirs = fcluster(linkage(D, "average"), t=1 - threshold, criterion="distance")
+        assert len({(a, b) for a, b in zip(want, theirs)}) == want.max() + 1 == theirs.max()
+
+
+def test_auto_groups_find_correlated_blocks_on_the_copula_scale():
+    rng = np.random.default_rng(41)
+    X = np.exp(blocks(2000, [3, 1, 2, 1], 0.8, rng))  # skewed: copula scale
+    s = KnockoffSampler(groups="auto").fit(X)
+    np.testing.assert_array_equal(s.groups_, [0, 0, 0, 1, 2, 2, 3])
+    np.testing.assert_array_equal(
+        s.groups_, brute_force_groups(s.correlation_, 0.7))  # the default threshold
+
+
+@pytest.mark.parametrize("method", ["mvr", "sdp", "equicorrelated"])
+def test_group_s_is_block_diagonal_and_the_joint_law_valid(method):
+    rng = np.random.default_rng(42)
+    X = blocks(600, [3, 2, 1, 2], 0.9, rng)
+    s = KnockoffSampler(knockoffs="gaussian", smatrix=method, groups="auto").fit(X)
+    np.testing.assert_array_equal(s.groups_, [0, 0, 0, 1, 1, 2, 3, 3])
+    apart = s.groups_[:, None] != s.groups_[None, :]
+    assert np.all(s.smatrix_[apart] == 0)
+    assert np.abs(s.smatrix_[~apart & ~np.eye(8, dtype=bool)]).max() > 0.05  # blocks used
+    G = joint(s.correlation_, s.smatrix_)
+    assert np.linalg.eigvalsh(G).min() >= -1e-8
+    # A feature nearly copied by its group's others gets a knockoff that differs from it:
+    # per-feature S must stay below 2 (1 - 0.9) there.
+    single = KnockoffSampler(knockoffs="gaussian", smatrix=method).fit(X)
+    assert np.diag(s.smatrix_)[:3].min() > 2 * np.diag(single.smatrix_)[:3].max()
+
+
+def swap(M, columns, a):
+    out = M.copy()
+    for j in columns:
+        out[:, [j, a + j]] = M[:, [a + j, j]]
+    return out
+
+
+def test_a_group_swap_keeps_the_joint_second_moments():
+    rng = np.random.default_rng(43)
+    X = blocks(20_000, [3, 2, 1], 0.8, rng)
+    s = KnockoffSampler(knockoffs="gaussian", groups="auto").fit(X)
+    np.testing.assert_array_equal(s.groups_, [0, 0, 0, 1, 1, 2])
+    G = joint(s.correlation_, s.smatrix_)
+    P = np.eye(12)
+    for group in ([0, 1, 2], [3, 4], [5]):  # the population law: exactly invariant
+        Pg = swap(P, group, 6)
+        np.testing.assert_allclose(Pg.T @ G @ Pg, G, rtol=0, atol=1e-12)
+    one = swap(P, [0], 6)  # one feature of a group: not a symmetry of the law
+    assert np.abs(one.T @ G @ one - G).max() > 0.1
+    FF = s.augment(X, random_state=2)
+    C = np.cov(FF.T)
+    np.testing.assert_allclose(C, G, atol=0.05)
+    np.testing.assert_allclose(np.cov(swap(FF, [0, 1, 2], 6).T), C, atol=0.02)
+    assert np.abs(np.cov(swap(FF, [0], 6).T) - C).max() > 0.1
+
+
+def test_given_groups_and_no_groups():
+    rng = np.random.default_rng(44)
+    X = blocks(500, [2, 2, 1], 0.9, rng)
+    s = KnockoffSampler(groups=[7, 7, 3, 3, 5]).fit(X)
+    np.testing.assert_array_equal(s.groups_, [0, 0, 1, 1, 2])
+    assert s.n_groups_ == 3
+    auto = KnockoffSampler(groups="auto").fit(X)
+    np.testing.assert_array_equal(auto.smatrix_, s.smatrix_)
+    np.testing.assert_array_equal(auto.augment(X, 1), s.augment(X, 1))
+    # None and singleton labels: the per-feature knockoffs, unchanged
+    none = KnockoffSampler().fit(X)
+    single = KnockoffSampler(groups=np.arange(5)).fit(X)
+    np.testing.assert_array_equal(none.groups_, np.arange(5))
+    np.testing.assert_array_equal(none.smatrix_, single.smatrix_)
+    np.testing.assert_array_equal(none.augment(X, 1), single.augment(X, 1))
+    # a constant column stays a group of its own, outside S
+    Xc = np.hstack([X, np.ones((500, 1))])
+    c = KnockoffSampler(groups="auto").fit(Xc)
+    np.testing.assert_array_equal(c.groups_, [0, 0, 1, 1, 2, 3])
+    FF = c.augment(Xc, 1)
+    np.testing.assert_array_equal(FF[:, 11], FF[:, 5])
+
+
+def test_bad_groups_are_refused():
+    rng = np.random.default_rng(45)
+    X = rng.standard_normal((200, 4))
+    with pytest.raises(ValueError, match=r"groups has shape \(3,\); one label per feature"):
+        KnockoffSampler(groups=[0, 0, 1]).fit(X)
+    with pytest.raises(ValueError, match="integer labels"):
+        KnockoffSampler(groups=["a", "a", "b", "c"]).fit(X)
+    with pytest.raises(ValueError, match="groups='some' is not valid"):
+        KnockoffSampler(groups="some").fit(X)
+    with pytest.raises(ValueError, match="group_threshold=1.5 is not valid"):
+        KnockoffSampler(groups="auto", group_threshold=1.5).fit(X)
+    with pytest.raises(ValueError, match="knockoffs='independent' .* no groups"):
+        KnockoffSampler(knockoffs="independent", groups=[0, 0, 1, 2]).fit(X)
+    if importlib.util.find_spec("torch") is None:
+        with pytest.raises(ImportError, match="smatrix='maxent' with groups needs PyTorch"):
+            KnockoffSampler(smatrix="maxent", groups=[0, 0, 1, 2]).fit(X)
+    ind = KnockoffSampler(knockoffs="independent", groups="auto").fit(X)
+    np.testing.assert_array_equal(ind.groups_, np.arange(4))
+
+
+def test_dask_groups_give_the_numpy_knockoffs(threaded):
+    rng = np.random.default_rng(46)
+    X = np.exp(blocks(3000, [3, 2, 1], 0.8, rng))
+    local = KnockoffSampler(groups="auto", sample_rows=1000).fit(X)
+    for chunks in [(700, 6), (3000, 3)]:
+        lazy = KnockoffSampler(groups="auto", sample_rows=1000).fit(da.from_array(X, chunks))
+        np.testing.assert_array_equal(lazy.groups_, local.groups_)
+        np.testing.assert_allclose(lazy.smatrix_, local.smatrix_, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(lazy.augment(da.from_array(X, chunks), 5)),
+                                   local.augment(X, 5), rtol=0, atol=1e-12)

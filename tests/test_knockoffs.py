@@ -337,3 +337,141 @@ def test_pandas_names_and_the_plain_knockoff_filter():
     np.testing.assert_allclose(plain.statistics_, sel.statistics_, rtol=0, atol=1e-12)
     assert plain.threshold_ == ref.knockoff_threshold(plain.statistics_, 0.5, offset=0)
     assert set(sel.selected_) <= set(plain.selected_)  # offset 0 never selects fewer
+
+
+# ---------------------------------------------------------------------------
+# Group knockoffs
+# ---------------------------------------------------------------------------
+
+def _group_sums(W, groups):
+    """``W_g``: the brute-force sum of the features' statistics in each group."""
+    return np.array([sum(W[j] for j in range(len(W)) if groups[j] == g)
+                     for g in range(max(groups) + 1)])
+
+
+@pytest.mark.parametrize("make", [lambda: dmargin.ReliefF(n_neighbors=5),
+                                  lambda: dmargin.MultiSURF()],
+                         ids=["ReliefF", "MultiSURF"])
+def test_swapping_a_group_with_its_knockoffs_flips_the_groups_statistic_only(make):
+    a, groups = 6, [0, 0, 1, 2, 2, 2]
+    aug, y = _augmented(a=a)
+    selector = KnockoffSelector(make())
+    W, _ = selector._statistics(aug, y)
+    Wg = _group_sums(W, groups)
+    assert Wg[0] != 0
+    for g in range(3):
+        members = [j for j in range(a) if groups[j] == g]
+        swapped = aug.copy()
+        for j in members:
+            swapped[:, [j, a + j]] = swapped[:, [a + j, j]]
+        V, _ = selector._statistics(swapped, y)
+        flip = np.ones(3)
+        flip[g] = -1
+        np.testing.assert_allclose(_group_sums(V, groups), flip * Wg, rtol=0, atol=1e-10)
+
+
+def _correlated_noise(seed, n=300, k=6, extra=12, rho=0.8):
+    """``k`` informative uniform features, ``k`` noise features each correlated ``rho``
+    (normal scores) with one of them, ``extra`` independent noise features; ``y`` from
+    the informative ones only."""
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, k))
+    twins = rho * Z + np.sqrt(1 - rho**2) * rng.standard_normal((n, k))
+    X = norm_cdf(np.hstack([Z, twins, rng.standard_normal((n, extra))]))
+    y = (X[:, :k].sum(axis=1) + rng.normal(0, 0.1, n) > k / 2).astype(int)
+    return X, y, np.arange(k)
+
+
+def norm_cdf(Z):
+    from scipy.stats import norm
+
+    return norm.cdf(Z)
+
+
+def test_group_fits_threshold_the_group_statistics():
+    X, y, _ = _correlated_noise(3)
+    groups = [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5] + list(range(6, 18))
+    sel = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.3, random_state=2,
+                           groups=np.array(groups) + 10).fit(X, y)
+    np.testing.assert_array_equal(sel.groups_, groups)
+    Wg = _group_sums(sel.statistics_, groups)
+    np.testing.assert_allclose(sel.group_statistics_, Wg, rtol=0, atol=1e-12)
+    assert sel.threshold_ == ref.knockoff_threshold(Wg, 0.3)
+    np.testing.assert_array_equal(sel.selected_groups_, np.flatnonzero(Wg >= sel.threshold_))
+    want = [j for j in range(24) if groups[j] in set(sel.selected_groups_)]
+    np.testing.assert_array_equal(sel.selected_, want)
+    assert sel.selected_groups_.size > 0
+    np.testing.assert_array_equal(sel.get_support(indices=True), sel.selected_)
+    # the groups that "auto" finds here: each informative feature with its twin
+    auto = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.3, random_state=2,
+                            groups="auto").fit(X, y)
+    np.testing.assert_array_equal(auto.groups_, groups)
+    np.testing.assert_array_equal(auto.statistics_, sel.statistics_)
+
+
+def test_derandomised_group_knockoffs_take_the_groups_evalues():
+    X, y, _ = _correlated_noise(4)
+    sel = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.4, n_draws=3, random_state=1,
+                           groups="auto").fit(X, y)
+    G = sel.groups_.max() + 1
+    assert sel.statistics_.shape == (3, 24) and sel.group_statistics_.shape == (3, G)
+    Wg = np.array([_group_sums(w, list(sel.groups_)) for w in sel.statistics_])
+    np.testing.assert_allclose(sel.group_statistics_, Wg, rtol=0, atol=1e-12)
+    want = np.mean([ref.evalues(w, 0.2) for w in Wg], axis=0)
+    np.testing.assert_allclose(sel.evalues_, want, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(sel.selected_groups_, ref.ebh(want, 0.4))
+    np.testing.assert_array_equal(sel.selected_,
+                                  np.flatnonzero(np.isin(sel.groups_, sel.selected_groups_)))
+
+
+def test_without_groups_every_feature_is_its_own_group():
+    X, y = _small()
+    sel = _selector().fit(X, y)
+    np.testing.assert_array_equal(sel.groups_, np.arange(12))
+    np.testing.assert_array_equal(sel.group_statistics_, sel.statistics_)
+    np.testing.assert_array_equal(sel.selected_groups_, sel.selected_)
+    single = _selector(groups=np.arange(12)).fit(X, y)
+    _assert_same_fit(sel, single)
+
+
+@pytest.mark.slow
+def test_the_group_fdr_holds_with_noise_correlated_with_the_signal():
+    # A group with no informative member is a false discovery; the twins of the
+    # informative features share their groups (the null is the group's).
+    q, draws = 0.2, 40
+    fdp, power = [], []
+    for seed in range(2000, 2000 + draws):
+        X, y, informative = _correlated_noise(seed, extra=24)
+        sel = KnockoffSelector(dmargin.ReliefF(), q=q, random_state=seed,
+                               groups="auto").fit(X, y)
+        true_groups = set(sel.groups_[informative].tolist())
+        chosen = set(sel.selected_groups_.tolist())
+        fdp.append(len(chosen - true_groups) / max(1, len(chosen)))
+        power.append(len(chosen & true_groups) / len(true_groups))
+    fdr, se = np.mean(fdp), np.std(fdp, ddof=1) / np.sqrt(draws)
+    assert fdr <= q + 2 * se, (fdr, se)
+    assert np.mean(power) > 0.5, np.mean(power)
+
+
+def test_groups_on_threaded_dask_give_the_numpy_fit():
+    X, y, _ = _correlated_noise(5, n=240)
+    local = _selector(groups="auto").fit(X, y)
+    with dask.config.set(scheduler="threads"):
+        lazy = _selector(groups="auto").fit(da.from_array(X, chunks=(70, -1)),
+                                            da.from_array(y, chunks=(70,)))
+    _assert_same_fit(local, lazy)
+    np.testing.assert_array_equal(lazy.groups_, local.groups_)
+    np.testing.assert_array_equal(lazy.selected_groups_, local.selected_groups_)
+
+
+@pytest.mark.cluster
+def test_groups_on_a_local_cluster_give_the_numpy_fit(client):
+    X, y, _ = _correlated_noise(6, n=240)
+    dX, dy = da.from_array(X, chunks=(80, -1)), da.from_array(y, chunks=(80,))
+    for make in (lambda: dmargin.ReliefF(n_neighbors=5), dmargin.MultiSURF):
+        local = KnockoffSelector(make(), q=0.3, random_state=4, groups="auto").fit(X, y)
+        remote = KnockoffSelector(make(), q=0.3, random_state=4, groups="auto").fit(dX, dy)
+        _assert_same_fit(local, remote)
+        np.testing.assert_array_equal(remote.groups_, local.groups_)
+        np.testing.assert_allclose(remote.group_statistics_, local.group_statistics_,
+                                   rtol=0, atol=1e-10)
