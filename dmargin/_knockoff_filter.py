@@ -207,7 +207,7 @@ class KnockoffSelector(WeightSelector):
         noise feature correlated with an informative one shares its group and
         is selected with it.  ``"auto"`` clusters the features' correlation
         (average linkage on ``1 - |r|``, cut at ``group_threshold``); an array
-        gives one integer label per feature.  ``None`` (every feature its own
+        gives one label per feature.  ``None`` (every feature its own
         group) is the default because it keeps the per-feature null, which is
         what "this feature matters" means; use groups where features nearly
         copy each other (wdbc's radius, perimeter and area), where per-feature

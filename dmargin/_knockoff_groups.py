@@ -65,13 +65,15 @@ def check_groups(groups, n_features):
     if labels.ndim != 1 or labels.shape[0] != n_features:
         raise ValueError(f"groups has shape {labels.shape}; one label per feature expected, "
                          f"shape ({n_features},), or groups='auto' or None.")
-    if labels.dtype == object or labels.dtype.kind not in "iub":
-        try:
-            labels = labels.astype(np.int64)
-        except (TypeError, ValueError):
-            raise ValueError("groups must hold integer labels (features with the same "
-                             "label form a group), or be 'auto' or None.") from None
-    return first_seen_labels(labels)
+    if labels.dtype.kind == "f" and not np.all(np.isfinite(labels)):
+        raise ValueError("groups holds missing or infinite labels: give every feature a "
+                         "group label (features with the same label form a group).")
+    try:
+        return first_seen_labels(labels)
+    except TypeError:
+        raise ValueError("groups must hold labels of one type, integers or strings "
+                         "(features with the same label form a group), or be 'auto' or "
+                         "None.") from None
 
 
 def group_sums(W, groups, n_groups):

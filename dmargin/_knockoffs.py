@@ -378,7 +378,7 @@ class KnockoffSampler(BaseEstimator):
         feature its own group.  ``"auto"``: average-linkage clustering of the
         correlation above (normal scores for ``"copula"``) on ``1 - |r|``,
         groups merged while their average ``|r|`` is at least
-        ``group_threshold``.  An array: one integer label per feature.
+        ``group_threshold``.  An array: one label per feature.
         ``"independent"`` knockoffs have no groups (``"auto"`` gives
         singletons; other groups are refused).
     group_threshold : float in [0, 1], default=0.7

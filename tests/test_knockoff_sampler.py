@@ -545,8 +545,12 @@ def test_bad_groups_are_refused():
     X = rng.standard_normal((200, 4))
     with pytest.raises(ValueError, match=r"groups has shape \(3,\); one label per feature"):
         KnockoffSampler(groups=[0, 0, 1]).fit(X)
-    with pytest.raises(ValueError, match="integer labels"):
-        KnockoffSampler(groups=["a", "a", "b", "c"]).fit(X)
+    with pytest.raises(ValueError, match="labels of one type"):
+        KnockoffSampler(groups=np.array(["a", 1, "b", 2], dtype=object)).fit(X)
+    with pytest.raises(ValueError, match="missing or infinite labels"):
+        KnockoffSampler(groups=[0.0, 0.0, np.nan, 1.0]).fit(X)
+    named = KnockoffSampler(groups=["size", "size", "shape", "colour"]).fit(X)
+    np.testing.assert_array_equal(named.groups_, [0, 0, 1, 2])
     with pytest.raises(ValueError, match="groups='some' is not valid"):
         KnockoffSampler(groups="some").fit(X)
     with pytest.raises(ValueError, match="group_threshold=1.5 is not valid"):
