@@ -243,6 +243,16 @@ def test_spark_gives_the_numpy_fit(spark):
     df = spark.createDataFrame(frame).repartitionByRange(3, "row").sortWithinPartitions("row")
     remote = spark_fit(_selector(), df, "label", features=names)  # the rows in their order
     _assert_same_fit(_selector().fit(X, y), remote)
+    # group knockoffs: the groups come from the same correlation
+    X, y, _ = _correlated_noise(7, n=240)
+    names = [f"f{j}" for j in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names).assign(label=y, row=np.arange(len(y)))
+    df = spark.createDataFrame(frame).repartitionByRange(3, "row").sortWithinPartitions("row")
+    remote = spark_fit(_selector(groups="auto"), df, "label", features=names)
+    local = _selector(groups="auto").fit(X, y)
+    _assert_same_fit(local, remote)
+    np.testing.assert_array_equal(remote.groups_, local.groups_)
+    np.testing.assert_array_equal(remote.selected_groups_, local.selected_groups_)
 
 
 # ---------------------------------------------------------------------------
