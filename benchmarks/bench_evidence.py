@@ -114,22 +114,23 @@ def _validity(method, cell):
     return "yes"
 
 
-def _knockoffs(name, knockoffs=None, n_draws=1):
+def _knockoffs(name, knockoffs=None, n_draws=1, groups=None):
     def fit(cell, X, y, seed):
         import dmargin
         from dmargin._knockoff_filter import knockoff_threshold
 
         sel = dmargin.KnockoffSelector(_inner(name, cell), knockoffs=knockoffs or
                                        _construction(cell), smatrix=smatrix(cell),
-                                       n_draws=n_draws, q=LEVELS[0],
+                                       n_draws=n_draws, q=LEVELS[0], groups=groups,
                                        random_state=seed).fit(X, y)
         if n_draws > 1:  # e-BH at q = 0.1 only: the e-values depend on q
             return {LEVELS[0]: np.asarray(sel.selected_)}, {}
-        W = np.asarray(sel.statistics_)
+        W = np.asarray(sel.group_statistics_ if groups else sel.statistics_)
         out = {}
         for q in LEVELS:
             threshold = knockoff_threshold(W, q)
-            out[q] = np.flatnonzero(W >= threshold)
+            chosen = np.flatnonzero(W >= threshold)  # groups: the members of those chosen
+            out[q] = np.flatnonzero(np.isin(sel.groups_, chosen)) if groups else chosen
         assert np.array_equal(out[LEVELS[0]], np.sort(sel.selected_))  # one fit, both levels
         return out, {}
     return fit
@@ -200,6 +201,10 @@ METHODS = {
     "ReliefF knockoffs (gaussian)": _knockoffs("ReliefF", "gaussian"),
     f"ReliefF knockoffs, {DERANDOMISED_DRAWS} draws (e-values)":
         _knockoffs("ReliefF", n_draws=DERANDOMISED_DRAWS),
+    # Group knockoffs (groups="auto"): on the real cells, whose planted noise columns
+    # correlate with nothing and stay groups of their own.
+    "ReliefF group knockoffs": _knockoffs("ReliefF", groups="auto"),
+    "MultiSURF group knockoffs": _knockoffs("MultiSURF", groups="auto"),
     f"ReliefF permutations (B = {PERMUTATIONS})": _permutations,
     "ReliefF STIR": _stir("ReliefF"),
     "MultiSURF STIR": _stir("MultiSURF"),
@@ -209,6 +214,8 @@ METHODS = {
 def _applies(method, cell):
     if "permutations" in method:
         return cell.name.startswith(PERMUTATION_CELLS)
+    if "group" in method:
+        return cell.real
     if "e-values" in method:
         return cell.name.startswith(DERANDOMISED_CELLS)
     if cell.a >= 500:  # the S solve at A = 500 is seconds a draw: the main arms only
