@@ -405,6 +405,48 @@ def render_summary(rows):
     return "\n".join(out)
 
 
+def large(n_rows, n_features, informative=5, chunk=125_000):
+    """``KnockoffSelector(ReliefF(n_anchors=500), q=0.2)`` on ``n_rows`` x ``n_features``
+    uniform rows in dask (threaded), ``informative`` of them in the labels: the time of the
+    knockoffs' own passes (marginals and correlation, then the draw, persisted) against the
+    inner fit on ``2 A`` features and a plain ``ReliefF`` fit on the ``A`` features, the
+    selection, the process's peak memory against the rows' size, and ``fit_cost``'s estimate."""
+    import dask.array as da
+
+    import dmargin
+
+    X = da.random.RandomState(0).random_sample((n_rows, n_features),
+                                               chunks=(chunk, n_features)).persist()
+    y = ((X[:, :informative] - 0.5).sum(axis=1) > 0).astype(np.int64).persist()
+    peak_before = harness.peak_rss_mib()
+    inner = dmargin.ReliefF(n_anchors=500)
+    out = {"n_rows": n_rows, "n_features": n_features, "informative": informative,
+           "rows_mib": round(n_rows * n_features * 8 / 2**20, 1)}
+    t = time.perf_counter()
+    sampler = dmargin.KnockoffSampler().fit(X)
+    out["sampler_fit_s"] = round(time.perf_counter() - t, 2)
+    t = time.perf_counter()
+    augmented = sampler.augment(X, 0).persist()
+    out["augment_s"] = round(time.perf_counter() - t, 2)
+    t = time.perf_counter()
+    dmargin.ReliefF(n_anchors=500).fit(augmented, y)
+    out["inner_fit_s"] = round(time.perf_counter() - t, 2)
+    del augmented
+    t = time.perf_counter()
+    dmargin.ReliefF(n_anchors=500).fit(X, y)
+    out["plain_relieff_s"] = round(time.perf_counter() - t, 2)
+    t = time.perf_counter()
+    sel = dmargin.KnockoffSelector(inner, q=0.2, random_state=0).fit(X, y)
+    out["selector_s"] = round(time.perf_counter() - t, 2)
+    out["selector_over_plain"] = round(out["selector_s"] / out["plain_relieff_s"], 2)
+    out["selected"] = sel.selected_.tolist()
+    out["peak_rss_mib"] = round(harness.peak_rss_mib(), 1)
+    out["peak_rss_before_mib"] = round(peak_before, 1)
+    out["fit_cost_s"] = round(dmargin.fit_cost(dmargin.KnockoffSelector(inner), n_rows,
+                                               n_features).seconds, 2)
+    return out
+
+
 def main(argv=None):
     parser = harness.options(__doc__, quick=f"{DRAWS_QUICK} tune draws a cell")
     parser.add_argument("--split", choices=sorted(nulls.SPLITS), default="report",
@@ -425,7 +467,19 @@ def main(argv=None):
                              "under the variant's 'reruns'")
     parser.add_argument("--render", action="store_true",
                         help="fit nothing: rewrite the stored variant's tables from its rows")
+    parser.add_argument("--large", type=int, default=None, metavar="N",
+                        help="fit nothing of the battery: time the selector on N x 20 rows "
+                             "in dask (variant large-N)")
     args = harness.parse_args(parser, argv)
+    if args.large:
+        out = {"benchmark": "evidence", "mode": "quick" if args.quick else "full",
+               "machine": harness.machine_info(["numpy", "scipy", "knockpy", "dask",
+                                                "dmargin"]),
+               "revision": harness.git_revision(harness.REPO),
+               "large": large(args.large, 20)}
+        print(out["large"])
+        harness.write_variant("evidence", out, variant=f"large-{args.large}", quick=args.quick)
+        return 0
     if args.render:
         out = harness.load_variant("evidence", args.variant, quick=args.quick)
         out["markdown"] = render(out["battery"])
