@@ -141,6 +141,18 @@ def signal_found(t, pvalues, names=None):
             "whether each feature matters")
 
 
+def set_stir_pvalues(est, t, pvalues, n_features):
+    """STIR's p-values on ``est``, or, where :func:`signal_found` finds signal, the
+    decline (with its warning), ``global_pvalue_`` and the raw values kept for
+    :func:`raw_pvalues`."""
+    found = signal_found(t, pvalues, getattr(est, "feature_names_in_", None))
+    if found is None:
+        set_pvalues(est, pvalues, t)
+        return
+    keep_raw(est, t, pvalues)
+    set_pvalues(est, reason=warn_declined(est, found, n_features), global_p=pvalues)
+
+
 def keep_raw(est, t, pvalues):
     """Keep STIR's statistics of a fit whose per-feature p-values were declined after
     they were computed (:func:`raw_pvalues`)."""

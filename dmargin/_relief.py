@@ -19,8 +19,8 @@ from ._start import start_fit
 from ._utils import logger, make_rng, timer, user_stacklevel
 from ._cost import irelief_cost, relief_cost
 from ._regression import fit_continuous_relieff, set_target
-from ._pvalues import (PERMUTATION_T, PValues, keep_raw, not_asked, set_pvalues, signal_found,
-                       warn_declined, warn_uncalibrated)
+from ._pvalues import (PERMUTATION_T, PValues, not_asked, set_pvalues, warn_uncalibrated,
+                       set_stir_pvalues)
 from ._stir import sample_moments, sample_rows_note, sample_shape, stir, uncalibrated
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ._relief_terms import (relief_agg, relieff_agg, relieff_stir_agg, stir_combine, stir_finish,
@@ -606,13 +606,7 @@ class ReliefF(PValues, WeightSelector):
             set_pvalues(self, (1.0 + reached) / (1.0 + self.n_permutations), t,
                         t_reason=PERMUTATION_T)
         elif binary:
-            found = signal_found(t, p, getattr(self, "feature_names_in_", None))
-            if found is None:
-                set_pvalues(self, p, t)
-            else:  # signal: the other features' p-values are off STIR's law
-                keep_raw(self, t, p)
-                set_pvalues(self, reason=warn_declined(self, found, rows.n_features),
-                            global_p=p)
+            set_stir_pvalues(self, t, p, rows.n_features)
         else:
             set_pvalues(self, reason=declined)
         self.anchor_indices_ = None if anchors is None else anchors.index

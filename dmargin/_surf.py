@@ -25,8 +25,8 @@ from ._utils import make_rng, timer
 from ._cost import surf_cost
 from ._relief_terms import stir_shares
 from ._regression import hit_bound, set_target
-from ._pvalues import (PERMUTATION_T, PValues, keep_raw, not_asked, set_pvalues, signal_found,
-                       warn_declined, warn_uncalibrated)
+from ._pvalues import (PERMUTATION_T, PValues, not_asked, set_pvalues, warn_uncalibrated,
+                       set_stir_pvalues)
 from ._stir import (graph_from_sums, graph_sample, sample_moments, sample_rows_note, sample_shape,
                     stir, uncalibrated)
 from ._surf_terms import (FAR_NONE, FAR_SIMILARITY, FAR_SUBTRACT, multisurf_thresholds, surf_agg,
@@ -373,14 +373,8 @@ class ThresholdSelector(WeightSelector):
             pairs, graph = graph_from_sums(exact, sampled, shares.sums[:, 2, 0])
             moments = sample_moments(rows, anchors, kinds)
             t, p = stir(shares.sums, shares.anchor_sums, m, pairs, graph, moments)
-            found = signal_found(t, p, getattr(self, "feature_names_in_", None))
             self.__dict__.pop("_stir_raw", None)
-            if found is None:
-                set_pvalues(self, p, t)
-            else:  # signal: the other features' p-values are off STIR's law
-                keep_raw(self, t, p)
-                set_pvalues(self, reason=warn_declined(self, found, rows.n_features),
-                            global_p=p)
+            set_stir_pvalues(self, t, p, rows.n_features)
             out = shares.score
         elif hasattr(self, "pvalues"):
             self.__dict__.pop("_stir_raw", None)
