@@ -30,56 +30,103 @@ import numpy as np
 import pandas as pd
 import scipy.io
 
-__all__ = ["Dataset", "SKIPPED", "SOURCES", "data_dir", "data_path", "load", "names",
-           "load_pmlb", "load_raetsch", "load_skf_mat", "source"]
+__all__ = [
+    "Dataset",
+    "SKIPPED",
+    "SOURCES",
+    "data_dir",
+    "data_path",
+    "load",
+    "names",
+    "load_pmlb",
+    "load_raetsch",
+    "load_skf_mat",
+    "source",
+]
 
 #: Exit status of a benchmark whose data is missing (automake's "skipped").
 SKIPPED = 77
 
 _GH = "https://github.com/{repo}/raw/{commit}/{path}"
-_PMLB = ("EpistasisLab/pmlb", "0820182add20998ed3f88b30efd273107286c695", "datasets/{stem}/{name}",
-         "PMLB")
-_SKF = ("jundongl/scikit-feature", "48cffad4e88ff4b9d2f1c7baffb314d1b3303792",
-        "skfeature/data/{name}", "scikit-feature")
-_RAE = ("Devn913/AGMR_entropy_sparse", "7d5f7cfd8ca4c0f7130bfda3201084db5c093174",
-        "twin_datasets/{raetsch}", "Raetsch's IDA benchmark")
-_DMA = ("ramhiser/datamicroarray", "a95f6f68ed3debf48ee54f198435fa12aa655b16", "data/{name}",
-        "R package datamicroarray")
-_DERIVED_CSV = ("{name} (https://github.com/ramhiser/datamicroarray/raw/"
-                "a95f6f68ed3debf48ee54f198435fa12aa655b16/data/{name}): its x with y as a last "
-                "column y, as CSV (rdata.read_rda(FILE)[NAME], see benchmarks/README.md)")
+_PMLB = (
+    "EpistasisLab/pmlb",
+    "0820182add20998ed3f88b30efd273107286c695",
+    "datasets/{stem}/{name}",
+    "PMLB",
+)
+_SKF = (
+    "jundongl/scikit-feature",
+    "48cffad4e88ff4b9d2f1c7baffb314d1b3303792",
+    "skfeature/data/{name}",
+    "scikit-feature",
+)
+_RAE = (
+    "Devn913/AGMR_entropy_sparse",
+    "7d5f7cfd8ca4c0f7130bfda3201084db5c093174",
+    "twin_datasets/{raetsch}",
+    "Raetsch's IDA benchmark",
+)
+_DMA = (
+    "ramhiser/datamicroarray",
+    "a95f6f68ed3debf48ee54f198435fa12aa655b16",
+    "data/{name}",
+    "R package datamicroarray",
+)
+_DERIVED_CSV = (
+    "{name} (https://github.com/ramhiser/datamicroarray/raw/"
+    "a95f6f68ed3debf48ee54f198435fa12aa655b16/data/{name}): its x with y as a last "
+    "column y, as CSV (rdata.read_rda(FILE)[NAME], see benchmarks/README.md)"
+)
 
 #: Where each file of the data folder comes from: relative path -> (repository, commit, path in
 #: it, collection), or a note for a folder or a derived file.  Files not listed take their
 #: collection from their suffix (``*.tsv.gz``: PMLB, ``*_raetsch.mat``: IDA, ``*.mat``:
 #: scikit-feature, ``*.RData``: datamicroarray).
 SOURCES = {
-    "breast-cancer/wpbc.data": ("Gsaab514/GeorgeSaab397p1", "dbf81ee8",
-                                "CancerData/wpbc.data", "UCI wpbc mirror"),
-    "breast-cancer/dataR2.csv": ("machezero/Breast-Cancer-Classification",
-                                 "2cf1d3994ba1e9f9301bb0a2f02c17e38c31a71a", "dataR2.csv",
-                                 "UCI Breast Cancer Coimbra mirror"),
-    "parkinsons/parkinsons.data": ("Phindulo60/Adaptive-Computation-and-Machine-Learning",
-                                   "1f20daf4", "parkinsons.data", "UCI parkinsons mirror"),
-    "parkinsons/park.rda": ("RuzhangZhao/Immigrate", "b86fe759ee2cbc1a7e76c436d63e73d3a4dd0839",
-                            "data/park.rda", "the IMMIGRATE authors' R package"),
+    "breast-cancer/wpbc.data": (
+        "Gsaab514/GeorgeSaab397p1",
+        "dbf81ee8",
+        "CancerData/wpbc.data",
+        "UCI wpbc mirror",
+    ),
+    "breast-cancer/dataR2.csv": (
+        "machezero/Breast-Cancer-Classification",
+        "2cf1d3994ba1e9f9301bb0a2f02c17e38c31a71a",
+        "dataR2.csv",
+        "UCI Breast Cancer Coimbra mirror",
+    ),
+    "parkinsons/parkinsons.data": (
+        "Phindulo60/Adaptive-Computation-and-Machine-Learning",
+        "1f20daf4",
+        "parkinsons.data",
+        "UCI parkinsons mirror",
+    ),
+    "parkinsons/park.rda": (
+        "RuzhangZhao/Immigrate",
+        "b86fe759ee2cbc1a7e76c436d63e73d3a4dd0839",
+        "data/park.rda",
+        "the IMMIGRATE authors' R package",
+    ),
     "wholesale-customers/Wholesale customers data.csv": (
-        "k-ishwari/Cluster-Formation-of-Wholesale-Customer-Data", "398a5564",
-        "Wholesale customers data.csv", "UCI wholesale customers mirror"),
+        "k-ishwari/Cluster-Formation-of-Wholesale-Customer-Data",
+        "398a5564",
+        "Wholesale customers data.csv",
+        "UCI wholesale customers mirror",
+    ),
     "cryotherapy/Cryotherapy.csv": "derived from Cryotherapy.xlsx of vatsalkgor/DMML @ ce8bdce6 "
-                                   "(https://github.com/vatsalkgor/DMML/raw/ce8bdce6/"
-                                   "Cryotherapy.xlsx): its one sheet as CSV",
+    "(https://github.com/vatsalkgor/DMML/raw/ce8bdce6/"
+    "Cryotherapy.xlsx): its one sheet as CSV",
     "prostate-ge/singh.csv.gz": "derived from " + _DERIVED_CSV.format(name="singh.RData"),
     "breast-west/west.csv.gz": "derived from " + _DERIVED_CSV.format(name="west.RData"),
     "colon/alon.csv.gz": "derived from " + _DERIVED_CSV.format(name="alon.RData"),
     "gametes": "the data/ folder of EpistasisLab/scikit-rebate @ 1679885 "
-               "(git clone https://github.com/EpistasisLab/scikit-rebate; copy its data/ "
-               "files here)",
+    "(git clone https://github.com/EpistasisLab/scikit-rebate; copy its data/ "
+    "files here)",
     "rebate-benchmark": "EpistasisLab/rebate-benchmark @ 374d2a69d531bff468e2de0c857d5bb9c645010d "
-                        "(git clone https://github.com/EpistasisLab/rebate-benchmark; copy its "
-                        "benchmark-data/Simulated_Benchmark_Archive/GAMETES_2.2_dev_peter_"
-                        "core2wayEpistasis_Datasets_Loc_2_Qnt_2_Pop_100000 folder here as "
-                        "core2way)",
+    "(git clone https://github.com/EpistasisLab/rebate-benchmark; copy its "
+    "benchmark-data/Simulated_Benchmark_Archive/GAMETES_2.2_dev_peter_"
+    "core2wayEpistasis_Datasets_Loc_2_Qnt_2_Pop_100000 folder here as "
+    "core2way)",
 }
 
 
@@ -112,8 +159,9 @@ def source(relpath: str) -> tuple[str | None, str]:
     if isinstance(entry, str):
         return None, entry
     repo, commit, path, collection = entry
-    path = path.format(name=name, stem=name[:-len(".tsv.gz")],
-                       raetsch=name.replace("_raetsch", ""))
+    path = path.format(
+        name=name, stem=name[: -len(".tsv.gz")], raetsch=name.replace("_raetsch", "")
+    )
     return _GH.format(repo=repo, commit=commit, path=path), f"{collection}, {repo} @ {commit[:8]}"
 
 
@@ -121,13 +169,23 @@ def missing(relpath: str, what: str = "data file"):
     """End the benchmark: one line naming the file, its origin and how to get it."""
     path = data_dir() / relpath
     url, origin = source(relpath)
-    get = (f"get it with: curl -fL --create-dirs -o {shlex.quote(str(path))} {shlex.quote(url)}"
-           if url else f"it is {origin}")
+    get = (
+        f"get it with: curl -fL --create-dirs -o {shlex.quote(str(path))} {shlex.quote(url)}"
+        if url
+        else f"it is {origin}"
+    )
     script = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else "benchmark"
-    where = "(DMARGIN_DATA)" if os.environ.get("DMARGIN_DATA") else \
-        "(the data folder beside the repository; DMARGIN_DATA names another)"
-    print(f"{script}: skipped: no {what} {path} {where}; "
-          f"{f'from {origin}, {url}; ' if url else ''}{get}", file=sys.stderr, flush=True)
+    where = (
+        "(DMARGIN_DATA)"
+        if os.environ.get("DMARGIN_DATA")
+        else "(the data folder beside the repository; DMARGIN_DATA names another)"
+    )
+    print(
+        f"{script}: skipped: no {what} {path} {where}; "
+        f"{f'from {origin}, {url}; ' if url else ''}{get}",
+        file=sys.stderr,
+        flush=True,
+    )
     raise SystemExit(SKIPPED)
 
 
@@ -247,7 +305,9 @@ def load_skf_mat(relpath: str, name: str | None = None) -> Dataset:
 
 def _heart() -> Dataset:
     ds = load_pmlb("heart/heart_statlog.tsv.gz", "heart")
-    ds.notes.append("PMLB heart_statlog (UCI Statlog heart, 270 x 13); categorical columns integer-coded")
+    ds.notes.append(
+        "PMLB heart_statlog (UCI Statlog heart, 270 x 13); categorical columns integer-coded"
+    )
     return ds
 
 
@@ -316,7 +376,12 @@ _REGISTRY: dict[str, Callable[[], Dataset]] = {
     "colon": lambda: load_skf_mat("colon/colon.mat", "colon"),
 }
 
-ALIASES = {"pima": "diabetes", "diabetics": "diabetes", "flare": "flare-solar", "segment": "segmentation"}
+ALIASES = {
+    "pima": "diabetes",
+    "diabetics": "diabetes",
+    "flare": "flare-solar",
+    "segment": "segmentation",
+}
 
 
 def names() -> list[str]:

@@ -80,8 +80,15 @@ RESULT_PREFIX = "@@BENCH_RESULT@@ "
 # --------------------------------------------------------------------------- #
 # command line
 # --------------------------------------------------------------------------- #
-def options(doc: str, *, quick: str, idle_wait: float | None = None, attempts: int | None = None,
-            worker: bool = False, variant: bool = True) -> argparse.ArgumentParser:
+def options(
+    doc: str,
+    *,
+    quick: str,
+    idle_wait: float | None = None,
+    attempts: int | None = None,
+    worker: bool = False,
+    variant: bool = True,
+) -> argparse.ArgumentParser:
     """The parser with the options the benchmark scripts share; add the script's own to it.
 
     ``--quick`` (help text ``quick``): small sizes and one repeat, the same code
@@ -95,22 +102,38 @@ def options(doc: str, *, quick: str, idle_wait: float | None = None, attempts: i
     given.  ``worker`` adds the hidden ``--worker SPEC`` of the measurement
     subprocesses (``launch``, ``serve_worker``).  Read them with ``parse_args``.
     """
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help=quick)
     if variant:
-        parser.add_argument("--variant", default="default", metavar="NAME",
-                            help="store the run under this key of the benchmark's results file, beside "
-                                 "the other variants (default: default)")
+        parser.add_argument(
+            "--variant",
+            default="default",
+            metavar="NAME",
+            help="store the run under this key of the benchmark's results file, beside "
+            "the other variants (default: default)",
+        )
     full = {}
     if idle_wait is not None:
-        parser.add_argument("--idle-wait", type=float, default=None, metavar="S",
-                            help="before each measurement wait up to S seconds for a quiet machine "
-                                 f"(default {idle_wait:g}; 0 with --quick)")
+        parser.add_argument(
+            "--idle-wait",
+            type=float,
+            default=None,
+            metavar="S",
+            help="before each measurement wait up to S seconds for a quiet machine "
+            f"(default {idle_wait:g}; 0 with --quick)",
+        )
         full["idle_wait"] = idle_wait
     if attempts is not None:
-        parser.add_argument("--attempts", type=int, default=None, metavar="K",
-                            help="run a measurement disturbed by other processes up to K times in all, "
-                                 f"keeping the least disturbed run (default {attempts}; 1 with --quick)")
+        parser.add_argument(
+            "--attempts",
+            type=int,
+            default=None,
+            metavar="K",
+            help="run a measurement disturbed by other processes up to K times in all, "
+            f"keeping the least disturbed run (default {attempts}; 1 with --quick)",
+        )
         full["attempts"] = attempts
     if worker:
         parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
@@ -146,8 +169,16 @@ def thread_env(threads: int, fresh_numba_cache: bool = True) -> dict:
     return env
 
 
-def run_worker(script: str | Path, args: list[str], threads: int, timeout: float, *,
-               env: dict | None = None, python: str = sys.executable, cwd: str | None = None) -> dict:
+def run_worker(
+    script: str | Path,
+    args: list[str],
+    threads: int,
+    timeout: float,
+    *,
+    env: dict | None = None,
+    python: str = sys.executable,
+    cwd: str | None = None,
+) -> dict:
     """Run one measurement in a fresh interpreter and return its result dict.
 
     The worker must print exactly one line starting with ``RESULT_PREFIX``
@@ -162,7 +193,9 @@ def run_worker(script: str | Path, args: list[str], threads: int, timeout: float
         env = thread_env(threads)
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+        proc = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd
+        )
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"timeout after {timeout:.0f} s", "threads": threads}
     finally:
@@ -172,15 +205,28 @@ def run_worker(script: str | Path, args: list[str], threads: int, timeout: float
 
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
-            result = json.loads(line[len(RESULT_PREFIX):])
+            result = json.loads(line[len(RESULT_PREFIX) :])
             result["subprocess_wall_s"] = round(wall, 3)
             return result
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-8:]
-    return {"ok": False, "error": "\n".join(tail), "returncode": proc.returncode, "threads": threads}
+    return {
+        "ok": False,
+        "error": "\n".join(tail),
+        "returncode": proc.returncode,
+        "threads": threads,
+    }
 
 
-def launch(script: str | Path, spec: dict, *, threads: int, timeout: float, quiet_cores: float = 0.3,
-           idle_wait: float = 0.0, attempts: int = 1) -> dict:
+def launch(
+    script: str | Path,
+    spec: dict,
+    *,
+    threads: int,
+    timeout: float,
+    quiet_cores: float = 0.3,
+    idle_wait: float = 0.0,
+    attempts: int = 1,
+) -> dict:
     """One measurement ``spec`` in a fresh subprocess of ``script`` (``--worker SPEC``).
 
     Before each run wait (at most ``idle_wait`` s) until other processes use
@@ -189,18 +235,31 @@ def launch(script: str | Path, spec: dict, *, threads: int, timeout: float, quie
     ``attempts`` runs in all, and keep the least disturbed run.  The result
     carries ``spec``, ``launch`` (the wait), ``attempt`` and ``attempts``.
     """
-    label = " ".join(f"{k}={v}" for k, v in spec.items() if isinstance(v, (int, float, str)) and k != "path")
+    label = " ".join(
+        f"{k}={v}" for k, v in spec.items() if isinstance(v, (int, float, str)) and k != "path"
+    )
     best = None
     for attempt in range(1, max(attempts, 1) + 1):
         quiet = wait_until_quiet(quiet_cores, idle_wait)
-        print(f"[bench] {label} #{attempt} (busy at launch: {quiet['busy_cores_at_launch']} cores) ...",
-              file=sys.stderr, flush=True)
+        print(
+            f"[bench] {label} #{attempt} (busy at launch: {quiet['busy_cores_at_launch']} cores) ...",
+            file=sys.stderr,
+            flush=True,
+        )
         result = run_worker(script, ["--worker", json.dumps(spec)], threads, timeout)
         result.setdefault("spec", spec)
         result.update(launch=quiet, attempt=attempt)
         busy = result.get("other_cores_busy")
-        status = f"ok, others busy {busy} cores" if result.get("ok") else f"FAILED: {result.get('error', '')[-400:]}"
-        print(f"[bench]   {status} ({result.get('subprocess_wall_s', '?')} s)", file=sys.stderr, flush=True)
+        status = (
+            f"ok, others busy {busy} cores"
+            if result.get("ok")
+            else f"FAILED: {result.get('error', '')[-400:]}"
+        )
+        print(
+            f"[bench]   {status} ({result.get('subprocess_wall_s', '?')} s)",
+            file=sys.stderr,
+            flush=True,
+        )
         if best is None or _less_disturbed(result, best):
             best = result
         if not result.get("ok") or busy is None or busy < quiet_cores:
@@ -212,7 +271,9 @@ def launch(script: str | Path, spec: dict, *, threads: int, timeout: float, quie
 def _less_disturbed(new: dict, old: dict) -> bool:
     if not old.get("ok"):
         return bool(new.get("ok"))
-    return bool(new.get("ok")) and (new.get("other_cores_busy") or 0) < (old.get("other_cores_busy") or 0)
+    return bool(new.get("ok")) and (new.get("other_cores_busy") or 0) < (
+        old.get("other_cores_busy") or 0
+    )
 
 
 def _remove_tree(path: str) -> None:
@@ -307,7 +368,9 @@ def load_variant(benchmark: str, variant: str = "default", quick: bool = False) 
     return load_results(benchmark, quick)["variants"][variant]
 
 
-def write_variant(benchmark: str, result: dict, *, variant: str = "default", quick: bool = False) -> Path:
+def write_variant(
+    benchmark: str, result: dict, *, variant: str = "default", quick: bool = False
+) -> Path:
     """Store ``result`` as ``variant`` of the benchmark's results file; the other variants stay.
 
     Read-modify-write under an exclusive lock on the results folder (two runs
@@ -329,8 +392,9 @@ def write_variant(benchmark: str, result: dict, *, variant: str = "default", qui
         fcntl.flock(folder, fcntl.LOCK_EX)
         doc = load_results(benchmark, quick)
         doc["variants"][variant] = result
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
-                                         delete=False) as tmp:
+        with tempfile.NamedTemporaryFile(
+            "w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+        ) as tmp:
             try:
                 tmp.write(dumps(doc))
             except BaseException:
@@ -371,9 +435,20 @@ def _json_default(obj):
 # --------------------------------------------------------------------------- #
 # speed cells: one estimator of one library at one (N, threads), in a fresh subprocess
 # --------------------------------------------------------------------------- #
-def speed_cells(ns, table: dict, libraries, threads, *, key: str, features: int,
-                steady_repeats: int, steady_budget_s: float, peer: str = "skrebate",
-                peer_single_fit_from_n: int = 4000, peer_one_thread_from_n: int = 4000):
+def speed_cells(
+    ns,
+    table: dict,
+    libraries,
+    threads,
+    *,
+    key: str,
+    features: int,
+    steady_repeats: int,
+    steady_budget_s: float,
+    peer: str = "skrebate",
+    peer_single_fit_from_n: int = 4000,
+    peer_one_thread_from_n: int = 4000,
+):
     """The ``--worker`` specs of a speed comparison, one per cell.
 
     Parameters
@@ -410,22 +485,49 @@ def speed_cells(ns, table: dict, libraries, threads, *, key: str, features: int,
                     if library == peer and n >= peer_one_thread_from_n and t > 1:
                         continue
                     single = library == peer and n >= peer_single_fit_from_n
-                    yield {"kind": "fit", key: name, "library": library, "method": methods[library],
-                           "n": n, "features": features, "threads": t,
-                           "steady_repeats": 0 if single else steady_repeats,
-                           "steady_budget_s": steady_budget_s}
+                    yield {
+                        "kind": "fit",
+                        key: name,
+                        "library": library,
+                        "method": methods[library],
+                        "n": n,
+                        "features": features,
+                        "threads": t,
+                        "steady_repeats": 0 if single else steady_repeats,
+                        "steady_budget_s": steady_budget_s,
+                    }
 
 
-def launch_cells(script: str | Path, specs, args: argparse.Namespace, *, timeout: float,
-                 quiet_cores: float) -> list[dict]:
+def launch_cells(
+    script: str | Path, specs, args: argparse.Namespace, *, timeout: float, quiet_cores: float
+) -> list[dict]:
     """``launch`` every spec of ``specs`` in turn, each at its own ``threads``, with the
     run's ``--idle-wait`` and ``--attempts``."""
-    return [launch(script, spec, threads=spec["threads"], timeout=timeout, quiet_cores=quiet_cores,
-                   idle_wait=args.idle_wait, attempts=args.attempts) for spec in specs]
+    return [
+        launch(
+            script,
+            spec,
+            threads=spec["threads"],
+            timeout=timeout,
+            quiet_cores=quiet_cores,
+            idle_wait=args.idle_wait,
+            attempts=args.attempts,
+        )
+        for spec in specs
+    ]
 
 
-def fit_cell(build, X, y, *, steady_repeats: int, steady_budget_s: float, top: int = 10,
-             attributes=(), memory=None) -> dict:
+def fit_cell(
+    build,
+    X,
+    y,
+    *,
+    steady_repeats: int,
+    steady_budget_s: float,
+    top: int = 10,
+    attributes=(),
+    memory=None,
+) -> dict:
     """Worker side of a speed cell: time one estimator's fits in this fresh process.
 
     One timed first fit (with any JIT compilation: the process's numba cache is
@@ -739,8 +841,11 @@ class StepLog(logging.Handler):
         self.created.clear()
 
     def seconds(self, prefix):
-        return [float(m.split(" took ")[1].split()[0]) for m in self.lines
-                if m.startswith(prefix) and " took " in m]
+        return [
+            float(m.split(" took ")[1].split()[0])
+            for m in self.lines
+            if m.startswith(prefix) and " took " in m
+        ]
 
     def times(self, prefix):
         return [t for t, m in zip(self.created, self.lines) if m.startswith(prefix)]

@@ -43,14 +43,23 @@ class Cell:
 
     @property
     def name(self):
-        balance = ("3 classes" if self.minority is None else
-                   f"1:{(1 - self.minority) / self.minority:.3g}")
+        balance = (
+            "3 classes" if self.minority is None else f"1:{(1 - self.minority) / self.minority:.3g}"
+        )
         anchors = "" if self.anchors is None else f", anchors {self.anchors:g} N"
         return f"{self.shape}, {balance}, N = {self.n}, k = {self.k}{anchors}"
 
 
-SHAPES = ("uniform", "normal", "heavy-tailed", "skewed", "genotypes", "mixed",
-          "correlated blocks", "logistic")
+SHAPES = (
+    "uniform",
+    "normal",
+    "heavy-tailed",
+    "skewed",
+    "genotypes",
+    "mixed",
+    "correlated blocks",
+    "logistic",
+)
 
 
 def cells():
@@ -63,9 +72,11 @@ def cells():
     out += [replace(base, k=k) for k in (5, 50)]
     out += [replace(base, n=1000, k=100)]
     out += [replace(base, n=1000, anchors=0.2)]
-    out += [replace(base, shape="skewed", minority=0.25),
-            replace(base, shape="genotypes", minority=0.1),
-            replace(base, shape="heavy-tailed", minority=0.25, n=1000)]
+    out += [
+        replace(base, shape="skewed", minority=0.25),
+        replace(base, shape="genotypes", minority=0.1),
+        replace(base, shape="heavy-tailed", minority=0.25, n=1000),
+    ]
     return out
 
 
@@ -95,8 +106,7 @@ def features(shape: str, n: int, rng) -> np.ndarray:
         return X
     if shape == "correlated blocks":  # blocks of 5 features, correlation 0.7 within
         z = rng.standard_normal((n, A // 5, 1))
-        return (np.sqrt(0.7) * z + np.sqrt(0.3) * rng.standard_normal((n, A // 5, 5))
-                ).reshape(n, A)
+        return (np.sqrt(0.7) * z + np.sqrt(0.3) * rng.standard_normal((n, A // 5, 5))).reshape(n, A)
     raise ValueError(f"unknown shape {shape!r}")
 
 

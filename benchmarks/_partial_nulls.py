@@ -87,17 +87,20 @@ def cells():
     knockoff+ filter selects nothing unless it can select at least ``1 / q`` features
     (ten at q = 0.1), so fewer would leave its power at zero by construction."""
     base = Cell()
-    return [base,
-            replace(base, shape="normal", n=1000, a=100),
-            *(replace(base, shape="correlated", n=500, a=50, rho=r) for r in (0.3, 0.6, 0.8)),
-            replace(base, shape="exponential"),
-            replace(base, shape="lognormal"),
-            replace(base, shape="t3"),
-            replace(base, shape="genotypes", n=1000, a=50),
-            replace(base, minority=0.2),
-            replace(base, shape="normal", n=5000, a=50, strength=2.0, anchors=500),
-            replace(base, shape="normal", n=1000, a=500),
-            Cell(shape="wdbc"), Cell(shape="pima")]
+    return [
+        base,
+        replace(base, shape="normal", n=1000, a=100),
+        *(replace(base, shape="correlated", n=500, a=50, rho=r) for r in (0.3, 0.6, 0.8)),
+        replace(base, shape="exponential"),
+        replace(base, shape="lognormal"),
+        replace(base, shape="t3"),
+        replace(base, shape="genotypes", n=1000, a=50),
+        replace(base, minority=0.2),
+        replace(base, shape="normal", n=5000, a=50, strength=2.0, anchors=500),
+        replace(base, shape="normal", n=1000, a=500),
+        Cell(shape="wdbc"),
+        Cell(shape="pima"),
+    ]
 
 
 def rng_of(cell: Cell, split: str, index: int):
@@ -122,7 +125,7 @@ def _features(cell: Cell, rng):
         return X, X[:, :k]
     if cell.shape == "correlated":
         X = rng.standard_normal((n, a))
-        X[:, k:2 * k] = cell.rho * X[:, :k] + np.sqrt(1 - cell.rho ** 2) * X[:, k:2 * k]
+        X[:, k : 2 * k] = cell.rho * X[:, :k] + np.sqrt(1 - cell.rho**2) * X[:, k : 2 * k]
         return X, X[:, :k]
     if cell.shape == "exponential":
         X = rng.exponential(size=(n, a))
@@ -157,7 +160,7 @@ def labels_from(score, minority, rng):
     n = score.shape[0]
     latent = score + rng.logistic(size=n)
     y = np.zeros(n, dtype=np.int64)
-    y[np.argsort(-latent, kind="stable")[:round(minority * n)]] = 1
+    y[np.argsort(-latent, kind="stable")[: round(minority * n)]] = 1
     return y
 
 

@@ -30,8 +30,10 @@ ROW_GROUP = 100_000
 SEED = 0
 #: Bumped whenever the generator's output changes, so that old caches are rewritten.
 GENERATOR_VERSION = 1
-GENERATOR = ("2 classes x 2 Gaussian clusters (sd 1), centroids -/+(0.5 + U[0,1]) on 10 "
-             "informative features, 40 N(0,1) noise features, columns permuted (seed 0)")
+GENERATOR = (
+    "2 classes x 2 Gaussian clusters (sd 1), centroids -/+(0.5 + U[0,1]) on 10 "
+    "informative features, 40 N(0,1) noise features, columns permuted (seed 0)"
+)
 
 
 def layout(seed=SEED):
@@ -67,8 +69,10 @@ def write_parquet(path, n, row_group=ROW_GROUP, seed=SEED):
     with pq.ParquetWriter(path, schema, compression="snappy") as writer:
         for start in range(0, n, row_group):
             X, y = make_batch(start, min(row_group, n - start), seed)
-            writer.write_table(pa.table({**{c: X[:, j] for j, c in enumerate(names)}, "label": y},
-                                        schema=schema), row_group_size=row_group)
+            writer.write_table(
+                pa.table({**{c: X[:, j] for j, c in enumerate(names)}, "label": y}, schema=schema),
+                row_group_size=row_group,
+            )
     return os.path.getsize(path)
 
 
@@ -78,8 +82,14 @@ def default_cache_dir() -> Path:
 
 
 def _manifest(n, seed, row_group):
-    return {"rows": int(n), "seed": int(seed), "row_group": int(row_group), "features": A,
-            "informative": N_INFORMATIVE, "generator_version": GENERATOR_VERSION}
+    return {
+        "rows": int(n),
+        "seed": int(seed),
+        "row_group": int(row_group),
+        "features": A,
+        "informative": N_INFORMATIVE,
+        "generator_version": GENERATOR_VERSION,
+    }
 
 
 def _complete(path: Path, manifest_path: Path, expected: dict) -> bool:
@@ -114,8 +124,13 @@ def cached_parquet(n, cache_dir=None, *, seed=SEED, row_group=ROW_GROUP, log=Non
     path, manifest_path = cache_dir / f"{stem}.parquet", cache_dir / f"{stem}.json"
     expected = _manifest(n, seed, row_group)
     if _complete(path, manifest_path, expected):
-        return {"path": str(path), "bytes": path.stat().st_size, "written": False, "write_s": 0.0,
-                "manifest": json.loads(manifest_path.read_text())}
+        return {
+            "path": str(path),
+            "bytes": path.stat().st_size,
+            "written": False,
+            "write_s": 0.0,
+            "manifest": json.loads(manifest_path.read_text()),
+        }
 
     start = time.perf_counter()
     fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=f".{stem}.", suffix=".parquet.tmp")
@@ -134,5 +149,10 @@ def cached_parquet(n, cache_dir=None, *, seed=SEED, row_group=ROW_GROUP, log=Non
     seconds = time.perf_counter() - start
     if log is not None:
         log(f"wrote {n} rows ({size / 2**20:.0f} MiB) to {path} in {seconds:.0f} s")
-    return {"path": str(path), "bytes": size, "written": True, "write_s": round(seconds, 1),
-            "manifest": manifest}
+    return {
+        "path": str(path),
+        "bytes": size,
+        "written": True,
+        "write_s": round(seconds, 1),
+        "manifest": manifest,
+    }

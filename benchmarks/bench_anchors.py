@@ -87,8 +87,14 @@ WORKER_TIMEOUT_S = 3 * 3600.0
 # --------------------------------------------------------------------------- #
 def dataset_args(n: int) -> dict:
     """The exact ``make_classification`` arguments (informative features = columns 0-9)."""
-    return {"n_samples": n, "n_features": A, "n_informative": N_INFORMATIVE, "n_redundant": 0,
-            "shuffle": False, "random_state": 0}
+    return {
+        "n_samples": n,
+        "n_features": A,
+        "n_informative": N_INFORMATIVE,
+        "n_redundant": 0,
+        "shuffle": False,
+        "random_state": 0,
+    }
 
 
 def make_data(n: int):
@@ -107,8 +113,9 @@ def build(method: str, n_anchors=None, random_state=None, max_iter=None):
     if method == "IRelief":
         return dmargin.IRelief(n_anchors=n_anchors, random_state=random_state)
     if method == "Immigrate":
-        return dmargin.Immigrate(max_iter=max_iter or IMMIGRATE_MAX_ITER, n_anchors=n_anchors,
-                                 random_state=random_state)
+        return dmargin.Immigrate(
+            max_iter=max_iter or IMMIGRATE_MAX_ITER, n_anchors=n_anchors, random_state=random_state
+        )
     raise ValueError(f"unknown method {method!r}")
 
 
@@ -128,9 +135,12 @@ def pearson(a, b) -> float:
 def summary(est, method: str) -> dict:
     """What is compared with the exact fit: weights (diagonal of W), top 10, top pairs."""
     w = np.asarray(est.feature_importances_, dtype=float)
-    out = {"weights": w, "top10": top(w, TOP_K),
-           "informative_in_top10": sum(1 for i in top(w, TOP_K) if i < N_INFORMATIVE),
-           "n_iter": int(getattr(est, "n_iter_", 0)) or None}
+    out = {
+        "weights": w,
+        "top10": top(w, TOP_K),
+        "informative_in_top10": sum(1 for i in top(w, TOP_K) if i < N_INFORMATIVE),
+        "n_iter": int(getattr(est, "n_iter_", 0)) or None,
+    }
     if method == "Immigrate":
         W = np.asarray(est.weight_matrix_)
         out["diag_is_importances"] = bool(np.allclose(np.diag(W), w))
@@ -140,13 +150,16 @@ def summary(est, method: str) -> dict:
 
 
 def compare(sampled: dict, exact: dict, method: str) -> dict:
-    out = {"corr": round(pearson(sampled["weights"], exact["weights"]), 6),
-           "top10_overlap": len(set(sampled["top10"]) & set(exact["top10"])),
-           "informative_in_top10": sampled["informative_in_top10"]}
+    out = {
+        "corr": round(pearson(sampled["weights"], exact["weights"]), 6),
+        "top10_overlap": len(set(sampled["top10"]) & set(exact["top10"])),
+        "informative_in_top10": sampled["informative_in_top10"],
+    }
     if method == "Immigrate":
         out["corr_upper"] = round(pearson(sampled["upper"], exact["upper"]), 6)
-        out["top_pairs_overlap"] = len({tuple(p) for p in sampled["top_pairs"]}
-                                       & {tuple(p) for p in exact["top_pairs"]})
+        out["top_pairs_overlap"] = len(
+            {tuple(p) for p in sampled["top_pairs"]} & {tuple(p) for p in exact["top_pairs"]}
+        )
     return out
 
 
@@ -176,11 +189,19 @@ def worker_anchors(spec: dict) -> dict:
     exact = summary(est, method)
     print(f"[bench]   {method} N={n} exact: {exact_s} s", file=sys.stderr, flush=True)
     result = {
-        "method": method, "n": n, "features": A, "numba_threads": numba.get_num_threads(),
-        "exact": {"fit_s": exact_s, "n_iter": exact["n_iter"], "cpu": cpu,
-                  "weights": [round(float(v), 8) for v in exact["weights"]],
-                  "top10": exact["top10"], "informative_in_top10": exact["informative_in_top10"],
-                  **({"top_pairs": exact["top_pairs"]} if method == "Immigrate" else {})},
+        "method": method,
+        "n": n,
+        "features": A,
+        "numba_threads": numba.get_num_threads(),
+        "exact": {
+            "fit_s": exact_s,
+            "n_iter": exact["n_iter"],
+            "cpu": cpu,
+            "weights": [round(float(v), 8) for v in exact["weights"]],
+            "top10": exact["top10"],
+            "informative_in_top10": exact["informative_in_top10"],
+            **({"top_pairs": exact["top_pairs"]} if method == "Immigrate" else {}),
+        },
         "sampled": [],
     }
     for m in spec["ms"]:
@@ -188,13 +209,22 @@ def worker_anchors(spec: dict) -> dict:
             seconds, est, cpu = timed_fit(build(method, n_anchors=m, random_state=seed), X, y)
             anchors = getattr(est, "anchor_indices_", None)
             sampled = summary(est, method)
-            row = {"m": m, "seed": seed, "fit_s": seconds, "n_iter": sampled["n_iter"],
-                   "anchors_used": None if anchors is None else int(len(anchors)),
-                   "speedup": round(exact_s / seconds, 2) if seconds > 0 else None,
-                   **compare(sampled, exact, method), "cpu": cpu}
+            row = {
+                "m": m,
+                "seed": seed,
+                "fit_s": seconds,
+                "n_iter": sampled["n_iter"],
+                "anchors_used": None if anchors is None else int(len(anchors)),
+                "speedup": round(exact_s / seconds, 2) if seconds > 0 else None,
+                **compare(sampled, exact, method),
+                "cpu": cpu,
+            }
             result["sampled"].append(row)
-            print(f"[bench]   {method} N={n} m={m} seed={seed}: {seconds} s, corr {row['corr']:.4f}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[bench]   {method} N={n} m={m} seed={seed}: {seconds} s, corr {row['corr']:.4f}",
+                file=sys.stderr,
+                flush=True,
+            )
     result["cpu_whole_run"] = whole.stop()
     return result
 
@@ -207,8 +237,11 @@ def worker_probe(spec: dict) -> dict:
     X, y = make_data(IMMIGRATE_PROBE_N)
     seconds, _ = harness.timed(build("Immigrate", max_iter=1).fit, X, y)
     predicted = seconds * IMMIGRATE_MAX_ITER * (spec["n"] / IMMIGRATE_PROBE_N) ** 2
-    return {"probe_n": IMMIGRATE_PROBE_N, "one_step_s": round(seconds, 3),
-            "predicted_exact_s": round(predicted, 1)}
+    return {
+        "probe_n": IMMIGRATE_PROBE_N,
+        "one_step_s": round(seconds, 3),
+        "predicted_exact_s": round(predicted, 1),
+    }
 
 
 WORKERS = {"anchors": worker_anchors, "probe": worker_probe}
@@ -218,8 +251,15 @@ WORKERS = {"anchors": worker_anchors, "probe": worker_probe}
 # parent
 # --------------------------------------------------------------------------- #
 def launch(spec: dict, args) -> dict:
-    return harness.launch(__file__, spec, threads=THREADS, timeout=WORKER_TIMEOUT_S,
-                          quiet_cores=QUIET_BUSY_CORES, idle_wait=args.idle_wait, attempts=args.attempts)
+    return harness.launch(
+        __file__,
+        spec,
+        threads=THREADS,
+        timeout=WORKER_TIMEOUT_S,
+        quiet_cores=QUIET_BUSY_CORES,
+        idle_wait=args.idle_wait,
+        attempts=args.attempts,
+    )
 
 
 def immigrate_n(args) -> dict:
@@ -228,11 +268,17 @@ def immigrate_n(args) -> dict:
     probe = launch({"kind": "probe", "n": IMMIGRATE_N_FULL}, args)
     predicted = probe.get("predicted_exact_s") if probe.get("ok") else None
     if predicted is not None and predicted <= IMMIGRATE_EXACT_LIMIT_S:
-        return {"n": IMMIGRATE_N_FULL, "probe": probe,
-                "reason": f"exact fit predicted at {predicted:.0f} s <= {IMMIGRATE_EXACT_LIMIT_S:.0f} s"}
-    return {"n": IMMIGRATE_N_FALLBACK, "probe": probe,
-            "reason": f"exact fit at N={IMMIGRATE_N_FULL} predicted at {predicted} s "
-                      f"> {IMMIGRATE_EXACT_LIMIT_S:.0f} s: measured at N={IMMIGRATE_N_FALLBACK}"}
+        return {
+            "n": IMMIGRATE_N_FULL,
+            "probe": probe,
+            "reason": f"exact fit predicted at {predicted:.0f} s <= {IMMIGRATE_EXACT_LIMIT_S:.0f} s",
+        }
+    return {
+        "n": IMMIGRATE_N_FALLBACK,
+        "probe": probe,
+        "reason": f"exact fit at N={IMMIGRATE_N_FULL} predicted at {predicted} s "
+        f"> {IMMIGRATE_EXACT_LIMIT_S:.0f} s: measured at N={IMMIGRATE_N_FALLBACK}",
+    }
 
 
 def aggregate(run: dict) -> list[dict]:
@@ -242,14 +288,22 @@ def aggregate(run: dict) -> list[dict]:
     for r in run["sampled"]:
         by_m.setdefault(r["m"], []).append(r)
     for m, rs in sorted(by_m.items()):
-        row = {"m": m, "seeds": len(rs), "fit_s_median": round(float(np.median([r["fit_s"] for r in rs])), 3)}
+        row = {
+            "m": m,
+            "seeds": len(rs),
+            "fit_s_median": round(float(np.median([r["fit_s"] for r in rs])), 3),
+        }
         row["speedup_median"] = round(run["exact"]["fit_s"] / row["fit_s_median"], 2)
         keys = ["corr", "top10_overlap", "informative_in_top10"]
         if run["method"] == "Immigrate":
             keys += ["corr_upper", "top_pairs_overlap"]
         for key in keys:
             values = [r[key] for r in rs]
-            row[key] = {"min": min(values), "mean": round(float(np.mean(values)), 6), "max": max(values)}
+            row[key] = {
+                "min": min(values),
+                "mean": round(float(np.mean(values)), 6),
+                "max": max(values),
+            }
         row["n_iter"] = sorted({r["n_iter"] for r in rs if r["n_iter"] is not None})
         row["other_cores_busy_max"] = busy_max(rs)
         rows.append(row)
@@ -269,20 +323,29 @@ def acceptance(runs: list[dict], quick: bool) -> dict:
         values = [r["corr"] for r in run["sampled"] if r["m"] >= m_target]
         if not values:
             continue
-        entry = {"n": run["n"], "min_corr": min(values), "mean_corr": round(float(np.mean(values)), 6),
-                 "fits": len(values)}
+        entry = {
+            "n": run["n"],
+            "min_corr": min(values),
+            "mean_corr": round(float(np.mean(values)), 6),
+            "fits": len(values),
+        }
         if method != "Immigrate":
             entry["met"] = min(values) >= TARGET_CORR
         else:
-            entry["min_corr_upper"] = min(r["corr_upper"] for r in run["sampled"] if r["m"] >= m_target)
+            entry["min_corr_upper"] = min(
+                r["corr_upper"] for r in run["sampled"] if r["m"] >= m_target
+            )
         out[method] = entry
     return out
 
 
 def busy_max(fits: list[dict]):
     """Most cores other processes kept busy during one of ``fits`` (those lasting >= BUSY_MIN_S)."""
-    values = [f["cpu"]["other_cores_busy"] for f in fits
-              if f["fit_s"] >= BUSY_MIN_S and f["cpu"]["other_cores_busy"] is not None]
+    values = [
+        f["cpu"]["other_cores_busy"]
+        for f in fits
+        if f["fit_s"] >= BUSY_MIN_S and f["cpu"]["other_cores_busy"] is not None
+    ]
     return max(values) if values else None
 
 
@@ -301,12 +364,14 @@ def iters(values) -> str:
 
 def render(out: dict) -> str:
     seeds = len(out["protocol"]["seeds"])
-    parts = [f"{out['machine']['cpu_model']}, {out['machine']['logical_cores']} cores, "
-             f"{THREADS} threads per fit, numba {out['machine']['versions']['numba']}, "
-             f"dmargin {out['machine']['versions']['dmargin']}; {out['machine']['date'][:10]}. "
-             f"`make_classification` data, A = {A}, informative features 0-9; {seeds} seed(s) per m. "
-             "Cells `min / mean` over the seeds; times: the median sampled fit, speed-up = exact "
-             "time / that."]
+    parts = [
+        f"{out['machine']['cpu_model']}, {out['machine']['logical_cores']} cores, "
+        f"{THREADS} threads per fit, numba {out['machine']['versions']['numba']}, "
+        f"dmargin {out['machine']['versions']['dmargin']}; {out['machine']['date'][:10]}. "
+        f"`make_classification` data, A = {A}, informative features 0-9; {seeds} seed(s) per m. "
+        "Cells `min / mean` over the seeds; times: the median sampled fit, speed-up = exact "
+        "time / that."
+    ]
     rows = []
     for run in out["runs"]:
         if run["method"] == "Immigrate":
@@ -315,38 +380,113 @@ def render(out: dict) -> str:
             rows.append([run["spec"]["method"], run["spec"]["n"], "FAILED"] + [None] * 7)
             continue
         ex = run["exact"]
-        rows.append([run["method"], run["n"], "all (exact)", "1", f"{TOP_K} / {TOP_K}",
-                     f"{ex['informative_in_top10']}", ex["fit_s"], "1", iters([ex["n_iter"]]),
-                     busy_max([ex])])
+        rows.append(
+            [
+                run["method"],
+                run["n"],
+                "all (exact)",
+                "1",
+                f"{TOP_K} / {TOP_K}",
+                f"{ex['informative_in_top10']}",
+                ex["fit_s"],
+                "1",
+                iters([ex["n_iter"]]),
+                busy_max([ex]),
+            ]
+        )
         for r in run["summary"]:
-            rows.append([run["method"], run["n"], r["m"], fmt_corr(r["corr"]), fmt_count(r["top10_overlap"]),
-                         fmt_count(r["informative_in_top10"]), r["fit_s_median"], f"{r['speedup_median']:.3g}",
-                         iters(r["n_iter"]), r["other_cores_busy_max"]])
-    parts.append("#### ReliefF (k = 10) and IRelief (defaults): sampled anchors against the exact fit")
-    parts.append(harness.markdown_table(
-        ["estimator", "N", "m", "corr with exact", "top-10 overlap", "informative in top 10", "fit s",
-         "speed-up", "n_iter", "other cores busy"], rows))
+            rows.append(
+                [
+                    run["method"],
+                    run["n"],
+                    r["m"],
+                    fmt_corr(r["corr"]),
+                    fmt_count(r["top10_overlap"]),
+                    fmt_count(r["informative_in_top10"]),
+                    r["fit_s_median"],
+                    f"{r['speedup_median']:.3g}",
+                    iters(r["n_iter"]),
+                    r["other_cores_busy_max"],
+                ]
+            )
+    parts.append(
+        "#### ReliefF (k = 10) and IRelief (defaults): sampled anchors against the exact fit"
+    )
+    parts.append(
+        harness.markdown_table(
+            [
+                "estimator",
+                "N",
+                "m",
+                "corr with exact",
+                "top-10 overlap",
+                "informative in top 10",
+                "fit s",
+                "speed-up",
+                "n_iter",
+                "other cores busy",
+            ],
+            rows,
+        )
+    )
 
     imm = [run for run in out["runs"] if run["method"] == "Immigrate"]
     if imm:
         run = imm[0]
-        parts.append(f"#### Immigrate (max_iter = {IMMIGRATE_MAX_ITER}): diagonal of W and its interactions")
+        parts.append(
+            f"#### Immigrate (max_iter = {IMMIGRATE_MAX_ITER}): diagonal of W and its interactions"
+        )
         rows = []
         if run.get("ok"):
             ex = run["exact"]
-            rows.append([run["n"], "all (exact)", "1", f"{TOP_K} / {TOP_K}", f"{ex['informative_in_top10']}",
-                         f"{TOP_PAIRS} / {TOP_PAIRS}", "1", ex["fit_s"], "1", busy_max([ex])])
+            rows.append(
+                [
+                    run["n"],
+                    "all (exact)",
+                    "1",
+                    f"{TOP_K} / {TOP_K}",
+                    f"{ex['informative_in_top10']}",
+                    f"{TOP_PAIRS} / {TOP_PAIRS}",
+                    "1",
+                    ex["fit_s"],
+                    "1",
+                    busy_max([ex]),
+                ]
+            )
             for r in run["summary"]:
-                rows.append([run["n"], r["m"], fmt_corr(r["corr"]), fmt_count(r["top10_overlap"]),
-                             fmt_count(r["informative_in_top10"]), fmt_count(r["top_pairs_overlap"]),
-                             fmt_corr(r["corr_upper"]), r["fit_s_median"], f"{r['speedup_median']:.3g}",
-                             r["other_cores_busy_max"]])
+                rows.append(
+                    [
+                        run["n"],
+                        r["m"],
+                        fmt_corr(r["corr"]),
+                        fmt_count(r["top10_overlap"]),
+                        fmt_count(r["informative_in_top10"]),
+                        fmt_count(r["top_pairs_overlap"]),
+                        fmt_corr(r["corr_upper"]),
+                        r["fit_s_median"],
+                        f"{r['speedup_median']:.3g}",
+                        r["other_cores_busy_max"],
+                    ]
+                )
         else:
             rows.append([run["spec"]["n"], "FAILED"] + [None] * 8)
-        parts.append(harness.markdown_table(
-            ["N", "m", "corr of diag(W)", "top-10 overlap (diag)", "informative in top 10",
-             f"top-{TOP_PAIRS} interactions overlap", "corr of W (i < j)", "fit s", "speed-up",
-             "other cores busy"], rows))
+        parts.append(
+            harness.markdown_table(
+                [
+                    "N",
+                    "m",
+                    "corr of diag(W)",
+                    "top-10 overlap (diag)",
+                    "informative in top 10",
+                    f"top-{TOP_PAIRS} interactions overlap",
+                    "corr of W (i < j)",
+                    "fit s",
+                    "speed-up",
+                    "other cores busy",
+                ],
+                rows,
+            )
+        )
         parts.append(f"Immigrate's N: {out['immigrate_n']['n']} ({out['immigrate_n']['reason']}).")
 
     acc = out["acceptance"]
@@ -357,28 +497,46 @@ def render(out: dict) -> str:
         e = acc[method]
         what = f"{method}, N = {e['n']}, m >= {acc['m_at_least']}: corr with the exact weights"
         if method == "Immigrate":
-            rows.append([what + " (diagonal of W)", f"min {e['min_corr']:.4f}, mean {e['mean_corr']:.4f} "
-                         f"({e['fits']} fits); whole W: min {e['min_corr_upper']:.4f}", "(reported)"])
+            rows.append(
+                [
+                    what + " (diagonal of W)",
+                    f"min {e['min_corr']:.4f}, mean {e['mean_corr']:.4f} "
+                    f"({e['fits']} fits); whole W: min {e['min_corr_upper']:.4f}",
+                    "(reported)",
+                ]
+            )
         else:
-            rows.append([what + f" >= {TARGET_CORR}", f"min {e['min_corr']:.4f}, mean {e['mean_corr']:.4f} "
-                         f"({e['fits']} fits)", "yes" if e["met"] else "NO"])
+            rows.append(
+                [
+                    what + f" >= {TARGET_CORR}",
+                    f"min {e['min_corr']:.4f}, mean {e['mean_corr']:.4f} ({e['fits']} fits)",
+                    "yes" if e["met"] else "NO",
+                ]
+            )
     parts.append("#### Target")
     parts.append(harness.markdown_table(["target", "measured", "met"], rows))
     ok = [run for run in out["runs"] if run.get("ok")]
     if ok:
         worst = max((busy_max([run["exact"], *run["sampled"]]) or 0.0) for run in ok)
         mean = np.mean([run["cpu_whole_run"]["other_cores_busy"] for run in ok])
-        parts.append(f"Other processes kept {mean:.2f} cores busy on average over the runs, at most "
-                     f"{worst} during one fit of {BUSY_MIN_S} s or more (column 'other cores busy': "
-                     "the most during one such fit of that row; shorter fits give no reading). Times "
-                     "on a busy machine are upper bounds; the correlations and overlaps do not depend "
-                     "on it.")
+        parts.append(
+            f"Other processes kept {mean:.2f} cores busy on average over the runs, at most "
+            f"{worst} during one fit of {BUSY_MIN_S} s or more (column 'other cores busy': "
+            "the most during one such fit of that row; shorter fits give no reading). Times "
+            "on a busy machine are upper bounds; the correlations and overlaps do not depend "
+            "on it."
+        )
     return "\n\n".join(parts)
 
 
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick=f"N = {N_QUICK[0]:,}, m = {', '.join(map(str, M_QUICK))}, one seed",
-                             idle_wait=30.0, attempts=1, worker=True)
+    parser = harness.options(
+        __doc__,
+        quick=f"N = {N_QUICK[0]:,}, m = {', '.join(map(str, M_QUICK))}, one seed",
+        idle_wait=30.0,
+        attempts=1,
+        worker=True,
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, WORKERS)
@@ -392,11 +550,21 @@ def main(argv=None) -> int:
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
     choice = immigrate_n(args)
-    plan = [(method, n) for method in ("ReliefF", "IRelief") for n in ns] + [("Immigrate", choice["n"])]
+    plan = [(method, n) for method in ("ReliefF", "IRelief") for n in ns] + [
+        ("Immigrate", choice["n"])
+    ]
     runs = []
     for method, n in plan:
-        run = launch({"kind": "anchors", "method": method, "n": n, "ms": [m for m in ms if m < n],
-                      "seeds": list(seeds)}, args)
+        run = launch(
+            {
+                "kind": "anchors",
+                "method": method,
+                "n": n,
+                "ms": [m for m in ms if m < n],
+                "seeds": list(seeds),
+            },
+            args,
+        )
         if run.get("ok"):
             run["summary"] = aggregate(run)
         else:
@@ -408,20 +576,29 @@ def main(argv=None) -> int:
         "benchmark": "anchors",
         "mode": "quick" if args.quick else "full",
         "machine": machine,
-        "dataset": {"generator": "sklearn.datasets.make_classification", "arguments": dataset_args("N"),
-                    "rows": f"permuted with numpy.random.default_rng({ROW_ORDER_SEED}).permutation(N); "
-                            "columns unchanged",
-                    "informative_columns": list(range(N_INFORMATIVE))},
+        "dataset": {
+            "generator": "sklearn.datasets.make_classification",
+            "arguments": dataset_args("N"),
+            "rows": f"permuted with numpy.random.default_rng({ROW_ORDER_SEED}).permutation(N); "
+            "columns unchanged",
+            "informative_columns": list(range(N_INFORMATIVE)),
+        },
         "protocol": {
-            "estimators": {"ReliefF": "dmargin.ReliefF(n_neighbors=10)", "IRelief": "dmargin.IRelief()",
-                           "Immigrate": f"dmargin.Immigrate(max_iter={IMMIGRATE_MAX_ITER})"},
+            "estimators": {
+                "ReliefF": "dmargin.ReliefF(n_neighbors=10)",
+                "IRelief": "dmargin.IRelief()",
+                "Immigrate": f"dmargin.Immigrate(max_iter={IMMIGRATE_MAX_ITER})",
+            },
             "sizes": {"ReliefF": list(ns), "IRelief": list(ns), "Immigrate": [choice["n"]]},
-            "n_anchors": list(ms), "seeds": list(seeds), "threads": THREADS,
+            "n_anchors": list(ms),
+            "seeds": list(seeds),
+            "threads": THREADS,
             "subprocess": "one per (estimator, N), thread variables set, empty numba cache; JIT warm-up "
-                          "of the exact and the sampled path first, (N, m) = "
-                          + ", ".join(f"({n}, {m})" for n, m in WARMUP) + " (serial and threaded twins)",
+            "of the exact and the sampled path first, (N, m) = "
+            + ", ".join(f"({n}, {m})" for n, m in WARMUP)
+            + " (serial and threaded twins)",
             "corr": "Pearson correlation of feature_importances_ (Immigrate: the diagonal of W) with the "
-                    "exact fit's; corr_upper: of W's upper triangle (i < j)",
+            "exact fit's; corr_upper: of W's upper triangle (i < j)",
             "overlaps": f"top-{TOP_K} features, top-{TOP_PAIRS} interactions (interactions_, pairs i < j)",
             "speedup": "exact fit time / median sampled fit time over the seeds (whole fit, scaling included)",
             "idle_wait_s": args.idle_wait,

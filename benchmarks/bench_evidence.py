@@ -119,10 +119,15 @@ def _knockoffs(name, knockoffs=None, n_draws=1, groups=None):
         import dmargin
         from dmargin._knockoff_filter import knockoff_threshold
 
-        sel = dmargin.KnockoffSelector(_inner(name, cell), knockoffs=knockoffs or
-                                       _construction(cell), smatrix=smatrix(cell),
-                                       n_draws=n_draws, q=LEVELS[0], groups=groups,
-                                       random_state=seed).fit(X, y)
+        sel = dmargin.KnockoffSelector(
+            _inner(name, cell),
+            knockoffs=knockoffs or _construction(cell),
+            smatrix=smatrix(cell),
+            n_draws=n_draws,
+            q=LEVELS[0],
+            groups=groups,
+            random_state=seed,
+        ).fit(X, y)
         if n_draws > 1:  # e-BH at q = 0.1 only: the e-values depend on q
             return {LEVELS[0]: np.asarray(sel.selected_)}, {}
         W = np.asarray(sel.group_statistics_ if groups else sel.statistics_)
@@ -133,6 +138,7 @@ def _knockoffs(name, knockoffs=None, n_draws=1, groups=None):
             out[q] = np.flatnonzero(np.isin(sel.groups_, chosen)) if groups else chosen
         assert np.array_equal(out[LEVELS[0]], np.sort(sel.selected_))  # one fit, both levels
         return out, {}
+
     return fit
 
 
@@ -172,6 +178,7 @@ def _stir(name):
         if raw is None:
             raise RuntimeError(f"{name}: no STIR p-values even with the domain check off")
         return _bh(raw), {"declined": declined}
+
     return fit
 
 
@@ -199,8 +206,9 @@ METHODS = {
     "ReliefF knockoffs": _knockoffs("ReliefF"),
     "MultiSURF knockoffs": _knockoffs("MultiSURF"),
     "ReliefF knockoffs (gaussian)": _knockoffs("ReliefF", "gaussian"),
-    f"ReliefF knockoffs, {DERANDOMISED_DRAWS} draws (e-values)":
-        _knockoffs("ReliefF", n_draws=DERANDOMISED_DRAWS),
+    f"ReliefF knockoffs, {DERANDOMISED_DRAWS} draws (e-values)": _knockoffs(
+        "ReliefF", n_draws=DERANDOMISED_DRAWS
+    ),
     # Group knockoffs (groups="auto"): on the real cells, whose planted noise columns
     # correlate with nothing and stay groups of their own.
     "ReliefF group knockoffs": _knockoffs("ReliefF", groups="auto"),
@@ -263,9 +271,15 @@ def run_cell(split, draws, cell, method, start=0):
                 real_selected[q].append(int(np.sum(~np.isin(chosen, null))))
             else:
                 power[q].append(p)
-    base = {"cell": cell.name, "method": method, "split": split, "first_draw": start,
-            "knockoffs_valid": _validity(method, cell),
-            "smatrix": smatrix(cell) if "knockoffs" in method else None, "seconds": round(time.perf_counter() - t0, 1)}
+    base = {
+        "cell": cell.name,
+        "method": method,
+        "split": split,
+        "first_draw": start,
+        "knockoffs_valid": _validity(method, cell),
+        "smatrix": smatrix(cell) if "knockoffs" in method else None,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     if refused is not None and not any(fdp.values()):
         return [{**base, "draws": 0, "refused": refused}]
     if refused_draws:  # the draws a construction refused are not in the FDR
@@ -276,12 +290,19 @@ def run_cell(split, draws, cell, method, start=0):
             continue
         f = np.asarray(fdp[q])
         se = float(f.std(ddof=1) / np.sqrt(f.size)) if f.size > 1 else float("nan")
-        row = {**base, "q": q, "draws": int(f.size), "fdr": round(float(f.mean()), 4),
-               "fdr_se": round(se, 4),
-               "fdr_ci95": [round(float(f.mean()) - 1.96 * se, 4),
-                            round(float(f.mean()) + 1.96 * se, 4)],
-               "fdr_within_q_plus_2se": bool(f.mean() <= q + 2 * se),
-               "share_of_draws_with_a_false_discovery": round(float(np.mean(f > 0)), 4)}
+        row = {
+            **base,
+            "q": q,
+            "draws": int(f.size),
+            "fdr": round(float(f.mean()), 4),
+            "fdr_se": round(se, 4),
+            "fdr_ci95": [
+                round(float(f.mean()) - 1.96 * se, 4),
+                round(float(f.mean()) + 1.96 * se, 4),
+            ],
+            "fdr_within_q_plus_2se": bool(f.mean() <= q + 2 * se),
+            "share_of_draws_with_a_false_discovery": round(float(np.mean(f > 0)), 4),
+        }
         if power[q]:
             row["power"] = round(float(np.mean(power[q])), 4)
         if real_selected[q]:
@@ -289,8 +310,9 @@ def run_cell(split, draws, cell, method, start=0):
         if "STIR" in method:
             row["declined"] = declined
         rows.append(row)
-    print({k: rows[0][k] for k in ("cell", "method", "fdr", "seconds")} if rows else base,
-          flush=True)
+    print(
+        {k: rows[0][k] for k in ("cell", "method", "fdr", "seconds")} if rows else base, flush=True
+    )
     return rows
 
 
@@ -300,17 +322,26 @@ def _run_star(args):
 
 def _cost(cell, method):
     """A rough order of the tasks, longest first (for the process pool)."""
-    fits = (PERMUTATIONS + 1 if "permutations" in method
-            else DERANDOMISED_DRAWS if "e-values" in method else 1)
+    fits = (
+        PERMUTATIONS + 1
+        if "permutations" in method
+        else DERANDOMISED_DRAWS
+        if "e-values" in method
+        else 1
+    )
     width = cell.a * (1 if "STIR" in method or "permutations" in method else 2)
     rows = cell.n if cell.anchors is None else cell.anchors
-    return fits * cell.n * rows * width + (cell.a ** 3 * 50 if "knockoffs" in method else 0)
+    return fits * cell.n * rows * width + (cell.a**3 * 50 if "knockoffs" in method else 0)
 
 
 def battery(split, draws, only=None, methods=None, jobs=1, start=0):
-    tasks = [(cell, method) for cell in nulls.cells()
-             if not only or any(o in cell.name for o in only)
-             for method in (methods or METHODS) if _applies(method, cell)]
+    tasks = [
+        (cell, method)
+        for cell in nulls.cells()
+        if not only or any(o in cell.name for o in only)
+        for method in (methods or METHODS)
+        if _applies(method, cell)
+    ]
     tasks.sort(key=lambda t: -_cost(*t))
     args = [(split, draws, cell, method, start) for cell, method in tasks]
     if jobs <= 1:
@@ -340,8 +371,18 @@ def render(rows):
     for (cell, method), group in _groups(rows).items():
         first = group[0]
         if "refused" in first:
-            out.append([cell, method, first["knockoffs_valid"], 0,
-                        "refused: " + _short(first["refused"]), "", "", ""])
+            out.append(
+                [
+                    cell,
+                    method,
+                    first["knockoffs_valid"],
+                    0,
+                    "refused: " + _short(first["refused"]),
+                    "",
+                    "",
+                    "",
+                ]
+            )
             continue
         by_q = {r["q"]: r for r in group}
         cells = []
@@ -354,13 +395,25 @@ def render(rows):
             cells += [_interval(r) + mark, _power(r)]
         note = f"declined {first['declined']} of {first['draws']}" if "declined" in first else ""
         if first.get("refused_draws"):
-            note = (f"refused {first['refused_draws']} of "
-                    f"{first['draws'] + first['refused_draws']} draws")
+            note = (
+                f"refused {first['refused_draws']} of "
+                f"{first['draws'] + first['refused_draws']} draws"
+            )
         out.append([cell, method, first["knockoffs_valid"], first["draws"], *cells, note])
     return harness.markdown_table(
-        ["cell", "method", "knockoffs valid", "draws", "FDR at q = 0.1 (95 % interval)",
-         "power at q = 0.1", "FDR at q = 0.2 (95 % interval)", "power at q = 0.2", "notes"],
-        [r if len(r) == 9 else r + [""] * (9 - len(r)) for r in out])
+        [
+            "cell",
+            "method",
+            "knockoffs valid",
+            "draws",
+            "FDR at q = 0.1 (95 % interval)",
+            "power at q = 0.1",
+            "FDR at q = 0.2 (95 % interval)",
+            "power at q = 0.2",
+            "notes",
+        ],
+        [r if len(r) == 9 else r + [""] * (9 - len(r)) for r in out],
+    )
 
 
 def _power(r):
@@ -385,19 +438,26 @@ def _groups(rows):
 def render_summary(rows):
     """Per method: the cells where its construction is valid, and in how many of them
     the FDR is at most q + 2 standard errors at each level."""
-    out = ["| method | valid cells | FDR <= q + 2 SE at q = 0.1 | at q = 0.2 | "
-           "highest FDR at q = 0.1 | at q = 0.2 |", "|---|---|---|---|---|---|"]
+    out = [
+        "| method | valid cells | FDR <= q + 2 SE at q = 0.1 | at q = 0.2 | "
+        "highest FDR at q = 0.1 | at q = 0.2 |",
+        "|---|---|---|---|---|---|",
+    ]
     for method in METHODS:
-        group = [r for r in rows if r["method"] == method and "fdr" in r
-                 and r["knockoffs_valid"] in ("yes", "-")]
+        group = [
+            r
+            for r in rows
+            if r["method"] == method and "fdr" in r and r["knockoffs_valid"] in ("yes", "-")
+        ]
         if not group:
             continue
         cells = sorted({r["cell"] for r in group})
         line = [method, str(len(cells))]
         for q in LEVELS:
             at = [r for r in group if r["q"] == q]
-            line.append(f"{sum(r['fdr_within_q_plus_2se'] for r in at)} of {len(at)}"
-                        if at else "-")
+            line.append(
+                f"{sum(r['fdr_within_q_plus_2se'] for r in at)} of {len(at)}" if at else "-"
+            )
         for q in LEVELS:
             at = [r for r in group if r["q"] == q]
             line.append(f"{max(r['fdr'] for r in at):.3f}" if at else "-")
@@ -415,13 +475,20 @@ def large(n_rows, n_features, informative=5, chunk=125_000):
 
     import dmargin
 
-    X = da.random.RandomState(0).random_sample((n_rows, n_features),
-                                               chunks=(chunk, n_features)).persist()
+    X = (
+        da.random.RandomState(0)
+        .random_sample((n_rows, n_features), chunks=(chunk, n_features))
+        .persist()
+    )
     y = ((X[:, :informative] - 0.5).sum(axis=1) > 0).astype(np.int64).persist()
     peak_before = harness.peak_rss_mib()
     inner = dmargin.ReliefF(n_anchors=500)
-    out = {"n_rows": n_rows, "n_features": n_features, "informative": informative,
-           "rows_mib": round(n_rows * n_features * 8 / 2**20, 1)}
+    out = {
+        "n_rows": n_rows,
+        "n_features": n_features,
+        "informative": informative,
+        "rows_mib": round(n_rows * n_features * 8 / 2**20, 1),
+    }
     t = time.perf_counter()
     sampler = dmargin.KnockoffSampler().fit(X)
     out["sampler_fit_s"] = round(time.perf_counter() - t, 2)
@@ -442,41 +509,77 @@ def large(n_rows, n_features, informative=5, chunk=125_000):
     out["selected"] = sel.selected_.tolist()
     out["peak_rss_mib"] = round(harness.peak_rss_mib(), 1)
     out["peak_rss_before_mib"] = round(peak_before, 1)
-    out["fit_cost_s"] = round(dmargin.fit_cost(dmargin.KnockoffSelector(inner), n_rows,
-                                               n_features).seconds, 2)
+    out["fit_cost_s"] = round(
+        dmargin.fit_cost(dmargin.KnockoffSelector(inner), n_rows, n_features).seconds, 2
+    )
     return out
 
 
 def main(argv=None):
     parser = harness.options(__doc__, quick=f"{DRAWS_QUICK} tune draws a cell")
-    parser.add_argument("--split", choices=sorted(nulls.SPLITS), default="report",
-                        help="the seeds: 'tune' while building, 'report' for what is quoted")
-    parser.add_argument("--draws", type=int, default=None, metavar="N",
-                        help=f"draws a cell (default {DRAWS}; {DRAWS_QUICK} with --quick)")
-    parser.add_argument("--start", type=int, default=0, metavar="I",
-                        help="the draws I, I + 1, ... of each cell")
-    parser.add_argument("--cells", nargs="*", default=None, metavar="TEXT",
-                        help="only the cells whose name holds one of these")
-    parser.add_argument("--methods", nargs="*", choices=list(METHODS), default=None,
-                        help="only these methods")
-    parser.add_argument("--jobs", type=int, default=1, metavar="J",
-                        help="run the (cell, method) pairs in J processes of one thread each")
-    parser.add_argument("--replace-into", default=None, metavar="VARIANT",
-                        help="put this run's rows into VARIANT in place of its rows of the "
-                             "same cells and methods (a rerun of a few), and its command "
-                             "under the variant's 'reruns'")
-    parser.add_argument("--render", action="store_true",
-                        help="fit nothing: rewrite the stored variant's tables from its rows")
-    parser.add_argument("--large", type=int, default=None, metavar="N",
-                        help="fit nothing of the battery: time the selector on N x 20 rows "
-                             "in dask (variant large-N)")
+    parser.add_argument(
+        "--split",
+        choices=sorted(nulls.SPLITS),
+        default="report",
+        help="the seeds: 'tune' while building, 'report' for what is quoted",
+    )
+    parser.add_argument(
+        "--draws",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"draws a cell (default {DRAWS}; {DRAWS_QUICK} with --quick)",
+    )
+    parser.add_argument(
+        "--start", type=int, default=0, metavar="I", help="the draws I, I + 1, ... of each cell"
+    )
+    parser.add_argument(
+        "--cells",
+        nargs="*",
+        default=None,
+        metavar="TEXT",
+        help="only the cells whose name holds one of these",
+    )
+    parser.add_argument(
+        "--methods", nargs="*", choices=list(METHODS), default=None, help="only these methods"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="J",
+        help="run the (cell, method) pairs in J processes of one thread each",
+    )
+    parser.add_argument(
+        "--replace-into",
+        default=None,
+        metavar="VARIANT",
+        help="put this run's rows into VARIANT in place of its rows of the "
+        "same cells and methods (a rerun of a few), and its command "
+        "under the variant's 'reruns'",
+    )
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="fit nothing: rewrite the stored variant's tables from its rows",
+    )
+    parser.add_argument(
+        "--large",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fit nothing of the battery: time the selector on N x 20 rows "
+        "in dask (variant large-N)",
+    )
     args = harness.parse_args(parser, argv)
     if args.large:
-        out = {"benchmark": "evidence", "mode": "quick" if args.quick else "full",
-               "machine": harness.machine_info(["numpy", "scipy", "knockpy", "dask",
-                                                "dmargin"]),
-               "revision": harness.git_revision(harness.REPO),
-               "large": large(args.large, 20)}
+        out = {
+            "benchmark": "evidence",
+            "mode": "quick" if args.quick else "full",
+            "machine": harness.machine_info(["numpy", "scipy", "knockpy", "dask", "dmargin"]),
+            "revision": harness.git_revision(harness.REPO),
+            "large": large(args.large, 20),
+        }
         print(out["large"])
         harness.write_variant("evidence", out, variant=f"large-{args.large}", quick=args.quick)
         return 0
@@ -497,16 +600,25 @@ def main(argv=None):
     draws = args.draws or (DRAWS_QUICK if args.quick else DRAWS)
     t0 = time.perf_counter()
     rows = battery(split, draws, args.cells, args.methods, args.jobs, args.start)
-    genotypes = [c for c in nulls.cells() if c.discrete
-                 and (not args.cells or any(o in c.name for o in args.cells))
-                 and any("knockoffs" in m for m in (args.methods or METHODS))]
-    out = {"benchmark": "evidence", "mode": "quick" if args.quick else "full",
-           "machine": harness.machine_info(["numpy", "scipy", "knockpy", "dmargin"]),
-           "revision": harness.git_revision(harness.REPO), "split": split,
-           "levels": list(LEVELS), "permutations": PERMUTATIONS,
-           "wall_s": round(time.perf_counter() - t0, 1),
-           "default_on_genotypes": {c.name: default_refusal(c) for c in genotypes},
-           "battery": rows}
+    genotypes = [
+        c
+        for c in nulls.cells()
+        if c.discrete
+        and (not args.cells or any(o in c.name for o in args.cells))
+        and any("knockoffs" in m for m in (args.methods or METHODS))
+    ]
+    out = {
+        "benchmark": "evidence",
+        "mode": "quick" if args.quick else "full",
+        "machine": harness.machine_info(["numpy", "scipy", "knockpy", "dmargin"]),
+        "revision": harness.git_revision(harness.REPO),
+        "split": split,
+        "levels": list(LEVELS),
+        "permutations": PERMUTATIONS,
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "default_on_genotypes": {c.name: default_refusal(c) for c in genotypes},
+        "battery": rows,
+    }
     if args.replace_into:
         import shlex
 
@@ -515,8 +627,9 @@ def main(argv=None):
         kept = [r for r in into["battery"] if (r["cell"], r["method"]) not in done]
         order = {c.name: i for i, c in enumerate(nulls.cells())}
         names = list(METHODS)
-        into["battery"] = sorted(kept + rows, key=lambda r: (
-            order[r["cell"]], names.index(r["method"]), r.get("q", 0)))
+        into["battery"] = sorted(
+            kept + rows, key=lambda r: (order[r["cell"]], names.index(r["method"]), r.get("q", 0))
+        )
         into.setdefault("reruns", []).append(shlex.join(["python", *sys.argv]))
         out, args.variant = into, args.replace_into
         saved, sys.argv = sys.argv, shlex.split(out["command"])[1:]  # keep the run's command

@@ -82,8 +82,10 @@ def _engine_dispatchers():
 
     import dmargin.engine as engine
 
-    modules = [engine] + [importlib.import_module(info.name)
-                          for info in pkgutil.walk_packages(engine.__path__, engine.__name__ + ".")]
+    modules = [engine] + [
+        importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(engine.__path__, engine.__name__ + ".")
+    ]
     found = {}  # id -> (key, dispatcher)
     for mod in modules:
         for name, obj in vars(mod).items():
@@ -146,27 +148,35 @@ def run_as_worker(spec_json: str) -> None:
 
     steady = {}
     for name in ("IRelief", "ReliefF"):
-        steady[name] = round(min(harness.timed(getattr(dmargin, name)().fit, X, y)[0]
-                                 for _ in range(STEADY_REPEATS)), 4)
-    stats = {n: {"hits": sum(d.stats.cache_hits.values()), "misses": sum(d.stats.cache_misses.values())}
-             for n, d in dispatchers.items()
-             if d.stats.cache_hits or d.stats.cache_misses}
-    harness.emit_result({
-        "phase": spec["phase"],
-        "dmargin_file": dmargin.__file__,
-        "import_s": round(import_s, 3),
-        "import_cpu_s": round(import_cpu_s, 3),
-        "dispatchers_touched_at_import": touched_at_import,
-        "first_fit": first,
-        "first_fits_wall_s": round(sum(f["wall_s"] for f in first.values()), 3),
-        "first_fits_cpu_s": round(sum(f["cpu_s"] for f in first.values()), 3),
-        "compile_s": round(log.seconds, 3),
-        "kernels_compiled": log.kernels,
-        "numba_internal_compiled": log.internal,
-        "cache_stats": stats,
-        "steady_fit_s": steady,
-        "contention": contention,
-    })
+        steady[name] = round(
+            min(
+                harness.timed(getattr(dmargin, name)().fit, X, y)[0] for _ in range(STEADY_REPEATS)
+            ),
+            4,
+        )
+    stats = {
+        n: {"hits": sum(d.stats.cache_hits.values()), "misses": sum(d.stats.cache_misses.values())}
+        for n, d in dispatchers.items()
+        if d.stats.cache_hits or d.stats.cache_misses
+    }
+    harness.emit_result(
+        {
+            "phase": spec["phase"],
+            "dmargin_file": dmargin.__file__,
+            "import_s": round(import_s, 3),
+            "import_cpu_s": round(import_cpu_s, 3),
+            "dispatchers_touched_at_import": touched_at_import,
+            "first_fit": first,
+            "first_fits_wall_s": round(sum(f["wall_s"] for f in first.values()), 3),
+            "first_fits_cpu_s": round(sum(f["cpu_s"] for f in first.values()), 3),
+            "compile_s": round(log.seconds, 3),
+            "kernels_compiled": log.kernels,
+            "numba_internal_compiled": log.internal,
+            "cache_stats": stats,
+            "steady_fit_s": steady,
+            "contention": contention,
+        }
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -174,17 +184,29 @@ def run_as_worker(spec_json: str) -> None:
 # --------------------------------------------------------------------------- #
 def _run(phase, env, python=sys.executable, order=("IRelief", "ReliefF")):
     spec = {"phase": phase, "order": list(order)}
-    result = harness.run_worker(__file__, ["--worker", json.dumps(spec)], 0, WORKER_TIMEOUT_S,
-                                env=env, python=python, cwd=tempfile.gettempdir())
+    result = harness.run_worker(
+        __file__,
+        ["--worker", json.dumps(spec)],
+        0,
+        WORKER_TIMEOUT_S,
+        env=env,
+        python=python,
+        cwd=tempfile.gettempdir(),
+    )
     result.setdefault("phase", phase)
     return result
 
 
 def _clear_installed_cache(python):
     """Remove numba's cache files next to the dmargin that ``python`` imports."""
-    where = subprocess.run([str(python), "-c", "import dmargin, os; print(os.path.dirname(dmargin.__file__))"],
-                           capture_output=True, text=True, cwd=tempfile.gettempdir(), timeout=120,
-                           check=True).stdout.strip()
+    where = subprocess.run(
+        [str(python), "-c", "import dmargin, os; print(os.path.dirname(dmargin.__file__))"],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        timeout=120,
+        check=True,
+    ).stdout.strip()
     for pattern in ("*.nbi", "*.nbc"):
         for f in Path(where).rglob(pattern):
             f.unlink()
@@ -214,9 +236,14 @@ def measure(label, repeats, idle_wait, pythonpath=None, python=sys.executable, o
             _clear_installed_cache(python)
         relieff_first = _run("cold, ReliefF first", env, python, order=("ReliefF", "IRelief"))
         shutil.rmtree(cache, ignore_errors=True)
-        runs.append({"launch": quiet, "cold": cold, "warm": warm, "cold_relieff_first": relieff_first})
-        print(f"[{label}] cold {cold.get('first_fits_wall_s')} s wall / {cold.get('first_fits_cpu_s')} s cpu, "
-              f"warm {warm.get('first_fits_wall_s')} s, import {cold.get('import_s')} s", flush=True)
+        runs.append(
+            {"launch": quiet, "cold": cold, "warm": warm, "cold_relieff_first": relieff_first}
+        )
+        print(
+            f"[{label}] cold {cold.get('first_fits_wall_s')} s wall / {cold.get('first_fits_cpu_s')} s cpu, "
+            f"warm {warm.get('first_fits_wall_s')} s, import {cold.get('import_s')} s",
+            flush=True,
+        )
     return {"label": label, "runs": runs, "median": _medians(runs)}
 
 
@@ -244,23 +271,33 @@ def _medians(runs):
             "steady_relieff_s": med(phase, "steady_fit_s", "ReliefF"),
             "other_cores_busy": med(phase, "contention", "other_cores_busy"),
         }
-    firsts = [out["cold"]["first_irelief_wall_s"], out["cold_relieff_first"]["first_relieff_wall_s"]]
+    firsts = [
+        out["cold"]["first_irelief_wall_s"],
+        out["cold_relieff_first"]["first_relieff_wall_s"],
+    ]
     out["slowest_first_fit_s"] = max(firsts) if None not in firsts else None
     last = runs[-1]
     out["cold_kernels_compiled"] = last["cold"].get("kernels_compiled")
     out["cold_numba_internal_compiled"] = last["cold"].get("numba_internal_compiled")
-    out["warm_compilations"] = max((len(r["warm"].get("kernels_compiled", [None]))
-                                    + r["warm"].get("numba_internal_compiled", 1)) for r in runs)
-    out["warm_cache_misses"] = max(sum(s["misses"] for s in r["warm"].get("cache_stats", {}).values())
-                                   for r in runs)
+    out["warm_compilations"] = max(
+        (
+            len(r["warm"].get("kernels_compiled", [None]))
+            + r["warm"].get("numba_internal_compiled", 1)
+        )
+        for r in runs
+    )
+    out["warm_cache_misses"] = max(
+        sum(s["misses"] for s in r["warm"].get("cache_stats", {}).values()) for r in runs
+    )
     out["dispatchers_touched_at_import"] = last["cold"].get("dispatchers_touched_at_import")
     return out
 
 
 def export_revision(rev):
     path = Path(tempfile.mkdtemp(prefix="bench_first_fit_rev_"))
-    archive = subprocess.run(["git", "-C", str(harness.REPO), "archive", rev, "dmargin"], check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(harness.REPO), "archive", rev, "dmargin"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(path)], input=archive, check=True)
     return path
 
@@ -270,8 +307,11 @@ def clean_venv():
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     python = path / "bin" / "python"
     t = time.perf_counter()
-    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", str(harness.REPO)], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", str(harness.REPO)],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         return path, None, proc.stderr.strip().splitlines()[-3:]
     return path, round(time.perf_counter() - t, 1), None
@@ -281,28 +321,62 @@ def render_markdown(results):
     rows = []
     for res in results:
         m = res["median"]
-        for phase, label in (("cold", "cold"), ("cold_relieff_first", "cold, ReliefF first"),
-                             ("warm", "warm")):
+        for phase, label in (
+            ("cold", "cold"),
+            ("cold_relieff_first", "cold, ReliefF first"),
+            ("warm", "warm"),
+        ):
             p = m.get(phase)
             if p is None:
                 continue
-            rows.append([res["label"], label, p["import_s"], p["first_irelief_wall_s"],
-                         p["first_relieff_wall_s"], p["first_fits_wall_s"], p["first_fits_cpu_s"],
-                         p["compile_s"], p["steady_irelief_s"], p["steady_relieff_s"],
-                         p["other_cores_busy"]])
+            rows.append(
+                [
+                    res["label"],
+                    label,
+                    p["import_s"],
+                    p["first_irelief_wall_s"],
+                    p["first_relieff_wall_s"],
+                    p["first_fits_wall_s"],
+                    p["first_fits_cpu_s"],
+                    p["compile_s"],
+                    p["steady_irelief_s"],
+                    p["steady_relieff_s"],
+                    p["other_cores_busy"],
+                ]
+            )
     return harness.markdown_table(
-        ["code", "cache", "import dmargin (s)", "IRelief fit (s)", "ReliefF fit (s)",
-         "both fits (s)", "same, CPU (s)", "compiling (s)", "steady IRelief (s)",
-         "steady ReliefF (s)", "other cores busy"], rows)
+        [
+            "code",
+            "cache",
+            "import dmargin (s)",
+            "IRelief fit (s)",
+            "ReliefF fit (s)",
+            "both fits (s)",
+            "same, CPU (s)",
+            "compiling (s)",
+            "steady IRelief (s)",
+            "steady ReliefF (s)",
+            "other cores busy",
+        ],
+        rows,
+    )
 
 
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick="one (cold, warm) pair instead of --repeats", idle_wait=30.0,
-                             worker=True)
-    parser.add_argument("--repeats", type=int, default=3, help="(cold, warm) pairs per code version")
-    parser.add_argument("--baseline", metavar="REV", help="also measure dmargin/ at this git revision")
-    parser.add_argument("--clean-venv", action="store_true",
-                        help="also pip-install the working tree into a new venv and measure there")
+    parser = harness.options(
+        __doc__, quick="one (cold, warm) pair instead of --repeats", idle_wait=30.0, worker=True
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="(cold, warm) pairs per code version"
+    )
+    parser.add_argument(
+        "--baseline", metavar="REV", help="also measure dmargin/ at this git revision"
+    )
+    parser.add_argument(
+        "--clean-venv",
+        action="store_true",
+        help="also pip-install the working tree into a new venv and measure there",
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         run_as_worker(args.worker)
@@ -315,7 +389,9 @@ def main(argv=None) -> int:
     if args.baseline:
         tree = export_revision(args.baseline)
         try:
-            results.append(measure(f"baseline {args.baseline}", repeats, args.idle_wait, pythonpath=str(tree)))
+            results.append(
+                measure(f"baseline {args.baseline}", repeats, args.idle_wait, pythonpath=str(tree))
+            )
         finally:
             shutil.rmtree(tree, ignore_errors=True)
     venv = None
@@ -323,8 +399,13 @@ def main(argv=None) -> int:
         path, install_s, error = clean_venv()
         venv = {"pip_install_s": install_s, "error": error}
         if error is None:
-            res = measure("clean venv (pip install .)", repeats, args.idle_wait,
-                          python=str(path / "bin" / "python"), own_cache=False)
+            res = measure(
+                "clean venv (pip install .)",
+                repeats,
+                args.idle_wait,
+                python=str(path / "bin" / "python"),
+                own_cache=False,
+            )
             results.append(res)
         shutil.rmtree(path, ignore_errors=True)
 
@@ -337,7 +418,7 @@ def main(argv=None) -> int:
         "dataset": {"name": "wdbc", "loader": "dmargin.datasets.load_dataset", "shape": [569, 30]},
         "protocol": {
             "fits": "IRelief().fit(X, y) then ReliefF().fit(X, y), defaults, pandas input, in-process; "
-                    "'cold, ReliefF first': ReliefF then IRelief",
+            "'cold, ReliefF first': ReliefF then IRelief",
             "cold": "fresh process, new empty NUMBA_CACHE_DIR",
             "warm": "second fresh process, same NUMBA_CACHE_DIR",
             "steady": f"best of {STEADY_REPEATS} further fits per estimator in the same process",
@@ -346,16 +427,17 @@ def main(argv=None) -> int:
             "repeats": repeats,
             "statistic": "median over repeats",
             "clean_venv": "pip install of the working tree into a new venv, no NUMBA_CACHE_DIR "
-                          "(numba's default: __pycache__ next to the installed modules)",
+            "(numba's default: __pycache__ next to the installed modules)",
         },
         "targets": {
             "first_fit_wall_s_max": TARGET_COLD_S,
             "first_fit_wall_s": current["slowest_first_fit_s"],
             "first_fit": "the slower of IRelief's and ReliefF's fit, each the first in a fresh "
-                         "process with an empty cache",
+            "process with an empty cache",
             "met": (current["slowest_first_fit_s"] or 1e9) <= TARGET_COLD_S,
             "cold_first_fits_wall_s": current["cold"]["first_fits_wall_s"],
-            "warm_compiles_nothing": current["warm_compilations"] == 0 and current["warm_cache_misses"] == 0,
+            "warm_compiles_nothing": current["warm_compilations"] == 0
+            and current["warm_cache_misses"] == 0,
             "nothing_compiled_or_loaded_at_import": current["dispatchers_touched_at_import"] == [],
         },
         "clean_venv": venv,

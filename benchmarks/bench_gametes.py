@@ -99,7 +99,12 @@ HERITABILITIES = (0.05, 0.1, 0.2, 0.4)
 MODELS = ("EDM-1", "EDM-2")
 REPLICATES = 30
 FILE_RE = re.compile(r"a_20s_(\d+)her_([\d.]+)__maf_0\.2_(EDM-\d)_(\d+)\.txt\.gz$")
-QUICK_FILES = [(200, 0.4, "EDM-1", 1), (1600, 0.4, "EDM-1", 1), (1600, 0.05, "EDM-2", 1), (400, 0.2, "EDM-2", 2)]
+QUICK_FILES = [
+    (200, 0.4, "EDM-1", 1),
+    (1600, 0.4, "EDM-1", 1),
+    (1600, 0.05, "EDM-2", 1),
+    (400, 0.2, "EDM-2", 2),
+]
 #: Scores within this of skrebate's count as equal (dmargin's design tolerance).
 AGREE = 1e-10
 PACKAGES = ["dmargin", "numpy", "numba", "pandas", "scikit-learn", "skrebate"]
@@ -124,6 +129,7 @@ def _dm(name, **params):
         import dmargin
 
         return getattr(dmargin, name)(**params)
+
     return make
 
 
@@ -138,6 +144,7 @@ def _sk(name, **params):
         import skrebate
 
         return getattr(skrebate, name)(**params)
+
     return make
 
 
@@ -156,10 +163,18 @@ class Method(NamedTuple):
 
 _immigrate = _dm("Immigrate")
 METHODS = [
-    Method("ReliefF k=10", _dm("ReliefF", n_neighbors=10, discrete_threshold=10), _diagonal,
-           _sk("ReliefF", n_neighbors=10)),
-    Method("ReliefF k=100", _dm("ReliefF", n_neighbors=100, discrete_threshold=10), _diagonal,
-           _sk("ReliefF", n_neighbors=100)),
+    Method(
+        "ReliefF k=10",
+        _dm("ReliefF", n_neighbors=10, discrete_threshold=10),
+        _diagonal,
+        _sk("ReliefF", n_neighbors=10),
+    ),
+    Method(
+        "ReliefF k=100",
+        _dm("ReliefF", n_neighbors=100, discrete_threshold=10),
+        _diagonal,
+        _sk("ReliefF", n_neighbors=100),
+    ),
     Method("SURF", _dm("SURF"), _diagonal, _sk("SURF")),
     Method("SURF*", _dm("SURFstar"), _diagonal, _sk("SURFstar")),
     Method("MultiSURF", _dm("MultiSURF"), _diagonal, _sk("MultiSURF")),
@@ -170,10 +185,12 @@ METHODS = [
     Method("MultiSWRF*", _dm("MultiSWRFstar"), _diagonal, _sk("MultiSWRFstar")),
     Method("MultiSWRFDB", _dm("MultiSWRFDB"), _diagonal, _sk("MultiSWRFDB")),
     Method("MultiSWRFDB*", _dm("MultiSWRFDBstar"), _diagonal, _sk("MultiSWRFDBstar")),
-    Method("MuRelief", _dm("MuRelief", n_neighbors=100), _diagonal,
-           _sk("MuRelief", n_neighbors=100)),
-    Method("MuRelief k=10", _dm("MuRelief", n_neighbors=10), _diagonal,
-           _sk("MuRelief", n_neighbors=10)),
+    Method(
+        "MuRelief", _dm("MuRelief", n_neighbors=100), _diagonal, _sk("MuRelief", n_neighbors=100)
+    ),
+    Method(
+        "MuRelief k=10", _dm("MuRelief", n_neighbors=10), _diagonal, _sk("MuRelief", n_neighbors=10)
+    ),
     Method("TuRF(MultiSURF)", _dm_turf, _diagonal, _sk_turf),
     Method("I-RELIEF", _dm("IRelief")),
     Method("IMMIGRATE diag", _immigrate, _diagonal),
@@ -183,9 +200,14 @@ METHODS = [
 PAIR_METHODS = ("IMMIGRATE off-diag",)
 #: The SWRF rows' thresholds (``knife_edge_pairs``): the matrix's mean, the anchor's mean, or
 #: the anchor's dead band; and whether the far side is used.
-KNIFE_EDGE = {"SWRF": ("matrix", False), "SWRF*": ("matrix", True),
-              "MultiSWRF": ("anchor", False), "MultiSWRF*": ("anchor", True),
-              "MultiSWRFDB": ("band", False), "MultiSWRFDB*": ("band", True)}
+KNIFE_EDGE = {
+    "SWRF": ("matrix", False),
+    "SWRF*": ("matrix", True),
+    "MultiSWRF": ("anchor", False),
+    "MultiSWRF*": ("anchor", True),
+    "MultiSWRFDB": ("band", False),
+    "MultiSWRFDB*": ("band", True),
+}
 
 
 def select(names: list[str] | None) -> list[Method]:
@@ -194,8 +216,10 @@ def select(names: list[str] | None) -> list[Method]:
         return list(METHODS)
     unknown = set(names) - {m.name for m in METHODS}
     if unknown:
-        raise SystemExit(f"bench_gametes: unknown method(s) {sorted(unknown)}; the methods: "
-                         + ", ".join(m.name for m in METHODS))
+        raise SystemExit(
+            f"bench_gametes: unknown method(s) {sorted(unknown)}; the methods: "
+            + ", ".join(m.name for m in METHODS)
+        )
     return [m for m in METHODS if m.name in names]
 
 
@@ -284,7 +308,7 @@ def murelief_departures(make: Callable, X, y, predictive: list[int]) -> dict:
         if step == "no_self":
             o = np.argsort(key)  # skrebate's own sort, walked reversed
             walked = o[::-1]
-            ahead = walked[:int(np.flatnonzero(walked == inst)[0])]
+            ahead = walked[: int(np.flatnonzero(walked == inst)[0])]
             state["own_hits"] += int(np.sum(est._y[ahead] == est._y[inst]) < est.n_neighbors)
             return o[o != inst]
         if step == "dmargin_order":
@@ -305,8 +329,9 @@ def murelief_departures(make: Callable, X, y, predictive: list[int]) -> dict:
         state["est"], state["inst"] = self, inst
         return walk(self, inst)
 
-    patched = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np)
-                                       if not k.startswith("__")})
+    patched = types.SimpleNamespace(
+        **{k: getattr(np, k) for k in dir(np) if not k.startswith("__")}
+    )
     patched.argsort = order
     scores = {}
     try:
@@ -320,9 +345,12 @@ def murelief_departures(make: Callable, X, y, predictive: list[int]) -> dict:
     finally:
         sk_murelief.np = np
         sk_murelief.MuRelief._find_neighbors = walk
-    return {"anchors_own_hit": state["own_hits"], "rows": len(y),
-            "scores": {k: v.tolist() for k, v in scores.items()},
-            "ranks": {k: [int(ranks_of(v)[i]) for i in predictive] for k, v in scores.items()}}
+    return {
+        "anchors_own_hit": state["own_hits"],
+        "rows": len(y),
+        "scores": {k: v.tolist() for k, v in scores.items()},
+        "ranks": {k: [int(ranks_of(v)[i]) for i in predictive] for k, v in scores.items()},
+    }
 
 
 #: skrebate rows refitted without their departures from dmargin's rule, after the timed fit.
@@ -345,13 +373,22 @@ def find_files(root: Path) -> list[dict]:
         raise SystemExit(
             f"bench_gametes: no GAMETES data at {core}.  The benchmark reads the shared data's "
             "rebate-benchmark/ folder (see its README.md): pass --data DIR, or set DMARGIN_DATA to "
-            "the shared data directory (default: <repo>/../shared/data).")
+            "the shared data directory (default: <repo>/../shared/data)."
+        )
     files = []
     for path in sorted(core.rglob("*.txt.gz")):
         m = FILE_RE.search(path.name)
         if m:
-            files.append({"path": str(path), "file": str(path.relative_to(root)), "N": int(m.group(1)),
-                          "h": float(m.group(2)), "model": m.group(3), "rep": int(m.group(4))})
+            files.append(
+                {
+                    "path": str(path),
+                    "file": str(path.relative_to(root)),
+                    "N": int(m.group(1)),
+                    "h": float(m.group(2)),
+                    "model": m.group(3),
+                    "rep": int(m.group(4)),
+                }
+            )
     return files
 
 
@@ -414,8 +451,13 @@ def run_file(engine: str, info: dict, names: list[str] | None = None) -> dict:
         est, seconds, cpu, caught = fits[id(make)]
         scores = m.rank(est)
         r = ranks_of(scores)
-        res = {"ranks": [int(r[i]) for i in pi], "fit_s": seconds, "cpu_s": cpu, "warnings": caught,
-               "scores": scores.tolist()}
+        res = {
+            "ranks": [int(r[i]) for i in pi],
+            "fit_s": seconds,
+            "cpu_s": cpu,
+            "warnings": caught,
+            "scores": scores.tolist(),
+        }
         if m.name in PAIR_METHODS:
             W = np.array(est.weight_matrix_, dtype=np.float64)
             iu, ju = np.triu_indices(W.shape[0], k=1)
@@ -432,7 +474,13 @@ def run_file(engine: str, info: dict, names: list[str] | None = None) -> dict:
         if engine == "skrebate" and m.name in DEPARTURES:  # after the timed fit
             res["departures"] = DEPARTURES[m.name](m.skrebate, X, y, pi)
         out[m.name] = res
-    return {"engine": engine, "file": info["file"], "warm_up_s": warm, "methods": out, "pid": os.getpid()}
+    return {
+        "engine": engine,
+        "file": info["file"],
+        "warm_up_s": warm,
+        "methods": out,
+        "pid": os.getpid(),
+    }
 
 
 # --------------------------------------------------------------------------- #
@@ -449,7 +497,9 @@ def summarise(files: list[dict], runs: dict, engine: str, names: list[str]) -> d
         run = runs.get((engine, f["file"]))
         if run is None:
             continue
-        cfg = out.setdefault(config_key(f), {"N": f["N"], "h": f["h"], "model": f["model"], "methods": {}})
+        cfg = out.setdefault(
+            config_key(f), {"N": f["N"], "h": f["h"], "model": f["model"], "methods": {}}
+        )
         for name in names:
             res = run["methods"].get(name)
             if res is None:
@@ -479,16 +529,27 @@ def overall(summary: dict, names: list[str], where=lambda cfg: True) -> dict:
             s = cfg["methods"].get(name)
             if s is None:
                 continue
-            t = tot.setdefault(name, {"files": 0, "detected": 0, "rank_sum": 0.0, "pair_detected": 0})
+            t = tot.setdefault(
+                name, {"files": 0, "detected": 0, "rank_sum": 0.0, "pair_detected": 0}
+            )
             t["files"] += s["files"]
             t["detected"] += s["detected"]
             t["rank_sum"] += s["mean_worse_rank"] * s["files"]
             t["pair_detected"] += s.get("pair_detected", 0)
-    return {name: {"files": t["files"], "detection": round(t["detected"] / t["files"], 4),
-                   "mean_worse_rank": round(t["rank_sum"] / t["files"], 3),
-                   **({"interaction_detection": round(t["pair_detected"] / t["files"], 4)}
-                      if name in PAIR_METHODS else {})}
-            for name, t in tot.items() if t["files"]}
+    return {
+        name: {
+            "files": t["files"],
+            "detection": round(t["detected"] / t["files"], 4),
+            "mean_worse_rank": round(t["rank_sum"] / t["files"], 3),
+            **(
+                {"interaction_detection": round(t["pair_detected"] / t["files"], 4)}
+                if name in PAIR_METHODS
+                else {}
+            ),
+        }
+        for name, t in tot.items()
+        if t["files"]
+    }
 
 
 def compare_skrebate(files: list[dict], runs: dict, names: list[str] | None = None) -> dict:
@@ -504,19 +565,44 @@ def compare_skrebate(files: list[dict], runs: dict, names: list[str] | None = No
     for m in select(names):
         if m.skrebate is None:
             continue
-        c = {"files": 0, "max_abs_diff": 0.0, "files_over_1e-10": 0, "worst_file": None,
-             "detected_dmargin": 0, "detected_skrebate": 0, "fit_s_dmargin": 0.0,
-             "fit_s_skrebate": 0.0, "cpu_s_dmargin": 0.0, "cpu_s_skrebate": 0.0}
+        c = {
+            "files": 0,
+            "max_abs_diff": 0.0,
+            "files_over_1e-10": 0,
+            "worst_file": None,
+            "detected_dmargin": 0,
+            "detected_skrebate": 0,
+            "fit_s_dmargin": 0.0,
+            "fit_s_skrebate": 0.0,
+            "cpu_s_dmargin": 0.0,
+            "cpu_s_skrebate": 0.0,
+        }
         if m.name in DEPARTURES:
-            c["departures"] = {"anchors_own_hit": 0, "anchors": 0, "own_hit_files": 0,
-                               "steps": {step: {"files": 0, "files_within_1e-10": 0,
-                                                "max_abs_diff": 0.0, "detection_agrees": 0,
-                                                "files_over_1e-10_by_N": {}}
-                                         for step in ("as_run", *MURELIEF_STEPS)}}
+            c["departures"] = {
+                "anchors_own_hit": 0,
+                "anchors": 0,
+                "own_hit_files": 0,
+                "steps": {
+                    step: {
+                        "files": 0,
+                        "files_within_1e-10": 0,
+                        "max_abs_diff": 0.0,
+                        "detection_agrees": 0,
+                        "files_over_1e-10_by_N": {},
+                    }
+                    for step in ("as_run", *MURELIEF_STEPS)
+                },
+            }
         if m.name in KNIFE_EDGE:
-            c.update({"knife_edge_files": 0, "knife_edge_scored_files": 0,
-                      "files_over_1e-10_knife_edge": 0, "files_within_1e-10_knife_edge": 0,
-                      "over_1e-10": []})
+            c.update(
+                {
+                    "knife_edge_files": 0,
+                    "knife_edge_scored_files": 0,
+                    "files_over_1e-10_knife_edge": 0,
+                    "files_within_1e-10_knife_edge": 0,
+                    "over_1e-10": [],
+                }
+            )
         for f in files:
             d, s = runs.get(("dmargin", f["file"])), runs.get(("skrebate", f["file"]))
             if d is None or s is None:
@@ -529,12 +615,20 @@ def compare_skrebate(files: list[dict], runs: dict, names: list[str] | None = No
                 edge, scored = s["knife_edge_pairs"], s["knife_edge_scored"]
                 c["knife_edge_files"] += int(edge > 0)
                 c["knife_edge_scored_files"] += int(scored > 0)
-                c["files_over_1e-10_knife_edge" if diff > AGREE
-                  else "files_within_1e-10_knife_edge"] += int(scored > 0)
+                c[
+                    "files_over_1e-10_knife_edge"
+                    if diff > AGREE
+                    else "files_within_1e-10_knife_edge"
+                ] += int(scored > 0)
                 if diff > AGREE:
-                    c["over_1e-10"].append({"file": f["file"], "max_abs_diff": diff,
-                                            "knife_edge_pairs": edge,
-                                            "knife_edge_scored": scored})
+                    c["over_1e-10"].append(
+                        {
+                            "file": f["file"],
+                            "max_abs_diff": diff,
+                            "knife_edge_pairs": edge,
+                            "knife_edge_scored": scored,
+                        }
+                    )
             if m.name in DEPARTURES:
                 _add_departures(c, f, d, s)
             c["detected_dmargin"] += int(max(d["ranks"]) <= 2)
@@ -545,9 +639,13 @@ def compare_skrebate(files: list[dict], runs: dict, names: list[str] | None = No
             c["cpu_s_skrebate"] += s["cpu_s"]
             if diff >= c["max_abs_diff"] and c["files"]:
                 c["max_abs_diff"] = diff
-                c["worst_file"] = {"file": f["file"], "dmargin_scores": d["scores"],
-                                   "skrebate_scores": s["scores"], "dmargin_ranks": d["ranks"],
-                                   "skrebate_ranks": s["ranks"]}
+                c["worst_file"] = {
+                    "file": f["file"],
+                    "dmargin_scores": d["scores"],
+                    "skrebate_scores": s["scores"],
+                    "dmargin_ranks": d["ranks"],
+                    "skrebate_ranks": s["ranks"],
+                }
         c["fit_s_dmargin"] = round(c["fit_s_dmargin"], 3)
         c["fit_s_skrebate"] = round(c["fit_s_skrebate"], 3)
         c["cpu_s_dmargin"] = round(c["cpu_s_dmargin"], 3)
@@ -595,13 +693,20 @@ def explain_relieff(comparison: dict, root: Path) -> dict:
     for m in METHODS:
         c = comparison.get(m.name)
         # ReliefF itself: skrebate's SURF and SWRF classes derive from it with their own search
-        if not (c and c["worst_file"] and c["max_abs_diff"] > AGREE and m.skrebate is not None
-                and type(m.skrebate()) is skrebate.ReliefF):
+        if not (
+            c
+            and c["worst_file"]
+            and c["max_abs_diff"] > AGREE
+            and m.skrebate is not None
+            and type(m.skrebate()) is skrebate.ReliefF
+        ):
             continue
         X, y = load(str(root / c["worst_file"]["file"]))
         Xf = X.to_numpy(np.float64)
         d = np.asarray(c["worst_file"]["dmargin_scores"])
-        stable = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+        stable = types.SimpleNamespace(
+            **{k: getattr(np, k) for k in dir(np) if not k.startswith("__")}
+        )
         stable.argsort = lambda a, *args, **kw: np.argsort(a, kind="stable")
         find = sk_relieff.ReliefF._find_neighbors
         own = [0]
@@ -614,10 +719,13 @@ def explain_relieff(comparison: dict, root: Path) -> dict:
         res = {"file": c["worst_file"]["file"], "as_run": c["max_abs_diff"]}
         try:
             sk_relieff.np = stable
-            res["stable_argsort"] = float(np.max(np.abs(d - m.skrebate().fit(Xf, y).feature_importances_)))
+            res["stable_argsort"] = float(
+                np.max(np.abs(d - m.skrebate().fit(Xf, y).feature_importances_))
+            )
             sk_relieff.ReliefF._find_neighbors = without_self
             res["stable_argsort_no_self_hit"] = float(
-                np.max(np.abs(d - m.skrebate().fit(Xf, y).feature_importances_)))
+                np.max(np.abs(d - m.skrebate().fit(Xf, y).feature_importances_))
+            )
             res["anchors_own_neighbour"] = own[0]
             res["rows"] = len(y)
         finally:
@@ -645,7 +753,10 @@ def timings(runs: dict, engine: str) -> dict:
     for t in out.values():
         t["total_s"] = round(t["total_s"], 3)
         t["cpu_s"] = round(t["cpu_s"], 3)
-        t["mean_s_by_N"] = {n: round(s / k, 4) for n, (k, s) in sorted(t.pop("by_N").items(), key=lambda kv: int(kv[0]))}
+        t["mean_s_by_N"] = {
+            n: round(s / k, 4)
+            for n, (k, s) in sorted(t.pop("by_N").items(), key=lambda kv: int(kv[0]))
+        }
     return out
 
 
@@ -665,26 +776,60 @@ def render(report: dict) -> str:
                 if cfg is None:
                     continue
                 ms = cfg["methods"]
-                rows.append([n, f"{h:g}", model, *[_pct(ms[k]["detection"]) if k in ms else None for k in names],
-                             _pct(ms.get(PAIR_METHODS[0], {}).get("interaction_detection"))])
-    for label, where in [("all", lambda c: True), ("N=1600, h=0.4", lambda c: c["N"] == 1600 and c["h"] == 0.4)]:
+                rows.append(
+                    [
+                        n,
+                        f"{h:g}",
+                        model,
+                        *[_pct(ms[k]["detection"]) if k in ms else None for k in names],
+                        _pct(ms.get(PAIR_METHODS[0], {}).get("interaction_detection")),
+                    ]
+                )
+    for label, where in [
+        ("all", lambda c: True),
+        ("N=1600, h=0.4", lambda c: c["N"] == 1600 and c["h"] == 0.4),
+    ]:
         tot = overall(summary, names, where)
         if tot:
-            rows.append([f"**{label}**", "", "", *[_pct(tot[k]["detection"]) if k in tot else None for k in names],
-                         _pct(tot.get(PAIR_METHODS[0], {}).get("interaction_detection"))])
+            rows.append(
+                [
+                    f"**{label}**",
+                    "",
+                    "",
+                    *[_pct(tot[k]["detection"]) if k in tot else None for k in names],
+                    _pct(tot.get(PAIR_METHODS[0], {}).get("interaction_detection")),
+                ]
+            )
     tot = overall(summary, names)
-    rows.append(["mean worse rank (all)", "", "", *[tot[k]["mean_worse_rank"] if k in tot else None
-                                                    for k in names], None])
+    rows.append(
+        [
+            "mean worse rank (all)",
+            "",
+            "",
+            *[tot[k]["mean_worse_rank"] if k in tot else None for k in names],
+            None,
+        ]
+    )
     tm = report["timing"]["dmargin"]
-    rows.append(["fit CPU s (all files)", "", "", *[tm[k]["cpu_s"] if k in tm else None for k in names], None])
+    rows.append(
+        [
+            "fit CPU s (all files)",
+            "",
+            "",
+            *[tm[k]["cpu_s"] if k in tm else None for k in names],
+            None,
+        ]
+    )
     m = report["machine"]
     cpu = report["cpu"]
-    head = (f"{' '.join(m['cpu_model'].split()[:2])}, {m['logical_cores']} cores; dmargin {m['versions']['dmargin']} "
-            f"(commit {m['dmargin_git']['commit'][:7]}), skrebate {m['versions']['skrebate']}; {m['date'][:10]}. "
-            "GAMETES pure 2-way epistasis core of Urbanowicz et al. 2018 "
-            f"({report['files_done']['dmargin']} of {report['files_total']} files; 20 SNPs, predictive "
-            "`M0P0`, `M0P1`, 30 replicates a configuration). Detection: % of the replicates in which both "
-            "predictive SNPs score above all 18 noise SNPs (ties count as failures).")
+    head = (
+        f"{' '.join(m['cpu_model'].split()[:2])}, {m['logical_cores']} cores; dmargin {m['versions']['dmargin']} "
+        f"(commit {m['dmargin_git']['commit'][:7]}), skrebate {m['versions']['skrebate']}; {m['date'][:10]}. "
+        "GAMETES pure 2-way epistasis core of Urbanowicz et al. 2018 "
+        f"({report['files_done']['dmargin']} of {report['files_total']} files; 20 SNPs, predictive "
+        "`M0P0`, `M0P1`, 30 replicates a configuration). Detection: % of the replicates in which both "
+        "predictive SNPs score above all 18 noise SNPs (ties count as failures)."
+    )
     notes = [
         "ReliefF with `discrete_threshold=10` (skrebate's default, the paper's setting); TuRF: "
         "`TuRF(MultiSURF(), pct=0.5)` (one elimination round to 10 features, then a fit on them); "
@@ -704,7 +849,9 @@ def render(report: dict) -> str:
     if sk_text:
         notes.append(sk_text)
     if not report["complete"]:
-        notes.append(f"**Incomplete run** (stopped to leave the machine quiet): {coverage(report)}.")
+        notes.append(
+            f"**Incomplete run** (stopped to leave the machine quiet): {coverage(report)}."
+        )
     return "\n\n".join([head, harness.markdown_table(headers, rows), *notes])
 
 
@@ -713,12 +860,15 @@ def _render_merge(merge: dict) -> str:
     m, cpu = merge["machine"], merge["cpu"]
     git = m["dmargin_git"]
     state = {True: ", the package edited", False: ", the package as committed"}.get(
-        git.get("package_dirty"), "")
-    return (f"{', '.join(merge['methods'])}: added by a later run on the same files "
-            f"(dmargin commit {git['commit'][:7]}{state}, skrebate {m['versions']['skrebate']}; "
-            f"{m['date'][:10]}; {merge['jobs']} fits side by side, other processes kept "
-            f"{cpu['other_cores_busy']} of the {m['logical_cores']} cores busy on average; "
-            "`merged` in the JSON).")
+        git.get("package_dirty"), ""
+    )
+    return (
+        f"{', '.join(merge['methods'])}: added by a later run on the same files "
+        f"(dmargin commit {git['commit'][:7]}{state}, skrebate {m['versions']['skrebate']}; "
+        f"{m['date'][:10]}; {merge['jobs']} fits side by side, other processes kept "
+        f"{cpu['other_cores_busy']} of the {m['logical_cores']} cores busy on average; "
+        "`merged` in the JSON)."
+    )
 
 
 def coverage(report: dict) -> str:
@@ -734,8 +884,10 @@ def coverage(report: dict) -> str:
         while done.get(full + 1, 0) == n_cfg:
             full += 1
         extra = sum(k for r, k in done.items() if r > full)
-        parts.append(f"{engine} {sum(done.values())} files, replicates 1-{full} of every configuration"
-                     + (f" and {extra} files of the next" if extra else ""))
+        parts.append(
+            f"{engine} {sum(done.values())} files, replicates 1-{full} of every configuration"
+            + (f" and {extra} files of the next" if extra else "")
+        )
     return "; ".join(parts)
 
 
@@ -745,30 +897,58 @@ def render_skrebate(report: dict) -> str | None:
     if not any(c["files"] for c in sk["comparison"].values()):
         return None
     reps = sorted({f["rep"] for f in report["per_file"] if "skrebate" in f})
-    span = (f"replicate {reps[0]}" if len(reps) == 1 else f"replicates {reps[0]}-{reps[-1]}"
-            if reps == list(range(reps[0], reps[-1] + 1)) else "replicates " + ", ".join(map(str, reps)))
+    span = (
+        f"replicate {reps[0]}"
+        if len(reps) == 1
+        else f"replicates {reps[0]}-{reps[-1]}"
+        if reps == list(range(reps[0], reps[-1] + 1))
+        else "replicates " + ", ".join(map(str, reps))
+    )
     rows = []
     for name, c in sk["comparison"].items():
         if not c["files"]:
             continue
-        rows.append([name, c["files"], _pct(c["detected_dmargin"] / c["files"]),
-                     _pct(c["detected_skrebate"] / c["files"]), f"{c['max_abs_diff']:.2g}",
-                     c["files_over_1e-10"], c["cpu_s_dmargin"], c["cpu_s_skrebate"],
-                     f"{c['cpu_s_skrebate'] / c['cpu_s_dmargin']:.0f}x" if c["cpu_s_dmargin"] else None])
-    text = (f"Against skrebate {m['versions']['skrebate']} on the same files "
-            f"({span} of every configuration{'' if len(reps) == REPLICATES else ', not all 30'}; "
-            f"{report['files_done']['skrebate']} files), the same parameters:\n\n"
-            + harness.markdown_table(
-                ["method", "files", "detection dmargin %", "detection skrebate %", "max abs score diff",
-                 "files > 1e-10", "dmargin fit CPU s", "skrebate fit CPU s", "ratio"], rows))
+        rows.append(
+            [
+                name,
+                c["files"],
+                _pct(c["detected_dmargin"] / c["files"]),
+                _pct(c["detected_skrebate"] / c["files"]),
+                f"{c['max_abs_diff']:.2g}",
+                c["files_over_1e-10"],
+                c["cpu_s_dmargin"],
+                c["cpu_s_skrebate"],
+                f"{c['cpu_s_skrebate'] / c['cpu_s_dmargin']:.0f}x" if c["cpu_s_dmargin"] else None,
+            ]
+        )
+    text = (
+        f"Against skrebate {m['versions']['skrebate']} on the same files "
+        f"({span} of every configuration{'' if len(reps) == REPLICATES else ', not all 30'}; "
+        f"{report['files_done']['skrebate']} files), the same parameters:\n\n"
+        + harness.markdown_table(
+            [
+                "method",
+                "files",
+                "detection dmargin %",
+                "detection skrebate %",
+                "max abs score diff",
+                "files > 1e-10",
+                "dmargin fit CPU s",
+                "skrebate fit CPU s",
+                "ratio",
+            ],
+            rows,
+        )
+    )
     edges = {name: c for name, c in sk["comparison"].items() if c["files"] and "over_1e-10" in c}
     if edges:
-        text += ("\n\nKnife edges (an anchor and a row whose distance, in mismatched SNPs, is "
-                 "exactly the anchor's threshold: the mean distance, for MultiSWRFDB an edge of "
-                 "its dead band; skrebate compares with its threshold in floating point, which "
-                 "may put the row in a set it scores, dmargin compares exactly and scores it in "
-                 "neither): " + "; ".join(_render_edges(name, c) for name, c in edges.items())
-                 + ".")
+        text += (
+            "\n\nKnife edges (an anchor and a row whose distance, in mismatched SNPs, is "
+            "exactly the anchor's threshold: the mean distance, for MultiSWRFDB an edge of "
+            "its dead band; skrebate compares with its threshold in floating point, which "
+            "may put the row in a set it scores, dmargin compares exactly and scores it in "
+            "neither): " + "; ".join(_render_edges(name, c) for name, c in edges.items()) + "."
+        )
     for name, c in sk["comparison"].items():
         if c["files"] and "departures" in c:
             text += "\n\n" + _render_departures(name, c)
@@ -780,7 +960,8 @@ def render_skrebate(report: dict) -> str | None:
             f"takes them in an arbitrary order) and {e['stable_argsort_no_self_hit']:.2g} when skrebate "
             f"also never counts the anchor as its own hit ({e['anchors_own_neighbour']} of {e['rows']} "
             "anchors did: skrebate appends the anchor, at distance `sys.maxsize`, as a hit when its class "
-            "has fewer than k other rows; dmargin divides by the hits found).")
+            "has fewer than k other rows; dmargin divides by the hits found)."
+        )
     return text
 
 
@@ -792,25 +973,31 @@ def _render_departures(name: str, c: dict) -> str:
 
     def step(key):
         e = steps[key]
-        by_n = ", ".join(f"{k} at N = {n}" for n, k in sorted(e["files_over_1e-10_by_N"].items(),
-                                                              key=lambda kv: int(kv[0])))
-        return (f"{e['files_within_1e-10']} of {e['files']} files within 1e-10 of dmargin "
-                f"(largest difference {e['max_abs_diff']:.2g}{'; over: ' + by_n if by_n else ''}), "
-                f"detection as dmargin's on {e['detection_agrees']}")
+        by_n = ", ".join(
+            f"{k} at N = {n}"
+            for n, k in sorted(e["files_over_1e-10_by_N"].items(), key=lambda kv: int(kv[0]))
+        )
+        return (
+            f"{e['files_within_1e-10']} of {e['files']} files within 1e-10 of dmargin "
+            f"(largest difference {e['max_abs_diff']:.2g}{'; over: ' + by_n if by_n else ''}), "
+            f"detection as dmargin's on {e['detection_agrees']}"
+        )
 
-    return (f"{name}: skrebate as run has {step('as_run')}. It departs from dmargin's rule in "
-            "three ways, undone one after the other in refits of skrebate (its `np.argsort` "
-            "replaced in `murelief.py`): (1) it walks the anchor itself as a candidate hit of "
-            "key 0 and takes it when it comes before n_neighbors hits, as it always does when its "
-            "class has no more than n_neighbors other rows "
-            f"({dep['anchors_own_hit']} of {dep['anchors']} anchors, on {dep['own_hit_files']} "
-            f"file{'' if dep['own_hit_files'] == 1 else 's'}); without it: {step('no_self')}. "
-            "(2) It orders rows of equal key by numpy's unstable sort; with them taken lowest row "
-            f"first, as dmargin takes them: {step('no_self_stable')}. (3) It compares the keys "
-            "|d - mean| in floating point, so two rows whose distances lie symmetrically about "
-            "the class's mean, an exact tie in mismatch counts, are ordered by the mean's "
-            "rounding; with the key compared exactly (|n_c K - S_c| in mismatch counts, dmargin's "
-            f"rule): {step('dmargin_order')}.")
+    return (
+        f"{name}: skrebate as run has {step('as_run')}. It departs from dmargin's rule in "
+        "three ways, undone one after the other in refits of skrebate (its `np.argsort` "
+        "replaced in `murelief.py`): (1) it walks the anchor itself as a candidate hit of "
+        "key 0 and takes it when it comes before n_neighbors hits, as it always does when its "
+        "class has no more than n_neighbors other rows "
+        f"({dep['anchors_own_hit']} of {dep['anchors']} anchors, on {dep['own_hit_files']} "
+        f"file{'' if dep['own_hit_files'] == 1 else 's'}); without it: {step('no_self')}. "
+        "(2) It orders rows of equal key by numpy's unstable sort; with them taken lowest row "
+        f"first, as dmargin takes them: {step('no_self_stable')}. (3) It compares the keys "
+        "|d - mean| in floating point, so two rows whose distances lie symmetrically about "
+        "the class's mean, an exact tie in mismatch counts, are ordered by the mean's "
+        "rounding; with the key compared exactly (|n_c K - S_c| in mismatch counts, dmargin's "
+        f"rule): {step('dmargin_order')}."
+    )
 
 
 def _render_edges(name: str, c: dict) -> str:
@@ -819,11 +1006,15 @@ def _render_edges(name: str, c: dict) -> str:
     if not n:
         text = f"{name} in no file"
     else:
-        text = (f"{name} in {n} file{'s' if n > 1 else ''}, scored by skrebate in "
-                f"{c['knife_edge_scored_files']}")
+        text = (
+            f"{name} in {n} file{'s' if n > 1 else ''}, scored by skrebate in "
+            f"{c['knife_edge_scored_files']}"
+        )
     if c["files_over_1e-10"]:
-        text += (f" (among them {c['files_over_1e-10_knife_edge']} of its "
-                 f"{c['files_over_1e-10']} files > 1e-10)")
+        text += (
+            f" (among them {c['files_over_1e-10_knife_edge']} of its "
+            f"{c['files_over_1e-10']} files > 1e-10)"
+        )
     if c["files_within_1e-10_knife_edge"]:
         text += f" ({c['files_within_1e-10_knife_edge']} of the scored files agree to 1e-10)"
     return text
@@ -847,8 +1038,9 @@ class Run(NamedTuple):
     cpu: dict  # CpuMonitor over the whole run
 
 
-def run_tasks(tasks: list[tuple[str, dict]], jobs: int, deadline: float | None,
-              names: list[str] | None) -> Run:
+def run_tasks(
+    tasks: list[tuple[str, dict]], jobs: int, deadline: float | None, names: list[str] | None
+) -> Run:
     """``run_file`` on every ``(engine, file)`` of ``tasks``, ``jobs`` worker processes side
     by side; no new file after ``deadline`` (``time.time()``)."""
     start = time.perf_counter()
@@ -856,8 +1048,9 @@ def run_tasks(tasks: list[tuple[str, dict]], jobs: int, deadline: float | None,
     runs, warm, failures = {}, {}, []
     pending, queue = {}, list(tasks)
     stopped = False
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"),
-                             initializer=_init_worker) as pool:
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=get_context("spawn"), initializer=_init_worker
+    ) as pool:
         while queue or pending:
             while queue and len(pending) < 2 * jobs and not stopped:
                 if deadline is not None and time.time() >= deadline:
@@ -873,38 +1066,58 @@ def run_tasks(tasks: list[tuple[str, dict]], jobs: int, deadline: float | None,
                 try:
                     run = fut.result()
                 except Exception as exc:  # one broken file never stops the run
-                    failures.append({"engine": engine, "file": f["file"],
-                                     "error": repr(exc)[-400:]})
-                    print(f"[bench] {engine} {f['file']} FAILED: {exc!r}", file=sys.stderr,
-                          flush=True)
+                    failures.append(
+                        {"engine": engine, "file": f["file"], "error": repr(exc)[-400:]}
+                    )
+                    print(
+                        f"[bench] {engine} {f['file']} FAILED: {exc!r}", file=sys.stderr, flush=True
+                    )
                     continue
                 runs[(engine, f["file"])] = run
                 if run["warm_up_s"]:
                     warm.setdefault(engine, []).append(round(run["warm_up_s"], 3))
                 ok = sum(max(r["ranks"]) <= 2 for r in run["methods"].values())
-                print(f"[bench] {len(runs)}/{len(tasks)} {engine:8s} {config_key(f)} "
-                      f"rep {f['rep']:2d}: {ok}/{len(run['methods'])} detect "
-                      f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+                print(
+                    f"[bench] {len(runs)}/{len(tasks)} {engine:8s} {config_key(f)} "
+                    f"rep {f['rep']:2d}: {ok}/{len(run['methods'])} detect "
+                    f"({time.perf_counter() - start:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return Run(runs, warm, failures, stopped, monitor.stop())
 
 
 def _stored(res: dict) -> dict:
     """One fit's entry in ``per_file`` (ranks and times; the scores are in the comparison)."""
-    return {"ranks": res["ranks"], "fit_s": round(res["fit_s"], 4), "cpu_s": round(res["cpu_s"], 4),
-            **({"warnings": res["warnings"]} if res["warnings"] else {}),
-            **{k: res[k] for k in ("top_pair", "pair_rank", "knife_edge_pairs", "knife_edge_scored")
-               if k in res},
-            **({"departures": {k: v for k, v in res["departures"].items() if k != "scores"}}
-               if "departures" in res else {})}
+    return {
+        "ranks": res["ranks"],
+        "fit_s": round(res["fit_s"], 4),
+        "cpu_s": round(res["cpu_s"], 4),
+        **({"warnings": res["warnings"]} if res["warnings"] else {}),
+        **{
+            k: res[k]
+            for k in ("top_pair", "pair_rank", "knife_edge_pairs", "knife_edge_scored")
+            if k in res
+        },
+        **(
+            {"departures": {k: v for k, v in res["departures"].items() if k != "scores"}}
+            if "departures" in res
+            else {}
+        ),
+    }
 
 
 def _missing(tasks: list, run: Run, stop_at: str | None) -> str | None:
     missing = [f"{e} {f['file']}" for e, f in tasks if (e, f["file"]) not in run.runs]
     if not missing:
         return None
-    return (f"{len(missing)} of {len(tasks)} file runs not done"
-            + (f" (stopped at {stop_at} UTC)" if run.stopped else "") + ": "
-            + "; ".join(missing[:20]) + (" ..." if len(missing) > 20 else ""))
+    return (
+        f"{len(missing)} of {len(tasks)} file runs not done"
+        + (f" (stopped at {stop_at} UTC)" if run.stopped else "")
+        + ": "
+        + "; ".join(missing[:20])
+        + (" ..." if len(missing) > 20 else "")
+    )
 
 
 def _machine() -> dict:
@@ -916,16 +1129,29 @@ def _machine() -> dict:
     machine = harness.machine_info(PACKAGES)
     machine["dmargin_git"] = harness.git_revision(package.parent)
     # the benchmark's own files may be edited; whether the package itself was
-    status = subprocess.run(["git", "-C", str(package.parent), "status", "--porcelain", "--",
-                             package.name], capture_output=True, text=True)
-    machine["dmargin_git"]["package_dirty"] = (bool(status.stdout.strip())
-                                               if status.returncode == 0 else None)
+    status = subprocess.run(
+        ["git", "-C", str(package.parent), "status", "--porcelain", "--", package.name],
+        capture_output=True,
+        text=True,
+    )
+    machine["dmargin_git"]["package_dirty"] = (
+        bool(status.stdout.strip()) if status.returncode == 0 else None
+    )
     machine["dmargin_module"] = str(package)
     return machine
 
 
-def build_report(args, root: Path, files: list, sk_files: list, tasks: list, run: Run,
-                 names: list[str] | None, machine: dict, wall: float) -> dict:
+def build_report(
+    args,
+    root: Path,
+    files: list,
+    sk_files: list,
+    tasks: list,
+    run: Run,
+    names: list[str] | None,
+    machine: dict,
+    wall: float,
+) -> dict:
     """The variant of a run of the methods ``names`` (``None``: every method)."""
     runs = run.runs
     done_files = {e: sum(1 for (eng, _) in runs if eng == e) for e in ("dmargin", "skrebate")}
@@ -950,14 +1176,18 @@ def build_report(args, root: Path, files: list, sk_files: list, tasks: list, run
         "missing": missing,
         "failures": run.failures,
         "machine": machine,
-        "data": {"root": str(root), "files": len(files), "predictive": list(PREDICTIVE),
-                 "target": TARGET,
-                 "source": "EpistasisLab/rebate-benchmark 374d2a6, GAMETES_2.2 core 2-way epistasis"},
+        "data": {
+            "root": str(root),
+            "files": len(files),
+            "predictive": list(PREDICTIVE),
+            "target": TARGET,
+            "source": "EpistasisLab/rebate-benchmark 374d2a6, GAMETES_2.2 core 2-way epistasis",
+        },
         "jobs": args.jobs,
         "threads_per_fit": 1,
         "methods": _methods_info(methods),
         "rank_rule": "1 = largest score; a tie takes the worst rank of its group; detected = worse "
-                     "of the two predictive ranks <= 2",
+        "of the two predictive ranks <= 2",
         "files_total": len(files),
         "files_done": done_files,
         "warm_up_s": run.warm,
@@ -980,8 +1210,10 @@ def build_report(args, root: Path, files: list, sk_files: list, tasks: list, run
 
 
 def _methods_info(methods) -> dict:
-    return {m.name: {"rank": m.rank.__name__.strip("_"), "skrebate": m.skrebate is not None}
-            for m in methods}
+    return {
+        m.name: {"rank": m.rank.__name__.strip("_"), "skrebate": m.skrebate is not None}
+        for m in methods
+    }
 
 
 def _in_order(d: dict) -> dict:
@@ -990,8 +1222,17 @@ def _in_order(d: dict) -> dict:
     return dict(sorted(d.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
-def merge_report(stored: dict, args, root: Path, files: list, tasks: list, run: Run,
-                 names: list[str], machine: dict, wall: float) -> dict:
+def merge_report(
+    stored: dict,
+    args,
+    root: Path,
+    files: list,
+    tasks: list,
+    run: Run,
+    names: list[str],
+    machine: dict,
+    wall: float,
+) -> dict:
     """``stored`` with the methods ``names`` measured again by ``run`` (the others kept)."""
     report = dict(stored)
     runs = run.runs
@@ -1000,12 +1241,17 @@ def merge_report(stored: dict, args, root: Path, files: list, tasks: list, run: 
         for engine in ("dmargin", "skrebate"):
             r = runs.get((engine, entry["file"]))
             if r is not None:
-                entry[engine] = _in_order({**entry.get(engine, {}), **{
-                    name: _stored(res) for name, res in r["methods"].items()}})
+                entry[engine] = _in_order(
+                    {
+                        **entry.get(engine, {}),
+                        **{name: _stored(res) for name, res in r["methods"].items()},
+                    }
+                )
 
     def merged(old: dict, engine: str, sk_only: bool) -> dict:
-        new = summarise(files, runs, engine, [n for n in names if not sk_only
-                                              or select([n])[0].skrebate])
+        new = summarise(
+            files, runs, engine, [n for n in names if not sk_only or select([n])[0].skrebate]
+        )
         for key, cfg in new.items():
             target = old.setdefault(key, {**cfg, "methods": {}})
             target["methods"] = _in_order({**target["methods"], **cfg["methods"]})
@@ -1017,57 +1263,94 @@ def merge_report(stored: dict, args, root: Path, files: list, tasks: list, run: 
     report["overall"] = overall(summary, all_names)
     report["n1600_h0.4"] = overall(summary, all_names, lambda c: c["N"] == 1600 and c["h"] == 0.4)
     report["methods"] = _in_order({**report["methods"], **_methods_info(select(names))})
-    report["timing"] = {e: _in_order({**report["timing"][e], **timings(runs, e)})
-                        for e in ("dmargin", "skrebate")}
+    report["timing"] = {
+        e: _in_order({**report["timing"][e], **timings(runs, e)}) for e in ("dmargin", "skrebate")
+    }
     sk = report["skrebate"]
     sk["summary"] = merged(sk["summary"], "skrebate", True)
     sk["comparison"] = _in_order({**sk["comparison"], **compare_skrebate(files, runs, names)})
     missing = _missing(tasks, run, args.stop_at)
-    report["merged"] = [*stored.get("merged", []), {
-        "methods": names,
-        "complete": not missing and not run.failures,
-        "missing": missing,
-        "failures": run.failures,
-        "files_done": {e: sum(1 for (eng, _) in runs if eng == e) for e in ("dmargin", "skrebate")},
-        "machine": machine,
-        "jobs": args.jobs,
-        "warm_up_s": run.warm,
-        "cpu": run.cpu,
-        "total_wall_s": round(wall, 1),
-        "command": shlex.join(["python", "benchmarks/bench_gametes.py", *sys.argv[1:]]),
-    }]
+    report["merged"] = [
+        *stored.get("merged", []),
+        {
+            "methods": names,
+            "complete": not missing and not run.failures,
+            "missing": missing,
+            "failures": run.failures,
+            "files_done": {
+                e: sum(1 for (eng, _) in runs if eng == e) for e in ("dmargin", "skrebate")
+            },
+            "machine": machine,
+            "jobs": args.jobs,
+            "warm_up_s": run.warm,
+            "cpu": run.cpu,
+            "total_wall_s": round(wall, 1),
+            "command": shlex.join(["python", "benchmarks/bench_gametes.py", *sys.argv[1:]]),
+        },
+    ]
     report["complete"] = stored["complete"] and report["merged"][-1]["complete"]
     return report
 
 
 def main(argv=None) -> int:
     parser = harness.options(__doc__, quick="4 files (N 200-1600), every method, skrebate too")
-    parser.add_argument("--data", type=Path, default=None, metavar="DIR",
-                        help="the rebate-benchmark folder (default: <shared data>/"
-                             "rebate-benchmark, i.e. ../shared/data/rebate-benchmark beside the "
-                             "repository or $DMARGIN_DATA)")
-    parser.add_argument("--jobs", type=int, default=2, metavar="J",
-                        help="worker processes (default 2)")
-    parser.add_argument("--replicates", type=int, default=REPLICATES, metavar="R",
-                        help="run replicates 1..R of each configuration (default 30: all)")
-    parser.add_argument("--first-replicate", type=int, default=1, metavar="F",
-                        help="start at replicate F (with --replicates R: replicates F..R; "
-                             "default 1)")
-    parser.add_argument("--skrebate-replicates", type=int, default=REPLICATES, metavar="R",
-                        help="run skrebate on replicates 1..R of each configuration (default 30: "
-                             "all; 0: none)")
-    parser.add_argument("--methods", default=None, metavar="A,B,...",
-                        help="run only these methods (names as in the table, comma-separated; "
-                             "default: all)")
-    parser.add_argument("--merge", action="store_true",
-                        help="run --methods on the files of the stored --variant (skrebate where "
-                             "it ran there) and add them to it, the other methods' results kept")
-    parser.add_argument("--stop-at", default=None, metavar="HH:MM",
-                        help="UTC time after which no new file is started; what finished is stored "
-                             "with complete: false")
-    parser.add_argument("--rerender", action="store_true",
-                        help="recompute the markdown of the stored --variant from its JSON "
-                             "(no fits)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the rebate-benchmark folder (default: <shared data>/"
+        "rebate-benchmark, i.e. ../shared/data/rebate-benchmark beside the "
+        "repository or $DMARGIN_DATA)",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2, metavar="J", help="worker processes (default 2)"
+    )
+    parser.add_argument(
+        "--replicates",
+        type=int,
+        default=REPLICATES,
+        metavar="R",
+        help="run replicates 1..R of each configuration (default 30: all)",
+    )
+    parser.add_argument(
+        "--first-replicate",
+        type=int,
+        default=1,
+        metavar="F",
+        help="start at replicate F (with --replicates R: replicates F..R; default 1)",
+    )
+    parser.add_argument(
+        "--skrebate-replicates",
+        type=int,
+        default=REPLICATES,
+        metavar="R",
+        help="run skrebate on replicates 1..R of each configuration (default 30: all; 0: none)",
+    )
+    parser.add_argument(
+        "--methods",
+        default=None,
+        metavar="A,B,...",
+        help="run only these methods (names as in the table, comma-separated; default: all)",
+    )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="run --methods on the files of the stored --variant (skrebate where "
+        "it ran there) and add them to it, the other methods' results kept",
+    )
+    parser.add_argument(
+        "--stop-at",
+        default=None,
+        metavar="HH:MM",
+        help="UTC time after which no new file is started; what finished is stored "
+        "with complete: false",
+    )
+    parser.add_argument(
+        "--rerender",
+        action="store_true",
+        help="recompute the markdown of the stored --variant from its JSON (no fits)",
+    )
     args = harness.parse_args(parser, argv)
     names = None if args.methods is None else [n.strip() for n in args.methods.split(",")]
     if names is not None:
@@ -1092,8 +1375,10 @@ def main(argv=None) -> int:
         files = [f for f in files if f["file"] in entries]
         sk_files = [f for f in files if "skrebate" in entries[f["file"]]]
         if len(files) != len(entries):
-            raise SystemExit(f"bench_gametes: {len(entries) - len(files)} of the variant's files "
-                             f"are not under {root}")
+            raise SystemExit(
+                f"bench_gametes: {len(entries) - len(files)} of the variant's files "
+                f"are not under {root}"
+            )
     else:
         if args.quick:
             want = set(QUICK_FILES)

@@ -211,16 +211,20 @@ def warm_up(X, y, vls=False):
         policy.PARALLEL_MIN_WORK = min_work
     warm_s += harness.timed(dmargin.MultiSURF().fit, *small)[0]
     if vls:  # VLS's own steps (subsets, the score table) once
-        make = dmargin.VLS(dmargin.MultiSURF(), num_feature_subset=4, size_feature_subset=100,
-                           random_state=SEED)
+        make = dmargin.VLS(
+            dmargin.MultiSURF(), num_feature_subset=4, size_feature_subset=100, random_state=SEED
+        )
         warm_s += harness.timed(make.fit, *small)[0]
     return warm_s
 
 
 def make_vls(library, spec):
     """The VLS of ``library`` with the spec's S and Z, around MultiSURF, seed 74."""
-    params = {"num_feature_subset": spec["num_feature_subset"],
-              "size_feature_subset": spec["size_feature_subset"], "random_state": SEED}
+    params = {
+        "num_feature_subset": spec["num_feature_subset"],
+        "size_feature_subset": spec["size_feature_subset"],
+        "random_state": SEED,
+    }
     if library == "skrebate":
         import skrebate
 
@@ -253,17 +257,25 @@ def measure(spec):
     # VLS keeps no fitted estimator: the first subset's fit again, for its rows' dtype.
     compact = dmargin.MultiSURF().fit(X[:, est.subsets_[0]], y) if vls else est
     result = {
-        "n_samples": n, "n_features": a, "n_classes": N_CLASSES, "seed": spec["seed"],
+        "n_samples": n,
+        "n_features": a,
+        "n_classes": N_CLASSES,
+        "seed": spec["seed"],
         "class_counts": np.bincount(y, minlength=N_CLASSES).tolist(),
         "compact_dtype": str(compact.compact_dtype_),
         "data_mib_uint8": round(X.nbytes / 2**20, 1),
         "data_mib_as_float64": round(8 * X.nbytes / 2**20, 1),
-        "generate_s": round(generate_s, 2), "rss_after_data_mib": round(rss_data, 1),
-        "warmup_fit_s": round(warm_s, 2), "fit_s": round(fit_s, 2),
-        "peak_rss_fit_mib": round(sampler.peak / 2**20, 1), "rss_samples": sampler.samples,
+        "generate_s": round(generate_s, 2),
+        "rss_after_data_mib": round(rss_data, 1),
+        "warmup_fit_s": round(warm_s, 2),
+        "fit_s": round(fit_s, 2),
+        "peak_rss_fit_mib": round(sampler.peak / 2**20, 1),
+        "rss_samples": sampler.samples,
         "peak_rss_process_mib": round(harness.peak_rss_mib(), 1),
-        "pair_columns": [int(c) for c in pair], "pair_ranks": pair_ranks,
-        "marginal_columns": [int(c) for c in marginal], "marginal_ranks": marginal_ranks,
+        "pair_columns": [int(c) for c in pair],
+        "pair_ranks": pair_ranks,
+        "marginal_columns": [int(c) for c in marginal],
+        "marginal_ranks": marginal_ranks,
         "marginal_in_top_20": int(sum(r <= N_MARGINAL for r in marginal_ranks)),
         "marginal_in_top_100": int(sum(r <= 100 for r in marginal_ranks)),
         "top_10_columns": [int(c) for c in np.argsort(-scores, kind="stable")[:10]],
@@ -286,21 +298,23 @@ def vls_planted(est, X, y, pair, marginal):
         "subsets_per_snp_mean": round(sum(map(len, holds)) / X.shape[1], 3),
         "pair_subset_counts": [sum(int(c) in s for s in holds) for c in pair],
         "marginal_subset_counts": [sum(int(c) in s for s in holds) for c in marginal],
-        "pair_shared_subsets": shared, "pair_shared": bool(shared),
+        "pair_shared_subsets": shared,
+        "pair_shared": bool(shared),
         "pair_ranks_in_shared_subset": None,
     }
     if shared:  # the pair's ranks among the first shared subset's SNPs alone
         cols = est.subsets_[shared[0]]
         alone = dmargin.MultiSURF().fit(X[:, cols], y).feature_importances_
         out["pair_ranks_in_shared_subset"] = ranks(
-            alone, [int(np.flatnonzero(cols == c)[0]) for c in pair])
+            alone, [int(np.flatnonzero(cols == c)[0]) for c in pair]
+        )
     return out
 
 
 def measure_slice(spec):
     """One VLS fit on the first ``spec["slice"]`` SNPs of the data, one library and dtype."""
     X, y, _, _ = make_gwas(spec["n"], spec["a"], spec["seed"])
-    X = np.ascontiguousarray(X[:, :spec["slice"]])  # a copy: the full matrix is freed
+    X = np.ascontiguousarray(X[:, : spec["slice"]])  # a copy: the full matrix is freed
     if spec["dtype"] == "float64":
         X = X.astype(np.float64)
     # skrebate has nothing to compile: only dmargin warms up.
@@ -310,13 +324,18 @@ def measure_slice(spec):
     with PeakSampler() as sampler:
         fit_s, est = harness.timed(est.fit, X, y)
     load = monitor.stop()
-    return {"library": spec["library"], "rows_as": str(X.dtype),
-            "n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
-            "warmup_fit_s": None if warm_s is None else round(warm_s, 2),
-            "fit_s": round(fit_s, 2), "peak_rss_fit_mib": round(sampler.peak / 2**20, 1),
-            # Every digit, for the agreement check; the parent drops them.
-            "scores": np.asarray(est.feature_importances_, dtype=np.float64).tolist(),
-            **load}
+    return {
+        "library": spec["library"],
+        "rows_as": str(X.dtype),
+        "n_samples": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        "warmup_fit_s": None if warm_s is None else round(warm_s, 2),
+        "fit_s": round(fit_s, 2),
+        "peak_rss_fit_mib": round(sampler.peak / 2**20, 1),
+        # Every digit, for the agreement check; the parent drops them.
+        "scores": np.asarray(est.feature_importances_, dtype=np.float64).tolist(),
+        **load,
+    }
 
 
 # --------------------------------------------------------------------------- #
@@ -327,24 +346,55 @@ def render(out):
     if not r.get("ok", True) or "fit_s" not in r:
         return f"failed: {r.get('error')}"
     t = out["targets"]
-    disturbed = (" ({}: other processes kept {} cores busy during the fit, 1-minute load {}; "
-                 "the fit had {} of its {} threads' cores)").format(
-        "disturbed" if out["disturbed"] else "quiet", r["other_cores_busy"], r["loadavg_1min"],
-        r["own_cores_busy"], out["threads"])
+    disturbed = (
+        " ({}: other processes kept {} cores busy during the fit, 1-minute load {}; "
+        "the fit had {} of its {} threads' cores)"
+    ).format(
+        "disturbed" if out["disturbed"] else "quiet",
+        r["other_cores_busy"],
+        r["loadavg_1min"],
+        r["own_cores_busy"],
+        out["threads"],
+    )
     vls = out.get("estimator") == "vls"
-    name = (f"VLS(MultiSURF(), {r['num_feature_subset']} x {r['size_feature_subset']:,} SNPs)"
-            if vls else "MultiSURF()")
-    rows = [[name, f"{r['n_samples']:,} x {r['n_features']:,}", r["compact_dtype"],
-             f"{r['data_mib_uint8']:,.0f} MiB (float64 {r['data_mib_as_float64']:,.0f})",
-             r["fit_s"], r["warmup_fit_s"], f"{r['peak_rss_fit_mib']:,.0f}",
-             f"{r['peak_rss_process_mib']:,.0f}", ", ".join(map(str, r["pair_ranks"])),
-             f"{r['marginal_in_top_20']} / 20 (top 100: {r['marginal_in_top_100']})"]]
+    name = (
+        f"VLS(MultiSURF(), {r['num_feature_subset']} x {r['size_feature_subset']:,} SNPs)"
+        if vls
+        else "MultiSURF()"
+    )
+    rows = [
+        [
+            name,
+            f"{r['n_samples']:,} x {r['n_features']:,}",
+            r["compact_dtype"],
+            f"{r['data_mib_uint8']:,.0f} MiB (float64 {r['data_mib_as_float64']:,.0f})",
+            r["fit_s"],
+            r["warmup_fit_s"],
+            f"{r['peak_rss_fit_mib']:,.0f}",
+            f"{r['peak_rss_process_mib']:,.0f}",
+            ", ".join(map(str, r["pair_ranks"])),
+            f"{r['marginal_in_top_20']} / 20 (top 100: {r['marginal_in_top_100']})",
+        ]
+    ]
     table = harness.markdown_table(
-        ["estimator", "N x A", "rows as", "data", "fit s", "warm-up (compile) s",
-         "peak RSS in fit MiB", "peak RSS process MiB", "interacting pair ranks",
-         "marginal SNPs in top 20"], rows)
-    text = (table + f"\n\nTarget under {TARGET_S:.0f} s: {'met' if t['time_met'] else 'missed'}; "
-            f"under {TARGET_GB:g} GB peak: {'met' if t['memory_met'] else 'missed'}{disturbed}.")
+        [
+            "estimator",
+            "N x A",
+            "rows as",
+            "data",
+            "fit s",
+            "warm-up (compile) s",
+            "peak RSS in fit MiB",
+            "peak RSS process MiB",
+            "interacting pair ranks",
+            "marginal SNPs in top 20",
+        ],
+        rows,
+    )
+    text = (
+        table + f"\n\nTarget under {TARGET_S:.0f} s: {'met' if t['time_met'] else 'missed'}; "
+        f"under {TARGET_GB:g} GB peak: {'met' if t['memory_met'] else 'missed'}{disturbed}."
+    )
     return text + (render_vls(out) if vls else "")
 
 
@@ -353,30 +403,49 @@ def render_vls(out):
     r, c = out["run"], out["vs_skrebate"]
     if r["pair_shared"]:
         ranks_in = ", ".join(map(str, r["pair_ranks_in_shared_subset"]))
-        pair = (f"shared {len(r['pair_shared_subsets'])} of the {r['num_feature_subset']} "
-                f"subsets (ranks {ranks_in} among the first one's SNPs)")
+        pair = (
+            f"shared {len(r['pair_shared_subsets'])} of the {r['num_feature_subset']} "
+            f"subsets (ranks {ranks_in} among the first one's SNPs)"
+        )
     else:
         pair = f"shared none of the {r['num_feature_subset']} subsets"
-    text = (f"\n\nEach SNP in {r['subsets_per_snp_mean']} subsets on average; the interacting "
-            f"pair's SNPs sat in {r['pair_subset_counts'][0]} and {r['pair_subset_counts'][1]} "
-            f"subsets and {pair}.")
+    text = (
+        f"\n\nEach SNP in {r['subsets_per_snp_mean']} subsets on average; the interacting "
+        f"pair's SNPs sat in {r['pair_subset_counts'][0]} and {r['pair_subset_counts'][1]} "
+        f"subsets and {pair}."
+    )
     rows = []
     for fit in c["fits"]:
         ok = fit.get("ok") and "fit_s" in fit
-        rows.append([f"{fit['library']} VLS(MultiSURF())", fit.get("rows_as", fit["dtype"]),
-                     f"{c['n_samples']:,} x {c['n_features']:,}",
-                     f"{c['num_feature_subset']} x {c['size_feature_subset']:,}",
-                     fit["fit_s"] if ok else f"failed: {fit.get('error', '')[-80:]}",
-                     fit.get("warmup_fit_s"),
-                     f"{fit['skrebate_over_this']:.1f}x" if fit.get("skrebate_over_this")
-                     else None,
-                     f"{fit['max_abs_diff_vs_skrebate']:.1e}"
-                     if fit.get("max_abs_diff_vs_skrebate") is not None else None,
-                     fit.get("other_cores_busy")])
+        rows.append(
+            [
+                f"{fit['library']} VLS(MultiSURF())",
+                fit.get("rows_as", fit["dtype"]),
+                f"{c['n_samples']:,} x {c['n_features']:,}",
+                f"{c['num_feature_subset']} x {c['size_feature_subset']:,}",
+                fit["fit_s"] if ok else f"failed: {fit.get('error', '')[-80:]}",
+                fit.get("warmup_fit_s"),
+                f"{fit['skrebate_over_this']:.1f}x" if fit.get("skrebate_over_this") else None,
+                f"{fit['max_abs_diff_vs_skrebate']:.1e}"
+                if fit.get("max_abs_diff_vs_skrebate") is not None
+                else None,
+                fit.get("other_cores_busy"),
+            ]
+        )
     table = harness.markdown_table(
-        ["library", "rows as", "N x A (first SNPs)", "subsets x SNPs", "fit s (1 thread)",
-         "warm-up (compile) s", "skrebate's time over this", "max abs diff vs skrebate",
-         "other processes' cores"], rows)
+        [
+            "library",
+            "rows as",
+            "N x A (first SNPs)",
+            "subsets x SNPs",
+            "fit s (1 thread)",
+            "warm-up (compile) s",
+            "skrebate's time over this",
+            "max abs diff vs skrebate",
+            "other processes' cores",
+        ],
+        rows,
+    )
     return text + "\n\n" + table
 
 
@@ -385,13 +454,26 @@ def vls_slice(args, a, quick):
     and how they compare."""
     width = SLICE_SNPS_QUICK if quick else SLICE_SNPS
     size = SLICE_SIZE_QUICK if quick else SLICE_SIZE
-    spec = {"n": N, "a": a, "seed": SEED, "estimator": "vls-slice", "slice": width,
-            "num_feature_subset": vls_subsets(width, size), "size_feature_subset": size}
+    spec = {
+        "n": N,
+        "a": a,
+        "seed": SEED,
+        "estimator": "vls-slice",
+        "slice": width,
+        "num_feature_subset": vls_subsets(width, size),
+        "size_feature_subset": size,
+    }
     fits = []
     for library, dtype in SLICE_FITS:
-        run = harness.launch(__file__, {**spec, "library": library, "dtype": dtype}, threads=1,
-                             timeout=3600, quiet_cores=VLS_QUIET_CORES,
-                             idle_wait=args.idle_wait, attempts=args.attempts)
+        run = harness.launch(
+            __file__,
+            {**spec, "library": library, "dtype": dtype},
+            threads=1,
+            timeout=3600,
+            quiet_cores=VLS_QUIET_CORES,
+            idle_wait=args.idle_wait,
+            attempts=args.attempts,
+        )
         fits.append({"library": library, "dtype": dtype, **run})
     sk = next(f for f in fits if f["library"] == "skrebate")
     for fit in fits:  # a fit that failed has no scores
@@ -402,23 +484,42 @@ def vls_slice(args, a, quick):
     for fit in fits:
         fit.pop("scores", None)
     ok = [f for f in fits if f.get("ok") and "fit_s" in f]
-    return {"n_samples": N, "n_features": width, "of_n_features": a,
-            "num_feature_subset": spec["num_feature_subset"], "size_feature_subset": size,
-            "threads": 1, "fits": fits,
-            "disturbed": any((f.get("other_cores_busy") or 0) >= VLS_QUIET_CORES for f in ok),
-            "note": f"the first {width:,} of the {a:,} SNPs (1/{a // width})" + (
-                "" if quick else ", not 1/20: skrebate's VLS + MultiSURF on 1/20 (11,500 "
-                "SNPs, 23 subsets of 1,000) would take over an hour here")}
+    return {
+        "n_samples": N,
+        "n_features": width,
+        "of_n_features": a,
+        "num_feature_subset": spec["num_feature_subset"],
+        "size_feature_subset": size,
+        "threads": 1,
+        "fits": fits,
+        "disturbed": any((f.get("other_cores_busy") or 0) >= VLS_QUIET_CORES for f in ok),
+        "note": f"the first {width:,} of the {a:,} SNPs (1/{a // width})"
+        + (
+            ""
+            if quick
+            else ", not 1/20: skrebate's VLS + MultiSURF on 1/20 (11,500 "
+            "SNPs, 23 subsets of 1,000) would take over an hour here"
+        ),
+    }
 
 
 def main(argv=None):
-    parser = harness.options(__doc__, quick=f"{N:,} x {A_QUICK:,} SNPs", idle_wait=600,
-                             attempts=1, worker=True)
-    parser.add_argument("--snps", type=int, default=None, help="number of SNPs (default: "
-                        f"{A:,}, {A_QUICK:,} with --quick)")
-    parser.add_argument("--estimator", choices=("multisurf", "vls"), default="multisurf",
-                        help="MultiSURF() (default), or VLS + MultiSURF and the slice against "
-                             "skrebate (stored as variant vls unless --variant is given)")
+    parser = harness.options(
+        __doc__, quick=f"{N:,} x {A_QUICK:,} SNPs", idle_wait=600, attempts=1, worker=True
+    )
+    parser.add_argument(
+        "--snps",
+        type=int,
+        default=None,
+        help=f"number of SNPs (default: {A:,}, {A_QUICK:,} with --quick)",
+    )
+    parser.add_argument(
+        "--estimator",
+        choices=("multisurf", "vls"),
+        default="multisurf",
+        help="MultiSURF() (default), or VLS + MultiSURF and the slice against "
+        "skrebate (stored as variant vls unless --variant is given)",
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.emit_result(measure(json.loads(args.worker)))
@@ -428,25 +529,42 @@ def main(argv=None):
     a = args.snps or (A_QUICK if args.quick else A)
     spec = {"n": N, "a": a, "seed": SEED}
     if vls:
-        spec.update(estimator="vls", num_feature_subset=vls_subsets(a, VLS_SIZE),
-                    size_feature_subset=VLS_SIZE)
-    run = harness.launch(__file__, spec, threads=THREADS, timeout=3600,
-                         quiet_cores=VLS_QUIET_CORES if vls else 1.0,
-                         idle_wait=args.idle_wait, attempts=args.attempts)
+        spec.update(
+            estimator="vls",
+            num_feature_subset=vls_subsets(a, VLS_SIZE),
+            size_feature_subset=VLS_SIZE,
+        )
+    run = harness.launch(
+        __file__,
+        spec,
+        threads=THREADS,
+        timeout=3600,
+        quiet_cores=VLS_QUIET_CORES if vls else 1.0,
+        idle_wait=args.idle_wait,
+        attempts=args.attempts,
+    )
     ok = run.get("ok", False) and "fit_s" in run
     peak_gb = run.get("peak_rss_process_mib", float("nan")) * 2**20 / 1e9
-    out = {"benchmark": "gwas", "mode": "quick" if args.quick else "full",
-           "machine": harness.machine_info(VLS_PACKAGES if vls else PACKAGES),
-           "revision": harness.git_revision(harness.REPO),
-           **({"estimator": "vls"} if vls else {}),
-           "threads": THREADS, "epistasis_weight": EPISTASIS_WEIGHT, "beta": BETA,
-           "run": run,
-           "disturbed": bool(ok and (run.get("other_cores_busy") or 0) >= 0.5),
-           "targets": {"time_s": TARGET_S, "memory_gb": TARGET_GB,
-                       "time_met": bool(ok and run["fit_s"] < TARGET_S),
-                       "memory_met": bool(ok and peak_gb < TARGET_GB),
-                       "peak_gb": round(peak_gb, 3) if ok else None,
-                       "at_target_size": a == A}}
+    out = {
+        "benchmark": "gwas",
+        "mode": "quick" if args.quick else "full",
+        "machine": harness.machine_info(VLS_PACKAGES if vls else PACKAGES),
+        "revision": harness.git_revision(harness.REPO),
+        **({"estimator": "vls"} if vls else {}),
+        "threads": THREADS,
+        "epistasis_weight": EPISTASIS_WEIGHT,
+        "beta": BETA,
+        "run": run,
+        "disturbed": bool(ok and (run.get("other_cores_busy") or 0) >= 0.5),
+        "targets": {
+            "time_s": TARGET_S,
+            "memory_gb": TARGET_GB,
+            "time_met": bool(ok and run["fit_s"] < TARGET_S),
+            "memory_met": bool(ok and peak_gb < TARGET_GB),
+            "peak_gb": round(peak_gb, 3) if ok else None,
+            "at_target_size": a == A,
+        },
+    }
     if vls:
         out["vs_skrebate"] = vls_slice(args, a, args.quick)
     out["markdown"] = render(out)

@@ -104,10 +104,18 @@ TABLE2_ROWS = {
 }
 TABLE3_HEADER = "ADB RF XGB BIM"
 TABLE3_ROWS = {
-    "BCW": "78.2 78.6 78.6 78.3", "CRY": "90.4 92.9 89.9 91.5", "CUS": "90.8 91.1 91.4 91.0",
-    "ECO": "98.0 98.9 98.2 98.6", "GLA": "85.0 87.0 87.9 86.8", "HMS": "65.8 72.1 70.0 72.0",
-    "LYM": "84.8 87.0 87.4 88.1", "MON": "98.4 95.8 99.1 99.7", "PAR": "90.5 91.0 91.9 93.2",
-    "PID": "73.5 76.0 75.1 76.2", "STA": "69.0 71.3 69.5 74.1", "WIN": "97.5 99.1 98.2 99.1",
+    "BCW": "78.2 78.6 78.6 78.3",
+    "CRY": "90.4 92.9 89.9 91.5",
+    "CUS": "90.8 91.1 91.4 91.0",
+    "ECO": "98.0 98.9 98.2 98.6",
+    "GLA": "85.0 87.0 87.9 86.8",
+    "HMS": "65.8 72.1 70.0 72.0",
+    "LYM": "84.8 87.0 87.4 88.1",
+    "MON": "98.4 95.8 99.1 99.7",
+    "PAR": "90.5 91.0 91.9 93.2",
+    "PID": "73.5 76.0 75.1 76.2",
+    "STA": "69.0 71.3 69.5 74.1",
+    "WIN": "97.5 99.1 98.2 99.1",
 }
 TABLE1_HEADER = "SV1 SV2 LAS DT NBC 1NN 3NN SOD RF XGB IM4 EGT B4G"
 TABLE1_ROWS = {
@@ -117,9 +125,21 @@ TABLE1_ROWS = {
 }
 # Paper Table 4 (Appendix A): features x instances the authors report.
 TABLE4 = {
-    "BCW": (9, 116), "CRY": (6, 90), "CUS": (7, 440), "ECO": (5, 220), "GLA": (9, 146),
-    "HMS": (3, 306), "LYM": (16, 142), "MON": (6, 432), "PAR": (22, 194), "PID": (8, 768),
-    "STA": (12, 256), "WIN": (13, 130), "COL": (2000, 62), "BRE": (24481, 78), "PRO": (12600, 136),
+    "BCW": (9, 116),
+    "CRY": (6, 90),
+    "CUS": (7, 440),
+    "ECO": (5, 220),
+    "GLA": (9, 146),
+    "HMS": (3, 306),
+    "LYM": (16, 142),
+    "MON": (6, 432),
+    "PAR": (22, 194),
+    "PID": (8, 768),
+    "STA": (12, 256),
+    "WIN": (13, 130),
+    "COL": (2000, 62),
+    "BRE": (24481, 78),
+    "PRO": (12600, 136),
 }
 TRANSCRIPTION_NOTES = [
     "Tables transcribed from a text export of the paper (Entropy 2020); numeric cells of the "
@@ -151,15 +171,17 @@ def _two_largest(ds: Dataset) -> Dataset:
     ds2 = Dataset(ds.name, ds.X[mask], y, ds.feature_names, cls, ds.source, list(ds.notes))
     ds2.notes.append(
         f"two largest classes kept (paper §4.2.2): {[str(c) for c in cls]}, "
-        f"{mask.sum()} of {len(mask)} rows")
+        f"{mask.sum()} of {len(mask)} rows"
+    )
     return ds2
 
 
 def _from_frame(df: pd.DataFrame, label: str, name: str, source: str) -> Dataset:
     y, classes = _encode(df[label].to_numpy())
     Xdf = df.drop(columns=[label])
-    return Dataset(name, Xdf.to_numpy(dtype=np.float64), y, [str(c) for c in Xdf.columns],
-                   classes, source)
+    return Dataset(
+        name, Xdf.to_numpy(dtype=np.float64), y, [str(c) for c in Xdf.columns], classes, source
+    )
 
 
 def load_bcw() -> Dataset:
@@ -186,7 +208,8 @@ def load_bcw_coimbra() -> Dataset:
     ds.notes.append(
         "UCI Breast Cancer Coimbra (dataR2.csv), 116 x 9, label Classification (1 healthy, "
         "2 patient), every feature continuous: the size the paper's Table 4 gives for BCW, so "
-        "scored against the paper's BCW row")
+        "scored against the paper's BCW row"
+    )
     return ds
 
 
@@ -201,7 +224,9 @@ def load_cus() -> Dataset:
     rel = "wholesale-customers/Wholesale customers data.csv"
     df = pd.read_csv(data_path(rel)).drop(columns=["CustomerID"])
     ds = _from_frame(df, "Channel", "CUS", rel)
-    ds.notes.append("label Channel; mirror's CustomerID dropped; Region kept as a feature (7 features)")
+    ds.notes.append(
+        "label Channel; mirror's CustomerID dropped; Region kept as a feature (7 features)"
+    )
     return ds
 
 
@@ -212,7 +237,8 @@ def load_eco() -> Dataset:
     ds.feature_names = [ds.feature_names[j] for j in keep]
     ds.notes.append(
         "PMLB ecoli; binary features lip and chg dropped (chg is constant and lip nearly so on "
-        "the two classes kept) to match the paper's 5 features (Table 4: 5 x 220)")
+        "the two classes kept) to match the paper's 5 features (Table 4: 5 x 220)"
+    )
     return ds
 
 
@@ -226,8 +252,10 @@ def load_hms() -> Dataset:
 
 def load_lym() -> Dataset:
     ds = _two_largest(load_pmlb("lymphography/lymphography.tsv.gz", "LYM"))
-    ds.notes.append("PMLB lymphography has 18 features; the paper's Table 4 says 16 (which two "
-                    "were dropped is not stated; none is constant on the two classes) -> all 18 kept")
+    ds.notes.append(
+        "PMLB lymphography has 18 features; the paper's Table 4 says 16 (which two "
+        "were dropped is not stated; none is constant on the two classes) -> all 18 kept"
+    )
     return ds
 
 
@@ -242,7 +270,8 @@ def load_mon() -> Dataset:
         "rows = the full 432-row UCI monks-1 test set (paper Table 4: 6 x 432). MONK-1 rather "
         "than -2/-3: the paper's linear baselines (LAS 75.0, LDA 74.4, NBC 74.0) sit at 75 %, "
         "the accuracy of the best rule linear in one-hot features on MONK-1 ('a5 = 1'); on "
-        "MONK-2 the majority class alone gives 67 % and MONK-3 is ~97 % linearly separable")
+        "MONK-2 the majority class alone gives 67 % and MONK-3 is ~97 % linearly separable"
+    )
     return ds
 
 
@@ -256,8 +285,10 @@ def load_par() -> Dataset:
     X = np.asarray(park["xx"], dtype=np.float64)
     y, classes = _encode(np.asarray(park["yy"]))
     ds = Dataset("PAR", X, y, [f"x{j}" for j in range(X.shape[1])], classes, rel)
-    ds.notes.append(f"the authors' own copy (park.rda from their R package), {X.shape[0]} x {X.shape[1]}, "
-                    "already standardised by them (we standardise again on each training fold)")
+    ds.notes.append(
+        f"the authors' own copy (park.rda from their R package), {X.shape[0]} x {X.shape[1]}, "
+        "already standardised by them (we standardise again on each training fold)"
+    )
     return ds
 
 
@@ -267,7 +298,8 @@ def _load_par_uci() -> Dataset:
     ds = _from_frame(df, "status", "PAR", rel)
     ds.notes.append(
         "UCI parkinsons.data 195 x 22 ('name' dropped): the authors' 194-row park.rda needs the "
-        "'rdata' package (bench extra), not installed")
+        "'rdata' package (bench extra), not installed"
+    )
     return ds
 
 
@@ -293,8 +325,15 @@ CATEGORICAL = {
     "CUS": ["Region"],
     "LYM": "all",  # every lymphography attribute is a coded category or a binned count
     "MON": "all",  # six nominal attributes
-    "STA": ["sex", "chest", "fasting_blood_sugar", "resting_electrocardiographic_results",
-            "exercise_induced_angina", "slope", "thal"],  # UCI: binary 2,6,9; nominal 3,7,13; ordered 11
+    "STA": [
+        "sex",
+        "chest",
+        "fasting_blood_sugar",
+        "resting_electrocardiographic_results",
+        "exercise_induced_angina",
+        "slope",
+        "thal",
+    ],  # UCI: binary 2,6,9; nominal 3,7,13; ordered 11
 }
 
 
@@ -326,9 +365,21 @@ def normalise(Xtr, Xte, categorical, mode="continuous"):
     return Xtr, Xte
 
 
-UCI = {"BCW": load_bcw, "BCW-Coimbra": load_bcw_coimbra, "CRY": load_cry, "CUS": load_cus,
-       "ECO": load_eco, "GLA": load_gla, "HMS": load_hms, "LYM": load_lym, "MON": load_mon,
-       "PAR": load_par, "PID": load_pid, "STA": load_sta, "WIN": load_win}
+UCI = {
+    "BCW": load_bcw,
+    "BCW-Coimbra": load_bcw_coimbra,
+    "CRY": load_cry,
+    "CUS": load_cus,
+    "ECO": load_eco,
+    "GLA": load_gla,
+    "HMS": load_hms,
+    "LYM": load_lym,
+    "MON": load_mon,
+    "PAR": load_par,
+    "PID": load_pid,
+    "STA": load_sta,
+    "WIN": load_win,
+}
 
 
 def load_col() -> Dataset:
@@ -345,16 +396,20 @@ def _csv_last(rel: str, name: str) -> Dataset:
 
 def load_pro() -> Dataset:
     ds = _csv_last("prostate-ge/singh.csv.gz", "PRO")
-    ds.notes.append("Singh prostate, datamicroarray singh (derived CSV) 102 x 12600; the paper's "
-                    "Table 4 says 136 x 12600 (probably training + independent test set)")
+    ds.notes.append(
+        "Singh prostate, datamicroarray singh (derived CSV) 102 x 12600; the paper's "
+        "Table 4 says 136 x 12600 (probably training + independent test set)"
+    )
     return ds
 
 
 def load_bre() -> Dataset:
     ds = _csv_last("breast-west/west.csv.gz", "BRE*")
-    ds.notes.append("STAND-IN: West et al. 2001 breast ER status, 49 x 7129 (datamicroarray west). "
-                    "The paper's BRE is van't Veer 2002, 78 x 24481 - a different study; numbers "
-                    "are not directly comparable")
+    ds.notes.append(
+        "STAND-IN: West et al. 2001 breast ER status, 49 x 7129 (datamicroarray west). "
+        "The paper's BRE is van't Veer 2002, 78 x 24481 - a different study; numbers "
+        "are not directly comparable"
+    )
     return ds
 
 
@@ -401,9 +456,22 @@ def _choose(scores, order_first=None):
     return int(np.argmax(scores))
 
 
-def uci_fold_task(name, loader, rep, fold, seed, do_igt, bim_estimators, folds=10, inner=10,
-                  normalisation="continuous", scope="fold", init="identity", sigmas=tuple(SIGMA_GRID),
-                  ceiling=True):
+def uci_fold_task(
+    name,
+    loader,
+    rep,
+    fold,
+    seed,
+    do_igt,
+    bim_estimators,
+    folds=10,
+    inner=10,
+    normalisation="continuous",
+    scope="fold",
+    init="identity",
+    sigmas=tuple(SIGMA_GRID),
+    ceiling=True,
+):
     import dmargin
     from sklearn.model_selection import StratifiedKFold
     from sklearn.neighbors import KNeighborsClassifier
@@ -424,7 +492,13 @@ def uci_fold_task(name, loader, rep, fold, seed, do_igt, bim_estimators, folds=1
     igt_init = {"init": init, "random_state": seed + 1000 * rep + fold}
     Xtr, Xte = normalise(X[tr], X[te], cat, normalisation)
     ytr, yte = y[tr], y[te]
-    out = {"dataset": name, "rep": rep, "fold": fold, "errors": [], "warnings": collections.Counter()}
+    out = {
+        "dataset": name,
+        "rep": rep,
+        "fold": fold,
+        "errors": [],
+        "warnings": collections.Counter(),
+    }
     with warnings.catch_warnings(record=True) as wlog:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
@@ -442,7 +516,9 @@ def uci_fold_task(name, loader, rep, fold, seed, do_igt, bim_estimators, folds=1
                 yi, yv = ytr[itr], ytr[iva]
                 for g, (s, p) in enumerate(grid_igt):
                     try:
-                        m = dmargin.Immigrate(sigma=s, prune=p, max_iter=10, scale=None, **igt_init).fit(Xi, yi)
+                        m = dmargin.Immigrate(
+                            sigma=s, prune=p, max_iter=10, scale=None, **igt_init
+                        ).fit(Xi, yi)
                         for k, sp in enumerate(sigmas):
                             S[g, k] += _acc(m.set_params(prediction_sigma=sp), Xv, yv)
                     except Exception as exc:  # recorded, grid point scores 0 for this fold
@@ -458,16 +534,21 @@ def uci_fold_task(name, loader, rep, fold, seed, do_igt, bim_estimators, folds=1
             sc_r = S[:, sigmas.index(1.0)]  # the R package: sigma = 1 at prediction
             g_own, g_r = _choose(sc_own), _choose(sc_r)
             flat = S.ravel()
-            g_d, k_d = divmod(_choose(flat, [g * S.shape[1] + own[g] for g in range(len(grid_igt))]), S.shape[1])
+            g_d, k_d = divmod(
+                _choose(flat, [g * S.shape[1] + own[g] for g in range(len(grid_igt))]), S.shape[1]
+            )
             choices = {"IGT": (g_own, None), "IGT_R": (g_r, 1.0), "IGT_D": (g_d, sigmas[k_d])}
             fits = {}
             t1 = time.perf_counter()
             for key, (g, sp) in choices.items():
                 s, p = grid_igt[g]
                 try:
-                    if g not in fits:  # W does not depend on the prediction sigma: one fit per point
-                        fits[g] = dmargin.Immigrate(sigma=s, prune=p, max_iter=10, scale=None,
-                                                   **igt_init).fit(Xtr, ytr)
+                    if (
+                        g not in fits
+                    ):  # W does not depend on the prediction sigma: one fit per point
+                        fits[g] = dmargin.Immigrate(
+                            sigma=s, prune=p, max_iter=10, scale=None, **igt_init
+                        ).fit(Xtr, ytr)
                     out[key] = _acc(fits[g].set_params(prediction_sigma=sp), Xte, yte)
                 except Exception as exc:
                     out["errors"].append(f"{key} final sigma={s} prune={p}: {exc!r}")
@@ -480,8 +561,9 @@ def uci_fold_task(name, loader, rep, fold, seed, do_igt, bim_estimators, folds=1
                 for g, (s, p) in enumerate(grid_igt):
                     try:
                         if g not in fits:
-                            fits[g] = dmargin.Immigrate(sigma=s, prune=p, max_iter=10, scale=None,
-                                                       **igt_init).fit(Xtr, ytr)
+                            fits[g] = dmargin.Immigrate(
+                                sigma=s, prune=p, max_iter=10, scale=None, **igt_init
+                            ).fit(Xtr, ytr)
                         for k, sp in enumerate(sigmas):
                             T[g, k] = _acc(fits[g].set_params(prediction_sigma=sp), Xte, yte)
                     except Exception as exc:
@@ -494,7 +576,11 @@ def uci_fold_task(name, loader, rep, fold, seed, do_igt, bim_estimators, folds=1
             s, p = grid_igt[g_own]
             out["IGT_choice"] = {"sigma": s, "prune": p is not None}
             s, p = grid_igt[g_d]
-            out["IGT_D_choice"] = {"sigma": s, "prune": p is not None, "prediction_sigma": sigmas[k_d]}
+            out["IGT_D_choice"] = {
+                "sigma": s,
+                "prune": p is not None,
+                "prediction_sigma": sigmas[k_d],
+            }
             # The rule (eq. 3.18 or R) as one more hyperparameter; ties go to eq. 3.18.
             use_r = sc_r.max() > sc_own.max()
             out["IGT_CV"] = out.get("IGT_R") if use_r else out.get("IGT")
@@ -510,8 +596,13 @@ def uci_fold_task(name, loader, rep, fold, seed, do_igt, bim_estimators, folds=1
         if bim_estimators:
             t2 = time.perf_counter()
             try:
-                m = dmargin.BoostedImmigrate(n_estimators=bim_estimators, sigma_max=4.0, sigma_min=0.2,
-                                             max_iter=5, scale=None).fit(Xtr, ytr)
+                m = dmargin.BoostedImmigrate(
+                    n_estimators=bim_estimators,
+                    sigma_max=4.0,
+                    sigma_min=0.2,
+                    max_iter=5,
+                    scale=None,
+                ).fit(Xtr, ytr)
                 out["BIM"] = _acc(m, Xte, yte)
                 n_kept = getattr(m, "estimators_", None)
                 out["BIM_n_learners"] = None if n_kept is None else len(n_kept)
@@ -535,14 +626,22 @@ def micro_fold_task(name, loader, rep, fold, seed, folds=10):
     outer = StratifiedKFold(folds, shuffle=True, random_state=seed + rep)
     tr, te = list(outer.split(X, y))[fold]
     Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
-    out = {"dataset": name, "rep": rep, "fold": fold, "errors": [], "warnings": collections.Counter()}
+    out = {
+        "dataset": name,
+        "rep": rep,
+        "fold": fold,
+        "errors": [],
+        "warnings": collections.Counter(),
+    }
     with warnings.catch_warnings(record=True) as wlog:
         warnings.simplefilter("always")
         sc = StandardScaler().fit(Xtr)
         knn = KNeighborsClassifier(1).fit(np.nan_to_num(sc.transform(Xtr)), ytr)
         out["1NN"] = float(np.mean(knn.predict(np.nan_to_num(sc.transform(Xte))) == yte))
-        for key, make in (("IM4", lambda: dmargin.IM4E(sigma=1.0)),
-                          ("EGT", lambda: dmargin.IM4EImmigrate(sigma=1.0, max_iter=10))):
+        for key, make in (
+            ("IM4", lambda: dmargin.IM4E(sigma=1.0)),
+            ("EGT", lambda: dmargin.IM4EImmigrate(sigma=1.0, max_iter=10)),
+        ):
             t = time.perf_counter()
             try:
                 m = make().fit(Xtr, ytr)
@@ -566,8 +665,11 @@ def _stats(vals):
     v = np.asarray([x for x in vals if x is not None], dtype=float)
     if v.size == 0:
         return None
-    return {"mean": round(100 * v.mean(), 2), "std": round(100 * v.std(ddof=1), 2) if v.size > 1 else None,
-            "trials": int(v.size)}
+    return {
+        "mean": round(100 * v.mean(), 2),
+        "std": round(100 * v.std(ddof=1), 2) if v.size > 1 else None,
+        "trials": int(v.size),
+    }
 
 
 def _sd_of_mean(vals, reps):
@@ -595,17 +697,26 @@ def _ceiling(grids, sigmas):
     points = [(s, p) for p in ("off", "on") for s in sigmas]
 
     def cell(g, k):
-        return {"mean": round(float(M[g, k]), 2), "sigma": points[g][0], "prune": points[g][1],
-                "prediction_sigma": sigmas[k]}
+        return {
+            "mean": round(float(M[g, k]), 2),
+            "sigma": points[g][0],
+            "prune": points[g][1],
+            "prediction_sigma": sigmas[k],
+        }
 
     g, k = np.unravel_index(np.nanargmax(M), M.shape)
     own = np.array([M[g2, sigmas.index(s)] for g2, (s, _) in enumerate(points)])
     g2 = int(np.nanargmax(own))
-    return {"best": cell(int(g), int(k)), "best_eq_3_18": cell(g2, sigmas.index(points[g2][0])),
-            "trials": len(grids),
-            "grid_mean": {f"sigma={s},prune={p}": [round(float(v), 2) for v in M[i]]
-                          for i, (s, p) in enumerate(points)},
-            "prediction_sigmas": list(sigmas)}
+    return {
+        "best": cell(int(g), int(k)),
+        "best_eq_3_18": cell(g2, sigmas.index(points[g2][0])),
+        "trials": len(grids),
+        "grid_mean": {
+            f"sigma={s},prune={p}": [round(float(v), 2) for v in M[i]]
+            for i, (s, p) in enumerate(points)
+        },
+        "prediction_sigmas": list(sigmas),
+    }
 
 
 def summarise_uci(name, ds, results, args):
@@ -624,54 +735,91 @@ def summarise_uci(name, ds, results, args):
     }
     choices = collections.Counter(
         f"sigma={r['IGT_choice']['sigma']},prune={'on' if r['IGT_choice']['prune'] else 'off'}"
-        for r in igt_rows)
+        for r in igt_rows
+    )
     ceiling = _ceiling([r["IGT_grid_test"] for r in igt_rows if "IGT_grid_test" in r], args.sigmas)
     gap = None if ours["IGT"] is None else round(ours["IGT"]["mean"] - paper["IGT"], 2)
     return {
-        "n": int(ds.X.shape[0]), "A": int(ds.X.shape[1]),
+        "n": int(ds.X.shape[0]),
+        "A": int(ds.X.shape[1]),
         "classes_used": {str(k): v for k, v in ds.class_counts().items()},
-        "source": ds.source, "data_notes": ds.notes,
+        "source": ds.source,
+        "data_notes": ds.notes,
         "categorical_columns": [ds.feature_names[j] for j in categorical_columns(name, ds)],
         "paper_row": paper_name(name),
         "paper_table4_features_x_instances": TABLE4[paper_name(name)],
         "matches_table4_size": matches_table4(name, ds),
         "protocol_run": {
             "IGT/IM4/1NN": f"{args.reps} x stratified 10-fold CV ({len(igt_rows)} trials); "
-                           f"internal stratified {args.inner_folds}-fold CV: IGT over sigma {args.sigmas} x prune "
-                           f"{{off, 1/A}}, IM4 over sigma {args.sigmas}; max_iter=10",
+            f"internal stratified {args.inner_folds}-fold CV: IGT over sigma {args.sigmas} x prune "
+            f"{{off, 1/A}}, IM4 over sigma {args.sigmas}; max_iter=10",
             "BIM": f"{args.bim_reps} x stratified 10-fold CV ({len(bim_rows)} trials); "
-                   f"n_estimators={args.bim_estimators}, sigma 4 -> 0.2, max_iter=5, no tuning",
+            f"n_estimators={args.bim_estimators}, sigma 4 -> 0.2, max_iter=5, no tuning",
         },
         "ours": ours,
-        "paper": {"IGT": paper["IGT"], "BIM": paper3["BIM"], "IM4": paper["IM4"],
-                  "1NN": paper["1NN"], "EGT": None, "B4G": None},
-        "paper_table2_full_row": paper, "paper_table3_full_row": paper3,
+        "paper": {
+            "IGT": paper["IGT"],
+            "BIM": paper3["BIM"],
+            "IM4": paper["IM4"],
+            "1NN": paper["1NN"],
+            "EGT": None,
+            "B4G": None,
+        },
+        "paper_table2_full_row": paper,
+        "paper_table3_full_row": paper3,
         "diff_IGT_ours_minus_paper": gap,
-        "diff_IGT_R_rule_ours_minus_paper": None if ours["IGT_R"] is None
+        "diff_IGT_R_rule_ours_minus_paper": None
+        if ours["IGT_R"] is None
         else round(ours["IGT_R"]["mean"] - paper["IGT"], 2),
-        "diff_IGT_CV_rule_ours_minus_paper": None if ours["IGT_CV"] is None
+        "diff_IGT_CV_rule_ours_minus_paper": None
+        if ours["IGT_CV"] is None
         else round(ours["IGT_CV"]["mean"] - paper["IGT"], 2),
         "IGT_CV_rule_choices": dict(collections.Counter(r.get("IGT_CV_rule") for r in igt_rows)),
-        "diff_IGT_D_ours_minus_paper": None if ours["IGT_D"] is None
+        "diff_IGT_D_ours_minus_paper": None
+        if ours["IGT_D"] is None
         else round(ours["IGT_D"]["mean"] - paper["IGT"], 2),
-        "IGT_D_choices": dict(collections.Counter(
-            "sigma={sigma},prune={p},prediction_sigma={prediction_sigma}".format(
-                p="on" if r["IGT_D_choice"]["prune"] else "off", **r["IGT_D_choice"])
-            for r in igt_rows if "IGT_D_choice" in r)),
-        "diff_BIM_ours_minus_paper": None if ours["BIM"] is None else round(ours["BIM"]["mean"] - paper3["BIM"], 2),
+        "IGT_D_choices": dict(
+            collections.Counter(
+                "sigma={sigma},prune={p},prediction_sigma={prediction_sigma}".format(
+                    p="on" if r["IGT_D_choice"]["prune"] else "off", **r["IGT_D_choice"]
+                )
+                for r in igt_rows
+                if "IGT_D_choice" in r
+            )
+        ),
+        "diff_BIM_ours_minus_paper": None
+        if ours["BIM"] is None
+        else round(ours["BIM"]["mean"] - paper3["BIM"], 2),
         "IGT_hyperparameter_choices": dict(choices),
         "IGT_ceiling": ceiling,
         # sd of the 10x10-fold mean from the splits: the spread of the repetition means / sqrt(reps)
-        "sd_of_mean_over_repetitions": {k: _sd_of_mean([r.get(k) for r in igt_rows], [r["rep"] for r in igt_rows])
-                                        for k in ("IGT_D", "IGT", "1NN")},
-        "IGT_n_iter_mean": round(float(np.mean([r.get("IGT_n_iter", np.nan) for r in igt_rows])), 2) if igt_rows else None,
-        "time_s": {"igt_im4_1nn_task_mean": round(float(np.mean([r["igt_task_s"] for r in igt_rows])), 2) if igt_rows else None,
-                   "bim_fit_mean": round(float(np.mean([r["BIM_fit_s"] for r in bim_rows])), 2) if bim_rows else None},
-        "per_trial_accuracy": {k: [None if r.get(k) is None else round(r[k], 4) for r in rows]
-                               for k, rows in (("IGT", igt_rows), ("IGT_R", igt_rows), ("IGT_CV", igt_rows),
-                                               ("IGT_D", igt_rows), ("IM4", igt_rows),
-                                               ("1NN", igt_rows),
-                                               ("BIM", bim_rows))},
+        "sd_of_mean_over_repetitions": {
+            k: _sd_of_mean([r.get(k) for r in igt_rows], [r["rep"] for r in igt_rows])
+            for k in ("IGT_D", "IGT", "1NN")
+        },
+        "IGT_n_iter_mean": round(float(np.mean([r.get("IGT_n_iter", np.nan) for r in igt_rows])), 2)
+        if igt_rows
+        else None,
+        "time_s": {
+            "igt_im4_1nn_task_mean": round(float(np.mean([r["igt_task_s"] for r in igt_rows])), 2)
+            if igt_rows
+            else None,
+            "bim_fit_mean": round(float(np.mean([r["BIM_fit_s"] for r in bim_rows])), 2)
+            if bim_rows
+            else None,
+        },
+        "per_trial_accuracy": {
+            k: [None if r.get(k) is None else round(r[k], 4) for r in rows]
+            for k, rows in (
+                ("IGT", igt_rows),
+                ("IGT_R", igt_rows),
+                ("IGT_CV", igt_rows),
+                ("IGT_D", igt_rows),
+                ("IM4", igt_rows),
+                ("1NN", igt_rows),
+                ("BIM", bim_rows),
+            )
+        },
         "errors": [e for r in results for e in r["errors"]],
         "warnings": _merge_warn(results),
     }
@@ -681,23 +829,40 @@ def summarise_micro(name, ds, results, args):
     paper = paper_row(TABLE1_HEADER, TABLE1_ROWS[name.rstrip("*")])
     ours = {k: _stats([r.get(k) for r in results]) for k in ("IM4", "EGT", "1NN")}
     return {
-        "n": int(ds.X.shape[0]), "A": int(ds.X.shape[1]),
+        "n": int(ds.X.shape[0]),
+        "A": int(ds.X.shape[1]),
         "classes_used": {str(k): v for k, v in ds.class_counts().items()},
-        "source": ds.source, "data_notes": ds.notes,
+        "source": ds.source,
+        "data_notes": ds.notes,
         "paper_table4_features_x_instances": TABLE4[name.rstrip("*")],
         "protocol_run": f"{args.micro_reps} x stratified 10-fold CV ({len(results)} trials); IM4E(sigma=1) and "
-                        "IM4EImmigrate(sigma=1, threshold=2/A default, max_iter=10); no internal CV",
+        "IM4EImmigrate(sigma=1, threshold=2/A default, max_iter=10); no internal CV",
         "ours": ours,
-        "paper": {"IM4": paper["IM4"], "EGT": paper["EGT"], "B4G": paper["B4G"], "1NN": paper["1NN"],
-                  "IGT": None, "BIM": None},
+        "paper": {
+            "IM4": paper["IM4"],
+            "EGT": paper["EGT"],
+            "B4G": paper["B4G"],
+            "1NN": paper["1NN"],
+            "IGT": None,
+            "BIM": None,
+        },
         "paper_table1_full_row": paper,
-        "diff_EGT_ours_minus_paper": None if ours["EGT"] is None else round(ours["EGT"]["mean"] - paper["EGT"], 2),
-        "diff_IM4_ours_minus_paper": None if ours["IM4"] is None else round(ours["IM4"]["mean"] - paper["IM4"], 2),
+        "diff_EGT_ours_minus_paper": None
+        if ours["EGT"] is None
+        else round(ours["EGT"]["mean"] - paper["EGT"], 2),
+        "diff_IM4_ours_minus_paper": None
+        if ours["IM4"] is None
+        else round(ours["IM4"]["mean"] - paper["IM4"], 2),
         "fit_time_per_fold_s": {
             k: {"mean": round(float(np.mean(v)), 2), "max": round(float(np.max(v)), 2)}
-            for k in ("IM4", "EGT") if (v := [r[f"{k}_fit_s"] for r in results if f"{k}_fit_s" in r])},
-        "EGT_features_kept_mean": round(float(np.mean([r["EGT_n_kept"] for r in results if "EGT_n_kept" in r])), 1)
-        if any("EGT_n_kept" in r for r in results) else None,
+            for k in ("IM4", "EGT")
+            if (v := [r[f"{k}_fit_s"] for r in results if f"{k}_fit_s" in r])
+        },
+        "EGT_features_kept_mean": round(
+            float(np.mean([r["EGT_n_kept"] for r in results if "EGT_n_kept" in r])), 1
+        )
+        if any("EGT_n_kept" in r for r in results)
+        else None,
         "errors": [e for r in results for e in r["errors"]],
         "warnings": _merge_warn(results),
     }
@@ -705,19 +870,25 @@ def summarise_micro(name, ds, results, args):
 
 REASONS = {
     "BCW": "different data: the paper's BCW is 116 x 9 (= UCI Breast Cancer Coimbra per its Table 4, run as "
-           "BCW-Coimbra), this row is wpbc 194 x 32",
+    "BCW-Coimbra), this row is wpbc 194 x 32",
     "STA": "different copy: paper 256 x 12, ours Statlog heart 270 x 13",
     "PAR": "the authors' own 194-row copy (park.rda); the remaining gap is protocol or implementation",
     "LYM": "different copy: paper 16 features, ours 18 (every one a coded category, kept as codes)",
     "MON": "six nominal attributes, kept as codes; IMMIGRATE's update does not converge on MONK-1 (W cycles, "
-           "ConvergenceWarning), and eq. 3.18 at the fitted sigma loses ~12 points against a prediction sigma "
-           "below the fitted one (columns 'eq. 3.18 at fitted sigma' and 'IGT ours')",
+    "ConvergenceWarning), and eq. 3.18 at the fitted sigma loses ~12 points against a prediction sigma "
+    "below the fitted one (columns 'eq. 3.18 at fitted sigma' and 'IGT ours')",
     "ECO": "feature subset/class merge (two largest classes, 5 features) may differ slightly from the paper's",
 }
 
 
 def _fmt(s):
-    return None if s is None else f"{s['mean']:.1f} ± {s['std']:.1f}" if s.get("std") is not None else f"{s['mean']:.1f}"
+    return (
+        None
+        if s is None
+        else f"{s['mean']:.1f} ± {s['std']:.1f}"
+        if s.get("std") is not None
+        else f"{s['mean']:.1f}"
+    )
 
 
 def build_markdown(uci, micro, args):
@@ -729,35 +900,109 @@ def build_markdown(uci, micro, args):
     for name, d in uci.items():
         o, p = d["ours"], d["paper"]
         ceil = d.get("IGT_ceiling")
-        rows.append([name, d["n"], d["A"], p["IGT"], _fmt(o["IGT_D"]), delta(d, "diff_IGT_D_ours_minus_paper"),
-                     None if ceil is None else f"{ceil['best']['mean']:.1f}",
-                     _fmt(o["IGT"]), delta(d, "diff_IGT_ours_minus_paper"), _fmt(o["IGT_R"]), _fmt(o["IGT_CV"]),
-                     _fmt(o["BIM"]), p["BIM"], _fmt(o["IM4"]), p["IM4"], _fmt(o["1NN"]), p["1NN"]])
-    norm = ("continuous features standardised, categorical codes kept" if args.normalise == "continuous"
-            else "every feature standardised")
-    md = [f"UCI sets (Tables 2-3; two largest classes; {norm}; IGT/IM4/1NN {args.reps}x10-fold CV, "
-          f"BIM {args.bim_reps}x10-fold with T={args.bim_estimators}; accuracy %, mean ± sd over folds):", "",
-          harness.markdown_table(["data", "n", "A", "IGT paper", "IGT ours", "Δ", "ceiling", "IGT ours, eq. 3.18 at fitted σ", "Δ",
-                          "R rule", "rule by CV", "BIM ours", "BIM paper", "IM4 ours", "IM4 paper", "1NN ours",
-                          "1NN paper"], rows),
-          "", "IGT ours: sigma, pruning and the prediction sigma of eq. 3.18 chosen per outer fold by one "
-              "internal CV (the verdict column). Eq. 3.18 at fitted σ: the prediction sigma tied to the "
-              "fitted one (dmargin's default, `prediction_sigma=None`). Ceiling: the best single grid "
-              "point (fit sigma, pruning, prediction sigma) picked with the test folds themselves, an "
-              "optimistic bound no internal CV can be expected to reach. R rule: sigma = 1 at prediction, "
-              "as the authors' R package does by default (`prediction_sigma=1.0`). Rule by CV: the "
-              "internal CV picks between those two (ties to eq. 3.18). All four come from the same inner "
-              "fits; W does not depend on the prediction sigma."]
+        rows.append(
+            [
+                name,
+                d["n"],
+                d["A"],
+                p["IGT"],
+                _fmt(o["IGT_D"]),
+                delta(d, "diff_IGT_D_ours_minus_paper"),
+                None if ceil is None else f"{ceil['best']['mean']:.1f}",
+                _fmt(o["IGT"]),
+                delta(d, "diff_IGT_ours_minus_paper"),
+                _fmt(o["IGT_R"]),
+                _fmt(o["IGT_CV"]),
+                _fmt(o["BIM"]),
+                p["BIM"],
+                _fmt(o["IM4"]),
+                p["IM4"],
+                _fmt(o["1NN"]),
+                p["1NN"],
+            ]
+        )
+    norm = (
+        "continuous features standardised, categorical codes kept"
+        if args.normalise == "continuous"
+        else "every feature standardised"
+    )
+    md = [
+        f"UCI sets (Tables 2-3; two largest classes; {norm}; IGT/IM4/1NN {args.reps}x10-fold CV, "
+        f"BIM {args.bim_reps}x10-fold with T={args.bim_estimators}; accuracy %, mean ± sd over folds):",
+        "",
+        harness.markdown_table(
+            [
+                "data",
+                "n",
+                "A",
+                "IGT paper",
+                "IGT ours",
+                "Δ",
+                "ceiling",
+                "IGT ours, eq. 3.18 at fitted σ",
+                "Δ",
+                "R rule",
+                "rule by CV",
+                "BIM ours",
+                "BIM paper",
+                "IM4 ours",
+                "IM4 paper",
+                "1NN ours",
+                "1NN paper",
+            ],
+            rows,
+        ),
+        "",
+        "IGT ours: sigma, pruning and the prediction sigma of eq. 3.18 chosen per outer fold by one "
+        "internal CV (the verdict column). Eq. 3.18 at fitted σ: the prediction sigma tied to the "
+        "fitted one (dmargin's default, `prediction_sigma=None`). Ceiling: the best single grid "
+        "point (fit sigma, pruning, prediction sigma) picked with the test folds themselves, an "
+        "optimistic bound no internal CV can be expected to reach. R rule: sigma = 1 at prediction, "
+        "as the authors' R package does by default (`prediction_sigma=1.0`). Rule by CV: the "
+        "internal CV picks between those two (ties to eq. 3.18). All four come from the same inner "
+        "fits; W does not depend on the prediction sigma.",
+    ]
     if micro:
         mrows = []
         for name, d in micro.items():
             o, p = d["ours"], d["paper"]
             ft = d["fit_time_per_fold_s"].get("EGT", {})
-            mrows.append([name, d["n"], d["A"], _fmt(o["EGT"]), p["EGT"], _fmt(o["IM4"]), p["IM4"],
-                          p["B4G"], _fmt(o["1NN"]), p["1NN"], ft.get("mean")])
-        md += ["", f"Microarray sets (Table 1; {args.micro_reps}x10-fold CV, sigma = 1 fixed):", "",
-               harness.markdown_table(["data", "n", "A", "EGT ours", "EGT paper", "IM4 ours", "IM4 paper",
-                               "B4G paper", "1NN ours", "1NN paper", "EGT fit s/fold"], mrows)]
+            mrows.append(
+                [
+                    name,
+                    d["n"],
+                    d["A"],
+                    _fmt(o["EGT"]),
+                    p["EGT"],
+                    _fmt(o["IM4"]),
+                    p["IM4"],
+                    p["B4G"],
+                    _fmt(o["1NN"]),
+                    p["1NN"],
+                    ft.get("mean"),
+                ]
+            )
+        md += [
+            "",
+            f"Microarray sets (Table 1; {args.micro_reps}x10-fold CV, sigma = 1 fixed):",
+            "",
+            harness.markdown_table(
+                [
+                    "data",
+                    "n",
+                    "A",
+                    "EGT ours",
+                    "EGT paper",
+                    "IM4 ours",
+                    "IM4 paper",
+                    "B4G paper",
+                    "1NN ours",
+                    "1NN paper",
+                    "EGT fit s/fold",
+                ],
+                mrows,
+            ),
+        ]
     notes = []
     for name, d in uci.items():
         g = d["diff_IGT_D_ours_minus_paper"]
@@ -778,30 +1023,44 @@ def gap_reason(name, d, args):
     if sd:
         # the paper's mean is taken to carry the same split noise as ours
         z = abs(g) / (np.sqrt(2) * sd)
-        parts.append(f"{'within' if z < 2 else 'beyond'} split noise: {z:.1f} sd of the difference of two "
-                     f"10x10-fold means (sd of our mean {sd:.2f}, from its repetition means)")
+        parts.append(
+            f"{'within' if z < 2 else 'beyond'} split noise: {z:.1f} sd of the difference of two "
+            f"10x10-fold means (sd of our mean {sd:.2f}, from its repetition means)"
+        )
     ceil = d.get("IGT_ceiling")
     if ceil is not None and ceil["best"]["mean"] < d["paper"]["IGT"]:
         b = ceil["best"]
-        parts.append(f"even the best single grid point picked with the test folds scores {b['mean']:.1f} "
-                     f"(sigma {b['sigma']}, pruning {b['prune']}, prediction sigma {b['prediction_sigma']})" +
-                     (": no choice of sigma, pruning or prediction sigma comes within a point of the paper "
-                      "on these data" if b["mean"] < d["paper"]["IGT"] - 1.0 else ", below the paper's mean"))
+        parts.append(
+            f"even the best single grid point picked with the test folds scores {b['mean']:.1f} "
+            f"(sigma {b['sigma']}, pruning {b['prune']}, prediction sigma {b['prediction_sigma']})"
+            + (
+                ": no choice of sigma, pruning or prediction sigma comes within a point of the paper "
+                "on these data"
+                if b["mean"] < d["paper"]["IGT"] - 1.0
+                else ", below the paper's mean"
+            )
+        )
     # 1NN as a probe of data/protocol differences: if our 1NN is also off, the data copy differs
     p1, o1 = d["paper"]["1NN"], o["1NN"]["mean"] if o["1NN"] else None
     if o1 is not None and abs(o1 - p1) > 2:
-        parts.append(f"our 1NN also differs from the paper's by {o1 - p1:+.1f}, pointing to data/split differences "
-                     "rather than the IMMIGRATE implementation")
+        parts.append(
+            f"our 1NN also differs from the paper's by {o1 - p1:+.1f}, pointing to data/split differences "
+            "rather than the IMMIGRATE implementation"
+        )
     elif o1 is not None:
-        parts.append(f"our 1NN matches the paper's within {abs(o1 - p1):.1f} points, so the data agree; the gap is "
-                     f"protocol (the {args.inner_folds}-fold internal CV and its ties, the splits) or implementation")
+        parts.append(
+            f"our 1NN matches the paper's within {abs(o1 - p1):.1f} points, so the data agree; the gap is "
+            f"protocol (the {args.inner_folds}-fold internal CV and its ties, the splits) or implementation"
+        )
     return "; ".join(parts)
 
 
 # --------------------------------------------------------------------------------------------
 def main(argv=None):
     ap = harness.options(__doc__, quick="CRY and HMS, 1 repetition, BIM T=5, COL only")
-    ap.add_argument("--reps", type=int, default=10, help="repetitions of 10-fold CV for IGT/IM4/1NN")
+    ap.add_argument(
+        "--reps", type=int, default=10, help="repetitions of 10-fold CV for IGT/IM4/1NN"
+    )
     ap.add_argument("--inner-folds", type=int, default=10, help="folds of the internal CV")
     ap.add_argument("--bim-reps", type=int, default=2)
     ap.add_argument("--bim-estimators", type=int, default=100)
@@ -809,14 +1068,31 @@ def main(argv=None):
     ap.add_argument("--datasets", nargs="*", default=None)
     ap.add_argument("--micro", nargs="*", default=None)
     ap.add_argument("--seed", type=int, default=20240601)
-    ap.add_argument("--normalise", choices=("continuous", "all"), default="continuous",
-                    help="standardise the continuous features only (the paper) or every feature")
-    ap.add_argument("--scope", choices=("fold", "whole"), default="fold",
-                    help="normalise with each training part's statistics (default) or once with the whole set's")
-    ap.add_argument("--init", choices=("identity", "random"), default="identity",
-                    help="IMMIGRATE's initial W: the R package's I/sqrt(A) or a seeded random one (paper text)")
-    ap.add_argument("--sigmas", type=float, nargs="+", default=SIGMA_GRID,
-                    help="sigma grid of the internal CV (fitting and prediction)")
+    ap.add_argument(
+        "--normalise",
+        choices=("continuous", "all"),
+        default="continuous",
+        help="standardise the continuous features only (the paper) or every feature",
+    )
+    ap.add_argument(
+        "--scope",
+        choices=("fold", "whole"),
+        default="fold",
+        help="normalise with each training part's statistics (default) or once with the whole set's",
+    )
+    ap.add_argument(
+        "--init",
+        choices=("identity", "random"),
+        default="identity",
+        help="IMMIGRATE's initial W: the R package's I/sqrt(A) or a seeded random one (paper text)",
+    )
+    ap.add_argument(
+        "--sigmas",
+        type=float,
+        nargs="+",
+        default=SIGMA_GRID,
+        help="sigma grid of the internal CV (fitting and prediction)",
+    )
     ap.add_argument("--n-jobs", type=int, default=2)
     args = harness.parse_args(ap, argv)
     if 1.0 not in args.sigmas:
@@ -835,18 +1111,34 @@ def main(argv=None):
     for name in micro_names:
         for rep in range(args.micro_reps):
             for fold in range(10):
-                tasks.append(("micro", delayed(micro_fold_task)(name, MICRO[name], rep, fold, args.seed)))
+                tasks.append(
+                    ("micro", delayed(micro_fold_task)(name, MICRO[name], rep, fold, args.seed))
+                )
     order = sorted(uci_names, key=lambda n: -UCI[n]().X.shape[0])
     for name in order:
         for rep in range(max(args.reps, args.bim_reps)):
             for fold in range(10):
                 do_igt = rep < args.reps
                 bim = args.bim_estimators if rep < args.bim_reps else 0
-                tasks.append(("uci", delayed(uci_fold_task)(name, UCI[name], rep, fold, args.seed, do_igt,
-                                                            bim, inner=args.inner_folds,
-                                                            normalisation=args.normalise,
-                                                            scope=args.scope, init=args.init,
-                                                            sigmas=tuple(args.sigmas))))
+                tasks.append(
+                    (
+                        "uci",
+                        delayed(uci_fold_task)(
+                            name,
+                            UCI[name],
+                            rep,
+                            fold,
+                            args.seed,
+                            do_igt,
+                            bim,
+                            inner=args.inner_folds,
+                            normalisation=args.normalise,
+                            scope=args.scope,
+                            init=args.init,
+                            sigmas=tuple(args.sigmas),
+                        ),
+                    )
+                )
     print(f"{len(tasks)} tasks on {args.n_jobs} processes", flush=True)
     t0 = time.perf_counter()
     res = Parallel(n_jobs=args.n_jobs, verbose=5)(t for _, t in tasks)
@@ -854,58 +1146,93 @@ def main(argv=None):
 
     uci, micro = {}, {}
     for name in uci_names:
-        uci[name] = summarise_uci(name, UCI[name](), [r for r in res if r["dataset"] == name and "BIM_fit_s" in r or
-                                                      r["dataset"] == name and "igt_task_s" in r], args)
+        uci[name] = summarise_uci(
+            name,
+            UCI[name](),
+            [
+                r
+                for r in res
+                if r["dataset"] == name
+                and "BIM_fit_s" in r
+                or r["dataset"] == name
+                and "igt_task_s" in r
+            ],
+            args,
+        )
     for name in micro_names:
-        micro[name] = summarise_micro(name, MICRO[name](), [r for r in res if r["dataset"] == name
-                                                            and ("EGT" in r or "IM4_fit_s" in r)], args)
+        micro[name] = summarise_micro(
+            name,
+            MICRO[name](),
+            [r for r in res if r["dataset"] == name and ("EGT" in r or "IM4_fit_s" in r)],
+            args,
+        )
     shares = {}
-    for col, key in (("prediction sigma by CV", "diff_IGT_D_ours_minus_paper"),
-                     ("eq. 3.18 at the fitted sigma", "diff_IGT_ours_minus_paper"),
-                     ("R rule", "diff_IGT_R_rule_ours_minus_paper"),
-                     ("rule by CV", "diff_IGT_CV_rule_ours_minus_paper")):
+    for col, key in (
+        ("prediction sigma by CV", "diff_IGT_D_ours_minus_paper"),
+        ("eq. 3.18 at the fitted sigma", "diff_IGT_ours_minus_paper"),
+        ("R rule", "diff_IGT_R_rule_ours_minus_paper"),
+        ("rule by CV", "diff_IGT_CV_rule_ours_minus_paper"),
+    ):
         gaps = [d[key] for d in uci.values() if d[key] is not None]
         within = int(sum(g >= -1.0 for g in gaps))
-        shares[col] = {"count": within, "of": len(gaps), "share": round(within / len(gaps), 3) if gaps else None}
+        shares[col] = {
+            "count": within,
+            "of": len(gaps),
+            "share": round(within / len(gaps), 3) if gaps else None,
+        }
     # The verdict over the sets whose copy has the paper's size (Table 4): a gap on another copy
     # (wpbc for BCW, Statlog heart for STA, 18-feature LYM) says nothing about the implementation.
-    same = {n: d["diff_IGT_D_ours_minus_paper"] for n, d in uci.items()
-            if d["matches_table4_size"] and d["diff_IGT_D_ours_minus_paper"] is not None}
-    share_same = {"count": int(sum(g >= -1.0 for g in same.values())), "of": len(same),
-                  "sets": sorted(same), "column": "prediction sigma by CV"}
+    same = {
+        n: d["diff_IGT_D_ours_minus_paper"]
+        for n, d in uci.items()
+        if d["matches_table4_size"] and d["diff_IGT_D_ours_minus_paper"] is not None
+    }
+    share_same = {
+        "count": int(sum(g >= -1.0 for g in same.values())),
+        "of": len(same),
+        "sets": sorted(same),
+        "column": "prediction sigma by CV",
+    }
     md = build_markdown(uci, micro, args)
     result = {
         "benchmark": "immigrate_accuracy",
         "paper": "Zhao, Hong & Liu, IMMIGRATE, Entropy 22(3) 2020, §4.2, Tables 1-3",
         "quick": args.quick,
         "dmargin_git": harness.git_revision(harness.REPO),
-        "machine": harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "pandas", "numba", "joblib"]),
+        "machine": harness.machine_info(
+            ["dmargin", "numpy", "scipy", "scikit-learn", "pandas", "numba", "joblib"]
+        ),
         "wall_time_s": round(wall, 1),
         "n_jobs": args.n_jobs,
         "seed": args.seed,
         "protocol": {
             "paper": "10 x 10-fold CV (100 trials); sigma by internal CV, halving from 4 'until it is not "
-                     "larger than 0.2' (4, 2, 1, 0.5, 0.25 and the 0.125 where the halving stops); "
-                     "pruning at 1/A on/off by internal CV; 10 steps; BIM T=100, sigma 4 -> 0.2; EGT threshold 2/A",
+            "larger than 0.2' (4, 2, 1, 0.5, 0.25 and the 0.125 where the halving stops); "
+            "pruning at 1/A on/off by internal CV; 10 steps; BIM T=100, sigma 4 -> 0.2; EGT threshold 2/A",
             "ours_uci": f"IGT/IM4/1NN: {args.reps} x stratified 10-fold CV; internal stratified "
-                        f"{args.inner_folds}-fold CV "
-                        f"(grid IGT: {len(args.sigmas)} sigma {args.sigmas} x prune off/on(1/A) = "
-                        f"{2 * len(args.sigmas)} fits, each scored at {len(args.sigmas)} prediction sigmas; "
-                        f"IM4: {len(args.sigmas)} sigma); normalisation: {args.normalise} "
-                        f"({'per training part' if args.scope == 'fold' else 'once on the whole set'}); "
-                        f"initial W: {args.init}; "
-                        f"ties -> first grid point (prune off first, sigma descending); Immigrate(max_iter=10, "
-                        f"tol=0 library default: exactly 10 steps, as the paper; IM4E likewise)",
+            f"{args.inner_folds}-fold CV "
+            f"(grid IGT: {len(args.sigmas)} sigma {args.sigmas} x prune off/on(1/A) = "
+            f"{2 * len(args.sigmas)} fits, each scored at {len(args.sigmas)} prediction sigmas; "
+            f"IM4: {len(args.sigmas)} sigma); normalisation: {args.normalise} "
+            f"({'per training part' if args.scope == 'fold' else 'once on the whole set'}); "
+            f"initial W: {args.init}; "
+            f"ties -> first grid point (prune off first, sigma descending); Immigrate(max_iter=10, "
+            f"tol=0 library default: exactly 10 steps, as the paper; IM4E likewise)",
             "ours_bim": f"BoostedImmigrate(n_estimators={args.bim_estimators}, sigma_max=4, sigma_min=0.2, max_iter=5) "
-                        f"on {args.bim_reps} x 10-fold (the first {args.bim_reps} of the IGT repetitions, same splits)",
+            f"on {args.bim_reps} x 10-fold (the first {args.bim_reps} of the IGT repetitions, same splits)",
             "ours_micro": f"IM4E(sigma=1), IM4EImmigrate(sigma=1, threshold=2/A, max_iter=10): {args.micro_reps} x "
-                          "stratified 10-fold CV, no internal CV for sigma",
+            "stratified 10-fold CV, no internal CV for sigma",
             "reductions": [
                 f"UCI IGT/IM4/1NN: {args.reps} repetitions of 10-fold CV instead of 10 (fewer trials: wider error bars)",
-                *([] if args.inner_folds == 10 else
-                  [f"internal CV: {args.inner_folds}-fold (paper does not state the fold count)"]),
-                f"BIM: {args.bim_reps} repetitions instead of 10; T = {args.bim_estimators}" +
-                ("" if args.bim_estimators == 100 else " instead of 100"),
+                *(
+                    []
+                    if args.inner_folds == 10
+                    else [
+                        f"internal CV: {args.inner_folds}-fold (paper does not state the fold count)"
+                    ]
+                ),
+                f"BIM: {args.bim_reps} repetitions instead of 10; T = {args.bim_estimators}"
+                + ("" if args.bim_estimators == 100 else " instead of 100"),
                 f"microarray: {args.micro_reps} repetition(s) instead of 10; sigma fixed at 1 (no internal CV); "
                 "B4G (boosted EGT) not run",
                 "outer folds stratified (paper: unstated)",
@@ -918,12 +1245,19 @@ def main(argv=None):
         "microarray": micro,
         "uci_share_within_1pt_of_paper_IGT_or_better": shares,
         "uci_share_within_1pt_table4_size_match": share_same,
-        "markdown": md + ("\n\nUCI sets with IGT within 1.0 point of the paper or better: " + "; ".join(
-            f"{c['count']} of {c['of']} ({col})" for col, c in shares.items()) +
-            f"; over the sets of the paper's size (Table 4): {share_same['count']} of {share_same['of']} "
-            "(prediction sigma by CV)." if uci else ""),
+        "markdown": md
+        + (
+            "\n\nUCI sets with IGT within 1.0 point of the paper or better: "
+            + "; ".join(f"{c['count']} of {c['of']} ({col})" for col, c in shares.items())
+            + f"; over the sets of the paper's size (Table 4): {share_same['count']} of {share_same['of']} "
+            "(prediction sigma by CV)."
+            if uci
+            else ""
+        ),
     }
-    out = harness.write_variant("immigrate_accuracy", result, variant=args.variant, quick=args.quick)
+    out = harness.write_variant(
+        "immigrate_accuracy", result, variant=args.variant, quick=args.quick
+    )
     print(result["markdown"])
     print(f"wall {wall:.0f} s -> {out}")
 

@@ -121,21 +121,29 @@ def run_r(repeats: int) -> dict:
 
     import dmargin
 
-    how = ("apt-get install r-base-core r-cran-rcpp r-cran-proc; "
-           "Rscript -e 'install.packages(\"Immigrate\")' (0.2.1, CRAN)")
+    how = (
+        "apt-get install r-base-core r-cran-rcpp r-cran-proc; "
+        "Rscript -e 'install.packages(\"Immigrate\")' (0.2.1, CRAN)"
+    )
     if shutil.which("Rscript") is None:
         return {"ok": False, "reason": f"Rscript not found ({how})"}
     X, y = breast_cancer_train()
     env = {**os.environ, **{var: "1" for var in harness.THREAD_VARS}}
     with tempfile.TemporaryDirectory() as tmp:
-        data, w_file, t_file, script = (os.path.join(tmp, n) for n in
-                                        ("data.csv", "w.csv", "times.txt", "fit.R"))
+        data, w_file, t_file, script = (
+            os.path.join(tmp, n) for n in ("data.csv", "w.csv", "times.txt", "fit.R")
+        )
         np.savetxt(data, np.column_stack([X, y]), delimiter=",", fmt="%.17g")
         with open(script, "w") as fh:
             fh.write(R_SCRIPT)
         try:
-            done = subprocess.run(["Rscript", script, data, w_file, t_file, str(repeats)],
-                                  env=env, capture_output=True, text=True, timeout=R_TIMEOUT_S)
+            done = subprocess.run(
+                ["Rscript", script, data, w_file, t_file, str(repeats)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=R_TIMEOUT_S,
+            )
         except subprocess.TimeoutExpired:
             return {"ok": False, "reason": f"Rscript did not finish in {R_TIMEOUT_S:.0f} s"}
         if done.returncode != 0:
@@ -144,19 +152,29 @@ def run_r(repeats: int) -> dict:
         W_r = np.loadtxt(w_file, delimiter=",")
         times = np.loadtxt(t_file, ndmin=1)
     W = dmargin.Immigrate(sigma=1.0, max_iter=10, tol=0).fit(X, y).weight_matrix_
-    return {"ok": True, "first_fit_s": round(float(times[0]), 4),
-            "steady_fits_s": [round(float(t), 4) for t in times[1:]],
-            "steady_best_s": round(float(times[1:].min()), 4),
-            "max_abs_w_difference": float(np.abs(W_r - W).max()),
-            "r_version": _r_version()}
+    return {
+        "ok": True,
+        "first_fit_s": round(float(times[0]), 4),
+        "steady_fits_s": [round(float(t), 4) for t in times[1:]],
+        "steady_best_s": round(float(times[1:].min()), 4),
+        "max_abs_w_difference": float(np.abs(W_r - W).max()),
+        "r_version": _r_version(),
+    }
 
 
 def _r_version() -> str:
     import subprocess
 
-    out = subprocess.run(["Rscript", "-e", 'cat(R.version.string, "; Immigrate",'
-                          ' as.character(packageVersion("Immigrate")))'],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            "Rscript",
+            "-e",
+            'cat(R.version.string, "; Immigrate", as.character(packageVersion("Immigrate")))',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return out.stdout.strip()
 
 
@@ -201,8 +219,13 @@ def _best_rate(fn, flops, repeats, min_total_s=0.0):
         if len(times) >= 200:
             break
     best = min(times)
-    return {"repeats": len(times), "best_s": round(best, 6), "median_s": round(float(np.median(times)), 6),
-            "flops": flops, "gflops": round(flops / best / 1e9, 2)}
+    return {
+        "repeats": len(times),
+        "best_s": round(best, 6),
+        "median_s": round(float(np.median(times)), 6),
+        "flops": flops,
+        "gflops": round(flops / best / 1e9, 2),
+    }
 
 
 def worker_rate(spec: dict) -> dict:
@@ -231,7 +254,11 @@ def worker_rate(spec: dict) -> dict:
     flops = pairs * (2 * a * rank + 2 * a * a)
     nominal = 2 * n * n * a * rank + 2 * n * n * a * a
     monitor = harness.CpuMonitor().start()
-    quad = _best_rate(lambda: quad_statistic(rows, U, lam, 1.0, weight, terms.softmin_coef), flops, spec["repeats"])
+    quad = _best_rate(
+        lambda: quad_statistic(rows, U, lam, 1.0, weight, terms.softmin_coef),
+        flops,
+        spec["repeats"],
+    )
     quad["cpu"] = monitor.stop()
     quad["ordered_pair_equivalent_gflops"] = round(nominal / quad["best_s"] / 1e9, 2)
 
@@ -248,15 +275,19 @@ def worker_rate(spec: dict) -> dict:
     Z = rng.standard_normal(SKINNY_SHAPE)
     Z.T @ Z
     monitor = harness.CpuMonitor().start()
-    skinny = _best_rate(lambda: Z.T @ Z, 2 * SKINNY_SHAPE[0] * SKINNY_SHAPE[1] ** 2, 20, min_total_s=1.0)
+    skinny = _best_rate(
+        lambda: Z.T @ Z, 2 * SKINNY_SHAPE[0] * SKINNY_SHAPE[1] ** 2, 20, min_total_s=1.0
+    )
     skinny["cpu"] = monitor.stop()
 
     from threadpoolctl import threadpool_info
 
     return {
         "numba_threads": numba.get_num_threads(),
-        "blas": [{k: i.get(k) for k in ("internal_api", "num_threads", "version", "architecture")}
-                 for i in threadpool_info()],
+        "blas": [
+            {k: i.get(k) for k in ("internal_api", "num_threads", "version", "architecture")}
+            for i in threadpool_info()
+        ],
         "quad_statistic": {"n": n, "features": a, "rank": rank, **quad},
         "dgemm_square": {"shape": [SQUARE_N, SQUARE_N], **square},
         "dgemm_skinny": {"shape": list(SKINNY_SHAPE), "product": "Z.T @ Z", **skinny},
@@ -268,8 +299,9 @@ def worker_rate(spec: dict) -> dict:
 def step_data(n: int, a: int):
     from sklearn.datasets import make_classification
 
-    return make_classification(n_samples=n, n_features=a, n_informative=5, n_redundant=0,
-                               n_classes=2, random_state=0)
+    return make_classification(
+        n_samples=n, n_features=a, n_informative=5, n_redundant=0, n_classes=2, random_state=0
+    )
 
 
 def worker_step_inprocess(spec: dict) -> dict:
@@ -282,9 +314,13 @@ def worker_step_inprocess(spec: dict) -> dict:
     monitor = harness.CpuMonitor().start()
     seconds, est = harness.timed(dmargin.Immigrate(max_iter=1, tol=0).fit, X, y)
     return {
-        "n": spec["n"], "features": spec["features"], "fit_s": round(seconds, 3), "n_iter_": est.n_iter_,
+        "n": spec["n"],
+        "features": spec["features"],
+        "fit_s": round(seconds, 3),
+        "n_iter_": est.n_iter_,
         "cpu_during_fit": monitor.stop(),
-        "rss_before_fit_mib": round(rss_before, 1), "peak_rss_mib": round(harness.peak_rss_mib(), 1),
+        "rss_before_fit_mib": round(rss_before, 1),
+        "peak_rss_mib": round(harness.peak_rss_mib(), 1),
     }
 
 
@@ -332,7 +368,9 @@ def worker_step_cluster(spec: dict) -> dict:
 
     X, y = step_data(spec["n"], spec["features"])
     t0 = time.perf_counter()
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
     client = Client(cluster)
     startup_s = time.perf_counter() - t0
     try:
@@ -351,11 +389,14 @@ def worker_step_cluster(spec: dict) -> dict:
         # reference: the in-process result must be the same W; store a digest of the diagonal
         mib = 2**20
         return {
-            "n": spec["n"], "features": spec["features"], "chunk_rows": spec["chunk"],
+            "n": spec["n"],
+            "features": spec["features"],
+            "chunk_rows": spec["chunk"],
             "n_chunks": len(Xd.chunks[0]),
             "cluster_startup_s": round(startup_s, 2),
             "warmup_fit_s": round(seconds_warm, 3),
-            "fit_s": round(seconds, 3), "n_iter_": est.n_iter_,
+            "fit_s": round(seconds, 3),
+            "n_iter_": est.n_iter_,
             "cpu_during_fit": cpu,
             "rss_samples": sampler.samples,
             "worker_rss_before_fit_mib": [round(baseline[p] / mib, 1) for p in pids],
@@ -369,16 +410,26 @@ def worker_step_cluster(spec: dict) -> dict:
         cluster.close()
 
 
-WORKERS = {"bc": worker_breast_cancer, "rate": worker_rate, "step_inprocess": worker_step_inprocess,
-           "step_cluster": worker_step_cluster}
+WORKERS = {
+    "bc": worker_breast_cancer,
+    "rate": worker_rate,
+    "step_inprocess": worker_step_inprocess,
+    "step_cluster": worker_step_cluster,
+}
 
 
 # --------------------------------------------------------------------------- #
 # parent
 # --------------------------------------------------------------------------- #
 def launch(spec: dict, idle_wait_s: float) -> dict:
-    return harness.launch(__file__, spec, threads=spec["threads"], timeout=WORKER_TIMEOUT_S,
-                          quiet_cores=QUIET_BUSY_CORES, idle_wait=idle_wait_s)
+    return harness.launch(
+        __file__,
+        spec,
+        threads=spec["threads"],
+        timeout=WORKER_TIMEOUT_S,
+        quiet_cores=QUIET_BUSY_CORES,
+        idle_wait=idle_wait_s,
+    )
 
 
 def f3(x):
@@ -400,13 +451,18 @@ def choose_step_n(rate_2thr: dict | None, quick: bool, remaining_s: float) -> di
     # two fits (cluster + in-process) + cluster start-up + warm-ups
     need = None if predicted is None else 2.4 * predicted + 40
     if need is not None and need <= remaining_s:
-        return {"n": STEP_N, "reason": f"predicted {need:.0f} s for both step runs <= {remaining_s:.0f} s left",
-                "predicted_step_s_at_20000": round(predicted, 1)}
-    return {"n": STEP_N_FALLBACK,
-            "reason": f"predicted {need if need is None else round(need)} s for both step runs at N={STEP_N} "
-                      f"> {remaining_s:.0f} s left in the budget: measured at N={STEP_N_FALLBACK}, "
-                      f"times extrapolated with N^2",
-            "predicted_step_s_at_20000": None if predicted is None else round(predicted, 1)}
+        return {
+            "n": STEP_N,
+            "reason": f"predicted {need:.0f} s for both step runs <= {remaining_s:.0f} s left",
+            "predicted_step_s_at_20000": round(predicted, 1),
+        }
+    return {
+        "n": STEP_N_FALLBACK,
+        "reason": f"predicted {need if need is None else round(need)} s for both step runs at N={STEP_N} "
+        f"> {remaining_s:.0f} s left in the budget: measured at N={STEP_N_FALLBACK}, "
+        f"times extrapolated with N^2",
+        "predicted_step_s_at_20000": None if predicted is None else round(predicted, 1),
+    }
 
 
 def summarise(bc, r_run, rate, step, step_choice, repeats) -> tuple[dict, str]:
@@ -429,14 +485,25 @@ def summarise(bc, r_run, rate, step, step_choice, repeats) -> tuple[dict, str]:
         if r_best:
             goals[f"breast_cancer_over_r_{t}thr"] = round(r_best / best, 1)
     parts.append("#### IMMIGRATE on breast cancer (379 x 30, sigma = 1, 10 steps)")
-    parts.append(harness.markdown_table(
-        ["threads", "first fit s (JIT)", f"steady best of {repeats} s",
-         f"R package, best of {repeats} s (1 thread)", "R / dmargin (steady)"], rows))
+    parts.append(
+        harness.markdown_table(
+            [
+                "threads",
+                "first fit s (JIT)",
+                f"steady best of {repeats} s",
+                f"R package, best of {repeats} s (1 thread)",
+                "R / dmargin (steady)",
+            ],
+            rows,
+        )
+    )
     if r_run.get("ok"):
-        parts.append(f"R: {r_run['r_version']}, run in the same benchmark on the same rows "
-                     f"(first fit {r_run['first_fit_s']} s); the largest difference between its W "
-                     f"and dmargin's: {r_run['max_abs_w_difference']:.1e}. "
-                     f"Target: <= {TARGET_FIT_S} s.")
+        parts.append(
+            f"R: {r_run['r_version']}, run in the same benchmark on the same rows "
+            f"(first fit {r_run['first_fit_s']} s); the largest difference between its W "
+            f"and dmargin's: {r_run['max_abs_w_difference']:.1e}. "
+            f"Target: <= {TARGET_FIT_S} s."
+        )
     else:
         parts.append(f"R package not run: {r_run['reason']}. Target: <= {TARGET_FIT_S} s.")
 
@@ -448,48 +515,92 @@ def summarise(bc, r_run, rate, step, step_choice, repeats) -> tuple[dict, str]:
             rows.append([t, "FAILED"] + [None] * 6)
             continue
         q, sq, sk = r["quad_statistic"], r["dgemm_square"], r["dgemm_skinny"]
-        rows.append([t, f3(q["best_s"]), f3(q["gflops"]), f3(q["ordered_pair_equivalent_gflops"]),
-                     f3(sq["gflops"]), f3(sk["gflops"]), f"{r['fraction_of_square']:.0%}",
-                     f"{r['fraction_of_skinny']:.0%}"])
+        rows.append(
+            [
+                t,
+                f3(q["best_s"]),
+                f3(q["gflops"]),
+                f3(q["ordered_pair_equivalent_gflops"]),
+                f3(sq["gflops"]),
+                f3(sk["gflops"]),
+                f"{r['fraction_of_square']:.0%}",
+                f"{r['fraction_of_skinny']:.0%}",
+            ]
+        )
         goals[f"rate_fraction_of_square_dgemm_{t}thr"] = r["fraction_of_square"]
         goals[f"rate_fraction_of_skinny_dgemm_{t}thr"] = r["fraction_of_skinny"]
         goals[f"rate_target_met_{t}thr"] = r["fraction_of_square"] >= TARGET_RATE_FRACTION
-    parts.append(f"#### Sigma accumulation rate, one E-step (`quad_statistic`) at N = {RATE_N}, A = {RATE_A}, "
-                 f"rank-{RATE_A} W")
-    parts.append(harness.markdown_table(
-        ["threads", "E-step s", "E-step GFLOP/s (executed)", "ordered-pair equivalent GFLOP/s",
-         f"dgemm {SQUARE_N}^2 GFLOP/s", "dgemm (30k x 50)^T(30k x 50) GFLOP/s",
-         "E-step / square", "E-step / skinny"], rows))
-    parts.append("Executed flops per E-step: N(N-1)/2 unordered pairs x (2 A rank + 2 A^2), rank = A = 50; "
-                 "the ordered-pair equivalent counts the 2 N^2 (A rank + A^2) a direct implementation "
-                 "over (anchor, candidate) pairs would do. The dgemm rates are measured in the same "
-                 "process at the same thread count. Target >= 50 % of the matrix-multiply rate (square "
-                 "dgemm), on executed flops. The Sigma accumulation alone (pass 2) is not timed: its "
-                 "kernel is not in dmargin.engine's public API.")
+    parts.append(
+        f"#### Sigma accumulation rate, one E-step (`quad_statistic`) at N = {RATE_N}, A = {RATE_A}, "
+        f"rank-{RATE_A} W"
+    )
+    parts.append(
+        harness.markdown_table(
+            [
+                "threads",
+                "E-step s",
+                "E-step GFLOP/s (executed)",
+                "ordered-pair equivalent GFLOP/s",
+                f"dgemm {SQUARE_N}^2 GFLOP/s",
+                "dgemm (30k x 50)^T(30k x 50) GFLOP/s",
+                "E-step / square",
+                "E-step / skinny",
+            ],
+            rows,
+        )
+    )
+    parts.append(
+        "Executed flops per E-step: N(N-1)/2 unordered pairs x (2 A rank + 2 A^2), rank = A = 50; "
+        "the ordered-pair equivalent counts the 2 N^2 (A rank + A^2) a direct implementation "
+        "over (anchor, candidate) pairs would do. The dgemm rates are measured in the same "
+        "process at the same thread count. Target >= 50 % of the matrix-multiply rate (square "
+        "dgemm), on executed flops. The Sigma accumulation alone (pass 2) is not timed: its "
+        "kernel is not in dmargin.engine's public API."
+    )
 
     # 3. step
     cl, ip = step.get("cluster"), step.get("inprocess")
     n = step_choice["n"]
     scale = (STEP_N / n) ** 2 if n != STEP_N and step_choice["reason"] != "--quick" else 1.0
     rows = []
-    for name, r in (("LocalCluster 2 workers x 1 thread, dask array", cl), ("in-process, numpy, 2 threads", ip)):
+    for name, r in (
+        ("LocalCluster 2 workers x 1 thread, dask array", cl),
+        ("in-process, numpy, 2 threads", ip),
+    ):
         if not r or not r.get("ok"):
             rows.append([name, n, "FAILED", None, None])
             continue
-        mem = (f"{r['worker_peak_rss_mib']} (sum {r['worker_peak_rss_sum_mib']}; before "
-               f"{r['worker_rss_before_fit_mib']})" if "worker_peak_rss_mib" in r
-               else f"process peak {r['peak_rss_mib']} (before {r['rss_before_fit_mib']})")
+        mem = (
+            f"{r['worker_peak_rss_mib']} (sum {r['worker_peak_rss_sum_mib']}; before "
+            f"{r['worker_rss_before_fit_mib']})"
+            if "worker_peak_rss_mib" in r
+            else f"process peak {r['peak_rss_mib']} (before {r['rss_before_fit_mib']})"
+        )
         extrap = f3(r["fit_s"] * scale) if scale != 1.0 else None
         rows.append([name, n, f3(r["fit_s"]), extrap, mem])
-    parts.append(f"#### One IMMIGRATE step (`Immigrate(max_iter=1, tol=0)`), A = {STEP_A}, "
-                 f"dask chunks of {STEP_CHUNK} rows")
-    parts.append(harness.markdown_table(
-        ["mode", "N", "wall s", f"extrapolated to N={STEP_N} (x N^2)", "peak RSS MiB per worker"], rows))
+    parts.append(
+        f"#### One IMMIGRATE step (`Immigrate(max_iter=1, tol=0)`), A = {STEP_A}, "
+        f"dask chunks of {STEP_CHUNK} rows"
+    )
+    parts.append(
+        harness.markdown_table(
+            [
+                "mode",
+                "N",
+                "wall s",
+                f"extrapolated to N={STEP_N} (x N^2)",
+                "peak RSS MiB per worker",
+            ],
+            rows,
+        )
+    )
     note = f"N chosen: {n} ({step_choice['reason']})."
     if cl and cl.get("ok"):
-        note += (f" Cluster start-up {cl['cluster_startup_s']} s and a warm-up fit at N={cl['spec']['warmup']} "
-                 f"({cl['warmup_fit_s']} s, JIT on the workers) are not in the wall time; worker RSS sampled "
-                 f"every {SAMPLE_EVERY_S} s ({cl['rss_samples']} samples).")
+        note += (
+            f" Cluster start-up {cl['cluster_startup_s']} s and a warm-up fit at N={cl['spec']['warmup']} "
+            f"({cl['warmup_fit_s']} s, JIT on the workers) are not in the wall time; worker RSS sampled "
+            f"every {SAMPLE_EVERY_S} s ({cl['rss_samples']} samples)."
+        )
     parts.append(note)
     if cl and cl.get("ok") and ip and ip.get("ok"):
         goals["step_cluster_over_inprocess"] = round(cl["fit_s"] / ip["fit_s"], 2)
@@ -498,15 +609,23 @@ def summarise(bc, r_run, rate, step, step_choice, repeats) -> tuple[dict, str]:
     trows = []
     for t in THREADS:
         if f"breast_cancer_target_met_{t}thr" in goals:
-            trows.append([f"breast cancer fit <= {TARGET_FIT_S} s, {t} thr",
-                          f"{goals[f'breast_cancer_steady_s_{t}thr']} s",
-                          met(goals[f"breast_cancer_target_met_{t}thr"])])
+            trows.append(
+                [
+                    f"breast cancer fit <= {TARGET_FIT_S} s, {t} thr",
+                    f"{goals[f'breast_cancer_steady_s_{t}thr']} s",
+                    met(goals[f"breast_cancer_target_met_{t}thr"]),
+                ]
+            )
     for t in THREADS:
         if f"rate_target_met_{t}thr" in goals:
-            trows.append([f"E-step >= {TARGET_RATE_FRACTION:.0%} of square dgemm (executed flops), {t} thr",
-                          f"{goals[f'rate_fraction_of_square_dgemm_{t}thr']:.0%} "
-                          f"(skinny: {goals[f'rate_fraction_of_skinny_dgemm_{t}thr']:.0%})",
-                          met(goals[f"rate_target_met_{t}thr"])])
+            trows.append(
+                [
+                    f"E-step >= {TARGET_RATE_FRACTION:.0%} of square dgemm (executed flops), {t} thr",
+                    f"{goals[f'rate_fraction_of_square_dgemm_{t}thr']:.0%} "
+                    f"(skinny: {goals[f'rate_fraction_of_skinny_dgemm_{t}thr']:.0%})",
+                    met(goals[f"rate_target_met_{t}thr"]),
+                ]
+            )
     parts.append("#### Targets")
     parts.append(harness.markdown_table(["target", "measured", "met"], trows))
     return goals, "\n\n".join(parts)
@@ -520,40 +639,80 @@ def contention_note(results) -> str:
             noisy.append(f"{s['kind']} thr={s['threads']} ({r['other_cores_busy']})")
     if not noisy:
         return f"Other processes kept < {QUIET_BUSY_CORES} cores busy during every measurement."
-    return ("Shared machine: other processes kept >= "
-            f"{QUIET_BUSY_CORES} cores busy (average during the timed part) in: " + "; ".join(noisy)
-            + ". Those numbers are pessimistic.")
+    return (
+        "Shared machine: other processes kept >= "
+        f"{QUIET_BUSY_CORES} cores busy (average during the timed part) in: "
+        + "; ".join(noisy)
+        + ". Those numbers are pessimistic."
+    )
 
 
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick=f"breast cancer at 1 thread, one steady fit; one rate repeat; the "
-                                            f"step at N = {STEP_N_QUICK}",
-                             idle_wait=15.0, worker=True)
-    parser.add_argument("--budget", type=float, default=560.0, metavar="S",
-                        help="wall-time budget of the whole run; decides N of part 3 (default 560)")
+    parser = harness.options(
+        __doc__,
+        quick=f"breast cancer at 1 thread, one steady fit; one rate repeat; the "
+        f"step at N = {STEP_N_QUICK}",
+        idle_wait=15.0,
+        worker=True,
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=560.0,
+        metavar="S",
+        help="wall-time budget of the whole run; decides N of part 3 (default 560)",
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, WORKERS)
         return 0
 
     start = time.perf_counter()
-    machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba", "dask", "distributed",
-                                    "psutil", "threadpoolctl"])
+    machine = harness.machine_info(
+        [
+            "dmargin",
+            "numpy",
+            "scipy",
+            "scikit-learn",
+            "numba",
+            "dask",
+            "distributed",
+            "psutil",
+            "threadpoolctl",
+        ]
+    )
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
     repeats = 1 if args.quick else STEADY_REPEATS
 
-    bc = [launch({"kind": "bc", "threads": t, "repeats": repeats}, args.idle_wait)
-          for t in (BC_THREADS_QUICK if args.quick else THREADS)]
+    bc = [
+        launch({"kind": "bc", "threads": t, "repeats": repeats}, args.idle_wait)
+        for t in (BC_THREADS_QUICK if args.quick else THREADS)
+    ]
     r_run = run_r(repeats)
     print(f"[bench] R package: {r_run}", file=sys.stderr, flush=True)
-    rate = [launch({"kind": "rate", "threads": t, "n": RATE_N, "features": RATE_A,
-                    "repeats": 1 if args.quick else 3}, args.idle_wait) for t in THREADS]
+    rate = [
+        launch(
+            {
+                "kind": "rate",
+                "threads": t,
+                "n": RATE_N,
+                "features": RATE_A,
+                "repeats": 1 if args.quick else 3,
+            },
+            args.idle_wait,
+        )
+        for t in THREADS
+    ]
     rate2 = next((r for r in rate if r["spec"]["threads"] == 2), None)
     remaining = args.budget - (time.perf_counter() - start)
     choice = choose_step_n(rate2, args.quick, remaining)
     print(f"[bench] step N = {choice['n']}: {choice['reason']}", file=sys.stderr, flush=True)
-    step_spec = {"n": choice["n"], "features": STEP_A, "chunk": STEP_CHUNK,
-                 "warmup": WARMUP_N_QUICK if args.quick else WARMUP_N}
+    step_spec = {
+        "n": choice["n"],
+        "features": STEP_A,
+        "chunk": STEP_CHUNK,
+        "warmup": WARMUP_N_QUICK if args.quick else WARMUP_N,
+    }
     step = {
         "cluster": launch({"kind": "step_cluster", "threads": 1, **step_spec}, args.idle_wait),
         "inprocess": launch({"kind": "step_inprocess", "threads": 2, **step_spec}, args.idle_wait),
@@ -561,14 +720,20 @@ def main(argv=None) -> int:
     if choice["n"] == STEP_N_FALLBACK:
         for r in step.values():
             if r.get("ok"):
-                r["fit_s_extrapolated_to_20000"] = round(r["fit_s"] * (STEP_N / STEP_N_FALLBACK) ** 2, 2)
+                r["fit_s_extrapolated_to_20000"] = round(
+                    r["fit_s"] * (STEP_N / STEP_N_FALLBACK) ** 2, 2
+                )
 
     goals, markdown = summarise(bc, r_run, rate, step, choice, repeats)
     versions = machine["versions"]
-    header = (f"{machine['cpu_model']}, {machine['logical_cores']} cores, numba {versions['numba']} "
-              f"({machine['numba_threading_layer']}), numpy {versions['numpy']}, dask {versions['dask']}, "
-              f"dmargin {versions['dmargin']}; {machine['date'][:10]}.")
-    markdown = header + "\n\n" + markdown + "\n\n" + contention_note(bc + rate + list(step.values()))
+    header = (
+        f"{machine['cpu_model']}, {machine['logical_cores']} cores, numba {versions['numba']} "
+        f"({machine['numba_threading_layer']}), numpy {versions['numpy']}, dask {versions['dask']}, "
+        f"dmargin {versions['dmargin']}; {machine['date'][:10]}."
+    )
+    markdown = (
+        header + "\n\n" + markdown + "\n\n" + contention_note(bc + rate + list(step.values()))
+    )
     total = time.perf_counter() - start
     report = {
         "benchmark": "immigrate_speed",
@@ -579,20 +744,20 @@ def main(argv=None) -> int:
             "thread_env_vars": list(harness.THREAD_VARS),
             "fresh_numba_cache_dir_per_subprocess": True,
             "breast_cancer": "load_breast_cancer; train_test_split(train_size=2/3, stratify=y, random_state=0); "
-                             "StandardScaler on the training rows; Immigrate(sigma=1.0, max_iter=10, tol=0) "
-                             "(its own scale='standard' then is a no-op); first fit, then best of "
-                             f"{repeats} fits on fresh estimators",
+            "StandardScaler on the training rows; Immigrate(sigma=1.0, max_iter=10, tol=0) "
+            "(its own scale='standard' then is a no-op); first fit, then best of "
+            f"{repeats} fits on fresh estimators",
             "r_package": "Immigrate 0.2.1 (the authors' R package, CRAN), Rscript with one thread; "
-                         "Immigrate(xx, yy, epsilon = 0, sig = 1, max_iter = 10) on the same rows; "
-                         "times inside R (proc.time), a first fit then the best of the same repeats",
+            "Immigrate(xx, yy, epsilon = 0, sig = 1, max_iter = 10) on the same rows; "
+            "times inside R (proc.time), a first fit then the best of the same repeats",
             "rate": "quad_statistic(prepare_rows(X, y, 2), U=I, lam=1/sqrt(A), sigma=1, weight=1, "
-                    "terms.softmin_coef) after a JIT warm-up on 200 rows, best of repeats; dgemm with numpy "
-                    "matmul in the same process (square best of 5, skinny best of >= 20 and >= 1 s)",
+            "terms.softmin_coef) after a JIT warm-up on 200 rows, best of repeats; dgemm with numpy "
+            "matmul in the same process (square best of 5, skinny best of >= 20 and >= 1 s)",
             "step": "make_classification(N, 50, n_informative=5, random_state=0); Immigrate(max_iter=1, tol=0); "
-                    f"cluster: LocalCluster(n_workers=2, threads_per_worker=1), da.from_array chunks "
-                    f"({STEP_CHUNK}, 50), warm-up fit at N={step_spec['warmup']} first; worker RSS via psutil on the "
-                    f"worker PIDs every {SAMPLE_EVERY_S} s; in-process: numpy input, 2 threads, warm-up "
-                    f"fit at N={step_spec['warmup']} first",
+            f"cluster: LocalCluster(n_workers=2, threads_per_worker=1), da.from_array chunks "
+            f"({STEP_CHUNK}, 50), warm-up fit at N={step_spec['warmup']} first; worker RSS via psutil on the "
+            f"worker PIDs every {SAMPLE_EVERY_S} s; in-process: numpy input, 2 threads, warm-up "
+            f"fit at N={step_spec['warmup']} first",
             "idle_wait_s": args.idle_wait,
             "budget_s": args.budget,
         },

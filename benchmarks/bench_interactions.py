@@ -53,19 +53,28 @@ QUIET_BUSY_CORES = 0.3
 FILES = [
     # key, file name, predictive columns, NA handling
     ("20atts", "GAMETES_Epistasis_2-Way_20atts_0.4H_EDM-1_1.tsv.gz", ("P1", "P2"), None),
-    ("missing (NA imputed: column mode)",
-     "GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
-     ("M0P0", "M0P1"), "mode"),
-    ("missing (rows with NA dropped)",
-     "GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
-     ("M0P0", "M0P1"), "drop"),
-    ("mixed attributes", "GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
-     ("M0P0", "M0P1"), None),
+    (
+        "missing (NA imputed: column mode)",
+        "GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
+        ("M0P0", "M0P1"),
+        "mode",
+    ),
+    (
+        "missing (rows with NA dropped)",
+        "GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
+        ("M0P0", "M0P1"),
+        "drop",
+    ),
+    (
+        "mixed attributes",
+        "GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
+        ("M0P0", "M0P1"),
+        None,
+    ),
     ("3 classes", "3Class_Datasets_Loc_2_01.txt", ("M0P0", "M0P1"), None),
 ]
 SKIPPED = {
-    "GAMETES_Epistasis_2-Way_continuous_endpoint_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz":
-        "continuous label (no classes); the margin methods here need classes",
+    "GAMETES_Epistasis_2-Way_continuous_endpoint_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz": "continuous label (no classes); the margin methods here need classes",
 }
 
 
@@ -99,8 +108,15 @@ def rank_of(scores: np.ndarray, idx: int) -> dict:
 def methods(quick: bool):
     import dmargin
 
-    out = [(f"IMMIGRATE sigma={s:g}" + (" (default)" if s == 1.0 else ""), "immigrate",
-            lambda s=s: dmargin.Immigrate(sigma=s)) for s in SIGMAS if not quick or s == 1.0]
+    out = [
+        (
+            f"IMMIGRATE sigma={s:g}" + (" (default)" if s == 1.0 else ""),
+            "immigrate",
+            lambda s=s: dmargin.Immigrate(sigma=s),
+        )
+        for s in SIGMAS
+        if not quick or s == 1.0
+    ]
     out.append(("IM4E (default)", "im4e", lambda: dmargin.IM4E()))
     out.append(("I-RELIEF (default)", "irelief", lambda: dmargin.IRelief()))
     return out
@@ -110,8 +126,14 @@ def evaluate(key, fname, predictive, na, quick) -> dict:
     X, y, info = load_gametes(fname, na)
     cols = list(X.columns)
     pi = [cols.index(c) for c in predictive]
-    entry = {"dataset": key, **info, "n_features": len(cols), "predictive": list(predictive),
-             "predictive_index": pi, "results": []}
+    entry = {
+        "dataset": key,
+        **info,
+        "n_features": len(cols),
+        "predictive": list(predictive),
+        "predictive_index": pi,
+        "results": [],
+    }
     for label, family, make in methods(quick):
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
@@ -121,7 +143,11 @@ def evaluate(key, fname, predictive, na, quick) -> dict:
         imp = np.asarray(est.feature_importances_, dtype=np.float64)
         res = {
             "method": label,
-            "params": {k: v for k, v in est.get_params().items() if k in ("sigma", "max_iter", "tol", "scale")},
+            "params": {
+                k: v
+                for k, v in est.get_params().items()
+                if k in ("sigma", "max_iter", "tol", "scale")
+            },
             "fit_s": round(seconds, 3),
             "n_iter_": int(getattr(est, "n_iter_", -1)),
             "feature_ranks": {c: rank_of(imp, i) for c, i in zip(predictive, pi)},
@@ -136,18 +162,25 @@ def evaluate(key, fname, predictive, na, quick) -> dict:
             pos = int(np.nonzero((iu == a) & (ju == b))[0][0])
             table = est.interactions_
             res["pair_rank"] = rank_of(off, pos)
-            res["pair_rank_in_interactions_table"] = int(
-                np.nonzero(((table["i"] == a) & (table["j"] == b)).to_numpy())[0][0]) + 1
+            res["pair_rank_in_interactions_table"] = (
+                int(np.nonzero(((table["i"] == a) & (table["j"] == b)).to_numpy())[0][0]) + 1
+            )
             res["n_pairs"] = int(off.size)
             res["pair_weight"] = round(float(W[a, b]), 5)
             res["max_offdiag_weight"] = round(float(off.max()), 5)
             res["zero_offdiag_entries"] = int(np.sum(off == 0))
-            res["top3_pairs"] = [[str(r.feature_i), str(r.feature_j), round(float(r.weight), 5)]
-                                 for r in table.head(3).itertuples()]
+            res["top3_pairs"] = [
+                [str(r.feature_i), str(r.feature_j), round(float(r.weight), 5)]
+                for r in table.head(3).itertuples()
+            ]
         entry["results"].append(res)
-        print(f"[bench] {key:36s} {label:28s} ranks "
-              f"{[res['feature_ranks'][c]['rank'] for c in predictive]} pair {res.get('pair_rank')} "
-              f"({seconds:.2f} s)", file=sys.stderr, flush=True)
+        print(
+            f"[bench] {key:36s} {label:28s} ranks "
+            f"{[res['feature_ranks'][c]['rank'] for c in predictive]} pair {res.get('pair_rank')} "
+            f"({seconds:.2f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
     return entry
 
 
@@ -158,17 +191,36 @@ def fmt_rank(r: dict) -> str:
 
 
 def render(entries) -> str:
-    headers = ["data", "method", "rank of P1 / P2 (of 20)", "pair rank (of 190)", "pair weight / max off-diag",
-               "top-3 features", "steps"]
+    headers = [
+        "data",
+        "method",
+        "rank of P1 / P2 (of 20)",
+        "pair rank (of 190)",
+        "pair weight / max off-diag",
+        "top-3 features",
+        "steps",
+    ]
     rows = []
     for e in entries:
         p1, p2 = e["predictive"]
         for r in e["results"]:
             pair = fmt_rank(r["pair_rank"]) if "pair_rank" in r else None
-            w = f"{r['pair_weight']:.3g} / {r['max_offdiag_weight']:.3g}" if "pair_weight" in r else None
-            rows.append([e["dataset"], r["method"],
-                         f"{fmt_rank(r['feature_ranks'][p1])} / {fmt_rank(r['feature_ranks'][p2])}",
-                         pair, w, ", ".join(r["top5_features"][:3]), r["n_iter_"]])
+            w = (
+                f"{r['pair_weight']:.3g} / {r['max_offdiag_weight']:.3g}"
+                if "pair_weight" in r
+                else None
+            )
+            rows.append(
+                [
+                    e["dataset"],
+                    r["method"],
+                    f"{fmt_rank(r['feature_ranks'][p1])} / {fmt_rank(r['feature_ranks'][p2])}",
+                    pair,
+                    w,
+                    ", ".join(r["top5_features"][:3]),
+                    r["n_iter_"],
+                ]
+            )
     notes = [
         "GAMETES pure 2-way epistasis, 1600 rows x 20 features (2 predictive: `P1, P2` in 20atts, "
         "`M0P0, M0P1` elsewhere). Ranks: 1 = highest weight (IMMIGRATE: diagonal of W); "
@@ -182,8 +234,11 @@ def render(entries) -> str:
 
 
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick="the 20atts file; IMMIGRATE at its default sigma, IM4E, I-RELIEF",
-                             idle_wait=15.0)
+    parser = harness.options(
+        __doc__,
+        quick="the 20atts file; IMMIGRATE at its default sigma, IM4E, I-RELIEF",
+        idle_wait=15.0,
+    )
     args = harness.parse_args(parser, argv)
 
     start = time.perf_counter()

@@ -98,33 +98,93 @@ PAPER_NAMES = {
 PAPER_TABLE2 = {
     "heart": {
         "knn_clean": [17.9, 3.1],
-        "0": {"knn_noisy": [19.2, 2.9], "irelief": [18.8, 3.4], "relieff": [19.6, 3.2], "p_value": 0.45},
-        "10": {"knn_noisy": [19.8, 3.9], "irelief": [19.5, 3.9], "relieff": [20.9, 3.6], "p_value": 0.26},
+        "0": {
+            "knn_noisy": [19.2, 2.9],
+            "irelief": [18.8, 3.4],
+            "relieff": [19.6, 3.2],
+            "p_value": 0.45,
+        },
+        "10": {
+            "knn_noisy": [19.8, 3.9],
+            "irelief": [19.5, 3.9],
+            "relieff": [20.9, 3.6],
+            "p_value": 0.26,
+        },
     },
     "thyroid": {
         "knn_clean": [4.4, 2.4],
-        "0": {"knn_noisy": [24.1, 3.8], "irelief": [5.8, 3.2], "relieff": [8.7, 4.3], "p_value": 0.02},
-        "10": {"knn_noisy": [26.0, 4.1], "irelief": [9.8, 3.8], "relieff": [11.3, 3.6], "p_value": 0.20},
+        "0": {
+            "knn_noisy": [24.1, 3.8],
+            "irelief": [5.8, 3.2],
+            "relieff": [8.7, 4.3],
+            "p_value": 0.02,
+        },
+        "10": {
+            "knn_noisy": [26.0, 4.1],
+            "irelief": [9.8, 3.8],
+            "relieff": [11.3, 3.6],
+            "p_value": 0.20,
+        },
     },
     "diabetes": {
         "knn_clean": [28.9, 1.5],
-        "0": {"knn_noisy": [31.6, 2.6], "irelief": [27.1, 1.7], "relieff": [27.0, 2.1], "p_value": 0.80},
-        "10": {"knn_noisy": [31.7, 2.5], "irelief": [27.2, 2.2], "relieff": [27.3, 1.8], "p_value": 0.77},
+        "0": {
+            "knn_noisy": [31.6, 2.6],
+            "irelief": [27.1, 1.7],
+            "relieff": [27.0, 2.1],
+            "p_value": 0.80,
+        },
+        "10": {
+            "knn_noisy": [31.7, 2.5],
+            "irelief": [27.2, 2.2],
+            "relieff": [27.3, 1.8],
+            "p_value": 0.77,
+        },
     },
     "flare-solar": {
         "knn_clean": [34.8, 2.4],
-        "0": {"knn_noisy": [34.5, 2.6], "irelief": [34.5, 3.3], "relieff": [37.1, 3.8], "p_value": 0.03},
-        "10": {"knn_noisy": [36.1, 1.7], "irelief": [35.1, 2.1], "relieff": [38.7, 3.7], "p_value": 0.00},
+        "0": {
+            "knn_noisy": [34.5, 2.6],
+            "irelief": [34.5, 3.3],
+            "relieff": [37.1, 3.8],
+            "p_value": 0.03,
+        },
+        "10": {
+            "knn_noisy": [36.1, 1.7],
+            "irelief": [35.1, 2.1],
+            "relieff": [38.7, 3.7],
+            "p_value": 0.00,
+        },
     },
     "segmentation": {
         "knn_clean": [12.5, 1.4],
-        "0": {"knn_noisy": [27.9, 1.7], "irelief": [17.0, 1.4], "relieff": [17.7, 1.7], "p_value": 0.17},
-        "10": {"knn_noisy": [29.2, 1.8], "irelief": [17.3, 1.4], "relieff": [17.4, 1.2], "p_value": 0.92},
+        "0": {
+            "knn_noisy": [27.9, 1.7],
+            "irelief": [17.0, 1.4],
+            "relieff": [17.7, 1.7],
+            "p_value": 0.17,
+        },
+        "10": {
+            "knn_noisy": [29.2, 1.8],
+            "irelief": [17.3, 1.4],
+            "relieff": [17.4, 1.2],
+            "p_value": 0.92,
+        },
     },
     "yeast": {
         "knn_clean": [43.8, 0.9],
-        "0": {"knn_noisy": [65.8, 1.5], "irelief": [45.0, 1.8], "relieff": [47.8, 1.4], "p_value": 0.00},
-        "10": {"knn_noisy": [66.2, 1.4], "irelief": [45.5, 1.7], "relieff": [49.0, 1.9], "p_value": 0.00},
+        "0": {
+            "knn_noisy": [65.8, 1.5],
+            "irelief": [45.0, 1.8],
+            "relieff": [47.8, 1.4],
+            "p_value": 0.00,
+        },
+        "10": {
+            "knn_noisy": [66.2, 1.4],
+            "irelief": [45.5, 1.7],
+            "relieff": [49.0, 1.9],
+            "p_value": 0.00,
+        },
     },
 }
 ORDER = ["heart", "diabetes", "thyroid", "flare-solar", "segmentation", "yeast"]
@@ -281,8 +341,15 @@ def prepare_run(ds, n_train, n_test, run, mislabel_pct):
         n_flipped = n_flip
     cv_state = int(np.random.default_rng(s_cv).integers(2**31 - 1))
     return dict(
-        Xtr=Xtr, Xte=Xte, ytr=ytr, ytr_clean=ytr_clean, yte=yte, A=ds.n_features, cv_state=cv_state,
-        n_const_train=int(const[: ds.n_features].sum()), n_flipped=n_flipped,
+        Xtr=Xtr,
+        Xte=Xte,
+        ytr=ytr,
+        ytr_clean=ytr_clean,
+        yte=yte,
+        A=ds.n_features,
+        cv_state=cv_state,
+        n_const_train=int(const[: ds.n_features].sum()),
+        n_flipped=n_flipped,
     )
 
 
@@ -294,7 +361,9 @@ def select_k(X, y, cv):
     gs = GridSearchCV(
         KNeighborsClassifier(algorithm="brute"),
         {"n_neighbors": [k for k in K_GRID if k < len(y) * (N_FOLDS - 1) / N_FOLDS]},
-        cv=cv, scoring="accuracy", n_jobs=1,
+        cv=cv,
+        scoring="accuracy",
+        n_jobs=1,
     )
     gs.fit(X, y)
     return int(gs.best_params_["n_neighbors"])
@@ -307,7 +376,12 @@ def knn_error(Xtr, ytr, Xte, yte, K):
 
 def knn_curve_sklearn(Xtr, ytr, Xte, yte, order, K):
     """Test error (sklearn KNN) with the top-m features of `order`, m = 1..len(order)."""
-    return np.array([knn_error(Xtr[:, order[:m]], ytr, Xte[:, order[:m]], yte, K) for m in range(1, len(order) + 1)])
+    return np.array(
+        [
+            knn_error(Xtr[:, order[:m]], ytr, Xte[:, order[:m]], yte, K)
+            for m in range(1, len(order) + 1)
+        ]
+    )
 
 
 def knn_curve_fast(Xtr, ytr, Xte, yte, order, K, n_classes):
@@ -401,8 +475,15 @@ def one_run(name, run, mislabel_pct, cfg):
                     if len(grid) > 1:
                         wp = np.maximum(w, 0)
                         werr += len(b) * knn_error(Xtr[a] * wp, ytr[a], Xtr[b] * wp, ytr[b], K_full)
-                    curve += len(b) * knn_curve_fast(Xtr[a], ytr[a], Xtr[b], ytr[b],
-                                                     ranking(w, cfg["seed_of"](run, f)), K_full, C)
+                    curve += len(b) * knn_curve_fast(
+                        Xtr[a],
+                        ytr[a],
+                        Xtr[b],
+                        ytr[b],
+                        ranking(w, cfg["seed_of"](run, f)),
+                        K_full,
+                        C,
+                    )
                 cv_err[p] = werr / len(ytr)
                 cv_curves[p] = curve / len(ytr)
             best = min(grid, key=lambda p: cv_err[p])  # first in grid on ties
@@ -426,7 +507,9 @@ def one_run(name, run, mislabel_pct, cfg):
                         by_param[str(p)] = float(curve[m_star - 1])
                         continue
                     t = time.perf_counter()
-                    wp_ = np.asarray(make(p, cfg["seed_of"](run, -1)).fit(Xtr, ytr).feature_importances_, float)
+                    wp_ = np.asarray(
+                        make(p, cfg["seed_of"](run, -1)).fit(Xtr, ytr).feature_importances_, float
+                    )
                     fit_s += time.perf_counter() - t
                     n_fits += 1
                     mp = int(np.argmin(cv_curves[p])) + 1
@@ -435,13 +518,18 @@ def one_run(name, run, mislabel_pct, cfg):
                 extra["test_error_if_fixed"] = by_param
             out[method] = {
                 pname: best,
-                "cv_weighted_knn_error": {str(p): cv_err[p] for p in grid} if len(grid) > 1 else None,
+                "cv_weighted_knn_error": {str(p): cv_err[p] for p in grid}
+                if len(grid) > 1
+                else None,
                 "m_star": m_star,
                 "cv_curve_at_m_star": float(cv_curves[best][m_star - 1]),
                 "test_error": float(curve[m_star - 1]),
                 "test_curve": curve.tolist(),
                 "n_original_above_noise": n_original_above_noise(w, A),
-                "n_zero_weights_original_irrelevant": [int(np.sum(w[:A] == 0)), int(np.sum(w[A:] == 0))],
+                "n_zero_weights_original_irrelevant": [
+                    int(np.sum(w[:A] == 0)),
+                    int(np.sum(w[A:] == 0)),
+                ],
                 "top_features": order[:10].tolist(),
                 "weights": w.tolist(),
                 "fit_seconds": fit_s,
@@ -486,22 +574,30 @@ def summarise(name, level, runs, ds):
             "test_error": _ms([x["test_error"] for x in rr]),
             "test_error_per_run": [round(100 * x["test_error"], 3) for x in rr],
             f"{pname}_per_run": [x[pname] for x in rr],
-            f"{pname}_counts": {str(k): v for k, v in sorted(Counter(x[pname] for x in rr).items())},
+            f"{pname}_counts": {
+                str(k): v for k, v in sorted(Counter(x[pname] for x in rr).items())
+            },
             "m_star_per_run": [x["m_star"] for x in rr],
             "m_star_mean": float(np.mean([x["m_star"] for x in rr])),
             "curve_mean": np.round(curves.mean(0), 3).tolist(),
             "curve_std": np.round(curves.std(0, ddof=1), 3).tolist() if len(rr) > 1 else None,
             "best_m_on_mean_curve": int(np.argmin(curves.mean(0))) + 1,
-            "n_original_above_noise_mean": float(np.mean([x["n_original_above_noise"] for x in rr])),
+            "n_original_above_noise_mean": float(
+                np.mean([x["n_original_above_noise"] for x in rr])
+            ),
             "n_original_above_noise_per_run": [x["n_original_above_noise"] for x in rr],
             "n_zero_weights_mean_original_irrelevant": np.mean(
-                [x["n_zero_weights_original_irrelevant"] for x in rr], axis=0).round(2).tolist(),
+                [x["n_zero_weights_original_irrelevant"] for x in rr], axis=0
+            )
+            .round(2)
+            .tolist(),
             "fit_seconds_total": round(float(sum(x["fit_seconds"] for x in rr)), 2),
             "n_fits": int(sum(x["n_fits"] for x in rr)),
         }
         if "test_error_if_fixed" in rr[0]:
             res[method]["sensitivity_test_error_if_param_fixed"] = {
-                p: _ms([x["test_error_if_fixed"][p] for x in rr]) for p in rr[0]["test_error_if_fixed"]
+                p: _ms([x["test_error_if_fixed"][p] for x in rr])
+                for p in rr[0]["test_error_if_fixed"]
             }
         if "n_iter" in rr[0]:
             res[method]["n_iter_per_run_final_fit"] = [x.get("n_iter") for x in rr]
@@ -532,12 +628,16 @@ def fmt(ms):
 def markdown_table(results, levels):
     lines = []
     for level in levels:
-        lines.append(f"**{level} % mislabeled training labels**, 50 irrelevant features; test error % mean (std) "
-                     f"over runs; p = paired t-test I-RELIEF vs ReliefF, ours (paper)")
+        lines.append(
+            f"**{level} % mislabeled training labels**, 50 irrelevant features; test error % mean (std) "
+            f"over runs; p = paired t-test I-RELIEF vs ReliefF, ours (paper)"
+        )
         lines.append("")
-        lines.append("| dataset | paper KNN clean | paper KNN noisy | paper I-RELIEF | paper ReliefF "
-                     "| ours KNN clean | ours KNN noisy | ours I-RELIEF | ours ReliefF | p ours (paper) "
-                     "| orig. features above all noise, I-RELIEF / ReliefF (of A) |")
+        lines.append(
+            "| dataset | paper KNN clean | paper KNN noisy | paper I-RELIEF | paper ReliefF "
+            "| ours KNN clean | ours KNN noisy | ours I-RELIEF | ours ReliefF | p ours (paper) "
+            "| orig. features above all noise, I-RELIEF / ReliefF (of A) |"
+        )
         lines.append("|" + "---|" * 11)
         for name in ORDER:
             key = f"{name}@{level}"
@@ -545,11 +645,17 @@ def markdown_table(results, levels):
                 continue
             r = results[key]
             if "error" in r:
-                lines.append(f"| {name} | " + " | ".join(["-"] * 9) + f" | failed: {r['error'][:60]} |")
+                lines.append(
+                    f"| {name} | " + " | ".join(["-"] * 9) + f" | failed: {r['error'][:60]} |"
+                )
                 continue
             pp = r["paper"]
             p = r["p_value_irelief_vs_relieff"]
-            p_s = "n/a" if p is None else (f"{p:.2f}" if p >= 0.01 else ("<0.001" if p < 0.001 else f"{p:.3f}"))
+            p_s = (
+                "n/a"
+                if p is None
+                else (f"{p:.2f}" if p >= 0.01 else ("<0.001" if p < 0.001 else f"{p:.3f}"))
+            )
             lines.append(
                 f"| {name} | {fmt(pp['knn_clean'])} | {fmt(pp['knn_noisy'])} | {fmt(pp['irelief'])} | "
                 f"{fmt(pp['relieff'])} | {fmt(r['knn_clean'])} | {fmt(r['knn_noisy'])} | "
@@ -603,14 +709,27 @@ def main(argv=None):
     ap = harness.options(__doc__, quick="2 runs on heart and thyroid")
     ap.add_argument("--runs", type=int, default=None, help="runs per dataset (default 20, quick 2)")
     ap.add_argument("--datasets", nargs="*", default=None, help=f"subset of {ORDER}")
-    ap.add_argument("--mislabel", nargs="*", type=int, default=[0, 10], help="mislabel levels in %% (default: 0 and 10)")
+    ap.add_argument(
+        "--mislabel",
+        nargs="*",
+        type=int,
+        default=[0, 10],
+        help="mislabel levels in %% (default: 0 and 10)",
+    )
     ap.add_argument("--sigma-grid", nargs="*", type=float, default=SIGMA_GRID)
-    ap.add_argument("--k-grid", nargs="*", type=int, default=RELIEFF_K_GRID, help="ReliefF n_neighbors grid")
+    ap.add_argument(
+        "--k-grid", nargs="*", type=int, default=RELIEFF_K_GRID, help="ReliefF n_neighbors grid"
+    )
     ap.add_argument("--n-jobs", type=int, default=2, help="processes over (dataset, run) tasks")
     ap.add_argument("--backend", choices=["dmargin", "standin"], default="dmargin")
-    ap.add_argument("--irelief-multiclass", default=None,
-                    help="IRelief multiclass rule ('margin' = I-RELIEF-2, 'relieff' = I-RELIEF-1); default: the library's")
-    ap.add_argument("--check-knn", action="store_true", help="compare the fast KNN with sklearn on every run")
+    ap.add_argument(
+        "--irelief-multiclass",
+        default=None,
+        help="IRelief multiclass rule ('margin' = I-RELIEF-2, 'relieff' = I-RELIEF-1); default: the library's",
+    )
+    ap.add_argument(
+        "--check-knn", action="store_true", help="compare the fast KNN with sklearn on every run"
+    )
     args = harness.parse_args(ap, argv)
 
     datasets = args.datasets or (QUICK_DATASETS if args.quick else ORDER)
@@ -625,7 +744,9 @@ def main(argv=None):
     }
 
     def seed_of(run, fold):
-        return int(np.random.SeedSequence([BASE_SEED, run, fold + 1]).generate_state(1)[0] % (2**31 - 1))
+        return int(
+            np.random.SeedSequence([BASE_SEED, run, fold + 1]).generate_state(1)[0] % (2**31 - 1)
+        )
 
     cfg["seed_of"] = seed_of
 
@@ -637,18 +758,40 @@ def main(argv=None):
         lib = {
             "dmargin_version": getattr(dmargin, "__version__", "unknown"),
             "dmargin_source_sha256_at_start": dmargin_source_hash(),
-            "irelief_params": {k: repr(v) for k, v in dmargin.IRelief(sigma=2.0, scale=None, **mc).get_params().items()}
-            if hasattr(dmargin.IRelief, "get_params") else None,
-            "relieff_params": {k: repr(v) for k, v in dmargin.ReliefF(n_neighbors=10, scale=None).get_params().items()}
-            if hasattr(dmargin.ReliefF, "get_params") else None,
+            "irelief_params": {
+                k: repr(v)
+                for k, v in dmargin.IRelief(sigma=2.0, scale=None, **mc).get_params().items()
+            }
+            if hasattr(dmargin.IRelief, "get_params")
+            else None,
+            "relieff_params": {
+                k: repr(v)
+                for k, v in dmargin.ReliefF(n_neighbors=10, scale=None).get_params().items()
+            }
+            if hasattr(dmargin.ReliefF, "get_params")
+            else None,
         }
 
     # biggest first for load balance
-    cost = {"yeast": 6, "flare-solar": 5, "diabetes": 4, "segmentation": 3, "heart": 1, "thyroid": 1}
-    tasks = [(n, r, lvl) for lvl in args.mislabel for n in sorted(datasets, key=lambda n: -cost.get(n, 0))
-             for r in range(n_runs)]
-    print(f"{len(tasks)} tasks ({datasets}, {n_runs} runs, mislabel {args.mislabel}%) backend={args.backend} "
-          f"n_jobs={args.n_jobs}", flush=True)
+    cost = {
+        "yeast": 6,
+        "flare-solar": 5,
+        "diabetes": 4,
+        "segmentation": 3,
+        "heart": 1,
+        "thyroid": 1,
+    }
+    tasks = [
+        (n, r, lvl)
+        for lvl in args.mislabel
+        for n in sorted(datasets, key=lambda n: -cost.get(n, 0))
+        for r in range(n_runs)
+    ]
+    print(
+        f"{len(tasks)} tasks ({datasets}, {n_runs} runs, mislabel {args.mislabel}%) backend={args.backend} "
+        f"n_jobs={args.n_jobs}",
+        flush=True,
+    )
     load_start = os.getloadavg()
     t0 = time.perf_counter()
     if args.n_jobs == 1:
@@ -678,7 +821,10 @@ def main(argv=None):
             failed = [o for o in runs if "error" in o]
             key = f"{name}@{lvl}"
             if failed:
-                results[key] = {"error": failed[0]["error"], "traceback": failed[0].get("traceback")}
+                results[key] = {
+                    "error": failed[0]["error"],
+                    "traceback": failed[0].get("traceback"),
+                }
                 continue
             res = summarise(name, lvl, runs, ds)
             n_train, n_test = SPLITS[name]
@@ -709,9 +855,9 @@ def main(argv=None):
             "runs_per_dataset": n_runs,
             "n_irrelevant": N_IRRELEVANT,
             "split": "stratified random train/test partition per run (sklearn train_test_split, stratify=y), "
-                     "Table 1 sizes",
+            "Table 1 sizes",
             "scaling": "min-max [0,1] from the training part, applied to test without clipping; "
-                       "train-constant features set to 0",
+            "train-constant features set to 0",
             "mislabel_levels_pct": args.mislabel,
             "mislabel_rule": "round(pct/100 * n_train) training labels flipped to a uniformly random different class",
             "knn": "sklearn KNeighborsClassifier(algorithm='brute', Euclidean, uniform) for all test errors",
@@ -720,12 +866,15 @@ def main(argv=None):
             "sigma_grid": args.sigma_grid,
             "relieff_k_grid": args.k_grid,
             "hyperparameter_selection": "10-fold CV on training data, KNN(K) in weighted space X*max(w,0)"
-            if len(args.sigma_grid) > 1 else "fixed",
+            if len(args.sigma_grid) > 1
+            else "fixed",
             "n_features_selection": "10-fold CV on training data, per-fold ranking, argmin of fold-averaged "
-                                    "KNN error over m=1..A_total (smallest m on ties)",
+            "KNN error over m=1..A_total (smallest m on ties)",
             "irelief_multiclass": args.irelief_multiclass or "library default",
-            "estimator_kwargs": {"irelief": "IRelief(sigma=<cv>, scale=None)",
-                                 "relieff": "ReliefF(n_neighbors=<cv>, scale=None)"},
+            "estimator_kwargs": {
+                "irelief": "IRelief(sigma=<cv>, scale=None)",
+                "relieff": "ReliefF(n_neighbors=<cv>, scale=None)",
+            },
             "base_seed": BASE_SEED,
             "std": "sample std (ddof=1) over runs",
             **lib,
@@ -738,7 +887,7 @@ def main(argv=None):
             "loadavg_1_5_15_at_start": [round(x, 2) for x in load_start],
             "loadavg_1_5_15_at_end": [round(x, 2) for x in os.getloadavg()],
             "note": "the machine is shared; wall time includes contention from other processes when the load "
-                    "average exceeds n_jobs. task_cpu_seconds_total / n_jobs estimates the wall time on idle cores.",
+            "average exceeds n_jobs. task_cpu_seconds_total / n_jobs estimates the wall time on idle cores.",
             "n_jobs": args.n_jobs,
             "cpu_count": os.cpu_count(),
             "python": platform.python_version(),
@@ -750,12 +899,18 @@ def main(argv=None):
     }
     # The stand-in backend only debugs this script: its runs go to results/quick/ whatever the mode.
     standin = args.backend == "standin"
-    out_path = harness.write_variant("irelief_accuracy", doc, variant=args.variant + "_standin" * standin,
-                                     quick=args.quick or standin)
+    out_path = harness.write_variant(
+        "irelief_accuracy",
+        doc,
+        variant=args.variant + "_standin" * standin,
+        quick=args.quick or standin,
+    )
     print()
     print(md)
-    print(f"wall time {wall:.0f} s (task CPU {doc['runtime']['task_cpu_seconds_total']:.0f} s, "
-          f"load average {doc['runtime']['loadavg_1_5_15_at_end']}); written {out_path}")
+    print(
+        f"wall time {wall:.0f} s (task CPU {doc['runtime']['task_cpu_seconds_total']:.0f} s, "
+        f"load average {doc['runtime']['loadavg_1_5_15_at_end']}); written {out_path}"
+    )
     return doc
 
 
@@ -777,7 +932,11 @@ def _safe(name, run, lvl, cfg):
     except Exception as e:  # keep the other datasets going; report the failure in the JSON
         import traceback
 
-        return {"run": run, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+        return {
+            "run": run,
+            "error": f"{type(e).__name__}: {e}",
+            "traceback": traceback.format_exc(),
+        }
 
 
 def _progress(task, o, t0):
@@ -786,11 +945,14 @@ def _progress(task, o, t0):
     if "error" in o:
         print(f"[{el:6.0f}s] {name} run {run} ({lvl}%): FAILED {o['error'][:200]}", flush=True)
         return
-    print(f"[{el:6.0f}s] {name:12s} run {run:2d} ({lvl:2d}%) {o['seconds']:5.1f}s  clean {100*o['knn_clean']:5.1f}  "
-          f"noisy {100*o['knn_noisy']:5.1f}  I-RELIEF {100*o['irelief']['test_error']:5.1f} "
-          f"(sigma {o['irelief']['sigma']}, m {o['irelief']['m_star']}, above {o['irelief']['n_original_above_noise']})  "
-          f"ReliefF {100*o['relieff']['test_error']:5.1f} (k {o['relieff']['n_neighbors']}, m "
-          f"{o['relieff']['m_star']}, above {o['relieff']['n_original_above_noise']})", flush=True)
+    print(
+        f"[{el:6.0f}s] {name:12s} run {run:2d} ({lvl:2d}%) {o['seconds']:5.1f}s  clean {100 * o['knn_clean']:5.1f}  "
+        f"noisy {100 * o['knn_noisy']:5.1f}  I-RELIEF {100 * o['irelief']['test_error']:5.1f} "
+        f"(sigma {o['irelief']['sigma']}, m {o['irelief']['m_star']}, above {o['irelief']['n_original_above_noise']})  "
+        f"ReliefF {100 * o['relieff']['test_error']:5.1f} (k {o['relieff']['n_neighbors']}, m "
+        f"{o['relieff']['m_star']}, above {o['relieff']['n_original_above_noise']})",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

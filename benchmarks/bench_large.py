@@ -111,29 +111,53 @@ PACKAGES = ["numpy", "numba", "dask", "distributed", "pyarrow", "psutil", "dmarg
 # key: (label, constructor name, full-run parameters, quick-run parameters or None = the same)
 ESTIMATORS = {
     "relieff": ("ReliefF(n_anchors=1000)", "ReliefF", {"n_anchors": 1000}, None),
-    "irelief": ("IRelief(n_anchors=1000, max_iter=3, tol=0)", "IRelief",
-                {"n_anchors": 1000, "max_iter": 3, "tol": 0}, None),
+    "irelief": (
+        "IRelief(n_anchors=1000, max_iter=3, tol=0)",
+        "IRelief",
+        {"n_anchors": 1000, "max_iter": 3, "tol": 0},
+        None,
+    ),
     # 10 steps of m = 500 anchors at 10^5 rows would take minutes: --quick runs 2 steps of 100.
-    "immigrate": ("Immigrate(n_anchors=500)", "Immigrate", {"n_anchors": 500},
-                  {"n_anchors": 100, "max_iter": 2}),
+    "immigrate": (
+        "Immigrate(n_anchors=500)",
+        "Immigrate",
+        {"n_anchors": 500},
+        {"n_anchors": 100, "max_iter": 2},
+    ),
     # With 50 features "halving" removes one feature a round: 40 rounds x n_estimators boosting
     # rounds, each a round trip to the cluster; --quick boosts 10 stumps a round.
-    "sbsmf": ('SBSMF(n_features_to_select=10, step="halving")', "SBSMF",
-              {"n_features_to_select": 10, "step": "halving"},
-              {"n_features_to_select": 10, "step": "halving", "n_estimators": 10}),
-    "online": ("OnlineIRelief(reference_size=1000, n_passes=1, tol=0)", "OnlineIRelief",
-               {"reference_size": 1000, "n_passes": 1, "tol": 0}, None),
+    "sbsmf": (
+        'SBSMF(n_features_to_select=10, step="halving")',
+        "SBSMF",
+        {"n_features_to_select": 10, "step": "halving"},
+        {"n_features_to_select": 10, "step": "halving", "n_estimators": 10},
+    ),
+    "online": (
+        "OnlineIRelief(reference_size=1000, n_passes=1, tol=0)",
+        "OnlineIRelief",
+        {"reference_size": 1000, "n_passes": 1, "tol": 0},
+        None,
+    ),
     # --quick removes 10 features a round (4 rounds instead of 40).
-    "ldm_rfe_linear": ('LDMRFE(n_features_to_select=10, kernel="linear")', "LDMRFE",
-                       {"n_features_to_select": 10, "kernel": "linear"},
-                       {"n_features_to_select": 10, "kernel": "linear", "step": 10}),
+    "ldm_rfe_linear": (
+        'LDMRFE(n_features_to_select=10, kernel="linear")',
+        "LDMRFE",
+        {"n_features_to_select": 10, "kernel": "linear"},
+        {"n_features_to_select": 10, "kernel": "linear", "step": 10},
+    ),
     "ldm_linear": ('LDM(kernel="linear")', "LDM", {"kernel": "linear"}, None),
 }
 LINEAR = ("ldm_rfe_linear", "ldm_linear")
 #: dmargin's DEBUG timing lines of each estimator's outer step.
-STEP_LINES = {"relieff": "ReliefF", "irelief": "I-RELIEF iteration", "immigrate": "IMMIGRATE step",
-              "sbsmf": "SBSMF: round with", "online": "online I-RELIEF pass",
-              "ldm_rfe_linear": "LDMRFE: round with", "ldm_linear": "LDM machine"}
+STEP_LINES = {
+    "relieff": "ReliefF",
+    "irelief": "I-RELIEF iteration",
+    "immigrate": "IMMIGRATE step",
+    "sbsmf": "SBSMF: round with",
+    "online": "online I-RELIEF pass",
+    "ldm_rfe_linear": "LDMRFE: round with",
+    "ldm_linear": "LDM machine",
+}
 
 
 def estimator_params(key, quick):
@@ -224,7 +248,11 @@ class GatherLog:
 
         if isinstance(value, np.ndarray):
             self.total_bytes += value.nbytes
-            if value.ndim == 2 and value.shape[1] == self.n_columns and value.shape[0] > self.n_columns:
+            if (
+                value.ndim == 2
+                and value.shape[1] == self.n_columns
+                and value.shape[0] > self.n_columns
+            ):
                 self.row_bytes += value.nbytes
                 self.largest_rows = max(self.largest_rows, value.shape[0])
         elif isinstance(value, (list, tuple)):
@@ -235,8 +263,11 @@ class GatherLog:
                 self._measure(v)
         elif hasattr(value, "nbytes"):  # pandas objects
             try:
-                self.total_bytes += int(value.memory_usage(deep=False).sum()) \
-                    if hasattr(value, "memory_usage") else int(value.nbytes)
+                self.total_bytes += (
+                    int(value.memory_usage(deep=False).sum())
+                    if hasattr(value, "memory_usage")
+                    else int(value.nbytes)
+                )
             except Exception:
                 pass
 
@@ -264,10 +295,13 @@ class GatherLog:
 
     def summary(self, n_rows):
         data_bytes = n_rows * self.n_columns * 8
-        return {"gather_calls": self.calls, "gathered_mib": round(self.total_bytes / 2**20, 3),
-                "row_mib_to_client": round(self.row_bytes / 2**20, 3),
-                "largest_row_block_to_client": self.largest_rows,
-                "rows_to_client_fraction": round(self.row_bytes / data_bytes, 4)}
+        return {
+            "gather_calls": self.calls,
+            "gathered_mib": round(self.total_bytes / 2**20, 3),
+            "row_mib_to_client": round(self.row_bytes / 2**20, 3),
+            "largest_row_block_to_client": self.largest_rows,
+            "rows_to_client_fraction": round(self.row_bytes / data_bytes, 4),
+        }
 
 
 def _maxrss_mib():
@@ -281,8 +315,13 @@ def _cluster(workers, memory_limit):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, memory_limit=memory_limit)
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            memory_limit=memory_limit,
+        )
     return cluster, Client(cluster)
 
 
@@ -294,7 +333,9 @@ def top_features(key, est):
         return sorted(int(i) for i in np.flatnonzero(est.get_support())), "get_support()"
     if hasattr(est, "feature_importances_"):
         w = np.asarray(est.feature_importances_)
-        what = "diagonal of W (feature_importances_)" if key == "immigrate" else "feature_importances_"
+        what = (
+            "diagonal of W (feature_importances_)" if key == "immigrate" else "feature_importances_"
+        )
         return sorted(int(i) for i in np.argsort(-w, kind="stable")[:TOP]), what
     if hasattr(est, "coef_"):
         w = np.abs(np.asarray(est.coef_)).reshape(-1, A).sum(axis=0)
@@ -313,8 +354,13 @@ def worker_fit(spec):
 
     key, n, params = spec["estimator"], spec["n"], spec["params"]
     _, informative, _ = synthetic.layout(synthetic.SEED)
-    out = {"estimator": key, "label": estimator_label(key, params), "params": params, "n": n,
-           "workers": spec["workers"]}
+    out = {
+        "estimator": key,
+        "label": estimator_label(key, params),
+        "params": params,
+        "n": n,
+        "workers": spec["workers"],
+    }
     cluster, client = _cluster(spec["workers"], spec["memory_limit"])
     try:
         pids = client.run(os.getpid)
@@ -334,33 +380,50 @@ def worker_fit(spec):
         t0 = time.perf_counter()
         gathered = GatherLog().attach()
         try:
-            build(key, warm).fit(da.from_array(Xw, chunks=(WARMUP_ROWS // 4, A)),
-                                 da.from_array(yw, chunks=WARMUP_ROWS // 4))
+            build(key, warm).fit(
+                da.from_array(Xw, chunks=(WARMUP_ROWS // 4, A)),
+                da.from_array(yw, chunks=WARMUP_ROWS // 4),
+            )
         except Exception as exc:  # the timed fit will say what is wrong
             out["warmup_error"] = f"{type(exc).__name__}: {exc}"[:500]
         finally:
             gathered.detach()
         out["warmup_s"] = round(time.perf_counter() - t0, 2)
         if key in LINEAR:  # the warm-up is the probe: a linear kernel on dask rows
-            probe = {"n": WARMUP_ROWS, "fits": "warmup_error" not in out, **gathered.summary(WARMUP_ROWS)}
-            probe["rows_stay_on_cluster"] = probe["rows_to_client_fraction"] < ROWS_TO_CLIENT_FRACTION
+            probe = {
+                "n": WARMUP_ROWS,
+                "fits": "warmup_error" not in out,
+                **gathered.summary(WARMUP_ROWS),
+            }
+            probe["rows_stay_on_cluster"] = (
+                probe["rows_to_client_fraction"] < ROWS_TO_CLIENT_FRACTION
+            )
             out["linear_probe"] = probe
             reason = None
             if not probe["fits"]:
                 reason = f"a fit on dask input fails: {out['warmup_error']}"
             elif not probe["rows_stay_on_cluster"]:
-                reason = (f"the fit gathers the training rows to the driver "
-                          f"({probe['rows_to_client_fraction']:.0%} of {WARMUP_ROWS} dask rows): "
-                          "no distributed linear solver in this dmargin")
+                reason = (
+                    f"the fit gathers the training rows to the driver "
+                    f"({probe['rows_to_client_fraction']:.0%} of {WARMUP_ROWS} dask rows): "
+                    "no distributed linear solver in this dmargin"
+                )
             if reason and not spec.get("force"):
                 out.update(ok=True, skipped=True, reason=reason)
                 return out
 
         est = build(key, params)
         cost = dmargin.fit_cost(est, n, A)
-        out["fit_cost"] = None if cost is None else {
-            "seconds": round(cost.seconds, 1), "operations": cost.operations,
-            "formula": cost.formula, "text": str(cost)}
+        out["fit_cost"] = (
+            None
+            if cost is None
+            else {
+                "seconds": round(cost.seconds, 1),
+                "operations": cost.operations,
+                "formula": cost.formula,
+                "text": str(cost),
+            }
+        )
         base_driver = harness.rss_mib()
         base_workers = client.run(_rss_now_mib)
         timings = harness.StepLog.attach()
@@ -384,47 +447,67 @@ def worker_fit(spec):
         client.close()
         cluster.close()
 
-    steps = [(m.split(" took ")[0], float(m.split(" took ")[1].split()[0]))
-             for m in timings.lines if " took " in m]
+    steps = [
+        (m.split(" took ")[0], float(m.split(" took ")[1].split()[0]))
+        for m in timings.lines
+        if " took " in m
+    ]
     prefix = STEP_LINES.get(key)
     step_s = [s for m, s in steps if prefix and m.startswith(prefix)]
-    worker_peaks = {pids[a]: round(max(peaks.worker_peak.get(a, 0) / 2**20, worker_maxrss.get(a, 0)), 1)
-                    for a in pids}
+    worker_peaks = {
+        pids[a]: round(max(peaks.worker_peak.get(a, 0) / 2**20, worker_maxrss.get(a, 0)), 1)
+        for a in pids
+    }
     data_mib = n * (A + 1) * 8 / 2**20
-    out.update({
-        "ok": error is None, **({"error": error} if error else {}),
-        "read_parquet_s": round(read_s, 3), "fit_s": round(wall - read_s, 3), "wall_s": round(wall, 3),
-        "step_seconds": [round(s, 3) for s in step_s],
-        "debug_steps": steps[:200],
-        "driver_peak_rss_mib": round(max(peaks.driver_peak / 2**20, 0), 1),
-        "driver_maxrss_mib": round(harness.peak_rss_mib(), 1),
-        "driver_rss_before_mib": round(base_driver, 1),
-        "worker_peak_rss_mib": worker_peaks,
-        "worker_peak_rss_mib_sampled": {pids[a]: round(v / 2**20, 1) for a, v in peaks.worker_peak.items()},
-        "worker_maxrss_mib": {pids[a]: round(v, 1) for a, v in worker_maxrss.items()},
-        "worker_rss_before_mib": {pids[a]: round(v, 1) for a, v in base_workers.items()},
-        "max_worker_peak_rss_mib": max(worker_peaks.values()) if worker_peaks else None,
-        "rss_samples": peaks.samples,
-        "data_mib": round(data_mib, 1),
-        "cpu_during_fit": cpu,
-        **gathered.summary(n),
-    })
+    out.update(
+        {
+            "ok": error is None,
+            **({"error": error} if error else {}),
+            "read_parquet_s": round(read_s, 3),
+            "fit_s": round(wall - read_s, 3),
+            "wall_s": round(wall, 3),
+            "step_seconds": [round(s, 3) for s in step_s],
+            "debug_steps": steps[:200],
+            "driver_peak_rss_mib": round(max(peaks.driver_peak / 2**20, 0), 1),
+            "driver_maxrss_mib": round(harness.peak_rss_mib(), 1),
+            "driver_rss_before_mib": round(base_driver, 1),
+            "worker_peak_rss_mib": worker_peaks,
+            "worker_peak_rss_mib_sampled": {
+                pids[a]: round(v / 2**20, 1) for a, v in peaks.worker_peak.items()
+            },
+            "worker_maxrss_mib": {pids[a]: round(v, 1) for a, v in worker_maxrss.items()},
+            "worker_rss_before_mib": {pids[a]: round(v, 1) for a, v in base_workers.items()},
+            "max_worker_peak_rss_mib": max(worker_peaks.values()) if worker_peaks else None,
+            "rss_samples": peaks.samples,
+            "data_mib": round(data_mib, 1),
+            "cpu_during_fit": cpu,
+            **gathered.summary(n),
+        }
+    )
     out["rows_stayed_on_cluster"] = out["rows_to_client_fraction"] < ROWS_TO_CLIENT_FRACTION
     out["driver_peak_over_data"] = round(out["driver_peak_rss_mib"] / data_mib, 3)
     if error is None:
         top, how = top_features(key, est)
-        out.update(top10=top, top10_from=how, informative=informative,
-                   informative_in_top10=None if top is None else len(set(top) & set(informative)))
+        out.update(
+            top10=top,
+            top10_from=how,
+            informative=informative,
+            informative_in_top10=None if top is None else len(set(top) & set(informative)),
+        )
         out["top10_is_informative"] = out["informative_in_top10"] == TOP
         if key == "sbsmf":  # what the elimination rounds cost: passes over the rows
             rounds = [s for m, s in steps if m.startswith("stump search, round")]
             out["boosting"] = {
-                "rounds_run": len(rounds), "round_s_mean": round(float(np.mean(rounds)), 4)
-                if rounds else None, "rounds_s_total": round(float(np.sum(rounds)), 2),
-                "eliminations_without_boosting": sum("committee of the previous round stands" in m
-                                                     for m in timings.lines),
-                "eliminations_resumed": sum("previous committee resumes" in m
-                                            for m in timings.lines)}
+                "rounds_run": len(rounds),
+                "round_s_mean": round(float(np.mean(rounds)), 4) if rounds else None,
+                "rounds_s_total": round(float(np.sum(rounds)), 2),
+                "eliminations_without_boosting": sum(
+                    "committee of the previous round stands" in m for m in timings.lines
+                ),
+                "eliminations_resumed": sum(
+                    "previous committee resumes" in m for m in timings.lines
+                ),
+            }
         if hasattr(est, "n_iter_"):
             n_iter = np.asarray(est.n_iter_)
             out["n_iter"] = int(n_iter.max()) if n_iter.size else None
@@ -459,8 +542,14 @@ def run_measurement(spec, timeout):
     env = harness.thread_env(1, fresh_numba_cache=False)  # 1 thread per worker process
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -469,8 +558,12 @@ def run_measurement(spec, timeout):
         except ProcessLookupError:
             pass
         proc.communicate()
-        return {"ok": False, "timeout": True, "error": f"timeout after {timeout:.0f} s",
-                "subprocess_wall_s": round(time.perf_counter() - start, 1)}
+        return {
+            "ok": False,
+            "timeout": True,
+            "error": f"timeout after {timeout:.0f} s",
+            "subprocess_wall_s": round(time.perf_counter() - start, 1),
+        }
     wall = time.perf_counter() - start
     try:  # leftovers of the group (a worker the cluster failed to close)
         os.killpg(proc.pid, signal.SIGKILL)
@@ -478,7 +571,7 @@ def run_measurement(spec, timeout):
         pass
     for line in reversed(stdout.splitlines()):
         if line.startswith(harness.RESULT_PREFIX):
-            result = json.loads(line[len(harness.RESULT_PREFIX):])
+            result = json.loads(line[len(harness.RESULT_PREFIX) :])
             result["subprocess_wall_s"] = round(wall, 3)
             return result
     tail = (stderr or stdout).strip().splitlines()[-8:]
@@ -487,7 +580,9 @@ def run_measurement(spec, timeout):
 
 def launch(spec, args):
     """Wait for a quiet machine, run ``spec``; rerun a disturbed one (``--attempts``)."""
-    label = " ".join(f"{k}={v}" for k, v in spec.items() if k in ("kind", "estimator", "n", "workers"))
+    label = " ".join(
+        f"{k}={v}" for k, v in spec.items() if k in ("kind", "estimator", "n", "workers")
+    )
     best = None
     for attempt in range(1, max(args.attempts, 1) + 1):
         quiet = harness.wait_until_quiet(QUIET_CORES, args.idle_wait)
@@ -501,8 +596,13 @@ def launch(spec, args):
             log(f"  ok{extra}, others busy {busy} cores ({result.get('subprocess_wall_s')} s)")
         else:
             log(f"  FAILED: {str(result.get('error', ''))[-400:]}")
-        if best is None or (result.get("ok") and (not best.get("ok") or (busy or 0) < (
-                (best.get("cpu_during_fit") or {}).get("other_cores_busy") or 0))):
+        if best is None or (
+            result.get("ok")
+            and (
+                not best.get("ok")
+                or (busy or 0) < ((best.get("cpu_during_fit") or {}).get("other_cores_busy") or 0)
+            )
+        ):
             best = result
         if not result.get("ok") or busy is None or busy < QUIET_CORES:
             break
@@ -531,30 +631,64 @@ def estimate(key, params, n):
 
 
 def main(argv=None):
-    quick = ("10^5 rows (Immigrate: 2 steps of 100 anchors; SBSMF: 10 stumps a round; LDMRFE: "
-             "step 10), the same code paths; results in results/quick/")
+    quick = (
+        "10^5 rows (Immigrate: 2 steps of 100 anchors; SBSMF: 10 stumps a round; LDMRFE: "
+        "step 10), the same code paths; results in results/quick/"
+    )
     parser = harness.options(__doc__, quick=quick, idle_wait=120.0, attempts=1, worker=True)
-    parser.add_argument("--rows", type=int, nargs="+", metavar="N",
-                        help="row counts (default 10^6 10^7; 10^5 with --quick)")
-    parser.add_argument("--data-dir", metavar="DIR",
-                        help=f"Parquet cache (default {synthetic.default_cache_dir()}); reused "
-                             "while its manifest matches")
-    parser.add_argument("--timeout", type=float, metavar="S",
-                        help=f"per measurement (default {TIMEOUT_FULL_S} s; {TIMEOUT_QUICK_S} with --quick)")
-    parser.add_argument("--with-immigrate-1e7", action="store_true",
-                        help="also fit Immigrate(n_anchors=500) above 10^6 rows")
-    parser.add_argument("--only", nargs="+", choices=list(ESTIMATORS), metavar="KEY",
-                        help=f"only these estimators ({', '.join(ESTIMATORS)})")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="row counts (default 10^6 10^7; 10^5 with --quick)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help=f"Parquet cache (default {synthetic.default_cache_dir()}); reused "
+        "while its manifest matches",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help=f"per measurement (default {TIMEOUT_FULL_S} s; {TIMEOUT_QUICK_S} with --quick)",
+    )
+    parser.add_argument(
+        "--with-immigrate-1e7",
+        action="store_true",
+        help="also fit Immigrate(n_anchors=500) above 10^6 rows",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=list(ESTIMATORS),
+        metavar="KEY",
+        help=f"only these estimators ({', '.join(ESTIMATORS)})",
+    )
     parser.add_argument("--no-scaling", action="store_true", help="skip the 1-worker ReliefF fit")
-    parser.add_argument("--scaling-repeats", type=int, default=None, metavar="K",
-                        help="1- and 2-worker ReliefF fits of the strong-scaling measurement, each "
-                             "(default 3; 1 with --quick); the speed-up is that of the medians")
-    parser.add_argument("--force-linear-ldm", action="store_true",
-                        help="fit the linear LDM / LDM-RFE even if the probe finds they gather the rows")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the plan with fit_cost's estimates and exit")
-    parser.add_argument("--render", action="store_true",
-                        help="print the stored run's markdown (of --variant, --quick) and exit")
+    parser.add_argument(
+        "--scaling-repeats",
+        type=int,
+        default=None,
+        metavar="K",
+        help="1- and 2-worker ReliefF fits of the strong-scaling measurement, each "
+        "(default 3; 1 with --quick); the speed-up is that of the medians",
+    )
+    parser.add_argument(
+        "--force-linear-ldm",
+        action="store_true",
+        help="fit the linear LDM / LDM-RFE even if the probe finds they gather the rows",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the plan with fit_cost's estimates and exit"
+    )
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="print the stored run's markdown (of --variant, --quick) and exit",
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, {"fit": worker_fit})
@@ -575,36 +709,65 @@ def main(argv=None):
         if skip is None:
             expected.append((n, key, estimate(key, params, n)))
     if do_scaling:
-        expected.append((scaling_n, "relieff (1 worker)",
-                         (estimate("relieff", estimator_params("relieff", args.quick), scaling_n) or 0) * 2))
+        expected.append(
+            (
+                scaling_n,
+                "relieff (1 worker)",
+                (estimate("relieff", estimator_params("relieff", args.quick), scaling_n) or 0) * 2,
+            )
+        )
     known = sum(s for _, _, s in expected if s)
-    log(f"plan: {len(expected)} fits; fit_cost estimates {known / 60:.0f} min in all for the "
-        f"modelled ones ({', '.join(f'{k}@{n:.0e}: {s / 60:.1f} min' for n, k, s in expected if s)})")
+    log(
+        f"plan: {len(expected)} fits; fit_cost estimates {known / 60:.0f} min in all for the "
+        f"modelled ones ({', '.join(f'{k}@{n:.0e}: {s / 60:.1f} min' for n, k, s in expected if s)})"
+    )
     if args.dry_run:
         for n, key, s in expected:
             print(f"{n:>10} {key:<20} {'—' if s is None else f'{s:8.0f} s'}")
-        print(f"modelled total: {known:.0f} s ({known / 3600:.2f} h); unmodelled: "
-              f"{', '.join(f'{k}@{n:.0e}' for n, k, s in expected if s is None)}")
+        print(
+            f"modelled total: {known:.0f} s ({known / 3600:.2f} h); unmodelled: "
+            f"{', '.join(f'{k}@{n:.0e}' for n, k, s in expected if s is None)}"
+        )
         return 0
 
     memory_limit = memory_limit_bytes()
-    data_needed = sorted({n for n, _, _, skip in todo if skip is None} | ({scaling_n} if do_scaling else set()))
+    data_needed = sorted(
+        {n for n, _, _, skip in todo if skip is None} | ({scaling_n} if do_scaling else set())
+    )
     data = {}
     for n in data_needed:
         data[n] = synthetic.cached_parquet(n, args.data_dir, log=log)
         if not data[n]["written"]:
             log(f"reusing {data[n]['path']}")
 
-    out = {"benchmark": "large", "mode": "quick" if args.quick else "full",
-           "machine": harness.machine_info(PACKAGES),
-           "revision": harness.git_revision(harness.REPO),
-           "dataset": {"features": A, "informative": TOP, "row_group": synthetic.ROW_GROUP,
-                       "seed": synthetic.SEED, "generator": synthetic.GENERATOR,
-                       "informative_columns": synthetic.layout()[1],
-                       "files": {str(n): {k: d[k] for k in ("path", "bytes", "written", "write_s")}
-                                 for n, d in data.items()}},
-           "cluster": {"workers": WORKERS, "threads_per_worker": 1, "memory_limit_mib": memory_limit // 2**20},
-           "rows": rows, "runs": [], "skipped": [], "linear_unsupported": {}, "expected_s": {}}
+    out = {
+        "benchmark": "large",
+        "mode": "quick" if args.quick else "full",
+        "machine": harness.machine_info(PACKAGES),
+        "revision": harness.git_revision(harness.REPO),
+        "dataset": {
+            "features": A,
+            "informative": TOP,
+            "row_group": synthetic.ROW_GROUP,
+            "seed": synthetic.SEED,
+            "generator": synthetic.GENERATOR,
+            "informative_columns": synthetic.layout()[1],
+            "files": {
+                str(n): {k: d[k] for k in ("path", "bytes", "written", "write_s")}
+                for n, d in data.items()
+            },
+        },
+        "cluster": {
+            "workers": WORKERS,
+            "threads_per_worker": 1,
+            "memory_limit_mib": memory_limit // 2**20,
+        },
+        "rows": rows,
+        "runs": [],
+        "skipped": [],
+        "linear_unsupported": {},
+        "expected_s": {},
+    }
     for n, key, s in expected:
         out["expected_s"][f"{key}@{n}"] = None if s is None else round(s, 1)
 
@@ -612,17 +775,33 @@ def main(argv=None):
         if skip is None and key in LINEAR and key in out["linear_unsupported"]:
             skip = out["linear_unsupported"][key]  # found at a smaller N: no need to try again
         if skip is not None:
-            out["skipped"].append({"estimator": key, "label": estimator_label(key, params), "n": n,
-                                   "reason": skip})
+            out["skipped"].append(
+                {"estimator": key, "label": estimator_label(key, params), "n": n, "reason": skip}
+            )
             log(f"skip {key} at {n}: {skip}")
             continue
-        spec = {"kind": "fit", "estimator": key, "params": params, "n": n, "workers": WORKERS,
-                "path": data[n]["path"], "memory_limit": memory_limit, "force": args.force_linear_ldm}
+        spec = {
+            "kind": "fit",
+            "estimator": key,
+            "params": params,
+            "n": n,
+            "workers": WORKERS,
+            "path": data[n]["path"],
+            "memory_limit": memory_limit,
+            "force": args.force_linear_ldm,
+        }
         result = launch(spec, args)
         if result.get("skipped"):
             out["linear_unsupported"][key] = result["reason"]
-            out["skipped"].append({"estimator": key, "label": estimator_label(key, params), "n": n,
-                                   "reason": result["reason"], "probe": result.get("linear_probe")})
+            out["skipped"].append(
+                {
+                    "estimator": key,
+                    "label": estimator_label(key, params),
+                    "n": n,
+                    "reason": result["reason"],
+                    "probe": result.get("linear_probe"),
+                }
+            )
             log(f"skip {key} at {n}: {result['reason']}")
             continue
         result.setdefault("estimator", key)
@@ -633,8 +812,16 @@ def main(argv=None):
 
     if do_scaling:
         params = estimator_params("relieff", args.quick)
-        two = next((r for r in out["runs"] if r["estimator"] == "relieff" and r["n"] == scaling_n
-                    and r.get("workers") == WORKERS), None)
+        two = next(
+            (
+                r
+                for r in out["runs"]
+                if r["estimator"] == "relieff"
+                and r["n"] == scaling_n
+                and r.get("workers") == WORKERS
+            ),
+            None,
+        )
         # Alternating 1- and 2-worker fits, ``--scaling-repeats`` of each (the main
         # run counts as one 2-worker fit): the speed-up of the medians, every time kept.
         times = {1: [], WORKERS: []}
@@ -646,8 +833,15 @@ def main(argv=None):
             for p in (1, WORKERS):
                 if len(times[p]) >= args.scaling_repeats:
                     continue
-                spec = {"kind": "fit", "estimator": "relieff", "params": params, "n": scaling_n,
-                        "workers": p, "path": data[scaling_n]["path"], "memory_limit": memory_limit}
+                spec = {
+                    "kind": "fit",
+                    "estimator": "relieff",
+                    "params": params,
+                    "n": scaling_n,
+                    "workers": p,
+                    "path": data[scaling_n]["path"],
+                    "memory_limit": memory_limit,
+                }
                 run = launch(spec, args)
                 run.setdefault("workers", p)
                 kept[p].append(run)
@@ -656,12 +850,15 @@ def main(argv=None):
                 else:
                     failed = True
         median = {p: (round(statistics.median(t), 3) if t else None) for p, t in times.items()}
-        out["scaling"] = {"n": scaling_n, "estimator": estimator_label("relieff", params),
-                          "fit_s": {str(p): m for p, m in median.items()},
-                          "fit_s_each": {str(p): t for p, t in times.items()},
-                          "statistic": "median over the repeats",
-                          "runs": {str(p): r for p, r in kept.items()},
-                          "two_workers_is_main_run": two is not None}
+        out["scaling"] = {
+            "n": scaling_n,
+            "estimator": estimator_label("relieff", params),
+            "fit_s": {str(p): m for p, m in median.items()},
+            "fit_s_each": {str(p): t for p, t in times.items()},
+            "statistic": "median over the repeats",
+            "runs": {str(p): r for p, r in kept.items()},
+            "two_workers_is_main_run": two is not None,
+        }
         if not failed and all(median.values()):
             out["scaling"]["speedup"] = round(median[1] / median[WORKERS], 3)
 
@@ -685,28 +882,62 @@ def targets(out, quick=False):
     at = (lambda n: ROWS_QUICK[0]) if quick else (lambda n: n)
     two_gb_mib = 2e9 / 2**20
     spec = [
-        ("ReliefF(n_anchors=1000) at 10^7 rows: < 180 s, < 2 GB peak per worker, top 10 = informative",
-         "relieff", 10**7,
-         lambda r: (r["fit_s"] < 180 and r["max_worker_peak_rss_mib"] < two_gb_mib and r["top10_is_informative"],
-                    f"{r['fit_s']} s, worker peak {r['max_worker_peak_rss_mib']:.0f} MiB, "
-                    f"{r['informative_in_top10']}/10 informative")),
-        ("IRelief(n_anchors=1000) at 10^7 rows: < 300 s per iteration, top 10 = informative",
-         "irelief", 10**7,
-         lambda r: ((r.get("seconds_per_iteration_debug") or r["seconds_per_iteration"]) < 300
-                    and r["top10_is_informative"],
-                    f"{r.get('seconds_per_iteration_debug')} s per iteration (DEBUG lines), "
-                    f"{r['seconds_per_iteration']} s (fit / n_iter), {r['informative_in_top10']}/10 informative")),
-        ("Immigrate(n_anchors=500) at 10^6 rows: < 20 min, diagonal top 10 = informative",
-         "immigrate", 10**6,
-         lambda r: (r["fit_s"] < 1200 and r["top10_is_informative"],
-                    f"{r['fit_s']} s, {r['informative_in_top10']}/10 informative")),
-        ('SBSMF(step="halving") at 10^7 rows: < 30 min', "sbsmf", 10**7,
-         lambda r: (r["fit_s"] < 1800, f"{r['fit_s']} s, {r['informative_in_top10']}/10 informative")),
-        ('linear LDM at 10^6 rows: < 5 min', "ldm_linear", 10**6,
-         lambda r: (r["fit_s"] < 300, f"{r['fit_s']} s")),
-        ('linear LDM-RFE 50 -> 10 at 10^6 rows: < 15 min, top 10 = informative', "ldm_rfe_linear", 10**6,
-         lambda r: (r["fit_s"] < 900 and r["top10_is_informative"],
-                    f"{r['fit_s']} s, {r['informative_in_top10']}/10 informative")),
+        (
+            "ReliefF(n_anchors=1000) at 10^7 rows: < 180 s, < 2 GB peak per worker, top 10 = informative",
+            "relieff",
+            10**7,
+            lambda r: (
+                r["fit_s"] < 180
+                and r["max_worker_peak_rss_mib"] < two_gb_mib
+                and r["top10_is_informative"],
+                f"{r['fit_s']} s, worker peak {r['max_worker_peak_rss_mib']:.0f} MiB, "
+                f"{r['informative_in_top10']}/10 informative",
+            ),
+        ),
+        (
+            "IRelief(n_anchors=1000) at 10^7 rows: < 300 s per iteration, top 10 = informative",
+            "irelief",
+            10**7,
+            lambda r: (
+                (r.get("seconds_per_iteration_debug") or r["seconds_per_iteration"]) < 300
+                and r["top10_is_informative"],
+                f"{r.get('seconds_per_iteration_debug')} s per iteration (DEBUG lines), "
+                f"{r['seconds_per_iteration']} s (fit / n_iter), {r['informative_in_top10']}/10 informative",
+            ),
+        ),
+        (
+            "Immigrate(n_anchors=500) at 10^6 rows: < 20 min, diagonal top 10 = informative",
+            "immigrate",
+            10**6,
+            lambda r: (
+                r["fit_s"] < 1200 and r["top10_is_informative"],
+                f"{r['fit_s']} s, {r['informative_in_top10']}/10 informative",
+            ),
+        ),
+        (
+            'SBSMF(step="halving") at 10^7 rows: < 30 min',
+            "sbsmf",
+            10**7,
+            lambda r: (
+                r["fit_s"] < 1800,
+                f"{r['fit_s']} s, {r['informative_in_top10']}/10 informative",
+            ),
+        ),
+        (
+            "linear LDM at 10^6 rows: < 5 min",
+            "ldm_linear",
+            10**6,
+            lambda r: (r["fit_s"] < 300, f"{r['fit_s']} s"),
+        ),
+        (
+            "linear LDM-RFE 50 -> 10 at 10^6 rows: < 15 min, top 10 = informative",
+            "ldm_rfe_linear",
+            10**6,
+            lambda r: (
+                r["fit_s"] < 900 and r["top10_is_informative"],
+                f"{r['fit_s']} s, {r['informative_in_top10']}/10 informative",
+            ),
+        ),
     ]
     rows = []
     for text, key, n, check in spec:
@@ -714,25 +945,39 @@ def targets(out, quick=False):
         r = _run(out, key, n_eval)
         row = {"target": text, "estimator": key, "n": n_eval}
         if r is None:
-            skipped = next((s for s in out.get("skipped", []) if s["estimator"] == key and s["n"] == n_eval), None)
-            row.update(met=None, measured="skipped: " + skipped["reason"] if skipped else "not run at this N")
+            skipped = next(
+                (s for s in out.get("skipped", []) if s["estimator"] == key and s["n"] == n_eval),
+                None,
+            )
+            row.update(
+                met=None,
+                measured="skipped: " + skipped["reason"] if skipped else "not run at this N",
+            )
         elif not r.get("ok"):
-            row.update(met=False, measured=("timed out: " if r.get("timeout") else "failed: ")
-                       + str(r.get("error", ""))[-200:])
+            row.update(
+                met=False,
+                measured=("timed out: " if r.get("timeout") else "failed: ")
+                + str(r.get("error", ""))[-200:],
+            )
         else:
             met, measured = check(r)
             row.update(met=bool(met), measured=measured)
         rows.append(row)
     sc = out.get("scaling")
-    row = {"target": "2 workers >= 1.7x 1 worker, ReliefF(n_anchors=1000) at 10^6 rows",
-           "estimator": "relieff", "n": at(10**6)}
+    row = {
+        "target": "2 workers >= 1.7x 1 worker, ReliefF(n_anchors=1000) at 10^6 rows",
+        "estimator": "relieff",
+        "n": at(10**6),
+    }
     if sc is None or sc["n"] != at(10**6):
         row.update(met=None, measured="not run at this N")
     elif "speedup" not in sc:
         row.update(met=False, measured="a fit failed")
     else:
-        row.update(met=sc["speedup"] >= 1.7,
-                   measured=f"{sc['speedup']}x ({sc['fit_s']['1']} s -> {sc['fit_s'][str(WORKERS)]} s)")
+        row.update(
+            met=sc["speedup"] >= 1.7,
+            measured=f"{sc['speedup']}x ({sc['fit_s']['1']} s -> {sc['fit_s'][str(WORKERS)]} s)",
+        )
     rows.append(row)
     if quick:
         for row in rows:
@@ -757,13 +1002,19 @@ def render(out):
     """The markdown for benchmarks/README.md."""
     m = out["machine"]
     v = m.get("versions", {})
-    parts = [f"{' '.join(m['cpu_model'].split()[:2])}, {m['logical_cores']} cores, {m.get('memory_total_gib')} GiB; dmargin {v.get('dmargin')}, "
-             f"dask {v.get('dask')}, distributed {v.get('distributed')}, numba {v.get('numba')}; "
-             f"{m['date'][:10]}. Data: {out['dataset']['features']} features, "
-             f"{out['dataset']['informative']} informative, Parquet row groups of "
-             f"{out['dataset']['row_group']:,} rows; LocalCluster of {out['cluster']['workers']} worker "
-             f"processes x 1 thread, memory limit {out['cluster']['memory_limit_mib']} MiB each."
-             + (" Quick run (10^5 rows; Immigrate 2 steps of 100 anchors; SBSMF 10 stumps a round; LDMRFE step 10)." if out["mode"] == "quick" else "")]
+    parts = [
+        f"{' '.join(m['cpu_model'].split()[:2])}, {m['logical_cores']} cores, {m.get('memory_total_gib')} GiB; dmargin {v.get('dmargin')}, "
+        f"dask {v.get('dask')}, distributed {v.get('distributed')}, numba {v.get('numba')}; "
+        f"{m['date'][:10]}. Data: {out['dataset']['features']} features, "
+        f"{out['dataset']['informative']} informative, Parquet row groups of "
+        f"{out['dataset']['row_group']:,} rows; LocalCluster of {out['cluster']['workers']} worker "
+        f"processes x 1 thread, memory limit {out['cluster']['memory_limit_mib']} MiB each."
+        + (
+            " Quick run (10^5 rows; Immigrate 2 steps of 100 anchors; SBSMF 10 stumps a round; LDMRFE step 10)."
+            if out["mode"] == "quick"
+            else ""
+        )
+    ]
     rows = []
     for r in out["runs"]:
         label = r.get("label", r.get("estimator"))
@@ -773,43 +1024,90 @@ def render(out):
             continue
         est = (r.get("fit_cost") or {}).get("seconds")
         per = r.get("seconds_per_iteration_debug") or r.get("seconds_per_iteration")
-        rows.append([
-            f"{r['n']:.0e}", label, r["workers"], r["fit_s"], _fmt(est),
-            per if per is not None else None,
-            r["driver_peak_rss_mib"], r["max_worker_peak_rss_mib"], round(r["data_mib"]),
-            _to_client(r),
-            f"{r['informative_in_top10']}/10" if r.get("informative_in_top10") is not None else None,
-            r.get("n_iter"),
-            r["cpu_during_fit"]["other_cores_busy"]])
-    parts.append(harness.markdown_table(
-        ["N", "estimator", "workers", "fit s", "fit_cost s", "s / iteration", "driver peak MiB",
-         "worker peak MiB (max)", "data MiB", "rows to client", "informative in top 10", "n_iter",
-         "other cores busy"], rows))
-    parts.append("fit s: `read_parquet` (footers only) excluded; fit_cost s: `dmargin.fit_cost` "
-                 "before the fit (Immigrate's is for one core); s / iteration: the mean of dmargin's DEBUG "
-                 "timing lines (I-RELIEF). Peak RSS: psutil every 0.2 s and `ru_maxrss`, the larger; "
-                 "the driver process holds the scheduler too. Rows to client: 2-D arrays of 50 columns "
-                 "that `Client.gather` brought to the driver, as a share of the data's float64 bytes "
-                 "(OnlineIRelief streams every row group through the driver by design).")
+        rows.append(
+            [
+                f"{r['n']:.0e}",
+                label,
+                r["workers"],
+                r["fit_s"],
+                _fmt(est),
+                per if per is not None else None,
+                r["driver_peak_rss_mib"],
+                r["max_worker_peak_rss_mib"],
+                round(r["data_mib"]),
+                _to_client(r),
+                f"{r['informative_in_top10']}/10"
+                if r.get("informative_in_top10") is not None
+                else None,
+                r.get("n_iter"),
+                r["cpu_during_fit"]["other_cores_busy"],
+            ]
+        )
+    parts.append(
+        harness.markdown_table(
+            [
+                "N",
+                "estimator",
+                "workers",
+                "fit s",
+                "fit_cost s",
+                "s / iteration",
+                "driver peak MiB",
+                "worker peak MiB (max)",
+                "data MiB",
+                "rows to client",
+                "informative in top 10",
+                "n_iter",
+                "other cores busy",
+            ],
+            rows,
+        )
+    )
+    parts.append(
+        "fit s: `read_parquet` (footers only) excluded; fit_cost s: `dmargin.fit_cost` "
+        "before the fit (Immigrate's is for one core); s / iteration: the mean of dmargin's DEBUG "
+        "timing lines (I-RELIEF). Peak RSS: psutil every 0.2 s and `ru_maxrss`, the larger; "
+        "the driver process holds the scheduler too. Rows to client: 2-D arrays of 50 columns "
+        "that `Client.gather` brought to the driver, as a share of the data's float64 bytes "
+        "(OnlineIRelief streams every row group through the driver by design)."
+    )
     if out.get("skipped"):
-        parts.append("Not run: " + "; ".join(f"{s['label']} at N = {s['n']:.0e} ({s['reason']})"
-                                              for s in out["skipped"]) + ".")
+        parts.append(
+            "Not run: "
+            + "; ".join(f"{s['label']} at N = {s['n']:.0e} ({s['reason']})" for s in out["skipped"])
+            + "."
+        )
     sc = out.get("scaling")
     if sc:
         if "speedup" in sc:
             each = sc.get("fit_s_each")
-            detail = (f" (medians of {', '.join(map(str, each['1']))} s and "
-                      f"{', '.join(map(str, each[str(WORKERS)]))} s)" if each and len(each["1"]) > 1 else "")
-            parts.append(f"Strong scaling, {sc['estimator']} at N = {sc['n']:.0e}: "
-                         f"{sc['fit_s']['1']} s on 1 worker, {sc['fit_s'][str(WORKERS)]} s on {WORKERS} "
-                         f"(1 thread each){detail}: {sc['speedup']}x.")
+            detail = (
+                f" (medians of {', '.join(map(str, each['1']))} s and "
+                f"{', '.join(map(str, each[str(WORKERS)]))} s)"
+                if each and len(each["1"]) > 1
+                else ""
+            )
+            parts.append(
+                f"Strong scaling, {sc['estimator']} at N = {sc['n']:.0e}: "
+                f"{sc['fit_s']['1']} s on 1 worker, {sc['fit_s'][str(WORKERS)]} s on {WORKERS} "
+                f"(1 thread each){detail}: {sc['speedup']}x."
+            )
         else:
             parts.append(f"Strong scaling at N = {sc['n']:.0e}: a fit failed.")
     if out.get("targets"):
-        parts.append(harness.markdown_table(
-            ["target", "measured", "met"],
-            [[t["target"] + (f" (N = {t['n']:.0e})" if t.get("note") else ""), t["measured"],
-              {True: "yes", False: "NO", None: "—"}[t["met"]]] for t in out["targets"]]))
+        parts.append(
+            harness.markdown_table(
+                ["target", "measured", "met"],
+                [
+                    [
+                        t["target"] + (f" (N = {t['n']:.0e})" if t.get("note") else ""),
+                        t["measured"],
+                        {True: "yes", False: "NO", None: "—"}[t["met"]],
+                    ]
+                    for t in out["targets"]
+                ],
+            )
+        )
         if any(t.get("note") for t in out["targets"]):
             parts.append("Quick run: targets evaluated at the quick N, not the target's N.")
     return "\n\n".join(parts)

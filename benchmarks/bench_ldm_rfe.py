@@ -102,8 +102,7 @@ def rank_pca(X, y, step, seed):
     return np.argsort(-score, kind="stable")
 
 
-RANKERS = {"LDM-RFE": rank_ldm_rfe, "SVM-RFE": rank_svm_rfe, "t-test": rank_ttest,
-           "PCA": rank_pca}
+RANKERS = {"LDM-RFE": rank_ldm_rfe, "SVM-RFE": rank_svm_rfe, "t-test": rank_ttest, "PCA": rank_pca}
 
 
 def accuracy(quick, path):
@@ -119,8 +118,7 @@ def accuracy(quick, path):
     curves = {name: [] for name in RANKERS}
     seconds = {name: [] for name in RANKERS}
     for seed in seeds:
-        Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=2 / 3, stratify=y,
-                                              random_state=seed)
+        Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=2 / 3, stratify=y, random_state=seed)
         for name, rank in RANKERS.items():
             t, order = harness.timed(rank, Xtr, ytr, step, seed)
             seconds[name].append(round(t, 2))
@@ -129,15 +127,28 @@ def accuracy(quick, path):
                 keep = order[:n]
                 accs.append(float(SVC().fit(Xtr[:, keep], ytr).score(Xte[:, keep], yte)))
             curves[name].append(accs)
-            print(f"[bench] {Path(path).name} split {seed} {name:8s} {t:6.1f} s  "
-                  + " ".join(f"{a:.3f}" for a in accs), file=sys.stderr, flush=True)
+            print(
+                f"[bench] {Path(path).name} split {seed} {name:8s} {t:6.1f} s  "
+                + " ".join(f"{a:.3f}" for a in accs),
+                file=sys.stderr,
+                flush=True,
+            )
     return {
-        "data": path, "rows": int(X.shape[0]), "features": int(X.shape[1]),
-        "class_counts": data.class_counts(), "splits": seeds, "rfe_step": step,
-        "top_n": list(TOP_N), "settings": {"LDM-RFE": PAPER, "SVM-RFE": {"C": PAPER["C"]},
-                                           "evaluation": "SVC() on the top-n features"},
+        "data": path,
+        "rows": int(X.shape[0]),
+        "features": int(X.shape[1]),
+        "class_counts": data.class_counts(),
+        "splits": seeds,
+        "rfe_step": step,
+        "top_n": list(TOP_N),
+        "settings": {
+            "LDM-RFE": PAPER,
+            "SVM-RFE": {"C": PAPER["C"]},
+            "evaluation": "SVC() on the top-n features",
+        },
         "accuracy": {k: np.mean(v, axis=0).round(4).tolist() for k, v in curves.items()},
-        "accuracy_per_split": curves, "ranking_seconds": seconds,
+        "accuracy_per_split": curves,
+        "ranking_seconds": seconds,
     }
 
 
@@ -179,28 +190,46 @@ def score_step(quick):
     for threads in sorted({1, all_threads}):
         numba.set_num_threads(threads)
         with threadpool_limits(threads):
-            ours = min(harness.timed(rbf_left_out_sums, rows, c[:, None],
-                                     np.arange(a), gamma)[0] for _ in range(3))
+            ours = min(
+                harness.timed(rbf_left_out_sums, rows, c[:, None], np.arange(a), gamma)[0]
+                for _ in range(3)
+            )
             base = {}
-            for name, fn in (("sklearn rbf_kernel per feature", _per_feature_sklearn),
-                             ("scipy cdist per feature", _per_feature_cdist)):
+            for name, fn in (
+                ("sklearn rbf_kernel per feature", _per_feature_sklearn),
+                ("scipy cdist per feature", _per_feature_cdist),
+            ):
                 t, _ = harness.timed(fn, X, c, gamma, range(measured))
                 base[name] = t * a / measured
-        out.append({"threads": threads, "kernel_sums_s": round(ours, 4),
-                    **{k: round(v, 3) for k, v in base.items()},
-                    "speedup_vs_sklearn": round(base["sklearn rbf_kernel per feature"] / ours, 1),
-                    "speedup_vs_cdist": round(base["scipy cdist per feature"] / ours, 1),
-                    "baseline_features_timed": measured})
-        print(f"[bench] score step, {threads} thread(s): ours {ours:.3f} s, "
-              + ", ".join(f"{k} {v:.2f} s" for k, v in base.items()), file=sys.stderr, flush=True)
+        out.append(
+            {
+                "threads": threads,
+                "kernel_sums_s": round(ours, 4),
+                **{k: round(v, 3) for k, v in base.items()},
+                "speedup_vs_sklearn": round(base["sklearn rbf_kernel per feature"] / ours, 1),
+                "speedup_vs_cdist": round(base["scipy cdist per feature"] / ours, 1),
+                "baseline_features_timed": measured,
+            }
+        )
+        print(
+            f"[bench] score step, {threads} thread(s): ours {ours:.3f} s, "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in base.items()),
+            file=sys.stderr,
+            flush=True,
+        )
     numba.set_num_threads(all_threads)
     check = rbf_left_out_sums(rows, c[:, None], np.arange(3), gamma)
     from sklearn.metrics.pairwise import rbf_kernel
 
     brute = [c @ rbf_kernel(np.delete(X[:, :3], j, axis=1), gamma=gamma) @ c for j in range(3)]
     rel = float(np.max(np.abs(check[:-1] - brute) / np.abs(brute)))
-    return {"rows": n, "features": a, "gamma": gamma, "results": out,
-            "max_rel_diff_vs_brute_force_3_features": rel}
+    return {
+        "rows": n,
+        "features": a,
+        "gamma": gamma,
+        "results": out,
+        "max_rel_diff_vs_brute_force_3_features": rel,
+    }
 
 
 def whole_rfe(quick):
@@ -211,18 +240,21 @@ def whole_rfe(quick):
     from dmargin import LDMRFE, SVMRFE
 
     data = load_pmlb(DATA, "hill-valley")
-    Xtr, _, ytr, _ = train_test_split(data.X, data.y, train_size=2 / 3, stratify=data.y,
-                                      random_state=0)
+    Xtr, _, ytr, _ = train_test_split(
+        data.X, data.y, train_size=2 / 3, stratify=data.y, random_state=0
+    )
     lo, hi = Xtr.min(axis=0), Xtr.max(axis=0)
     Xtr = (Xtr - lo) / np.where(hi > lo, hi - lo, 1.0)
     step = 10 if quick else 1
     runs = {
         "dmargin LDMRFE (rbf)": lambda: LDMRFE(step=step, scale=None, random_state=0, **PAPER),
         "dmargin SVMRFE (rbf)": lambda: SVMRFE(step=step, C=0.1, scale=None, random_state=0),
-        "dmargin LDMRFE (linear)": lambda: LDMRFE(step=step, kernel="linear", scale=None,
-                                                  random_state=0, **PAPER),
-        'sklearn RFE(SVC(kernel="linear"))': lambda: RFE(SVC(kernel="linear", C=0.1),
-                                                        n_features_to_select=1, step=step),
+        "dmargin LDMRFE (linear)": lambda: LDMRFE(
+            step=step, kernel="linear", scale=None, random_state=0, **PAPER
+        ),
+        'sklearn RFE(SVC(kernel="linear"))': lambda: RFE(
+            SVC(kernel="linear", C=0.1), n_features_to_select=1, step=step
+        ),
     }
     out = []
     for name, make in runs.items():
@@ -232,13 +264,18 @@ def whole_rfe(quick):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             t, est = harness.timed(lambda make=make: make().fit(Xtr, ytr))
-        out.append({"method": name, "seconds": round(t, 2),
-                    "rounds": int(est.ranking_.max()) - 1,
-                    "warnings": sorted({f"{w.category.__name__}: {str(w.message)[:100]}"
-                                        for w in caught})})
+        out.append(
+            {
+                "method": name,
+                "seconds": round(t, 2),
+                "rounds": int(est.ranking_.max()) - 1,
+                "warnings": sorted(
+                    {f"{w.category.__name__}: {str(w.message)[:100]}" for w in caught}
+                ),
+            }
+        )
         print(f"[bench] whole RFE {name}: {t:.2f} s", file=sys.stderr, flush=True)
-    return {"rows": int(Xtr.shape[0]), "features": int(Xtr.shape[1]), "step": step,
-            "results": out}
+    return {"rows": int(Xtr.shape[0]), "features": int(Xtr.shape[1]), "step": step, "results": out}
 
 
 # ---------------------------------------------------------------------------
@@ -252,34 +289,64 @@ def render(accs, speed, rfe, cpu) -> str:
         headers = ["top n features"] + [str(n) for n in acc["top_n"]]
         rows = [[name] + [f"{v:.3f}" for v in vals] for name, vals in acc["accuracy"].items()]
         parts += [
-            (f"**{Path(acc['data']).name.split('.')[0]}: SVC test accuracy on the top-n "
-             f"features** ({acc['rows']} rows x {acc['features']}, stratified 2/3 - 1/3, mean "
-             f"of {len(acc['splits'])} split(s), RFE step {acc['rfe_step']}). The paper shows "
-             "this as a curve (Fig. 6) without numbers."),
+            (
+                f"**{Path(acc['data']).name.split('.')[0]}: SVC test accuracy on the top-n "
+                f"features** ({acc['rows']} rows x {acc['features']}, stratified 2/3 - 1/3, mean "
+                f"of {len(acc['splits'])} split(s), RFE step {acc['rfe_step']}). The paper shows "
+                "this as a curve (Fig. 6) without numbers."
+            ),
             harness.markdown_table(headers, rows),
         ]
-    sh = ["threads", "S(j) one pass (s)", "rbf_kernel per feature (s)", "cdist per feature (s)",
-          "speed-up vs rbf_kernel", "vs cdist"]
-    srows = [[r["threads"], r["kernel_sums_s"], r["sklearn rbf_kernel per feature"],
-              r["scipy cdist per feature"], f"{r['speedup_vs_sklearn']}x",
-              f"{r['speedup_vs_cdist']}x"] for r in speed["results"]]
-    parts += [(f"**Score step**, {speed['rows']} rows x {speed['features']} features: all S(j) "
-               "in one pass vs a kernel matrix per feature (max relative difference to brute "
-               f"force {speed['max_rel_diff_vs_brute_force_3_features']:.1e})."),
-              harness.markdown_table(sh, srows)]
+    sh = [
+        "threads",
+        "S(j) one pass (s)",
+        "rbf_kernel per feature (s)",
+        "cdist per feature (s)",
+        "speed-up vs rbf_kernel",
+        "vs cdist",
+    ]
+    srows = [
+        [
+            r["threads"],
+            r["kernel_sums_s"],
+            r["sklearn rbf_kernel per feature"],
+            r["scipy cdist per feature"],
+            f"{r['speedup_vs_sklearn']}x",
+            f"{r['speedup_vs_cdist']}x",
+        ]
+        for r in speed["results"]
+    ]
+    parts += [
+        (
+            f"**Score step**, {speed['rows']} rows x {speed['features']} features: all S(j) "
+            "in one pass vs a kernel matrix per feature (max relative difference to brute "
+            f"force {speed['max_rel_diff_vs_brute_force_3_features']:.1e})."
+        ),
+        harness.markdown_table(sh, srows),
+    ]
     rrows = [[r["method"], r["seconds"]] for r in rfe["results"]]
-    parts += [(f"**Whole elimination** on the Hill-Valley training part ({rfe['rows']} x "
-               f"{rfe['features']}, step {rfe['step']}, to 1 feature)."),
-              harness.markdown_table(["method", "seconds"], rrows),
-              (f"Other processes kept {cpu['other_cores_busy']} cores busy on average during "
-               f"the run (load average {cpu['loadavg_1min']}); timings on a busy machine are "
-               "upper bounds.")]
+    parts += [
+        (
+            f"**Whole elimination** on the Hill-Valley training part ({rfe['rows']} x "
+            f"{rfe['features']}, step {rfe['step']}, to 1 feature)."
+        ),
+        harness.markdown_table(["method", "seconds"], rrows),
+        (
+            f"Other processes kept {cpu['other_cores_busy']} cores busy on average during "
+            f"the run (load average {cpu['loadavg_1min']}); timings on a busy machine are "
+            "upper bounds."
+        ),
+    ]
     return "\n\n".join(parts)
 
 
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick="1 split, RFE step 10, the per-feature baselines timed on 2 of the "
-                                            "100 features and extrapolated", idle_wait=15.0)
+    parser = harness.options(
+        __doc__,
+        quick="1 split, RFE step 10, the per-feature baselines timed on 2 of the "
+        "100 features and extrapolated",
+        idle_wait=15.0,
+    )
     args = harness.parse_args(parser, argv)
     for path in (DATA,) if args.quick else DATA_FULL:  # before the timings, not after them
         data_path(path)
@@ -295,9 +362,14 @@ def main(argv=None) -> int:
     cpu = monitor.stop()
     markdown = render(accs, speed, rfe, cpu)
     report = {
-        "benchmark": "ldm_rfe", "mode": "quick" if args.quick else "full",
-        "machine": machine, "launch": quiet, "cpu_during_run": cpu,
-        "score_step": speed, "whole_rfe": rfe, "paper_protocol": accs,
+        "benchmark": "ldm_rfe",
+        "mode": "quick" if args.quick else "full",
+        "machine": machine,
+        "launch": quiet,
+        "cpu_during_run": cpu,
+        "score_step": speed,
+        "whole_rfe": rfe,
+        "paper_protocol": accs,
         "paper_numbers": None,
         "total_wall_s": round(time.perf_counter() - start, 1),
         "markdown": markdown,

@@ -49,7 +49,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 from _synthetic import (  # noqa: E402
-    A, GENERATOR, N_INFORMATIVE, ROW_GROUP, SEED, layout, make_batch, write_parquet)
+    A,
+    GENERATOR,
+    N_INFORMATIVE,
+    ROW_GROUP,
+    SEED,
+    layout,
+    make_batch,
+    write_parquet,
+)
 
 M_MAIN = 2_000
 M_SWEEP = (500, 2_000, 10_000)
@@ -106,8 +114,9 @@ def worker_online(spec):
     with RssSampler() as rss:
         start = time.perf_counter()
         X, y = dmargin.read_parquet(spec["path"], "label")
-        est = OnlineIRelief(reference_size=m, n_passes=1, tol=0, block_size=spec["block_size"],
-                            random_state=SEED).fit(X, y)
+        est = OnlineIRelief(
+            reference_size=m, n_passes=1, tol=0, block_size=spec["block_size"], random_state=SEED
+        ).fit(X, y)
         wall = time.perf_counter() - start
     cpu = monitor.stop()
     pass_s = timings.seconds("online I-RELIEF pass 1")[0]
@@ -115,14 +124,18 @@ def worker_online(spec):
     top = [int(i) for i in np.argsort(-w, kind="stable")[:N_INFORMATIVE]]
     _, informative, _ = layout()
     return {
-        "n": n, "m": m, "fit_s": round(wall, 2), "pass_s": round(pass_s, 2),
+        "n": n,
+        "m": m,
+        "fit_s": round(wall, 2),
+        "pass_s": round(pass_s, 2),
         "before_pass_s": round(wall - pass_s, 2),
         "rows_per_s": round(n / wall, 1),
         "pair_features_per_s": n * m * A / pass_s,
         "peak_rss_mib_sampled": round(rss.peak / 2**20, 1),
         "peak_rss_mib_maxrss": round(harness.peak_rss_mib(), 1),
         "rss_before_mib": round(rss_before, 1),
-        "top10": top, "informative": informative,
+        "top10": top,
+        "informative": informative,
         "top10_is_informative": sorted(top) == informative,
         "weights": [float(v) for v in w],
         "cpu_during_fit": cpu,
@@ -145,16 +158,26 @@ def worker_limit(spec):
     X = np.ascontiguousarray((X - X.min(0)) / (X.max(0) - X.min(0)))
     harness.fused_abs_diff(X[:256], np.zeros(256))
     best = min(harness.timed(harness.fused_abs_diff, X, np.zeros(len(X)))[0] for _ in range(3))
-    return {"threads": numba.get_num_threads(), "n": spec["n"], "best_s": round(best, 4),
-            "pair_features_per_s": spec["n"] ** 2 * A / best}
+    return {
+        "threads": numba.get_num_threads(),
+        "n": spec["n"],
+        "best_s": round(best, 4),
+        "pair_features_per_s": spec["n"] ** 2 * A / best,
+    }
 
 
 WORKERS = {"online": worker_online, "batch": worker_batch, "limit": worker_limit}
 
 
 def launch(spec, args, threads=2):
-    return harness.launch(__file__, spec, threads=threads, timeout=WORKER_TIMEOUT_S, quiet_cores=1.0,
-                          idle_wait=args.idle_wait)
+    return harness.launch(
+        __file__,
+        spec,
+        threads=threads,
+        timeout=WORKER_TIMEOUT_S,
+        quiet_cores=1.0,
+        idle_wait=args.idle_wait,
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -173,8 +196,12 @@ def sci(v):
 
 
 def main(argv=None):
-    parser = harness.options(__doc__, quick="10^5 rows; M sweep 200/500/1000; batch IRelief on 2,000 rows",
-                             idle_wait=30.0, worker=True)
+    parser = harness.options(
+        __doc__,
+        quick="10^5 rows; M sweep 200/500/1000; batch IRelief on 2,000 rows",
+        idle_wait=30.0,
+        worker=True,
+    )
     parser.add_argument("--rows", type=int, nargs="+", help="row counts (default 10^6 10^7)")
     args = harness.parse_args(parser, argv)
     if args.worker:
@@ -186,26 +213,43 @@ def main(argv=None):
     m_main = 500 if args.quick else M_MAIN
     row_group = 10_000 if args.quick else ROW_GROUP
     tmp = tempfile.mkdtemp(prefix="dmargin_online_scale_")
-    out = {"benchmark": "online_scale", "mode": "quick" if args.quick else "full",
-           "machine": harness.machine_info(["numpy", "numba", "dask", "pyarrow", "dmargin"]),
-           "revision": harness.git_revision(harness.REPO),
-           "dataset": {"features": A, "informative": N_INFORMATIVE, "row_group": row_group,
-                       "generator": GENERATOR,
-                       "informative_columns": layout()[1]},
-           "limit": [launch({"kind": "limit", "n": 2000 if args.quick else 4000}, args, threads=t)
-                     for t in (1, 2)],
-           "passes": [], "sweep": {}}
+    out = {
+        "benchmark": "online_scale",
+        "mode": "quick" if args.quick else "full",
+        "machine": harness.machine_info(["numpy", "numba", "dask", "pyarrow", "dmargin"]),
+        "revision": harness.git_revision(harness.REPO),
+        "dataset": {
+            "features": A,
+            "informative": N_INFORMATIVE,
+            "row_group": row_group,
+            "generator": GENERATOR,
+            "informative_columns": layout()[1],
+        },
+        "limit": [
+            launch({"kind": "limit", "n": 2000 if args.quick else 4000}, args, threads=t)
+            for t in (1, 2)
+        ],
+        "passes": [],
+        "sweep": {},
+    }
     try:
         sweep_n = min(rows) if args.quick else 1_000_000
         for n in sorted(set(rows) | {sweep_n}):
             path = os.path.join(tmp, f"rows_{n}.parquet")
             t0 = time.perf_counter()
             size = write_parquet(path, n, row_group)
-            print(f"[bench] wrote {n} rows ({size / 2**20:.0f} MiB) in {time.perf_counter() - t0:.0f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[bench] wrote {n} rows ({size / 2**20:.0f} MiB) in {time.perf_counter() - t0:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             ms = sorted(set(sweep) | {m_main}) if n == sweep_n else [m_main]
-            results = {m: launch({"kind": "online", "n": n, "m": m, "path": path,
-                                  "block_size": 10_000}, args) for m in ms}
+            results = {
+                m: launch(
+                    {"kind": "online", "n": n, "m": m, "path": path, "block_size": 10_000}, args
+                )
+                for m in ms
+            }
             for m, r in results.items():
                 r["parquet_mib"] = round(size / 2**20, 1)
                 if m == m_main and n in rows:
@@ -215,14 +259,24 @@ def main(argv=None):
                 batch = launch({"kind": "batch", "n": subsample}, args)
                 top_m = max(ms)
                 out["sweep"] = {
-                    "n": n, "batch_subsample": subsample, "batch_n_iter": batch.get("n_iter"),
-                    "rows": [{"m": m, "pass_s": r.get("pass_s"),
-                              "corr_batch": _corr(r["weights"], batch["weights"]),
-                              "top10_overlap_batch": _overlap(r["weights"], batch["weights"]),
-                              f"corr_m{top_m}": _corr(r["weights"], results[top_m]["weights"]),
-                              f"top10_overlap_m{top_m}": _overlap(r["weights"], results[top_m]["weights"]),
-                              "top10_is_informative": r.get("top10_is_informative")}
-                             for m, r in results.items() if r.get("ok")],
+                    "n": n,
+                    "batch_subsample": subsample,
+                    "batch_n_iter": batch.get("n_iter"),
+                    "rows": [
+                        {
+                            "m": m,
+                            "pass_s": r.get("pass_s"),
+                            "corr_batch": _corr(r["weights"], batch["weights"]),
+                            "top10_overlap_batch": _overlap(r["weights"], batch["weights"]),
+                            f"corr_m{top_m}": _corr(r["weights"], results[top_m]["weights"]),
+                            f"top10_overlap_m{top_m}": _overlap(
+                                r["weights"], results[top_m]["weights"]
+                            ),
+                            "top10_is_informative": r.get("top10_is_informative"),
+                        }
+                        for m, r in results.items()
+                        if r.get("ok")
+                    ],
                 }
             os.remove(path)
     finally:
@@ -241,26 +295,74 @@ def render(out, m_main):
         if not r.get("ok"):
             rows.append([r.get("spec", {}).get("n"), m_main, "FAILED"] + [None] * 8)
             continue
-        rows.append([f"{r['n']:.0e}", r["m"], r["fit_s"], r["pass_s"], f"{r['rows_per_s']:.3g}",
-                     r["peak_rss_mib_sampled"], "yes" if r["top10_is_informative"] else "NO",
-                     sci(r["pair_features_per_s"]),
-                     f"{r['pair_features_per_s'] / lim[1]:.2f}" if lim.get(1) else None,
-                     r["cpu_during_fit"]["other_cores_busy"]])
-    parts = [harness.markdown_table(
-        ["N", "M", "fit s", "pass s", "rows/s", "peak RSS MiB", "top 10 = informative",
-         "pass pf/s", "of 1-thread fused limit", "other cores busy"], rows)]
-    parts.append(f"Fused-loop limit in the same run: {sci(lim.get(1))} pf/s at 1 thread, "
-                 f"{sci(lim.get(2))} at 2 (pf = pair-features; the online stream is sequential, "
-                 "one core).")
+        rows.append(
+            [
+                f"{r['n']:.0e}",
+                r["m"],
+                r["fit_s"],
+                r["pass_s"],
+                f"{r['rows_per_s']:.3g}",
+                r["peak_rss_mib_sampled"],
+                "yes" if r["top10_is_informative"] else "NO",
+                sci(r["pair_features_per_s"]),
+                f"{r['pair_features_per_s'] / lim[1]:.2f}" if lim.get(1) else None,
+                r["cpu_during_fit"]["other_cores_busy"],
+            ]
+        )
+    parts = [
+        harness.markdown_table(
+            [
+                "N",
+                "M",
+                "fit s",
+                "pass s",
+                "rows/s",
+                "peak RSS MiB",
+                "top 10 = informative",
+                "pass pf/s",
+                "of 1-thread fused limit",
+                "other cores busy",
+            ],
+            rows,
+        )
+    ]
+    parts.append(
+        f"Fused-loop limit in the same run: {sci(lim.get(1))} pf/s at 1 thread, "
+        f"{sci(lim.get(2))} at 2 (pf = pair-features; the online stream is sequential, "
+        "one core)."
+    )
     sw = out.get("sweep")
     if sw:
-        keys = [k for k in sw["rows"][0] if k.startswith("corr_m") or k.startswith("top10_overlap_m")]
-        parts.append(f"How the weights move with M (N = {sw['n']:.0e}; batch IRelief on "
-                     f"{sw['batch_subsample']} rows):")
-        parts.append(harness.markdown_table(
-            ["M", "pass s", "corr with batch", "top-10 overlap with batch", *keys, "top 10 = informative"],
-            [[r["m"], r["pass_s"], r["corr_batch"], r["top10_overlap_batch"], *[r[k] for k in keys],
-              "yes" if r["top10_is_informative"] else "NO"] for r in sw["rows"]]))
+        keys = [
+            k for k in sw["rows"][0] if k.startswith("corr_m") or k.startswith("top10_overlap_m")
+        ]
+        parts.append(
+            f"How the weights move with M (N = {sw['n']:.0e}; batch IRelief on "
+            f"{sw['batch_subsample']} rows):"
+        )
+        parts.append(
+            harness.markdown_table(
+                [
+                    "M",
+                    "pass s",
+                    "corr with batch",
+                    "top-10 overlap with batch",
+                    *keys,
+                    "top 10 = informative",
+                ],
+                [
+                    [
+                        r["m"],
+                        r["pass_s"],
+                        r["corr_batch"],
+                        r["top10_overlap_batch"],
+                        *[r[k] for k in keys],
+                        "yes" if r["top10_is_informative"] else "NO",
+                    ]
+                    for r in sw["rows"]
+                ],
+            )
+        )
     return "\n\n".join(parts)
 
 

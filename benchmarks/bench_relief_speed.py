@@ -172,7 +172,12 @@ def build_estimator(method: str, threads: int, params: dict | None = None):
     if method == "fast_select.ReliefF":
         import fast_select
 
-        defaults = {"n_neighbors": N_NEIGHBORS, "n_features_to_select": 5, "backend": "cpu", "n_jobs": threads}
+        defaults = {
+            "n_neighbors": N_NEIGHBORS,
+            "n_features_to_select": 5,
+            "backend": "cpu",
+            "n_jobs": threads,
+        }
         return fast_select.ReliefF(**{**defaults, **params})
     raise ValueError(f"unknown method {method!r}")
 
@@ -335,13 +340,24 @@ def fit_spec(method: str, n: int, threads: int, largest_n: int, steady_repeats: 
 
 def launch(spec: dict, args) -> dict:
     """One measurement in a fresh subprocess, on a machine as quiet as ``args`` asks."""
-    return harness.launch(__file__, spec, threads=spec["threads"], timeout=WORKER_TIMEOUT_S,
-                          quiet_cores=QUIET_BUSY_CORES, idle_wait=args.idle_wait, attempts=args.attempts)
+    return harness.launch(
+        __file__,
+        spec,
+        threads=spec["threads"],
+        timeout=WORKER_TIMEOUT_S,
+        quiet_cores=QUIET_BUSY_CORES,
+        idle_wait=args.idle_wait,
+        attempts=args.attempts,
+    )
 
 
 def run_speed(ns, threads, steady_repeats: int, args) -> list[dict]:
-    return [launch(fit_spec(m, n, t, max(ns), steady_repeats), args)
-            for n in ns for m in SPEED_METHODS for t in threads]
+    return [
+        launch(fit_spec(m, n, t, max(ns), steady_repeats), args)
+        for n in ns
+        for m in SPEED_METHODS
+        for t in threads
+    ]
 
 
 def speed_threads(speed: list[dict]) -> list[int]:
@@ -353,10 +369,12 @@ def run_limit(n: int, repeats: int, args) -> list[dict]:
     results = []
     for threads in THREADS:
         base = {"n": n, "features": A_LIMIT, "threads": threads, "repeats": repeats}
-        results.append({
-            "fused": launch({"kind": "limit", **base}, args),
-            "estep": launch({"kind": "estep", **base}, args),
-        })
+        results.append(
+            {
+                "fused": launch({"kind": "limit", **base}, args),
+                "estep": launch({"kind": "estep", **base}, args),
+            }
+        )
     return results
 
 
@@ -381,7 +399,11 @@ def steady_time(result: dict | None):
     """Steady-state time; for a run with no repeats (skrebate, large N) the single fit."""
     if not result or not result.get("ok"):
         return None
-    return result["steady_best_s"] if result.get("steady_best_s") is not None else result["first_fit_s"]
+    return (
+        result["steady_best_s"]
+        if result.get("steady_best_s") is not None
+        else result["first_fit_s"]
+    )
 
 
 def lookup(results: list[dict], method: str, n: int, threads: int) -> dict | None:
@@ -400,22 +422,32 @@ def ratio(numerator, denominator):
 
 def speed_rows(speed: list[dict], ns) -> tuple[list[str], list[list]]:
     headers = [
-        "N", "thr",
-        "dmargin ReliefF s (first)", "skrebate s", "fast-select s (first)",
+        "N",
+        "thr",
+        "dmargin ReliefF s (first)",
+        "skrebate s",
+        "fast-select s (first)",
         "dmargin IRelief s (first) [n_iter]",
-        "skrebate / dmargin", "fast-select / dmargin",
+        "skrebate / dmargin",
+        "fast-select / dmargin",
     ]
     rows = []
     for n in ns:
         for t in speed_threads(speed):
             dm, sk, fs, ir = (lookup(speed, m, n, t) for m in SPEED_METHODS)
             dm_s, sk_s, fs_s = (steady_time(r) for r in (dm, sk, fs))
-            rows.append([
-                n, t,
-                with_first(dm), sk_label(sk), with_first(fs),
-                with_first(ir) and f"{with_first(ir)} [{n_iter_label(ir)}]",
-                fmt_ratio(ratio(sk_s, dm_s)), fmt_ratio(ratio(fs_s, dm_s)),
-            ])
+            rows.append(
+                [
+                    n,
+                    t,
+                    with_first(dm),
+                    sk_label(sk),
+                    with_first(fs),
+                    with_first(ir) and f"{with_first(ir)} [{n_iter_label(ir)}]",
+                    fmt_ratio(ratio(sk_s, dm_s)),
+                    fmt_ratio(ratio(fs_s, dm_s)),
+                ]
+            )
     return headers, rows
 
 
@@ -439,9 +471,14 @@ def n_iter_label(result) -> str:
 
 def limit_rows(limit: list[dict]) -> tuple[list[str], list[list]]:
     headers = [
-        "thr", "fused loop f64 (pf/s)", "fused loop f32 (pf/s)",
-        "IRelief max_iter=1 s", "max_iter=2 s", "per-iter s",
-        "E-step pf/s (whole / per-iter)", "fraction of f64 limit (whole / per-iter)",
+        "thr",
+        "fused loop f64 (pf/s)",
+        "fused loop f32 (pf/s)",
+        "IRelief max_iter=1 s",
+        "max_iter=2 s",
+        "per-iter s",
+        "E-step pf/s (whole / per-iter)",
+        "fraction of f64 limit (whole / per-iter)",
     ]
     rows = []
     for entry in limit:
@@ -449,9 +486,14 @@ def limit_rows(limit: list[dict]) -> tuple[list[str], list[list]]:
         f64 = fused["float64"]["pair_features_per_s"] if fused.get("ok") else None
         f32 = fused["float32"]["pair_features_per_s"] if fused.get("ok") else None
         if estep.get("ok"):
-            whole, per = estep["whole_fit_pair_features_per_s"], estep["per_iteration_pair_features_per_s"]
+            whole, per = (
+                estep["whole_fit_pair_features_per_s"],
+                estep["per_iteration_pair_features_per_s"],
+            )
             cells = [
-                fmt_s(estep["max_iter_1"]["best_s"]), fmt_s(estep["max_iter_2"]["best_s"]), fmt_s(estep["per_iteration_s"]),
+                fmt_s(estep["max_iter_1"]["best_s"]),
+                fmt_s(estep["max_iter_2"]["best_s"]),
+                fmt_s(estep["per_iteration_s"]),
                 f"{sci(whole)} / {sci(per)}",
                 f"{fmt_ratio(ratio(whole, f64))} / {fmt_ratio(ratio(per, f64))}",
             ]
@@ -462,14 +504,29 @@ def limit_rows(limit: list[dict]) -> tuple[list[str], list[list]]:
 
 
 def memory_rows(speed: list[dict], n: int) -> tuple[list[str], list[list]]:
-    headers = ["method", "thr", "RSS before fit MiB", "peak RSS MiB", "increment MiB", "live child processes MiB"]
+    headers = [
+        "method",
+        "thr",
+        "RSS before fit MiB",
+        "peak RSS MiB",
+        "increment MiB",
+        "live child processes MiB",
+    ]
     rows = []
     for method in SPEED_METHODS:
         for t in speed_threads(speed):
             r = lookup(speed, method, n, t)
             if r and r.get("ok"):
-                rows.append([method, t, r["rss_before_fit_mib"], r["peak_rss_mib"], r["peak_increment_mib"],
-                             r["children_rss_mib"] or None])
+                rows.append(
+                    [
+                        method,
+                        t,
+                        r["rss_before_fit_mib"],
+                        r["peak_rss_mib"],
+                        r["peak_increment_mib"],
+                        r["children_rss_mib"] or None,
+                    ]
+                )
     return headers, rows
 
 
@@ -478,15 +535,43 @@ def sci(value) -> str | None:
 
 
 def scale_rows(scale: dict | None) -> tuple[list[str], list[list]]:
-    headers = ["N", "A", "thr", "IRelief(max_iter=2) fit s", "wall s (subprocess)", "RSS before MiB", "peak RSS MiB", "< 2 GB"]
+    headers = [
+        "N",
+        "A",
+        "thr",
+        "IRelief(max_iter=2) fit s",
+        "wall s (subprocess)",
+        "RSS before MiB",
+        "peak RSS MiB",
+        "< 2 GB",
+    ]
     if not scale:
         return headers, []
     if not scale.get("ok"):
-        return headers, [[scale["spec"]["n"], A_SCALE, scale["spec"]["threads"], "FAILED", None, None, None, None]]
-    return headers, [[
-        scale["spec"]["n"], A_SCALE, scale["threads"], fmt_s(scale["fit_s"]), fmt_s(scale["subprocess_wall_s"]),
-        scale["rss_before_fit_mib"], scale["peak_rss_mib"], "yes" if scale["under_limit"] else "NO",
-    ]]
+        return headers, [
+            [
+                scale["spec"]["n"],
+                A_SCALE,
+                scale["spec"]["threads"],
+                "FAILED",
+                None,
+                None,
+                None,
+                None,
+            ]
+        ]
+    return headers, [
+        [
+            scale["spec"]["n"],
+            A_SCALE,
+            scale["threads"],
+            fmt_s(scale["fit_s"]),
+            fmt_s(scale["subprocess_wall_s"]),
+            scale["rss_before_fit_mib"],
+            scale["peak_rss_mib"],
+            "yes" if scale["under_limit"] else "NO",
+        ]
+    ]
 
 
 def top5_summary(speed: list[dict], n: int) -> dict:
@@ -514,9 +599,14 @@ def top5_summary(speed: list[dict], n: int) -> dict:
 
 def relieff_weight_agreement(speed: list[dict], n: int) -> dict:
     """Max |w - w_skrebate| and correlation for the ReliefF methods (same formula)."""
+
     def weights(method):
         r = lookup(speed, method, n, THREADS[0])
-        return np.asarray(r["feature_importances"]) if r and r.get("ok") and "feature_importances" in r else None
+        return (
+            np.asarray(r["feature_importances"])
+            if r and r.get("ok") and "feature_importances" in r
+            else None
+        )
 
     reference = weights("skrebate.ReliefF")
     out = {}
@@ -548,7 +638,9 @@ def targets(speed, limit, scale, largest_n) -> dict:
         "at_n": largest_n,
         "skrebate_over_dmargin_steady": ratio(sk, dm),
         "skrebate_over_dmargin_first_fit": ratio(sk, dm_first),
-        "relieff_at_most_1_30_of_skrebate": None if ratio(sk, dm) is None else ratio(sk, dm) >= TARGET_SKREBATE_SPEEDUP,
+        "relieff_at_most_1_30_of_skrebate": None
+        if ratio(sk, dm) is None
+        else ratio(sk, dm) >= TARGET_SKREBATE_SPEEDUP,
         "fast_select_over_dmargin_steady": ratio(fs, dm),
         "relieff_no_slower_than_fast_select": None if dm is None or fs is None else dm <= fs,
     }
@@ -575,24 +667,37 @@ def render_markdown(machine, speed, limit, scale, ns, top5, goals) -> str:
         f"({machine['numba_threading_layer']} threading layer), dmargin {versions['dmargin']}, "
         f"skrebate {versions['skrebate']}, fast-select {versions['fast-select']}; {machine['date'][:10]}.",
     ]
-    parts += [f"#### ReliefF / IRelief fit time, A = {A_SPEED}, k = {N_NEIGHBORS} (steady-state best, first fit with JIT in parentheses)"]
+    parts += [
+        f"#### ReliefF / IRelief fit time, A = {A_SPEED}, k = {N_NEIGHBORS} (steady-state best, first fit with JIT in parentheses)"
+    ]
     parts.append(harness.markdown_table(*speed_rows(speed, ns)))
     parts.append(
         f"`*` skrebate at N >= {SKREBATE_SINGLE_FIT_FROM_N}: a single fit (no JIT in skrebate). "
         "Ratios use steady-state times; > 1 means dmargin is faster."
     )
-    parts.append(f"#### Pairwise limit, N = {limit[0]['fused']['spec']['n']}, A = {A_LIMIT} (pf/s = N*N*A / seconds)")
+    parts.append(
+        f"#### Pairwise limit, N = {limit[0]['fused']['spec']['n']}, A = {A_LIMIT} (pf/s = N*N*A / seconds)"
+    )
     parts.append(harness.markdown_table(*limit_rows(limit)))
-    parts.append(f"#### Memory of the fits at N = {max(ns)}, A = {A_SPEED} (peak includes JIT compilation)")
+    parts.append(
+        f"#### Memory of the fits at N = {max(ns)}, A = {A_SPEED} (peak includes JIT compilation)"
+    )
     parts.append(harness.markdown_table(*memory_rows(speed, max(ns))))
     if scale is not None:
         parts.append("#### Memory at scale")
         parts.append(harness.markdown_table(*scale_rows(scale)))
-    parts.append(f"#### Top-5 features at N = {top5['n']} (1 thread); informative columns: {top5['informative_columns']}")
-    parts.append(harness.markdown_table(
-        ["method", "top-5", "= informative set"],
-        [[m, v, "yes" if top5["matches_informative"][m] else "no"] for m, v in top5["top5"].items()],
-    ))
+    parts.append(
+        f"#### Top-5 features at N = {top5['n']} (1 thread); informative columns: {top5['informative_columns']}"
+    )
+    parts.append(
+        harness.markdown_table(
+            ["method", "top-5", "= informative set"],
+            [
+                [m, v, "yes" if top5["matches_informative"][m] else "no"]
+                for m, v in top5["top5"].items()
+            ],
+        )
+    )
     parts.append(f"All methods agree on the top-5 set: {top5['all_methods_agree']}")
     parts.append("#### Targets")
     parts.append(harness.markdown_table(*targets_rows(goals)))
@@ -608,18 +713,28 @@ def busy_readings(speed, limit, scale):
 
 
 def _label(spec: dict) -> str:
-    name = spec.get("method", {"limit": "fused loop", "estep": "IRelief E-step", "scale": "IRelief"}.get(spec["kind"]))
+    name = spec.get(
+        "method",
+        {"limit": "fused loop", "estep": "IRelief E-step", "scale": "IRelief"}.get(spec["kind"]),
+    )
     return f"{name} N={spec['n']} thr={spec['threads']}"
 
 
 def contention_note(speed, limit, scale) -> str:
     readings = busy_readings(speed, limit, scale)
-    noisy = [f"{label} ({busy})" for label, busy in readings if busy is not None and busy >= QUIET_BUSY_CORES]
+    noisy = [
+        f"{label} ({busy})"
+        for label, busy in readings
+        if busy is not None and busy >= QUIET_BUSY_CORES
+    ]
     worst = max((b for _, b in readings if b is not None), default=None)
     if not noisy:
         return f"Other processes kept < {QUIET_BUSY_CORES} cores busy during every measurement (max {worst})."
-    return (f"Other processes kept >= {QUIET_BUSY_CORES} cores busy (average over the timed fits) during: "
-            + "; ".join(noisy) + ". Those numbers are pessimistic.")
+    return (
+        f"Other processes kept >= {QUIET_BUSY_CORES} cores busy (average over the timed fits) during: "
+        + "; ".join(noisy)
+        + ". Those numbers are pessimistic."
+    )
 
 
 def targets_rows(goals: dict) -> tuple[list[str], list[list]]:
@@ -628,24 +743,35 @@ def targets_rows(goals: dict) -> tuple[list[str], list[list]]:
 
     n = goals["at_n"]
     rows = [
-        [f"dmargin ReliefF <= 1/{TARGET_SKREBATE_SPEEDUP:.0f} of skrebate (N={n}, 1 thr)",
-         f"skrebate / dmargin = {fmt_ratio(goals['skrebate_over_dmargin_steady'])}",
-         met(goals["relieff_at_most_1_30_of_skrebate"])],
-        [f"dmargin ReliefF no slower than fast-select steady state (N={n}, 1 thr)",
-         f"fast-select / dmargin = {fmt_ratio(goals['fast_select_over_dmargin_steady'])}",
-         met(goals["relieff_no_slower_than_fast_select"])],
+        [
+            f"dmargin ReliefF <= 1/{TARGET_SKREBATE_SPEEDUP:.0f} of skrebate (N={n}, 1 thr)",
+            f"skrebate / dmargin = {fmt_ratio(goals['skrebate_over_dmargin_steady'])}",
+            met(goals["relieff_at_most_1_30_of_skrebate"]),
+        ],
+        [
+            f"dmargin ReliefF no slower than fast-select steady state (N={n}, 1 thr)",
+            f"fast-select / dmargin = {fmt_ratio(goals['fast_select_over_dmargin_steady'])}",
+            met(goals["relieff_no_slower_than_fast_select"]),
+        ],
     ]
     for t in THREADS:
         if f"estep_fraction_per_iter_{t}thr" in goals:
-            rows.append([
-                f"I-RELIEF E-step >= {TARGET_ESTEP_FRACTION:.0%} of the fused f64 loop ({t} thr)",
-                f"{fmt_ratio(goals[f'estep_fraction_per_iter_{t}thr'])} per iteration, "
-                f"{fmt_ratio(goals[f'estep_fraction_whole_fit_{t}thr'])} whole max_iter=1 fit",
-                met(goals[f"estep_at_least_30pct_{t}thr"]),
-            ])
+            rows.append(
+                [
+                    f"I-RELIEF E-step >= {TARGET_ESTEP_FRACTION:.0%} of the fused f64 loop ({t} thr)",
+                    f"{fmt_ratio(goals[f'estep_fraction_per_iter_{t}thr'])} per iteration, "
+                    f"{fmt_ratio(goals[f'estep_fraction_whole_fit_{t}thr'])} whole max_iter=1 fit",
+                    met(goals[f"estep_at_least_30pct_{t}thr"]),
+                ]
+            )
     if "scale_under_2gb" in goals:
-        rows.append([f"IRelief(max_iter=2) peak RSS < 2 GB at N={goals['scale_n']:,}, A={A_SCALE}",
-                     f"{goals['scale_peak_rss_mib']} MiB", met(goals["scale_under_2gb"])])
+        rows.append(
+            [
+                f"IRelief(max_iter=2) peak RSS < 2 GB at N={goals['scale_n']:,}, A={A_SCALE}",
+                f"{goals['scale_peak_rss_mib']} MiB",
+                met(goals["scale_under_2gb"]),
+            ]
+        )
     return ["target", "measured", "met"], rows
 
 
@@ -653,10 +779,15 @@ def targets_rows(goals: dict) -> tuple[list[str], list[list]]:
 # main
 # --------------------------------------------------------------------------- #
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick=f"fits at N = {', '.join(map(str, N_QUICK))} and 1 thread, one "
-                                            f"steady fit; limit at N = {N_LIMIT_QUICK}, scale run at "
-                                            f"N = {N_SCALE_QUICK:,}",
-                             idle_wait=60.0, attempts=2, worker=True)
+    parser = harness.options(
+        __doc__,
+        quick=f"fits at N = {', '.join(map(str, N_QUICK))} and 1 thread, one "
+        f"steady fit; limit at N = {N_LIMIT_QUICK}, scale run at "
+        f"N = {N_SCALE_QUICK:,}",
+        idle_wait=60.0,
+        attempts=2,
+        worker=True,
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, WORKERS)
@@ -666,7 +797,19 @@ def main(argv=None) -> int:
     steady_repeats, limit_repeats = (1, 1) if args.quick else (STEADY_REPEATS, 3)
     n_limit = N_LIMIT_QUICK if args.quick else N_LIMIT
     n_scale = N_SCALE_QUICK if args.quick else N_SCALE
-    machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba", "llvmlite", "skrebate", "fast-select", "joblib"])
+    machine = harness.machine_info(
+        [
+            "dmargin",
+            "numpy",
+            "scipy",
+            "scikit-learn",
+            "numba",
+            "llvmlite",
+            "skrebate",
+            "fast-select",
+            "joblib",
+        ]
+    )
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
     speed = run_speed(ns, SPEED_THREADS_QUICK if args.quick else THREADS, steady_repeats, args)
@@ -692,19 +835,19 @@ def main(argv=None) -> int:
             "thread_env_vars": list(harness.THREAD_VARS),
             "fresh_numba_cache_dir_per_subprocess": True,
             "steady_state": f"best of up to {steady_repeats} fits after the first, stopping early once "
-                            f"the repeats used {STEADY_BUDGET_S:.0f} s",
+            f"the repeats used {STEADY_BUDGET_S:.0f} s",
             "skrebate_single_fit_from_n": SKREBATE_SINGLE_FIT_FROM_N,
             "memory": "rss_before_fit from /proc/self/statm after imports and data; peak_rss from "
-                      "getrusage(RUSAGE_SELF).ru_maxrss after the fits; children_rss = live worker processes",
+            "getrusage(RUSAGE_SELF).ru_maxrss after the fits; children_rss = live worker processes",
             "estep": f"IRelief(max_iter=1, tol=0) and (max_iter=2, tol=0), best of {limit_repeats} each after "
-                     "a warm-up fit; per-iteration = difference",
+            "a warm-up fit; per-iteration = difference",
             "fused_loop": "prange over i, per pair sum_k |x_ik - x_jk| in X's dtype, njit(parallel=True, "
-                          f"fastmath=True); warm-up on 256 rows, then best of {limit_repeats}; float64 is the "
-                          "reference",
+            f"fastmath=True); warm-up on 256 rows, then best of {limit_repeats}; float64 is the "
+            "reference",
             "contention": f"before each measurement wait up to {args.idle_wait:.0f} s until other processes "
-                          f"use < {QUIET_BUSY_CORES} cores; other_cores_busy = average cores used by other "
-                          f"processes during the timed part; a disturbed measurement is run up to "
-                          f"{args.attempts} times, the least disturbed kept",
+            f"use < {QUIET_BUSY_CORES} cores; other_cores_busy = average cores used by other "
+            f"processes during the timed part; a disturbed measurement is run up to "
+            f"{args.attempts} times, the least disturbed kept",
             "memory_limit_mib": round(MEMORY_LIMIT_MIB, 1),
         },
         "input_handling": INPUT_HANDLING,

@@ -36,19 +36,45 @@ from _datasets import load_pmlb, load_skf_mat  # noqa: E402
 from dmargin import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps, Simba  # noqa: E402
 
 PAPER_TABLE2 = {  # 1-NN and SVM accuracy (%), paper Table II
-    "mushroom": {"1-NN": {"All": 97.84, "SBS-MF": 99.91, "AdaBoost-CR": 93.1, "BDSFS": 91.34,
-                          "Simba": 93.97},
-                 "SVM": {"All": 97.97, "SBS-MF": 98.92, "AdaBoost-CR": 94.49, "BDSFS": 95.73,
-                         "Simba": 90.95}},
-    "musk-clean1": {"1-NN": {"All": 89.28, "SBS-MF": 94.64, "AdaBoost-CR": 83.62,
-                             "BDSFS": 84.10, "Simba": 87.62},
-                    "SVM": {"All": 86.27, "SBS-MF": 92.89, "AdaBoost-CR": 85.75,
-                            "BDSFS": 80.36, "Simba": 80.09}},
+    "mushroom": {
+        "1-NN": {
+            "All": 97.84,
+            "SBS-MF": 99.91,
+            "AdaBoost-CR": 93.1,
+            "BDSFS": 91.34,
+            "Simba": 93.97,
+        },
+        "SVM": {
+            "All": 97.97,
+            "SBS-MF": 98.92,
+            "AdaBoost-CR": 94.49,
+            "BDSFS": 95.73,
+            "Simba": 90.95,
+        },
+    },
+    "musk-clean1": {
+        "1-NN": {
+            "All": 89.28,
+            "SBS-MF": 94.64,
+            "AdaBoost-CR": 83.62,
+            "BDSFS": 84.10,
+            "Simba": 87.62,
+        },
+        "SVM": {
+            "All": 86.27,
+            "SBS-MF": 92.89,
+            "AdaBoost-CR": 85.75,
+            "BDSFS": 80.36,
+            "Simba": 80.09,
+        },
+    },
 }
 QUICK_GENES = 300
 ROUNDS = 20  # boosting rounds timed per stump-search measurement
-SETS = {"mushroom": ("mushroom/mushroom.tsv.gz", "mushroom"),
-        "musk-clean1": ("musk-clean1/clean1.tsv.gz", "musk-clean1")}
+SETS = {
+    "mushroom": ("mushroom/mushroom.tsv.gz", "mushroom"),
+    "musk-clean1": ("musk-clean1/clean1.tsv.gz", "musk-clean1"),
+}
 
 
 def _selectors(k, quick, balanced=False, step=1):
@@ -68,8 +94,10 @@ def _classifiers():
     from sklearn.preprocessing import MinMaxScaler
     from sklearn.svm import SVC
 
-    return {"1-NN": make_pipeline(MinMaxScaler(), KNeighborsClassifier(1)),
-            "SVM": make_pipeline(MinMaxScaler(), SVC())}
+    return {
+        "1-NN": make_pipeline(MinMaxScaler(), KNeighborsClassifier(1)),
+        "SVM": make_pipeline(MinMaxScaler(), SVC()),
+    }
 
 
 def _cv(clf, X, y, repeats, folds, scoring):
@@ -94,8 +122,12 @@ def part_accuracy(quick):
             idx = np.random.default_rng(0).choice(X.shape[0], 2000, replace=False)
             X, y = X[idx], y[idx]
         k = max(1, int(round(0.4 * X.shape[1])))
-        res = {"n_samples": int(X.shape[0]), "n_features": int(X.shape[1]), "kept": k,
-               "methods": {}}
+        res = {
+            "n_samples": int(X.shape[0]),
+            "n_features": int(X.shape[1]),
+            "kept": k,
+            "methods": {},
+        }
         subsets = {"All": np.arange(X.shape[1])}
         for m, sel in _selectors(k, quick).items():
             t, fitted = harness.timed(sel.fit, X, y)
@@ -110,23 +142,37 @@ def part_accuracy(quick):
                     p = ttest_rel(acc, base).pvalue
                     mark = ("+" if acc.mean() > base.mean() else "-") if p < 0.05 else ""
                 entry = res["methods"].setdefault(m, {})
-                entry[cname] = {"mean": round(100 * acc.mean(), 2),
-                                "std": round(100 * acc.std(), 2), "mark": mark}
-                rows.append([name, cname, m, f"{100 * acc.mean():.2f} ± {100 * acc.std():.2f}{mark}",
-                             PAPER_TABLE2[name][cname][m]])
+                entry[cname] = {
+                    "mean": round(100 * acc.mean(), 2),
+                    "std": round(100 * acc.std(), 2),
+                    "mark": mark,
+                }
+                rows.append(
+                    [
+                        name,
+                        cname,
+                        m,
+                        f"{100 * acc.mean():.2f} ± {100 * acc.std():.2f}{mark}",
+                        PAPER_TABLE2[name][cname][m],
+                    ]
+                )
         out[name] = res
         for cname in ("1-NN",):
             # "At least as well": the paper's W/T/L sense -- better, or no significant
             # difference by the paired t-test; the plain mean comparison is kept beside it.
             sbs = res["methods"]["SBS-MF"][cname]
             res[f"acceptance_{cname}"] = sbs["mark"] != "-"
-            res[f"acceptance_{cname}_mean_ge_all"] = bool(sbs["mean"]
-                                                          >= res["methods"]["All"][cname]["mean"])
-    table = harness.markdown_table(["set", "classifier", "features", "ours (%)", "paper (%)"],
-                                    rows)
-    return {"protocol": f"{repeats} x {folds}-fold stratified CV; top 40% by each selector "
-                        "ranked on the whole set; '+'/'-': paired t-test p<0.05 vs all features",
-            "quick_subsample_rows": 2000 if quick else None, "sets": out, "markdown": table}
+            res[f"acceptance_{cname}_mean_ge_all"] = bool(
+                sbs["mean"] >= res["methods"]["All"][cname]["mean"]
+            )
+    table = harness.markdown_table(["set", "classifier", "features", "ours (%)", "paper (%)"], rows)
+    return {
+        "protocol": f"{repeats} x {folds}-fold stratified CV; top 40% by each selector "
+        "ranked on the whole set; '+'/'-': paired t-test p<0.05 vs all features",
+        "quick_subsample_rows": 2000 if quick else None,
+        "sets": out,
+        "markdown": table,
+    }
 
 
 def part_microarray(quick):
@@ -152,16 +198,23 @@ def part_microarray(quick):
             allf = _cv(clf, X, y, repeats, 10, "roc_auc").mean()
             res[f"all_features_auc_{cname}"] = round(allf, 4)
             for m, order in orders.items():
-                aucs = [round(_cv(clf, X[:, order[:s]], y, repeats, 10, "roc_auc").mean(), 4)
-                        for s in sizes]
+                aucs = [
+                    round(_cv(clf, X[:, order[:s]], y, repeats, 10, "roc_auc").mean(), 4)
+                    for s in sizes
+                ]
                 res["curves"][m][cname] = dict(zip(map(str, sizes), aucs))
                 rows.append([name, cname, m, *aucs, round(allf, 4)])
         out[name] = res
-    table = harness.markdown_table(["set", "classifier", "selector",
-                                     *[f"AUC@{s}" for s in sizes], "all features"], rows)
-    return {"protocol": f"{repeats} x stratified 10-fold CV AUC; ranking on the whole set; "
-                        "SBS-MF/AdaBoost-CR with step='halving' and class_weight='balanced'",
-            "quick_gene_subset": QUICK_GENES if quick else None, "sets": out, "markdown": table}
+    table = harness.markdown_table(
+        ["set", "classifier", "selector", *[f"AUC@{s}" for s in sizes], "all features"], rows
+    )
+    return {
+        "protocol": f"{repeats} x stratified 10-fold CV AUC; ranking on the whole set; "
+        "SBS-MF/AdaBoost-CR with step='halving' and class_weight='balanced'",
+        "quick_gene_subset": QUICK_GENES if quick else None,
+        "sets": out,
+        "markdown": table,
+    }
 
 
 def _round_seconds(X, y, rounds):
@@ -194,8 +247,10 @@ def part_speed(quick):
     t_ours, ours = harness.timed(SBSMF(1, n_estimators=n_est).fit, X, y)
     ada = AdaBoostClassifier(DecisionTreeClassifier(max_depth=1), n_estimators=n_est)
     t_rfe, rfe = harness.timed(RFE(ada, n_features_to_select=1, step=1).fit, X, y)
-    rows = [["SBS-MF (dmargin)", n, a, n_est, round(t_ours, 2)],
-            ["RFE(AdaBoostClassifier stumps) (sklearn)", n, a, n_est, round(t_rfe, 2)]]
+    rows = [
+        ["SBS-MF (dmargin)", n, a, n_est, round(t_ours, 2)],
+        ["RFE(AdaBoostClassifier stumps) (sklearn)", n, a, n_est, round(t_rfe, 2)],
+    ]
     scaling = {}
     sizes = (10_000, 100_000) if quick else (100_000, 1_000_000)
     for rows_n in sizes:
@@ -206,28 +261,39 @@ def part_speed(quick):
         for _ in range(3):  # best of 3: one run is at the mercy of the machine
             best.append(_round_seconds(XX, yy, ROUNDS))
         scaling[rows_n] = min(best)
-        rows.append(["stump search per round, 20 features", rows_n, 20, 1,
-                     round(scaling[rows_n], 4)])
+        rows.append(
+            ["stump search per round, 20 features", rows_n, 20, 1, round(scaling[rows_n], 4)]
+        )
     ratio = scaling[sizes[1]] / scaling[sizes[0]]
-    return {"sbsmf_s": round(t_ours, 3), "rfe_adaboost_s": round(t_rfe, 3),
-            "speedup": round(t_rfe / t_ours, 2),
-            "same_top5": bool(sorted(np.argsort(ours.ranking_)[:5].tolist())
-            == sorted(np.argsort(rfe.ranking_)[:5].tolist())),
-            "round_s": {str(k): round(v, 5) for k, v in scaling.items()},
-            "round_protocol": f"AdaBoostStumps(n_estimators={ROUNDS + 1}) on rows x 20 normal features "
-                              "(class shift 0.2), numpy in-process: time between the first and the last "
-                              "round's DEBUG record 'stump search, round t took ...' / rounds between; "
-                              "best of 3 fits after a warm-up fit",
-            "rows_x10_time_ratio": round(ratio, 2), "acceptance_ratio_le_12": bool(ratio <= 12),
-            "markdown": harness.markdown_table(["what", "rows", "features", "estimators",
-                                                 "seconds"], rows)}
+    return {
+        "sbsmf_s": round(t_ours, 3),
+        "rfe_adaboost_s": round(t_rfe, 3),
+        "speedup": round(t_rfe / t_ours, 2),
+        "same_top5": bool(
+            sorted(np.argsort(ours.ranking_)[:5].tolist())
+            == sorted(np.argsort(rfe.ranking_)[:5].tolist())
+        ),
+        "round_s": {str(k): round(v, 5) for k, v in scaling.items()},
+        "round_protocol": f"AdaBoostStumps(n_estimators={ROUNDS + 1}) on rows x 20 normal features "
+        "(class shift 0.2), numpy in-process: time between the first and the last "
+        "round's DEBUG record 'stump search, round t took ...' / rounds between; "
+        "best of 3 fits after a warm-up fit",
+        "rows_x10_time_ratio": round(ratio, 2),
+        "acceptance_ratio_le_12": bool(ratio <= 12),
+        "markdown": harness.markdown_table(
+            ["what", "rows", "features", "estimators", "seconds"], rows
+        ),
+    }
 
 
 def main(argv=None):
-    ap = harness.options(__doc__, quick="accuracy: 2 x 5-fold CV, mushroom subsampled to 2,000 rows, 30 "
-                                        "boosting rounds; microarray: 300 genes, one CV repeat; speed: "
-                                        "2,000 x 20, stump rounds at 10^4 and 10^5 rows",
-                         variant=False)  # its parts are the variants of sbsmf.json
+    ap = harness.options(
+        __doc__,
+        quick="accuracy: 2 x 5-fold CV, mushroom subsampled to 2,000 rows, 30 "
+        "boosting rounds; microarray: 300 genes, one CV repeat; speed: "
+        "2,000 x 20, stump rounds at 10^4 and 10^5 rows",
+        variant=False,
+    )  # its parts are the variants of sbsmf.json
     ap.add_argument("--part", default="all", choices=["all", "accuracy", "microarray", "speed"])
     args = harness.parse_args(ap, argv)
     parts = {"accuracy": part_accuracy, "microarray": part_microarray, "speed": part_speed}
@@ -237,10 +303,13 @@ def main(argv=None):
         busy = harness.machine_busy_cores()
         start = time.perf_counter()
         result = fn(args.quick)
-        result.update(quick=args.quick, busy_cores_at_start=round(busy, 2),
-                      wall_s=round(time.perf_counter() - start, 1),
-                      machine=harness.machine_info(["numpy", "scikit-learn", "numba", "dask"]),
-                      git=harness.git_revision(harness.REPO))
+        result.update(
+            quick=args.quick,
+            busy_cores_at_start=round(busy, 2),
+            wall_s=round(time.perf_counter() - start, 1),
+            machine=harness.machine_info(["numpy", "scikit-learn", "numba", "dask"]),
+            git=harness.git_revision(harness.REPO),
+        )
         path = harness.write_variant("sbsmf", result, variant=name, quick=args.quick)
         print(result["markdown"])
         print(f"-> {path}")

@@ -104,25 +104,34 @@ VLS_SUBSETS = 12
 VLS_SUBSET_SIZE = 5
 VLS_SEED = 0
 
-SWRF_FAMILY = ("SWRF", "SWRFstar", "MultiSWRF", "MultiSWRFstar", "MultiSWRFDB",
-               "MultiSWRFDBstar")
+SWRF_FAMILY = ("SWRF", "SWRFstar", "MultiSWRF", "MultiSWRFstar", "MultiSWRFDB", "MultiSWRFDBstar")
 ITER = "Iter(MultiSURF)"
 VLS = "VLS(MultiSURF)"
 LIBRARIES = ("dmargin", "skrebate")
 _SK = "n_features_to_select=10, n_jobs=threads"
-_VLS = (f"num_feature_subset={VLS_SUBSETS}, size_feature_subset={VLS_SUBSET_SIZE}, "
-        f"random_state={VLS_SEED}")
+_VLS = (
+    f"num_feature_subset={VLS_SUBSETS}, size_feature_subset={VLS_SUBSET_SIZE}, "
+    f"random_state={VLS_SEED}"
+)
 #: The rows and who implements them: ``{estimator: {library: call}}`` (the calls are records;
 #: ``build_estimator`` makes them).  skrebate 0.8.4's names, which dmargin's share.
 ESTIMATORS = {
-    **{name: {"dmargin": f"dmargin.{name}()", "skrebate": f"skrebate.{name}({_SK})"}
-       for name in SWRF_FAMILY},
-    "MuRelief": {"dmargin": f"dmargin.MuRelief(n_neighbors={MURELIEF_NEIGHBORS})",
-                 "skrebate": f"skrebate.MuRelief(n_neighbors={MURELIEF_NEIGHBORS}, {_SK})"},
-    ITER: {"dmargin": f"dmargin.Iter(dmargin.MultiSURF(), max_iter={ITER_MAX})",
-           "skrebate": f"skrebate.Iter(skrebate.MultiSURF({_SK}), max_iter={ITER_MAX})"},
-    VLS: {"dmargin": f"dmargin.VLS(dmargin.MultiSURF(), {_VLS})",
-          "skrebate": f"skrebate.VLS(skrebate.MultiSURF({_SK}), {_VLS})"},
+    **{
+        name: {"dmargin": f"dmargin.{name}()", "skrebate": f"skrebate.{name}({_SK})"}
+        for name in SWRF_FAMILY
+    },
+    "MuRelief": {
+        "dmargin": f"dmargin.MuRelief(n_neighbors={MURELIEF_NEIGHBORS})",
+        "skrebate": f"skrebate.MuRelief(n_neighbors={MURELIEF_NEIGHBORS}, {_SK})",
+    },
+    ITER: {
+        "dmargin": f"dmargin.Iter(dmargin.MultiSURF(), max_iter={ITER_MAX})",
+        "skrebate": f"skrebate.Iter(skrebate.MultiSURF({_SK}), max_iter={ITER_MAX})",
+    },
+    VLS: {
+        "dmargin": f"dmargin.VLS(dmargin.MultiSURF(), {_VLS})",
+        "skrebate": f"skrebate.VLS(skrebate.MultiSURF({_SK}), {_VLS})",
+    },
 }
 
 INPUT_HANDLING = {
@@ -137,14 +146,16 @@ INPUT_HANDLING = {
         "collects each class's distances and means, np.argsort of |d - mean| picks k per "
         "class.  Iter (iter.py): a deep copy of MultiSURF fitted max_iter times, the weights "
         "from the last scores.  VLS (vls.py): a deep copy of MultiSURF fitted on each subset's "
-        "columns.  compute_score per instance and feature through joblib (n_jobs)."),
+        "columns.  compute_score per instance and feature through joblib (n_jobs)."
+    ),
     "dmargin": (
         "Public estimators (scale='minmax', discrete_threshold=10): float64, skrebate's "
         "semantics; two passes per anchor block over the same tiles (the distance moments or "
         "class means, then the neighbours), a symmetric grid so each pair's distance is "
         "computed once per pass; memory O(N A), no N x N array.  Iter: the wrapped MultiSURF "
         "refitted with feature_weights; VLS: MultiSURF on each subset's columns, one after the "
-        "other in-process."),
+        "other in-process."
+    ),
 }
 
 
@@ -168,8 +179,12 @@ def build_estimator(library: str, name: str, threads: int):
     if name == ITER:
         return lib.Iter(lib.MultiSURF(**inner), max_iter=ITER_MAX)
     if name == VLS:
-        return lib.VLS(lib.MultiSURF(**inner), num_feature_subset=VLS_SUBSETS,
-                       size_feature_subset=VLS_SUBSET_SIZE, random_state=VLS_SEED)
+        return lib.VLS(
+            lib.MultiSURF(**inner),
+            num_feature_subset=VLS_SUBSETS,
+            size_feature_subset=VLS_SUBSET_SIZE,
+            random_state=VLS_SEED,
+        )
     return getattr(lib, name)(**inner)
 
 
@@ -188,9 +203,15 @@ def pair_features(name: str, n: int, result: dict) -> int | None:
 def worker_fit(spec: dict) -> dict:
     X, y, informative = relief.make_data(spec["n"], spec["features"])
     result = harness.fit_cell(
-        lambda: build_estimator(spec["library"], spec["estimator"], spec["threads"]), X, y,
-        steady_repeats=spec["steady_repeats"], steady_budget_s=spec["steady_budget_s"], top=TOP,
-        attributes=("n_iter_", "converged_"), memory=relief.memory_fields)
+        lambda: build_estimator(spec["library"], spec["estimator"], spec["threads"]),
+        X,
+        y,
+        steady_repeats=spec["steady_repeats"],
+        steady_budget_s=spec["steady_budget_s"],
+        top=TOP,
+        attributes=("n_iter_", "converged_"),
+        memory=relief.memory_fields,
+    )
     return {**result, "informative_columns": informative}
 
 
@@ -201,18 +222,28 @@ WORKERS = {"fit": worker_fit, "limit": relief.worker_limit}
 # parent
 # --------------------------------------------------------------------------- #
 def cells(ns, threads, steady_repeats):
-    return harness.speed_cells(ns, ESTIMATORS, LIBRARIES, threads, key="estimator",
-                               features=A_SPEED, steady_repeats=steady_repeats,
-                               steady_budget_s=STEADY_BUDGET_S,
-                               peer_single_fit_from_n=SKREBATE_SINGLE_FIT_FROM_N,
-                               peer_one_thread_from_n=SKREBATE_ONE_THREAD_FROM_N)
+    return harness.speed_cells(
+        ns,
+        ESTIMATORS,
+        LIBRARIES,
+        threads,
+        key="estimator",
+        features=A_SPEED,
+        steady_repeats=steady_repeats,
+        steady_budget_s=STEADY_BUDGET_S,
+        peer_single_fit_from_n=SKREBATE_SINGLE_FIT_FROM_N,
+        peer_one_thread_from_n=SKREBATE_ONE_THREAD_FROM_N,
+    )
 
 
 def run_limit(n: int, threads, repeats: int, args) -> list[dict]:
-    specs = [{"kind": "limit", "n": n, "features": A_SPEED, "threads": t, "repeats": repeats}
-             for t in threads]
-    return harness.launch_cells(__file__, specs, args, timeout=WORKER_TIMEOUT_S,
-                                quiet_cores=QUIET_BUSY_CORES)
+    specs = [
+        {"kind": "limit", "n": n, "features": A_SPEED, "threads": t, "repeats": repeats}
+        for t in threads
+    ]
+    return harness.launch_cells(
+        __file__, specs, args, timeout=WORKER_TIMEOUT_S, quiet_cores=QUIET_BUSY_CORES
+    )
 
 
 def find(results, name, library, n, threads):
@@ -241,8 +272,16 @@ def speed_rows(results, ns, threads) -> list[dict]:
                 sk = relief.steady_time(find(results, name, "skrebate", n, t))
                 if dm is None and sk is None:
                     continue
-                rows.append({"estimator": name, "n": n, "threads": t, "dmargin_s": dm,
-                             "skrebate_s": sk, "skrebate_over_dmargin": relief.ratio(sk, dm)})
+                rows.append(
+                    {
+                        "estimator": name,
+                        "n": n,
+                        "threads": t,
+                        "dmargin_s": dm,
+                        "skrebate_s": sk,
+                        "skrebate_over_dmargin": relief.ratio(sk, dm),
+                    }
+                )
     return rows
 
 
@@ -256,9 +295,17 @@ def limit_rows(results, limit, n, threads) -> list[dict]:
             if seconds is None or work is None:
                 continue
             rate, fused = work / seconds, limit_rate(limit, t)
-            rows.append({"estimator": name, "n": n, "threads": t, "pair_features_per_fit": work,
-                         "pair_features_per_s": rate, "fused_f64_pair_features_per_s": fused,
-                         "fraction_of_fused_f64": relief.ratio(rate, fused)})
+            rows.append(
+                {
+                    "estimator": name,
+                    "n": n,
+                    "threads": t,
+                    "pair_features_per_fit": work,
+                    "pair_features_per_s": rate,
+                    "fused_f64_pair_features_per_s": fused,
+                    "fraction_of_fused_f64": relief.ratio(rate, fused),
+                }
+            )
     return rows
 
 
@@ -273,33 +320,44 @@ def agreement(results, ns, threads) -> list[dict]:
                 if ours is None or peer is None:
                     continue
                 w_sk = np.asarray(peer["feature_importances"])
-                rows.append({
-                    "estimator": name, "n": n, "threads": t,
-                    "skrebate_threads": peer["spec"]["threads"],
-                    "top10_common_skrebate": len(set(ours["top10"]) & set(peer["top10"])),
-                    "max_abs_diff_vs_skrebate": float(
-                        np.max(np.abs(np.asarray(ours["feature_importances"]) - w_sk))),
-                    "max_abs_weight_skrebate": float(np.max(np.abs(w_sk))),
-                    **({"n_iter_dmargin": ours["n_iter_"]} if "n_iter_" in ours else {}),
-                })
+                rows.append(
+                    {
+                        "estimator": name,
+                        "n": n,
+                        "threads": t,
+                        "skrebate_threads": peer["spec"]["threads"],
+                        "top10_common_skrebate": len(set(ours["top10"]) & set(peer["top10"])),
+                        "max_abs_diff_vs_skrebate": float(
+                            np.max(np.abs(np.asarray(ours["feature_importances"]) - w_sk))
+                        ),
+                        "max_abs_weight_skrebate": float(np.max(np.abs(w_sk))),
+                        **({"n_iter_dmargin": ours["n_iter_"]} if "n_iter_" in ours else {}),
+                    }
+                )
     return rows
 
 
 def summary(rows, limits, agree, results, n) -> dict:
     """The figures the READMEs quote: per estimator and as ranges, at the largest N, one
     thread (the weights' difference: over every N and thread count)."""
-    at_n = [r for r in rows if r["n"] == n and r["threads"] == 1
-            and r["skrebate_over_dmargin"] is not None]
+    at_n = [
+        r
+        for r in rows
+        if r["n"] == n and r["threads"] == 1 and r["skrebate_over_dmargin"] is not None
+    ]
     ratios = sorted(at_n, key=lambda r: r["skrebate_over_dmargin"])
     one_thread = [r for r in limits if r["threads"] == 1 and r["fraction_of_fused_f64"] is not None]
-    fractions = sorted(r["fraction_of_fused_f64"] for r in limits
-                       if r["fraction_of_fused_f64"] is not None)
+    fractions = sorted(
+        r["fraction_of_fused_f64"] for r in limits if r["fraction_of_fused_f64"] is not None
+    )
     diffs = {}
     for e in agree:
         diffs[e["estimator"]] = max(diffs.get(e["estimator"], 0.0), e["max_abs_diff_vs_skrebate"])
-    slow = [f"{r['spec']['estimator']} N={r['spec']['n']} ({r['first_fit_s']:.0f} s)"
-            for r in results if r.get("ok") and r["spec"]["library"] == "skrebate"
-            and r["first_fit_s"] > SKREBATE_SLOW_S]
+    slow = [
+        f"{r['spec']['estimator']} N={r['spec']['n']} ({r['first_fit_s']:.0f} s)"
+        for r in results
+        if r.get("ok") and r["spec"]["library"] == "skrebate" and r["first_fit_s"] > SKREBATE_SLOW_S
+    ]
     return {
         "at_n": n,
         "threads": 1,
@@ -326,15 +384,21 @@ def sci(value):
 
 
 def busy_line(results, limit) -> str:
-    noisy = [f"{r['spec'].get('estimator', 'fused loop')} {r['spec'].get('library', '')} "
-             f"N={r['spec']['n']} thr={r['spec']['threads']} ({r['other_cores_busy']})"
-             for r in [*results, *limit] if r.get("ok") and r.get("other_cores_busy") is not None
-             and r["other_cores_busy"] >= QUIET_BUSY_CORES]
+    noisy = [
+        f"{r['spec'].get('estimator', 'fused loop')} {r['spec'].get('library', '')} "
+        f"N={r['spec']['n']} thr={r['spec']['threads']} ({r['other_cores_busy']})"
+        for r in [*results, *limit]
+        if r.get("ok")
+        and r.get("other_cores_busy") is not None
+        and r["other_cores_busy"] >= QUIET_BUSY_CORES
+    ]
     if not noisy:
-        return (f"Other processes kept < {QUIET_BUSY_CORES} cores busy during every "
-                "measurement.")
-    return ("Measurements disturbed by other processes (average cores they kept busy): "
-            + "; ".join(" ".join(s.split()) for s in noisy) + ". Those numbers are pessimistic.")
+        return f"Other processes kept < {QUIET_BUSY_CORES} cores busy during every measurement."
+    return (
+        "Measurements disturbed by other processes (average cores they kept busy): "
+        + "; ".join(" ".join(s.split()) for s in noisy)
+        + ". Those numbers are pessimistic."
+    )
 
 
 def render_markdown(machine, results, limit, ns, threads, rows, limits, agree, summ) -> str:
@@ -354,48 +418,113 @@ def render_markdown(machine, results, limit, ns, threads, rows, limits, agree, s
     table = []
     for r in rows:
         dm, sk = (find(results, r["estimator"], lib, r["n"], r["threads"]) for lib in LIBRARIES)
-        table.append([r["estimator"], r["n"], r["threads"], harness.cell_label(dm),
-                      harness.cell_label(sk), relief.fmt_ratio(r["skrebate_over_dmargin"])])
-    parts.append(harness.markdown_table(
-        ["estimator", "N", "thr", "dmargin", "skrebate", "skrebate / dmargin"], table))
-    parts.append(f"`*` a single fit (skrebate from N = {SKREBATE_SINGLE_FIT_FROM_N}, where it "
-                 "also runs at one thread only).  Ratios > 1: dmargin is faster.")
+        table.append(
+            [
+                r["estimator"],
+                r["n"],
+                r["threads"],
+                harness.cell_label(dm),
+                harness.cell_label(sk),
+                relief.fmt_ratio(r["skrebate_over_dmargin"]),
+            ]
+        )
+    parts.append(
+        harness.markdown_table(
+            ["estimator", "N", "thr", "dmargin", "skrebate", "skrebate / dmargin"], table
+        )
+    )
+    parts.append(
+        f"`*` a single fit (skrebate from N = {SKREBATE_SINGLE_FIT_FROM_N}, where it "
+        "also runs at one thread only).  Ratios > 1: dmargin is faster."
+    )
     if summ["skrebate_slow_cells"]:
-        parts.append(f"skrebate fits longer than {SKREBATE_SLOW_S:.0f} s: "
-                     + "; ".join(summ["skrebate_slow_cells"]) + ".")
-    fused = "; ".join(f"{t} thread{'s' if t > 1 else ''}: {sci(limit_rate(limit, t))} pf/s "
-                      f"(float32 {sci(limit_rate(limit, t, 'float32'))})" for t in threads)
-    parts.append(f"#### Against the machine's limit, N = {n}, A = {A_SPEED} "
-                 "(pf/s = a fit's pair-features / seconds)")
-    parts.append(f"Fused loop, float64: {fused}. A fit's pair-features: N*N*A; Iter's, N*N*A "
-                 f"per iteration (n_iter_ fits); VLS's, N*N times the {VLS_SUBSETS} x "
-                 f"{VLS_SUBSET_SIZE} features of its subsets.")
-    parts.append(harness.markdown_table(
-        ["estimator", "thr", "pair-features per fit", "dmargin pf/s",
-         "fraction of the float64 fused loop"],
-        [[r["estimator"], r["threads"], sci(r["pair_features_per_fit"]),
-          sci(r["pair_features_per_s"]), relief.fmt_ratio(r["fraction_of_fused_f64"])]
-         for r in limits]))
-    parts.append(f"#### Agreement on the same data (top-{TOP} features in common with "
-                 "skrebate; largest |w - w_skrebate|)")
-    parts.append(harness.markdown_table(
-        ["estimator", "N", "thr", "skrebate thr", "top-10 common", "dmargin - skrebate",
-         "max |w skrebate|"],
-        [[e["estimator"], e["n"], e["threads"], e["skrebate_threads"],
-          e["top10_common_skrebate"], sci(e["max_abs_diff_vs_skrebate"]),
-          sci(e["max_abs_weight_skrebate"])] for e in agree]))
+        parts.append(
+            f"skrebate fits longer than {SKREBATE_SLOW_S:.0f} s: "
+            + "; ".join(summ["skrebate_slow_cells"])
+            + "."
+        )
+    fused = "; ".join(
+        f"{t} thread{'s' if t > 1 else ''}: {sci(limit_rate(limit, t))} pf/s "
+        f"(float32 {sci(limit_rate(limit, t, 'float32'))})"
+        for t in threads
+    )
+    parts.append(
+        f"#### Against the machine's limit, N = {n}, A = {A_SPEED} "
+        "(pf/s = a fit's pair-features / seconds)"
+    )
+    parts.append(
+        f"Fused loop, float64: {fused}. A fit's pair-features: N*N*A; Iter's, N*N*A "
+        f"per iteration (n_iter_ fits); VLS's, N*N times the {VLS_SUBSETS} x "
+        f"{VLS_SUBSET_SIZE} features of its subsets."
+    )
+    parts.append(
+        harness.markdown_table(
+            [
+                "estimator",
+                "thr",
+                "pair-features per fit",
+                "dmargin pf/s",
+                "fraction of the float64 fused loop",
+            ],
+            [
+                [
+                    r["estimator"],
+                    r["threads"],
+                    sci(r["pair_features_per_fit"]),
+                    sci(r["pair_features_per_s"]),
+                    relief.fmt_ratio(r["fraction_of_fused_f64"]),
+                ]
+                for r in limits
+            ],
+        )
+    )
+    parts.append(
+        f"#### Agreement on the same data (top-{TOP} features in common with "
+        "skrebate; largest |w - w_skrebate|)"
+    )
+    parts.append(
+        harness.markdown_table(
+            [
+                "estimator",
+                "N",
+                "thr",
+                "skrebate thr",
+                "top-10 common",
+                "dmargin - skrebate",
+                "max |w skrebate|",
+            ],
+            [
+                [
+                    e["estimator"],
+                    e["n"],
+                    e["threads"],
+                    e["skrebate_threads"],
+                    e["top10_common_skrebate"],
+                    sci(e["max_abs_diff_vs_skrebate"]),
+                    sci(e["max_abs_weight_skrebate"]),
+                ]
+                for e in agree
+            ],
+        )
+    )
     iters = sorted({e["n_iter_dmargin"] for e in agree if "n_iter_dmargin" in e})
     if iters:
-        parts.append(f"Iter ran {', '.join(map(str, iters))} of its {ITER_MAX} iterations "
-                     "(dmargin's `n_iter_`; equal weights mean skrebate ran as many).")
+        parts.append(
+            f"Iter ran {', '.join(map(str, iters))} of its {ITER_MAX} iterations "
+            "(dmargin's `n_iter_`; equal weights mean skrebate ran as many)."
+        )
     parts.append(busy_line(results, limit))
     return "\n\n".join(parts)
 
 
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick=f"N = {', '.join(map(str, N_QUICK))}, 1 thread, "
-                                            "one steady fit", idle_wait=60.0, attempts=2,
-                             worker=True)
+    parser = harness.options(
+        __doc__,
+        quick=f"N = {', '.join(map(str, N_QUICK))}, 1 thread, one steady fit",
+        idle_wait=60.0,
+        attempts=2,
+        worker=True,
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, WORKERS)
@@ -405,12 +534,18 @@ def main(argv=None) -> int:
     threads = (1,) if args.quick else THREADS
     steady_repeats = 1 if args.quick else STEADY_REPEATS
     limit_repeats = 1 if args.quick else LIMIT_REPEATS
-    machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba",
-                                    "llvmlite", "skrebate", "joblib"])
+    machine = harness.machine_info(
+        ["dmargin", "numpy", "scipy", "scikit-learn", "numba", "llvmlite", "skrebate", "joblib"]
+    )
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
-    results = harness.launch_cells(__file__, cells(ns, threads, steady_repeats), args,
-                                   timeout=WORKER_TIMEOUT_S, quiet_cores=QUIET_BUSY_CORES)
+    results = harness.launch_cells(
+        __file__,
+        cells(ns, threads, steady_repeats),
+        args,
+        timeout=WORKER_TIMEOUT_S,
+        quiet_cores=QUIET_BUSY_CORES,
+    )
     limit = run_limit(max(ns), threads, limit_repeats, args)
     rows = speed_rows(results, ns, threads)
     limits = limit_rows(results, limit, max(ns), threads)
@@ -433,22 +568,22 @@ def main(argv=None) -> int:
             "thread_env_vars": list(harness.THREAD_VARS),
             "fresh_numba_cache_dir_per_subprocess": True,
             "steady_state": f"best of up to {steady_repeats} fits after the first, stopping "
-                            f"early once the repeats used {STEADY_BUDGET_S:.0f} s",
+            f"early once the repeats used {STEADY_BUDGET_S:.0f} s",
             "skrebate": f"a single fit, one thread only, from N = {SKREBATE_SINGLE_FIT_FROM_N}; "
-                        f"all {len(ESTIMATORS)} estimators at every N; a fit longer than "
-                        f"{SKREBATE_SLOW_S:.0f} s is listed in summary/skrebate_slow_cells",
+            f"all {len(ESTIMATORS)} estimators at every N; a fit longer than "
+            f"{SKREBATE_SLOW_S:.0f} s is listed in summary/skrebate_slow_cells",
             "parameters": f"Iter max_iter={ITER_MAX} (skrebate's default 10: about twice the "
-                          f"time at N = 8000); VLS {_VLS} (skrebate's default 40 subsets: "
-                          "more than three times the time); MuRelief "
-                          f"n_neighbors={MURELIEF_NEIGHBORS}; the same in both libraries",
+            f"time at N = 8000); VLS {_VLS} (skrebate's default 40 subsets: "
+            "more than three times the time); MuRelief "
+            f"n_neighbors={MURELIEF_NEIGHBORS}; the same in both libraries",
             "limit": f"fused numba loop (benchmarks/_harness.py, parallel=True, fastmath=True) "
-                     f"at N = {max(ns)}, A = {A_SPEED}; warm-up on 256 rows, then best of "
-                     f"{limit_repeats}; dmargin's rate is a fit's pair-features (N*N*A; Iter: "
-                     "times n_iter_; VLS: N*N times the subsets' features) / its steady fit time",
+            f"at N = {max(ns)}, A = {A_SPEED}; warm-up on 256 rows, then best of "
+            f"{limit_repeats}; dmargin's rate is a fit's pair-features (N*N*A; Iter: "
+            "times n_iter_; VLS: N*N times the subsets' features) / its steady fit time",
             "contention": f"before each measurement wait up to {args.idle_wait:.0f} s until "
-                          f"other processes use < {QUIET_BUSY_CORES} cores; a disturbed "
-                          f"measurement is run up to {args.attempts} times, the least "
-                          "disturbed kept",
+            f"other processes use < {QUIET_BUSY_CORES} cores; a disturbed "
+            f"measurement is run up to {args.attempts} times, the least "
+            "disturbed kept",
         },
         "input_handling": INPUT_HANDLING,
         "speed": results,

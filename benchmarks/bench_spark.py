@@ -129,8 +129,8 @@ class PeakSampler:
 
         self._psutil = psutil
         self._roles = roles
-        self.peak = {role: 0 for role in roles}       # the largest single process
-        self.peak_sum = {role: 0 for role in roles}   # the largest sum at one sample
+        self.peak = {role: 0 for role in roles}  # the largest single process
+        self.peak_sum = {role: 0 for role in roles}  # the largest sum at one sample
         self.pids = {role: set() for role in roles}  # every process seen in the role
         self.samples = 0
         self._period = period
@@ -167,10 +167,12 @@ class PeakSampler:
 
     def summary(self):
         mib = lambda b: round(b / 2**20, 1)  # noqa: E731
-        return {"peak_rss_mib": {r: mib(v) for r, v in self.peak.items()},
-                "peak_rss_sum_mib": {r: mib(v) for r, v in self.peak_sum.items()},
-                "processes_seen": {r: len(v) for r, v in self.pids.items()},
-                "rss_samples": self.samples}
+        return {
+            "peak_rss_mib": {r: mib(v) for r, v in self.peak.items()},
+            "peak_rss_sum_mib": {r: mib(v) for r, v in self.peak_sum.items()},
+            "processes_seen": {r: len(v) for r, v in self.pids.items()},
+            "rss_samples": self.samples,
+        }
 
 
 def _descendants():
@@ -234,11 +236,17 @@ def _stats_dict(stats):
     if stats is None:
         return None
     waves = [list(w) for w in stats.waves]
-    return {"waves": len(waves), "jobs_field": stats.jobs, "tasks": stats.tasks,
-            "single_partition_tasks": sum(w[0] for w in waves),
-            "pair_tasks": sum(w[1] for w in waves),
-            "bytes_to_driver": stats.bytes_to_driver, "largest_result": stats.largest_result,
-            "seconds_in_waves": round(stats.seconds, 3), "wave_shapes": waves[:200]}
+    return {
+        "waves": len(waves),
+        "jobs_field": stats.jobs,
+        "tasks": stats.tasks,
+        "single_partition_tasks": sum(w[0] for w in waves),
+        "pair_tasks": sum(w[1] for w in waves),
+        "bytes_to_driver": stats.bytes_to_driver,
+        "largest_result": stats.largest_result,
+        "seconds_in_waves": round(stats.seconds, 3),
+        "wave_shapes": waves[:200],
+    }
 
 
 class SparkBackend:
@@ -255,11 +263,15 @@ class SparkBackend:
         self.code = _spark_code()
         jvm = [p for p in _descendants() if _name(p) == "java"]
         xmx = [a for p in jvm for a in p.cmdline() if a.startswith("-Xmx")]
-        self.info = {"session_start_s": self.start_s, "master": f"local[{WORKERS}]",
-                     "driver_memory": spec["driver_memory"], "jvm_xmx": xmx, "conf": conf,
-                     "dmargin_spark_code": self.code,
-                     "default_max_partition_bytes": self.spark.conf.get(
-                         "spark.sql.files.maxPartitionBytes")}
+        self.info = {
+            "session_start_s": self.start_s,
+            "master": f"local[{WORKERS}]",
+            "driver_memory": spec["driver_memory"],
+            "jvm_xmx": xmx,
+            "conf": conf,
+            "dmargin_spark_code": self.code,
+            "default_max_partition_bytes": self.spark.conf.get("spark.sql.files.maxPartitionBytes"),
+        }
         self._default_split = self.spark.conf.get("spark.sql.files.maxPartitionBytes")
         if spec.get("max_partition_mib"):
             self._default_split = f"{int(spec['max_partition_mib'] * 2**20)}b"
@@ -278,14 +290,18 @@ class SparkBackend:
         return dmargin.spark.fit(est, df, label="label")
 
     def fit_path(self, est, path, split_bytes=None):
-        self.spark.conf.set("spark.sql.files.maxPartitionBytes",
-                            f"{split_bytes}b" if split_bytes else self._default_split)
+        self.spark.conf.set(
+            "spark.sql.files.maxPartitionBytes",
+            f"{split_bytes}b" if split_bytes else self._default_split,
+        )
         df = self.spark.read.parquet(path)
         return self.fit_frame(est, df), None
 
     def partitions(self, path, split_bytes=None):
-        self.spark.conf.set("spark.sql.files.maxPartitionBytes",
-                            f"{split_bytes}b" if split_bytes else self._default_split)
+        self.spark.conf.set(
+            "spark.sql.files.maxPartitionBytes",
+            f"{split_bytes}b" if split_bytes else self._default_split,
+        )
         return self.spark.read.parquet(path).rdd.getNumPartitions()
 
     def trivial_job(self):
@@ -304,14 +320,23 @@ class DaskBackend:
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.cluster = LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, memory_limit=spec["memory_limit"])
+            self.cluster = LocalCluster(
+                n_workers=WORKERS,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                memory_limit=spec["memory_limit"],
+            )
         self.client = Client(self.cluster)
         self.start_s = round(time.perf_counter() - start, 2)
         pids = list(self.client.run(os.getpid).values())
         self.roles = {"driver": lambda: [os.getpid()], "workers": lambda: pids}
-        self.info = {"cluster_start_s": self.start_s, "workers": WORKERS, "threads_per_worker": 1,
-                     "memory_limit_mib": spec["memory_limit"] // 2**20}
+        self.info = {
+            "cluster_start_s": self.start_s,
+            "workers": WORKERS,
+            "threads_per_worker": 1,
+            "memory_limit_mib": spec["memory_limit"] // 2**20,
+        }
 
     def frame(self, X, y, partitions):
         import dask.array as da
@@ -367,12 +392,17 @@ def fixed_costs(backend):
             waves = len(stats.waves)
             per_wave.append(stats.seconds / len(stats.waves))
             read_pass.append(seconds - stats.seconds)
-    out = {"trivial_job_s": [round(t, 4) for t in trivial], "trivial_job_median_s": _median(trivial),
-           "tiny_fit": "ReliefF(n_anchors=50) on 500 x 5 rows, 2 partitions",
-           "tiny_fit_s": [round(t, 3) for t in fits], "tiny_fit_median_s": _median(fits)}
+    out = {
+        "trivial_job_s": [round(t, 4) for t in trivial],
+        "trivial_job_median_s": _median(trivial),
+        "tiny_fit": "ReliefF(n_anchors=50) on 500 x 5 rows, 2 partitions",
+        "tiny_fit_s": [round(t, 3) for t in fits],
+        "tiny_fit_median_s": _median(fits),
+    }
     if waves is not None:
-        out.update(tiny_fit_waves=waves, seconds_per_wave=_median(per_wave),
-                   read_pass_s=_median(read_pass))
+        out.update(
+            tiny_fit_waves=waves, seconds_per_wave=_median(per_wave), read_pass_s=_median(read_pass)
+        )
     return out
 
 
@@ -395,8 +425,13 @@ def run_job(backend, job):
     import numpy as np
 
     _, informative, _ = synthetic.layout(synthetic.SEED)
-    out = {"estimator": job["estimator"], "label": ESTIMATORS[job["estimator"]][0], "n": job["n"],
-           "backend": backend.name, "repeats": job["repeats"]}
+    out = {
+        "estimator": job["estimator"],
+        "label": ESTIMATORS[job["estimator"]][0],
+        "n": job["n"],
+        "backend": backend.name,
+        "repeats": job["repeats"],
+    }
     try:
         out["partitions"] = backend.partitions(job["path"], job.get("split_bytes"))
     except Exception as exc:
@@ -407,14 +442,18 @@ def run_job(backend, job):
             monitor = harness.CpuMonitor().start()
             with PeakSampler(backend.roles) as sampler:
                 start = time.perf_counter()
-                est, _ = backend.fit_path(build(job["estimator"]), job["path"], job.get("split_bytes"))
+                est, _ = backend.fit_path(
+                    build(job["estimator"]), job["path"], job.get("split_bytes")
+                )
                 times.append(time.perf_counter() - start)
             cpu.append(monitor.stop())
             peaks.append(sampler.summary())
     except Exception as exc:
         text = f"{type(exc).__name__}: {exc}"
         # the head says why (a Java stack trace follows Spark's reason)
-        out.update(ok=False, error=text if len(text) <= 2000 else f"{text[:1500]} ... {text[-400:]}")
+        out.update(
+            ok=False, error=text if len(text) <= 2000 else f"{text[:1500]} ... {text[-400:]}"
+        )
     else:
         out["ok"] = True
     out["fit_s_each"] = [round(t, 3) for t in times]
@@ -428,8 +467,11 @@ def run_job(backend, job):
     if est is not None and out["ok"]:
         w = np.asarray(est.feature_importances_, dtype=np.float64)
         top = sorted(int(i) for i in np.argsort(-w, kind="stable")[:TOP])
-        out.update(weights=[float(v) for v in w], top10=top,
-                   informative_in_top10=len(set(top) & set(informative)))
+        out.update(
+            weights=[float(v) for v in w],
+            top10=top,
+            informative_in_top10=len(set(top) & set(informative)),
+        )
         out["spark_stats"] = _stats_dict(getattr(est, "spark_stats_", None))
     return out
 
@@ -445,8 +487,10 @@ def worker(spec):
         out["jobs"] = []
         for job in spec["jobs"]:
             result = run_job(backend, job)
-            log(f"{backend.name} {job['estimator']} n={job['n']}: "
-                + (f"{result['fit_s']} s" if result.get("ok") else f"FAILED {result.get('error')}"))
+            log(
+                f"{backend.name} {job['estimator']} n={job['n']}: "
+                + (f"{result['fit_s']} s" if result.get("ok") else f"FAILED {result.get('error')}")
+            )
             out["jobs"].append(result)
     finally:
         backend.close()
@@ -464,8 +508,14 @@ def run_measurement(spec, timeout):
     env = harness.thread_env(1, fresh_numba_cache=False)  # 1 thread per worker process
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     # stderr is read in a thread and echoed, so the per-job lines show while it runs.
     lines = []
 
@@ -482,19 +532,27 @@ def run_measurement(spec, timeout):
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         proc.communicate()
-        return {"ok": False, "timeout": True, "error": f"timeout after {timeout:.0f} s",
-                "subprocess_wall_s": round(time.perf_counter() - start, 1)}
+        return {
+            "ok": False,
+            "timeout": True,
+            "error": f"timeout after {timeout:.0f} s",
+            "subprocess_wall_s": round(time.perf_counter() - start, 1),
+        }
     reader.join(5)
     wall = time.perf_counter() - start
     _kill_group(proc)  # leftovers (a Python worker, a JVM that did not stop)
     for line in reversed(stdout.splitlines()):
         if line.startswith(harness.RESULT_PREFIX):
-            result = json.loads(line[len(harness.RESULT_PREFIX):])
+            result = json.loads(line[len(harness.RESULT_PREFIX) :])
             result["subprocess_wall_s"] = round(wall, 1)
             return result
     tail = [ln.rstrip() for ln in lines if "WARN" not in ln][-12:]
-    return {"ok": False, "error": "\n".join(tail), "returncode": proc.returncode,
-            "subprocess_wall_s": round(wall, 1)}
+    return {
+        "ok": False,
+        "error": "\n".join(tail),
+        "returncode": proc.returncode,
+        "subprocess_wall_s": round(wall, 1),
+    }
 
 
 def _kill_group(proc):
@@ -517,13 +575,21 @@ def compare(out):
 
     rows = []
     jobs = [j for w in out["workers"] if w.get("ok") for j in w["jobs"]]
-    keys = sorted({(j["n"], j["estimator"]) for j in jobs}, key=lambda k: (k[1] == "relieff_exact", k))
+    keys = sorted(
+        {(j["n"], j["estimator"]) for j in jobs}, key=lambda k: (k[1] == "relieff_exact", k)
+    )
     for n, key in keys:
         by = {j["backend"]: j for j in jobs if j["n"] == n and j["estimator"] == key}
         d, s = by.get("dask"), by.get("spark")
-        row = {"n": n, "estimator": key, "label": ESTIMATORS[key][0],
-               "dask_fit_s": d and d.get("fit_s"), "spark_fit_s": s and s.get("fit_s"),
-               "dask_ok": bool(d and d.get("ok")), "spark_ok": bool(s and s.get("ok"))}
+        row = {
+            "n": n,
+            "estimator": key,
+            "label": ESTIMATORS[key][0],
+            "dask_fit_s": d and d.get("fit_s"),
+            "spark_fit_s": s and s.get("fit_s"),
+            "dask_ok": bool(d and d.get("ok")),
+            "spark_ok": bool(s and s.get("ok")),
+        }
         if row["dask_ok"] and row["spark_ok"]:
             row["ratio_spark_over_dask"] = round(s["fit_s"] / d["fit_s"], 3)
             wd, ws = np.asarray(d["weights"]), np.asarray(s["weights"])
@@ -545,17 +611,25 @@ def targets(out, quick):
     rows = []
     for key in ("relieff", "multisurf"):
         c = next((r for r in out["comparison"] if r["n"] == n and r["estimator"] == key), None)
-        row = {"target": f"Spark within {GOAL_RATIO}x of dask, {ESTIMATORS[key][0]} at N = {n:.0e}",
-               "estimator": key, "n": n}
+        row = {
+            "target": f"Spark within {GOAL_RATIO}x of dask, {ESTIMATORS[key][0]} at N = {n:.0e}",
+            "estimator": key,
+            "n": n,
+        }
         if c is None:
             row.update(met=None, measured="not run at this N")
         elif "ratio_spark_over_dask" not in c:
-            row.update(met=False, measured=f"not measured on both (dask ok: {c['dask_ok']}, Spark ok: "
-                                f"{c['spark_ok']})")
+            row.update(
+                met=False,
+                measured=f"not measured on both (dask ok: {c['dask_ok']}, Spark ok: "
+                f"{c['spark_ok']})",
+            )
         else:
-            row.update(met=c["ratio_spark_over_dask"] <= GOAL_RATIO,
-                       measured=f"{c['ratio_spark_over_dask']}x ({c['spark_fit_s']} s / "
-                                f"{c['dask_fit_s']} s)")
+            row.update(
+                met=c["ratio_spark_over_dask"] <= GOAL_RATIO,
+                measured=f"{c['ratio_spark_over_dask']}x ({c['spark_fit_s']} s / "
+                f"{c['dask_fit_s']} s)",
+            )
         rows.append(row)
     return rows
 
@@ -567,7 +641,9 @@ def _mib(v):
 def _reason(error):
     """The line of an error that says why (Spark's reason, not its stack trace)."""
     lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
-    why = next((ln for ln in lines if "Exception:" in ln or "Error:" in ln), lines[0] if lines else "")
+    why = next(
+        (ln for ln in lines if "Exception:" in ln or "Error:" in ln), lines[0] if lines else ""
+    )
     return why[:400]
 
 
@@ -575,49 +651,86 @@ def render(out):
     """The markdown for benchmarks/README.md."""
     m = out["machine"]
     v = m.get("versions", {})
-    parts = [f"{' '.join(m['cpu_model'].split()[:2])}, {m['logical_cores']} cores, "
-             f"{m.get('memory_total_gib')} GiB; dmargin {v.get('dmargin')}, pyspark {v.get('pyspark')}, "
-             f"dask {v.get('dask')}, distributed {v.get('distributed')}, numba {v.get('numba')}; "
-             f"{m['date'][:10]}. Spark `local[{WORKERS}]` (driver memory {out['driver_memory']}) "
-             f"against a LocalCluster of {WORKERS} worker processes x 1 thread, one numba thread "
-             f"per worker on both; the same Parquet files ({A} features, {TOP} informative). Fit s: "
-             "from the lazy read to the fitted estimator, the median of "
-             + ", ".join(f"{r} fit{'s' if r > 1 else ''} at N = {n:,}" for n, r in sorted(
-                 {(j["n"], j["repeats"]) for w in out["workers"] if w.get("ok") for j in w["jobs"]}))
-             + (" (quick run)." if out["mode"] == "quick" else ".")]
-    jobs = {(j["backend"], j["n"], j["estimator"]): j
-            for w in out["workers"] if w.get("ok") for j in w["jobs"]}
+    parts = [
+        f"{' '.join(m['cpu_model'].split()[:2])}, {m['logical_cores']} cores, "
+        f"{m.get('memory_total_gib')} GiB; dmargin {v.get('dmargin')}, pyspark {v.get('pyspark')}, "
+        f"dask {v.get('dask')}, distributed {v.get('distributed')}, numba {v.get('numba')}; "
+        f"{m['date'][:10]}. Spark `local[{WORKERS}]` (driver memory {out['driver_memory']}) "
+        f"against a LocalCluster of {WORKERS} worker processes x 1 thread, one numba thread "
+        f"per worker on both; the same Parquet files ({A} features, {TOP} informative). Fit s: "
+        "from the lazy read to the fitted estimator, the median of "
+        + ", ".join(
+            f"{r} fit{'s' if r > 1 else ''} at N = {n:,}"
+            for n, r in sorted(
+                {(j["n"], j["repeats"]) for w in out["workers"] if w.get("ok") for j in w["jobs"]}
+            )
+        )
+        + (" (quick run)." if out["mode"] == "quick" else ".")
+    ]
+    jobs = {
+        (j["backend"], j["n"], j["estimator"]): j
+        for w in out["workers"]
+        if w.get("ok")
+        for j in w["jobs"]
+    }
     rows = []
     for c in out["comparison"]:
         d = jobs.get(("dask", c["n"], c["estimator"])) or {}
         s = jobs.get(("spark", c["n"], c["estimator"])) or {}
         st = s.get("spark_stats") or {}
-        dpeak, speak, ssum = d.get("peak_rss_mib") or {}, s.get("peak_rss_mib") or {}, \
-            s.get("peak_rss_sum_mib") or {}
+        dpeak, speak, ssum = (
+            d.get("peak_rss_mib") or {},
+            s.get("peak_rss_mib") or {},
+            s.get("peak_rss_sum_mib") or {},
+        )
         diff = c.get("max_abs_weight_diff")
-        rows.append([
-            f"{c['n']:.0e}" if c["n"] >= 10**5 else f"{c['n']:,}", c["label"],
-            c["dask_fit_s"] if c["dask_ok"] else ("FAILED" if d else None),
-            c["spark_fit_s"] if c["spark_ok"] else ("FAILED" if s else None),
-            c.get("ratio_spark_over_dask"),
-            f"{c['spark_seconds_in_waves']:.1f} / {c['spark_seconds_outside_waves']:.1f}"
-            if "spark_seconds_in_waves" in c else None,
-            f"{d.get('partitions', '—')} / {s.get('partitions', '—')}",
-            f"{st.get('waves')} / {st.get('single_partition_tasks')} + {st.get('pair_tasks')}"
-            if st else None,
-            f"{st['bytes_to_driver'] / 2**20:.2f}" if st else None,
-            None if diff is None else f"{diff:.1e}",
-            _mib(dpeak.get("workers")), _mib(speak.get("jvm")), _mib(speak.get("python_workers")),
-            _mib(ssum.get("python_workers")),
-            f"{_mib(dpeak.get('driver')) or '—'} / {_mib(speak.get('driver')) or '—'}",
-            f"{d.get('informative_in_top10', '—')} / {s.get('informative_in_top10', '—')}"])
-    parts.append(harness.markdown_table(
-        ["N", "estimator", "dask s", "Spark s", "Spark / dask", "Spark s: waves / read pass and driver",
-         "blocks: dask / Spark",
-         "Spark waves / tasks (one + pair)", "Spark MiB to driver", "max abs diff of weights",
-         "dask worker peak MiB", "Spark JVM peak MiB", "Spark Python worker peak MiB",
-         "Spark Python workers together MiB", "driver peak MiB: dask / Spark",
-         "informative in top 10: dask / Spark"], rows))
+        rows.append(
+            [
+                f"{c['n']:.0e}" if c["n"] >= 10**5 else f"{c['n']:,}",
+                c["label"],
+                c["dask_fit_s"] if c["dask_ok"] else ("FAILED" if d else None),
+                c["spark_fit_s"] if c["spark_ok"] else ("FAILED" if s else None),
+                c.get("ratio_spark_over_dask"),
+                f"{c['spark_seconds_in_waves']:.1f} / {c['spark_seconds_outside_waves']:.1f}"
+                if "spark_seconds_in_waves" in c
+                else None,
+                f"{d.get('partitions', '—')} / {s.get('partitions', '—')}",
+                f"{st.get('waves')} / {st.get('single_partition_tasks')} + {st.get('pair_tasks')}"
+                if st
+                else None,
+                f"{st['bytes_to_driver'] / 2**20:.2f}" if st else None,
+                None if diff is None else f"{diff:.1e}",
+                _mib(dpeak.get("workers")),
+                _mib(speak.get("jvm")),
+                _mib(speak.get("python_workers")),
+                _mib(ssum.get("python_workers")),
+                f"{_mib(dpeak.get('driver')) or '—'} / {_mib(speak.get('driver')) or '—'}",
+                f"{d.get('informative_in_top10', '—')} / {s.get('informative_in_top10', '—')}",
+            ]
+        )
+    parts.append(
+        harness.markdown_table(
+            [
+                "N",
+                "estimator",
+                "dask s",
+                "Spark s",
+                "Spark / dask",
+                "Spark s: waves / read pass and driver",
+                "blocks: dask / Spark",
+                "Spark waves / tasks (one + pair)",
+                "Spark MiB to driver",
+                "max abs diff of weights",
+                "dask worker peak MiB",
+                "Spark JVM peak MiB",
+                "Spark Python worker peak MiB",
+                "Spark Python workers together MiB",
+                "driver peak MiB: dask / Spark",
+                "informative in top 10: dask / Spark",
+            ],
+            rows,
+        )
+    )
     fixed = []
     for w in out["workers"]:
         if not w.get("ok"):
@@ -625,75 +738,154 @@ def render(out):
         f = w["fixed_costs"]
         n = max(j["n"] for j in w["jobs"])
         start = w["setup"].get("session_start_s", w["setup"].get("cluster_start_s"))
-        fixed.append([w["backend"], f"{n:.0e}" if n >= 10**5 else f"{n:,}", start, w["warmup_s"],
-                      f["trivial_job_median_s"], f["tiny_fit_median_s"], f.get("tiny_fit_waves"),
-                      f.get("seconds_per_wave"), f.get("read_pass_s"),
-                      f"{w['loadavg_before'][0]:.2f} / {w['loadavg_after'][0]:.2f}"])
-    parts.append(harness.markdown_table(
-        ["backend", "subprocess of N", "start s", "warm-up s", "trivial job s", "tiny fit s",
-         "tiny fit waves", "s per wave", "read pass s", "load average before / after"], fixed))
-    parts.append("Fixed costs, measured in each subprocess after its warm-up: a trivial job (Spark: "
-                 "`count` of a two-partition RDD; dask: one `submit`), the median of 5; a tiny fit "
-                 "(`ReliefF(n_anchors=50)` on 500 x 5 rows in two partitions), the median of 3; on "
-                 "Spark its seconds per wave (one wave is one Spark job: the broadcast of the "
-                 "wave's plan and `runJob`) and its read pass (the `mapInArrow` job that caches the "
-                 "partitions as float64 blocks and checks them), apart. Peaks: psutil every 0.2 s "
-                 "during the fits; in local mode Spark's executor is the driver's JVM, which holds "
-                 "the cached blocks, and its tasks run in `pyspark.daemon` Python workers. "
-                 "Spark s, waves / read pass and driver: the seconds of the fit's Spark jobs "
-                 "(`spark_stats_`) and the rest, chiefly the read pass (a single fit). "
-                 "Max abs diff of weights: Spark's `feature_importances_` against dask's.")
-    failed = [f"{w.get('backend', w.get('spec', {}).get('backend'))} subprocess: "
-              f"{str(w.get('error'))[-300:]}" for w in out["workers"] if not w.get("ok")]
-    failed += [f"{j['backend']} {j['label']} at N = {j['n']}: {_reason(j['error'])}"
-               for w in out["workers"] if w.get("ok") for j in w["jobs"] if not j.get("ok")]
+        fixed.append(
+            [
+                w["backend"],
+                f"{n:.0e}" if n >= 10**5 else f"{n:,}",
+                start,
+                w["warmup_s"],
+                f["trivial_job_median_s"],
+                f["tiny_fit_median_s"],
+                f.get("tiny_fit_waves"),
+                f.get("seconds_per_wave"),
+                f.get("read_pass_s"),
+                f"{w['loadavg_before'][0]:.2f} / {w['loadavg_after'][0]:.2f}",
+            ]
+        )
+    parts.append(
+        harness.markdown_table(
+            [
+                "backend",
+                "subprocess of N",
+                "start s",
+                "warm-up s",
+                "trivial job s",
+                "tiny fit s",
+                "tiny fit waves",
+                "s per wave",
+                "read pass s",
+                "load average before / after",
+            ],
+            fixed,
+        )
+    )
+    parts.append(
+        "Fixed costs, measured in each subprocess after its warm-up: a trivial job (Spark: "
+        "`count` of a two-partition RDD; dask: one `submit`), the median of 5; a tiny fit "
+        "(`ReliefF(n_anchors=50)` on 500 x 5 rows in two partitions), the median of 3; on "
+        "Spark its seconds per wave (one wave is one Spark job: the broadcast of the "
+        "wave's plan and `runJob`) and its read pass (the `mapInArrow` job that caches the "
+        "partitions as float64 blocks and checks them), apart. Peaks: psutil every 0.2 s "
+        "during the fits; in local mode Spark's executor is the driver's JVM, which holds "
+        "the cached blocks, and its tasks run in `pyspark.daemon` Python workers. "
+        "Spark s, waves / read pass and driver: the seconds of the fit's Spark jobs "
+        "(`spark_stats_`) and the rest, chiefly the read pass (a single fit). "
+        "Max abs diff of weights: Spark's `feature_importances_` against dask's."
+    )
+    failed = [
+        f"{w.get('backend', w.get('spec', {}).get('backend'))} subprocess: "
+        f"{str(w.get('error'))[-300:]}"
+        for w in out["workers"]
+        if not w.get("ok")
+    ]
+    failed += [
+        f"{j['backend']} {j['label']} at N = {j['n']}: {_reason(j['error'])}"
+        for w in out["workers"]
+        if w.get("ok")
+        for j in w["jobs"]
+        if not j.get("ok")
+    ]
     if failed:
         parts.append("Failed: " + "; ".join(failed) + ".")
     notes = [r["note"] for r in out.get("runs", []) if r.get("note")]
     if notes:
         parts.append("Notes: " + " ".join(notes))
     if out.get("targets"):
-        parts.append(harness.markdown_table(
-            ["target", "measured", "met"],
-            [[t["target"], t["measured"], {True: "yes", False: "NO", None: "—"}[t["met"]]]
-             for t in out["targets"]]))
+        parts.append(
+            harness.markdown_table(
+                ["target", "measured", "met"],
+                [
+                    [t["target"], t["measured"], {True: "yes", False: "NO", None: "—"}[t["met"]]]
+                    for t in out["targets"]
+                ],
+            )
+        )
         if out["mode"] == "quick":
             parts.append(f"Quick run: the goal evaluated at N = {ROWS_QUICK[0]:,}, not at 10^7.")
     return "\n\n".join(parts)
 
 
 def main(argv=None):
-    parser = harness.options(__doc__.split("\n\n")[0], worker=True,
-                             quick="10^4 rows in row groups of 2,500, the exact fit at 2,000 rows, "
-                                   "one fit each; results in results/quick/")
-    parser.add_argument("--rows", type=int, nargs="+", metavar="N",
-                        help="the sizes (default 1000000 10000000; --quick 10000)")
+    parser = harness.options(
+        __doc__.split("\n\n")[0],
+        worker=True,
+        quick="10^4 rows in row groups of 2,500, the exact fit at 2,000 rows, "
+        "one fit each; results in results/quick/",
+    )
+    parser.add_argument(
+        "--rows",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="the sizes (default 1000000 10000000; --quick 10000)",
+    )
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
-    parser.add_argument("--repeats", type=int, default=None, metavar="K",
-                        help="fits per estimator below 10^7 rows (default 3; 1 with --quick; "
-                             "always 1 at 10^7)")
-    parser.add_argument("--estimators", nargs="*", choices=("relieff", "multisurf"),
-                        default=["relieff", "multisurf"],
-                        help="the sampled fits (default both; none: the exact fit only)")
-    parser.add_argument("--spark-conf", nargs="+", default=[], metavar="KEY=VALUE",
-                        help="more settings of the Spark session (spark.driver.maxResultSize=4g)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        metavar="K",
+        help="fits per estimator below 10^7 rows (default 3; 1 with --quick; always 1 at 10^7)",
+    )
+    parser.add_argument(
+        "--estimators",
+        nargs="*",
+        choices=("relieff", "multisurf"),
+        default=["relieff", "multisurf"],
+        help="the sampled fits (default both; none: the exact fit only)",
+    )
+    parser.add_argument(
+        "--spark-conf",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="more settings of the Spark session (spark.driver.maxResultSize=4g)",
+    )
     parser.add_argument("--no-exact", action="store_true", help="skip the exact ReliefF()")
-    parser.add_argument("--add", action="store_true",
-                        help="add this run's measurements to the stored variant (replacing those of "
-                             "the same backend, N and estimator) instead of starting it anew")
-    parser.add_argument("--driver-memory", default=None,
-                        help="spark.driver.memory (default 10g; 2g with --quick)")
-    parser.add_argument("--spark-max-partition-mib", type=float, default=None, metavar="MIB",
-                        help="spark.sql.files.maxPartitionBytes for the large files (default: "
-                             "Spark's, 128 MiB)")
+    parser.add_argument(
+        "--add",
+        action="store_true",
+        help="add this run's measurements to the stored variant (replacing those of "
+        "the same backend, N and estimator) instead of starting it anew",
+    )
+    parser.add_argument(
+        "--driver-memory", default=None, help="spark.driver.memory (default 10g; 2g with --quick)"
+    )
+    parser.add_argument(
+        "--spark-max-partition-mib",
+        type=float,
+        default=None,
+        metavar="MIB",
+        help="spark.sql.files.maxPartitionBytes for the large files (default: Spark's, 128 MiB)",
+    )
     parser.add_argument("--data-dir", default=None, help="the Parquet cache directory")
-    parser.add_argument("--note", default=None,
-                        help="a line about the run, shown under the tables (with --add it replaces "
-                             "the stored notes)")
-    parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds per subprocess (default 3 h; 15 min with --quick)")
-    parser.add_argument("--render", action="store_true",
-                        help="print the stored run's markdown (of --variant, --quick) and exit")
+    parser.add_argument(
+        "--note",
+        default=None,
+        help="a line about the run, shown under the tables (with --add it replaces "
+        "the stored notes)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds per subprocess (default 3 h; 15 min with --quick)",
+    )
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="print the stored run's markdown (of --variant, --quick) and exit",
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, {"backend": worker})
@@ -713,13 +905,22 @@ def main(argv=None):
     cache.mkdir(parents=True, exist_ok=True)
     disk = shutil.disk_usage(cache)
     need = {n: n * (A + 1) * 8 * 1.05 for n in rows}  # snappy barely shrinks Gaussian floats
-    short = [n for n in rows if need[n] > disk.free * 0.8 and not (
-        cache / f"rows_{n}_seed{synthetic.SEED}_rg{row_group}.parquet").exists()]
+    short = [
+        n
+        for n in rows
+        if need[n] > disk.free * 0.8
+        and not (cache / f"rows_{n}_seed{synthetic.SEED}_rg{row_group}.parquet").exists()
+    ]
     data, skipped = {}, []
     for n in rows:
         if n in short:
-            skipped.append({"n": n, "reason": f"disk: {disk.free / 2**30:.1f} GiB free in {cache}, "
-                                              f"the file needs about {need[n] / 2**30:.1f} GiB"})
+            skipped.append(
+                {
+                    "n": n,
+                    "reason": f"disk: {disk.free / 2**30:.1f} GiB free in {cache}, "
+                    f"the file needs about {need[n] / 2**30:.1f} GiB",
+                }
+            )
             log(f"skip N = {n}: {skipped[-1]['reason']}")
             continue
         data[n] = synthetic.cached_parquet(n, cache, row_group=row_group, log=log)
@@ -729,23 +930,42 @@ def main(argv=None):
         exact = synthetic.cached_parquet(exact_n, cache, row_group=exact_group, log=log)
         exact_split = exact["bytes"] // EXACT_BLOCKS + 1  # about one row group per Spark partition
 
-    out = {"benchmark": "spark", "mode": "quick" if args.quick else "full",
-           "machine": harness.machine_info(PACKAGES),
-           "revision": harness.git_revision(harness.REPO),
-           "loadavg_before": list(os.getloadavg()),
-           "disk_free_gib": round(disk.free / 2**30, 1),
-           "driver_memory": driver_memory,
-           "dataset": {"features": A, "informative": TOP, "row_group": row_group, "seed": synthetic.SEED,
-                       "generator": synthetic.GENERATOR, "informative_columns": synthetic.layout()[1],
-                       "files": {str(n): {k: d[k] for k in ("path", "bytes", "written", "write_s")}
-                                 for n, d in data.items()},
-                       "exact_file": None if exact is None else {
-                           "n": exact_n, "row_group": exact_n // EXACT_BLOCKS,
-                           **{k: exact[k] for k in ("path", "bytes", "written", "write_s")}}},
-           "rows": rows, "skipped": skipped, "workers": [], "complete": False}
-    out["runs"] = [{k: out[k] for k in ("revision", "loadavg_before", "rows")}
-                   | {"command": " ".join(sys.argv[1:]), "date": out["machine"]["date"],
-                      "note": args.note}]
+    out = {
+        "benchmark": "spark",
+        "mode": "quick" if args.quick else "full",
+        "machine": harness.machine_info(PACKAGES),
+        "revision": harness.git_revision(harness.REPO),
+        "loadavg_before": list(os.getloadavg()),
+        "disk_free_gib": round(disk.free / 2**30, 1),
+        "driver_memory": driver_memory,
+        "dataset": {
+            "features": A,
+            "informative": TOP,
+            "row_group": row_group,
+            "seed": synthetic.SEED,
+            "generator": synthetic.GENERATOR,
+            "informative_columns": synthetic.layout()[1],
+            "files": {
+                str(n): {k: d[k] for k in ("path", "bytes", "written", "write_s")}
+                for n, d in data.items()
+            },
+            "exact_file": None
+            if exact is None
+            else {
+                "n": exact_n,
+                "row_group": exact_n // EXACT_BLOCKS,
+                **{k: exact[k] for k in ("path", "bytes", "written", "write_s")},
+            },
+        },
+        "rows": rows,
+        "skipped": skipped,
+        "workers": [],
+        "complete": False,
+    }
+    out["runs"] = [
+        {k: out[k] for k in ("revision", "loadavg_before", "rows")}
+        | {"command": " ".join(sys.argv[1:]), "date": out["machine"]["date"], "note": args.note}
+    ]
     kept = []
     if args.add:
         try:
@@ -755,27 +975,63 @@ def main(argv=None):
         if stored is not None:
             kept = stored["workers"]
             if args.note:  # a new note replaces the stored ones
-                stored["runs"] = [{k: v for k, v in r.items() if k != "note"} for r in stored.get("runs", [])]
+                stored["runs"] = [
+                    {k: v for k, v in r.items() if k != "note"} for r in stored.get("runs", [])
+                ]
             out["runs"] = stored.get("runs", []) + out["runs"]
             out["rows"] = sorted(set(stored.get("rows", [])) | set(rows))
             out["skipped"] = stored.get("skipped", []) + skipped
             out["loadavg_before"] = stored.get("loadavg_before", out["loadavg_before"])
             out["dataset"]["files"] = {**stored["dataset"]["files"], **out["dataset"]["files"]}
-            out["dataset"]["exact_file"] = out["dataset"]["exact_file"] or stored["dataset"]["exact_file"]
+            out["dataset"]["exact_file"] = (
+                out["dataset"]["exact_file"] or stored["dataset"]["exact_file"]
+            )
     memory_limit = memory_limit_bytes()
-    plan = [(n, [{"estimator": key, "n": n, "path": data[n]["path"],
-                  "repeats": 1 if n >= GOAL_N else repeats} for key in args.estimators])
-            for n in sorted(data)]
-    if exact is not None:  # last, in subprocesses of its own: its pair tiles are the slowest to plan
-        plan.append((exact_n, [{"estimator": "relieff_exact", "n": exact_n, "path": exact["path"],
-                                "repeats": 1, "split_bytes": exact_split}]))
+    plan = [
+        (
+            n,
+            [
+                {
+                    "estimator": key,
+                    "n": n,
+                    "path": data[n]["path"],
+                    "repeats": 1 if n >= GOAL_N else repeats,
+                }
+                for key in args.estimators
+            ],
+        )
+        for n in sorted(data)
+    ]
+    if (
+        exact is not None
+    ):  # last, in subprocesses of its own: its pair tiles are the slowest to plan
+        plan.append(
+            (
+                exact_n,
+                [
+                    {
+                        "estimator": "relieff_exact",
+                        "n": exact_n,
+                        "path": exact["path"],
+                        "repeats": 1,
+                        "split_bytes": exact_split,
+                    }
+                ],
+            )
+        )
     for n, jobs in plan:
         if not jobs:
             continue
         for backend in args.backends:
-            spec = {"kind": "backend", "backend": backend, "jobs": jobs, "driver_memory": driver_memory,
-                    "memory_limit": memory_limit, "max_partition_mib": args.spark_max_partition_mib,
-                    "spark_conf": dict(kv.split("=", 1) for kv in args.spark_conf)}
+            spec = {
+                "kind": "backend",
+                "backend": backend,
+                "jobs": jobs,
+                "driver_memory": driver_memory,
+                "memory_limit": memory_limit,
+                "max_partition_mib": args.spark_max_partition_mib,
+                "spark_conf": dict(kv.split("=", 1) for kv in args.spark_conf),
+            }
             log(f"{backend}, N = {n}: {', '.join(j['estimator'] for j in jobs)} ...")
             result = run_measurement(spec, timeout)
             result.setdefault("backend", backend)
@@ -793,8 +1049,10 @@ def main(argv=None):
 
 
 def _done(worker):
-    return {(worker.get("backend"), j["n"], j["estimator"]) for j in worker.get("jobs", [])} \
-        or {(worker.get("backend"), j["n"], j["estimator"]) for j in worker.get("spec", {}).get("jobs", [])}
+    return {(worker.get("backend"), j["n"], j["estimator"]) for j in worker.get("jobs", [])} or {
+        (worker.get("backend"), j["n"], j["estimator"])
+        for j in worker.get("spec", {}).get("jobs", [])
+    }
 
 
 def save(out, kept, args):
@@ -805,7 +1063,10 @@ def save(out, kept, args):
     doc["workers"] = []
     for w in kept:  # a stored subprocess keeps the fits this run did not measure again
         if w.get("ok"):
-            w = {**w, "jobs": [j for j in w["jobs"] if (w["backend"], j["n"], j["estimator"]) not in new]}
+            w = {
+                **w,
+                "jobs": [j for j in w["jobs"] if (w["backend"], j["n"], j["estimator"]) not in new],
+            }
         if w.get("jobs") if w.get("ok") else not (_done(w) & new):
             doc["workers"].append(w)
     doc["workers"] += out["workers"]

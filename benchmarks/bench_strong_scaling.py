@@ -49,8 +49,9 @@ WORKER_TIMEOUT_S = 1800
 def make_data(n, seed=0):
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=n, n_features=A, n_informative=10, n_redundant=0,
-                               random_state=seed)
+    X, y = make_classification(
+        n_samples=n, n_features=A, n_informative=10, n_redundant=0, random_state=seed
+    )
     return X, y
 
 
@@ -64,8 +65,9 @@ def worker_cluster(spec):
     out = {"workers": spec["workers"]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cluster = LocalCluster(n_workers=spec["workers"], threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=spec["workers"], threads_per_worker=1, processes=True, dashboard_address=None
+        )
     with cluster, Client(cluster) as client:
         # Warm-up on data of the same shape: every worker compiles (or loads) the kernels it
         # will run.  Each fit gets data of its own: a second fit of the same array on the same
@@ -80,19 +82,33 @@ def worker_cluster(spec):
             fits.append(seconds)
             iters.append(timings.seconds("I-RELIEF iteration")[0])
         stream = client.get_task_stream()
-        out.update(n=spec["n"], fit_s=[round(s, 3) for s in fits], best_fit_s=round(min(fits), 3),
-                   iteration_s=[round(s, 3) for s in iters], best_iteration_s=round(min(iters), 3))
+        out.update(
+            n=spec["n"],
+            fit_s=[round(s, 3) for s in fits],
+            best_fit_s=round(min(fits), 3),
+            iteration_s=[round(s, 3) for s in iters],
+            best_iteration_s=round(min(iters), 3),
+        )
         out.update(task_summary(stream, spec["repeats"]))
 
         if spec.get("tiny"):
             IRelief(max_iter=2, tol=0).fit(*make_data(N_TINY, seed=WARMUP_SEED))
-            one = min(harness.timed(IRelief(max_iter=1, tol=0).fit, *make_data(N_TINY, seed=100 + r))[0]
-                      for r in range(3))
-            many = min(harness.timed(IRelief(max_iter=TINY_ITERS + 1, tol=0).fit,
-                                     *make_data(N_TINY, seed=200 + r))[0] for r in range(2))
-            out["tiny"] = {"n": N_TINY, "fit_1_iter_s": round(one, 4),
-                           f"fit_{TINY_ITERS + 1}_iter_s": round(many, 4),
-                           "per_iteration_ms": round(1000 * (many - one) / TINY_ITERS, 2)}
+            one = min(
+                harness.timed(IRelief(max_iter=1, tol=0).fit, *make_data(N_TINY, seed=100 + r))[0]
+                for r in range(3)
+            )
+            many = min(
+                harness.timed(
+                    IRelief(max_iter=TINY_ITERS + 1, tol=0).fit, *make_data(N_TINY, seed=200 + r)
+                )[0]
+                for r in range(2)
+            )
+            out["tiny"] = {
+                "n": N_TINY,
+                "fit_1_iter_s": round(one, 4),
+                f"fit_{TINY_ITERS + 1}_iter_s": round(many, 4),
+                "per_iteration_ms": round(1000 * (many - one) / TINY_ITERS, 2),
+            }
     return out
 
 
@@ -106,23 +122,35 @@ def task_summary(stream, repeats):
             if s["action"] == "compute":
                 compute += d
                 kind = str(t["key"][0] if isinstance(t["key"], tuple) else t["key"])
-                kind = kind.split("-")[1] + "-" + kind.rsplit("-", 1)[-1] \
-                    if kind.startswith("dmargin-") else kind.split("-")[0]
+                kind = (
+                    kind.split("-")[1] + "-" + kind.rsplit("-", 1)[-1]
+                    if kind.startswith("dmargin-")
+                    else kind.split("-")[0]
+                )
                 kinds[kind] = kinds.get(kind, 0.0) + d
             elif s["action"] == "transfer":
                 transfer += d
-    return {"task_compute_s_per_fit": round(compute / repeats, 3),
-            "task_transfer_s_per_fit": round(transfer / repeats, 3),
-            "n_tasks_per_fit": round(len(stream) / repeats),
-            "n_tile_tasks_per_fit": round(tiles / repeats),
-            "compute_s_by_kind_per_fit": {k: round(v / repeats, 3) for k, v in
-                                          sorted(kinds.items(), key=lambda kv: -kv[1])[:8]}}
+    return {
+        "task_compute_s_per_fit": round(compute / repeats, 3),
+        "task_transfer_s_per_fit": round(transfer / repeats, 3),
+        "n_tasks_per_fit": round(len(stream) / repeats),
+        "n_tile_tasks_per_fit": round(tiles / repeats),
+        "compute_s_by_kind_per_fit": {
+            k: round(v / repeats, 3) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])[:8]
+        },
+    }
 
 
 def launch(spec, args):
     monitor = harness.CpuMonitor().start()
-    result = harness.launch(__file__, spec, threads=1, timeout=WORKER_TIMEOUT_S, quiet_cores=1.0,
-                            idle_wait=args.idle_wait)
+    result = harness.launch(
+        __file__,
+        spec,
+        threads=1,
+        timeout=WORKER_TIMEOUT_S,
+        quiet_cores=1.0,
+        idle_wait=args.idle_wait,
+    )
     result["machine_during_run"] = monitor.stop()  # this process' children = driver + workers
     return result
 
@@ -138,7 +166,7 @@ def model(one, two, n):
     t_tiles = one["task_compute_s_per_fit"]
     t_fixed = max(one["best_iteration_s"] - t_tiles, 0.0)
     n_tiles = one["n_tile_tasks_per_fit"]
-    n_blocks = round(n_tiles ** 0.5)
+    n_blocks = round(n_tiles**0.5)
     predict = {p: t_tiles / min(p, n_tiles) + t_fixed for p in (1, 2, 100)}
     # Both cores busy slow each tile down (shared core resources): the 2-worker
     # run's own summed compute time says by how much.
@@ -175,13 +203,15 @@ def model(one, two, n):
             f"once per fit (<= {n_blocks * block_mib:.0f} MiB) and the tree merge moves "
             "(m, s, v) partials of one anchor block. 100 workers pay off from N where the tiles "
             "outweigh the fixed cost: tile time grows as N^2, the task count as "
-            "(N / block rows)^2, so larger N with blocks of a few thousand rows."),
+            "(N / block rows)^2, so larger N with blocks of a few thousand rows."
+        ),
     }
 
 
 def main(argv=None):
-    parser = harness.options(__doc__, quick=f"N = {N_QUICK:,}, one fit per cluster size", idle_wait=60.0,
-                             worker=True)
+    parser = harness.options(
+        __doc__, quick=f"N = {N_QUICK:,}, one fit per cluster size", idle_wait=60.0, worker=True
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, {"cluster": worker_cluster})
@@ -189,19 +219,30 @@ def main(argv=None):
 
     n = N_QUICK if args.quick else N_FULL
     repeats = 1 if args.quick else REPEATS
-    runs = {p: launch({"kind": "cluster", "workers": p, "n": n, "repeats": repeats, "tiny": p == 2}, args)
-            for p in (1, 2)}
-    out = {"benchmark": "strong_scaling", "mode": "quick" if args.quick else "full",
-           "machine": harness.machine_info(["numpy", "numba", "dask", "distributed", "dmargin"]),
-           "revision": harness.git_revision(harness.REPO), "n": n, "features": A,
-           "runs": {str(p): r for p, r in runs.items()}}
+    runs = {
+        p: launch(
+            {"kind": "cluster", "workers": p, "n": n, "repeats": repeats, "tiny": p == 2}, args
+        )
+        for p in (1, 2)
+    }
+    out = {
+        "benchmark": "strong_scaling",
+        "mode": "quick" if args.quick else "full",
+        "machine": harness.machine_info(["numpy", "numba", "dask", "distributed", "dmargin"]),
+        "revision": harness.git_revision(harness.REPO),
+        "n": n,
+        "features": A,
+        "runs": {str(p): r for p, r in runs.items()},
+    }
     one, two = runs[1], runs[2]
     if one.get("ok") and two.get("ok"):
         out["speedup_iteration"] = round(one["best_iteration_s"] / two["best_iteration_s"], 3)
         out["speedup_fit"] = round(one["best_fit_s"] / two["best_fit_s"], 3)
         out["tiny_per_iteration_ms"] = two["tiny"]["per_iteration_ms"]
-        out["targets"] = {"speedup_ge_1.7": out["speedup_iteration"] >= 1.7,
-                          "overhead_lt_100ms": out["tiny_per_iteration_ms"] < 100}
+        out["targets"] = {
+            "speedup_ge_1.7": out["speedup_iteration"] >= 1.7,
+            "overhead_lt_100ms": out["tiny_per_iteration_ms"] < 100,
+        }
         out["model"] = model(one, two, n)
     out["markdown"] = render(out)
     harness.write_variant("strong_scaling", out, variant=args.variant, quick=args.quick)
@@ -215,17 +256,39 @@ def render(out):
         if not r.get("ok"):
             rows.append([p, "FAILED"] + [None] * 6)
             continue
-        rows.append([p, r["best_fit_s"], r["best_iteration_s"], r["task_compute_s_per_fit"],
-                     r["task_transfer_s_per_fit"], r["n_tasks_per_fit"],
-                     r["machine_during_run"]["other_cores_busy"]])
-    parts = [f"One I-RELIEF iteration, N = {out['n']}, A = {out['features']}, LocalCluster "
-             "(1 thread per worker process):",
-             harness.markdown_table(["workers", "fit s", "iteration s", "task compute s",
-                                     "task transfer s", "tasks", "other cores busy"], rows)]
+        rows.append(
+            [
+                p,
+                r["best_fit_s"],
+                r["best_iteration_s"],
+                r["task_compute_s_per_fit"],
+                r["task_transfer_s_per_fit"],
+                r["n_tasks_per_fit"],
+                r["machine_during_run"]["other_cores_busy"],
+            ]
+        )
+    parts = [
+        f"One I-RELIEF iteration, N = {out['n']}, A = {out['features']}, LocalCluster "
+        "(1 thread per worker process):",
+        harness.markdown_table(
+            [
+                "workers",
+                "fit s",
+                "iteration s",
+                "task compute s",
+                "task transfer s",
+                "tasks",
+                "other cores busy",
+            ],
+            rows,
+        ),
+    ]
     if "speedup_iteration" in out:
-        parts.append(f"Speed-up of 2 workers over 1: {out['speedup_iteration']}x per iteration "
-                     f"({out['speedup_fit']}x whole fit). Per-iteration overhead at N = 200: "
-                     f"{out['tiny_per_iteration_ms']} ms.")
+        parts.append(
+            f"Speed-up of 2 workers over 1: {out['speedup_iteration']}x per iteration "
+            f"({out['speedup_fit']}x whole fit). Per-iteration overhead at N = 200: "
+            f"{out['tiny_per_iteration_ms']} ms."
+        )
         parts.append("Model: " + out["model"]["text"])
     return "\n\n".join(parts)
 

@@ -66,18 +66,32 @@ TARGET_SKREBATE_SPEEDUP = 30.0
 
 #: The algorithms and who implements them: ``{algorithm: {library: method}}``.
 ALGORITHMS = {
-    "MultiSURF": {"dmargin": "dmargin.MultiSURF", "fast-select": "fast_select.MultiSURF",
-                  "skrebate": "skrebate.MultiSURF"},
-    "MultiSURF*": {"dmargin": "dmargin.MultiSURFstar", "fast-select": "fast_select.MultiSURFstar",
-                   "skrebate": "skrebate.MultiSURFstar"},
-    "SURF": {"dmargin": "dmargin.SURF", "fast-select": "fast_select.SURF",
-             "skrebate": "skrebate.SURF"},
-    "ReliefF": {"dmargin": "dmargin.ReliefF", "fast-select": "fast_select.ReliefF",
-                "skrebate": "skrebate.ReliefF"},
+    "MultiSURF": {
+        "dmargin": "dmargin.MultiSURF",
+        "fast-select": "fast_select.MultiSURF",
+        "skrebate": "skrebate.MultiSURF",
+    },
+    "MultiSURF*": {
+        "dmargin": "dmargin.MultiSURFstar",
+        "fast-select": "fast_select.MultiSURFstar",
+        "skrebate": "skrebate.MultiSURFstar",
+    },
+    "SURF": {
+        "dmargin": "dmargin.SURF",
+        "fast-select": "fast_select.SURF",
+        "skrebate": "skrebate.SURF",
+    },
+    "ReliefF": {
+        "dmargin": "dmargin.ReliefF",
+        "fast-select": "fast_select.ReliefF",
+        "skrebate": "skrebate.ReliefF",
+    },
     # What the p-values cost: dmargin's ReliefF without STIR's extras (the peers
     # compute weights only), and MultiSURF with STIR's (a third pass).
-    "ReliefF, weights only": {"dmargin": "dmargin.ReliefF+weights",
-                              "fast-select": "fast_select.ReliefF"},
+    "ReliefF, weights only": {
+        "dmargin": "dmargin.ReliefF+weights",
+        "fast-select": "fast_select.ReliefF",
+    },
     "MultiSURF, p-values": {"dmargin": "dmargin.MultiSURF+pvalues"},
 }
 LIBRARIES = ("dmargin", "fast-select", "skrebate")
@@ -89,18 +103,21 @@ INPUT_HANDLING = {
         "N x N float64 matrix; SURF's threshold is its mean (zero diagonal included), "
         "MultiSURF's per row mean - std/2 over the other rows; neighbour lists built by "
         "pure-Python loops; compute_score per instance and feature.  ReliefF: k = 10 hits and "
-        "misses from np.argsort of each row."),
+        "misses from np.argsort of each row."
+    ),
     "fast-select 0.3.0": (
         "Continuous columns min-max normalised, then float32.  MultiSURF: one numba prange kernel "
         "per row, distances to all rows into a per-thread buffer, mean and std from sums, then "
         "near (and with use_star far) neighbours scored; its docstring does not claim identity "
         "with the published MultiSURF*, the agreement table shows how close it comes to "
-        "skrebate's.  SURF: its own class (the paper's binary SURF).  ReliefF: k = 10 as in bench_relief_speed.py."),
+        "skrebate's.  SURF: its own class (the paper's binary SURF).  ReliefF: k = 10 as in bench_relief_speed.py."
+    ),
     "dmargin": (
         "Public estimators with defaults (scale='minmax', discrete_threshold=10): float64, "
         "skrebate's semantics; two passes per anchor block over the same tiles (distance "
         "moments, then neighbours within the thresholds), a symmetric grid so each pair's "
-        "distance is computed once per pass; memory O(N A), no N x N array."),
+        "distance is computed once per pass; memory O(N A), no N x N array."
+    ),
 }
 
 
@@ -117,8 +134,11 @@ def build_estimator(method: str, threads: int):
             return dmargin.ReliefF(n_neighbors=N_NEIGHBORS, pvalues=False)
         if name == "MultiSURF+pvalues":
             return dmargin.MultiSURF(pvalues=True)
-        return dmargin.ReliefF(n_neighbors=N_NEIGHBORS) if name == "ReliefF" \
+        return (
+            dmargin.ReliefF(n_neighbors=N_NEIGHBORS)
+            if name == "ReliefF"
             else getattr(dmargin, name)()
+        )
     if library == "skrebate":
         import skrebate
 
@@ -141,10 +161,15 @@ def build_estimator(method: str, threads: int):
 # --------------------------------------------------------------------------- #
 def worker_fit(spec: dict) -> dict:
     X, y, informative = relief.make_data(spec["n"], spec["features"])
-    result = harness.fit_cell(lambda: build_estimator(spec["method"], spec["threads"]), X, y,
-                              steady_repeats=spec["steady_repeats"],
-                              steady_budget_s=spec["steady_budget_s"], top=TOP,
-                              memory=relief.memory_fields)
+    result = harness.fit_cell(
+        lambda: build_estimator(spec["method"], spec["threads"]),
+        X,
+        y,
+        steady_repeats=spec["steady_repeats"],
+        steady_budget_s=spec["steady_budget_s"],
+        top=TOP,
+        memory=relief.memory_fields,
+    )
     return {**result, "informative_columns": informative}
 
 
@@ -155,11 +180,18 @@ WORKERS = {"fit": worker_fit}
 # parent
 # --------------------------------------------------------------------------- #
 def cells(ns, threads, steady_repeats):
-    return harness.speed_cells(ns, ALGORITHMS, LIBRARIES, threads, key="algorithm",
-                               features=A_SPEED, steady_repeats=steady_repeats,
-                               steady_budget_s=STEADY_BUDGET_S,
-                               peer_single_fit_from_n=SKREBATE_SINGLE_FIT_FROM_N,
-                               peer_one_thread_from_n=SKREBATE_ONE_THREAD_FROM_N)
+    return harness.speed_cells(
+        ns,
+        ALGORITHMS,
+        LIBRARIES,
+        threads,
+        key="algorithm",
+        features=A_SPEED,
+        steady_repeats=steady_repeats,
+        steady_budget_s=STEADY_BUDGET_S,
+        peer_single_fit_from_n=SKREBATE_SINGLE_FIT_FROM_N,
+        peer_one_thread_from_n=SKREBATE_ONE_THREAD_FROM_N,
+    )
 
 
 def steady_time(result):
@@ -184,14 +216,17 @@ def agreement(results, ns, threads) -> list[dict]:
                 for library in ("fast-select", "skrebate"):
                     peer = find(results, algorithm, library, n, t if library != "skrebate" else 1)
                     if peer is not None:
-                        entry[f"top10_common_{library}"] = len(set(ours["top10"]) & set(peer["top10"]))
+                        entry[f"top10_common_{library}"] = len(
+                            set(ours["top10"]) & set(peer["top10"])
+                        )
                 if peer_sk is not None:
                     w_sk = np.asarray(peer_sk["feature_importances"])
                     for library in ("dmargin", "fast-select"):
                         r = find(results, algorithm, library, n, t)
                         if r is not None:
                             entry[f"max_abs_diff_vs_skrebate_{library}"] = float(
-                                np.max(np.abs(np.asarray(r["feature_importances"]) - w_sk)))
+                                np.max(np.abs(np.asarray(r["feature_importances"]) - w_sk))
+                            )
                     entry["max_abs_weight_skrebate"] = float(np.max(np.abs(w_sk)))
                 rows.append(entry)
     return rows
@@ -206,10 +241,12 @@ def targets(results, n) -> dict:
     return {
         "at_n": n,
         "multisurf_fast_select_over_dmargin": fs_over,
-        "multisurf_at_least_2x_fast_select": None if fs_over is None
+        "multisurf_at_least_2x_fast_select": None
+        if fs_over is None
         else fs_over >= TARGET_FAST_SELECT_SPEEDUP,
         "multisurf_skrebate_over_dmargin": sk_over,
-        "multisurf_at_least_30x_skrebate": None if sk_over is None
+        "multisurf_at_least_30x_skrebate": None
+        if sk_over is None
         else sk_over >= TARGET_SKREBATE_SPEEDUP,
     }
 
@@ -223,8 +260,16 @@ def render_markdown(machine, results, ns, threads, agree, goals) -> str:
         f"#### SURF family and ReliefF fit time, A = {A_SPEED} (seconds: steady-state best, first "
         "fit with JIT in parentheses)",
     ]
-    headers = ["algorithm", "N", "thr", "dmargin", "fast-select", "skrebate",
-               "fast-select / dmargin", "skrebate / dmargin"]
+    headers = [
+        "algorithm",
+        "N",
+        "thr",
+        "dmargin",
+        "fast-select",
+        "skrebate",
+        "fast-select / dmargin",
+        "skrebate / dmargin",
+    ]
     rows = []
     for algorithm in ALGORITHMS:
         for n in ns:
@@ -232,38 +277,87 @@ def render_markdown(machine, results, ns, threads, agree, goals) -> str:
                 dm, fs, sk = (find(results, algorithm, lib, n, t) for lib in LIBRARIES)
                 if dm is None and fs is None and sk is None:
                     continue
-                rows.append([algorithm, n, t, harness.cell_label(dm), harness.cell_label(fs),
-                             harness.cell_label(sk),
-                             relief.fmt_ratio(relief.ratio(steady_time(fs), steady_time(dm))),
-                             relief.fmt_ratio(relief.ratio(steady_time(sk), steady_time(dm)))])
+                rows.append(
+                    [
+                        algorithm,
+                        n,
+                        t,
+                        harness.cell_label(dm),
+                        harness.cell_label(fs),
+                        harness.cell_label(sk),
+                        relief.fmt_ratio(relief.ratio(steady_time(fs), steady_time(dm))),
+                        relief.fmt_ratio(relief.ratio(steady_time(sk), steady_time(dm))),
+                    ]
+                )
     parts.append(harness.markdown_table(headers, rows))
-    parts.append(f"`*` a single fit (skrebate from N = {SKREBATE_SINGLE_FIT_FROM_N}, where it also "
-                 "runs at one thread only).  Ratios > 1: dmargin is faster.")
-    parts.append(f"#### Agreement on the same data (top-{TOP} features in common with dmargin; "
-                 "largest |w - w_skrebate|)")
-    a_rows = [[e["algorithm"], e["n"], e["threads"], e.get("top10_common_fast-select"),
-               e.get("top10_common_skrebate"), _sci(e.get("max_abs_diff_vs_skrebate_dmargin")),
-               _sci(e.get("max_abs_diff_vs_skrebate_fast-select")),
-               _sci(e.get("max_abs_weight_skrebate"))] for e in agree]
-    parts.append(harness.markdown_table(
-        ["algorithm", "N", "thr", "top-10 common: fast-select", "top-10 common: skrebate",
-         "dmargin - skrebate", "fast-select - skrebate", "max |w skrebate|"], a_rows))
+    parts.append(
+        f"`*` a single fit (skrebate from N = {SKREBATE_SINGLE_FIT_FROM_N}, where it also "
+        "runs at one thread only).  Ratios > 1: dmargin is faster."
+    )
+    parts.append(
+        f"#### Agreement on the same data (top-{TOP} features in common with dmargin; "
+        "largest |w - w_skrebate|)"
+    )
+    a_rows = [
+        [
+            e["algorithm"],
+            e["n"],
+            e["threads"],
+            e.get("top10_common_fast-select"),
+            e.get("top10_common_skrebate"),
+            _sci(e.get("max_abs_diff_vs_skrebate_dmargin")),
+            _sci(e.get("max_abs_diff_vs_skrebate_fast-select")),
+            _sci(e.get("max_abs_weight_skrebate")),
+        ]
+        for e in agree
+    ]
+    parts.append(
+        harness.markdown_table(
+            [
+                "algorithm",
+                "N",
+                "thr",
+                "top-10 common: fast-select",
+                "top-10 common: skrebate",
+                "dmargin - skrebate",
+                "fast-select - skrebate",
+                "max |w skrebate|",
+            ],
+            a_rows,
+        )
+    )
     parts.append("#### Targets (MultiSURF, one thread)")
     met = {True: "yes", False: "NO", None: None}
-    parts.append(harness.markdown_table(["target", "measured", "met"], [
-        [f"dmargin >= {TARGET_FAST_SELECT_SPEEDUP:g}x fast-select at N = {goals['at_n']}",
-         relief.fmt_ratio(goals["multisurf_fast_select_over_dmargin"]),
-         met[goals["multisurf_at_least_2x_fast_select"]]],
-        [f"dmargin >= {TARGET_SKREBATE_SPEEDUP:g}x skrebate at N = {goals['at_n']}",
-         relief.fmt_ratio(goals["multisurf_skrebate_over_dmargin"]),
-         met[goals["multisurf_at_least_30x_skrebate"]]],
-    ]))
+    parts.append(
+        harness.markdown_table(
+            ["target", "measured", "met"],
+            [
+                [
+                    f"dmargin >= {TARGET_FAST_SELECT_SPEEDUP:g}x fast-select at N = {goals['at_n']}",
+                    relief.fmt_ratio(goals["multisurf_fast_select_over_dmargin"]),
+                    met[goals["multisurf_at_least_2x_fast_select"]],
+                ],
+                [
+                    f"dmargin >= {TARGET_SKREBATE_SPEEDUP:g}x skrebate at N = {goals['at_n']}",
+                    relief.fmt_ratio(goals["multisurf_skrebate_over_dmargin"]),
+                    met[goals["multisurf_at_least_30x_skrebate"]],
+                ],
+            ],
+        )
+    )
     busy = [(r["spec"], r.get("other_cores_busy")) for r in results if r.get("ok")]
-    noisy = [f"{s['method']} N={s['n']} thr={s['threads']} ({b})" for s, b in busy
-             if b is not None and b >= QUIET_BUSY_CORES]
-    parts.append("Other processes kept < 0.3 cores busy during every measurement." if not noisy
-                 else "Measurements disturbed by other processes (average cores they kept busy): "
-                 + "; ".join(noisy) + ". Those numbers are pessimistic.")
+    noisy = [
+        f"{s['method']} N={s['n']} thr={s['threads']} ({b})"
+        for s, b in busy
+        if b is not None and b >= QUIET_BUSY_CORES
+    ]
+    parts.append(
+        "Other processes kept < 0.3 cores busy during every measurement."
+        if not noisy
+        else "Measurements disturbed by other processes (average cores they kept busy): "
+        + "; ".join(noisy)
+        + ". Those numbers are pessimistic."
+    )
     return "\n\n".join(parts)
 
 
@@ -272,8 +366,13 @@ def _sci(value):
 
 
 def main(argv=None) -> int:
-    parser = harness.options(__doc__, quick=f"N = {', '.join(map(str, N_QUICK))}, 1 thread, one "
-                                            "steady fit", idle_wait=60.0, attempts=2, worker=True)
+    parser = harness.options(
+        __doc__,
+        quick=f"N = {', '.join(map(str, N_QUICK))}, 1 thread, one steady fit",
+        idle_wait=60.0,
+        attempts=2,
+        worker=True,
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, WORKERS)
@@ -282,12 +381,28 @@ def main(argv=None) -> int:
     ns = N_QUICK if args.quick else N_FULL
     threads = (1,) if args.quick else THREADS
     steady_repeats = 1 if args.quick else STEADY_REPEATS
-    machine = harness.machine_info(["dmargin", "numpy", "scipy", "scikit-learn", "numba",
-                                    "llvmlite", "skrebate", "fast-select", "joblib"])
+    machine = harness.machine_info(
+        [
+            "dmargin",
+            "numpy",
+            "scipy",
+            "scikit-learn",
+            "numba",
+            "llvmlite",
+            "skrebate",
+            "fast-select",
+            "joblib",
+        ]
+    )
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
-    results = harness.launch_cells(__file__, cells(ns, threads, steady_repeats), args,
-                                   timeout=WORKER_TIMEOUT_S, quiet_cores=QUIET_BUSY_CORES)
+    results = harness.launch_cells(
+        __file__,
+        cells(ns, threads, steady_repeats),
+        args,
+        timeout=WORKER_TIMEOUT_S,
+        quiet_cores=QUIET_BUSY_CORES,
+    )
     agree = agreement(results, ns, threads)
     goals = targets(results, max(ns))
     markdown = render_markdown(machine, results, ns, threads, agree, goals)
@@ -306,11 +421,11 @@ def main(argv=None) -> int:
             "thread_env_vars": list(harness.THREAD_VARS),
             "fresh_numba_cache_dir_per_subprocess": True,
             "steady_state": f"best of up to {steady_repeats} fits after the first, stopping early "
-                            f"once the repeats used {STEADY_BUDGET_S:.0f} s",
+            f"once the repeats used {STEADY_BUDGET_S:.0f} s",
             "skrebate": f"a single fit, one thread only, from N = {SKREBATE_SINGLE_FIT_FROM_N}",
             "contention": f"before each measurement wait up to {args.idle_wait:.0f} s until other "
-                          f"processes use < {QUIET_BUSY_CORES} cores; a disturbed measurement is "
-                          f"run up to {args.attempts} times, the least disturbed kept",
+            f"processes use < {QUIET_BUSY_CORES} cores; a disturbed measurement is "
+            f"run up to {args.attempts} times, the least disturbed kept",
         },
         "input_handling": INPUT_HANDLING,
         "speed": results,

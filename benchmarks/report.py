@@ -54,9 +54,10 @@ import _harness as harness  # noqa: E402
 
 README = harness.HERE / "README.md"
 #: The pages whose prose quotes figures: the project's README and the documentation's pages.
-FIGURE_PAGES = [harness.HERE.parent / "README.md",
-                *sorted(p for p in (harness.HERE.parent / "docs").rglob("*.md")
-                        if "_build" not in p.parts)]
+FIGURE_PAGES = [
+    harness.HERE.parent / "README.md",
+    *sorted(p for p in (harness.HERE.parent / "docs").rglob("*.md") if "_build" not in p.parts),
+]
 #: Every file whose tables and figures are filled: this folder's README, then the above.
 PAGES = [README, *FIGURE_PAGES]
 PATTERN = re.compile(r"(<!-- table: (\S+) -->\n)(.*?)(<!-- /table -->)", re.S)
@@ -70,8 +71,12 @@ def tables(text: str) -> list[tuple[str, str]]:
 
 def figures(text: str) -> list[tuple[str, str]]:
     """``(benchmark, variant)`` of every reference of every figure in ``text``, in order."""
-    return [_reference(token)[:2] for m in FIGURE.finditer(text)
-            for token in shlex.split(m.group(2)) if "#" in token]
+    return [
+        _reference(token)[:2]
+        for m in FIGURE.finditer(text)
+        for token in shlex.split(m.group(2))
+        if "#" in token
+    ]
 
 
 def _reference(name: str) -> tuple[str, str, str]:
@@ -99,8 +104,9 @@ def value(reference: str):
         if isinstance(node, list):
             if "=" in step:
                 wanted = [condition.partition("=")[::2] for condition in step.split("&")]
-                node = next(item for item in node
-                            if all(str(item.get(key)) == want for key, want in wanted))
+                node = next(
+                    item for item in node if all(str(item.get(key)) == want for key, want in wanted)
+                )
             else:
                 node = node[int(step)]
         else:
@@ -124,17 +130,42 @@ def evaluate(expression: str) -> float:
         tree = ast.parse(source, mode="eval")
     except SyntaxError:
         tree = None
-    allowed = (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Name,
-               ast.Load, ast.Constant, ast.UnaryOp, ast.USub, ast.Call)
-    if tree is None or not all(isinstance(node, allowed) for node in ast.walk(tree)) or any(
+    allowed = (
+        ast.Expression,
+        ast.BinOp,
+        ast.Add,
+        ast.Sub,
+        ast.Mult,
+        ast.Div,
+        ast.Name,
+        ast.Load,
+        ast.Constant,
+        ast.UnaryOp,
+        ast.USub,
+        ast.Call,
+    )
+    if (
+        tree is None
+        or not all(isinstance(node, allowed) for node in ast.walk(tree))
+        or any(
             (isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)))
             or (isinstance(node, ast.Name) and node.id not in refs and node.id not in _CALLS)
-            or (isinstance(node, ast.Call) and (not isinstance(node.func, ast.Name)
-                                                or node.func.id not in _CALLS or node.keywords))
-            for node in ast.walk(tree)):
-        raise ValueError(f"figure expression {expression!r}: references and numbers joined "
-                         "by ' + ', ' - ', ' * ', ' / ', parentheses, min ( ... , ... ) and "
-                         "max ( ... , ... )")
+            or (
+                isinstance(node, ast.Call)
+                and (
+                    not isinstance(node.func, ast.Name)
+                    or node.func.id not in _CALLS
+                    or node.keywords
+                )
+            )
+            for node in ast.walk(tree)
+        )
+    ):
+        raise ValueError(
+            f"figure expression {expression!r}: references and numbers joined "
+            "by ' + ', ' - ', ' * ', ' / ', parentheses, min ( ... , ... ) and "
+            "max ( ... , ... )"
+        )
     values = {name: value(token) for name, token in refs.items()}
     return eval(compile(tree, "<figure>", "eval"), {"__builtins__": {}}, {**_CALLS, **values})
 
@@ -144,8 +175,9 @@ def render(expression: str, fmt: str) -> str:
     try:
         return fmt.format(evaluate(expression))
     except (KeyError, IndexError, StopIteration, TypeError, AttributeError) as err:
-        raise KeyError(f"figure {expression!r}: not in benchmarks/results/ "
-                       f"({type(err).__name__}: {err})") from None
+        raise KeyError(
+            f"figure {expression!r}: not in benchmarks/results/ ({type(err).__name__}: {err})"
+        ) from None
 
 
 def fill(text: str) -> str:
@@ -173,31 +205,47 @@ def fill(text: str) -> str:
 #: inputs.  ``(page, phrase, reason)``; the phrase is matched with any whitespace
 #: between its words, and each must still be on its page (tests/test_figures.py).
 NOT_MEASURED = [
-    ("docs/clusters.md", "(default 60 s)",
-     "the default of the dmargin.stall-timeout setting"),
-    ("docs/clusters.md", "(default 64 MiB of float64 rows)",
-     "the default of read_parquet's chunk_bytes"),
-    ("docs/command_line.md", "within about 10 s",
-     "the command line's timeout for reaching a scheduler"),
-    ("docs/bad_input.md", "within about 10 s",
-     "the command line's timeout for reaching a scheduler"),
-    ("docs/bad_input.md", "a 2 MB archive declaring 2 GiB",
-     "the sizes of a crafted test file (tests/test_checkpoint.py)"),
-    ("docs/pvalues.md", "at least 45 % of the rows",
-     "the bound of STIR's calibrated domain (dmargin/_stir.py, MIN_CLASS_SHARE)"),
+    ("docs/clusters.md", "(default 60 s)", "the default of the dmargin.stall-timeout setting"),
+    (
+        "docs/clusters.md",
+        "(default 64 MiB of float64 rows)",
+        "the default of read_parquet's chunk_bytes",
+    ),
+    (
+        "docs/command_line.md",
+        "within about 10 s",
+        "the command line's timeout for reaching a scheduler",
+    ),
+    (
+        "docs/bad_input.md",
+        "within about 10 s",
+        "the command line's timeout for reaching a scheduler",
+    ),
+    (
+        "docs/bad_input.md",
+        "a 2 MB archive declaring 2 GiB",
+        "the sizes of a crafted test file (tests/test_checkpoint.py)",
+    ),
+    (
+        "docs/pvalues.md",
+        "at least 45 % of the rows",
+        "the bound of STIR's calibrated domain (dmargin/_stir.py, MIN_CLASS_SHARE)",
+    ),
 ]
 _NUMBER = r"(?<![\w.,^/=+-])\d[\d,]*(?:\.\d+)?(?:\s?-\s?\d[\d,]*(?:\.\d+)?)?"
 #: A number followed by a unit of measurement; a ratio's ``x`` only written against the
 #: number (``25x``, ``1.80x``), never ``50 x 5,000`` (a shape).
-LOOSE = re.compile(_NUMBER + r"(?:x|\s?(?:[mµu]s|s|min|h|[KMGT]i?B|%|seconds|minutes|hours)"
-                   r"|\s(?:times)\s(?:faster|slower|as))(?![\w])")
+LOOSE = re.compile(
+    _NUMBER + r"(?:x|\s?(?:[mµu]s|s|min|h|[KMGT]i?B|%|seconds|minutes|hours)"
+    r"|\s(?:times)\s(?:faster|slower|as))(?![\w])"
+)
 _SKIPPED = [
     re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M),  # fenced code: output of the code
-    PATTERN,                                              # tables filled from the JSON
-    FIGURE,                                               # figures filled from the JSON
-    re.compile(r"<!--.*?-->", re.S),                      # other comments
-    re.compile(r"(`+).+?\1", re.S),                       # inline code: names, settings
-    re.compile(r"\]\([^)]*\)"),                           # link targets
+    PATTERN,  # tables filled from the JSON
+    FIGURE,  # figures filled from the JSON
+    re.compile(r"<!--.*?-->", re.S),  # other comments
+    re.compile(r"(`+).+?\1", re.S),  # inline code: names, settings
+    re.compile(r"\]\([^)]*\)"),  # link targets
 ]
 
 
@@ -233,10 +281,15 @@ def check_prose(pages=FIGURE_PAGES) -> list[str]:
     for page in pages:
         name, text = page_name(page), page.read_text()
         allowed = [phrase for phrase, _ in not_measured(name)]
-        problems += [f"{name}:{line}: {figure!r} is not in a <!-- figure: ... --> marker"
-                     for line, figure in loose_figures(text, allowed)]
-        problems += [f"{name}: NOT_MEASURED phrase {phrase!r} is not on the page"
-                     for phrase in allowed if not _phrase(phrase).search(text)]
+        problems += [
+            f"{name}:{line}: {figure!r} is not in a <!-- figure: ... --> marker"
+            for line, figure in loose_figures(text, allowed)
+        ]
+        problems += [
+            f"{name}: NOT_MEASURED phrase {phrase!r} is not on the page"
+            for phrase in allowed
+            if not _phrase(phrase).search(text)
+        ]
         problems += [f"{name}: {problem}" for problem in marker_problems(text)]
     return problems
 
@@ -249,13 +302,19 @@ def marker_problems(text: str) -> list[str]:
     problems = []
     opened = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(r"<!-- figure:", text)]
     filled = {text.count("\n", 0, m.start()) + 1 for m in FIGURE.finditer(text)}
-    problems += [f"{line}: a figure marker that is not <!-- figure: EXPRESSION {{FORMAT}} -->"
-                 "VALUE<!-- /figure --> on one line" for line in opened if line not in filled]
+    problems += [
+        f"{line}: a figure marker that is not <!-- figure: EXPRESSION {{FORMAT}} -->"
+        "VALUE<!-- /figure --> on one line"
+        for line in opened
+        if line not in filled
+    ]
     # CommonMark reads a line that starts with "<!--" as an HTML block: the paragraph
     # would end before the figure.
-    problems += [f"{text.count(chr(10), 0, m.start()) + 1}: a figure marker starts the line "
-                 "(it would end the paragraph); move a word before it"
-                 for m in re.finditer(r"^[ \t]*<!-- figure:", text, re.M)]
+    problems += [
+        f"{text.count(chr(10), 0, m.start()) + 1}: a figure marker starts the line "
+        "(it would end the paragraph); move a word before it"
+        for m in re.finditer(r"^[ \t]*<!-- figure:", text, re.M)
+    ]
     return problems
 
 
@@ -296,12 +355,17 @@ def machines(pages=PAGES) -> list[tuple[str, str, str, str]]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="change nothing; exit 1 if a table or figure differs from its "
-                             "JSON or a figure in the prose has no marker")
-    parser.add_argument("--machines", action="store_true",
-                        help="list the quoted tables and figures measured on another machine "
-                             "than most results")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a table or figure differs from its "
+        "JSON or a figure in the prose has no marker",
+    )
+    parser.add_argument(
+        "--machines",
+        action="store_true",
+        help="list the quoted tables and figures measured on another machine than most results",
+    )
     args = parser.parse_args(argv)
     if args.machines:
         for row in machines():
@@ -316,8 +380,11 @@ def main(argv=None) -> int:
             if not args.check:
                 page.write_text(filled)
     if args.check:
-        problems = [f"{page}: tables or figures differ from benchmarks/results/; run python "
-                    "benchmarks/report.py" for page in stale] + check_prose()
+        problems = [
+            f"{page}: tables or figures differ from benchmarks/results/; run python "
+            "benchmarks/report.py"
+            for page in stale
+        ] + check_prose()
         for problem in problems:
             print(problem)
         return 1 if problems else 0

@@ -44,21 +44,41 @@ SETTINGS = [
     ("ReliefF() exact", "ReliefF", {}, None),
     ("ReliefF(n_anchors=1000)", "ReliefF", {"n_anchors": 1000}, "relieff"),
     ("IRelief(max_iter=10, tol=0) exact", "IRelief", {"max_iter": 10, "tol": 0}, None),
-    ("IRelief(n_anchors=1000, max_iter=10, tol=0)", "IRelief",
-     {"n_anchors": 1000, "max_iter": 10, "tol": 0}, None),
-    ("IRelief(n_anchors=1000, max_iter=3, tol=0)", "IRelief",
-     {"n_anchors": 1000, "max_iter": 3, "tol": 0}, "irelief"),
-    ("OnlineIRelief(reference_size=1000, n_passes=1)", "OnlineIRelief",
-     {"reference_size": 1000, "n_passes": 1}, "online"),
+    (
+        "IRelief(n_anchors=1000, max_iter=10, tol=0)",
+        "IRelief",
+        {"n_anchors": 1000, "max_iter": 10, "tol": 0},
+        None,
+    ),
+    (
+        "IRelief(n_anchors=1000, max_iter=3, tol=0)",
+        "IRelief",
+        {"n_anchors": 1000, "max_iter": 3, "tol": 0},
+        "irelief",
+    ),
+    (
+        "OnlineIRelief(reference_size=1000, n_passes=1)",
+        "OnlineIRelief",
+        {"reference_size": 1000, "n_passes": 1},
+        "online",
+    ),
     ("Immigrate() exact, 10 steps", "Immigrate", {}, None),
     ("Immigrate(n_anchors=500), 10 steps", "Immigrate", {"n_anchors": 500}, "immigrate"),
     ("MultiSURF() exact", "MultiSURF", {}, None),
     ("MultiSURF(n_anchors=1000)", "MultiSURF", {"n_anchors": 1000}, None),
-    ("MultiSURF(n_anchors=1000, pvalues=True)", "MultiSURF",
-     {"n_anchors": 1000, "pvalues": True}, None),
+    (
+        "MultiSURF(n_anchors=1000, pvalues=True)",
+        "MultiSURF",
+        {"n_anchors": 1000, "pvalues": True},
+        None,
+    ),
     ('LDM(kernel="linear")', "LDM", {"kernel": "linear"}, "ldm_linear"),
-    ('LDMRFE(n_features_to_select=10, kernel="linear")', "LDMRFE",
-     {"n_features_to_select": 10, "kernel": "linear"}, "ldm_rfe_linear"),
+    (
+        'LDMRFE(n_features_to_select=10, kernel="linear")',
+        "LDMRFE",
+        {"n_features_to_select": 10, "kernel": "linear"},
+        "ldm_rfe_linear",
+    ),
 ]
 
 
@@ -83,8 +103,10 @@ def _tiles(est, n):
 
     block = min(rows_per_block(A, 2), max(1000, n / (2 * WORKERS)))
     candidates = max(1, -(-int(n) // int(block)))
-    per_block = type(est).__name__ in ("LDM", "LDMRFE", "SVMRFE") or \
-        getattr(est, "n_anchors", None) is not None
+    per_block = (
+        type(est).__name__ in ("LDM", "LDMRFE", "SVMRFE")
+        or getattr(est, "n_anchors", None) is not None
+    )
     return candidates if per_block else candidates * candidates
 
 
@@ -110,8 +132,10 @@ def _on_workers(est, n, model):
     if type(est).__name__ == "OnlineIRelief":
         return one_worker  # a sequential stream: more workers do not shorten it
     tiles = _tiles(est, n)
-    return (one_worker / min(WORKERS, tiles) / model["efficiency"]
-            + _passes(est, n) * tiles * model["fixed_s_per_task"])
+    return (
+        one_worker / min(WORKERS, tiles) / model["efficiency"]
+        + _passes(est, n) * tiles * model["fixed_s_per_task"]
+    )
 
 
 def _solve(fn, target, lo=1e2, hi=1e12):
@@ -146,8 +170,11 @@ def main(argv=None):
     scaling = harness.load_variant("strong_scaling")
     model_fit = scaling["model"]
     speedup = scaling["speedup_iteration"]
-    model = {"two_core_speedup": speedup, "efficiency": speedup / 2,
-             "fixed_s_per_task": model_fit["fixed_ms_per_task"] / 1000}
+    model = {
+        "two_core_speedup": speedup,
+        "efficiency": speedup / 2,
+        "fixed_s_per_task": model_fit["fixed_ms_per_task"] / 1000,
+    }
     # Every stored run of bench_large.py (its variants hold different N).
     variants = harness.load_results("large")["variants"].values()
     large = {"runs": [r for v in variants for r in v.get("runs", [])]} if variants else None
@@ -155,32 +182,67 @@ def main(argv=None):
     for label, name, params, key in SETTINGS:
         est = getattr(dmargin, name)(**params)
         cost = dmargin.fit_cost(est, 10**6, A)
-        row = {"setting": label, "formula": cost.formula.replace(
-            f"{est.n_anchors}" if getattr(est, "n_anchors", None) else "\0", "m"),
-               "n_1_min": _solve(lambda n: _seconds(est, n, 2, speedup), 60),
-               "n_1_h": _solve(lambda n: _seconds(est, n, 2, speedup), 3600),
-               "n_1_h_100_workers": _solve(lambda n: _on_workers(est, n, model), 3600),
-               "measured": {}}
+        row = {
+            "setting": label,
+            "formula": cost.formula.replace(
+                f"{est.n_anchors}" if getattr(est, "n_anchors", None) else "\0", "m"
+            ),
+            "n_1_min": _solve(lambda n: _seconds(est, n, 2, speedup), 60),
+            "n_1_h": _solve(lambda n: _seconds(est, n, 2, speedup), 3600),
+            "n_1_h_100_workers": _solve(lambda n: _on_workers(est, n, model), 3600),
+            "measured": {},
+        }
         for n, seconds in sorted(_measured(large, key).items()):
-            row["measured"][str(n)] = {"fit_s": seconds,
-                                       "model_s": round(_seconds(est, n, 2, speedup), 1)}
+            row["measured"][str(n)] = {
+                "fit_s": seconds,
+                "model_s": round(_seconds(est, n, 2, speedup), 1),
+            }
         rows.append(row)
-        checked = "; ".join(f"N = {int(n):.0e}: {v['fit_s']:.0f} s (model {v['model_s']:.0f} s)"
-                            for n, v in row["measured"].items()) or "—"
-        table.append([label, cost.formula, _fmt(row["n_1_min"]), _fmt(row["n_1_h"]),
-                      _fmt(row["n_1_h_100_workers"]), checked])
+        checked = (
+            "; ".join(
+                f"N = {int(n):.0e}: {v['fit_s']:.0f} s (model {v['model_s']:.0f} s)"
+                for n, v in row["measured"].items()
+            )
+            or "—"
+        )
+        table.append(
+            [
+                label,
+                cost.formula,
+                _fmt(row["n_1_min"]),
+                _fmt(row["n_1_h"]),
+                _fmt(row["n_1_h_100_workers"]),
+                checked,
+            ]
+        )
     markdown = (
         f"A = {A} features, two classes. N for one minute and one hour on this 2-core machine "
         "from `dmargin.fit_cost` (the measured rates); on 100 workers from the strong-scaling "
         f"model (2-worker speed-up {speedup:.2f}, {model_fit['fixed_ms_per_task']:.1f} ms per "
         "task; a fit has at most as many busy workers as tile tasks per pass). Last column: "
         "measured on a 2-worker LocalCluster reading Parquet (`bench_large.py`), against the "
-        "model.\n\n" + harness.markdown_table(
-            ["setting", "cost", "N in 1 min", "N in 1 h", "N in 1 h, 100 workers (model)",
-             "measured (2 workers) vs model"], table))
-    out = {"benchmark": "sizes", "machine": harness.machine_info(["numpy", "numba", "dmargin"]),
-           "revision": harness.git_revision(harness.REPO), "features": A, "model": model,
-           "rows": rows, "markdown": markdown}
+        "model.\n\n"
+        + harness.markdown_table(
+            [
+                "setting",
+                "cost",
+                "N in 1 min",
+                "N in 1 h",
+                "N in 1 h, 100 workers (model)",
+                "measured (2 workers) vs model",
+            ],
+            table,
+        )
+    )
+    out = {
+        "benchmark": "sizes",
+        "machine": harness.machine_info(["numpy", "numba", "dmargin"]),
+        "revision": harness.git_revision(harness.REPO),
+        "features": A,
+        "model": model,
+        "rows": rows,
+        "markdown": markdown,
+    }
     print(markdown)
     harness.write_variant("sizes", out)
     return 0

@@ -23,6 +23,13 @@ from ._vls import VLS
 # The estimators are the registry's (imported above by name, so that tools and readers see
 # them; tests/test_registry.py checks that the two agree).
 __all__ = list(estimator_names()) + [
-    "KnockoffSampler", "UncalibratedPValuesWarning", "PValuesUnavailableError",
-    "LongFitWarning", "FitCost", "fit_cost", "iter_parquet", "read_parquet"]
+    "KnockoffSampler",
+    "UncalibratedPValuesWarning",
+    "PValuesUnavailableError",
+    "LongFitWarning",
+    "FitCost",
+    "fit_cost",
+    "iter_parquet",
+    "read_parquet",
+]
 __version__ = "0.1.0"

@@ -85,14 +85,19 @@ class DaskSelectorMixin(UnfittedOnInterrupt, SelectorMixin):
             if names is not None and list(columns) != list(names):
                 raise ValueError(
                     f"The dask DataFrame's columns {list(columns)} are not the columns seen in "
-                    f"fit {list(names)}; select and order them as in fit.")
+                    f"fit {list(names)}; select and order them as in fit."
+                )
             if len(columns) != mask.size:
-                raise ValueError(f"X has {len(columns)} features, but {type(self).__name__} "
-                                 f"is expecting {mask.size} features as input.")
+                raise ValueError(
+                    f"X has {len(columns)} features, but {type(self).__name__} "
+                    f"is expecting {mask.size} features as input."
+                )
             return X[[c for c, keep in zip(columns, mask) if keep]]
         if X.ndim != 2 or X.shape[1] != mask.size:
-            raise ValueError(f"X has shape {X.shape}, but {type(self).__name__} is expecting "
-                             f"{mask.size} features as input (a 2-D array).")
+            raise ValueError(
+                f"X has shape {X.shape}, but {type(self).__name__} is expecting "
+                f"{mask.size} features as input (a 2-D array)."
+            )
         return X[:, np.flatnonzero(mask)]
 
 

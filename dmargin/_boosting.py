@@ -32,8 +32,10 @@ from .engine import WeightedHistograms, bin_rows, counts
 
 
 #: Why the estimators here refuse other than two classes (the fit's error says it).
-_BINARY = ("the margins, contribution ratios and margin fractions of the SBS-MF paper are "
-           "defined for two classes")
+_BINARY = (
+    "the margins, contribution ratios and margin fractions of the SBS-MF paper are "
+    "defined for two classes"
+)
 
 
 def _prepare(est, X, y):
@@ -146,8 +148,15 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
     _binary, _distances, _engine_rows = _BINARY, False, False
     _parameter_constraints = {**_BOOST_CONSTRAINTS, "n_features_to_select": N_FEATURES_TO_SELECT}
 
-    def __init__(self, n_estimators=100, *, max_bins=256, class_weight=None,
-                 n_features_to_select=None, random_state=None):
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        max_bins=256,
+        class_weight=None,
+        n_features_to_select=None,
+        random_state=None,
+    ):
         self.n_estimators = n_estimators
         self.max_bins = max_bins
         self.class_weight = class_weight
@@ -170,9 +179,12 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
         a = binned.n_features
         stumps = boost(binned, np.arange(a), self.n_estimators, class_weight, count_cum)
         if stumps.alpha.size == 0:
-            warnings.warn("No stump has a positive weighted edge (constant features or "
-                          "inseparable labels); the committee is empty.", RuntimeWarning,
-                          stacklevel=user_stacklevel())
+            warnings.warn(
+                "No stump has a positive weighted edge (constant features or "
+                "inseparable labels); the committee is empty.",
+                RuntimeWarning,
+                stacklevel=user_stacklevel(),
+            )
         self._stumps = stumps
         self.classes_ = data.classes
         self.stump_features_ = stumps.feature
@@ -192,8 +204,9 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
     def _on_blocks(self, fn, X, *args, **kwargs):
         """``fn(block[, y_block], stumps, *args)`` over the row blocks of ``X`` (and ``y``)."""
         check_is_fitted(self, "estimator_weights_")  # before the committee is read
-        return predict_blocks(self, fn, X, self._stumps, *args, fitted="estimator_weights_",
-                              **kwargs)
+        return predict_blocks(
+            self, fn, X, self._stumps, *args, fitted="estimator_weights_", **kwargs
+        )
 
     def decision_function(self, X):
         """``F(x) = sum_t alpha_t h_t(x)``; positive votes for ``classes_[1]``.
@@ -247,8 +260,9 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
         if is_dask_collection(X) or is_dask_collection(y):
             check_is_fitted(self, "estimator_weights_")
             total = float(np.abs(self.estimator_weights_).sum())
-            return self._on_blocks(_margin_block, X, self.classes_, total, y=y,
-                                   gather_as="the boosting margins")
+            return self._on_blocks(
+                _margin_block, X, self.classes_, total, y=y, gather_as="the boosting margins"
+            )
         F = self.decision_function(X)
         y = np.asarray(y)
         _check_labels(y, self.classes_)
@@ -274,8 +288,14 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
         """
         if is_dask_collection(X) or is_dask_collection(y):
             check_is_fitted(self, "estimator_weights_")
-            return self._on_blocks(_feature_margin_block, X, self.classes_, self.n_features_in_,
-                                   y=y, n_cols=self.n_features_in_)
+            return self._on_blocks(
+                _feature_margin_block,
+                X,
+                self.classes_,
+                self.n_features_in_,
+                y=y,
+                n_cols=self.n_features_in_,
+            )
         X = self._check_X(X)
         y = np.asarray(y)
         _check_labels(y, self.classes_)
@@ -297,8 +317,10 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
 
 def _check_labels(y, classes):
     if not np.isin(y, classes).all():
-        raise ValueError(f"y has labels outside classes_ {list(classes)}; the margins are "
-                         "defined for the two classes the committee was fitted on.")
+        raise ValueError(
+            f"y has labels outside classes_ {list(classes)}; the margins are "
+            "defined for the two classes the committee was fitted on."
+        )
 
 
 def _sign(y, classes):
@@ -307,6 +329,7 @@ def _sign(y, classes):
 
 
 # Tasks on one row block of new rows (the lazy predictions and margins).
+
 
 def _decision_block(X, stumps):
     return stumps.decision(X)
@@ -356,8 +379,16 @@ class _BackwardSelector(_RankingSelector):
         "step": [*STEP, Options(("halving",))],
     }
 
-    def __init__(self, n_features_to_select=1, *, step=1, n_estimators=100, max_bins=256,
-                 class_weight=None, random_state=None):
+    def __init__(
+        self,
+        n_features_to_select=1,
+        *,
+        step=1,
+        n_estimators=100,
+        max_bins=256,
+        class_weight=None,
+        random_state=None,
+    ):
         self.n_features_to_select = n_features_to_select
         self.step = step
         self.n_estimators = n_estimators
@@ -393,20 +424,36 @@ class _BackwardSelector(_RankingSelector):
             t = int(np.argmin(kept)) if not kept.all() else kept.size
             if last and t == kept.size:
                 stumps = last[0]
-                logger.debug("%s: the removed features had no stump; the committee of "
-                             "the previous round stands", type(self).__name__)
+                logger.debug(
+                    "%s: the removed features had no stump; the committee of "
+                    "the previous round stands",
+                    type(self).__name__,
+                )
             else:
                 if t:
-                    logger.debug("%s: the previous committee resumes after %d stumps",
-                                 type(self).__name__, t)
-                stumps = boost(binned, features, self.n_estimators, class_weight, count_cum,
-                               resume=(last[0], t) if t else None)
+                    logger.debug(
+                        "%s: the previous committee resumes after %d stumps", type(self).__name__, t
+                    )
+                stumps = boost(
+                    binned,
+                    features,
+                    self.n_estimators,
+                    class_weight,
+                    count_cum,
+                    resume=(last[0], t) if t else None,
+                )
                 last[:] = [stumps]
             return getattr(stumps, self._criterion)(a)[features]
 
         # Elimination: the smallest criterion goes, ties to the lower index
-        result = eliminate(self, criterion, a, n_features_to_select=self.n_features_to_select,
-                           step=self.step, ties="lower_index")
+        result = eliminate(
+            self,
+            criterion,
+            a,
+            n_features_to_select=self.n_features_to_select,
+            step=self.step,
+            ties="lower_index",
+        )
 
         # Set final attributes
         self.classes_ = data.classes
@@ -575,8 +622,9 @@ class BDSFS(_RankingSelector):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, n_features_to_select=1, *, max_bins=256, class_weight=None,
-                 random_state=None):
+    def __init__(
+        self, n_features_to_select=1, *, max_bins=256, class_weight=None, random_state=None
+    ):
         self.n_features_to_select = n_features_to_select
         self.max_bins = max_bins
         self.class_weight = class_weight

@@ -96,9 +96,20 @@ _CHUNK = 1 << 20
 _NPY_MAGIC = b"\x93NUMPY"
 # What ``zipfile`` / ``numpy.lib.format`` / ``json`` raise on bytes that are
 # not what they should be: turned into the one ValueError below.
-_READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
-                KeyError, OverflowError, RecursionError, UnicodeDecodeError, NotImplementedError,
-                struct.error, zlib.error)
+_READ_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    OSError,
+    ValueError,
+    KeyError,
+    OverflowError,
+    RecursionError,
+    UnicodeDecodeError,
+    NotImplementedError,
+    struct.error,
+    zlib.error,
+)
 
 
 def previous_path(path):
@@ -212,9 +223,10 @@ def write_online_state(path, header, arrays, estimator_cls):
             _check_layout(key, arrays[key].dtype, arrays[key].shape, dtype, shape, why)
         check_online_state(header, arrays, estimator_cls)
     except Problem as exc:
-        raise ValueError(f"{estimator_cls.__name__}.save_state: the stream's state is not "
-                         f"valid ({exc}); nothing was written to {os.fspath(path)}."
-                         ) from exc.__cause__
+        raise ValueError(
+            f"{estimator_cls.__name__}.save_state: the stream's state is not "
+            f"valid ({exc}); nothing was written to {os.fspath(path)}."
+        ) from exc.__cause__
     text = json.dumps(header, allow_nan=False, default=_json_default)
     write_atomic(path, lambda fh: np.savez(fh, **{_HEADER: np.array(text)}, **arrays))
 
@@ -280,26 +292,27 @@ def read_online_state(path, estimator_cls, expected_format):
 def _message(name, problem):
     prev = previous_path(name)
     if not name.endswith(PREVIOUS_SUFFIX) and os.path.isfile(prev):
-        fix = (f"resume from the previous checkpoint {prev} "
-               f"(OnlineIRelief.load_state({prev!r}))")
+        fix = f"resume from the previous checkpoint {prev} (OnlineIRelief.load_state({prev!r}))"
     else:
         fix = "restart the stream from its beginning (there is no earlier checkpoint)"
-    return (f"{name}: {problem}. The file is damaged or was not written by "
-            f"OnlineIRelief.save_state; {fix}.")
+    return (
+        f"{name}: {problem}. The file is damaged or was not written by "
+        f"OnlineIRelief.save_state; {fix}."
+    )
 
 
 def _read_npz(fh, expected_format):
     """The header and the arrays of a checkpoint, each checked before it is built."""
     size = os.fstat(fh.fileno()).st_size
     if size == 0:
-        raise Problem("the file is empty (0 bytes): a save was interrupted or the disk "
-                       "was full")
+        raise Problem("the file is empty (0 bytes): a save was interrupted or the disk was full")
     fh = _Counted(fh)
     try:
         archive = zipfile.ZipFile(fh)
     except zipfile.BadZipFile as exc:
-        raise Problem(f"it is not a complete zip archive ({exc}): truncated, or not an "
-                       ".npz file at all") from exc
+        raise Problem(
+            f"it is not a complete zip archive ({exc}): truncated, or not an .npz file at all"
+        ) from exc
     with archive, contextlib.ExitStack() as streams:
         members = _check_directory(archive.infolist(), size)
         if _HEADER not in members:
@@ -309,16 +322,19 @@ def _read_npz(fh, expected_format):
         missing = sorted(set(specs) - set(members))
         extra = sorted(set(members) - set(specs) - {_HEADER})
         if missing or extra:
-            raise Problem(f"its members do not match its header: missing {missing}, "
-                           f"unexpected {extra}")
+            raise Problem(
+                f"its members do not match its header: missing {missing}, unexpected {extra}"
+            )
         # Every size first: nothing is decompressed when the header's counts or a
         # member's declared size are more than the file can hold or the header allows.
         _check_counts(header, specs, members, size)
         for key, (_, shape, limit, why) in specs.items():
             declared = members[key].file_size
             if declared > limit:
-                raise Problem(f"member {key!r} declares {declared} bytes uncompressed but "
-                               f"an array of shape {shape} ({why}) takes at most {limit}")
+                raise Problem(
+                    f"member {key!r} declares {declared} bytes uncompressed but "
+                    f"an array of shape {shape} ({why}) takes at most {limit}"
+                )
         # Then every .npy preamble (a few hundred bytes each): all dtypes and shapes are
         # checked against the header before the bytes of any array are read.
         opened, layouts = {}, {}
@@ -369,10 +385,12 @@ class _Counted:
         self.decompressed += n
         limit = max(_MAX_EXPANSION * self.read_bytes, _EXPANSION_ALLOWANCE)
         if self.decompressed > limit:
-            raise Problem(f"member {info.filename!r} expands to more than {_MAX_EXPANSION}x "
-                           f"the {self.read_bytes} bytes read from the file (plus "
-                           f"{_EXPANSION_ALLOWANCE >> 20} MiB): a compressed archive that "
-                           "would expand in memory (a zip bomb), refused while decompressing")
+            raise Problem(
+                f"member {info.filename!r} expands to more than {_MAX_EXPANSION}x "
+                f"the {self.read_bytes} bytes read from the file (plus "
+                f"{_EXPANSION_ALLOWANCE >> 20} MiB): a compressed archive that "
+                "would expand in memory (a zip bomb), refused while decompressing"
+            )
 
 
 def _check_directory(infos, size):
@@ -393,32 +411,44 @@ def _check_directory(infos, size):
         if info.flag_bits & 0x1:
             raise Problem(f"member {info.filename!r} is encrypted")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            raise Problem(f"member {info.filename!r} uses compression method "
-                           f"{info.compress_type} (save_state writes uncompressed members)")
+            raise Problem(
+                f"member {info.filename!r} uses compression method "
+                f"{info.compress_type} (save_state writes uncompressed members)"
+            )
         if info.compress_size > size:
-            raise Problem(f"member {info.filename!r} declares {info.compress_size} "
-                           f"compressed bytes in a file of {size} bytes")
+            raise Problem(
+                f"member {info.filename!r} declares {info.compress_size} "
+                f"compressed bytes in a file of {size} bytes"
+            )
         if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
-            raise Problem(f"member {info.filename!r} is stored uncompressed but declares "
-                           f"{info.file_size} bytes of content in {info.compress_size}")
+            raise Problem(
+                f"member {info.filename!r} is stored uncompressed but declares "
+                f"{info.file_size} bytes of content in {info.compress_size}"
+            )
         if info.file_size > _capacity(info):
-            raise Problem(f"member {info.filename!r} declares {info.file_size} bytes "
-                           f"uncompressed from {info.compress_size} deflated bytes, more "
-                           f"than deflate can expand them to ({_DEFLATE_MAX_RATIO}x)")
+            raise Problem(
+                f"member {info.filename!r} declares {info.file_size} bytes "
+                f"uncompressed from {info.compress_size} deflated bytes, more "
+                f"than deflate can expand them to ({_DEFLATE_MAX_RATIO}x)"
+            )
         members[key] = info
         total += info.file_size
         compressed += info.compress_size
     if compressed > size:
-        raise Problem(f"its members declare {compressed} compressed bytes in a file of "
-                       f"{size} bytes: members that overlap (a zip bomb)")
+        raise Problem(
+            f"its members declare {compressed} compressed bytes in a file of "
+            f"{size} bytes: members that overlap (a zip bomb)"
+        )
     # The members' own bytes, not the file's size: padding outside them buys nothing.
     limit = max(_MAX_EXPANSION * compressed, _EXPANSION_ALLOWANCE)
     if total > limit:
-        raise Problem(f"its members declare {total} bytes uncompressed from {compressed} "
-                       f"compressed bytes in a file of {size} bytes (more than "
-                       f"{_MAX_EXPANSION}x plus {_EXPANSION_ALLOWANCE >> 20} MiB): a "
-                       "compressed archive that would expand in memory (a zip bomb), "
-                       "refused before decompressing")
+        raise Problem(
+            f"its members declare {total} bytes uncompressed from {compressed} "
+            f"compressed bytes in a file of {size} bytes (more than "
+            f"{_MAX_EXPANSION}x plus {_EXPANSION_ALLOWANCE >> 20} MiB): a "
+            "compressed archive that would expand in memory (a zip bomb), "
+            "refused before decompressing"
+        )
     return members
 
 
@@ -440,18 +470,23 @@ def _check_counts(header, specs, members, size):
         need = math.prod(shape) * (1 if dtype is None else dtype.itemsize)
         needed += need
         if need > _capacity(members[key]):
-            short.append(f"member {members[key].filename!r} holds at most "
-                         f"{_capacity(members[key])} of the {need} bytes of array {key!r} "
-                         f"{shape}")
+            short.append(
+                f"member {members[key].filename!r} holds at most "
+                f"{_capacity(members[key])} of the {need} bytes of array {key!r} "
+                f"{shape}"
+            )
     capacity = sum(_capacity(members[key]) for key in specs)
     if needed > capacity:
-        counts = ", ".join(f"{key} {header[key]}"
-                           for key in ("n_features", "n_classes", "n_reference"))
-        raise Problem(f"its header's counts do not fit in the file: {counts} make its "
-                       f"arrays at least {needed} bytes, more than the {capacity} its "
-                       f"members can hold in a file of {size} bytes (a stored member holds "
-                       f"its size, a deflated one at most {_DEFLATE_MAX_RATIO}x its size); "
-                       f"{'; '.join(short[:3])}{'; ...' if len(short) > 3 else ''}")
+        counts = ", ".join(
+            f"{key} {header[key]}" for key in ("n_features", "n_classes", "n_reference")
+        )
+        raise Problem(
+            f"its header's counts do not fit in the file: {counts} make its "
+            f"arrays at least {needed} bytes, more than the {capacity} its "
+            f"members can hold in a file of {size} bytes (a stored member holds "
+            f"its size, a deflated one at most {_DEFLATE_MAX_RATIO}x its size); "
+            f"{'; '.join(short[:3])}{'; ...' if len(short) > 3 else ''}"
+        )
 
 
 @contextlib.contextmanager
@@ -460,8 +495,9 @@ def _member_errors(info):
     try:
         yield
     except _READ_ERRORS as exc:
-        raise Problem(f"member {info.filename!r} cannot be read ({type(exc).__name__}: "
-                       f"{short(exc)})") from exc
+        raise Problem(
+            f"member {info.filename!r} cannot be read ({type(exc).__name__}: {short(exc)})"
+        ) from exc
 
 
 def _read_upto(stream, n):
@@ -479,15 +515,19 @@ def _read_upto(stream, n):
 def _read_member(archive, info, limit):
     """The whole content of a small member (at most ``limit`` bytes)."""
     if info.file_size > limit:
-        raise Problem(f"member {info.filename!r} declares {info.file_size} bytes "
-                       f"uncompressed, more than the {limit} allowed")
+        raise Problem(
+            f"member {info.filename!r} declares {info.file_size} bytes "
+            f"uncompressed, more than the {limit} allowed"
+        )
     # Neither the directory nor the deflate stream is trusted: at most the smaller
     # of the two sizes (and one byte to tell a longer member) is decompressed.
     with _member_errors(info), archive.open(info) as member:
         data = _read_upto(member, min(limit, info.file_size) + 1)
     if len(data) != info.file_size:
-        raise Problem(f"member {info.filename!r} has {len(data)} bytes, its directory "
-                       f"entry says {info.file_size}")
+        raise Problem(
+            f"member {info.filename!r} has {len(data)} bytes, its directory "
+            f"entry says {info.file_size}"
+        )
     return data
 
 
@@ -499,27 +539,32 @@ def _read_preamble(stream, info, key, dtype, shape, limit, why):
     what the member declares.
     """
     start = _read_exact(stream, info, len(_NPY_MAGIC) + 2, "its .npy magic string")
-    if start[:len(_NPY_MAGIC)] != _NPY_MAGIC:
-        raise Problem(f"member {info.filename!r} is not a .npy array (it does not start "
-                       "with the .npy magic string)")
-    version = tuple(start[len(_NPY_MAGIC):])
+    if start[: len(_NPY_MAGIC)] != _NPY_MAGIC:
+        raise Problem(
+            f"member {info.filename!r} is not a .npy array (it does not start "
+            "with the .npy magic string)"
+        )
+    version = tuple(start[len(_NPY_MAGIC) :])
     if version not in ((1, 0), (2, 0)):
         raise Problem(f"array {key!r} is in .npy format version {version}, not 1.0 or 2.0")
     length_format = "<H" if version == (1, 0) else "<I"
-    raw_length = _read_exact(stream, info, struct.calcsize(length_format),
-                             "its .npy header length")
+    raw_length = _read_exact(stream, info, struct.calcsize(length_format), "its .npy header length")
     length = struct.unpack(length_format, raw_length)[0]
     if len(start) + len(raw_length) + length > _NPY_PREAMBLE:
-        raise Problem(f"array {key!r} has a .npy header of {length} bytes, more than "
-                       f"the {_NPY_PREAMBLE} numpy ever writes")
+        raise Problem(
+            f"array {key!r} has a .npy header of {length} bytes, more than "
+            f"the {_NPY_PREAMBLE} numpy ever writes"
+        )
     preamble = start + raw_length + _read_exact(stream, info, length, "its .npy header")
     got_shape, fortran, got_dtype, offset = _npy_preamble(preamble, key)
     _check_layout(key, got_dtype, got_shape, dtype, shape, why)
     size = offset + math.prod(shape) * got_dtype.itemsize
     if info.file_size != size:
-        raise Problem(f"member {info.filename!r} declares {info.file_size} bytes "
-                       f"uncompressed but its .npy header ({got_dtype}, shape {got_shape}) "
-                       f"makes it {size}")
+        raise Problem(
+            f"member {info.filename!r} declares {info.file_size} bytes "
+            f"uncompressed but its .npy header ({got_dtype}, shape {got_shape}) "
+            f"makes it {size}"
+        )
     return shape, fortran, got_dtype
 
 
@@ -527,8 +572,7 @@ def _read_exact(stream, info, n, what):
     """Exactly ``n`` bytes of ``stream`` (``what`` they are, for the message)."""
     data = _read_upto(stream, n)
     if len(data) != n:
-        raise Problem(f"member {info.filename!r} ends after {len(data)} bytes, inside "
-                       f"{what}")
+        raise Problem(f"member {info.filename!r} ends after {len(data)} bytes, inside {what}")
     return data
 
 
@@ -545,10 +589,11 @@ def _read_data(stream, info, shape, fortran, dtype, counted):
     while got < len(view):
         part = stream.read(min(_CHUNK, len(view) - got))
         if not part:
-            raise Problem(f"member {info.filename!r} ends after {got} of its {len(view)} "
-                           "bytes of array data")
+            raise Problem(
+                f"member {info.filename!r} ends after {got} of its {len(view)} bytes of array data"
+            )
         counted.spend(len(part), info)
-        view[got:got + len(part)] = part
+        view[got : got + len(part)] = part
         got += len(part)
     if stream.read(1):
         raise Problem(f"member {info.filename!r} is longer than its directory entry says")
@@ -566,8 +611,10 @@ def _npy_preamble(data, key):
     else:
         raise Problem(f"array {key!r} is in .npy format version {version}, not 1.0 or 2.0")
     if dtype.hasobject:
-        raise Problem(f"array {key!r} is an object array (pickled Python objects), which "
-                       "save_state never writes and load_state does not unpickle")
+        raise Problem(
+            f"array {key!r} is an object array (pickled Python objects), which "
+            "save_state never writes and load_state does not unpickle"
+        )
     return shape, fortran, dtype, buf.tell()
 
 
@@ -575,11 +622,14 @@ def _read_header(archive, info, expected_format):
     data = _read_member(archive, info, _MAX_HEADER_BYTES)
     shape, _, dtype, start = _npy_preamble(data, _HEADER)
     if shape != () or dtype.kind != "U" or not dtype.isnative or dtype.itemsize == 0:
-        raise Problem(f"the header is an array of dtype {dtype} and shape {shape}, not one "
-                       "JSON string")
+        raise Problem(
+            f"the header is an array of dtype {dtype} and shape {shape}, not one JSON string"
+        )
     if len(data) - start != dtype.itemsize:
-        raise Problem(f"the header has {len(data) - start} bytes of text, its dtype "
-                       f"{dtype} says {dtype.itemsize}")
+        raise Problem(
+            f"the header has {len(data) - start} bytes of text, its dtype "
+            f"{dtype} says {dtype.itemsize}"
+        )
     text = str(np.frombuffer(data, dtype=dtype, count=1, offset=start)[0])
     try:
         header = json.loads(text)
@@ -592,21 +642,50 @@ def _read_header(archive, info, expected_format):
     fmt = header.get("format")
     if fmt != expected_format:
         older = isinstance(fmt, str) and fmt.startswith(expected_format.rsplit("/", 1)[0] + "/")
-        hint = (": written by another version of dmargin; load it with that version or "
-                "restart the stream") if older else ""
-        raise Problem(f"it is not an OnlineIRelief state file of this version "
-                       f"(format {short(repr(fmt), 80)}, expected {expected_format!r}){hint}")
+        hint = (
+            (
+                ": written by another version of dmargin; load it with that version or "
+                "restart the stream"
+            )
+            if older
+            else ""
+        )
+        raise Problem(
+            f"it is not an OnlineIRelief state file of this version "
+            f"(format {short(repr(fmt), 80)}, expected {expected_format!r}){hint}"
+        )
     return header
 
 
 # Header keys and their JSON types (bool is not an int here).
 _HEADER_KEYS = {
-    "format": str, "params": dict, "n_steps": int, "rng": dict, "feature_names_in": (list,),
-    "scaled": bool, "reference": bool, "n_features": int, "n_classes": int,
-    "n_reference": int, "discrete": bool, "reference_missing": int,
+    "format": str,
+    "params": dict,
+    "n_steps": int,
+    "rng": dict,
+    "feature_names_in": (list,),
+    "scaled": bool,
+    "reference": bool,
+    "n_features": int,
+    "n_classes": int,
+    "n_reference": int,
+    "discrete": bool,
+    "reference_missing": int,
 }
-_KNOWN_MEMBERS = {_HEADER, "nu", "w", "classes", "miss_prior", "offset", "span", "prescale",
-                  "ref_X", "ref_codes", "ref_index", "discrete"}
+_KNOWN_MEMBERS = {
+    _HEADER,
+    "nu",
+    "w",
+    "classes",
+    "miss_prior",
+    "offset",
+    "span",
+    "prescale",
+    "ref_X",
+    "ref_codes",
+    "ref_index",
+    "discrete",
+}
 _F8 = np.dtype(np.float64)
 _I8 = np.dtype(np.int64)
 
@@ -619,8 +698,10 @@ def _array_specs(header):
     """Member -> (dtype or None for the labels, exact shape, byte limit, why), from the header."""
     keys = set(header)
     if keys != set(_HEADER_KEYS):
-        raise Problem(f"the header's keys are wrong: missing {sorted(set(_HEADER_KEYS) - keys)}, "
-                       f"unexpected {sorted(keys - set(_HEADER_KEYS))[:10]}")
+        raise Problem(
+            f"the header's keys are wrong: missing {sorted(set(_HEADER_KEYS) - keys)}, "
+            f"unexpected {sorted(keys - set(_HEADER_KEYS))[:10]}"
+        )
     for key, kind in _HEADER_KEYS.items():
         value = header[key]
         if key == "feature_names_in":
@@ -630,36 +711,55 @@ def _array_specs(header):
         else:
             ok = isinstance(value, kind)
         if not ok:
-            raise Problem(f"header field {key!r} is {short(repr(value), 80)}, not "
-                           f"{'a list or null' if key == 'feature_names_in' else kind.__name__}")
+            raise Problem(
+                f"header field {key!r} is {short(repr(value), 80)}, not "
+                f"{'a list or null' if key == 'feature_names_in' else kind.__name__}"
+            )
     n_features, n_classes, n_ref = header["n_features"], header["n_classes"], header["n_reference"]
     if n_features < 1:
         raise Problem(f"header field 'n_features' is {n_features}, not a positive count")
     if n_classes < 2:
         raise Problem(f"header field 'n_classes' is {n_classes}; a stream has at least 2")
     if header["reference"] != (n_ref >= 1) or n_ref < 0:
-        raise Problem(f"header field 'n_reference' is {n_ref} with 'reference' "
-                       f"{header['reference']}")
+        raise Problem(
+            f"header field 'n_reference' is {n_ref} with 'reference' {header['reference']}"
+        )
     a, k, m = (f"n_features {n_features}", f"n_classes {n_classes}", f"n_reference {n_ref}")
-    specs = {"nu": (_F8, (n_features,), a), "w": (_F8, (n_features,), a),
-             "classes": (None, (n_classes,), k), "miss_prior": (_F8, (n_classes, n_classes), k)}
+    specs = {
+        "nu": (_F8, (n_features,), a),
+        "w": (_F8, (n_features,), a),
+        "classes": (None, (n_classes,), k),
+        "miss_prior": (_F8, (n_classes, n_classes), k),
+    }
     if header["scaled"]:
         specs.update({key: (_F8, (n_features,), a) for key in ("offset", "span", "prescale")})
     if header["reference"]:
-        specs.update(ref_X=(_F8, (n_ref, n_features), f"{m}, {a}"),
-                     ref_codes=(_I8, (n_ref,), m), ref_index=(_I8, (n_ref,), m))
+        specs.update(
+            ref_X=(_F8, (n_ref, n_features), f"{m}, {a}"),
+            ref_codes=(_I8, (n_ref,), m),
+            ref_index=(_I8, (n_ref,), m),
+        )
     if header["discrete"]:
         specs.update(discrete=(_I8, (n_features,), a))
-    return {key: (dtype, shape, _MAX_CLASSES_BYTES if dtype is None
-                  else _NPY_PREAMBLE + math.prod(shape) * dtype.itemsize, f"{note} in the header")
-            for key, (dtype, shape, note) in specs.items()}
+    return {
+        key: (
+            dtype,
+            shape,
+            _MAX_CLASSES_BYTES
+            if dtype is None
+            else _NPY_PREAMBLE + math.prod(shape) * dtype.itemsize,
+            f"{note} in the header",
+        )
+        for key, (dtype, shape, note) in specs.items()
+    }
 
 
 def _check_layout(key, got_dtype, got_shape, dtype, shape, why):
     if dtype is None:  # labels: numbers, or unicode strings
         if got_dtype.kind not in "biufU" or not got_dtype.isnative or got_dtype.itemsize == 0:
-            raise Problem(f"array {key!r} has dtype {got_dtype}, expected numeric or unicode "
-                           "labels")
+            raise Problem(
+                f"array {key!r} has dtype {got_dtype}, expected numeric or unicode labels"
+            )
     elif got_dtype != dtype:
         raise Problem(f"array {key!r} has dtype {got_dtype}, expected {dtype}")
     if got_shape != shape:

@@ -20,8 +20,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._compat import (ask_identity, check_comm_scheme, client_security, compute, open_client,
-                      parse_duration)
+from ._compat import (
+    ask_identity,
+    check_comm_scheme,
+    client_security,
+    compute,
+    open_client,
+    parse_duration,
+)
 
 # How long a scheduler may take to answer before the command gives up.
 _CONNECT_TIMEOUT = "10s"
@@ -30,8 +36,10 @@ _CONNECT_TIMEOUT = "10s"
 _TEXT = {".csv": ",", ".tsv": "\t", ".txt": None}
 _COMPRESSION = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")
 # How to add matplotlib, for an install from a clone (the README's) and from an index.
-PLOT_INSTALL = ("pip install '.[plot]' in the dmargin clone, or pip install 'dmargin[plot]' "
-                "where dmargin came from a package index")
+PLOT_INSTALL = (
+    "pip install '.[plot]' in the dmargin clone, or pip install 'dmargin[plot]' "
+    "where dmargin came from a package index"
+)
 
 
 class UserError(Exception):
@@ -72,26 +80,33 @@ def check_target(option: str, path: Path, data: Path, force: bool) -> str:
     real = os.path.realpath(path)
     clash = _input_clash(real, data)
     if clash:
-        raise UserError(f"{option} {path} {clash}; choose another path (an input is never "
-                        "overwritten, not even with --force).")
+        raise UserError(
+            f"{option} {path} {clash}; choose another path (an input is never "
+            "overwritten, not even with --force)."
+        )
     if os.path.isdir(real):
         raise UserError(f"{option} {path} is a directory; give a file name inside it.")
     if os.path.exists(real) and not os.path.isfile(real):
         # The atomic rename would replace the node itself (a device, as root), even with --force.
-        raise UserError(f"{option} {path} is not a regular file (a device, a FIFO or a "
-                        "socket); give the path of a file.")
+        raise UserError(
+            f"{option} {path} is not a regular file (a device, a FIFO or a "
+            "socket); give the path of a file."
+        )
     folder = os.path.dirname(real)
     if not os.path.isdir(folder):
-        raise UserError(f"{option} {path}: no such directory {folder}; create it first or "
-                        "choose another path.")
+        raise UserError(
+            f"{option} {path}: no such directory {folder}; create it first or choose another path."
+        )
     if os.path.lexists(path) and not force:
         raise UserError(f"{option} {path} exists; pass --force to replace it.")
     try:  # os.access says yes to root even on a read-only file system: try it
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise UserError(f"{option} {path}: cannot write in {folder} ({exc.strerror}); "
-                        "choose a writable directory.") from None
+        raise UserError(
+            f"{option} {path}: cannot write in {folder} ({exc.strerror}); "
+            "choose a writable directory."
+        ) from None
     return real
 
 
@@ -102,15 +117,18 @@ def plot_format(path: Path) -> str:
         import matplotlib  # noqa: F401
         from matplotlib.figure import Figure
     except ImportError:
-        raise UserError(f"--plot needs matplotlib: {PLOT_INSTALL} (or leave out "
-                        "--plot).") from None
+        raise UserError(f"--plot needs matplotlib: {PLOT_INSTALL} (or leave out --plot).") from None
     known = Figure().canvas.get_supported_filetypes()
     if not fmt:
-        raise UserError(f"--plot {path}: name the image format with a suffix, one of "
-                        f"{', '.join('.' + k for k in sorted(known))}.")
+        raise UserError(
+            f"--plot {path}: name the image format with a suffix, one of "
+            f"{', '.join('.' + k for k in sorted(known))}."
+        )
     if fmt not in known:
-        raise UserError(f"--plot {path}: matplotlib cannot write .{fmt}; use one of "
-                        f"{', '.join('.' + k for k in sorted(known))}.")
+        raise UserError(
+            f"--plot {path}: matplotlib cannot write .{fmt}; use one of "
+            f"{', '.join('.' + k for k in sorted(known))}."
+        )
     return fmt
 
 
@@ -121,7 +139,7 @@ def _separator(path: Path):
     """``(True, separator)`` for a text file by its suffix, ``(False, None)`` for Parquet."""
     name = path.name.lower()
     for compression in _COMPRESSION:
-        stem = name[:len(name) - len(compression)] if compression else name
+        stem = name[: len(name) - len(compression)] if compression else name
         if name.endswith(compression):
             for suffix, sep in _TEXT.items():
                 if stem.endswith(suffix):
@@ -135,22 +153,29 @@ def _feature_names(columns, label, features, exclude, where, default=None):
     ``default``: the features when none are named (every column but the label).
     """
     if label not in columns:
-        raise UserError(f"{where} has no column {label!r}; columns are {list(columns)[:20]}. "
-                        "Pass --label with one of them.")
+        raise UserError(
+            f"{where} has no column {label!r}; columns are {list(columns)[:20]}. "
+            "Pass --label with one of them."
+        )
     for option, given in (("--features", features), ("--exclude", exclude)):
         unknown = [c for c in given or () if c not in columns]
         if unknown:
-            raise UserError(f"{option}: {where} has no column "
-                            f"{', '.join(map(repr, unknown))}; columns are "
-                            f"{list(columns)[:20]}. Correct {option}.")
+            raise UserError(
+                f"{option}: {where} has no column "
+                f"{', '.join(map(repr, unknown))}; columns are "
+                f"{list(columns)[:20]}. Correct {option}."
+            )
     if features is not None:
         return list(features)
     default = [c for c in columns if c != label] if default is None else default
     names = [c for c in default if c not in exclude]
     if not names:
-        raise UserError(f"{where}: no feature column is left besides the label {label!r}"
-                        + (" and --exclude" if exclude else "") + "; check --label and "
-                        "--exclude.")
+        raise UserError(
+            f"{where}: no feature column is left besides the label {label!r}"
+            + (" and --exclude" if exclude else "")
+            + "; check --label and "
+            "--exclude."
+        )
     return names
 
 
@@ -166,24 +191,38 @@ def _read_text(path, sep, label, features, exclude, missing_label):
         kind = {",": "CSV", "\t": "TSV"}.get(sep, "text")
         raise UserError(f"{where}: not a readable {kind} file ({exc}).") from None
     X, y = frame[names], frame[label]
-    text_columns = [c for c in names if not (pd.api.types.is_numeric_dtype(X[c])
-                                             or pd.api.types.is_bool_dtype(X[c]))]
+    text_columns = [
+        c
+        for c in names
+        if not (pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c]))
+    ]
     if text_columns:
-        raise UserError(f"{where}: feature columns {text_columns} are not numeric; leave them "
-                        f"out with --exclude {','.join(text_columns)}, or encode them as "
-                        "numbers.")
+        raise UserError(
+            f"{where}: feature columns {text_columns} are not numeric; leave them "
+            f"out with --exclude {','.join(text_columns)}, or encode them as "
+            "numbers."
+        )
     missing = y.isna().to_numpy()
     if missing.any() and missing_label == "raise":
-        raise UserError(f"{where}: {int(missing.sum())} rows have no value in the label "
-                        f"column {label!r} (the first on line {int(np.argmax(missing)) + 2}); "
-                        "pass --missing-label drop to leave them out, or fill them in.")
+        raise UserError(
+            f"{where}: {int(missing.sum())} rows have no value in the label "
+            f"column {label!r} (the first on line {int(np.argmax(missing)) + 2}); "
+            "pass --missing-label drop to leave them out, or fill them in."
+        )
     if missing.any() and missing_label == "drop":
         X, y = X[~missing], y[~missing]
     return X, y.to_numpy(), names
 
 
-def read_data(path: str, label: str, use_dask: bool, features=None, exclude=(),
-              missing_label="raise", sized=None):
+def read_data(
+    path: str,
+    label: str,
+    use_dask: bool,
+    features=None,
+    exclude=(),
+    missing_label="raise",
+    sized=None,
+):
     """``(X, y, feature names)``: pandas/numpy, or dask arrays for Parquet with ``use_dask``.
 
     ``sized(n_rows, n_features)``, when given, is called once the shape is known: for
@@ -228,9 +267,11 @@ def scheduler_address(address: str | None) -> str | None:
         return address
     path = Path(address)
     if not path.is_file():
-        raise UserError(f"--scheduler {address}: no such file. A scheduler file is written by "
-                        f"'dask scheduler --scheduler-file {address}'; start the scheduler first "
-                        "or pass its tcp:// address.")
+        raise UserError(
+            f"--scheduler {address}: no such file. A scheduler file is written by "
+            f"'dask scheduler --scheduler-file {address}'; start the scheduler first "
+            "or pass its tcp:// address."
+        )
     for attempt in range(10):  # the scheduler may be writing it right now
         try:
             found = json.loads(path.read_text()).get("address")
@@ -241,19 +282,25 @@ def scheduler_address(address: str | None) -> str | None:
         if isinstance(found, str) and found:
             return found
         time.sleep(0.1)
-    raise UserError(f"--scheduler {address} is not a Dask scheduler file (no JSON 'address' "
-                    "entry); pass the file 'dask scheduler --scheduler-file' wrote, or a "
-                    "tcp:// address.")
+    raise UserError(
+        f"--scheduler {address} is not a Dask scheduler file (no JSON 'address' "
+        "entry); pass the file 'dask scheduler --scheduler-file' wrote, or a "
+        "tcp:// address."
+    )
 
 
 # What a wrong --scheduler usually is instead of the scheduler's port.
-_ADDRESS_HINT = ("check that it is the scheduler's address (tcp://host:8786 by default), not "
-                 "the dashboard's (8787) nor another service's")
+_ADDRESS_HINT = (
+    "check that it is the scheduler's address (tcp://host:8786 by default), not "
+    "the dashboard's (8787) nor another service's"
+)
 # The dask settings a tls:// scheduler needs from this client (Security reads them).
-_TLS_HINT = ("give this client's TLS settings in the dask config: the environment variables "
-             "DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT "
-             "and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY, or distributed.comm.tls in a dask "
-             "config file (like deploy/tls/dask-tls.yaml)")
+_TLS_HINT = (
+    "give this client's TLS settings in the dask config: the environment variables "
+    "DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT "
+    "and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY, or distributed.comm.tls in a dask "
+    "config file (like deploy/tls/dask-tls.yaml)"
+)
 
 
 def _security(address, where):
@@ -266,12 +313,16 @@ def _security(address, where):
     try:
         security, args = client_security(address)
     except (OSError, ValueError, ImportError) as exc:  # a missing or bad certificate file
-        raise UserError(f"cannot reach the Dask scheduler at {where}: its TLS settings are "
-                        f"not usable ({exc}); {_TLS_HINT}.") from None
+        raise UserError(
+            f"cannot reach the Dask scheduler at {where}: its TLS settings are "
+            f"not usable ({exc}); {_TLS_HINT}."
+        ) from None
     if address.startswith(("tls://", "wss://")) and args["ssl_context"] is None:
-        raise UserError(f"cannot reach the Dask scheduler at {where}: a {address.split(':')[0]}"
-                        f":// scheduler needs this client's TLS settings (a CA file, a client "
-                        f"certificate and its key) and none are set; {_TLS_HINT}.")
+        raise UserError(
+            f"cannot reach the Dask scheduler at {where}: a {address.split(':')[0]}"
+            f":// scheduler needs this client's TLS settings (a CA file, a client "
+            f"certificate and its key) and none are set; {_TLS_HINT}."
+        )
     return security, args
 
 
@@ -320,39 +371,52 @@ def connect(address, given):
     try:
         check_comm_scheme(address)
     except ValueError as exc:  # http://... (the dashboard's link) or a typo
-        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}; "
-                        f"{_ADDRESS_HINT}.") from None
+        raise UserError(
+            f"cannot reach the Dask scheduler at {where}: {exc}; {_ADDRESS_HINT}."
+        ) from None
     security, args = _security(address, where)
     seconds = parse_duration(_CONNECT_TIMEOUT)
     try:
         reply = ask_identity(address, args, seconds)
     except TimeoutError:
-        raise UserError(f"cannot reach the Dask scheduler at {where}: no Dask scheduler "
-                        f"answered within {seconds:g} s; {_ADDRESS_HINT}.") from None
+        raise UserError(
+            f"cannot reach the Dask scheduler at {where}: no Dask scheduler "
+            f"answered within {seconds:g} s; {_ADDRESS_HINT}."
+        ) from None
     except OSError as exc:  # refused, unreachable, hung up (CommClosedError), TLS refused
-        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}. Start one with "
-                        f"'dask scheduler' or {_ADDRESS_HINT}.") from None
+        raise UserError(
+            f"cannot reach the Dask scheduler at {where}: {exc}. Start one with "
+            f"'dask scheduler' or {_ADDRESS_HINT}."
+        ) from None
     except RuntimeError as exc:  # e.g. tcp:// while the config requires encryption
         raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}.") from None
     except Exception:  # a reply that is not a Dask message: anything can break
         # The exception says how the reply broke the decoder (an HTTP status line read as
         # a frame length is a MemoryError), not what answered: ask that directly.
         what = _what_answered(address) or "a service whose reply is not a Dask message"
-        raise UserError(f"cannot reach the Dask scheduler at {where}: what answered there "
-                        f"does not speak Dask's protocol: it is {what}; "
-                        f"{_ADDRESS_HINT}.") from None
+        raise UserError(
+            f"cannot reach the Dask scheduler at {where}: what answered there "
+            f"does not speak Dask's protocol: it is {what}; "
+            f"{_ADDRESS_HINT}."
+        ) from None
     kind = reply.get("type") if isinstance(reply, dict) else None
     if kind in ("Worker", "Nanny"):
-        raise UserError(f"{where} is a Dask {kind.lower()}, not the scheduler; pass the "
-                        "scheduler's address (the one the workers were given).")
+        raise UserError(
+            f"{where} is a Dask {kind.lower()}, not the scheduler; pass the "
+            "scheduler's address (the one the workers were given)."
+        )
     if kind is None:
-        raise UserError(f"cannot reach the Dask scheduler at {where}: what answered there is "
-                        f"not a Dask scheduler; {_ADDRESS_HINT}.")
+        raise UserError(
+            f"cannot reach the Dask scheduler at {where}: what answered there is "
+            f"not a Dask scheduler; {_ADDRESS_HINT}."
+        )
     try:
         return open_client(address, _CONNECT_TIMEOUT, security)
     except (OSError, TimeoutError, ValueError, RuntimeError) as exc:  # gone since the probe
-        raise UserError(f"cannot reach the Dask scheduler at {where}: {exc}. Start one with "
-                        "'dask scheduler' or check the address.") from None
+        raise UserError(
+            f"cannot reach the Dask scheduler at {where}: {exc}. Start one with "
+            "'dask scheduler' or check the address."
+        ) from None
 
 
 def dashboard_link(client):
@@ -367,8 +431,7 @@ def dashboard_link(client):
 
 SPARK_INSTALL = "pip install 'dmargin[spark]'"
 # Spark's numeric SQL types (DataFrame.dtypes' names): the features a Spark fit reads.
-_SPARK_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal",
-                  "boolean")
+_SPARK_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal", "boolean")
 # Compressed text Spark reads itself (Hadoop's codecs); others are refused before it starts.
 _SPARK_COMPRESSION = ("", ".gz", ".bz2")
 
@@ -376,8 +439,13 @@ _SPARK_COMPRESSION = ("", ".gz", ".bz2")
 def is_remote(path: str) -> bool:
     """A DATA path only Spark can open (``hdfs://``, ``s3a://``, ``dbfs:/``), not a file here."""
     scheme, sep, _ = path.partition(":")
-    return bool(sep) and len(scheme) > 1 and scheme.replace("+", "").isalnum() \
-        and scheme.lower() != "file" and not Path(path).exists()
+    return (
+        bool(sep)
+        and len(scheme) > 1
+        and scheme.replace("+", "").isalnum()
+        and scheme.lower() != "file"
+        and not Path(path).exists()
+    )
 
 
 def spark_failure(exc) -> str | None:
@@ -415,8 +483,10 @@ def _quiet_local_session(master):
         config = Path(folder) / "log4j2.properties"
         config.write_text(_SPARK_LOG4J)
         # Read once, when the JVM starts: the file may go afterwards.
-        session = local_session(master, **{"spark.driver.extraJavaOptions":
-                                           f"-Dlog4j2.configurationFile={config.as_uri()}"})
+        session = local_session(
+            master,
+            **{"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={config.as_uri()}"},
+        )
     session.sparkContext.setLogLevel("OFF")
     return session
 
@@ -436,29 +506,39 @@ def spark_session(master: str):
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise UserError(f"--spark needs pyspark, which is not installed: {SPARK_INSTALL} "
-                        "(Spark also needs Java 17 or newer).") from None
+        raise UserError(
+            f"--spark needs pyspark, which is not installed: {SPARK_INSTALL} "
+            "(Spark also needs Java 17 or newer)."
+        ) from None
     warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise UserError("--spark needs Java 17 or newer, and there is no java on PATH and no "
-                        "JAVA_HOME; install a JDK (Debian: apt install openjdk-17-jre-headless) "
-                        "or set JAVA_HOME.")
+        raise UserError(
+            "--spark needs Java 17 or newer, and there is no java on PATH and no "
+            "JAVA_HOME; install a JDK (Debian: apt install openjdk-17-jre-headless) "
+            "or set JAVA_HOME."
+        )
     try:
         if master == "local" or master.startswith("local["):
             return _quiet_local_session(master), True
-        session = (SparkSession.builder.master(master).appName("dmargin")
-                   .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        session = (
+            SparkSession.builder.master(master)
+            .appName("dmargin")
+            .config("spark.ui.showConsoleProgress", "false")
+            .getOrCreate()
+        )
         session.sparkContext.setLogLevel("ERROR")
         return session, True
     except Exception as exc:
         why = spark_failure(exc)
         if why is None and not isinstance(exc, (OSError, RuntimeError, ValueError)):
             raise
-        raise UserError(f"--spark {master}: Spark did not start ({why or exc}); check the "
-                        "master URL and that Java 17 or newer runs (java -version).") from None
+        raise UserError(
+            f"--spark {master}: Spark did not start ({why or exc}); check the "
+            "master URL and that Java 17 or newer runs (java -version)."
+        ) from None
 
 
 def check_spark_data(path: str):
@@ -470,11 +550,15 @@ def check_spark_data(path: str):
         return
     name = path.lower()
     if not any(name.endswith(s + c) for s in _TEXT for c in _SPARK_COMPRESSION):
-        raise UserError(f"{path}: Spark reads text files plain, .gz or .bz2; decompress it, "
-                        "or leave out --spark.")
+        raise UserError(
+            f"{path}: Spark reads text files plain, .gz or .bz2; decompress it, "
+            "or leave out --spark."
+        )
     if sep is None and is_remote(path):
-        raise UserError(f"{path}: the separator of a .txt file is not known on Spark; name the "
-                        "file .csv or .tsv.")
+        raise UserError(
+            f"{path}: the separator of a .txt file is not known on Spark; name the "
+            "file .csv or .tsv."
+        )
 
 
 def _spark_frame(session, path: str):
@@ -497,8 +581,9 @@ def _spark_frame(session, path: str):
     return session.read.csv(path, header=True, inferSchema=True, sep=sep), True
 
 
-def read_spark_data(session, path: str, label: str, features=None, exclude=(),
-                    missing_label="raise", sized=None):
+def read_spark_data(
+    session, path: str, label: str, features=None, exclude=(), missing_label="raise", sized=None
+):
     """``(df, n_rows, feature names)``: DATA as a Spark DataFrame for
     :func:`dmargin.spark.fit`; the features chosen as :func:`read_data` chooses them.
 
@@ -524,9 +609,11 @@ def read_spark_data(session, path: str, label: str, features=None, exclude=(),
         kinds = dict(df.dtypes)
         text_columns = [c for c in names if not kinds[c].startswith(_SPARK_NUMERIC)]
         if text_columns:
-            raise UserError(f"{where}: feature columns {text_columns} are not numeric; leave "
-                            f"them out with --exclude {','.join(text_columns)}, or encode them "
-                            "as numbers.")
+            raise UserError(
+                f"{where}: feature columns {text_columns} are not numeric; leave "
+                f"them out with --exclude {','.join(text_columns)}, or encode them "
+                "as numbers."
+            )
         if missing_label == "drop":
             from pyspark.sql import functions as F
 
@@ -556,14 +643,22 @@ def ranking_table(est, names):
         # among the kept features) the higher criterion at elimination first.
         # TuRF's importances rank its tiers of removed features like ranking_.
         rank = np.asarray(est.ranking_)
-        score = np.asarray(getattr(est, "elimination_scores_",
-                                   getattr(est, "feature_importances_", -rank)), dtype=float)
+        score = np.asarray(
+            getattr(est, "elimination_scores_", getattr(est, "feature_importances_", -rank)),
+            dtype=float,
+        )
         order = np.lexsort((-np.nan_to_num(score, nan=-np.inf), rank))
     else:
         score = np.asarray(est.feature_importances_, dtype=float)
         order = np.argsort(-score, kind="stable")
-    table = pd.DataFrame({"rank": np.arange(1, len(order) + 1), "feature": names[order],
-                          "index": order, "score": score[order]})
+    table = pd.DataFrame(
+        {
+            "rank": np.arange(1, len(order) + 1),
+            "feature": names[order],
+            "index": order,
+            "score": score[order],
+        }
+    )
     # A fit without p-values raises PValuesUnavailableError (an AttributeError) on reading.
     for attribute, column in (("pvalues_", "pvalue"), ("qvalues_", "qvalue")):
         if getattr(est, attribute, None) is not None:
@@ -637,8 +732,11 @@ def save_plot(est, plan):
     else:
         ax = plotting.plot_feature_weights(est)
     try:
-        _replace(plan["plot"], lambda fh: ax.figure.savefig(fh, format=plan["plot_format"],
-                                                            bbox_inches="tight"), binary=True)
+        _replace(
+            plan["plot"],
+            lambda fh: ax.figure.savefig(fh, format=plan["plot_format"], bbox_inches="tight"),
+            binary=True,
+        )
     finally:
         ax.figure.clf()
         import matplotlib.pyplot as plt

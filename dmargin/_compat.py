@@ -153,6 +153,7 @@ def persist_spread(*arrays):
         return tuple(arrays)
     workers = worker_addresses(arrays) or []
     if len(workers) > 1:
+
         def place(key):
             return [workers[key[1] % len(workers)]]
 
@@ -177,11 +178,12 @@ def persist_with_known_rows(*arrays):
     # fit that only streams them (the engine deals its own rows, :func:`persist_spread`).
     arrays = dask.persist(*arrays, optimize_graph=False)  # as compute(): same keys, same tasks
     blocks = [a.to_delayed().ravel() for a in arrays]
-    sizes = compute(*[dask.delayed(len)(b) for bs in blocks for b in bs],
-                    what="the partition lengths")
+    sizes = compute(
+        *[dask.delayed(len)(b) for bs in blocks for b in bs], what="the partition lengths"
+    )
     out, start = [], 0
     for a, bs in zip(arrays, blocks):
-        rows = tuple(int(n) for n in sizes[start:start + len(bs)])
+        rows = tuple(int(n) for n in sizes[start : start + len(bs)])
         start += len(bs)
         out.append(da.Array(a.dask, a.name, (rows,) + a.chunks[1:], dtype=a.dtype))
     return out
@@ -208,16 +210,20 @@ def local_cluster(n_workers, close_timeout=60):
 
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None,
-                      scheduler_kwargs={"dashboard": False,
-                                        "dashboard_address": "127.0.0.1:0"}) as cluster:
+    with LocalCluster(
+        n_workers=n_workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+    ) as cluster:
         with Client(cluster) as client:
             yield client
 
         async def close_workers():
-            await asyncio.gather(*(worker.close(timeout=close_timeout)
-                                   for worker in list(cluster.workers.values())))
+            await asyncio.gather(
+                *(worker.close(timeout=close_timeout) for worker in list(cluster.workers.values()))
+            )
 
         cluster.sync(close_workers)
 
@@ -324,7 +330,8 @@ _UNREACHABLE = (
     "{what}: the dask input's blocks live on a distributed Client that this process "
     "cannot reach (a joblib 'loky' or multiprocessing worker, whose copy of the input "
     "names blocks it cannot fetch). Run the parallel fits on the cluster with "
-    "joblib.parallel_backend('dask'), or use n_jobs=1 or joblib's 'threading' backend.")
+    "joblib.parallel_backend('dask'), or use n_jobs=1 or joblib's 'threading' backend."
+)
 
 
 def _compute_on(client, todo, what, optimize=False):
@@ -353,8 +360,13 @@ def _terminal_interrupt_to_the_client(client):
         return
     _INTERRUPT_ROUTED.add(client)
     try:
-        client.run(_leave_ctrl_c_to_the_parent, os.getpid(), socket.gethostname(),
-                   wait=False, on_error="ignore")
+        client.run(
+            _leave_ctrl_c_to_the_parent,
+            os.getpid(),
+            socket.gethostname(),
+            wait=False,
+            on_error="ignore",
+        )
     except Exception:  # a closing client: nothing to route
         pass
 
@@ -364,8 +376,11 @@ async def _leave_ctrl_c_to_the_parent(parent_pid, host):
     import signal
     import threading
 
-    if (os.getppid() == parent_pid and socket.gethostname() == host
-            and threading.current_thread() is threading.main_thread()):
+    if (
+        os.getppid() == parent_pid
+        and socket.gethostname() == host
+        and threading.current_thread() is threading.main_thread()
+    ):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -408,8 +423,7 @@ def map_calls(fn, items, what="a dmargin computation"):
     back to the client.  The wait is :func:`compute`'s.
     """
     items = [tuple(args) for args in items]
-    if active_client() is None and not any(is_dask_collection(a) for args in items
-                                           for a in args):
+    if active_client() is None and not any(is_dask_collection(a) for args in items for a in args):
         return [fn(*args) for args in items]
     import dask
     from dask.base import tokenize
@@ -420,12 +434,16 @@ def map_calls(fn, items, what="a dmargin computation"):
         # content: dask.delayed would wrap it under a random "finalize" key, and two
         # fits' equal calls would be one key with two dependencies on the scheduler.
         kinds = tuple(_joiner(a) for a in args)
-        parts = tuple(a if k is None else a.to_delayed(optimize_graph=False).tolist()
-                      if k == "array" else list(a.to_delayed(optimize_graph=False))
-                      for a, k in zip(args, kinds))
+        parts = tuple(
+            a
+            if k is None
+            else a.to_delayed(optimize_graph=False).tolist()
+            if k == "array"
+            else list(a.to_delayed(optimize_graph=False))
+            for a, k in zip(args, kinds)
+        )
         key = f"{getattr(fn, '__name__', 'call')}-{tokenize(fn, kinds, *parts)}"
-        calls.append(dask.delayed(_call_joined, pure=True)(fn, kinds, *parts,
-                                                           dask_key_name=key))
+        calls.append(dask.delayed(_call_joined, pure=True)(fn, kinds, *parts, dask_key_name=key))
     return list(compute(*calls, what=what))
 
 
@@ -442,8 +460,10 @@ def _call_joined(fn, kinds, *args):
     import numpy as np
     import pandas as pd
 
-    joined = [a if k is None else np.block(a) if k == "array" else pd.concat(a)
-              for a, k in zip(args, kinds)]
+    joined = [
+        a if k is None else np.block(a) if k == "array" else pd.concat(a)
+        for a, k in zip(args, kinds)
+    ]
     return fn(*joined)
 
 
@@ -467,8 +487,10 @@ def _workers(client):
     """``{address: info}`` of the scheduler's workers, or ``None`` if it does not answer."""
     try:
         # A worker's client (a fit inside a task) answers its empty cache first.
-        return client.scheduler_info(n_workers=-1)["workers"] \
+        return (
+            client.scheduler_info(n_workers=-1)["workers"]
             or client.scheduler_info(n_workers=-1)["workers"]
+        )
     except Exception:  # a dead or unreachable scheduler: OSError, CommClosedError, ...
         return None
 
@@ -492,33 +514,45 @@ def _wait(client, futures, what):
         now = time.monotonic()
         if stalled_since is None:
             stalled_since = now
-            logger.warning("dmargin: no running Dask worker for %s; waiting up to %.0f s "
-                           "(dmargin.stall-timeout).", what, timeout)
+            logger.warning(
+                "dmargin: no running Dask worker for %s; waiting up to %.0f s "
+                "(dmargin.stall-timeout).",
+                what,
+                timeout,
+            )
         elif now - stalled_since > timeout:
             raise ClusterStalledError(_stall_message(client, workers, what, timeout))
 
 
 def _stall_message(client, workers, what, timeout):
     address = getattr(client.scheduler, "address", "the scheduler")
-    resume = ("Fitted state is not lost on the client: call fit again once the cluster is "
-              "healthy (persisted rows are recomputed from their source); an "
-              "OnlineIRelief stream resumes from its last save_state checkpoint with "
-              "OnlineIRelief.load_state. To wait longer, set "
-              "dask.config.set({'dmargin.stall-timeout': '10m'}).")
+    resume = (
+        "Fitted state is not lost on the client: call fit again once the cluster is "
+        "healthy (persisted rows are recomputed from their source); an "
+        "OnlineIRelief stream resumes from its last save_state checkpoint with "
+        "OnlineIRelief.load_state. To wait longer, set "
+        "dask.config.set({'dmargin.stall-timeout': '10m'})."
+    )
     if workers is None:
-        return (f"The Dask scheduler at {address} did not answer for {timeout:.0f} s during "
-                f"{what}; the computation was cancelled. Check the scheduler process. {resume}")
+        return (
+            f"The Dask scheduler at {address} did not answer for {timeout:.0f} s during "
+            f"{what}; the computation was cancelled. Check the scheduler process. {resume}"
+        )
     if not workers:
-        return (f"All Dask workers of the scheduler at {address} were lost during {what}, and "
-                f"none joined within {timeout:.0f} s; the computation was cancelled. Start "
-                f"workers again (dask worker {address}). {resume}")
+        return (
+            f"All Dask workers of the scheduler at {address} were lost during {what}, and "
+            f"none joined within {timeout:.0f} s; the computation was cancelled. Start "
+            f"workers again (dask worker {address}). {resume}"
+        )
     limits = sorted({w.get("memory_limit") or 0 for w in workers.values()})
-    return (f"Every Dask worker of the scheduler at {address} is paused ("
-            f"{', '.join(sorted({str(w.get('status')) for w in workers.values()}))}) and none "
-            f"ran for {timeout:.0f} s during {what}; the computation was cancelled. Paused "
-            f"workers have reached {_PAUSE_FRACTION:.0%} of their memory limit "
-            f"({', '.join(_size(b) for b in limits)}): start workers with a larger "
-            f"--memory-limit, or more workers. {resume}")
+    return (
+        f"Every Dask worker of the scheduler at {address} is paused ("
+        f"{', '.join(sorted({str(w.get('status')) for w in workers.values()}))}) and none "
+        f"ran for {timeout:.0f} s during {what}; the computation was cancelled. Paused "
+        f"workers have reached {_PAUSE_FRACTION:.0%} of their memory limit "
+        f"({', '.join(_size(b) for b in limits)}): start workers with a larger "
+        f"--memory-limit, or more workers. {resume}"
+    )
 
 
 def _size(n):
@@ -569,8 +603,7 @@ def check_worker_memory(client, persisted_bytes, task_bytes, what):
     if worst is None:
         return
     need, usable, address, limit = worst
-    total_need = persisted_bytes + sum(w.get("nthreads", 1) for w in limited.values()) \
-        * task_bytes
+    total_need = persisted_bytes + sum(w.get("nthreads", 1) for w in limited.values()) * task_bytes
     raise WorkerMemoryError(
         f"{what} needs about {_size(need)} on worker {address}, whose memory limit is "
         f"{_size(limit)} (distributed pauses a worker at {_PAUSE_FRACTION:.0%} of it, "
@@ -578,7 +611,8 @@ def check_worker_memory(client, persisted_bytes, task_bytes, what):
         f"spread over {len(limited)} workers plus {_size(task_bytes)} per running task: give the "
         f"workers about {_size(total_need / _PAUSE_FRACTION)} of memory limits in all "
         "(--memory-limit, or more workers), or fit fewer rows (a sample, or OnlineIRelief "
-        "with reference_size for a streaming fit).")
+        "with reference_size for a streaming fit)."
+    )
 
 
 def distinct_values(y):
@@ -630,9 +664,11 @@ def client_security(address):
 
     loader = dask.config.get("distributed.client.security-loader", None)
     security = (import_term(loader)({"address": address}) if loader else None) or Security()
-    for what, path in (("CA file", security.tls_ca_file),
-                       ("client certificate", security.tls_client_cert),
-                       ("client key", security.tls_client_key)):
+    for what, path in (
+        ("CA file", security.tls_ca_file),
+        ("client certificate", security.tls_client_cert),
+        ("client key", security.tls_client_key),
+    ):
         if path and "\n" not in path and not os.path.isfile(path):  # else PEM text
             raise FileNotFoundError(f"the {what} {path} does not exist")
     return security, security.get_connection_args("client")

@@ -148,8 +148,11 @@ def anchor_count(n_anchors, n_samples):
     """The number of anchors ``n_anchors`` means for ``n_samples`` rows (``None``: all)."""
     if n_anchors is None:
         return None
-    m = n_anchors if isinstance(n_anchors, numbers.Integral) else \
-        max(1, round(n_anchors * n_samples))
+    m = (
+        n_anchors
+        if isinstance(n_anchors, numbers.Integral)
+        else max(1, round(n_anchors * n_samples))
+    )
     return None if m >= n_samples else int(m)
 
 
@@ -191,8 +194,10 @@ def fit_cost(estimator, n_samples, n_features):
     """
     own = getattr(estimator, "_fit_cost", None)
     if own is None:
-        raise TypeError(f"fit_cost estimates dmargin's estimators; {type(estimator).__name__} "
-                        "states no cost (it has no _fit_cost method).")
+        raise TypeError(
+            f"fit_cost estimates dmargin's estimators; {type(estimator).__name__} "
+            "states no cost (it has no _fit_cost method)."
+        )
     return own(n_samples, n_features)
 
 
@@ -220,7 +225,9 @@ def fit_started(estimator, n_samples, n_features):
         f"{cost} on this project's 2-core reference machine.{advice} (dmargin.fit_cost "
         "estimates a setting before fitting; warnings.filterwarnings('ignore', "
         "category=dmargin.LongFitWarning) silences this.)",
-        LongFitWarning, stacklevel=user_stacklevel())
+        LongFitWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 def cheaper_setting(estimator, n_samples, n_features):
@@ -257,8 +264,11 @@ def repeated_cost(estimator, n_samples, widths, what):
     if not costs or any(c is None for c in costs):
         return None
     first = costs[0]
-    return FitCost(sum(c.operations for c in costs), sum(c.seconds for c in costs),
-                   f"{what}; the first {type(estimator).__name__} fit {first}")
+    return FitCost(
+        sum(c.operations for c in costs),
+        sum(c.seconds for c in costs),
+        f"{what}; the first {type(estimator).__name__} fit {first}",
+    )
 
 
 def _pairs(estimator, n_samples):
@@ -305,14 +315,19 @@ def surf_cost(estimator, n_samples, n_features):
     m, pairs = _pairs(estimator, n_samples)
     permutations, again = _permutations(estimator)
     ops = pairs * a
-    formula = ("N^2 A, two passes (thresholds, neighbours)" if m is None
-               else f"m N A with m = {m}, two passes")
+    formula = (
+        "N^2 A, two passes (thresholds, neighbours)"
+        if m is None
+        else f"m N A with m = {m}, two passes"
+    )
     if permutations:
         ops *= 1 + permutations
         return FitCost(ops, ops / SURF_RATE + permutations * PASS_S, formula + again)
     if getattr(estimator, "pvalues", False):
-        formula = formula.replace("two passes (thresholds, neighbours)",
-                                  "three passes (thresholds, neighbours, STIR's graph)")
+        formula = formula.replace(
+            "two passes (thresholds, neighbours)",
+            "three passes (thresholds, neighbours, STIR's graph)",
+        )
         formula = formula.replace("two passes", "three passes (STIR)")
         return FitCost(ops, ops * STIR_SURF_FACTOR / SURF_RATE, formula)
     return FitCost(ops, ops / SURF_RATE, formula)
@@ -335,8 +350,11 @@ def swrf_cost(estimator, n_samples, n_features, star):
     moments, the weighted neighbours; ``star``: near and far)."""
     m, pairs = _pairs(estimator, n_samples)
     ops = pairs * float(n_features)
-    formula = ("N^2 A, two passes (moments, weighted neighbours)" if m is None
-               else f"m N A with m = {m}, two passes")
+    formula = (
+        "N^2 A, two passes (moments, weighted neighbours)"
+        if m is None
+        else f"m N A with m = {m}, two passes"
+    )
     return FitCost(ops, ops / (SWRF_STAR_RATE if star else SWRF_RATE), formula)
 
 
@@ -356,8 +374,7 @@ def immigrate_cost(estimator, n_samples, n_features):
     m = anchor_count(getattr(estimator, "n_anchors", None), n_samples)
     it = estimator.max_iter
     ops = (n * n if m is None else 2.0 * m * n) * a * a * it
-    formula = (f"N^2 A^2 x {it} steps" if m is None
-               else f"m N A^2 with m = {m}, x {it} steps")
+    formula = f"N^2 A^2 x {it} steps" if m is None else f"m N A^2 with m = {m}, x {it} steps"
     return FitCost(ops, immigrate_seconds(n_samples, n_features, it, m), formula)
 
 
@@ -399,9 +416,11 @@ def boosting_cost(estimator, n_samples, n_features, *, eliminates):
     if not widths:
         formula = "no elimination round: one pass that bins the rows"
     else:
-        formula = (f"N A x {rounds} boosting rounds in each of {len(widths)} elimination "
-                   f"rounds on fewer features (at most; ~{format_seconds(one_run)} when no "
-                   "removed feature ever had a stump)")
+        formula = (
+            f"N A x {rounds} boosting rounds in each of {len(widths)} elimination "
+            f"rounds on fewer features (at most; ~{format_seconds(one_run)} when no "
+            "removed feature ever had a stump)"
+        )
     return FitCost(ops, seconds, formula)
 
 
@@ -412,8 +431,7 @@ def linear_primal_cost(estimator, n_samples, n_features, *, svm=False, eliminate
     ``solver`` other than "cd")."""
     if estimator.kernel != "linear" or getattr(estimator, "solver", "auto") == "cd":
         return None
-    widths = (_elimination_widths(estimator, n_features) if eliminates
-              else [float(n_features)])
+    widths = _elimination_widths(estimator, n_features) if eliminates else [float(n_features)]
     n = float(n_samples)
     if svm:
         ops = sum(n * a * (a + 1) for a in widths) * SVM_PASSES

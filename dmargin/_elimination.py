@@ -22,8 +22,10 @@ from ._validation import Interval
 from .progress import fit_steps
 
 #: Constraints of ``n_features_to_select``: a count, or a fraction in (0, 1].
-N_FEATURES_TO_KEEP = [Interval(numbers.Integral, 1, None),
-                      Interval(numbers.Real, 0, 1, closed="right")]
+N_FEATURES_TO_KEEP = [
+    Interval(numbers.Integral, 1, None),
+    Interval(numbers.Real, 0, 1, closed="right"),
+]
 #: Constraints of ``step``: a count, or a fraction in (0, 1) of the initial features.
 STEP = [Interval(numbers.Integral, 1, None), Interval(numbers.Real, 0, 1, closed="neither")]
 #: Scores within this relative distance of the lowest are tied with it (``ties="together"``).
@@ -101,8 +103,15 @@ class Elimination:
         return len(self.history)
 
 
-def eliminate(estimator, score: Callable[[np.ndarray], np.ndarray], n_features: int, *,
-              n_features_to_select, step, ties: str = "lower_index") -> Elimination:
+def eliminate(
+    estimator,
+    score: Callable[[np.ndarray], np.ndarray],
+    n_features: int,
+    *,
+    n_features_to_select,
+    step,
+    ties: str = "lower_index",
+) -> Elimination:
     """Backward elimination of ``n_features`` features by ``score``.
 
     Parameters

@@ -18,8 +18,14 @@ import numpy as np
 
 from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, anchors_for
 from ._start import start_fit
-from ._softmin import (HISTORY, SCALE, SoftminClassifier, anchor_weights, sample_weights,
-                       warn_not_converged)
+from ._softmin import (
+    HISTORY,
+    SCALE,
+    SoftminClassifier,
+    anchor_weights,
+    sample_weights,
+    warn_not_converged,
+)
 from ._utils import timer, user_stacklevel
 from ._validation import RANDOM_STATE, Interval, Options
 from .engine import im4e_agg, lse_statistic
@@ -108,9 +114,19 @@ class IM4E(SoftminClassifier):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, *, sigma=1.0, lam=1.0, max_iter=10, tol=0.0, weight_update="reference",
-                 scale="standard", n_anchors=None, n_features_to_select=None,
-                 random_state=None):
+    def __init__(
+        self,
+        *,
+        sigma=1.0,
+        lam=1.0,
+        max_iter=10,
+        tol=0.0,
+        weight_update="reference",
+        scale="standard",
+        n_anchors=None,
+        n_features_to_select=None,
+        random_state=None,
+    ):
         self.sigma = sigma
         self.lam = lam
         self.max_iter = max_iter
@@ -154,16 +170,27 @@ class IM4E(SoftminClassifier):
         with fit_steps(self, "step", self.max_iter) as steps:
             for t in range(1, self.max_iter + 1):
                 with timer("IM4E step %d", t):
-                    out = lse_statistic(rows, w, self.sigma, im4e_agg, (w, float(self.sigma)),
-                                        anchor_weight=weight, anchors=anchors)
+                    out = lse_statistic(
+                        rows,
+                        w,
+                        self.sigma,
+                        im4e_agg,
+                        (w, float(self.sigma)),
+                        anchor_weight=weight,
+                        anchors=anchors,
+                    )
                 m, entropy = out[:-1], out[-1]
                 if self.weight_update == "simplex":
                     w_new = _simplex_projection(m / (2 * self.lam))
                 else:
                     pos = np.maximum(m, 0.0)
                     if not pos.any():
-                        warnings.warn("m+ is zero: no feature separates misses from hits; "
-                                      "keeping the previous weights.", RuntimeWarning, stacklevel=user_stacklevel())
+                        warnings.warn(
+                            "m+ is zero: no feature separates misses from hits; "
+                            "keeping the previous weights.",
+                            RuntimeWarning,
+                            stacklevel=user_stacklevel(),
+                        )
                         break
                     w_new = pos / pos.sum()
                 cost = float(-w_new @ m + self.sigma * entropy + self.lam * w_new @ w_new)

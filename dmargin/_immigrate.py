@@ -26,8 +26,17 @@ from ._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
 from ._start import start_fit
 from ._im4e import IM4E
 from ._immigrate_solver import immigrate_kernel, immigrate_loop, symmetric_unit
-from ._softmin import (HISTORY, SCALE, SoftminClassifier, anchor_weights, loo_codes,
-                       sample_weights, scaled_rows, softmin_distances, softmin_on_blocks)
+from ._softmin import (
+    HISTORY,
+    SCALE,
+    SoftminClassifier,
+    anchor_weights,
+    loo_codes,
+    sample_weights,
+    scaled_rows,
+    softmin_distances,
+    softmin_on_blocks,
+)
 from ._utils import logger, make_rng, user_stacklevel
 from ._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from ._compat import gather, is_dask_collection
@@ -145,9 +154,20 @@ class Immigrate(SoftminClassifier):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, *, sigma=1.0, max_iter=10, tol=0.0, init="identity", prune=None,
-                 scale="standard", n_anchors=None, n_features_to_select=None,
-                 prediction_sigma=None, random_state=None):
+    def __init__(
+        self,
+        *,
+        sigma=1.0,
+        max_iter=10,
+        tol=0.0,
+        init="identity",
+        prune=None,
+        scale="standard",
+        n_anchors=None,
+        n_features_to_select=None,
+        prediction_sigma=None,
+        random_state=None,
+    ):
         self.sigma = sigma
         self.max_iter = max_iter
         self.tol = tol
@@ -175,8 +195,12 @@ class Immigrate(SoftminClassifier):
             R = make_rng(self.random_state).random((n_features, n_features))
             return symmetric_unit(R)
         W = np.asarray(self.init, dtype=np.float64)
-        if W.shape != (n_features, n_features) or not np.all(np.isfinite(W)) \
-                or np.any(W < 0) or not np.any(W > 0):
+        if (
+            W.shape != (n_features, n_features)
+            or not np.all(np.isfinite(W))
+            or np.any(W < 0)
+            or not np.any(W > 0)
+        ):
             raise ValueError(
                 f"init must be a finite nonnegative {n_features} x {n_features} matrix, "
                 f"not all zero; got shape {W.shape}."
@@ -210,11 +234,24 @@ class Immigrate(SoftminClassifier):
         W = self._initial_matrix(rows.n_features)
         anchors = anchors_for(self, rows)
         weight = anchor_weights(weight, anchors)
-        _wide_data_hint(rows.n_samples, rows.n_features, self.max_iter,
-                        None if anchors is None else anchors.n_samples)
+        _wide_data_hint(
+            rows.n_samples,
+            rows.n_features,
+            self.max_iter,
+            None if anchors is None else anchors.n_samples,
+        )
         with fit_steps(self, "step", self.max_iter) as steps:
-            W, history = immigrate_loop(rows, W, weight, self.sigma, self.max_iter, self.tol,
-                                         self.prune, on_step=steps.step, anchors=anchors)
+            W, history = immigrate_loop(
+                rows,
+                W,
+                weight,
+                self.sigma,
+                self.max_iter,
+                self.tol,
+                self.prune,
+                on_step=steps.step,
+                anchors=anchors,
+            )
         self.anchor_indices_ = None if anchors is None else anchors.index
         return self._set_fitted(W, history, data, rows)
 
@@ -223,7 +260,8 @@ class Immigrate(SoftminClassifier):
         """A fitted Immigrate from a loop run by another fit on its ``rows`` (BIM's
         learners), which it shares; ``like``: the estimator fitted on the same data."""
         return cls(sigma=sigma, max_iter=max_iter, tol=0.0, scale=scale)._set_fitted(
-            W, history, data, rows, like=like)
+            W, history, data, rows, like=like
+        )
 
     def _set_fitted(self, W, history, data, rows, like=None):
         if like is not None:  # the fit was another estimator's: its input checks hold here
@@ -265,14 +303,18 @@ def _wide_data_hint(n_samples, n_features, max_iter, n_anchors=None):
         f"rows adds an A x A matrix) plus an A x A eigendecomposition: ~{format_seconds(seconds)} "
         f"for max_iter={max_iter} on one core. IM4EImmigrate prescreens features with IM4E "
         "first and is made for wide data (thousands of features, few rows).",
-        UserWarning, stacklevel=user_stacklevel(),
+        UserWarning,
+        stacklevel=user_stacklevel(),
     )
 
 
 def _names(est, n_features):
     names = getattr(est, "feature_names_in_", None)
-    return np.asarray(names, dtype=object) if names is not None \
+    return (
+        np.asarray(names, dtype=object)
+        if names is not None
         else np.array([f"x{i}" for i in range(n_features)], dtype=object)
+    )
 
 
 def _interaction_table(W, names, index=None):
@@ -283,8 +325,9 @@ def _interaction_table(W, names, index=None):
         gi, gj = index[i], index[j]
     else:
         gi, gj = i, j
-    return pd.DataFrame({"feature_i": names[gi], "feature_j": names[gj], "i": gi, "j": gj,
-                         "weight": W[i, j]})
+    return pd.DataFrame(
+        {"feature_i": names[gi], "feature_j": names[gj], "i": gi, "j": gj, "weight": W[i, j]}
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -357,8 +400,18 @@ class IM4EImmigrate(SoftminClassifier):
         "n_features_to_select": N_FEATURES_TO_SELECT,
     }
 
-    def __init__(self, *, threshold=None, sigma=1.0, lam=1.0, max_iter=10, tol=0.0, prune=None,
-                 scale="standard", n_features_to_select=None):
+    def __init__(
+        self,
+        *,
+        threshold=None,
+        sigma=1.0,
+        lam=1.0,
+        max_iter=10,
+        tol=0.0,
+        prune=None,
+        scale="standard",
+        n_features_to_select=None,
+    ):
         self.threshold = threshold
         self.sigma = sigma
         self.lam = lam
@@ -399,8 +452,9 @@ class IM4EImmigrate(SoftminClassifier):
         n_features = data.X.shape[1]
         # Two stages for progress: the prescreen, then IMMIGRATE (their steps are theirs).
         with fit_steps(self, "stage", 2) as stages:
-            im4e = IM4E(sigma=self.sigma, lam=self.lam, max_iter=self.max_iter, tol=self.tol,
-                        scale=None).fit(data.X, data.codes)
+            im4e = IM4E(
+                sigma=self.sigma, lam=self.lam, max_iter=self.max_iter, tol=self.tol, scale=None
+            ).fit(data.X, data.codes)
             stages.step()
             w = im4e.feature_importances_
             keep = self._kept(w)
@@ -425,18 +479,27 @@ class IM4EImmigrate(SoftminClassifier):
         threshold = 2.0 / w.size if self.threshold is None else self.threshold
         keep = np.flatnonzero(w > threshold)
         if keep.size == 0:
-            warnings.warn(f"No feature has an IM4E weight above threshold={threshold:.3g} "
-                          f"(largest {w.max():.3g}); keeping the largest.", RuntimeWarning,
-                          stacklevel=user_stacklevel())
+            warnings.warn(
+                f"No feature has an IM4E weight above threshold={threshold:.3g} "
+                f"(largest {w.max():.3g}); keeping the largest.",
+                RuntimeWarning,
+                stacklevel=user_stacklevel(),
+            )
             keep = np.flatnonzero(w == w.max())
         return keep
 
     def _interactions(self, data, keep, w):
         """``(rows, W, history)``: IMMIGRATE on the kept features, from ``diag(w)``."""
         rows = prepare_rows(data.X[:, keep], data.codes, len(data.classes))
-        W, history = immigrate_loop(rows, symmetric_unit(np.diag(w[keep])),
-                                     np.ones(rows.n_samples), self.sigma, self.max_iter,
-                                     self.tol, self.prune)
+        W, history = immigrate_loop(
+            rows,
+            symmetric_unit(np.diag(w[keep])),
+            np.ones(rows.n_samples),
+            self.sigma,
+            self.max_iter,
+            self.tol,
+            self.prune,
+        )
         return rows, W, history
 
     def _fit_cost(self, n_samples, n_features):
@@ -510,8 +573,16 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
         "n_features_to_select": N_FEATURES_TO_SELECT,
     }
 
-    def __init__(self, *, n_estimators=100, sigma_max=4.0, sigma_min=0.2, max_iter=5,
-                 scale="standard", n_features_to_select=None):
+    def __init__(
+        self,
+        *,
+        n_estimators=100,
+        sigma_max=4.0,
+        sigma_min=0.2,
+        max_iter=5,
+        scale="standard",
+        n_features_to_select=None,
+    ):
         self.n_estimators = n_estimators
         self.sigma_max = sigma_max
         self.sigma_min = sigma_min
@@ -543,10 +614,25 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
                 sigma_t = self.sigma_max * ratio**t
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    W, history = immigrate_loop(rows, np.eye(n_features) / np.sqrt(n_features), D,
-                                                 sigma_t, self.max_iter, 0.0, None)
-                learner = Immigrate._from_loop(W, history, sigma=sigma_t, max_iter=self.max_iter,
-                                               scale=self.scale, data=data, rows=rows, like=self)
+                    W, history = immigrate_loop(
+                        rows,
+                        np.eye(n_features) / np.sqrt(n_features),
+                        D,
+                        sigma_t,
+                        self.max_iter,
+                        0.0,
+                        None,
+                    )
+                learner = Immigrate._from_loop(
+                    W,
+                    history,
+                    sigma=sigma_t,
+                    max_iter=self.max_iter,
+                    scale=self.scale,
+                    data=data,
+                    rows=rows,
+                    like=self,
+                )
                 # eps_t from leave-one-out predictions (Algorithm 3)
                 wrong = loo_codes(rows, *immigrate_kernel(W, sigma_t, K)) != codes
                 eps = float(D[wrong].sum())
@@ -563,9 +649,12 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
                 kept.append(learner)
                 alphas.append(alpha)
         if not kept:
-            warnings.warn("Every boosting round was discarded (training error 0 or >= 1/2); "
-                          "keeping the learner with the smallest error.", RuntimeWarning,
-                          stacklevel=user_stacklevel())
+            warnings.warn(
+                "Every boosting round was discarded (training error 0 or >= 1/2); "
+                "keeping the learner with the smallest error.",
+                RuntimeWarning,
+                stacklevel=user_stacklevel(),
+            )
             kept, alphas = [fallback[0]], [1.0]
         alphas = np.asarray(alphas)
         self.classes_ = data.classes

@@ -103,12 +103,17 @@ def immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune, on_step=None, a
     for t in range(1, max_iter + 1):
         with timer("IMMIGRATE step %d", t):
             U, lam = factor if factor is not None else _factor(W)
-            Sigma, entropy = quad_statistic(rows, U, lam, sigma, weight, softmin_coef,
-                                            anchors=anchors)
+            Sigma, entropy = quad_statistic(
+                rows, U, lam, sigma, weight, softmin_coef, anchors=anchors
+            )
         W_new, factor = _eigen_update(Sigma)
         if W_new is None:
-            warnings.warn("Sigma has no negative eigenvalue: no direction separates misses "
-                          "from hits; keeping the previous W.", RuntimeWarning, stacklevel=user_stacklevel())
+            warnings.warn(
+                "Sigma has no negative eigenvalue: no direction separates misses "
+                "from hits; keeping the previous W.",
+                RuntimeWarning,
+                stacklevel=user_stacklevel(),
+            )
             break
         if prune is not None and t >= max_iter // 2:
             pruned = np.where(W_new < prune, 0.0, W_new)

@@ -19,9 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._compat import as_dask_array, client_for, compute, is_dask_collection, run_with_client
-from ._validation import (check_classes, check_known_labels, check_label_values,
-                          check_one_label_type, missing_label_mask, missing_labels_error,
-                          not_finite_error)
+from ._validation import (
+    check_classes,
+    check_known_labels,
+    check_label_values,
+    check_one_label_type,
+    missing_label_mask,
+    missing_labels_error,
+    not_finite_error,
+)
 
 #: Features with a value above 2**_SAFE_EXPONENT in magnitude are pre-scaled by
 #: a power of two: squares and sums of up to 2**40 rows then stay finite.
@@ -92,7 +98,8 @@ def _check_unscaled(lo, hi):
         raise ValueError(
             f"Feature {j} has values of magnitude {top:.3g}; without scaling, squared "
             "distances overflow past 1e150. Use the estimator's scaling (scale='minmax' or "
-            "'standard') or rescale the feature before fitting.")
+            "'standard') or rescale the feature before fitting."
+        )
 
 
 def numpy_scaling(X, scale, *, distances=True, missing=False):
@@ -121,9 +128,20 @@ def _encode(y, classes):
     return np.searchsorted(classes, y).astype(np.int64)
 
 
-def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=None,
-                          scaling=None, allow_nan=False, compact=False,
-                          keep_float32=False, continuous=False) -> TrainingData:
+def prepare_training_data(
+    X,
+    y,
+    scale,
+    *,
+    distances=True,
+    names=None,
+    classes=None,
+    scaling=None,
+    allow_nan=False,
+    compact=False,
+    keep_float32=False,
+    continuous=False,
+) -> TrainingData:
     """Encode labels, check values, scale features (``None``, "minmax", "standard").
 
     ``distances=False`` for estimators that never compute distances between
@@ -149,8 +167,19 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
         classes = np.unique(np.asarray(classes))
         check_classes(classes, None)
     if is_dask_collection(X) or is_dask_collection(y):
-        return _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan,
-                             compact, keep_float32, continuous)
+        return _prepare_dask(
+            X,
+            y,
+            scale,
+            distances,
+            names,
+            classes,
+            scaling,
+            allow_nan,
+            compact,
+            keep_float32,
+            continuous,
+        )
     target = np.asarray(y, dtype=np.float64) if continuous else None
     as_bytes = _as_compact(np.asarray(X)) if compact and target is None else None
     compact = as_bytes is not None
@@ -162,12 +191,13 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
         X = np.asarray(X, dtype=np.float32 if single else np.float64)
         missing = np.isnan(X).sum(axis=0) if allow_nan else None
     # A column with no value has no range to learn (a later chunk of a stream may).
-    if missing is not None and scaling is None and X.shape[0] \
-            and np.any(missing == X.shape[0]):
+    if missing is not None and scaling is None and X.shape[0] and np.any(missing == X.shape[0]):
         j = int(np.argmax(missing == X.shape[0]))
         label = repr(names[j]) if names is not None else str(j)
-        raise ValueError(f"Feature {label} has no value (every row is missing it); drop "
-                         "that column before fitting.")
+        raise ValueError(
+            f"Feature {label} has no value (every row is missing it); drop "
+            "that column before fitting."
+        )
     if target is not None:  # every row in one class: hits and misses come from the target
         classes, codes = np.zeros(1, dtype=np.int64), np.zeros(X.shape[0], dtype=np.int64)
         counts = np.array([X.shape[0]], dtype=np.int64)
@@ -182,8 +212,9 @@ def prepare_training_data(X, y, scale, *, distances=True, names=None, classes=No
     if compact:  # bytes of discrete values: a mismatch needs no scaling
         return TrainingData(X, codes, classes, counts, None, missing)
     if scaling is None:
-        scaling = numpy_scaling(X, scale, distances=distances,
-                                missing=missing is not None and bool(missing.any()))
+        scaling = numpy_scaling(
+            X, scale, distances=distances, missing=missing is not None and bool(missing.any())
+        )
     if scaling is not None:
         X = _scaled_float32(X, scaling) if X.dtype == np.float32 else scaling.apply(X)
     return TrainingData(X, codes, classes, counts, scaling, missing, target=target)
@@ -194,7 +225,7 @@ def _scaled_float32(X, scaling, block=65536):
     at a time and rounded to float32 (no float64 copy of ``X``)."""
     out = np.empty(X.shape, dtype=np.float32)
     for start in range(0, X.shape[0], block):
-        out[start:start + block] = scaling.apply(X[start:start + block].astype(np.float64))
+        out[start : start + block] = scaling.apply(X[start : start + block].astype(np.float64))
     return out
 
 
@@ -230,8 +261,11 @@ def iter_row_blocks(X, codes, bounds):
     """
     if not is_dask_collection(X):
         for start, stop in bounds:
-            yield (start, np.ascontiguousarray(X[start:stop], dtype=np.float64),
-                   np.asarray(codes[start:stop], dtype=np.int64))
+            yield (
+                start,
+                np.ascontiguousarray(X[start:stop], dtype=np.float64),
+                np.asarray(codes[start:stop], dtype=np.int64),
+            )
         return
     from concurrent.futures import ThreadPoolExecutor
 
@@ -244,8 +278,12 @@ def iter_row_blocks(X, codes, bounds):
     @functools.partial(run_with_client, client=client_for([X]))
     def load(i):
         xb, yb = compute(X.blocks[i], codes.blocks[i], what="a streamed block")
-        return (int(edges[i]), int(edges[i + 1]), np.asarray(xb, dtype=np.float64),
-                np.asarray(yb, dtype=np.int64))
+        return (
+            int(edges[i]),
+            int(edges[i + 1]),
+            np.asarray(xb, dtype=np.float64),
+            np.asarray(yb, dtype=np.int64),
+        )
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         nxt, future, held = 0, None, []
@@ -257,8 +295,11 @@ def iter_row_blocks(X, codes, bounds):
                 future = pool.submit(load, nxt) if nxt < n_blocks else None
                 nxt += 1
             held = [h for h in held if h[1] > start]
-            parts = [(h[2][max(start - h[0], 0):stop - h[0]],
-                      h[3][max(start - h[0], 0):stop - h[0]]) for h in held if h[0] < stop]
+            parts = [
+                (h[2][max(start - h[0], 0) : stop - h[0]], h[3][max(start - h[0], 0) : stop - h[0]])
+                for h in held
+                if h[0] < stop
+            ]
             if len(parts) == 1:
                 Xa, ya = parts[0]
             else:
@@ -286,14 +327,17 @@ def label_summary_chunk(y, continuous=False):
     if continuous and y.dtype.kind == "f" and y.size:
         with np.errstate(invalid="ignore"):
             if np.isfinite(y).all() and np.any(y != np.floor(y)):
-                return {"values": y[:0], "counts": np.zeros(0, dtype=np.int64), "missing": 0,
-                        "target": y.astype(np.float64)}
+                return {
+                    "values": y[:0],
+                    "counts": np.zeros(0, dtype=np.int64),
+                    "missing": 0,
+                    "target": y.astype(np.float64),
+                }
     missing = missing_label_mask(y)
     kept = y[~missing]
     check_one_label_type(kept)
     values, counts = np.unique(kept, return_counts=True)
     return {"values": values, "counts": counts, "missing": int(missing.sum())}
-
 
 
 def label_summary_combine(parts):
@@ -303,9 +347,13 @@ def label_summary_combine(parts):
     counts = np.concatenate([p["counts"] for p in parts])
     check_one_label_type(values)
     merged, inverse = np.unique(values, return_inverse=True)
-    return {"values": merged, "counts": np.bincount(inverse.ravel(), weights=counts,
-                                                     minlength=len(merged)).astype(np.int64),
-            "missing": sum(p["missing"] for p in parts)}
+    return {
+        "values": merged,
+        "counts": np.bincount(inverse.ravel(), weights=counts, minlength=len(merged)).astype(
+            np.int64
+        ),
+        "missing": sum(p["missing"] for p in parts),
+    }
 
 
 def _label_summary(y, continuous=False):
@@ -314,8 +362,7 @@ def _label_summary(y, continuous=False):
     An array (not Delayed objects) so that it is computed in the same graph
     as the scaling statistics: each block is read once for both.
     """
-    return y.map_blocks(_summary_block, continuous, chunks=((1,) * y.numblocks[0],),
-                        dtype=object)
+    return y.map_blocks(_summary_block, continuous, chunks=((1,) * y.numblocks[0],), dtype=object)
 
 
 def _summary_block(block, continuous):
@@ -335,16 +382,37 @@ def _continuous_target(y, summaries):
     if sum(part["missing"] for part in summaries):
         return None  # the label checks name the missing values
     wanted = [b for b, part in enumerate(summaries) if "target" not in part]
-    more = dict(zip(wanted, compute(*[y.blocks[b] for b in wanted],
-                                    what="the target's integer-valued blocks"))) \
-        if wanted else {}
-    return np.concatenate([summaries[b]["target"] if b not in more
-                           else np.asarray(more[b], dtype=np.float64)
-                           for b in range(len(summaries))])
+    more = (
+        dict(
+            zip(
+                wanted,
+                compute(*[y.blocks[b] for b in wanted], what="the target's integer-valued blocks"),
+            )
+        )
+        if wanted
+        else {}
+    )
+    return np.concatenate(
+        [
+            summaries[b]["target"] if b not in more else np.asarray(more[b], dtype=np.float64)
+            for b in range(len(summaries))
+        ]
+    )
 
 
-def _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan=False,
-                  compact=False, keep_float32=False, continuous=False) -> TrainingData:
+def _prepare_dask(
+    X,
+    y,
+    scale,
+    distances,
+    names,
+    classes,
+    scaling,
+    allow_nan=False,
+    compact=False,
+    keep_float32=False,
+    continuous=False,
+) -> TrainingData:
     source = as_dask_array(X)
     out_dtype = np.float32 if keep_float32 and source.dtype == np.float32 else np.float64
     compact = compact and source.dtype.kind in "biu"
@@ -360,16 +428,25 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan=Fal
     if allow_nan:  # NaN are missing values: counted, and left out of min and max
         # (numpy's nan-reductions dispatch to dask's on a dask array, lazily)
         bad, missing, summaries, lo, hi, mean, var = compute(
-            np.isinf(X).sum(axis=0), np.isnan(X).sum(axis=0), _label_summary(y, continuous is None),
-            np.nanmin(X, axis=0), np.nanmax(X, axis=0),
+            np.isinf(X).sum(axis=0),
+            np.isnan(X).sum(axis=0),
+            _label_summary(y, continuous is None),
+            np.nanmin(X, axis=0),
+            np.nanmax(X, axis=0),
             np.nanmean(X, axis=0) if moments else None,
-            np.nanvar(X, axis=0) if moments else None, what="the scaling statistics")
+            np.nanvar(X, axis=0) if moments else None,
+            what="the scaling statistics",
+        )
     else:
         bad, summaries, lo, hi, mean, var = compute(
-            (~np.isfinite(X)).sum(axis=0), _label_summary(y, continuous is None), X.min(axis=0),
+            (~np.isfinite(X)).sum(axis=0),
+            _label_summary(y, continuous is None),
+            X.min(axis=0),
             X.max(axis=0),
-            X.mean(axis=0) if moments else None, X.var(axis=0) if moments else None,
-            what="the scaling statistics")
+            X.mean(axis=0) if moments else None,
+            X.var(axis=0) if moments else None,
+            what="the scaling statistics",
+        )
     summaries = list(summaries)
     if continuous is None:
         target = _continuous_target(y, summaries)
@@ -379,15 +456,34 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan=Fal
     if missing is not None and scaling is None and np.any(missing == X.shape[0]):
         j = int(np.argmax(missing == X.shape[0]))
         label = repr(names[j]) if names is not None else str(j)
-        raise ValueError(f"Feature {label} has no value (every row is missing it); drop "
-                         "that column before fitting.")
+        raise ValueError(
+            f"Feature {label} has no value (every row is missing it); drop "
+            "that column before fitting."
+        )
     if target is not None:  # every row in one class: hits and misses come from the target
         classes = np.zeros(1, dtype=np.int64)
         counts = np.array([X.shape[0]], dtype=np.int64)
         block_counts = np.asarray(X.chunks[0], dtype=np.int64)[:, None]
         codes = y.map_blocks(_zero_codes, dtype=np.int64)
-        return _dask_rows(source, X, codes, classes, counts, block_counts, scale, scaling,
-                          distances, missing, lo, hi, mean, var, np.float64, False, target)
+        return _dask_rows(
+            source,
+            X,
+            codes,
+            classes,
+            counts,
+            block_counts,
+            scale,
+            scaling,
+            distances,
+            missing,
+            lo,
+            hi,
+            mean,
+            var,
+            np.float64,
+            False,
+            target,
+        )
     if labels["missing"]:
         raise missing_labels_error(labels["missing"])
     check_label_values(labels["values"])
@@ -403,34 +499,92 @@ def _prepare_dask(X, y, scale, distances, names, classes, scaling, allow_nan=Fal
         if len(part["values"]):
             block_counts[b, _encode(part["values"], classes)] = part["counts"]
     codes = y.map_blocks(_encode, classes=classes, dtype=np.int64)
-    return _dask_rows(source, X, codes, classes, counts, block_counts, scale, scaling, distances,
-                      missing, lo, hi, mean, var, out_dtype, compact)
+    return _dask_rows(
+        source,
+        X,
+        codes,
+        classes,
+        counts,
+        block_counts,
+        scale,
+        scaling,
+        distances,
+        missing,
+        lo,
+        hi,
+        mean,
+        var,
+        out_dtype,
+        compact,
+    )
 
 
 def _zero_codes(block):
     return np.zeros(len(block), dtype=np.int64)
 
 
-def _dask_rows(source, X, codes, classes, counts, block_counts, scale, scaling, distances,
-               missing, lo, hi, mean, var, out_dtype, compact, target=None) -> TrainingData:
+def _dask_rows(
+    source,
+    X,
+    codes,
+    classes,
+    counts,
+    block_counts,
+    scale,
+    scaling,
+    distances,
+    missing,
+    lo,
+    hi,
+    mean,
+    var,
+    out_dtype,
+    compact,
+    target=None,
+) -> TrainingData:
     """The dask rows from the statistics of their one pass: bytes (``compact``
     and every value within ``[0, 255]``), or scaled floats."""
     if compact and not np.any(lo < 0) and not np.any(hi > COMPACT_MAX):
-        return TrainingData(source.astype(np.uint8), codes, classes, counts, None,
-                            np.zeros(X.shape[1], dtype=np.int64), block_counts)
+        return TrainingData(
+            source.astype(np.uint8),
+            codes,
+            classes,
+            counts,
+            None,
+            np.zeros(X.shape[1], dtype=np.int64),
+            block_counts,
+        )
     if scaling is not None:
-        return TrainingData(scaling.apply(X).astype(out_dtype), codes, classes, counts,
-                            scaling, missing, block_counts, target)
+        return TrainingData(
+            scaling.apply(X).astype(out_dtype),
+            codes,
+            classes,
+            counts,
+            scaling,
+            missing,
+            block_counts,
+            target,
+        )
     if scale is None:
         if distances:
             _check_unscaled(lo, hi)
-        return TrainingData(X.astype(out_dtype), codes, classes, counts, None, missing,
-                            block_counts, target)
+        return TrainingData(
+            X.astype(out_dtype), codes, classes, counts, None, missing, block_counts, target
+        )
     prescale = _prescale(lo, hi)
     if scale == "standard" and np.any(prescale != 1.0):
         # Moments of near-limit features overflowed: one more pass on X / prescale.
-        mean, var = compute((X / prescale).mean(axis=0), (X / prescale).var(axis=0),
-                            what="the scaling statistics")
+        mean, var = compute(
+            (X / prescale).mean(axis=0), (X / prescale).var(axis=0), what="the scaling statistics"
+        )
     scaling = _make_scaling(scale, {"min": lo, "max": hi, "mean": mean, "var": var}, prescale)
-    return TrainingData(scaling.apply(X).astype(out_dtype), codes, classes, counts, scaling,
-                        missing, block_counts, target)
+    return TrainingData(
+        scaling.apply(X).astype(out_dtype),
+        codes,
+        classes,
+        counts,
+        scaling,
+        missing,
+        block_counts,
+        target,
+    )

@@ -40,8 +40,8 @@ def relief_weights(scores, rank_absolute=False):
 WEIGHTED_ESTIMATOR = Kind(
     "an estimator whose fit takes feature_weights and sets feature_importances_ (ReliefF, "
     "the SURF and SWRF families, MuRelief or VLS; not Relief, IRelief or Immigrate)",
-    lambda v: ESTIMATOR.accepts(v)
-    and "feature_weights" in inspect.signature(v.fit).parameters)
+    lambda v: ESTIMATOR.accepts(v) and "feature_weights" in inspect.signature(v.fit).parameters,
+)
 
 
 class Iter(WeightSelector):
@@ -123,8 +123,16 @@ class Iter(WeightSelector):
         "n_features_to_select": N_FEATURES_TO_SELECT,
     }
 
-    def __init__(self, estimator, *, max_iter=10, convergence_threshold=1e-4, beta=0.1,
-                 rank_absolute=False, n_features_to_select=None):
+    def __init__(
+        self,
+        estimator,
+        *,
+        max_iter=10,
+        convergence_threshold=1e-4,
+        beta=0.1,
+        rank_absolute=False,
+        n_features_to_select=None,
+    ):
         self.estimator = estimator
         self.max_iter = max_iter
         self.convergence_threshold = convergence_threshold
@@ -158,8 +166,7 @@ class Iter(WeightSelector):
                 target = relief_weights(last, self.rank_absolute)
                 if not target.any():  # no feature weighs anything: nothing to refit with
                     break
-                weights = target if weights is None else \
-                    weights + self.beta * (target - weights)
+                weights = target if weights is None else weights + self.beta * (target - weights)
                 est, new = scores(weights)
                 n_iter += 1
                 compared = last if self.rank_absolute else target
@@ -179,5 +186,6 @@ class Iter(WeightSelector):
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost`: ``max_iter`` fits of the wrapped estimator (at
         most: the scores may settle earlier); ``None`` when it states no cost."""
-        return repeated_cost(self.estimator, n_samples, [n_features] * self.max_iter,
-                             f"at most {self.max_iter} fits")
+        return repeated_cost(
+            self.estimator, n_samples, [n_features] * self.max_iter, f"at most {self.max_iter} fits"
+        )

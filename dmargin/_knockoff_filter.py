@@ -65,8 +65,10 @@ def knockoff_statistic(importances, n_features):
     """
     imp = np.asarray(importances, dtype=np.float64).ravel()
     if imp.size != 2 * n_features:
-        raise ValueError(f"the fit on the features and their knockoffs gave {imp.size} "
-                         f"importances; {2 * n_features} expected (2 x {n_features} features).")
+        raise ValueError(
+            f"the fit on the features and their knockoffs gave {imp.size} "
+            f"importances; {2 * n_features} expected (2 x {n_features} features)."
+        )
     return imp[:n_features] - imp[n_features:]
 
 
@@ -147,7 +149,8 @@ def _check_symmetric(estimator):
             raise ValueError(
                 f"KnockoffSelector: the wrapped estimator's {key}={value!r} gives each "
                 "feature its own value, but the knockoff statistic needs every feature and "
-                f"its knockoff treated alike; leave {key} at its default.")
+                f"its knockoff treated alike; leave {key} at its default."
+            )
 
 
 class KnockoffSelector(WeightSelector):
@@ -319,9 +322,20 @@ class KnockoffSelector(WeightSelector):
         "group_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
     }
 
-    def __init__(self, estimator, *, q=0.1, knockoffs="auto", smatrix="mvr", n_draws=1,
-                 offset=1, sample_rows=10_000, random_state=None, groups=None,
-                 group_threshold=GROUP_THRESHOLD):
+    def __init__(
+        self,
+        estimator,
+        *,
+        q=0.1,
+        knockoffs="auto",
+        smatrix="mvr",
+        n_draws=1,
+        offset=1,
+        sample_rows=10_000,
+        random_state=None,
+        groups=None,
+        group_threshold=GROUP_THRESHOLD,
+    ):
         self.estimator = estimator
         self.q = q
         self.knockoffs = knockoffs
@@ -336,8 +350,10 @@ class KnockoffSelector(WeightSelector):
     def _seeds(self):
         """One integer seed per draw, spawned from ``random_state``."""
         entropy = int(make_rng(self.random_state).integers(2**63))
-        return [int(s.generate_state(1, np.uint64)[0])
-                for s in np.random.SeedSequence(entropy).spawn(self.n_draws)]
+        return [
+            int(s.generate_state(1, np.uint64)[0])
+            for s in np.random.SeedSequence(entropy).spawn(self.n_draws)
+        ]
 
     def _statistics(self, augmented, y):
         """``(W, fit)``: the wrapped estimator fitted on ``augmented`` (``[F, F~]``, ``2 A``
@@ -363,9 +379,13 @@ class KnockoffSelector(WeightSelector):
         q, offset, draws = float(self.q), int(self.offset), int(self.n_draws)
         statistics = []
         with fit_steps(self, "step", 1 + draws) as steps:  # the sampler, then each draw
-            sampler = KnockoffSampler(knockoffs=self.knockoffs, smatrix=self.smatrix,
-                                      sample_rows=self.sample_rows, groups=self.groups,
-                                      group_threshold=self.group_threshold).fit(X)
+            sampler = KnockoffSampler(
+                knockoffs=self.knockoffs,
+                smatrix=self.smatrix,
+                sample_rows=self.sample_rows,
+                groups=self.groups,
+                group_threshold=self.group_threshold,
+            ).fit(X)
             steps.step()
             for seed in self._seeds():
                 W, fit = self._statistics(sampler.augment(X, seed), y)
@@ -406,9 +426,13 @@ class KnockoffSelector(WeightSelector):
         per draw, and the S matrix on the driver; ``None`` when the estimator states
         no cost."""
         draws = int(self.n_draws)
-        inner = repeated_cost(self.estimator, n_samples, [2 * n_features] * draws,
-                              f"{draws} fit{'s' if draws > 1 else ''} on 2 x {n_features} "
-                              "features (the features and their knockoffs)")
+        inner = repeated_cost(
+            self.estimator,
+            n_samples,
+            [2 * n_features] * draws,
+            f"{draws} fit{'s' if draws > 1 else ''} on 2 x {n_features} "
+            "features (the features and their knockoffs)",
+        )
         if inner is None:
             return None
         if self.smatrix == "equicorrelated":
@@ -417,5 +441,8 @@ class KnockoffSelector(WeightSelector):
             solve = MVR_SECONDS_PER_A3 * float(n_features) ** 3
             what = f"the S matrix ({self.smatrix}, A^3) on the driver"
         rows = draws * float(n_samples) * n_features
-        return FitCost(inner.operations + rows, inner.seconds + solve + rows / KNOCKOFF_ROW_RATE,
-                       f"{inner.formula}; {what}; the knockoffs' passes (N A per draw)")
+        return FitCost(
+            inner.operations + rows,
+            inner.seconds + solve + rows / KNOCKOFF_ROW_RATE,
+            f"{inner.formula}; {what}; the knockoffs' passes (N A per draw)",
+        )

@@ -63,17 +63,23 @@ def check_groups(groups, n_features):
     """User-given group labels as 0..G-1 (numbered by each group's first feature)."""
     labels = np.asarray(groups)
     if labels.ndim != 1 or labels.shape[0] != n_features:
-        raise ValueError(f"groups has shape {labels.shape}; one label per feature expected, "
-                         f"shape ({n_features},), or groups='auto' or None.")
+        raise ValueError(
+            f"groups has shape {labels.shape}; one label per feature expected, "
+            f"shape ({n_features},), or groups='auto' or None."
+        )
     if labels.dtype.kind == "f" and not np.all(np.isfinite(labels)):
-        raise ValueError("groups holds missing or infinite labels: give every feature a "
-                         "group label (features with the same label form a group).")
+        raise ValueError(
+            "groups holds missing or infinite labels: give every feature a "
+            "group label (features with the same label form a group)."
+        )
     try:
         return first_seen_labels(labels)
     except TypeError:
-        raise ValueError("groups must hold labels of one type, integers or strings "
-                         "(features with the same label form a group), or be 'auto' or "
-                         "None.") from None
+        raise ValueError(
+            "groups must hold labels of one type, integers or strings "
+            "(features with the same label form a group), or be 'auto' or "
+            "None."
+        ) from None
 
 
 def group_sums(W, groups, n_groups):

@@ -45,11 +45,23 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import is_dask_array, is_dask_frame
-from ._knockoff_groups import (GROUP_THRESHOLD, check_groups, cluster_groups,
-                               first_seen_labels, knockpy_groups)
+from ._knockoff_groups import (
+    GROUP_THRESHOLD,
+    check_groups,
+    cluster_groups,
+    first_seen_labels,
+    knockpy_groups,
+)
 from ._utils import make_rng
-from ._validation import (ARRAY, NONE, RANDOM_STATE, Interval, Options, check_params,
-                          non_numeric_error)
+from ._validation import (
+    ARRAY,
+    NONE,
+    RANDOM_STATE,
+    Interval,
+    Options,
+    check_params,
+    non_numeric_error,
+)
 from .engine import Rows, block_reduce, map_row_blocks, rows_at
 
 #: Rows of one noise stream: rows ``[c CHUNK_ROWS, (c + 1) CHUNK_ROWS)`` draw from
@@ -94,13 +106,17 @@ def as_rows(X):
         X = X.astype("float64").to_dask_array(lengths=True)
     if is_dask_array(X):
         if X.ndim != 2:
-            raise ValueError(f"Expected a 2-D array of shape (n_samples, n_features); "
-                             f"got {X.ndim}-D.")
+            raise ValueError(
+                f"Expected a 2-D array of shape (n_samples, n_features); got {X.ndim}-D."
+            )
         if any(np.isnan(c) for c in X.chunks[0]):
-            raise ValueError("The dask array X has unknown chunk sizes along its rows: call "
-                             "X.compute_chunk_sizes() first, or pass the dask DataFrame.")
-        if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)) \
-                or np.issubdtype(X.dtype, np.complexfloating):
+            raise ValueError(
+                "The dask array X has unknown chunk sizes along its rows: call "
+                "X.compute_chunk_sizes() first, or pass the dask DataFrame."
+            )
+        if not (
+            np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)
+        ) or np.issubdtype(X.dtype, np.complexfloating):
             raise non_numeric_error(list(range(X.shape[1])), f"dtype {X.dtype}")
         X = X.astype(np.float64)
         return (X.rechunk({1: -1}) if X.numblocks[1] > 1 else X), names
@@ -110,8 +126,9 @@ def as_rows(X):
         return X.to_numpy(dtype=np.float64, na_value=np.nan), names
     values = np.asarray(X)
     if values.ndim != 2:
-        raise ValueError(f"Expected a 2-D array of shape (n_samples, n_features); got "
-                         f"{values.ndim}-D.")
+        raise ValueError(
+            f"Expected a 2-D array of shape (n_samples, n_features); got {values.ndim}-D."
+        )
     try:
         if values.dtype.kind in "USc":
             raise TypeError
@@ -124,9 +141,11 @@ def _not_finite(bad, names):
     j = int(np.flatnonzero(bad)[0])
     more = int((np.asarray(bad) > 0).sum()) - 1
     others = f" (and {more} more columns)" if more else ""
-    return ValueError(f"Knockoffs need complete rows: column {_label(j, names)} has "
-                      f"{int(bad[j])} missing or infinite values{others}; impute or drop "
-                      "them before fitting.")
+    return ValueError(
+        f"Knockoffs need complete rows: column {_label(j, names)} has "
+        f"{int(bad[j])} missing or infinite values{others}; impute or drop "
+        "them before fitting."
+    )
 
 
 def _sample_rows(X, index):
@@ -187,7 +206,7 @@ def noise(seed, start, n, width, uniform=False):
         rng = np.random.default_rng([SALT, seed, c])
         draw = rng.random if uniform else rng.standard_normal
         # A stream's first rows are the same whatever is drawn after them.
-        out[lo - start:hi - start] = draw((hi - c * CHUNK_ROWS, width))[lo - c * CHUNK_ROWS:]
+        out[lo - start : hi - start] = draw((hi - c * CHUNK_ROWS, width))[lo - c * CHUNK_ROWS :]
     return out
 
 
@@ -225,8 +244,7 @@ def gaussian_knockoffs(Z, mean, scale, proj, factor, G):
     return mean + scale * (Zs @ proj + G @ factor)
 
 
-def knockoff_block(X, index, kind, knots, mids, counts, mean, scale, proj, factor, cols,
-                   seed):
+def knockoff_block(X, index, kind, knots, mids, counts, mean, scale, proj, factor, cols, seed):
     """``[F, F~]`` of one block of rows (``index``: their positions)."""
     X = np.asarray(X, dtype=np.float64)
     n, a = X.shape
@@ -272,8 +290,9 @@ def smatrix(R, method, groups=None):
     try:
         from knockpy.smatrix import compute_smatrix
     except ImportError:
-        raise ImportError("Knockoffs need knockpy for their S matrix, an optional "
-                          f"dependency: {INSTALL}") from None
+        raise ImportError(
+            f"Knockoffs need knockpy for their S matrix, an optional dependency: {INSTALL}"
+        ) from None
     extra = {"dsdp_warning": False} if method == "sdp" else {}
     # knockpy's coordinate descent visits the features in an order drawn from numpy's
     # global generator: seeded here (and restored after) so that S is a function of R.
@@ -295,10 +314,12 @@ def _group_maxent_solver():
     try:
         import torch  # noqa: F401
     except ImportError:
-        raise ImportError("smatrix='maxent' with groups needs PyTorch (knockpy's group "
-                          "maxent solver runs on it): install torch, or use "
-                          "smatrix='mvr' (the default), 'sdp' or 'equicorrelated', which "
-                          "solve for groups without it.") from None
+        raise ImportError(
+            "smatrix='maxent' with groups needs PyTorch (knockpy's group "
+            "maxent solver runs on it): install torch, or use "
+            "smatrix='mvr' (the default), 'sdp' or 'equicorrelated', which "
+            "solve for groups without it."
+        ) from None
 
 
 def knockoff_factors(R, S):
@@ -330,7 +351,8 @@ def _independence(R, n, names, cols):
             f"{_label(i, names)} and {_label(j, names)} are correlated (r = {r[worst]:.3f} "
             f"over N = {n} rows; independence rejected at level {INDEPENDENCE_LEVEL} over "
             f"the {iu[0].size} pairs).  Use knockoffs='copula' for continuous features, or "
-            "prune correlated features (e.g. SNPs in linkage) first.")
+            "prune correlated features (e.g. SNPs in linkage) first."
+        )
 
 
 def _seed(random_state):
@@ -461,8 +483,15 @@ class KnockoffSampler(BaseEstimator):
         "group_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
     }
 
-    def __init__(self, knockoffs="auto", smatrix="mvr", sample_rows=10_000,
-                 discrete_threshold=10, groups=None, group_threshold=GROUP_THRESHOLD):
+    def __init__(
+        self,
+        knockoffs="auto",
+        smatrix="mvr",
+        sample_rows=10_000,
+        discrete_threshold=10,
+        groups=None,
+        group_threshold=GROUP_THRESHOLD,
+    ):
         self.knockoffs = knockoffs
         self.smatrix = smatrix
         self.sample_rows = sample_rows
@@ -487,8 +516,9 @@ class KnockoffSampler(BaseEstimator):
         X, names = as_rows(X)
         n, a = X.shape
         if n < 3:
-            raise ValueError(f"X has {n} rows: knockoffs need at least 3 rows to learn the "
-                             "features' law.")
+            raise ValueError(
+                f"X has {n} rows: knockoffs need at least 3 rows to learn the features' law."
+            )
         self.n_features_in_, self.n_samples_fit_ = a, n
         if names is not None:
             self.feature_names_in_ = names
@@ -505,13 +535,17 @@ class KnockoffSampler(BaseEstimator):
         knots, mids, counts = sketch(np.where(np.isnan(sample), 0.0, sample))
         if kind == "copula":
             state, T_sample = (knots, mids, counts), ndtri(ecdf(sample, knots, mids, counts))
-            T = normal_scores(X, *state) if not is_dask_array(X) else map_row_blocks(
-                normal_scores, X, *state, n_cols=a)
+            T = (
+                normal_scores(X, *state)
+                if not is_dask_array(X)
+                else map_row_blocks(normal_scores, X, *state, n_cols=a)
+            )
         else:
             T, T_sample = X, sample
         shift = np.nan_to_num(np.nanmean(T_sample, axis=0))
         rows, bad, total, cross = block_reduce(
-            T, functools.partial(moments, shift=shift), add_moments, "the knockoffs' correlation")
+            T, functools.partial(moments, shift=shift), add_moments, "the knockoffs' correlation"
+        )
         if bad.any():
             raise _not_finite(bad, names)
         mean = total / rows
@@ -556,7 +590,8 @@ class KnockoffSampler(BaseEstimator):
                 "knockoffs='independent' draws each feature's knockoff on its own, for "
                 "mutually independent features: it has no groups of correlated features to "
                 "swap together.  Use groups=None (or 'auto'), or knockoffs='copula' for "
-                "correlated features.")
+                "correlated features."
+            )
         return labels
 
     def _refuse_discrete(self, kind, sample, distinct, names):
@@ -564,8 +599,9 @@ class KnockoffSampler(BaseEstimator):
             return
         # Few values, and repeated: a sample of 8 rows of 8 values says nothing.
         rows = (~np.isnan(sample)).sum(axis=0)
-        discrete = np.flatnonzero((distinct > 1) & (distinct <= self.discrete_threshold)
-                                  & (distinct < rows))
+        discrete = np.flatnonzero(
+            (distinct > 1) & (distinct <= self.discrete_threshold) & (distinct < rows)
+        )
         if discrete.size == 0:
             return
         j = int(discrete[0])
@@ -578,7 +614,8 @@ class KnockoffSampler(BaseEstimator):
             f"(knockoffs={self.knockoffs!r}) are not valid for discrete features such as "
             "0/1/2 genotypes.  Use knockoffs='independent' when the features are mutually "
             "independent (e.g. SNPs pruned for linkage; the fit tests it), or drop or "
-            f"re-encode the column (discrete_threshold={self.discrete_threshold}).")
+            f"re-encode the column (discrete_threshold={self.discrete_threshold})."
+        )
 
     def augment(self, X, random_state=None):
         """``[F, F~]``: the features as the statistic sees them and their knockoffs.
@@ -599,18 +636,24 @@ class KnockoffSampler(BaseEstimator):
             are).
         """
         check_is_fitted(self, "knockoffs_")
-        if not isinstance(random_state, (np.random.Generator, np.random.RandomState)) \
-                and not RANDOM_STATE.accepts(random_state):
-            raise ValueError(f"random_state={random_state!r} is not valid; it must be "
-                             f"{RANDOM_STATE}.")
+        if not isinstance(
+            random_state, (np.random.Generator, np.random.RandomState)
+        ) and not RANDOM_STATE.accepts(random_state):
+            raise ValueError(
+                f"random_state={random_state!r} is not valid; it must be {RANDOM_STATE}."
+            )
         X, names = as_rows(X)
         seen = getattr(self, "feature_names_in_", None)
         if names is not None and seen is not None and list(names) != list(seen):
-            raise ValueError(f"X's columns {list(names)[:5]} are not the columns seen in fit "
-                             f"{list(seen)[:5]}: select and order them as in fit.")
+            raise ValueError(
+                f"X's columns {list(names)[:5]} are not the columns seen in fit "
+                f"{list(seen)[:5]}: select and order them as in fit."
+            )
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but the KnockoffSampler was "
-                             f"fitted with {self.n_features_in_} features.")
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the KnockoffSampler was "
+                f"fitted with {self.n_features_in_} features."
+            )
         args = (self.knockoffs_, *self._state, *self._gauss, _seed(random_state))
         if not is_dask_array(X):
             return knockoff_block(X, np.arange(min(1, X.shape[0])), *args)

@@ -29,8 +29,16 @@ from ._utils import make_rng
 from ._compat import gather, is_dask_collection
 from ._interrupt import UnfittedOnInterrupt
 from ._elimination import N_FEATURES_TO_KEEP, STEP, eliminate
-from ._ldm_solvers import (KernelModel, LinearModel, fit_machines, machine_labels, ovo_labels,
-                           ovo_pairs, primal_machines, resolve_gamma)
+from ._ldm_solvers import (
+    KernelModel,
+    LinearModel,
+    fit_machines,
+    machine_labels,
+    ovo_labels,
+    ovo_pairs,
+    primal_machines,
+    resolve_gamma,
+)
 from ._predict import check_new_rows, predict_blocks
 from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from .engine import prepare_rows, rbf_left_out_sums
@@ -63,7 +71,8 @@ def check_gather(estimator, X, n_samples):
             f"{GATHER_MAX_ROWS} rows (dmargin._ldm.GATHER_MAX_ROWS). Use "
             f"{name}(kernel='linear'), whose primal solver runs on the row blocks at any "
             f"size, or fit on a sample of at most {GATHER_MAX_ROWS} rows (e.g. "
-            "ddf.sample(frac=...) or X[:n]).")
+            "ddf.sample(frac=...) or X[:n])."
+        )
 
 
 def _known_rows(X):
@@ -76,11 +85,17 @@ def pick_solver(estimator, X, n_samples) -> str:
     """``"newton"`` or ``"cd"`` for ``estimator.solver`` on these data (see :class:`LDM`)."""
     solver = getattr(estimator, "solver", "auto")
     if solver == "newton" and estimator.kernel != "linear":
-        raise ValueError(f"solver='newton' solves linear machines; kernel={estimator.kernel!r} "
-                         "needs solver='cd' (or 'auto').")
+        raise ValueError(
+            f"solver='newton' solves linear machines; kernel={estimator.kernel!r} "
+            "needs solver='cd' (or 'auto')."
+        )
     if solver == "auto":
-        solver = ("newton" if estimator.kernel == "linear"
-                  and (is_dask_collection(X) or n_samples > NEWTON_MIN_ROWS) else "cd")
+        solver = (
+            "newton"
+            if estimator.kernel == "linear"
+            and (is_dask_collection(X) or n_samples > NEWTON_MIN_ROWS)
+            else "cd"
+        )
     if solver == "cd":
         check_gather(estimator, X, n_samples)
     return solver
@@ -99,8 +114,15 @@ def newton_machines(estimator, rows, cols, n_classes, start=None):
     """:func:`~dmargin._ldm_solvers.primal_machines` with the parameters of
     ``estimator``: LDM's primal, or LinearSVC's problem for :class:`SVMRFE`."""
     lambdas = None if isinstance(estimator, SVMRFE) else (estimator.lambda1, estimator.lambda2)
-    return primal_machines(rows, cols, n_classes, C=estimator.C, lambdas=lambdas,
-                           intercept=1.0 if uses_intercept(estimator) else 0.0, start=start)
+    return primal_machines(
+        rows,
+        cols,
+        n_classes,
+        C=estimator.C,
+        lambdas=lambdas,
+        intercept=1.0 if uses_intercept(estimator) else 0.0,
+        start=start,
+    )
 
 
 def _ldm_block(X, model, what, classes):
@@ -241,9 +263,21 @@ class LDM(UnfittedOnInterrupt, ClassifierMixin, BaseEstimator):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, C=1.0, *, lambda1=0.125, lambda2=0.125, kernel="rbf", gamma="scale",
-                 max_iter=1000, tol=0.01, scale=None, fit_intercept="auto", solver="auto",
-                 random_state=None):
+    def __init__(
+        self,
+        C=1.0,
+        *,
+        lambda1=0.125,
+        lambda2=0.125,
+        kernel="rbf",
+        gamma="scale",
+        max_iter=1000,
+        tol=0.01,
+        scale=None,
+        fit_intercept="auto",
+        solver="auto",
+        random_state=None,
+    ):
         self.C = C
         self.lambda1 = lambda1
         self.lambda2 = lambda2
@@ -280,8 +314,9 @@ class LDM(UnfittedOnInterrupt, ClassifierMixin, BaseEstimator):
                 delattr(self, name)
         if solver == "newton":
             rows = prepare_rows(data.X, data.codes, len(data.classes))
-            coef, intercept, n_iter = newton_machines(self, rows, np.arange(rows.n_features),
-                                                      len(data.classes))
+            coef, intercept, n_iter = newton_machines(
+                self, rows, np.arange(rows.n_features), len(data.classes)
+            )
             self.gamma_ = None  # the linear kernel has no width
             self.solver_ = "newton"
             self.n_iter_ = n_iter
@@ -290,11 +325,20 @@ class LDM(UnfittedOnInterrupt, ClassifierMixin, BaseEstimator):
             return self
         X, codes = _gather(data.X), _gather(data.codes)
         self.gamma_ = resolve_gamma(self.gamma, X)
-        machines = fit_machines(X, codes, self.classes_, C=self.C, lambda1=self.lambda1,
-                                lambda2=self.lambda2, kernel=self.kernel, gamma=self.gamma_,
-                                tol=self.tol, max_iter=self.max_iter,
-                                rng=make_rng(self.random_state),
-                                fit_intercept=uses_intercept(self))
+        machines = fit_machines(
+            X,
+            codes,
+            self.classes_,
+            C=self.C,
+            lambda1=self.lambda1,
+            lambda2=self.lambda2,
+            kernel=self.kernel,
+            gamma=self.gamma_,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            rng=make_rng(self.random_state),
+            fit_intercept=uses_intercept(self),
+        )
         self.solver_ = machines.solver
         self.intercept_ = machines.intercept
         self.beta_ = machines.beta
@@ -320,16 +364,23 @@ class LDM(UnfittedOnInterrupt, ClassifierMixin, BaseEstimator):
         """What a row block needs to be scored: small, sent with each task."""
         if self.kernel == "linear":
             return LinearModel(self._scaling, self.coef_, len(self.classes_), self.intercept_)
-        return KernelModel(self._scaling, self.dual_coef_, self.support_vectors_,
-                           self.gamma_, len(self.classes_), self.intercept_)
+        return KernelModel(
+            self._scaling,
+            self.dual_coef_,
+            self.support_vectors_,
+            self.gamma_,
+            len(self.classes_),
+            self.intercept_,
+        )
 
     def _on_blocks(self, X, what, dtype=np.float64):
         """``what`` of every row block of a dask ``X``: a lazy dask array."""
         check_is_fitted(self, "classes_")  # before the machines are read
         k = len(self.classes_)
         n_cols = None if what == "predict" or k == 2 else k
-        return predict_blocks(self, _ldm_block, X, self._model(), what, self.classes_,
-                              n_cols=n_cols, dtype=dtype)
+        return predict_blocks(
+            self, _ldm_block, X, self._model(), what, self.classes_, n_cols=n_cols, dtype=dtype
+        )
 
     def decision_function(self, X):
         """``f(x)`` for two classes (> 0: ``classes_[1]``); one-vs-one votes otherwise.
@@ -424,8 +475,9 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
 
             def machines(cols):
                 # Each round starts from the last one's machines on the survivors.
-                coef, intercept, _ = newton_machines(self, rows, cols, k,
-                                                     start=last[-1] if last else None)
+                coef, intercept, _ = newton_machines(
+                    self, rows, cols, k, start=last[-1] if last else None
+                )
                 last[:] = [(np.asarray(cols), coef, intercept)]
                 return None, coef
         else:
@@ -435,9 +487,14 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
             machines = lambda cols: self._machines(Xd[:, cols], codes, gamma, rng)  # noqa: E731
 
         # Elimination: Algorithm 1 of Ou et al. (2017), every feature tied at the minimum
-        result = eliminate(self, lambda cols: self._scores(rows, machines(cols), cols, gamma),
-                           rows.n_features, n_features_to_select=self.n_features_to_select,
-                           step=self.step, ties="together")
+        result = eliminate(
+            self,
+            lambda cols: self._scores(rows, machines(cols), cols, gamma),
+            rows.n_features,
+            n_features_to_select=self.n_features_to_select,
+            step=self.step,
+            ties="together",
+        )
 
         # Final attributes
         self.classes_ = data.classes
@@ -549,7 +606,8 @@ _RFE_ATTRS = """
 
 
 class LDMRFE(_KernelRFE):
-    __doc__ = """Recursive feature elimination with LDM (Ou, Wang, Pang & Coghill, 2017).
+    __doc__ = (
+        """Recursive feature elimination with LDM (Ou, Wang, Pang & Coghill, 2017).
 
     Each round trains LDM (one machine per pair of classes) on the surviving
     features and scores every feature by ``S(j) = -alpha^T K(-j) alpha``
@@ -560,10 +618,13 @@ class LDMRFE(_KernelRFE):
     ``distributed.Client`` that pass runs as tasks on the persisted row blocks.
 
     Parameters
-    ----------""" + _RFE_DOC.format(
-        C="1.0", cd="LDM's dual coordinate descent",
-        newton="the LDM primal (Zhang & Zhou 2014) solved exactly, as :class:`LDM` does"
-    ) + """    lambda1 : float, default=0.125
+    ----------"""
+        + _RFE_DOC.format(
+            C="1.0",
+            cd="LDM's dual coordinate descent",
+            newton="the LDM primal (Zhang & Zhou 2014) solved exactly, as :class:`LDM` does",
+        )
+        + """    lambda1 : float, default=0.125
         LDM's weight of the margin variance (see :class:`LDM`).
     lambda2 : float, default=0.125
         LDM's weight of the margin mean (see :class:`LDM`).
@@ -575,7 +636,9 @@ class LDMRFE(_KernelRFE):
         LDM's passes of the descent, at most.
     tol : float, default=0.01
         LDM's stopping gap of the descent.
-""" + _RFE_ATTRS + """
+"""
+        + _RFE_ATTRS
+        + """
     See Also
     --------
     LDM : The classifier.
@@ -592,6 +655,7 @@ class LDMRFE(_KernelRFE):
     >>> LDMRFE(n_features_to_select=1, random_state=0).fit(X, y).get_support()
     array([False, False,  True, False, False])
     """
+    )
 
     _parameter_constraints: ClassVar[dict] = {
         **_RFE_CONSTRAINTS,
@@ -602,9 +666,24 @@ class LDMRFE(_KernelRFE):
         "tol": [Interval(numbers.Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, n_features_to_select=1, *, step=1, C=1.0, lambda1=0.125, lambda2=0.125,
-                 kernel="rbf", gamma="scale", criterion="signed", fit_intercept="auto",
-                 max_iter=1000, tol=0.01, scale="minmax", solver="auto", random_state=None):
+    def __init__(
+        self,
+        n_features_to_select=1,
+        *,
+        step=1,
+        C=1.0,
+        lambda1=0.125,
+        lambda2=0.125,
+        kernel="rbf",
+        gamma="scale",
+        criterion="signed",
+        fit_intercept="auto",
+        max_iter=1000,
+        tol=0.01,
+        scale="minmax",
+        solver="auto",
+        random_state=None,
+    ):
         self.n_features_to_select = n_features_to_select
         self.step = step
         self.C = C
@@ -621,10 +700,20 @@ class LDMRFE(_KernelRFE):
         self.random_state = random_state
 
     def _machines(self, X, codes, gamma, rng):
-        machines = fit_machines(X, codes, np.arange(codes.max() + 1), C=self.C,
-                                lambda1=self.lambda1, lambda2=self.lambda2, kernel=self.kernel,
-                                gamma=gamma, tol=self.tol, max_iter=self.max_iter, rng=rng,
-                                fit_intercept=uses_intercept(self))
+        machines = fit_machines(
+            X,
+            codes,
+            np.arange(codes.max() + 1),
+            C=self.C,
+            lambda1=self.lambda1,
+            lambda2=self.lambda2,
+            kernel=self.kernel,
+            gamma=gamma,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            rng=rng,
+            fit_intercept=uses_intercept(self),
+        )
         if self.kernel == "linear":
             return None, machines.coef
         return machines.alpha.T, None
@@ -638,7 +727,8 @@ class LDMRFE(_KernelRFE):
 
 
 class SVMRFE(_KernelRFE):
-    __doc__ = """SVM-RFE (Guyon, Weston, Barnhill & Vapnik, 2002) with scikit-learn's SVC.
+    __doc__ = (
+        """SVM-RFE (Guyon, Weston, Barnhill & Vapnik, 2002) with scikit-learn's SVC.
 
     The baseline of LDM-RFE: each round trains ``SVC`` (one binary machine
     per pair of classes) and scores ``S(j) = -a^T K(-j) a`` with ``a`` the
@@ -647,21 +737,37 @@ class SVMRFE(_KernelRFE):
     :class:`LDMRFE`.
 
     Parameters
-    ----------""" + _RFE_DOC.format(
-        C="1.0", cd="scikit-learn's ``SVC``, hinge loss with an unregularised intercept",
-        newton="scikit-learn's ``LinearSVC`` problem (squared hinge, L2, intercept as a "
-               "regularised constant feature), so the ranking can differ from ``\"cd\"``'s"
-    ) + _RFE_ATTRS + """
+    ----------"""
+        + _RFE_DOC.format(
+            C="1.0",
+            cd="scikit-learn's ``SVC``, hinge loss with an unregularised intercept",
+            newton="scikit-learn's ``LinearSVC`` problem (squared hinge, L2, intercept as a "
+            'regularised constant feature), so the ranking can differ from ``"cd"``\'s',
+        )
+        + _RFE_ATTRS
+        + """
     See Also
     --------
     LDMRFE : The same elimination with LDM.
     sklearn.feature_selection.RFE : Linear SVM-RFE by ``coef_``.
     """
+    )
 
     _parameter_constraints: ClassVar[dict] = dict(_RFE_CONSTRAINTS)
 
-    def __init__(self, n_features_to_select=1, *, step=1, C=1.0, kernel="rbf", gamma="scale",
-                 criterion="signed", scale="minmax", solver="auto", random_state=None):
+    def __init__(
+        self,
+        n_features_to_select=1,
+        *,
+        step=1,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        criterion="signed",
+        scale="minmax",
+        solver="auto",
+        random_state=None,
+    ):
         self.n_features_to_select = n_features_to_select
         self.step = step
         self.C = C
@@ -680,8 +786,9 @@ class SVMRFE(_KernelRFE):
         w = np.zeros((len(pairs), X.shape[1]))
         for p, pair in enumerate(pairs):
             idx, yp = machine_labels(codes, pair)
-            svc = SVC(C=self.C, kernel=self.kernel, gamma=gamma,
-                      random_state=int(rng.integers(2**31 - 1))).fit(X[idx], yp)
+            svc = SVC(
+                C=self.C, kernel=self.kernel, gamma=gamma, random_state=int(rng.integers(2**31 - 1))
+            ).fit(X[idx], yp)
             alpha[idx[svc.support_], p] = svc.dual_coef_[0]
             w[p] = svc.dual_coef_[0] @ X[idx[svc.support_]]
         return (None, w) if self.kernel == "linear" else (alpha, None)

@@ -28,8 +28,15 @@ import scipy.optimize
 from sklearn.exceptions import ConvergenceWarning
 
 from ._utils import logger, timer, user_stacklevel
-from .engine import (hinge_band, hinge_violations, ldm_dcd, ldm_dcd_linear, linear_gram,
-                     linear_loss, prepare_rows)
+from .engine import (
+    hinge_band,
+    hinge_violations,
+    ldm_dcd,
+    ldm_dcd_linear,
+    linear_gram,
+    linear_loss,
+    prepare_rows,
+)
 
 
 #: Rows of new points per kernel block in ``decision_function``.
@@ -67,8 +74,11 @@ def kernel_matrix(U, V, kernel, gamma):
     """``k(u, v)``: ``exp(-gamma ||u - v||^2)`` or ``u . v`` (rows of U by rows of V)."""
     if kernel == "linear":
         return U @ V.T
-    d2 = (np.einsum("ij,ij->i", U, U)[:, None] + np.einsum("ij,ij->i", V, V)[None, :]
-          - 2.0 * (U @ V.T))
+    d2 = (
+        np.einsum("ij,ij->i", U, U)[:, None]
+        + np.einsum("ij,ij->i", V, V)[None, :]
+        - 2.0 * (U @ V.T)
+    )
     return np.exp(-gamma * np.maximum(d2, 0.0))
 
 
@@ -158,8 +168,22 @@ class Machines:
     intercept: np.ndarray  # (n_machines,) b of each machine; zeros without an intercept
 
 
-def fit_machines(X, codes, classes, *, C, lambda1, lambda2, kernel, gamma, tol, max_iter, rng,
-                 primal=None, fit_intercept=False) -> Machines:
+def fit_machines(
+    X,
+    codes,
+    classes,
+    *,
+    C,
+    lambda1,
+    lambda2,
+    kernel,
+    gamma,
+    tol,
+    max_iter,
+    rng,
+    primal=None,
+    fit_intercept=False,
+) -> Machines:
     """One binary LDM per pair of classes on the rows ``X``, as the official package's one-vs-one.
 
     Parameters
@@ -217,17 +241,34 @@ def fit_machines(X, codes, classes, *, C, lambda1, lambda2, kernel, gamma, tol, 
             warnings.warn(
                 f"LDM coordinate descent did not reach tol={tol} in max_iter={max_iter} "
                 f"passes (classes {classes[list(pair)]}); increase max_iter, or scale the "
-                "features.", ConvergenceWarning, stacklevel=user_stacklevel())
+                "features.",
+                ConvergenceWarning,
+                stacklevel=user_stacklevel(),
+            )
         betas.append(beta)
         n_iter.append(passes)
     if primal:
-        return Machines("primal", None, None, coef if kernel == "linear" else None, betas,
-                        np.asarray(n_iter), intercept)
+        return Machines(
+            "primal",
+            None,
+            None,
+            coef if kernel == "linear" else None,
+            betas,
+            np.asarray(n_iter),
+            intercept,
+        )
     support = np.flatnonzero(np.any(alpha != 0, axis=0))
     if kernel == "linear":  # w from the support rows only, as the dual expansion
         coef = alpha[:, support] @ X[support]
-    return Machines("dual", alpha, support, coef if kernel == "linear" else None, betas,
-                    np.asarray(n_iter), intercept)
+    return Machines(
+        "dual",
+        alpha,
+        support,
+        coef if kernel == "linear" else None,
+        betas,
+        np.asarray(n_iter),
+        intercept,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -251,9 +292,14 @@ def _newton(evaluate, w0, gtol, max_iter):
             last[key] = evaluate(np.array(w))
         return last[key]
 
-    res = scipy.optimize.minimize(lambda w: trio(w)[:2], w0, jac=True, hess=lambda w: trio(w)[2],
-                                  method="trust-exact",
-                                  options={"gtol": gtol, "maxiter": max_iter})
+    res = scipy.optimize.minimize(
+        lambda w: trio(w)[:2],
+        w0,
+        jac=True,
+        hess=lambda w: trio(w)[2],
+        method="trust-exact",
+        options={"gtol": gtol, "maxiter": max_iter},
+    )
     return res.x, int(res.nit), bool(res.success)
 
 
@@ -379,8 +425,19 @@ def hinge_polish(rows, cols, pair, Q, c, C, w, mu, rounds=5, intercept=0.0):
     return start, False
 
 
-def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, intercept=0.0, w0=None,
-               max_iter=_NEWTON_MAX_ITER):
+def ldm_newton(
+    rows,
+    cols,
+    pair,
+    gram,
+    *,
+    C,
+    lambda1,
+    lambda2,
+    intercept=0.0,
+    w0=None,
+    max_iter=_NEWTON_MAX_ITER,
+):
     """One binary linear LDM in the primal, over row blocks: ``(w, iterations, exact)``.
 
     The hinge is smoothed to a Huber loss of width ``mu`` lowered over
@@ -406,9 +463,11 @@ def ldm_newton(rows, cols, pair, gram, *, C, lambda1, lambda2, intercept=0.0, w0
     if w0 is not None:  # near the solution already: the narrow stages only
         stages = [(stage, mu) for stage, mu in stages if mu <= _WARM_MU]
     for stage, mu in stages:
+
         def evaluate(v, mu=mu):
-            f, g, H = linear_loss(rows, cols, pair, v, loss="huber", mu=mu, intercept=intercept,
-                                  hessian=True)
+            f, g, H = linear_loss(
+                rows, cols, pair, v, loss="huber", mu=mu, intercept=intercept, hessian=True
+            )
             return 0.5 * v @ Q @ v - c @ v + C * f, Q @ v - c + C * g, Q + C * H
 
         w, nit, _ = _newton(evaluate, w, gtol, max_iter)
@@ -433,8 +492,9 @@ def svm_newton(rows, cols, pair, *, C, intercept_scaling=1.0, max_iter=_NEWTON_M
     d = len(cols) + (1 if intercept_scaling else 0)
 
     def evaluate(v):
-        f, g, H = linear_loss(rows, cols, pair, v, loss="squared_hinge",
-                              intercept=intercept_scaling, hessian=True)
+        f, g, H = linear_loss(
+            rows, cols, pair, v, loss="squared_hinge", intercept=intercept_scaling, hessian=True
+        )
         return 0.5 * v @ v + C * f, v + C * g, np.eye(d) + C * H
 
     m = linear_gram(rows, cols, [pair])[0][0]
@@ -488,10 +548,18 @@ def primal_machines(rows, cols, n_classes, *, C, lambdas=None, intercept=0.0, st
                 if start is not None:
                     w0 = start[1][p, np.searchsorted(start[0], cols)]
                     w0 = np.append(w0, start[2][p] / s) if s else w0
-                w, nit, ok = ldm_newton(rows, cols, pair, tuple(g[p] for g in grams), C=C,
-                                        lambda1=lambdas[0], lambda2=lambdas[1], intercept=s,
-                                        w0=w0)
-                coef[p] = w[:cols.size]
+                w, nit, ok = ldm_newton(
+                    rows,
+                    cols,
+                    pair,
+                    tuple(g[p] for g in grams),
+                    C=C,
+                    lambda1=lambdas[0],
+                    lambda2=lambdas[1],
+                    intercept=s,
+                    w0=w0,
+                )
+                coef[p] = w[: cols.size]
                 intercepts[p] = w[cols.size] * s if s else 0.0
         n_iter.append(nit)
         if not ok:
@@ -499,7 +567,9 @@ def primal_machines(rows, cols, n_classes, *, C, lambdas=None, intercept=0.0, st
                 f"The primal Newton solver of machine {pair} did not reach the exact "
                 f"solution ({nit} iterations); the weights are those of the smoothed problem. "
                 "Scale the features (scale='minmax'), or use solver='cd' on a sample.",
-                ConvergenceWarning, stacklevel=user_stacklevel())
+                ConvergenceWarning,
+                stacklevel=user_stacklevel(),
+            )
     return coef, intercepts, np.asarray(n_iter)
 
 
@@ -556,6 +626,6 @@ class KernelModel(LinearModel):
     def values(self, X):
         out = np.empty((X.shape[0], self.coef.shape[0]))
         for s in range(0, X.shape[0], _PREDICT_BLOCK):
-            K = kernel_matrix(X[s:s + _PREDICT_BLOCK], self.support_vectors, "rbf", self.gamma)
-            out[s:s + _PREDICT_BLOCK] = K @ self.coef.T
+            K = kernel_matrix(X[s : s + _PREDICT_BLOCK], self.support_vectors, "rbf", self.gamma)
+            out[s : s + _PREDICT_BLOCK] = K @ self.coef.T
         return out + self.intercept

@@ -156,8 +156,10 @@ class MuRelief(WeightSelector):
     #: Class labels or a continuous target (skrebate's continuous endpoint).
     _targets = ("classes", "continuous")
     _parameter_constraints = {
-        "n_neighbors": [Interval(numbers.Integral, 1, None),
-                        Interval(numbers.Real, 0, 1, closed="right")],
+        "n_neighbors": [
+            Interval(numbers.Integral, 1, None),
+            Interval(numbers.Real, 0, 1, closed="right"),
+        ],
         "discrete_threshold": [Interval(numbers.Integral, 0, None)],
         "scale": [Options(("minmax",)), NONE],
         "n_anchors": N_ANCHORS,
@@ -166,9 +168,17 @@ class MuRelief(WeightSelector):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, *, n_neighbors=100, discrete_threshold=10, scale="minmax",
-                 n_anchors=None, n_features_to_select=None, rank_absolute=False,
-                 random_state=None):
+    def __init__(
+        self,
+        *,
+        n_neighbors=100,
+        discrete_threshold=10,
+        scale="minmax",
+        n_anchors=None,
+        n_features_to_select=None,
+        rank_absolute=False,
+        random_state=None,
+    ):
         self.n_neighbors = n_neighbors
         self.discrete_threshold = discrete_threshold
         self.scale = scale
@@ -195,16 +205,26 @@ class MuRelief(WeightSelector):
         """
         start = start_fit(self, X, y, feature_weights=feature_weights)
         data, rows, target = start.data, start.rows, start.target
-        kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing,
-                              discrete=self._declared_discrete(rows.n_features)
-                              ).weighted(start.feature_weights)
+        kinds = feature_kinds(
+            rows,
+            self.discrete_threshold,
+            missing=data.missing,
+            discrete=self._declared_discrete(rows.n_features),
+        ).weighted(start.feature_weights)
         anchors = anchors_for(self, rows)
         k = neighbour_count(self.n_neighbors, rows.n_samples)
         bound = None if target is None else hit_bound(target)
         with timer(type(self).__name__):
-            total = knn_statistic(rows, k, murelief_agg, anchors=anchors, kinds=kinds,
-                                  ranked=self._ranked, target=target,
-                                  bound=0.0 if bound is None else bound)
+            total = knn_statistic(
+                rows,
+                k,
+                murelief_agg,
+                anchors=anchors,
+                kinds=kinds,
+                ranked=self._ranked,
+                target=target,
+                bound=0.0 if bound is None else bound,
+            )
         m = rows.n_samples if anchors is None else anchors.n_samples
         set_target(self, None if target is not None else data.classes, bound)
         self.discrete_features_ = kinds.discrete

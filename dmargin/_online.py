@@ -23,8 +23,14 @@ from ._checkpoint import read_online_state, write_online_state
 from ._compat import compute
 from ._io import Scaling, iter_row_blocks
 from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
-from .engine import (MASKED, MISSING, block_reduce, merge, online_irelief_steps,
-                     online_irelief_steps_general)
+from .engine import (
+    MASKED,
+    MISSING,
+    block_reduce,
+    merge,
+    online_irelief_steps,
+    online_irelief_steps_general,
+)
 from .progress import fit_steps
 
 _SCALE = [Options(("minmax",)), NONE]
@@ -158,9 +164,23 @@ class OnlineIRelief(WeightSelector):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, *, sigma=2.0, a=10.0, n_passes=3, tol=1e-3, multiclass="margin",
-                 outliers=True, discrete_threshold=0, scale="minmax", reference_size=None,
-                 block_size=10_000, shuffle=True, n_features_to_select=None, random_state=None):
+    def __init__(
+        self,
+        *,
+        sigma=2.0,
+        a=10.0,
+        n_passes=3,
+        tol=1e-3,
+        multiclass="margin",
+        outliers=True,
+        discrete_threshold=0,
+        scale="minmax",
+        reference_size=None,
+        block_size=10_000,
+        shuffle=True,
+        n_features_to_select=None,
+        random_state=None,
+    ):
         self.sigma = sigma
         self.a = a
         self.n_passes = n_passes
@@ -200,18 +220,36 @@ class OnlineIRelief(WeightSelector):
         # the candidates once): Ctrl-C reaches the driver between calls.
         step = max(64, int(_CALL_WORK // max(1, Xc.size)))
         for s in range(0, order.shape[0], step):
-            self.n_steps_ = kernel(Xa, ia, ya, order[s: s + step], Xc, yc, ic,
-                                   self.feature_importances_, self.nu_, self.n_steps_,
-                                   float(self.a), float(self.sigma), self.multiclass == "margin",
-                                   self._miss_prior, bool(self.outliers), *tail)
+            self.n_steps_ = kernel(
+                Xa,
+                ia,
+                ya,
+                order[s : s + step],
+                Xc,
+                yc,
+                ic,
+                self.feature_importances_,
+                self.nu_,
+                self.n_steps_,
+                float(self.a),
+                float(self.sigma),
+                self.multiclass == "margin",
+                self._miss_prior,
+                bool(self.outliers),
+                *tail,
+            )
 
     def _detect_discrete(self, X):
         """Features with at most ``discrete_threshold`` distinct values (NaN not counted)."""
         cap = self.discrete_threshold
         if cap == 0:
             return np.zeros(X.shape[1], dtype=np.bool_)
-        uniques = block_reduce(X, functools.partial(merge.column_summary_chunk, cap=cap),
-                               merge.column_summary_combine, "distinct-values")[0]
+        uniques = block_reduce(
+            X,
+            functools.partial(merge.column_summary_chunk, cap=cap),
+            merge.column_summary_combine,
+            "distinct-values",
+        )[0]
         return np.array([u is not None and u.size <= cap for u in uniques], dtype=np.bool_)
 
     def _reference(self, X, codes, rng):
@@ -253,8 +291,9 @@ class OnlineIRelief(WeightSelector):
                 w_before = self.feature_importances_.copy()
                 with timer("online I-RELIEF pass %d", p + 1):
                     for start, Xa, ya in iter_row_blocks(data.X, data.codes, bounds):
-                        order = rng.permutation(Xa.shape[0]) if self.shuffle \
-                            else np.arange(Xa.shape[0])
+                        order = (
+                            rng.permutation(Xa.shape[0]) if self.shuffle else np.arange(Xa.shape[0])
+                        )
                         self._steps(Xa, start, ya, order, ref)
                 history.append(np.linalg.norm(self.feature_importances_ - w_before))
                 steps.step()
@@ -290,8 +329,14 @@ class OnlineIRelief(WeightSelector):
         first = not hasattr(self, "nu_")
         # The first chunk fixes the classes and the scaling; a later one is checked
         # against them (and may be a single row, the tail of a stream).
-        data = start_fit(self, X, y, stream=Stream(first, classes if first else self.classes_,
-                                                   None if first else self._scale)).data
+        data = start_fit(
+            self,
+            X,
+            y,
+            stream=Stream(
+                first, classes if first else self.classes_, None if first else self._scale
+            ),
+        ).data
         X, codes = data.X, data.codes
         if first:
             self._start(X.shape[1], data.classes, data.counts)
@@ -348,11 +393,17 @@ class OnlineIRelief(WeightSelector):
         X, y = check_X_y(self, X, y, reset=not started, allow_nan=True)
         if index is not None:
             index = np.asarray(index)
-            if index.shape != (X.shape[0],) or index.dtype.kind not in "iu" \
-                    or np.any(index < 0) or np.unique(index).size != index.size:
-                raise ValueError(f"index must be {X.shape[0]} distinct nonnegative integer "
-                                 "stream positions, one per reference row; pass index=None "
-                                 "when the reference rows are not part of the stream.")
+            if (
+                index.shape != (X.shape[0],)
+                or index.dtype.kind not in "iu"
+                or np.any(index < 0)
+                or np.unique(index).size != index.size
+            ):
+                raise ValueError(
+                    f"index must be {X.shape[0]} distinct nonnegative integer "
+                    "stream positions, one per reference row; pass index=None "
+                    "when the reference rows are not part of the stream."
+                )
             index = index.astype(np.int64)
         if started:
             self._fixed_ref = self._encode_reference(X, y, index)
@@ -363,13 +414,17 @@ class OnlineIRelief(WeightSelector):
     def _encode_reference(self, X, y, index):
         """Scaled float64 rows, class codes and stream positions of a reference sample."""
         if X.shape[1] != self.nu_.shape[0]:
-            raise ValueError(f"The reference rows have {X.shape[1]} features but the stream "
-                             f"has {self.nu_.shape[0]}; use the same feature columns.")
+            raise ValueError(
+                f"The reference rows have {X.shape[1]} features but the stream "
+                f"has {self.nu_.shape[0]}; use the same feature columns."
+            )
         unknown = np.setdiff1d(np.unique(y), self.classes_)
         if unknown.size:
-            raise ValueError(f"The reference rows have labels {unknown.tolist()} that are not "
-                             f"among the stream's classes {self.classes_.tolist()}; pass "
-                             "classes= with every label on the first partial_fit call.")
+            raise ValueError(
+                f"The reference rows have labels {unknown.tolist()} that are not "
+                f"among the stream's classes {self.classes_.tolist()}; pass "
+                "classes= with every label on the first partial_fit call."
+            )
         X = np.asarray(X, dtype=np.float64)
         if self._scale is not None:
             X = self._scale.apply(X)
@@ -418,7 +473,8 @@ class OnlineIRelief(WeightSelector):
             "params": params,
             "n_steps": int(self.n_steps_),
             "rng": self._rng.bit_generator.state,
-            "feature_names_in": None if not hasattr(self, "feature_names_in_")
+            "feature_names_in": None
+            if not hasattr(self, "feature_names_in_")
             else [str(c) for c in self.feature_names_in_],
             "scaled": scaling is not None,
             "reference": ref is not None,
@@ -429,11 +485,19 @@ class OnlineIRelief(WeightSelector):
             "discrete": bool(self.discrete_features_.any()),
             "reference_missing": 0 if ref is None else int(np.isnan(ref[0]).sum()),
         }
-        arrays = {"nu": self.nu_, "w": self.feature_importances_,
-                  "classes": _plain_array(self.classes_), "miss_prior": self._miss_prior}
+        arrays = {
+            "nu": self.nu_,
+            "w": self.feature_importances_,
+            "classes": _plain_array(self.classes_),
+            "miss_prior": self._miss_prior,
+        }
         if scaling is not None:
-            arrays.update({key: np.asarray(getattr(scaling, key), dtype=np.float64)
-                           for key in ("offset", "span", "prescale")})
+            arrays.update(
+                {
+                    key: np.asarray(getattr(scaling, key), dtype=np.float64)
+                    for key in ("offset", "span", "prescale")
+                }
+            )
         if ref is not None:
             arrays.update(zip(("ref_X", "ref_codes", "ref_index"), ref))
         if header["discrete"]:
@@ -472,14 +536,17 @@ class OnlineIRelief(WeightSelector):
         self.feature_importances_ = f["w"]
         self.classes_ = f["classes"]
         self._miss_prior = f["miss_prior"]
-        self._scale = Scaling(f["offset"], f["span"], f["prescale"]) if header["scaled"] \
-            else None
-        self._fixed_ref = (f["ref_X"], f["ref_codes"], f["ref_index"]) \
-            if header["reference"] else None
+        self._scale = Scaling(f["offset"], f["span"], f["prescale"]) if header["scaled"] else None
+        self._fixed_ref = (
+            (f["ref_X"], f["ref_codes"], f["ref_index"]) if header["reference"] else None
+        )
         self.n_steps_ = header["n_steps"]
         self.n_features_in_ = header["n_features"]
-        self.discrete_features_ = f["discrete"].astype(np.bool_) if header["discrete"] \
+        self.discrete_features_ = (
+            f["discrete"].astype(np.bool_)
+            if header["discrete"]
             else np.zeros(header["n_features"], dtype=np.bool_)
+        )
         if header["feature_names_in"] is not None:
             self.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
         self._rng = rng

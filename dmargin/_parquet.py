@@ -39,8 +39,9 @@ def _decode(column):
     import pyarrow as pa
 
     if pa.types.is_dictionary(column.type):
-        return pa.chunked_array([c.dictionary_decode() for c in column.chunks],
-                                type=column.type.value_type)
+        return pa.chunked_array(
+            [c.dictionary_decode() for c in column.chunks], type=column.type.value_type
+        )
     return column
 
 
@@ -53,8 +54,9 @@ def _slices(parquet_file, group, start, stop, columns, read_rows):
     import pyarrow as pa
 
     pos = 0
-    for batch in parquet_file.iter_batches(batch_size=read_rows, row_groups=[group],
-                                           columns=columns):
+    for batch in parquet_file.iter_batches(
+        batch_size=read_rows, row_groups=[group], columns=columns
+    ):
         end = pos + batch.num_rows
         if end > start:
             lo, hi = max(start - pos, 0), min(stop, end) - pos
@@ -71,9 +73,12 @@ def _with_partition(table, keys, partition):
     for field in partition:
         if field.name not in table.column_names:
             value = keys.get(field.name)
-            table = table.append_column(field, pa.nulls(table.num_rows, field.type)
-                                        if value is None else
-                                        pa.repeat(pa.scalar(value, field.type), table.num_rows))
+            table = table.append_column(
+                field,
+                pa.nulls(table.num_rows, field.type)
+                if value is None
+                else pa.repeat(pa.scalar(value, field.type), table.num_rows),
+            )
     return table
 
 
@@ -88,7 +93,8 @@ def _arrays(table, spec, where):
             raise ValueError(
                 f"{where}: {labels.null_count} rows have no value in the label column "
                 f"{spec.label!r}. Pass missing_label='drop' to read_parquet to skip them, or "
-                "missing_label='keep' to get them as missing values.")
+                "missing_label='keep' to get them as missing values."
+            )
         if spec.missing_label == "drop":
             table = table.filter(pc.is_valid(labels))
             labels = _decode(table.column(spec.label))
@@ -128,13 +134,11 @@ def _batches(spec, path, pieces, partition_expression):
     try:
         with spec.filesystem.open_input_file(path) as source:
             # pre_buffer would read whole column chunks (a row group) before decoding.
-            parquet_file = pq.ParquetFile(source, pre_buffer=False,
-                                           buffer_size=spec.buffer_bytes)
+            parquet_file = pq.ParquetFile(source, pre_buffer=False, buffer_size=spec.buffer_bytes)
             have = set(parquet_file.schema_arrow.names)
             columns = [c for c in spec.columns if c in have]
             for group, start, stop in pieces:
-                for table in _slices(parquet_file, group, start, stop, columns,
-                                     spec.read_rows):
+                for table in _slices(parquet_file, group, start, stop, columns, spec.read_rows):
                     table = _with_partition(table, keys, spec.partition)
                     if spec.filter is not None:
                         table = table.filter(spec.filter)
@@ -144,7 +148,8 @@ def _batches(spec, path, pieces, partition_expression):
             f"{path}, row group {group}: could not be read ({type(exc).__name__}: "
             f"{one_line(exc)}). "
             "Re-write or remove this file (if it is on remote storage, check that every "
-            "worker can read it).") from exc
+            "worker can read it)."
+        ) from exc
 
 
 def _read_block(spec, path, pieces, partition_expression, n_rows):
@@ -153,7 +158,7 @@ def _read_block(spec, path, pieces, partition_expression, n_rows):
     y = np.empty(n_rows, dtype=spec.y_dtype)
     k = 0
     for xb, yb in _batches(spec, path, pieces, partition_expression):
-        X[k:k + len(yb)], y[k:k + len(yb)] = xb, yb
+        X[k : k + len(yb)], y[k : k + len(yb)] = xb, yb
         k += len(yb)
     if k < n_rows:  # rows filtered out
         X, y = X[:k].copy(), y[:k].copy()
@@ -165,9 +170,20 @@ def _read_block(spec, path, pieces, partition_expression, n_rows):
 # ---------------------------------------------------------------------------
 
 
-def read_parquet(path, label, features=None, *, exclude=None, filters=None,
-                 missing_label="raise", split_row_groups=True, filesystem=None,
-                 chunk_bytes=None, partition_features=False, as_frame=False):
+def read_parquet(
+    path,
+    label,
+    features=None,
+    *,
+    exclude=None,
+    filters=None,
+    missing_label="raise",
+    split_row_groups=True,
+    filesystem=None,
+    chunk_bytes=None,
+    partition_features=False,
+    as_frame=False,
+):
     """Read features and labels from Parquet as dask arrays with known chunks.
 
     Parameters
@@ -285,44 +301,67 @@ def read_parquet(path, label, features=None, *, exclude=None, filters=None,
     import dask.array as da
     from dask.base import tokenize
 
-    spec, groups = plan_dataset(path, label, features, filters, missing_label, filesystem,
-                                chunk_bytes, partition_features, exclude)
+    spec, groups = plan_dataset(
+        path,
+        label,
+        features,
+        filters,
+        missing_label,
+        filesystem,
+        chunk_bytes,
+        partition_features,
+        exclude,
+    )
     blocks = plan_blocks(groups, spec.chunk_rows, split_row_groups)
     versions = file_versions(spec, [p for p, *_ in blocks])
     # A block's key is a hash of everything its task reads, as dask's own.
     reads = [
         dask.delayed(_read_block, pure=True, nout=2)(
-            spec, p, s, e, n, dask_key_name="dmargin-read-parquet-" + tokenize(
-                _read_block, spec, p, s, str(e), n, versions.get(p)))
+            spec,
+            p,
+            s,
+            e,
+            n,
+            dask_key_name="dmargin-read-parquet-"
+            + tokenize(_read_block, spec, p, s, str(e), n, versions.get(p)),
+        )
         for p, s, e, n in blocks
     ]
     lengths = [n for *_, n in blocks]
     if filters is not None or missing_label == "drop":
         reads = dask.persist(*reads, optimize_graph=False)  # see _compat.compute
-        lengths = compute(*[dask.delayed(len)(r[1]) for r in reads],
-                          what="the row counts after filtering")
+        lengths = compute(
+            *[dask.delayed(len)(r[1]) for r in reads], what="the row counts after filtering"
+        )
         kept = [i for i, n in enumerate(lengths) if n]
         if not kept:
-            raise ValueError(f"The Parquet dataset at {path!r} has no rows left after "
-                             "filtering and dropping rows with missing labels.")
+            raise ValueError(
+                f"The Parquet dataset at {path!r} has no rows left after "
+                "filtering and dropping rows with missing labels."
+            )
         reads, lengths = [reads[i] for i in kept], [lengths[i] for i in kept]
     a = len(spec.features)
-    X = da.concatenate([da.from_delayed(r[0], shape=(n, a), dtype=np.float64)
-                        for r, n in zip(reads, lengths)])
-    y = da.concatenate([da.from_delayed(r[1], shape=(n,), dtype=spec.y_dtype)
-                        for r, n in zip(reads, lengths)])
+    X = da.concatenate(
+        [da.from_delayed(r[0], shape=(n, a), dtype=np.float64) for r, n in zip(reads, lengths)]
+    )
+    y = da.concatenate(
+        [da.from_delayed(r[1], shape=(n,), dtype=spec.y_dtype) for r, n in zip(reads, lengths)]
+    )
     if as_frame:
         import dask.dataframe as dd
 
-        return (dd.from_dask_array(X, columns=list(spec.features)),
-                dd.from_dask_array(y, columns=label))
+        return (
+            dd.from_dask_array(X, columns=list(spec.features)),
+            dd.from_dask_array(y, columns=label),
+        )
     # The schema's names travel with the array to the estimators fitted on it.
     X.feature_names = np.asarray(spec.features, dtype=object)
     return X, y
 
 
-def parquet_features(path, label, features=None, *, exclude=(), partition_features=False,
-                     filesystem=None):
+def parquet_features(
+    path, label, features=None, *, exclude=(), partition_features=False, filesystem=None
+):
     """The feature columns :func:`read_parquet` reads, in its order, checked.
 
     Parameters
@@ -338,14 +377,25 @@ def parquet_features(path, label, features=None, *, exclude=(), partition_featur
     names : list of str
         Pass them as ``features=`` to read :func:`read_parquet` in this order.
     """
-    spec, _ = plan_dataset(path, label, features, None, "keep", filesystem, None,
-                           partition_features, exclude)
+    spec, _ = plan_dataset(
+        path, label, features, None, "keep", filesystem, None, partition_features, exclude
+    )
     return list(spec.features)
 
 
-def iter_parquet(path, label, features=None, *, exclude=None, filters=None, batch_rows=None,
-                 missing_label="raise", filesystem=None, chunk_bytes=None,
-                 partition_features=False):
+def iter_parquet(
+    path,
+    label,
+    features=None,
+    *,
+    exclude=None,
+    filters=None,
+    batch_rows=None,
+    missing_label="raise",
+    filesystem=None,
+    chunk_bytes=None,
+    partition_features=False,
+):
     """Iterate over a Parquet dataset as ``(X, y)`` numpy chunks, one read at a time.
 
     For streaming a dataset larger than memory through
@@ -395,12 +445,24 @@ def iter_parquet(path, label, features=None, *, exclude=None, filters=None, batc
     >>> [y.tolist() for _, y in iter_parquet(path, "y", filters=[("a", "<", 0.5)])]
     [[0, 0]]
     """
-    if batch_rows is not None and (isinstance(batch_rows, bool) or not
-                                   isinstance(batch_rows, (int, np.integer)) or batch_rows < 1):
+    if batch_rows is not None and (
+        isinstance(batch_rows, bool)
+        or not isinstance(batch_rows, (int, np.integer))
+        or batch_rows < 1
+    ):
         raise ValueError(f"batch_rows must be a positive integer or None; got {batch_rows!r}.")
     # Checked here, when iter_parquet is called, not at the first next().
-    spec, groups = plan_dataset(path, label, features, filters, missing_label, filesystem,
-                                chunk_bytes, partition_features, exclude)
+    spec, groups = plan_dataset(
+        path,
+        label,
+        features,
+        filters,
+        missing_label,
+        filesystem,
+        chunk_bytes,
+        partition_features,
+        exclude,
+    )
     return _iter_blocks(path, spec, groups, batch_rows)
 
 
@@ -429,7 +491,7 @@ def _iter_blocks(path, spec, groups, batch_rows):
                     X = np.empty((cap, len(spec.features)), dtype=np.float64)
                     y = np.empty(cap, dtype=spec.y_dtype)
                 take = min(cap - k, len(yb) - i)
-                X[k:k + take], y[k:k + take] = xb[i:i + take], yb[i:i + take]
+                X[k : k + take], y[k : k + take] = xb[i : i + take], yb[i : i + take]
                 k, i, got = k + take, i + take, got + take
                 if k == cap:
                     yield chunk()
@@ -443,5 +505,7 @@ def _iter_blocks(path, spec, groups, batch_rows):
     if k:
         yield chunk()
     if not n_seen:
-        raise ValueError(f"The Parquet dataset at {path!r} has no rows left after "
-                         "filtering and dropping rows with missing labels.")
+        raise ValueError(
+            f"The Parquet dataset at {path!r} has no rows left after "
+            "filtering and dropping rows with missing labels."
+        )

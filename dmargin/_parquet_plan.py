@@ -52,8 +52,10 @@ def one_line(exc):
 
 
 def _unreadable(path, exc):
-    return (f"{path}: not a readable Parquet file ({one_line(exc)}). Re-write or remove "
-            "this file (names starting with '_' or '.' are skipped as not data).")
+    return (
+        f"{path}: not a readable Parquet file ({one_line(exc)}). Re-write or remove "
+        "this file (names starting with '_' or '.' are skipped as not data)."
+    )
 
 
 def _dataset(source, first, **kw):
@@ -80,21 +82,25 @@ def _check_entry(entry, real, real_folder, real_root, root, seen):
         if not os.path.exists(real):
             raise ValueError(
                 f"{entry.path} is a symbolic link to {real}, which does not exist. Remove the "
-                "link, or point it at a Parquet file.")
+                "link, or point it at a Parquet file."
+            )
         if not _inside(real, real_root):
             raise ValueError(
                 f"{entry.path} is a symbolic link to {real}, outside the directory {root} being "
                 "read. Links are followed only within that directory, so that a link cannot pull "
-                f"in other data or loop: pass {real} itself, or copy the data into {root}.")
+                f"in other data or loop: pass {real} itself, or copy the data into {root}."
+            )
         if _inside(real_folder, real):
             raise ValueError(
                 f"{entry.path} is a symbolic link to {real}, a directory that contains the link: "
-                "a loop, which would read the same files again at every turn. Remove the link.")
+                "a loop, which would read the same files again at every turn. Remove the link."
+            )
     if real in seen:
         raise ValueError(
             f"{entry.path} and {seen[real]} are the same file or directory ({real}), reached "
             "twice through a symbolic link: reading both would count its rows twice (or loop "
-            "for ever). Remove the link.")
+            "for ever). Remove the link."
+        )
 
 
 def _data_files(root):
@@ -115,8 +121,11 @@ def _data_files(root):
         for entry in entries:
             if entry.name.startswith(_NOT_DATA):
                 continue
-            real = (os.path.realpath(entry.path) if entry.is_symlink()
-                    else os.path.join(real_folder, entry.name))
+            real = (
+                os.path.realpath(entry.path)
+                if entry.is_symlink()
+                else os.path.join(real_folder, entry.name)
+            )
             _check_entry(entry, real, real_folder, real_root, root, seen)
             seen[real] = entry.path
             if entry.is_dir():
@@ -124,8 +133,10 @@ def _data_files(root):
             elif entry.is_file():
                 files.append(entry.path)
             else:
-                raise ValueError(f"{entry.path} is neither a regular file nor a directory (a "
-                                 f"pipe, socket or device); remove it from {root}.")
+                raise ValueError(
+                    f"{entry.path} is neither a regular file nor a directory (a "
+                    f"pipe, socket or device); remove it from {root}."
+                )
     return sorted(files)
 
 
@@ -140,21 +151,31 @@ def _discover(path, filesystem):
         if not os.path.exists(path):
             raise FileNotFoundError(
                 f"Parquet path {path!r} does not exist. Check the path (relative paths are "
-                "resolved against the current directory of the client process).")
+                "resolved against the current directory of the client process)."
+            )
         local = pyarrow.fs.LocalFileSystem()
         if os.path.isdir(path):
             files = _data_files(path)
-            return _dataset(files, files[0] if files else path, partitioning="hive",
-                            partition_base_dir=path, filesystem=local)
+            return _dataset(
+                files,
+                files[0] if files else path,
+                partitioning="hive",
+                partition_base_dir=path,
+                filesystem=local,
+            )
         if not os.path.isfile(path):
-            raise ValueError(f"Parquet path {path!r} is neither a regular file nor a "
-                             "directory (a pipe, socket or device).")
+            raise ValueError(
+                f"Parquet path {path!r} is neither a regular file nor a "
+                "directory (a pipe, socket or device)."
+            )
         return _dataset(path, path, filesystem=local)
     try:
         return _dataset(path, f"a file of {path}", partitioning="hive", filesystem=filesystem)
     except FileNotFoundError as e:
-        raise FileNotFoundError(f"Parquet path {path!r} does not exist ({e}). Check the "
-                                "path and the filesystem / storage credentials.") from e
+        raise FileNotFoundError(
+            f"Parquet path {path!r} does not exist ({e}). Check the "
+            "path and the filesystem / storage credentials."
+        ) from e
 
 
 # ---------------------------------------------------------------------------
@@ -188,8 +209,12 @@ def _is_numeric(arrow_type):
     import pyarrow as pa
 
     t = _value_type(arrow_type)
-    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-            or pa.types.is_decimal(t))
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_decimal(t)
+    )
 
 
 def _type_class(arrow_type, is_label):
@@ -219,8 +244,7 @@ def _footers(fragments):
             fragment.ensure_complete_metadata()
             return fragment.physical_schema, fragment.row_groups
         except (pa.ArrowException, OSError) as exc:
-            raise ValueError(
-                _unreadable(fragment.path, exc)) from exc
+            raise ValueError(_unreadable(fragment.path, exc)) from exc
 
     if len(fragments) <= 1:
         return [one(f) for f in fragments]
@@ -271,8 +295,10 @@ def _check_files(paths, schemas, columns, first, label, features_given):
                 elif features_given:
                     fix = f"Pass features=[...] without {c!r}, or rewrite {path} with that column."
                 else:
-                    fix = (f"Pass features=[...] without {c!r} to leave it out, or rewrite "
-                           f"{path} with that column.")
+                    fix = (
+                        f"Pass features=[...] without {c!r} to leave it out, or rewrite "
+                        f"{path} with that column."
+                    )
                 raise ValueError(f"Column {c!r} is in {p0} but not in {path}. {fix}")
             t = schema.field(c).type
             k0, k = _type_class(t0, c == label), _type_class(t, c == label)
@@ -280,12 +306,12 @@ def _check_files(paths, schemas, columns, first, label, features_given):
                 raise ValueError(
                     f"Column {c!r} is {t0} in {p0} but {t} in {path}: a column must hold one "
                     f"kind of values in every file. Rewrite one of the two files with the "
-                    f"other's type" + (" (or pass features=[...] without it)."
-                                       if c != label else "."))
+                    f"other's type"
+                    + (" (or pass features=[...] without it)." if c != label else ".")
+                )
 
 
-def _columns(dataset, footers, partition, label, features, partition_features=False,
-             exclude=()):
+def _columns(dataset, footers, partition, label, features, partition_features=False, exclude=()):
     """Check the columns across files: ``(features, {column: arrow type}, label kind)``.
 
     Feature columns default to every column but the label and ``exclude``,
@@ -302,49 +328,71 @@ def _columns(dataset, footers, partition, label, features, partition_features=Fa
     types.update(zip(partition.names, partition.types))
     names = list(types)
     if label not in types:
-        raise ValueError(f"Label column {label!r} is not in the Parquet dataset, whose columns "
-                         f"are {names}. Pass label= one of them.")
+        raise ValueError(
+            f"Label column {label!r} is not in the Parquet dataset, whose columns "
+            f"are {names}. Pass label= one of them."
+        )
     unknown = [c for c in exclude if c not in types]
     if unknown:
-        raise ValueError(f"exclude= names columns {unknown} that are not in the Parquet "
-                         f"dataset, whose columns are {names}. Correct exclude= (names are "
-                         "case-sensitive).")
+        raise ValueError(
+            f"exclude= names columns {unknown} that are not in the Parquet "
+            f"dataset, whose columns are {names}. Correct exclude= (names are "
+            "case-sensitive)."
+        )
     # Excluded columns need not be in every file.
     features_given = features is not None or bool(exclude)
     if features is None:
         # A partition key (part=a/, date=2024-01-01/) says where Spark wrote a row,
         # not what was measured: a feature only when asked for.
-        features = [n for n in names if n != label and n not in exclude
-                    and (partition_features or n not in partition.names)]
+        features = [
+            n
+            for n in names
+            if n != label and n not in exclude and (partition_features or n not in partition.names)
+        ]
     else:
         features = [str(f) for f in features]
         unknown = [f for f in features if f not in types]
         if unknown:
-            raise ValueError(f"features= names columns {unknown} that are not in the Parquet "
-                             f"dataset, whose columns are {names}.")
+            raise ValueError(
+                f"features= names columns {unknown} that are not in the Parquet "
+                f"dataset, whose columns are {names}."
+            )
         if label in features:
-            raise ValueError(f"The label column {label!r} is also listed in features; "
-                             "remove it from features.")
+            raise ValueError(
+                f"The label column {label!r} is also listed in features; remove it from features."
+            )
     if not features:
-        raise ValueError("No feature columns: the dataset has only the label column"
-                         + (f" and the partition columns {partition.names} (pass "
-                            "partition_features=True to use them)" if partition.names else "")
-                         + ".")
+        raise ValueError(
+            "No feature columns: the dataset has only the label column"
+            + (
+                f" and the partition columns {partition.names} (pass "
+                "partition_features=True to use them)"
+                if partition.names
+                else ""
+            )
+            + "."
+        )
     in_files = [c for c in features + [label] if c in first]
     _check_files(paths, schemas, in_files, first, label, features_given)
-    kinds = {_label_kind(s.field(label).type) for s in schemas
-             if label in s.names and not pa.types.is_null(s.field(label).type)}
+    kinds = {
+        _label_kind(s.field(label).type)
+        for s in schemas
+        if label in s.names and not pa.types.is_null(s.field(label).type)
+    }
     kinds = kinds or {_label_kind(types[label])}
     kind = "float" if kinds == {"int", "float"} else kinds.pop()
     if kind is None:
-        raise ValueError(f"Label column {label!r} has type {types[label]}; use "
-                         "integer, string, boolean or categorical class labels.")
+        raise ValueError(
+            f"Label column {label!r} has type {types[label]}; use "
+            "integer, string, boolean or categorical class labels."
+        )
     bad = [f for f in features if not _is_numeric(types[f])]
     if bad:
         raise ValueError(
             f"Feature columns {bad} are not numeric "
             f"({', '.join(str(types[f]) for f in bad)}). Pass features=[...] "
-            "without them, or encode them as numbers before writing the Parquet data.")
+            "without them, or encode them as numbers before writing the Parquet data."
+        )
     return features, types, kind
 
 
@@ -362,9 +410,11 @@ def _filter_columns(filters, types):
     try:
         pa.schema([(c, types[c]) for c in cols]).empty_table().filter(filters)
     except (pa.ArrowException, TypeError) as exc:
-        raise ValueError(f"filters={text} cannot be applied to the Parquet dataset ({exc}). "
-                         f"Filters compare columns of the dataset, {list(types)}, with values "
-                         "of their type.") from exc
+        raise ValueError(
+            f"filters={text} cannot be applied to the Parquet dataset ({exc}). "
+            f"Filters compare columns of the dataset, {list(types)}, with values "
+            "of their type."
+        ) from exc
     return cols
 
 
@@ -386,8 +436,19 @@ def _label_dtype(kind, missing_label):
 class _Spec:
     """What a block reader needs besides the file and its rows (shared by all blocks)."""
 
-    __slots__ = ("filesystem", "features", "label", "y_dtype", "missing_label", "filter",
-                 "columns", "partition", "chunk_rows", "read_rows", "buffer_bytes")
+    __slots__ = (
+        "filesystem",
+        "features",
+        "label",
+        "y_dtype",
+        "missing_label",
+        "filter",
+        "columns",
+        "partition",
+        "chunk_rows",
+        "read_rows",
+        "buffer_bytes",
+    )
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -397,9 +458,17 @@ class _Spec:
         # Every field a reader uses; pyarrow's objects by their printed form, the
         # filesystem by its kind and root (its repr holds an address).
         fs = self.filesystem
-        return tuple((k, (fs.type_name, getattr(fs, "base_path", None)) if k == "filesystem"
-                      else getattr(self, k) if k in ("features", "columns")
-                      else str(getattr(self, k))) for k in self.__slots__)
+        return tuple(
+            (
+                k,
+                (fs.type_name, getattr(fs, "base_path", None))
+                if k == "filesystem"
+                else getattr(self, k)
+                if k in ("features", "columns")
+                else str(getattr(self, k)),
+            )
+            for k in self.__slots__
+        )
 
 
 def file_versions(spec, paths):
@@ -417,10 +486,14 @@ def file_versions(spec, paths):
 def _chunk_rows(chunk_bytes, n_features):
     if chunk_bytes is None:
         chunk_bytes = _CHUNK_BYTES
-    if (isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer))
-            or chunk_bytes < 1):
-        raise ValueError(f"chunk_bytes must be a positive integer (bytes) or None; "
-                         f"got {chunk_bytes!r}.")
+    if (
+        isinstance(chunk_bytes, bool)
+        or not isinstance(chunk_bytes, (int, np.integer))
+        or chunk_bytes < 1
+    ):
+        raise ValueError(
+            f"chunk_bytes must be a positive integer (bytes) or None; got {chunk_bytes!r}."
+        )
     return max(1, int(chunk_bytes) // (8 * (n_features + 1)))
 
 
@@ -438,13 +511,24 @@ def _exclude_names(exclude, features):
     if bad:
         raise ValueError(f"exclude= must list column names (strings); got {bad}.")
     if exclude and features is not None:
-        raise ValueError("features= and exclude= are both given; list the feature columns "
-                         "in features=, or the columns to leave out in exclude=, not both.")
+        raise ValueError(
+            "features= and exclude= are both given; list the feature columns "
+            "in features=, or the columns to leave out in exclude=, not both."
+        )
     return exclude
 
 
-def plan_dataset(path, label, features, filters, missing_label, filesystem, chunk_bytes,
-                 partition_features=False, exclude=()):
+def plan_dataset(
+    path,
+    label,
+    features,
+    filters,
+    missing_label,
+    filesystem,
+    chunk_bytes,
+    partition_features=False,
+    exclude=(),
+):
     """Check the dataset and list its row groups: ``(spec, groups)``.
 
     ``groups`` holds ``(file path, row group id, partition expression, rows
@@ -454,45 +538,69 @@ def plan_dataset(path, label, features, filters, missing_label, filesystem, chun
     import pyarrow.parquet as pq
 
     if missing_label not in _MISSING:
-        raise ValueError(f"missing_label={missing_label!r} is not valid; it must be one of "
-                         f"{', '.join(map(repr, _MISSING))}.")
+        raise ValueError(
+            f"missing_label={missing_label!r} is not valid; it must be one of "
+            f"{', '.join(map(repr, _MISSING))}."
+        )
     exclude = _exclude_names(exclude, features)
     dataset = _discover(path, filesystem)
     if not dataset.files:
-        raise ValueError(f"The Parquet dataset at {path!r} has no rows (no data files; names "
-                         "starting with '_' or '.' such as _SUCCESS are not data).")
+        raise ValueError(
+            f"The Parquet dataset at {path!r} has no rows (no data files; names "
+            "starting with '_' or '.' such as _SUCCESS are not data)."
+        )
     if filters is not None and not hasattr(filters, "is_valid"):  # DNF list, not an Expression
         filters = pq.filters_to_expression(filters)
     try:  # partition filters skip whole files here
         fragments = list(dataset.get_fragments(filter=filters))
     except pa.ArrowException as exc:
-        raise ValueError(f"filters={filters} cannot be applied to the Parquet dataset at "
-                         f"{path!r} ({exc}).") from exc
+        raise ValueError(
+            f"filters={filters} cannot be applied to the Parquet dataset at {path!r} ({exc})."
+        ) from exc
     footers = _footers(fragments)
     partition = _partition_schema(dataset, fragments)
     features, types, kind = _columns(
-        dataset, [(f.path, s) for f, (s, _) in zip(fragments, footers)], partition, label,
-        features, partition_features, exclude)
+        dataset,
+        [(f.path, s) for f, (s, _) in zip(fragments, footers)],
+        partition,
+        label,
+        features,
+        partition_features,
+        exclude,
+    )
     needed = features + [label]
     if filters is not None:
         needed += [c for c in _filter_columns(filters, types) if c not in needed]
     chunk_rows = _chunk_rows(chunk_bytes, len(features))
-    spec = _Spec(filesystem=dataset.filesystem, features=features, label=label,
-                 y_dtype=_label_dtype(kind, missing_label), missing_label=missing_label,
-                 filter=filters, columns=[c for c in needed if c not in partition.names],
-                 partition=pa.schema([partition.field(c) for c in needed
-                                      if c in partition.names]),
-                 chunk_rows=chunk_rows,
-                 read_rows=min(_READ_ROWS, chunk_rows, _chunk_rows(_READ_BYTES, len(features))),
-                 buffer_bytes=min(2**20, max(2**16, _BUFFER_BYTES // len(needed))))
-    groups = [(f.path, g.id, f.partition_expression, g.num_rows)
-              for f, (_, row_groups) in zip(fragments, footers) for g in row_groups
-              if g.num_rows]
+    spec = _Spec(
+        filesystem=dataset.filesystem,
+        features=features,
+        label=label,
+        y_dtype=_label_dtype(kind, missing_label),
+        missing_label=missing_label,
+        filter=filters,
+        columns=[c for c in needed if c not in partition.names],
+        partition=pa.schema([partition.field(c) for c in needed if c in partition.names]),
+        chunk_rows=chunk_rows,
+        read_rows=min(_READ_ROWS, chunk_rows, _chunk_rows(_READ_BYTES, len(features))),
+        buffer_bytes=min(2**20, max(2**16, _BUFFER_BYTES // len(needed))),
+    )
+    groups = [
+        (f.path, g.id, f.partition_expression, g.num_rows)
+        for f, (_, row_groups) in zip(fragments, footers)
+        for g in row_groups
+        if g.num_rows
+    ]
     if not groups:
-        raise ValueError(f"The Parquet dataset at {path!r} has no rows"
-                         + (" that pass the filters." if filters is not None else
-                            " (no data files, or only empty ones; names starting with '_' or "
-                            "'.' such as _SUCCESS are not data)."))
+        raise ValueError(
+            f"The Parquet dataset at {path!r} has no rows"
+            + (
+                " that pass the filters."
+                if filters is not None
+                else " (no data files, or only empty ones; names starting with '_' or "
+                "'.' such as _SUCCESS are not data)."
+            )
+        )
     return spec, groups
 
 

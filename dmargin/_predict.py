@@ -46,12 +46,25 @@ def new_dask_rows(estimator, X, *, fitted="classes_"):
     it is computed (:func:`dmargin.engine.new_row_blocks`).
     """
     check_is_fitted(estimator, fitted)
-    return new_row_blocks(X, estimator.n_features_in_,
-                          getattr(estimator, "feature_names_in_", None), type(estimator).__name__)
+    return new_row_blocks(
+        X,
+        estimator.n_features_in_,
+        getattr(estimator, "feature_names_in_", None),
+        type(estimator).__name__,
+    )
 
 
-def predict_blocks(estimator, fn, X, *args, y=None, n_cols=None, dtype=np.float64,
-                   fitted="classes_", gather_as=None):
+def predict_blocks(
+    estimator,
+    fn,
+    X,
+    *args,
+    y=None,
+    n_cols=None,
+    dtype=np.float64,
+    fitted="classes_",
+    gather_as=None,
+):
     """``fn(X_block[, y_block], *args)`` over the row blocks of the new rows ``X``.
 
     Parameters

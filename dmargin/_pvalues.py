@@ -56,10 +56,12 @@ GLOBAL_LEVEL = 0.05
 
 def alternatives(name):
     """What to use when per-feature p-values are not available."""
-    return (f"For p-values of the global null (no feature related to the labels), exact on "
-            f"any data, use {name}(n_permutations=B); for the features that matter, with "
-            f"the false discovery rate controlled given the other features, use "
-            f"dmargin.KnockoffSelector({name}()).")
+    return (
+        f"For p-values of the global null (no feature related to the labels), exact on "
+        f"any data, use {name}(n_permutations=B); for the features that matter, with "
+        f"the false discovery rate controlled given the other features, use "
+        f"dmargin.KnockoffSelector({name}())."
+    )
 
 
 class PValues:
@@ -72,13 +74,16 @@ class PValues:
         if reasons and name in reasons:
             label = type(self).__name__
             raise PValuesUnavailableError(
-                f"{label}.{name} is not available: {reasons[name]}. {alternatives(label)}")
+                f"{label}.{name} is not available: {reasons[name]}. {alternatives(label)}"
+            )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 #: Why a fit with permutation p-values has no t-statistics.
-PERMUTATION_T = ("permutation p-values (n_permutations=B) come without STIR's t-statistics "
-                 "(pvalues=True with two classes adds them)")
+PERMUTATION_T = (
+    "permutation p-values (n_permutations=B) come without STIR's t-statistics "
+    "(pvalues=True with two classes adds them)"
+)
 
 
 def set_pvalues(est, pvalues=None, t=None, reason=None, t_reason=None, global_p=None):
@@ -108,8 +113,10 @@ def set_pvalues(est, pvalues=None, t=None, reason=None, t_reason=None, global_p=
 
 def not_asked(est):
     """The reason :func:`set_pvalues` gives when a fit asked for no p-values."""
-    return (f"{type(est).__name__} was fitted with pvalues=False and n_permutations=0, "
-            "so it computed no p-values")
+    return (
+        f"{type(est).__name__} was fitted with pvalues=False and n_permutations=0, "
+        "so it computed no p-values"
+    )
 
 
 def simes(pvalues):
@@ -135,10 +142,12 @@ def signal_found(t, pvalues, names=None):
         return None
     f = int(np.argmin(pvalues))
     feature = f"feature {names[f]!r} (column {f})" if names is not None else f"column {f}"
-    return (f"{feature} carries signal (STIR's global p = {g:.3g}, Simes' combination of the "
-            "features' p-values, kept as global_pvalue_); with an informative feature present "
-            "the other features' p-values are not calibrated: they test the global null, not "
-            "whether each feature matters")
+    return (
+        f"{feature} carries signal (STIR's global p = {g:.3g}, Simes' combination of the "
+        "features' p-values, kept as global_pvalue_); with an informative feature present "
+        "the other features' p-values are not calibrated: they test the global null, not "
+        "whether each feature matters"
+    )
 
 
 def set_stir_pvalues(est, t, pvalues, n_features):
@@ -175,8 +184,9 @@ def raw_pvalues(est):
 def warn_uncalibrated(estimator, reason, n_features):
     """Say why the fit returns no p-values, and what to use instead; returns the
     reason a later read of ``pvalues_`` gives."""
-    return warn_declined(estimator, f"STIR's law has not been shown calibrated on {reason}",
-                         n_features)
+    return warn_declined(
+        estimator, f"STIR's law has not been shown calibrated on {reason}", n_features
+    )
 
 
 def warn_declined(estimator, why, n_features):
@@ -190,5 +200,7 @@ def warn_declined(estimator, why, n_features):
         "for a discovery at q = 0.05 to be possible), dmargin.KnockoffSelector for the "
         "features that matter (the false discovery rate controlled given the other "
         "features), or pvalues=False for the scores alone.",
-        UncalibratedPValuesWarning, stacklevel=user_stacklevel())
+        UncalibratedPValuesWarning,
+        stacklevel=user_stacklevel(),
+    )
     return f"{name}(pvalues=True) declined them: {why}"

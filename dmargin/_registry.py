@@ -88,5 +88,8 @@ def estimators() -> list[tuple[str, type]]:
 
 def cli_methods() -> dict[str, tuple[str, dict]]:
     """The command line's ``--method`` values: ``{method: (class name, parameters)}``."""
-    return {method: (entry.name, dict(params)) for entry in ESTIMATORS
-            for method, params in entry.methods.items()}
+    return {
+        method: (entry.name, dict(params))
+        for entry in ESTIMATORS
+        for method, params in entry.methods.items()
+    }

@@ -110,8 +110,16 @@ def continuous_relieff_sum(rows, y, n_neighbors, bound, anchors=None, kinds=None
     total, passes = np.zeros(rows.n_features), 0
     while True:
         share, rest = knn_target_statistic(
-            rows, y, reach, relieff_continuous_agg, (n_neighbors, bound),
-            (n_hits, n_misses), anchors=anchors, combine=merge.add_and_concat, kinds=kinds)
+            rows,
+            y,
+            reach,
+            relieff_continuous_agg,
+            (n_neighbors, bound),
+            (n_hits, n_misses),
+            anchors=anchors,
+            combine=merge.add_and_concat,
+            kinds=kinds,
+        )
         total += share
         passes += 1
         if rest.size == 0:
@@ -121,8 +129,11 @@ def continuous_relieff_sum(rows, y, n_neighbors, bound, anchors=None, kinds=None
         reach = min(2 * reach, n - 1)
         keep = np.isin(index, rest)
         index, n_hits, n_misses = index[keep], n_hits[keep], n_misses[keep]
-        anchors = rows_at(rows, index) if anchors is None else Anchors(
-            anchors.X[keep], anchors.codes[keep], index)
+        anchors = (
+            rows_at(rows, index)
+            if anchors is None
+            else Anchors(anchors.X[keep], anchors.codes[keep], index)
+        )
 
 
 def fit_continuous_relieff(est, start):
@@ -139,8 +150,9 @@ def fit_continuous_relieff(est, start):
     """
     rows, y = start.rows, start.target
     # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
-    kinds = feature_kinds(rows, est.discrete_threshold,
-                          missing=start.data.missing).weighted(start.feature_weights)
+    kinds = feature_kinds(rows, est.discrete_threshold, missing=start.data.missing).weighted(
+        start.feature_weights
+    )
     anchors = anchors_for(est, rows)
     bound = hit_bound(y)
     m = rows.n_samples if anchors is None else anchors.n_samples
@@ -153,8 +165,9 @@ def fit_continuous_relieff(est, start):
         rng = make_rng(est.random_state).spawn(1)[0]  # not the anchors' stream
         for _ in range(est.n_permutations):
             permuted = y[rng.permutation(y.size)]
-            reached += continuous_relieff_sum(rows, permuted, k, bound, anchors,
-                                              kinds)[0] / m >= weights
+            reached += (
+                continuous_relieff_sum(rows, permuted, k, bound, anchors, kinds)[0] / m >= weights
+            )
             steps.step()
     set_target(est, bound=bound)
     est.discrete_features_ = kinds.discrete
@@ -266,8 +279,16 @@ class RReliefF(WeightSelector):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, *, n_neighbors=70, sigma=20.0, scale="minmax", n_anchors=None,
-                 n_features_to_select=None, random_state=None):
+    def __init__(
+        self,
+        *,
+        n_neighbors=70,
+        sigma=20.0,
+        scale="minmax",
+        n_anchors=None,
+        n_features_to_select=None,
+        random_state=None,
+    ):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.scale = scale
@@ -293,15 +314,16 @@ class RReliefF(WeightSelector):
         anchors = anchors_for(self, rows)
         k = min(self.n_neighbors, rows.n_samples - 1)
         rank = np.arange(1, k + 1, dtype=np.float64)
-        influence = np.ones(k) if self.sigma is None else np.exp(-(rank / self.sigma) ** 2)
+        influence = np.ones(k) if self.sigma is None else np.exp(-((rank / self.sigma) ** 2))
         span = float(y.max() - y.min())
         with fit_steps(self, "pass", 1) as steps, timer("RReliefF"):
-            sums = np.asarray(knn_target_statistic(rows, y, k, rrelieff_agg,
-                                                   (span, influence), anchors=anchors))
+            sums = np.asarray(
+                knn_target_statistic(rows, y, k, rrelieff_agg, (span, influence), anchors=anchors)
+            )
             steps.step()
         m = rows.n_samples if anchors is None else anchors.n_samples
         a = rows.n_features
-        n_dc, n_da, n_dcda = sums[0], sums[1:a + 1], sums[a + 1:]
+        n_dc, n_da, n_dcda = sums[0], sums[1 : a + 1], sums[a + 1 :]
         with np.errstate(invalid="ignore", divide="ignore"):
             hit = np.where(n_dc > 0, n_dcda / n_dc, 0.0)
             miss = np.where(m - n_dc > 0, (n_da - n_dcda) / (m - n_dc), 0.0)

@@ -19,14 +19,33 @@ from ._start import start_fit
 from ._utils import logger, make_rng, timer, user_stacklevel
 from ._cost import irelief_cost, relief_cost
 from ._regression import fit_continuous_relieff, set_target
-from ._pvalues import (PERMUTATION_T, PValues, not_asked, set_pvalues, warn_uncalibrated,
-                       set_stir_pvalues)
+from ._pvalues import (
+    PERMUTATION_T,
+    PValues,
+    not_asked,
+    set_pvalues,
+    warn_uncalibrated,
+    set_stir_pvalues,
+)
 from ._stir import sample_moments, sample_rows_note, sample_shape, stir, uncalibrated
 from ._validation import ARRAY, BOOLEAN, NONE, RANDOM_STATE, Interval, Options
-from ._relief_terms import (relief_agg, relieff_agg, relieff_stir_agg, stir_combine, stir_finish,
-                            stir_shares)
-from .engine import (MISSING, feature_kinds, irelief_agg, irelief_agg_missing, knn_statistic,
-                     lse_statistic, permuted_rows)
+from ._relief_terms import (
+    relief_agg,
+    relieff_agg,
+    relieff_stir_agg,
+    stir_combine,
+    stir_finish,
+    stir_shares,
+)
+from .engine import (
+    MISSING,
+    feature_kinds,
+    irelief_agg,
+    irelief_agg_missing,
+    knn_statistic,
+    lse_statistic,
+    permuted_rows,
+)
 from .progress import fit_steps
 
 _SCALE = [Options(("minmax",)), NONE]
@@ -174,9 +193,21 @@ class IRelief(WeightSelector):
 
     _allow_nan = True
 
-    def __init__(self, *, sigma=2.0, max_iter=100, tol=1e-3, multiclass="margin", outliers=True,
-                 discrete_threshold=0, scale="minmax", init="uniform", n_anchors=None,
-                 n_features_to_select=None, random_state=None):
+    def __init__(
+        self,
+        *,
+        sigma=2.0,
+        max_iter=100,
+        tol=1e-3,
+        multiclass="margin",
+        outliers=True,
+        discrete_threshold=0,
+        scale="minmax",
+        init="uniform",
+        n_anchors=None,
+        n_features_to_select=None,
+        random_state=None,
+    ):
         self.sigma = sigma
         self.max_iter = max_iter
         self.tol = tol
@@ -196,8 +227,12 @@ class IRelief(WeightSelector):
             w = make_rng(self.random_state).random(n_features)
             return w / np.linalg.norm(w)
         w = np.asarray(self.init, dtype=np.float64)
-        if w.shape != (n_features,) or not np.all(np.isfinite(w)) or np.any(w < 0) \
-                or not np.any(w > 0):
+        if (
+            w.shape != (n_features,)
+            or not np.all(np.isfinite(w))
+            or np.any(w < 0)
+            or not np.any(w > 0)
+        ):
             raise ValueError(
                 f"init must be {n_features} finite nonnegative weights, not all zero; "
                 f"got an array of shape {w.shape}."
@@ -219,8 +254,9 @@ class IRelief(WeightSelector):
         """
         # Initialisation
         data, rows = start_fit(self, X, y)[:2]
-        kinds = feature_kinds(rows, self.discrete_threshold, ramps=False, mixed_weight=False,
-                              missing=data.missing)
+        kinds = feature_kinds(
+            rows, self.discrete_threshold, ramps=False, mixed_weight=False, missing=data.missing
+        )
         agg = irelief_agg_missing if kinds.kind == MISSING else irelief_agg
         agg_args = (self.multiclass == "margin", miss_priors(data.counts), bool(self.outliers))
         w = self._initial_weights(rows.n_features)
@@ -232,13 +268,17 @@ class IRelief(WeightSelector):
             for it in range(1, self.max_iter + 1):
                 with timer("I-RELIEF iteration %d", it):
                     # eq. (12)
-                    nu = lse_statistic(rows, w, self.sigma, agg, agg_args, anchors=anchors,
-                                       kinds=kinds)
+                    nu = lse_statistic(
+                        rows, w, self.sigma, agg, agg_args, anchors=anchors, kinds=kinds
+                    )
                 w_new = _positive_unit(nu)
                 if w_new is None:
-                    warnings.warn("nu+ is zero: no feature separates the classes under these "
-                                  "weights; returning all-zero weights.", RuntimeWarning,
-                                  stacklevel=user_stacklevel())
+                    warnings.warn(
+                        "nu+ is zero: no feature separates the classes under these "
+                        "weights; returning all-zero weights.",
+                        RuntimeWarning,
+                        stacklevel=user_stacklevel(),
+                    )
                     w_new = np.zeros_like(w)
                     history.append(np.linalg.norm(w_new - w))
                     w = w_new
@@ -254,7 +294,8 @@ class IRelief(WeightSelector):
                     warnings.warn(
                         f"I-RELIEF did not converge in max_iter={self.max_iter} iterations (last "
                         f"change {history[-1]:.3g} >= tol={self.tol}); increase max_iter or sigma.",
-                        ConvergenceWarning, stacklevel=user_stacklevel(),
+                        ConvergenceWarning,
+                        stacklevel=user_stacklevel(),
                     )
 
         # Final attributes
@@ -503,9 +544,19 @@ class ReliefF(PValues, WeightSelector):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, *, n_neighbors=10, discrete_threshold=0, scale="minmax", n_anchors=None,
-                 n_permutations=0, pvalues=False, n_features_to_select=None,
-                 rank_absolute=False, random_state=None):
+    def __init__(
+        self,
+        *,
+        n_neighbors=10,
+        discrete_threshold=0,
+        scale="minmax",
+        n_anchors=None,
+        n_permutations=0,
+        pvalues=False,
+        n_features_to_select=None,
+        rank_absolute=False,
+        random_state=None,
+    ):
         self.n_neighbors = n_neighbors
         self.discrete_threshold = discrete_threshold
         self.scale = scale
@@ -540,46 +591,64 @@ class ReliefF(PValues, WeightSelector):
         """
         start = start_fit(self, X, y, feature_weights=feature_weights)
         if self.pvalues and start.feature_weights is not None:
-            raise ValueError("ReliefF(pvalues=True): STIR's law has been shown calibrated "
-                             "for the unweighted distance only; fit without "
-                             "feature_weights, or use n_permutations=B.")
+            raise ValueError(
+                "ReliefF(pvalues=True): STIR's law has been shown calibrated "
+                "for the unweighted distance only; fit without "
+                "feature_weights, or use n_permutations=B."
+            )
         if start.target is not None:  # a regression target: skrebate's continuous endpoint
             if self.pvalues and not self.n_permutations:
-                raise ValueError("ReliefF(pvalues=True) tests hits against misses of two "
-                                 "classes (STIR); y is a continuous target. Fit with "
-                                 "pvalues=False, or use n_permutations=B for permutation "
-                                 "p-values.")
+                raise ValueError(
+                    "ReliefF(pvalues=True) tests hits against misses of two "
+                    "classes (STIR); y is a continuous target. Fit with "
+                    "pvalues=False, or use n_permutations=B for permutation "
+                    "p-values."
+                )
             return fit_continuous_relieff(self, start)
         data, rows = start.data, start.rows
         # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
-        kinds = feature_kinds(rows, self.discrete_threshold,
-                              missing=data.missing).weighted(start.feature_weights)
+        kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing).weighted(
+            start.feature_weights
+        )
         anchors = anchors_for(self, rows)
         # STIR's p-values only where its law has been shown calibrated (else a warning)
         reason, declined = None, not_asked(self)
         if self.pvalues and not self.n_permutations:
             if type(self)._agg is not relieff_agg:
-                reason = ("a per-anchor term other than ReliefF's (the law is that of "
-                          "ReliefF's own term)")
+                reason = (
+                    "a per-anchor term other than ReliefF's (the law is that of ReliefF's own term)"
+                )
             else:
                 reason = uncalibrated("ReliefF", data.counts, missing=kinds.kind == MISSING)
             if reason is None:
-                reason = uncalibrated("ReliefF", data.counts, shape=sample_shape(rows, anchors),
-                                      names=getattr(self, "feature_names_in_", None),
-                                      where=sample_rows_note(rows, anchors))
+                reason = uncalibrated(
+                    "ReliefF",
+                    data.counts,
+                    shape=sample_shape(rows, anchors),
+                    names=getattr(self, "feature_names_in_", None),
+                    where=sample_rows_note(rows, anchors),
+                )
             if reason is not None:
                 declined = warn_uncalibrated(self, reason, rows.n_features)
         binary = len(data.classes) == 2 and self.pvalues and reason is None  # STIR's extras
         priors = (miss_priors(data.counts), kinds.kind == MISSING)
         with fit_steps(self, "pass", 1 + self.n_permutations) as steps, timer("ReliefF"):
             if binary:  # STIR's sums and neighbour pairs come with the weights
-                total, pairs, graph = knn_statistic(rows, self.n_neighbors, relieff_stir_agg,
-                                             priors, anchors=anchors, kinds=kinds,
-                                             combine=stir_combine,
-                                             finish=stir_finish, anchor_index=True)
+                total, pairs, graph = knn_statistic(
+                    rows,
+                    self.n_neighbors,
+                    relieff_stir_agg,
+                    priors,
+                    anchors=anchors,
+                    kinds=kinds,
+                    combine=stir_combine,
+                    finish=stir_finish,
+                    anchor_index=True,
+                )
             else:
-                total = knn_statistic(rows, self.n_neighbors, self._agg, priors,
-                                      anchors=anchors, kinds=kinds)
+                total = knn_statistic(
+                    rows, self.n_neighbors, self._agg, priors, anchors=anchors, kinds=kinds
+                )
             total = np.asarray(total)
             steps.step()
             m = rows.n_samples if anchors is None else anchors.n_samples
@@ -590,9 +659,20 @@ class ReliefF(PValues, WeightSelector):
             for _ in range(self.n_permutations):
                 permuted = permuted_rows(rows, data.counts, rng)
                 sample = anchors_for(self, permuted)
-                reached += np.asarray(knn_statistic(permuted, self.n_neighbors,
-                                                    self._agg, priors,
-                                                    anchors=sample, kinds=kinds)) / m >= weights
+                reached += (
+                    np.asarray(
+                        knn_statistic(
+                            permuted,
+                            self.n_neighbors,
+                            self._agg,
+                            priors,
+                            anchors=sample,
+                            kinds=kinds,
+                        )
+                    )
+                    / m
+                    >= weights
+                )
                 steps.step()
         set_target(self, data.classes)
         self.discrete_features_ = kinds.discrete
@@ -603,8 +683,9 @@ class ReliefF(PValues, WeightSelector):
             moments = sample_moments(rows, anchors, kinds)
             t, p = stir(shares.sums, shares.anchor_sums, m, pairs, graph, moments)
         if self.n_permutations:
-            set_pvalues(self, (1.0 + reached) / (1.0 + self.n_permutations), t,
-                        t_reason=PERMUTATION_T)
+            set_pvalues(
+                self, (1.0 + reached) / (1.0 + self.n_permutations), t, t_reason=PERMUTATION_T
+            )
         elif binary:
             set_stir_pvalues(self, t, p, rows.n_features)
         else:
@@ -680,8 +761,12 @@ class Relief(WeightSelector):
         z = np.asarray(knn_statistic(rows, 1, relief_agg))
         w = _positive_unit(z)
         if w is None:
-            warnings.warn("z+ is zero: no feature separates nearest hits from nearest "
-                          "misses; returning all-zero weights.", RuntimeWarning, stacklevel=user_stacklevel())
+            warnings.warn(
+                "z+ is zero: no feature separates nearest hits from nearest "
+                "misses; returning all-zero weights.",
+                RuntimeWarning,
+                stacklevel=user_stacklevel(),
+            )
             w = np.zeros_like(z)
         self.classes_ = data.classes
         self.margin_vector_ = z

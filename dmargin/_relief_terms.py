@@ -13,6 +13,7 @@ import numpy as np
 
 from .engine import merge
 
+
 def _class_sums(dist, z, missing, squares=False):
     """Per anchor and class: the neighbours found ``(anchors, classes, 1)``, or
     per feature ``(anchors, classes, A)`` with ``missing`` (a difference with a
@@ -105,8 +106,9 @@ def stir_anchor_sums(n_found, sums, ya):
     hit, miss = means[rows, ya], means[rows, 1 - ya]  # two classes
     both = np.isfinite(hit) & np.isfinite(miss)
     hit, miss = np.where(both, hit, 0.0), np.where(both, miss, 0.0)
-    return np.vstack([hit.sum(axis=0), miss.sum(axis=0), (hit * miss).sum(axis=0),
-                      both.sum(axis=0)])
+    return np.vstack(
+        [hit.sum(axis=0), miss.sum(axis=0), (hit * miss).sum(axis=0), both.sum(axis=0)]
+    )
 
 
 #: Rows of STIR's neighbour graph beyond which ``trace(W^3)`` is estimated from a
@@ -141,8 +143,10 @@ def pair_graph_sums(hit_codes, miss_codes):
     """
     from scipy import sparse
 
-    edges = [_signed_edges(np.asarray(c, dtype=np.int64), sign)
-             for c, sign in ((hit_codes, -1.0), (miss_codes, 1.0))]
+    edges = [
+        _signed_edges(np.asarray(c, dtype=np.int64), sign)
+        for c, sign in ((hit_codes, -1.0), (miss_codes, 1.0))
+    ]
     src, dst, w = (np.concatenate(parts) for parts in zip(*edges))
     if not w.size:
         return np.zeros(11)
@@ -151,11 +155,11 @@ def pair_graph_sums(hit_codes, miss_codes):
     if n > 4 * ends.size:  # a sample of anchors among many rows: number the rows met
         nodes, ends = np.unique(ends, return_inverse=True)
         n = nodes.size
-    directed = sparse.csr_matrix((w, (ends[:w.size], ends[w.size:])), shape=(n, n))
+    directed = sparse.csr_matrix((w, (ends[: w.size], ends[w.size :])), shape=(n, n))
     W = (directed + directed.T).tocsr()
     C = np.asarray(W.sum(axis=1)).ravel()
     squares = W.copy()
-    squares.data = W.data ** 2
+    squares.data = W.data**2
     r = np.asarray(squares.sum(axis=1)).ravel()
     upper = sparse.triu(W, k=1).tocoo()
     we, ci, cj = upper.data, C[upper.row], C[upper.col]
@@ -171,9 +175,21 @@ def pair_graph_sums(hit_codes, miss_codes):
     trace3 = float(walks.multiply(block).data.sum()) * scale
     side_twice = float(walks.multiply(squares[rows]).data.sum()) * scale
     trace4 = float(walks.data @ walks.data) * scale
-    return np.array([(C ** 2).sum(), (we ** 2).sum(), (C ** 3).sum(), (we ** 3).sum(),
-                     (we * ci * cj).sum(), (we ** 2 * (ci + cj)).sum(), trace3, (we ** 4).sum(),
-                     (r ** 2).sum(), side_twice, trace4])
+    return np.array(
+        [
+            (C**2).sum(),
+            (we**2).sum(),
+            (C**3).sum(),
+            (we**3).sum(),
+            (we * ci * cj).sum(),
+            (we**2 * (ci + cj)).sum(),
+            trace3,
+            (we**4).sum(),
+            (r**2).sum(),
+            side_twice,
+            trace4,
+        ]
+    )
 
 
 def stir_finish(merged):
@@ -209,16 +225,22 @@ def relieff_stir_agg(dist, idx, z, ya, ia, miss_prior, missing=False):
     :func:`stir_pairs`; merged with :func:`stir_combine`, then :func:`stir_finish`."""
     ya = np.asarray(ya)
     n_found, first, second = _class_sums(dist, z, missing, squares=True)
-    sums = np.vstack([_relieff_share(n_found, first, ya, miss_prior)[None, :],
-                      stir_sums(n_found, first, second, ya).reshape(8, -1),
-                      stir_anchor_sums(n_found, first, ya)])
+    sums = np.vstack(
+        [
+            _relieff_share(n_found, first, ya, miss_prior)[None, :],
+            stir_sums(n_found, first, second, ya).reshape(8, -1),
+            stir_anchor_sums(n_found, first, ya),
+        ]
+    )
     return sums, stir_pairs(dist, idx, ya, ia)
 
 
 def stir_combine(parts):
     """Shares of :func:`relieff_stir_agg`: sums added, pair codes concatenated."""
-    return (merge.add([p[0] for p in parts]),
-            tuple(np.concatenate([p[1][side] for p in parts]) for side in range(2)))
+    return (
+        merge.add([p[0] for p in parts]),
+        tuple(np.concatenate([p[1][side] for p in parts]) for side in range(2)),
+    )
 
 
 def relief_agg(dist, idx, z, ya):
@@ -234,6 +256,7 @@ def relief_agg(dist, idx, z, ya):
     miss = z[rows, order, 0]
     return (miss - hit).sum(axis=0)
 
+
 # ---------------------------------------------------------------------------
 # Regression targets: the k nearest of every row in one class, split by the target
 # ---------------------------------------------------------------------------
@@ -242,6 +265,7 @@ def relief_agg(dist, idx, z, ya):
 # ``dist, idx`` are ``(anchors, 1, K)``, ``z`` is ``(anchors, 1, K, A)``, ordered
 # by (distance, row index).  ``ia`` are the anchors' row indices and ``y`` the
 # whole target (one copy in the graph): the neighbours' targets are ``y[idx]``.
+
 
 def relieff_continuous_agg(dist, idx, z, ia, y, n_hits, n_misses, k, bound):
     """Anchor block's share of ReliefF's score for a continuous target (skrebate 0.8.4).
@@ -270,8 +294,9 @@ def relieff_continuous_agg(dist, idx, z, ia, y, n_hits, n_misses, k, bound):
     miss = found & ~(dy < bound)
     hit &= np.cumsum(hit, axis=1) <= k
     miss &= np.cumsum(miss, axis=1) <= k
-    resolved = ((hit.sum(axis=1) >= np.minimum(k, n_hits))
-                & (miss.sum(axis=1) >= np.minimum(k, n_misses)))
+    resolved = (hit.sum(axis=1) >= np.minimum(k, n_hits)) & (
+        miss.sum(axis=1) >= np.minimum(k, n_misses)
+    )
     present = ~np.isnan(z)
     hit, miss = hit[..., None] & present, miss[..., None] & present  # (anchors, K, A)
     n_hit = hit.sum(axis=1) + (n_hits < k)[:, None]  # the anchor itself, as skrebate counts it
@@ -298,5 +323,6 @@ def rrelieff_agg(dist, idx, z, ia, y, span, influence):
     total = d.sum(axis=1, keepdims=True)
     d = np.divide(d, total, out=np.zeros_like(d), where=total > 0)
     dc = np.abs(y[ia][:, None] - y[np.where(found, j, 0)]) / span
-    return np.concatenate([[np.sum(dc * d)], np.einsum("ak,akf->f", d, z),
-                           np.einsum("ak,akf->f", dc * d, z)])
+    return np.concatenate(
+        [[np.sum(dc * d)], np.einsum("ak,akf->f", d, z), np.einsum("ak,akf->f", dc * d, z)]
+    )

@@ -22,6 +22,7 @@ from .engine import simba_margins, simba_run
 from ._compat import gather
 from .progress import fit_steps
 
+
 def simba_score(X, y, v, sigmoid, beta):
     """The authors' score of the weights ``v``: larger is better.
 
@@ -102,8 +103,17 @@ class Simba(WeightSelector):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, n_starts=5, n_passes=1, *, utility="linear", beta=1.0, scale="minmax",
-                 n_features_to_select=None, random_state=None):
+    def __init__(
+        self,
+        n_starts=5,
+        n_passes=1,
+        *,
+        utility="linear",
+        beta=1.0,
+        scale="minmax",
+        n_features_to_select=None,
+        random_state=None,
+    ):
         self.n_starts = n_starts
         self.n_passes = n_passes
         self.utility = utility
@@ -135,8 +145,9 @@ class Simba(WeightSelector):
         runs, scores = [], []
         with fit_steps(self, "start", self.n_starts) as steps:
             for s in range(self.n_starts):
-                order = np.concatenate([rng.permutation(X.shape[0])
-                                        for _ in range(self.n_passes)]).astype(np.int64)
+                order = np.concatenate(
+                    [rng.permutation(X.shape[0]) for _ in range(self.n_passes)]
+                ).astype(np.int64)
                 with timer("Simba start %d", s + 1):
                     w = simba_run(X, codes, order, sigmoid, float(self.beta))
                 w2 = np.where(constant, 0.0, w * w)
@@ -148,7 +159,9 @@ class Simba(WeightSelector):
         best = int(np.argmax(scores))
         w, v = runs[best]
         if not np.any(v > 0):
-            warnings.warn("Every Simba weight is zero.", RuntimeWarning, stacklevel=user_stacklevel())
+            warnings.warn(
+                "Every Simba weight is zero.", RuntimeWarning, stacklevel=user_stacklevel()
+            )
         self.classes_ = data.classes
         self.weights_ = w
         self.scores_ = np.asarray(scores)

@@ -63,7 +63,9 @@ def warn_not_converged(name, max_iter, history, tol):
         warnings.warn(
             f"{name} did not converge in max_iter={max_iter} steps (last change "
             f"{history[-1][1]:.3g} >= tol={tol}); the update may be cycling -- see "
-            "history_['change'] -- or need more steps.", ConvergenceWarning, stacklevel=user_stacklevel(),
+            "history_['change'] -- or need more steps.",
+            ConvergenceWarning,
+            stacklevel=user_stacklevel(),
         )
 
 
@@ -152,12 +154,21 @@ class SoftminClassifier(ClassifierMixin, WeightSelector):
         check_is_fitted(self, "classes_")
         if is_dask_collection(X):
             kernel, params = self._kernel_params()
-            return softmin_on_blocks(self, self._rows, self._scaling, kernel, params, X,
-                                     self._expectation_weights(), self._prediction_features())
+            return softmin_on_blocks(
+                self,
+                self._rows,
+                self._scaling,
+                kernel,
+                params,
+                X,
+                self._expectation_weights(),
+                self._prediction_features(),
+            )
         X = self._scaled(X)
         kernel, params = self._kernel_params()
-        return softmin_distances(self._rows, kernel, params, X, -1 - np.arange(X.shape[0]),
-                                 self._partial_expectation)
+        return softmin_distances(
+            self._rows, kernel, params, X, -1 - np.arange(X.shape[0]), self._partial_expectation
+        )
 
     def _partial_expectation(self, v):
         return v

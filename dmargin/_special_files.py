@@ -25,15 +25,21 @@ def refuse_special_file(path):
     except (FileNotFoundError, NotADirectoryError):
         return
     if not stat.S_ISREG(mode):
-        raise ValueError(f"{path} exists and is {_kind(mode)}, not a regular file: a save "
-                         "replaces its target with a new file, which would remove it; "
-                         "give the path of a regular file (or of none yet)")
+        raise ValueError(
+            f"{path} exists and is {_kind(mode)}, not a regular file: a save "
+            "replaces its target with a new file, which would remove it; "
+            "give the path of a regular file (or of none yet)"
+        )
 
 
 def _kind(mode):
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-             (stat.S_ISSOCK, "a socket"))
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+    )
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
@@ -49,8 +55,9 @@ def open_regular(path):
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise ValueError(f"{name} is {_kind(mode)}, not a regular file; give the path "
-                             "of a file")
+            raise ValueError(
+                f"{name} is {_kind(mode)}, not a regular file; give the path of a file"
+            )
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

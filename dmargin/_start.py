@@ -57,10 +57,24 @@ from ._compat import compute, is_dask_collection, persist_with_known_rows
 from ._cost import anchor_count, fit_started
 from ._io import Scaling, TrainingData, prepare_training_data
 from ._utils import user_stacklevel
-from ._validation import (check_binary, check_params, check_X_y, integer_input, is_continuous,
-                          target_values)
-from .engine import (MASKED, FeatureKinds, Rows, compact_distinct, feature_kinds,
-                     prepare_rows, rows_per_block, split_chunks)
+from ._validation import (
+    check_binary,
+    check_params,
+    check_X_y,
+    integer_input,
+    is_continuous,
+    target_values,
+)
+from .engine import (
+    MASKED,
+    FeatureKinds,
+    Rows,
+    compact_distinct,
+    feature_kinds,
+    prepare_rows,
+    rows_per_block,
+    split_chunks,
+)
 
 #: What an estimator may declare, and what it means when it does not.
 DECLARATIONS = {
@@ -107,8 +121,7 @@ class FitStart(NamedTuple):
     feature_weights: np.ndarray | None = None
 
 
-def start_fit(estimator, X, y, *, stream: Stream | None = None,
-              feature_weights=None) -> FitStart:
+def start_fit(estimator, X, y, *, stream: Stream | None = None, feature_weights=None) -> FitStart:
     """Check the parameters, the data and the target; scale; lay out the rows.
 
     Parameters
@@ -142,8 +155,11 @@ def start_fit(estimator, X, y, *, stream: Stream | None = None,
     if stream is None or stream.first:
         _warn_n_features_to_select(estimator, start.data.X.shape[1])
     if feature_weights is not None:
-        start = start._replace(feature_weights=_checked_feature_weights(
-            estimator, feature_weights, start.data.X.shape[1]))
+        start = start._replace(
+            feature_weights=_checked_feature_weights(
+                estimator, feature_weights, start.data.X.shape[1]
+            )
+        )
     return start
 
 
@@ -168,26 +184,37 @@ def _checked_feature_weights(estimator, weights, n_features):
         weights = compute(weights, what="the feature weights")[0]
     try:
         raw = np.asarray(weights)
-        if raw.dtype.kind in "USa" or (raw.dtype == object and any(
-                isinstance(v, (str, bytes)) for v in raw.ravel())):
-            raise ValueError("text is refused even when it parses as numbers, as in X: "
-                             "convert the weights to floats")
+        if raw.dtype.kind in "USa" or (
+            raw.dtype == object and any(isinstance(v, (str, bytes)) for v in raw.ravel())
+        ):
+            raise ValueError(
+                "text is refused even when it parses as numbers, as in X: "
+                "convert the weights to floats"
+            )
         w = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name}.fit: feature_weights must be numbers, one per feature; "
-                         f"got {type(weights).__name__} ({exc}).") from None
+        raise ValueError(
+            f"{name}.fit: feature_weights must be numbers, one per feature; "
+            f"got {type(weights).__name__} ({exc})."
+        ) from None
     if w.ndim != 1 or w.size != n_features:
-        raise ValueError(f"{name}.fit: feature_weights has shape {w.shape}; X has "
-                         f"{n_features} features: give one weight per feature, in the "
-                         "columns' order.")
+        raise ValueError(
+            f"{name}.fit: feature_weights has shape {w.shape}; X has "
+            f"{n_features} features: give one weight per feature, in the "
+            "columns' order."
+        )
     bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
     if bad.size:
         first = int(bad[0])
-        raise ValueError(f"{name}.fit: feature_weights[{first}] is {float(w[first])!r}; "
-                         "the weights must be finite and non-negative.")
+        raise ValueError(
+            f"{name}.fit: feature_weights[{first}] is {float(w[first])!r}; "
+            "the weights must be finite and non-negative."
+        )
     if not w.any():
-        raise ValueError(f"{name}.fit: feature_weights are all 0, so every distance would "
-                         "be 0; give at least one feature a positive weight.")
+        raise ValueError(
+            f"{name}.fit: feature_weights are all 0, so every distance would "
+            "be 0; give at least one feature a positive weight."
+        )
     return w / w.max()
 
 
@@ -201,7 +228,10 @@ def _warn_single_row_classes(estimator, data):
             f"{type(estimator).__name__}: every class has a single row (y has {counts.size} "
             "distinct labels for as many rows), so no row has a hit and the scores measure "
             "nothing; y looks like an id column. Pass the class labels as y, or a numeric "
-            "target as floats.", UserWarning, stacklevel=user_stacklevel())
+            "target as floats.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
 
 
 def _start(estimator, X, y, stream, compact):
@@ -220,28 +250,46 @@ def _start(estimator, X, y, stream, compact):
     if rule is not None and stream is None:
         continuous = bool(rule(y))
         if continuous:  # a continuous target's values come to the driver, as below
-            y = target_values(estimator, compute(y, what="the target")[0]
-                              if is_dask_collection(y) else y)
+            y = target_values(
+                estimator, compute(y, what="the target")[0] if is_dask_collection(y) else y
+            )
     elif "classes" not in targets:  # any numeric y is a target (computed: N floats)
         continuous = True
-        y = target_values(estimator, compute(y, what="the target")[0]
-                          if is_dask_collection(y) else y)
+        y = target_values(
+            estimator, compute(y, what="the target")[0] if is_dask_collection(y) else y
+        )
     elif "continuous" in targets and stream is None:
         continuous = None if is_dask_collection(y) else is_continuous(y)
         if continuous:
             y = target_values(estimator, y)
     float32 = float32 and continuous is not True  # a continuous target's rows: float64
-    compact = compact and continuous is not True and estimator.discrete_threshold > 0 \
-        and integer_input(X)
-    X, y = check_X_y(estimator, X, y, reset=reset, min_samples=2 if reset else 1,
-                     allow_nan=allow_nan, keep_integers=compact, keep_float32=float32,
-                     continuous=bool(continuous))
+    compact = (
+        compact and continuous is not True and estimator.discrete_threshold > 0 and integer_input(X)
+    )
+    X, y = check_X_y(
+        estimator,
+        X,
+        y,
+        reset=reset,
+        min_samples=2 if reset else 1,
+        allow_nan=allow_nan,
+        keep_integers=compact,
+        keep_float32=float32,
+        continuous=bool(continuous),
+    )
     data = prepare_training_data(
-        X, y, getattr(estimator, "scale", None), distances=declared(estimator, "_distances"),
+        X,
+        y,
+        getattr(estimator, "scale", None),
+        distances=declared(estimator, "_distances"),
         names=getattr(estimator, "feature_names_in_", None),
         classes=None if stream is None else stream.classes,
-        scaling=None if stream is None else stream.scaling, allow_nan=allow_nan,
-        compact=compact, keep_float32=float32, continuous=continuous)
+        scaling=None if stream is None else stream.scaling,
+        allow_nan=allow_nan,
+        compact=compact,
+        keep_float32=float32,
+        continuous=continuous,
+    )
     if continuous is None and data.target is not None:  # found continuous in the pass
         data.target = target_values(estimator, data.target)
     why = declared(estimator, "_binary")
@@ -257,11 +305,17 @@ def _start(estimator, X, y, stream, compact):
         return FitStart(data, None, data.target, None)
     once = declared(estimator, "_one_pass")
     once = once(data.target is not None) if callable(once) else once
-    stream_rows = once and anchor_count(getattr(estimator, "n_anchors", None),
-                                        data.X.shape[0]) is not None
-    rows = prepare_rows(data.X, data.codes, len(data.classes), persist=not stream_rows,
-                        block_counts=data.block_counts,
-                        dtype=np.float32 if data.X.dtype == np.float32 else np.float64)
+    stream_rows = (
+        once and anchor_count(getattr(estimator, "n_anchors", None), data.X.shape[0]) is not None
+    )
+    rows = prepare_rows(
+        data.X,
+        data.codes,
+        len(data.classes),
+        persist=not stream_rows,
+        block_counts=data.block_counts,
+        dtype=np.float32 if data.X.dtype == np.float32 else np.float64,
+    )
     return FitStart(data, rows, data.target, None)
 
 
@@ -273,10 +327,17 @@ def _warn_n_features_to_select(estimator, n_features):
     every ``transform`` and would repeat it.
     """
     k = getattr(estimator, "n_features_to_select", None)
-    if isinstance(k, numbers.Integral) and isinstance(n_features, numbers.Integral) \
-            and k > n_features:
-        warnings.warn(f"n_features_to_select={k} exceeds the {n_features} features; all "
-                      f"{n_features} are kept.", UserWarning, stacklevel=user_stacklevel())
+    if (
+        isinstance(k, numbers.Integral)
+        and isinstance(n_features, numbers.Integral)
+        and k > n_features
+    ):
+        warnings.warn(
+            f"n_features_to_select={k} exceeds the {n_features} features; all "
+            f"{n_features} are kept.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -300,11 +361,13 @@ def _compact_rows(data, discrete_threshold):
     # Values 0..v take at most v + 1 distinct values: genotypes need no count.
     top = int(data.X.max()) if data.X.size else 0
     if top + 1 > discrete_threshold and np.any(
-            compact_distinct(data.X, discrete_threshold) > discrete_threshold):
+        compact_distinct(data.X, discrete_threshold) > discrete_threshold
+    ):
         return None, None
     rows = Rows(np.ascontiguousarray(data.X), data.codes, k, False, [(0, n)])
-    kinds = FeatureKinds(np.ones(a, dtype=np.bool_), 1.0, np.full(a, np.inf),
-                         np.zeros(a, dtype=np.int64), MASKED)
+    kinds = FeatureKinds(
+        np.ones(a, dtype=np.bool_), 1.0, np.full(a, np.inf), np.zeros(a, dtype=np.int64), MASKED
+    )
     return rows, kinds
 
 

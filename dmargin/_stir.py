@@ -95,8 +95,10 @@ def sample_moments(rows, anchors, kinds):
 def _of_sample(rows, anchors, fn, *args):
     if anchors is not None:
         X = anchors.X
-        return fn(np.asarray(X[evenly_spaced(len(X), sample_size(len(X), X.shape[1]))],
-                             dtype=np.float64), *args)
+        return fn(
+            np.asarray(X[evenly_spaced(len(X), sample_size(len(X), X.shape[1]))], dtype=np.float64),
+            *args,
+        )
     index = evenly_spaced(rows.n_samples, sample_size(rows.n_samples, rows.n_features))
     return summary_of_rows_at(rows, index, fn, *args)
 
@@ -140,8 +142,8 @@ def feature_shape(X):
         if out[2, f] > 1:
             z = x - x.mean()
             var = np.mean(z * z)
-            out[0, f] = np.mean(z ** 3) / var ** 1.5
-            out[1, f] = np.mean(z ** 4) / var ** 2 - 3.0
+            out[0, f] = np.mean(z**3) / var**1.5
+            out[1, f] = np.mean(z**4) / var**2 - 3.0
     return out
 
 
@@ -163,8 +165,10 @@ def uncalibrated(method, counts, missing=False, shape=None, names=None, where=""
         return f"{counts.size} classes (STIR compares hits and misses of two classes)"
     share, least = counts.min() / counts.sum(), MIN_CLASS_SHARE[method]
     if share < least:
-        return (f"classes of {int(counts.min())} and {int(counts.max())} rows (the smaller "
-                f"holds {share:.1%}; shown calibrated from {least:.0%})")
+        return (
+            f"classes of {int(counts.min())} and {int(counts.max())} rows (the smaller "
+            f"holds {share:.1%}; shown calibrated from {least:.0%})"
+        )
     if missing:
         return "missing values"
     if shape is None:
@@ -176,23 +180,29 @@ def uncalibrated(method, counts, missing=False, shape=None, names=None, where=""
     at = f" {where}" if where else ""
     few = np.flatnonzero((shape[2] > 1) & (shape[2] <= FEW_VALUES))
     if few.size:
-        return (f"{few.size} feature(s) with at most {FEW_VALUES} distinct values, e.g. "
-                f"{feature(few[0])} with {int(shape[2, few[0]])}{at} (genotypes, counts: "
-                "shown calibrated on continuous features only)")
+        return (
+            f"{few.size} feature(s) with at most {FEW_VALUES} distinct values, e.g. "
+            f"{feature(few[0])} with {int(shape[2, few[0]])}{at} (genotypes, counts: "
+            "shown calibrated on continuous features only)"
+        )
     skew = np.flatnonzero(np.abs(shape[0]) > MAX_SKEWNESS)
     if skew.size:
         f = skew[np.abs(shape[0, skew]).argmax()]
-        return (f"{skew.size} skewed feature(s), e.g. {feature(f)} of skewness "
-                f"{shape[0, f]:.2f}{at} (scipy.stats.skew; shown calibrated up to "
-                f"{MAX_SKEWNESS:g} in absolute value)")
+        return (
+            f"{skew.size} skewed feature(s), e.g. {feature(f)} of skewness "
+            f"{shape[0, f]:.2f}{at} (scipy.stats.skew; shown calibrated up to "
+            f"{MAX_SKEWNESS:g} in absolute value)"
+        )
     top = MAX_KURTOSIS[method]
     tails = np.flatnonzero(shape[1] > top)
     if tails.size:
         f = tails[shape[1, tails].argmax()]
-        return (f"{tails.size} feature(s) with tails heavier than shown calibrated, e.g. "
-                f"{feature(f)} of excess kurtosis {shape[1, f]:.2f}{at} "
-                f"(scipy.stats.kurtosis; shown calibrated up to "
-                f"{top:g}{', lighter than the normal law' if top == 0 else ''})")
+        return (
+            f"{tails.size} feature(s) with tails heavier than shown calibrated, e.g. "
+            f"{feature(f)} of excess kurtosis {shape[1, f]:.2f}{at} "
+            f"(scipy.stats.kurtosis; shown calibrated up to "
+            f"{top:g}{', lighter than the normal law' if top == 0 else ''})"
+        )
     return None
 
 
@@ -206,12 +216,16 @@ def sample_rows_note(rows, anchors):
     if where is None:
         if size >= n:
             return f"in all {n} rows"
-        return (f"in the {size} evenly spaced rows numpy.linspace(0, {n - 1}, {size}).round() "
-                f"of the {n}")
+        return (
+            f"in the {size} evenly spaced rows numpy.linspace(0, {n - 1}, {size}).round() "
+            f"of the {n}"
+        )
     if size >= n:
         return f"in the {n} anchors' rows (anchor_indices_)"
-    return (f"in the {size} evenly spaced anchors' rows "
-            f"anchor_indices_[numpy.linspace(0, {n - 1}, {size}).round().astype(int)]")
+    return (
+        f"in the {size} evenly spaced anchors' rows "
+        f"anchor_indices_[numpy.linspace(0, {n - 1}, {size}).round().astype(int)]"
+    )
 
 
 def _tuples(n_rows, n_features):
@@ -274,11 +288,19 @@ def pair_moments(X, discrete, ramp):
         h2 = h_ij * h_ij
         e2 = mean(h2, axis=0)
         two_sides = h_jl * h_li  # the triangle's other two sides
-        out[:] = [mean(g * g, axis=0), mean(g * g * g, axis=0), mean(gi_h * g[j], axis=0),
-                  mean(gi_h * h_ij, axis=0), e2, mean(h2 * h_ij, axis=0),
-                  mean(h_ij * two_sides, axis=0), mean(h2 * h2, axis=0) - 3.0 * e2 * e2,
-                  mean(h2 * h_li * h_li, axis=0) - e2 * e2, mean(h2 * two_sides, axis=0),
-                  mean(h_ij * h_jl * h(l, o) * h(o, i), axis=0)]
+        out[:] = [
+            mean(g * g, axis=0),
+            mean(g * g * g, axis=0),
+            mean(gi_h * g[j], axis=0),
+            mean(gi_h * h_ij, axis=0),
+            e2,
+            mean(h2 * h_ij, axis=0),
+            mean(h_ij * two_sides, axis=0),
+            mean(h2 * h2, axis=0) - 3.0 * e2 * e2,
+            mean(h2 * h_li * h_li, axis=0) - e2 * e2,
+            mean(h2 * two_sides, axis=0),
+            mean(h_ij * h_jl * h(l, o) * h(o, i), axis=0),
+        ]
     return out
 
 
@@ -328,11 +350,16 @@ def graph_sample(n_rows, n_features, anchor_index=None, feature_cost=1.0):
     picked_a = anchors[evenly_spaced(anchors.size, take_a)] if take_a else anchors[:0]
     # The p-th row that is not an anchor: p plus the anchors at or before it.
     positions = evenly_spaced(n_others, take_o) if take_o else np.zeros(0, np.int64)
-    picked_o = positions + np.searchsorted(anchors - np.arange(anchors.size), positions,
-                                           side="right")
+    picked_o = positions + np.searchsorted(
+        anchors - np.arange(anchors.size), positions, side="right"
+    )
     index = np.concatenate([picked_a, picked_o])
-    v = np.concatenate([np.full(picked_a.size, anchors.size / max(1, picked_a.size)),
-                        np.full(picked_o.size, n_others / max(1, picked_o.size))])
+    v = np.concatenate(
+        [
+            np.full(picked_a.size, anchors.size / max(1, picked_a.size)),
+            np.full(picked_o.size, n_others / max(1, picked_o.size)),
+        ]
+    )
     order = np.argsort(index)
     return index[order], v[order]
 
@@ -368,7 +395,7 @@ def skewness(graph, moments):
     var = g2 * c2 + h2 * w2
     k3 = g3 * c3 + 6.0 * ggh * wcc + 3.0 * ghh * w2c + h3 * w3 + tri * trace
     with np.errstate(invalid="ignore", divide="ignore"):
-        gamma = k3 / var ** 1.5
+        gamma = k3 / var**1.5
     return np.where(np.isfinite(gamma) & (var > 0), gamma, 0.0)
 
 
@@ -385,13 +412,23 @@ def kurtosis(graph, moments):
     of the variance in neighbour graphs).  0 where the moments are undefined.
     """
     c2, w2, w4, r2, t2, trace4 = graph[0], graph[1], graph[7], graph[8], graph[9], graph[10]
-    g2, h2, k4h, c22, e211, e4 = moments[0], moments[4], moments[7], moments[8], moments[9], \
-        moments[10]
+    g2, h2, k4h, c22, e211, e4 = (
+        moments[0],
+        moments[4],
+        moments[7],
+        moments[8],
+        moments[9],
+        moments[10],
+    )
     var = g2 * c2 + h2 * w2
-    k4 = (k4h * w4 + 3.0 * c22 * (r2 - 2.0 * w4) + 6.0 * e211 * t2
-          + 3.0 * e4 * (trace4 - 2.0 * r2 + 2.0 * w4))
+    k4 = (
+        k4h * w4
+        + 3.0 * c22 * (r2 - 2.0 * w4)
+        + 6.0 * e211 * t2
+        + 3.0 * e4 * (trace4 - 2.0 * r2 + 2.0 * w4)
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
-        kurt = k4 / var ** 2
+        kurt = k4 / var**2
     return np.where(np.isfinite(kurt) & (var > 0), kurt, 0.0)
 
 
@@ -400,18 +437,26 @@ def _su_shape(omega, big_omega):
     ``Z`` standard normal, ``omega = exp(1 / delta^2)`` (Johnson's SU law)."""
     w, om = omega, big_omega
     var = (w - 1.0) * (w * np.cosh(2.0 * om) + 1.0) / 2.0
-    m3 = (-np.sqrt(w) * (w - 1.0) ** 2
-          * (w * (w + 2.0) * np.sinh(3.0 * om) + 3.0 * np.sinh(om)) / 4.0)
-    m4 = (w - 1.0) ** 2 * (w * w * (w ** 4 + 2 * w ** 3 + 3 * w * w - 3.0) * np.cosh(4.0 * om)
-                           + 4.0 * w * w * (w + 2.0) * np.cosh(2.0 * om) + 3.0 * (2.0 * w + 1.0)) / 8
-    return m3 / var ** 1.5, m4 / var ** 2 - 3.0, var
+    m3 = (
+        -np.sqrt(w) * (w - 1.0) ** 2 * (w * (w + 2.0) * np.sinh(3.0 * om) + 3.0 * np.sinh(om)) / 4.0
+    )
+    m4 = (
+        (w - 1.0) ** 2
+        * (
+            w * w * (w**4 + 2 * w**3 + 3 * w * w - 3.0) * np.cosh(4.0 * om)
+            + 4.0 * w * w * (w + 2.0) * np.cosh(2.0 * om)
+            + 3.0 * (2.0 * w + 1.0)
+        )
+        / 8
+    )
+    return m3 / var**1.5, m4 / var**2 - 3.0, var
 
 
 def _su_cosh(omega, kurt):
     """``cosh(2 Omega) >= 1`` at which the SU law of ``omega`` has excess kurtosis
     ``kurt`` (its kurtosis is a ratio of quadratics in it); NaN where none."""
     w, b = omega, kurt + 3.0
-    a = w * w * (w ** 4 + 2 * w ** 3 + 3 * w * w - 3.0)
+    a = w * w * (w**4 + 2 * w**3 + 3 * w * w - 3.0)
     q2 = 2.0 * a - 2.0 * b * w * w
     q1 = 4.0 * w * w * (w + 2.0) - 4.0 * b * w
     q0 = 3.0 * (2.0 * w + 1.0) - a - 2.0 * b
@@ -435,8 +480,9 @@ def _decreasing_root(f, lo, hi, steps=12, polish=24):
     for _ in range(polish):
         with np.errstate(invalid="ignore", divide="ignore"):
             x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
-        x = np.where(np.isfinite(x) & (x > np.minimum(lo, hi)) & (x < np.maximum(lo, hi)), x,
-                     0.5 * (lo + hi))
+        x = np.where(
+            np.isfinite(x) & (x > np.minimum(lo, hi)) & (x < np.maximum(lo, hi)), x, 0.5 * (lo + hi)
+        )
         fx = f(x)
         above = fx > 0  # the root lies above x: x replaces lo
         # Illinois: halve the value kept from the same side twice running.
@@ -447,8 +493,9 @@ def _decreasing_root(f, lo, hi, steps=12, polish=24):
         side = np.where(above, 1.0, -1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
-    return np.where(np.isfinite(x) & (x >= np.minimum(lo, hi)) & (x <= np.maximum(lo, hi)), x,
-                    0.5 * (lo + hi))
+    return np.where(
+        np.isfinite(x) & (x >= np.minimum(lo, hi)) & (x <= np.maximum(lo, hi)), x, 0.5 * (lo + hi)
+    )
 
 
 def johnson_su(gamma, kurt):
@@ -471,14 +518,15 @@ def johnson_su(gamma, kurt):
     def symmetric_excess(u):  # increasing in u = log(omega - 1)
         return _su_shape(1.0 + np.exp(u), 0.0)[1] - kurt_ok
 
-    top = _decreasing_root(lambda u: -symmetric_excess(u), np.full(target.shape, -30.0),
-                           np.full(target.shape, 5.0))
+    top = _decreasing_root(
+        lambda u: -symmetric_excess(u), np.full(target.shape, -30.0), np.full(target.shape, 5.0)
+    )
 
     # The lognormal law of the same kurtosis bounds omega below (cosh(2 Omega)
     # infinite there); its skewness is the largest an SU law of that kurtosis has.
     def lognormal_excess(u):
         w = 1.0 + np.exp(u)
-        return w ** 4 + 2 * w ** 3 + 3 * w * w - 6.0 - kurt_ok
+        return w**4 + 2 * w**3 + 3 * w * w - 6.0 - kurt_ok
 
     bottom = _decreasing_root(lambda u: -lognormal_excess(u), np.full(target.shape, -30.0), top)
     w_bottom = 1.0 + np.exp(bottom)
@@ -533,7 +581,7 @@ def stir(sums, anchor_sums, m, pairs, graph, moments):
     first, second, n_pairs, anchors = sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
     mean = first / m
     # sum_a (1/k_a) sum_j (d_aj - mean)^2, expanded: each anchor's 1/k weights sum to one.
-    var = np.maximum(second - 2.0 * mean * first + mean ** 2 * anchors, 0.0) / m
+    var = np.maximum(second - 2.0 * mean * first + mean**2 * anchors, 0.0) / m
     (n_h, n_m), (var_h, var_m) = n_pairs, var
     # Each side's share of distinct draws, from the pairs found (per feature alike).
     eff_h, eff_m = (found / (found + twice) if found else 1.0 for found, twice in pairs)

@@ -113,7 +113,7 @@ def boost(binned, features, n_estimators, class_weight, count_cum, resume=None):
     round ``t + 1``.
     """
     features = np.asarray(features, dtype=np.int64)
-    done = [] if resume is None else list(resume[0].rounds[:resume[1]])
+    done = [] if resume is None else list(resume[0].rounds[: resume[1]])
     reweights = [s for _, s in done]
     hist = WeightedHistograms(binned, class_weight, replay=reweights[:-1])
     n_bins = binned.n_bins[features]
@@ -133,16 +133,35 @@ def boost(binned, features, n_estimators, class_weight, count_cum, resume=None):
         z = w_right * np.exp(-alpha) + w_wrong * np.exp(alpha)
         left, tot = count_cum
         stump = (f, split, polarity, alpha, z)
-        done.append(((f, split, binned.threshold(f, split), polarity, alpha, r,
-                      polarity * (tot[f] - 2.0 * left[f, split])), stump))
+        done.append(
+            (
+                (
+                    f,
+                    split,
+                    binned.threshold(f, split),
+                    polarity,
+                    alpha,
+                    r,
+                    polarity * (tot[f] - 2.0 * left[f, split]),
+                ),
+                stump,
+            )
+        )
         if r >= _EDGE_CAP:
             perfect = True
             break
     cols = list(zip(*[row for row, _ in done])) if done else [()] * 7
-    return Stumps(np.asarray(cols[0], dtype=np.int64), np.asarray(cols[1], dtype=np.int64),
-                  np.asarray(cols[2], dtype=np.float64), np.asarray(cols[3], dtype=np.float64),
-                  np.asarray(cols[4], dtype=np.float64), np.asarray(cols[5], dtype=np.float64),
-                  np.asarray(cols[6], dtype=np.float64), perfect, done)
+    return Stumps(
+        np.asarray(cols[0], dtype=np.int64),
+        np.asarray(cols[1], dtype=np.int64),
+        np.asarray(cols[2], dtype=np.float64),
+        np.asarray(cols[3], dtype=np.float64),
+        np.asarray(cols[4], dtype=np.float64),
+        np.asarray(cols[5], dtype=np.float64),
+        np.asarray(cols[6], dtype=np.float64),
+        perfect,
+        done,
+    )
 
 
 def initial_class_weight(class_weight, counts_):
@@ -177,7 +196,8 @@ def information_gain(hist, n_bins):
     left1 = np.cumsum(hist[:, :, 1], axis=1)
     t0, t1 = left0[:, -1:], left1[:, -1:]
     total = t0 + t1
-    gain = (_entropy_mass(t0, t1) - _entropy_mass(left0, left1)
-            - _entropy_mass(t0 - left0, t1 - left1)) / np.where(total > 0, total, 1.0)
+    gain = (
+        _entropy_mass(t0, t1) - _entropy_mass(left0, left1) - _entropy_mass(t0 - left0, t1 - left1)
+    ) / np.where(total > 0, total, 1.0)
     valid = np.arange(hist.shape[1])[None, :] < (np.asarray(n_bins)[:, None] - 1)
     return np.where(valid, gain, -np.inf), left0, left1

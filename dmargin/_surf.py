@@ -25,15 +25,40 @@ from ._utils import make_rng, timer
 from ._cost import surf_cost
 from ._relief_terms import stir_shares
 from ._regression import hit_bound, set_target
-from ._pvalues import (PERMUTATION_T, PValues, not_asked, set_pvalues, warn_uncalibrated,
-                       set_stir_pvalues)
-from ._stir import (graph_from_sums, graph_sample, sample_moments, sample_rows_note, sample_shape,
-                    stir, uncalibrated)
-from ._surf_terms import (FAR_NONE, FAR_SIMILARITY, FAR_SUBTRACT, multisurf_thresholds, surf_agg,
-                          surf_stir_agg, surf_thresholds)
+from ._pvalues import (
+    PERMUTATION_T,
+    PValues,
+    not_asked,
+    set_pvalues,
+    warn_uncalibrated,
+    set_stir_pvalues,
+)
+from ._stir import (
+    graph_from_sums,
+    graph_sample,
+    sample_moments,
+    sample_rows_note,
+    sample_shape,
+    stir,
+    uncalibrated,
+)
+from ._surf_terms import (
+    FAR_NONE,
+    FAR_SIMILARITY,
+    FAR_SUBTRACT,
+    multisurf_thresholds,
+    surf_agg,
+    surf_stir_agg,
+    surf_thresholds,
+)
 from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
-from .engine import (MISSING, compact_threshold_statistic, feature_kinds, permuted_rows,
-                     threshold_statistic)
+from .engine import (
+    MISSING,
+    compact_threshold_statistic,
+    feature_kinds,
+    permuted_rows,
+    threshold_statistic,
+)
 from .progress import fit_steps
 
 SURF_PARAMS = """
@@ -263,8 +288,16 @@ class ThresholdSelector(WeightSelector):
         "random_state": [RANDOM_STATE],
     }
 
-    def __init__(self, *, discrete_threshold=10, scale="minmax", n_anchors=None,
-                 n_features_to_select=None, rank_absolute=False, random_state=None):
+    def __init__(
+        self,
+        *,
+        discrete_threshold=10,
+        scale="minmax",
+        n_anchors=None,
+        n_features_to_select=None,
+        rank_absolute=False,
+        random_state=None,
+    ):
         self.discrete_threshold = discrete_threshold
         self.scale = scale
         self.n_anchors = n_anchors
@@ -297,10 +330,16 @@ class ThresholdSelector(WeightSelector):
         start = start_fit(self, X, y, feature_weights=feature_weights)
         data, rows, target = start.data, start.rows, start.target
         compact = rows.X.dtype == np.uint8
-        kinds = start.kinds if start.kinds is not None else \
-            feature_kinds(rows, self.discrete_threshold, missing=data.missing,
-                          discrete=self._declared_discrete(rows.n_features)
-                          ).weighted(start.feature_weights)
+        kinds = (
+            start.kinds
+            if start.kinds is not None
+            else feature_kinds(
+                rows,
+                self.discrete_threshold,
+                missing=data.missing,
+                discrete=self._declared_discrete(rows.n_features),
+            ).weighted(start.feature_weights)
+        )
         bound = None if target is None else hit_bound(target)
         anchors = anchors_for(self, rows)
         permutations = getattr(self, "n_permutations", 0)
@@ -309,24 +348,38 @@ class ThresholdSelector(WeightSelector):
         if with_p:  # STIR's p-values where its law has been shown calibrated, else a warning
             _check_stir(self, target, rows.n_classes, kinds)
             if start.feature_weights is not None:
-                raise ValueError(f"{type(self).__name__}(pvalues=True): STIR's law has been "
-                                 "shown calibrated for the unweighted distance only; fit "
-                                 "without feature_weights, or use n_permutations=B.")
-            reason = uncalibrated("MultiSURF", data.counts, shape=sample_shape(rows, anchors),
-                                  names=getattr(self, "feature_names_in_", None),
-                                  where=sample_rows_note(rows, anchors))
+                raise ValueError(
+                    f"{type(self).__name__}(pvalues=True): STIR's law has been "
+                    "shown calibrated for the unweighted distance only; fit "
+                    "without feature_weights, or use n_permutations=B."
+                )
+            reason = uncalibrated(
+                "MultiSURF",
+                data.counts,
+                shape=sample_shape(rows, anchors),
+                names=getattr(self, "feature_names_in_", None),
+                where=sample_rows_note(rows, anchors),
+            )
             if reason is not None:
                 declined = warn_uncalibrated(self, reason, rows.n_features)
                 with_p = False
         if permutations and target is not None:
-            raise ValueError(f"{type(self).__name__}(n_permutations={permutations}) permutes "
-                             "class labels; y is a continuous target. Fit with "
-                             "n_permutations=0.")
+            raise ValueError(
+                f"{type(self).__name__}(n_permutations={permutations}) permutes "
+                "class labels; y is a continuous target. Fit with "
+                "n_permutations=0."
+            )
         # (Compact rows count mismatches on bit planes: a feature costs 1/8 or less.)
-        sample = graph_sample(rows.n_samples, rows.n_features,
-                              None if anchors is None else anchors.index,
-                              1 / 8 if compact and not rows.on_dask else 1.0) \
-            if with_p else None
+        sample = (
+            graph_sample(
+                rows.n_samples,
+                rows.n_features,
+                None if anchors is None else anchors.index,
+                1 / 8 if compact and not rows.on_dask else 1.0,
+            )
+            if with_p
+            else None
+        )
         agg = surf_stir_agg if with_p else self._agg
 
         # One statistic: distance moments, thresholds, neighbours scored
@@ -339,11 +392,22 @@ class ThresholdSelector(WeightSelector):
             if compact and not rows.on_dask:
                 # 0/1 differences are their own squares (no squares summed)
                 args = (self._far_rule, False, False) if with_p else (self._far_rule, False)
-                return compact_threshold_statistic(rows, self._thresholds, agg, args, far=far,
-                                                   anchors=anchors, graph_sample=sample)
-            return threshold_statistic(rows, self._thresholds, agg, self._agg_args(kinds),
-                                       far=far, kinds=kinds, anchors=anchors, target=target,
-                                       bound=bound or 0.0, graph_sample=sample, soft=self._soft)
+                return compact_threshold_statistic(
+                    rows, self._thresholds, agg, args, far=far, anchors=anchors, graph_sample=sample
+                )
+            return threshold_statistic(
+                rows,
+                self._thresholds,
+                agg,
+                self._agg_args(kinds),
+                far=far,
+                kinds=kinds,
+                anchors=anchors,
+                target=target,
+                bound=bound or 0.0,
+                graph_sample=sample,
+                soft=self._soft,
+            )
 
         with fit_steps(self, "pass", 1 + permutations) as steps, timer(name):
             out = scores(rows, anchors, agg, sample, with_p)
@@ -355,15 +419,25 @@ class ThresholdSelector(WeightSelector):
                 rng = make_rng(self.random_state).spawn(1)[0]  # not the anchors' stream
                 for _ in range(permutations):
                     permuted = permuted_rows(rows, data.counts, rng)
-                    reached += np.asarray(scores(permuted, anchors_for(self, permuted),
-                                                 surf_agg, None, False),
-                                          dtype=np.float64) / m >= weights
+                    reached += (
+                        np.asarray(
+                            scores(permuted, anchors_for(self, permuted), surf_agg, None, False),
+                            dtype=np.float64,
+                        )
+                        / m
+                        >= weights
+                    )
                     steps.step()
 
         # Final attributes
         m = rows.n_samples if anchors is None else anchors.n_samples
-        self.compact_dtype_ = np.dtype(np.uint8) if compact else \
-            np.dtype(np.float32) if rows.X.dtype == np.float32 else None
+        self.compact_dtype_ = (
+            np.dtype(np.uint8)
+            if compact
+            else np.dtype(np.float32)
+            if rows.X.dtype == np.float32
+            else None
+        )
         set_target(self, None if target is not None else data.classes, bound)
         self.discrete_features_ = kinds.discrete
         self.anchor_indices_ = None if anchors is None else anchors.index
@@ -379,8 +453,7 @@ class ThresholdSelector(WeightSelector):
         elif hasattr(self, "pvalues"):
             self.__dict__.pop("_stir_raw", None)
             if permutations:
-                set_pvalues(self, (1.0 + reached) / (1.0 + permutations),
-                            t_reason=PERMUTATION_T)
+                set_pvalues(self, (1.0 + reached) / (1.0 + permutations), t_reason=PERMUTATION_T)
             else:
                 set_pvalues(self, reason=declined)
         self.feature_importances_ = np.asarray(out, dtype=np.float64) / m
@@ -400,36 +473,49 @@ def _check_stir(estimator, target, n_classes, kinds):
     """STIR's p-values need two classes and no missing value."""
     name = type(estimator).__name__
     if target is not None:
-        raise ValueError(f"{name}(pvalues=True) tests hits against misses of two classes "
-                         "(STIR); y is a continuous target. Fit with pvalues=False.")
+        raise ValueError(
+            f"{name}(pvalues=True) tests hits against misses of two classes "
+            "(STIR); y is a continuous target. Fit with pvalues=False."
+        )
     if n_classes != 2:
-        raise ValueError(f"{name}(pvalues=True) tests hits against misses of two classes "
-                         f"(STIR, case-control data); y has {n_classes} classes. Fit with "
-                         f"pvalues=False, or use {name}(n_permutations=B) for permutation "
-                         "p-values with any number of classes.")
+        raise ValueError(
+            f"{name}(pvalues=True) tests hits against misses of two classes "
+            f"(STIR, case-control data); y has {n_classes} classes. Fit with "
+            f"pvalues=False, or use {name}(n_permutations=B) for permutation "
+            "p-values with any number of classes."
+        )
     if kinds.kind == MISSING:
         bad = np.flatnonzero(kinds.missing)
-        raise ValueError(f"{name}(pvalues=True) does not take missing values (feature "
-                         f"{int(bad[0])} has {int(kinds.missing[bad[0]])}); impute them first "
-                         f"(e.g. sklearn.impute.SimpleImputer), or use {name}(n_permutations=B) "
-                         "for permutation p-values.")
+        raise ValueError(
+            f"{name}(pvalues=True) does not take missing values (feature "
+            f"{int(bad[0])} has {int(kinds.missing[bad[0]])}); impute them first "
+            f"(e.g. sklearn.impute.SimpleImputer), or use {name}(n_permutations=B) "
+            "for permutation p-values."
+        )
 
 
 class SURF(ThresholdSelector):
-    __doc__ = """SURF: every neighbour closer than the mean distance (Greene et al. 2009).
+    __doc__ = (
+        """SURF: every neighbour closer than the mean distance (Greene et al. 2009).
 
     One threshold for all anchors, the mean of the N x N distance matrix
     (Manhattan over range-normalised continuous and 0/1 discrete
     differences, its zero diagonal included); an anchor scores every other
     row strictly closer, hits against misses, with skrebate 0.8.4's
     ``SURF`` arithmetic.
-""" + SURF_PARAMS.format(sample_note=_SURF_SAMPLE, range_note="", pvalues_param="", pvalues_attrs="") + """
+"""
+        + SURF_PARAMS.format(
+            sample_note=_SURF_SAMPLE, range_note="", pvalues_param="", pvalues_attrs=""
+        )
+        + """
     See Also
     --------
     SURFstar : also scores the far rows, with the opposite sign.
     MultiSURF : a threshold per anchor.
     ReliefF : k nearest neighbours instead of a radius.
-""" + SURF_NOTES + """
+"""
+        + SURF_NOTES
+        + """
     References
     ----------
     C. S. Greene, N. M. Penrod, J. Kiralis, J. H. Moore, "Spatially Uniform
@@ -444,21 +530,31 @@ class SURF(ThresholdSelector):
     >>> SURF(n_features_to_select=5).fit(X, y).transform(X).shape
     (569, 5)
     """
+    )
 
 
 class SURFstar(ThresholdSelector):
-    __doc__ = """SURF*: SURF plus the far rows, scored with the opposite sign (Greene et al. 2010).
+    __doc__ = (
+        """SURF*: SURF plus the far rows, scored with the opposite sign (Greene et al. 2010).
 
     With SURF's one threshold (the mean distance), rows strictly closer are
     near and rows strictly farther are far; the near rows score as in SURF
     and the far rows' same scoring is subtracted (skrebate 0.8.4's
     ``SURFstar``).
-""" + SURF_PARAMS.format(sample_note=_SURF_SAMPLE, range_note=" and set (near, far)", pvalues_param="",
-                       pvalues_attrs="") + """
+"""
+        + SURF_PARAMS.format(
+            sample_note=_SURF_SAMPLE,
+            range_note=" and set (near, far)",
+            pvalues_param="",
+            pvalues_attrs="",
+        )
+        + """
     See Also
     --------
     SURF, MultiSURFstar
-""" + SURF_NOTES + """
+"""
+        + SURF_NOTES
+        + """
     References
     ----------
     C. S. Greene, D. S. Himmelstein, J. Kiralis, J. H. Moore, "The informative
@@ -473,23 +569,34 @@ class SURFstar(ThresholdSelector):
     >>> SURFstar().fit(X, y).feature_importances_.shape
     (30,)
     """
+    )
     _far_rule = FAR_SUBTRACT
 
 
 class MultiSURF(PValues, ThresholdSelector):
-    __doc__ = """MultiSURF: each anchor's neighbours within mean - deviation / 2 (Urbanowicz 2018).
+    __doc__ = (
+        """MultiSURF: each anchor's neighbours within mean - deviation / 2 (Urbanowicz 2018).
 
     Each anchor's threshold is the mean of its distances to every other row
     minus half their standard deviation (ddof 0); the rows strictly closer
     are its neighbours, scored as skrebate 0.8.4's ``MultiSURF``.
-""" + SURF_PARAMS.format(sample_note="", range_note="", pvalues_param=_PVALUES_PARAM,
-                       pvalues_attrs=_PVALUES_ATTRS) + """
+"""
+        + SURF_PARAMS.format(
+            sample_note="",
+            range_note="",
+            pvalues_param=_PVALUES_PARAM,
+            pvalues_attrs=_PVALUES_ATTRS,
+        )
+        + """
     See Also
     --------
     MultiSURFstar : also scores the extreme far rows.
     SURF : one global threshold.
     ReliefF : k nearest neighbours instead of a radius.
-""" + SURF_NOTES + _STIR_NOTES + """
+"""
+        + SURF_NOTES
+        + _STIR_NOTES
+        + """
     References
     ----------
     R. J. Urbanowicz, R. S. Olson, P. Schmitt, M. Meeker, J. H. Moore,
@@ -511,33 +618,57 @@ class MultiSURF(PValues, ThresholdSelector):
     >>> float(est.pvalues_[est.feature_importances_.argmax()])  # 1 / (19 + 1)
     0.05
     """
+    )
     _thresholds = staticmethod(multisurf_thresholds)
-    _parameter_constraints = {**ThresholdSelector._parameter_constraints, "pvalues": [BOOLEAN],
-                              "n_permutations": [Interval(numbers.Integral, 0, None)]}
+    _parameter_constraints = {
+        **ThresholdSelector._parameter_constraints,
+        "pvalues": [BOOLEAN],
+        "n_permutations": [Interval(numbers.Integral, 0, None)],
+    }
 
-    def __init__(self, *, discrete_threshold=10, scale="minmax", n_anchors=None, pvalues=False,
-                 n_permutations=0, n_features_to_select=None, rank_absolute=False,
-                 random_state=None):
-        super().__init__(discrete_threshold=discrete_threshold, scale=scale,
-                         n_anchors=n_anchors, n_features_to_select=n_features_to_select,
-                         rank_absolute=rank_absolute, random_state=random_state)
+    def __init__(
+        self,
+        *,
+        discrete_threshold=10,
+        scale="minmax",
+        n_anchors=None,
+        pvalues=False,
+        n_permutations=0,
+        n_features_to_select=None,
+        rank_absolute=False,
+        random_state=None,
+    ):
+        super().__init__(
+            discrete_threshold=discrete_threshold,
+            scale=scale,
+            n_anchors=n_anchors,
+            n_features_to_select=n_features_to_select,
+            rank_absolute=rank_absolute,
+            random_state=random_state,
+        )
         self.pvalues = pvalues
         self.n_permutations = n_permutations
 
 
 class MultiSURFstar(ThresholdSelector):
-    __doc__ = """MultiSURF*: MultiSURF plus the extreme far rows (Granizo-Mackenzie & Moore 2013).
+    __doc__ = (
+        """MultiSURF*: MultiSURF plus the extreme far rows (Granizo-Mackenzie & Moore 2013).
 
     Per anchor, rows closer than ``mu - sigma / 2`` are near and rows
     farther than ``mu + sigma / 2`` are far; near rows score as in
     MultiSURF, far rows score the similarities ``1 - diff`` with the same
     normalisation, added (skrebate 0.8.4's ``MultiSURFstar``).
-""" + SURF_PARAMS.format(sample_note="", range_note=" and set (near, far)", pvalues_param="",
-                       pvalues_attrs="") + """
+"""
+        + SURF_PARAMS.format(
+            sample_note="", range_note=" and set (near, far)", pvalues_param="", pvalues_attrs=""
+        )
+        + """
     See Also
     --------
     MultiSURF, SURFstar
-""" + SURF_NOTES + """
+"""
+        + SURF_NOTES
+        + """
     References
     ----------
     D. Granizo-Mackenzie, J. H. Moore, "Multiple threshold spatially uniform
@@ -551,5 +682,6 @@ class MultiSURFstar(ThresholdSelector):
     >>> MultiSURFstar().fit(X, y).feature_importances_.shape
     (30,)
     """
+    )
     _thresholds = staticmethod(multisurf_thresholds)
     _far_rule = FAR_SIMILARITY

@@ -115,15 +115,15 @@ def swrf_agg(P, ya, far, missing, discrete):
     a = P.shape[-1] // 3 if missing else P.shape[-1] - 2
 
     def scored(S, sums):
-        counts = S[..., a:2 * a] if missing else S[..., a:a + 1]
+        counts = S[..., a : 2 * a] if missing else S[..., a : a + 1]
         return surf_terms(np.concatenate([sums, counts], axis=-1), ya, missing)
 
     near = P[:, 0]
     terms = scored(near, near[..., :a])
     if far:
         S = P[:, 1]
-        weights = S[..., 2 * a:] if missing else S[..., a + 1:a + 2]
-        counts = S[..., a:2 * a] if missing else S[..., a:a + 1]
+        weights = S[..., 2 * a :] if missing else S[..., a + 1 : a + 2]
+        counts = S[..., a : 2 * a] if missing else S[..., a : a + 1]
         sims = np.where(discrete, weights, counts) - S[..., :a]
         terms = terms + scored(S, sims)
     return terms.sum(axis=0)
@@ -208,14 +208,22 @@ def surf_stir_agg(P, ya, far_rule, missing=False, squares=True):
     ``squares=False``: it does not, the differences being 0 or 1 (compact
     rows), so that they are their own squares."""
     width = P.shape[-1]
-    a = (width // 3 if missing else (width - 1) // 2) if squares else (
-        width // 2 if missing else width - 1)
+    a = (
+        (width // 3 if missing else (width - 1) // 2)
+        if squares
+        else (width // 2 if missing else width - 1)
+    )
     base = 2 * a if missing else a + 1
     near = P[:, 0]
-    counts = near[..., a:2 * a] if missing else near[..., a:a + 1]
+    counts = near[..., a : 2 * a] if missing else near[..., a : a + 1]
     first = near[..., :a]
     second = near[..., base:] if squares else first
     ya = np.asarray(ya)
     share = surf_agg(P[..., :base], ya, far_rule, missing)
-    return np.vstack([share[None, :], stir_sums(counts, first, second, ya).reshape(8, -1),
-                      stir_anchor_sums(counts, first, ya)])
+    return np.vstack(
+        [
+            share[None, :],
+            stir_sums(counts, first, second, ya).reshape(8, -1),
+            stir_anchor_sums(counts, first, ya),
+        ]
+    )

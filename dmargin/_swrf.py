@@ -28,8 +28,14 @@ from __future__ import annotations
 
 from ._cost import swrf_cost
 from ._surf import SURF_NOTES, SURF_PARAMS, ThresholdSelector
-from ._surf_terms import (FAR_NONE, FAR_SIMILARITY, multiswrf_thresholds, multiswrfdb_thresholds,
-                          swrf_agg, swrf_thresholds)
+from ._surf_terms import (
+    FAR_NONE,
+    FAR_SIMILARITY,
+    multiswrf_thresholds,
+    multiswrfdb_thresholds,
+    swrf_agg,
+    swrf_thresholds,
+)
 from .engine import MISSING
 
 
@@ -66,9 +72,20 @@ _SCORING = """
 
 
 def _doc(summary, body, see_also, references, name):
-    return summary + body + SURF_PARAMS.format(
-        sample_note="", range_note=" and set (near, far)" if name.endswith("star") else "",
-        pvalues_param="", pvalues_attrs="") + see_also + SURF_NOTES + _SCORING + references + f"""
+    return (
+        summary
+        + body
+        + SURF_PARAMS.format(
+            sample_note="",
+            range_note=" and set (near, far)" if name.endswith("star") else "",
+            pvalues_param="",
+            pvalues_attrs="",
+        )
+        + see_also
+        + SURF_NOTES
+        + _SCORING
+        + references
+        + f"""
     Examples
     --------
     >>> from dmargin import {name}
@@ -77,6 +94,7 @@ def _doc(summary, body, see_also, references, name):
     >>> {name}(n_features_to_select=5).fit(X, y).transform(X).shape
     (569, 5)
     """
+    )
 
 
 _REFERENCE = """
@@ -90,32 +108,42 @@ _REFERENCE = """
 class SWRF(_SoftThresholdSelector):
     __doc__ = _doc(
         """SWRF: SURF's neighbours, each weighed by its distance below the mean distance.
-""", """
+""",
+        """
     One threshold for all anchors, the mean of the N x N distance matrix
     (as ``SURF``); a neighbour strictly closer weighs ``tanh(2 (mu - d) /
     sd)``, ``sd`` the matrix's standard deviation (skrebate 0.8.4's ``SWRF``).
-""", """
+""",
+        """
     See Also
     --------
     SURF : the same neighbours, unweighted.
     SWRFstar : also the far rows.
     MultiSWRF : a threshold per anchor.
-""", _REFERENCE, "SWRF")
+""",
+        _REFERENCE,
+        "SWRF",
+    )
     _thresholds = staticmethod(swrf_thresholds)
 
 
 class SWRFstar(_SoftThresholdSelector):
     __doc__ = _doc(
         """SWRF*: SWRF plus the far rows' similarities, weighed by their distance above the mean.
-""", """
+""",
+        """
     With SWRF's threshold and spread, rows strictly farther than the mean
     distance are far and weigh ``tanh(2 (d - mu) / sd)``; their
     similarities are scored and added (skrebate 0.8.4's ``SWRFstar``).
-""", """
+""",
+        """
     See Also
     --------
     SWRF, SURFstar, MultiSWRFstar
-""", _REFERENCE, "SWRFstar")
+""",
+        _REFERENCE,
+        "SWRFstar",
+    )
     _thresholds = staticmethod(swrf_thresholds)
     _far_rule = FAR_SIMILARITY
 
@@ -123,33 +151,43 @@ class SWRFstar(_SoftThresholdSelector):
 class MultiSWRF(_SoftThresholdSelector):
     __doc__ = _doc(
         """MultiSWRF: each anchor's rows closer than its mean distance, weighed by how much closer.
-""", """
+""",
+        """
     Each anchor's threshold is its mean distance to the other rows
     ``mu_a`` and its spread their standard deviation ``sigma_a`` (ddof 0);
     a row strictly closer weighs ``tanh(2 (mu_a - d) / sigma_a)``
     (skrebate 0.8.4's ``MultiSWRF``).
-""", """
+""",
+        """
     See Also
     --------
     MultiSURF : a dead band and unweighted neighbours.
     MultiSWRFstar : also the far rows.
     MultiSWRFDB : MultiSURF's dead band, weighed.
-""", _REFERENCE, "MultiSWRF")
+""",
+        _REFERENCE,
+        "MultiSWRF",
+    )
     _thresholds = staticmethod(multiswrf_thresholds)
 
 
 class MultiSWRFstar(_SoftThresholdSelector):
     __doc__ = _doc(
         """MultiSWRF*: MultiSWRF plus the far rows' similarities.
-""", """
+""",
+        """
     Rows strictly farther than the anchor's mean distance are far and
     weigh ``tanh(2 (d - mu_a) / sigma_a)``; their similarities are scored
     and added (skrebate 0.8.4's ``MultiSWRFstar``).
-""", """
+""",
+        """
     See Also
     --------
     MultiSWRF, MultiSURFstar
-""", _REFERENCE, "MultiSWRFstar")
+""",
+        _REFERENCE,
+        "MultiSWRFstar",
+    )
     _thresholds = staticmethod(multiswrf_thresholds)
     _far_rule = FAR_SIMILARITY
 
@@ -157,30 +195,40 @@ class MultiSWRFstar(_SoftThresholdSelector):
 class MultiSWRFDB(_SoftThresholdSelector):
     __doc__ = _doc(
         """MultiSWRFDB: MultiSURF's neighbours (its dead band), weighed from the band's edge.
-""", """
+""",
+        """
     Near rows are those strictly closer than ``mu_a - sigma_a / 2``
     (MultiSURF's), each weighing ``tanh(2 (mu_a - sigma_a / 2 - d) /
     sigma_a)`` (skrebate 0.8.4's ``MultiSWRFDB``).
-""", """
+""",
+        """
     See Also
     --------
     MultiSURF : the same neighbours, unweighted.
     MultiSWRFDBstar : also the far rows beyond the band.
-""", _REFERENCE, "MultiSWRFDB")
+""",
+        _REFERENCE,
+        "MultiSWRFDB",
+    )
     _thresholds = staticmethod(multiswrfdb_thresholds)
 
 
 class MultiSWRFDBstar(_SoftThresholdSelector):
     __doc__ = _doc(
         """MultiSWRFDB*: MultiSWRFDB plus the far rows beyond the dead band.
-""", """
+""",
+        """
     Rows strictly farther than ``mu_a + sigma_a / 2`` are far, weigh
     ``tanh(2 (d - mu_a - sigma_a / 2) / sigma_a)``, and their similarities
     are scored and added (skrebate 0.8.4's ``MultiSWRFDBstar``).
-""", """
+""",
+        """
     See Also
     --------
     MultiSWRFDB, MultiSURFstar
-""", _REFERENCE, "MultiSWRFDBstar")
+""",
+        _REFERENCE,
+        "MultiSWRFDBstar",
+    )
     _thresholds = staticmethod(multiswrfdb_thresholds)
     _far_rule = FAR_SIMILARITY

@@ -26,18 +26,23 @@ from ._elimination import eliminate
 from ._validation import Interval, Kind
 from .progress import fit_steps
 
+
 def _scores_features(v):
     """A dmargin selector, or an estimator whose class has ``feature_importances_``
     (scikit-learn's trees and forests); a linear model's ``coef_`` is not one."""
-    return isinstance(v, WeightSelector) or hasattr(type(v), "feature_importances_") \
+    return (
+        isinstance(v, WeightSelector)
+        or hasattr(type(v), "feature_importances_")
         or hasattr(v, "feature_importances_")
+    )
 
 
 #: An estimator with ``feature_importances_`` after fit, checked before any fit.
-ESTIMATOR = Kind("an estimator that sets feature_importances_ (a dmargin selector such as "
-                 "ReliefF(), or a tree ensemble)",
-                 lambda v: hasattr(v, "fit") and hasattr(v, "get_params")
-                 and _scores_features(v))
+ESTIMATOR = Kind(
+    "an estimator that sets feature_importances_ (a dmargin selector such as "
+    "ReliefF(), or a tree ensemble)",
+    lambda v: hasattr(v, "fit") and hasattr(v, "get_params") and _scores_features(v),
+)
 
 
 def columns(X, features):
@@ -140,15 +145,21 @@ class TuRF(WeightSelector):
         widths = _turf_widths(n, pct, self.keep)
 
         def score(features):
-            found = np.asarray(clone(self.estimator).fit(columns(X, features), y)
-                               .feature_importances_, dtype=np.float64)
+            found = np.asarray(
+                clone(self.estimator).fit(columns(X, features), y).feature_importances_,
+                dtype=np.float64,
+            )
             steps.step()
             return found
 
         with fit_steps(self, "fit", len(widths)) as steps:  # the rounds' fits and the last
-            found = eliminate(self, score, n,
-                              n_features_to_select=_turf_count(n, pct, self.keep),
-                              step=lambda left: left - math.ceil(left * (1 - pct)))
+            found = eliminate(
+                self,
+                score,
+                n,
+                n_features_to_select=_turf_count(n, pct, self.keep),
+                step=lambda left: left - math.ceil(left * (1 - pct)),
+            )
             survivors = np.flatnonzero(found.support)
             self.estimator_ = clone(self.estimator).fit(columns(X, survivors), y)
             steps.step()
@@ -168,5 +179,9 @@ class TuRF(WeightSelector):
         """:func:`~dmargin.fit_cost`: a fit of the wrapped estimator on the survivors of
         each round, and the last fit; ``None`` when it states no cost."""
         widths = _turf_widths(n_features, float(self.pct), self.keep)
-        return repeated_cost(self.estimator, n_samples, widths,
-                             f"{len(widths)} fits on {widths[0]} down to {widths[-1]} features")
+        return repeated_cost(
+            self.estimator,
+            n_samples,
+            widths,
+            f"{len(widths)} fits on {widths[0]} down to {widths[-1]} features",
+        )

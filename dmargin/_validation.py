@@ -18,8 +18,13 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
-from ._compat import (is_dask_array, is_dask_collection, is_dask_frame, is_dask_series,
-                      persist_with_known_rows)
+from ._compat import (
+    is_dask_array,
+    is_dask_collection,
+    is_dask_frame,
+    is_dask_series,
+    persist_with_known_rows,
+)
 from ._utils import user_stacklevel
 
 # ---------------------------------------------------------------------------
@@ -41,10 +46,12 @@ class Interval:
             return False
         if self.kind is numbers.Real and not np.isfinite(value):
             return False
-        lo_ok = self.low is None or (value >= self.low if self.closed in ("both", "left")
-                                     else value > self.low)
-        hi_ok = self.high is None or (value <= self.high if self.closed in ("both", "right")
-                                      else value < self.high)
+        lo_ok = self.low is None or (
+            value >= self.low if self.closed in ("both", "left") else value > self.low
+        )
+        hi_ok = self.high is None or (
+            value <= self.high if self.closed in ("both", "right") else value < self.high
+        )
         return lo_ok and hi_ok
 
     def __str__(self):
@@ -83,9 +90,11 @@ BOOLEAN = _Kind("a bool", lambda v: isinstance(v, (bool, np.bool_)))
 ARRAY = _Kind("an array", lambda v: hasattr(v, "__array__") or isinstance(v, (list, tuple)))
 RANDOM_STATE = _Kind(
     "None, a non-negative int or a numpy Generator/RandomState",
-    lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool)
-                            and v >= 0)
-    or isinstance(v, (np.random.Generator, np.random.RandomState)),
+    lambda v: (
+        v is None
+        or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0)
+        or isinstance(v, (np.random.Generator, np.random.RandomState))
+    ),
 )
 
 
@@ -129,7 +138,8 @@ def non_numeric_error(columns, what):
     return ValueError(
         f"Feature columns {columns[:5]}{more} are not numeric ({what}): convert numbers "
         "stored as text with pd.to_numeric or .astype(float), encode categories as numbers "
-        "(e.g. one-hot or ordinal codes), or drop those columns before fitting.")
+        "(e.g. one-hot or ordinal codes), or drop those columns before fitting."
+    )
 
 
 def _nullable_as_float(X, lazy=False):
@@ -142,8 +152,9 @@ def _nullable_as_float(X, lazy=False):
     their dtype); a dask DataFrame (``lazy``) cannot tell without a pass, so
     all of them become float64 (as object blocks they would be read cell by cell).
     """
-    nullable = [j for j, t in enumerate(X.dtypes)
-                if not isinstance(t, np.dtype) and _is_numeric_dtype(t)]
+    nullable = [
+        j for j, t in enumerate(X.dtypes) if not isinstance(t, np.dtype) and _is_numeric_dtype(t)
+    ]
     if lazy:
         return X.astype({X.columns[j]: np.float64 for j in nullable}) if nullable else X
     nullable = [j for j in nullable if X.iloc[:, j].isna().any()]
@@ -183,15 +194,15 @@ def _frames_to_arrays(X, y):
         todo["X"] = _nullable_as_float(X, lazy=True).to_dask_array()
     if is_dask_frame(y):
         if len(y.columns) != 1:
-            raise ValueError("y must be one label column; got a DataFrame with "
-                             f"{len(y.columns)} columns.")
+            raise ValueError(
+                f"y must be one label column; got a DataFrame with {len(y.columns)} columns."
+            )
         y = y[y.columns[0]]
     if is_dask_series(y):
         with warnings.catch_warnings():
             # dask stores text labels as pyarrow strings and says so when it hands
             # them back as objects; object labels are what the checks expect.
-            warnings.filterwarnings("ignore", "Dask currently has limited support",
-                                    UserWarning)
+            warnings.filterwarnings("ignore", "Dask currently has limited support", UserWarning)
             todo["y"] = y.to_dask_array()
     if not todo:
         return X, y, names
@@ -234,7 +245,8 @@ def _check_known_rows(a, name):
         raise ValueError(
             f"The dask array {name} has unknown chunk sizes along its rows: call "
             f"{name}.compute_chunk_sizes() first, build it with "
-            "to_dask_array(lengths=True), or pass the dask DataFrame or Series itself.")
+            "to_dask_array(lengths=True), or pass the dask DataFrame or Series itself."
+        )
 
 
 def _column_labels(n, names=None):
@@ -307,8 +319,10 @@ def check_one_label_type(values):
     if values.dtype == object:
         kinds = sorted({type(v).__name__ for v in values})
         if len(kinds) > 1:
-            raise ValueError(f"y mixes label types ({', '.join(kinds)}); use labels of one "
-                             "type (e.g. convert them all to str).")
+            raise ValueError(
+                f"y mixes label types ({', '.join(kinds)}); use labels of one "
+                "type (e.g. convert them all to str)."
+            )
 
 
 def not_finite_error(bad_per_column, names=None, allow_nan=False):
@@ -323,18 +337,22 @@ def not_finite_error(bad_per_column, names=None, allow_nan=False):
         return ValueError(
             f"X contains infinite values in {', '.join(parts)}{more}. NaN is read as a "
             "missing value, infinity is not: replace those values (e.g. by NaN) or drop "
-            "those rows before fitting.")
+            "those rows before fitting."
+        )
     return ValueError(
         f"X contains NaN or infinite values in {', '.join(parts)}{more}. Impute them (e.g. "
         "sklearn.impute.SimpleImputer in a Pipeline before the selector) or drop those rows "
-        "before fitting.")
+        "before fitting."
+    )
 
 
 def _complex_error(what):
     # scikit-learn's own wording first: its estimator checks look for it.
-    return ValueError(f"Complex data not supported: X has complex values ({what}). Split them "
-                      "into real features (e.g. real and imaginary parts, or the modulus) "
-                      "before fitting.")
+    return ValueError(
+        f"Complex data not supported: X has complex values ({what}). Split them "
+        "into real features (e.g. real and imaginary parts, or the modulus) "
+        "before fitting."
+    )
 
 
 def missing_label_mask(values):
@@ -350,7 +368,8 @@ def missing_labels_error(count):
     """The error for ``count`` missing labels, one message for every input kind."""
     return ValueError(
         f"y contains {count} missing labels (NaN, None or pd.NA): drop those rows "
-        "(read_parquet(..., missing_label='drop') for Parquet data) or give them a label.")
+        "(read_parquet(..., missing_label='drop') for Parquet data) or give them a label."
+    )
 
 
 def _as_label_array(y):
@@ -367,8 +386,9 @@ def integer_input(X):
     boolean columns, judged from its dtypes alone (no pass over the values)."""
     dtypes = getattr(X, "dtypes", None)
     if dtypes is not None and hasattr(X, "columns"):
-        kinds = [np.dtype(t).kind if isinstance(t, np.dtype) else getattr(t, "kind", "O")
-                 for t in dtypes]
+        kinds = [
+            np.dtype(t).kind if isinstance(t, np.dtype) else getattr(t, "kind", "O") for t in dtypes
+        ]
         return bool(kinds) and all(k in "biu" for k in kinds)
     dtype = getattr(X, "dtype", None)
     if dtype is None:
@@ -376,8 +396,18 @@ def integer_input(X):
     return np.dtype(dtype).kind in "biu"
 
 
-def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
-              keep_integers=False, keep_float32=False, continuous=False):
+def check_X_y(
+    estimator,
+    X,
+    y,
+    *,
+    reset=True,
+    min_samples=2,
+    allow_nan=False,
+    keep_integers=False,
+    keep_float32=False,
+    continuous=False,
+):
     """Validate ``X, y``; returns ``(X, y)`` as numpy or dask arrays.
 
     ``min_samples=1`` lets a stream's later chunk (``partial_fit``) be one row.
@@ -411,17 +441,30 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
             dtype = np.asarray(X).dtype if dtype is None else dtype
             complex_columns = ["X"] if dtype.kind == "c" else []
         if complex_columns:
-            raise _complex_error(f"columns {complex_columns}" if hasattr(X, "columns")
-                                 else f"dtype {np.asarray(X).dtype}")
+            raise _complex_error(
+                f"columns {complex_columns}"
+                if hasattr(X, "columns")
+                else f"dtype {np.asarray(X).dtype}"
+            )
         # Sums of finite values near the float limit overflow inside the finiteness
         # check; they are finite, and scaling handles them (dmargin._io).
         with np.errstate(over="ignore", invalid="ignore"):
             try:
-                dtype = None if keep_integers and integer_input(X) else \
-                    [np.float64, np.float32] if keep_float32 else np.float64
-                X = validate_data(estimator, X, reset=reset, dtype=dtype,
-                                  ensure_min_samples=min_samples,
-                                  ensure_all_finite="allow-nan" if allow_nan else True)
+                dtype = (
+                    None
+                    if keep_integers and integer_input(X)
+                    else [np.float64, np.float32]
+                    if keep_float32
+                    else np.float64
+                )
+                X = validate_data(
+                    estimator,
+                    X,
+                    reset=reset,
+                    dtype=dtype,
+                    ensure_min_samples=min_samples,
+                    ensure_all_finite="allow-nan" if allow_nan else True,
+                )
             except ValueError as exc:
                 if "NaN" not in str(exc) and "infinity" not in str(exc):
                     raise
@@ -430,14 +473,19 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
                 names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
                 raise not_finite_error(bad, names, allow_nan) from None
     if y is None:
-        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
-                         "target y is None: feature selection by margins needs class labels.")
+        raise ValueError(
+            f"{type(estimator).__name__} requires y to be passed, but the "
+            "target y is None: feature selection by margins needs class labels."
+        )
     y = _as_label_array(y)
     if is_dask_array(y):
         _check_known_rows(y, "y")
     if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
-                      "raveled.", DataConversionWarning, stacklevel=user_stacklevel())
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected; it is raveled.",
+            DataConversionWarning,
+            stacklevel=user_stacklevel(),
+        )
         y = y[:, 0]
     if y.ndim != 1:
         raise ValueError(f"y should be a 1d array (one label per row); got shape {y.shape}.")
@@ -445,8 +493,9 @@ def check_X_y(estimator, X, y, *, reset=True, min_samples=2, allow_nan=False,
     if not (isinstance(ny, float) and np.isnan(ny)) and ny != nx:
         raise ValueError(f"X has {nx} rows but y has {ny} labels; they must match.")
     if y.dtype.kind == "c":
-        raise ValueError(f"y has complex dtype {y.dtype}; class labels must be integers, "
-                         "strings or booleans.")
+        raise ValueError(
+            f"y has complex dtype {y.dtype}; class labels must be integers, strings or booleans."
+        )
     if not is_dask_collection(y) and not continuous:  # dask labels: checked in _io
         missing = int(missing_label_mask(y).sum())
         if missing:
@@ -461,8 +510,10 @@ def check_label_values(values):
     the distinct values of dask labels (``type_of_target`` gives the same answer on
     both)."""
     if type_of_target(values) == "continuous":
-        raise ValueError("Unknown label type: continuous. Margin-based selection needs "
-                         "class labels; bin a continuous target into classes first.")
+        raise ValueError(
+            "Unknown label type: continuous. Margin-based selection needs "
+            "class labels; bin a continuous target into classes first."
+        )
 
 
 def check_binary(estimator, classes, why):
@@ -479,9 +530,11 @@ def check_known_labels(labels, classes):
     """Labels outside ``classes`` (fixed by a stream's first ``partial_fit``) are refused."""
     unknown = np.setdiff1d(labels, classes)
     if unknown.size:
-        raise ValueError(f"y has labels {unknown.tolist()} not seen in the classes "
-                         f"{np.asarray(classes).tolist()} of the first partial_fit call; pass "
-                         "classes= with every label on the first call.")
+        raise ValueError(
+            f"y has labels {unknown.tolist()} not seen in the classes "
+            f"{np.asarray(classes).tolist()} of the first partial_fit call; pass "
+            "classes= with every label on the first call."
+        )
 
 
 def check_classes(classes, counts):
@@ -527,32 +580,39 @@ def target_values(estimator, y):
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
-        raise ValueError(f"y should be a 1d array (one target value per row); got shape "
-                         f"{y.shape}.")
+        raise ValueError(f"y should be a 1d array (one target value per row); got shape {y.shape}.")
     if y.dtype.kind == "c":
-        raise ValueError(f"Complex data not supported: {name} needs a real target; y has "
-                         f"dtype {y.dtype}.")
+        raise ValueError(
+            f"Complex data not supported: {name} needs a real target; y has dtype {y.dtype}."
+        )
     if y.dtype.kind == "O":  # numbers held as objects (a pandas object column) are numbers
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError):
-            raise ValueError(f"Unknown label type: {name} needs a numeric target; y holds "
-                             "objects that are not numbers. Encode it as numbers, or use "
-                             "ReliefF for class labels.") from None
+            raise ValueError(
+                f"Unknown label type: {name} needs a numeric target; y holds "
+                "objects that are not numbers. Encode it as numbers, or use "
+                "ReliefF for class labels."
+            ) from None
     if y.dtype.kind not in "biuf":
-        raise ValueError(f"{name} needs a numeric target; y has dtype {y.dtype}. Encode it as "
-                         "numbers, or use ReliefF for class labels.")
+        raise ValueError(
+            f"{name} needs a numeric target; y has dtype {y.dtype}. Encode it as "
+            "numbers, or use ReliefF for class labels."
+        )
     if y.size < 2:
-        raise ValueError(f"{name} needs at least 2 rows to compare targets; got {y.size} "
-                         "sample.")
+        raise ValueError(f"{name} needs at least 2 rows to compare targets; got {y.size} sample.")
     y = y.astype(np.float64)
     bad = int(np.sum(~np.isfinite(y)))
     if bad:
-        raise ValueError(f"y contains {bad} missing (NaN) or infinite values. Drop those rows "
-                         "or give them a value.")
+        raise ValueError(
+            f"y contains {bad} missing (NaN) or infinite values. Drop those rows "
+            "or give them a value."
+        )
     if y.size and np.all(y == y[0]):
-        raise ValueError("y is constant: no feature can explain its differences. Check that "
-                         "the right column is the target.")
+        raise ValueError(
+            "y is constant: no feature can explain its differences. Check that "
+            "the right column is the target."
+        )
     return y
 
 

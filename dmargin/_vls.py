@@ -40,7 +40,7 @@ def feature_subsets(n_features, num_feature_subset, size_feature_subset, random_
     size = min(size_feature_subset, n_features)
     indices = list(range(n_features))
     rng.shuffle(indices)
-    subsets = [indices[k:k + size] for k in range(0, n_features, size)]
+    subsets = [indices[k : k + size] for k in range(0, n_features, size)]
     leftover = subsets.pop() if len(subsets[-1]) < size else []
     if leftover:
         while len(leftover) < size:
@@ -59,8 +59,9 @@ def _subset_scores(estimator, X, subset, y, weights):
     if subset is not None:
         X = X[:, subset]
     with inner_fits():  # a part of the VLS fit, wherever it runs: no warning, no bar
-        est = estimator.fit(X, y) if weights is None else \
-            estimator.fit(X, y, feature_weights=weights)
+        est = (
+            estimator.fit(X, y) if weights is None else estimator.fit(X, y, feature_weights=weights)
+        )
     return np.asarray(est.feature_importances_, dtype=np.float64)
 
 
@@ -129,8 +130,16 @@ class VLS(WeightSelector):
         "n_features_to_select": N_FEATURES_TO_SELECT,
     }
 
-    def __init__(self, estimator, *, num_feature_subset=40, size_feature_subset=5,
-                 random_state=None, rank_absolute=False, n_features_to_select=None):
+    def __init__(
+        self,
+        estimator,
+        *,
+        num_feature_subset=40,
+        size_feature_subset=5,
+        random_state=None,
+        rank_absolute=False,
+        n_features_to_select=None,
+    ):
         self.estimator = estimator
         self.num_feature_subset = num_feature_subset
         self.size_feature_subset = size_feature_subset
@@ -165,7 +174,8 @@ class VLS(WeightSelector):
             raise ValueError(
                 f"num_feature_subset * size_feature_subset = {self.num_feature_subset} x "
                 f"{size} does not cover the {p} features; raise either (e.g. "
-                f"num_feature_subset={-(-p // size)}).")
+                f"num_feature_subset={-(-p // size)})."
+            )
         seed = self.random_state
         if seed is not None and not isinstance(seed, numbers.Integral):
             seed = int(make_rng(seed).integers(2**63))
@@ -174,10 +184,12 @@ class VLS(WeightSelector):
         in_memory = not is_dask_collection(X) and active_client() is None
         if in_memory and not hasattr(X, "iloc"):
             X = np.asarray(X)  # each fit slices its columns: never all subsets' copies at once
-        calls = [(clone(self.estimator), X, np.asarray(s), y, None if w is None else w[s])
-                 if in_memory and isinstance(X, np.ndarray) else
-                 (clone(self.estimator), columns(X, s), None, y, None if w is None else w[s])
-                 for s in subsets]
+        calls = [
+            (clone(self.estimator), X, np.asarray(s), y, None if w is None else w[s])
+            if in_memory and isinstance(X, np.ndarray)
+            else (clone(self.estimator), columns(X, s), None, y, None if w is None else w[s])
+            for s in subsets
+        ]
         found = map_calls(_subset_scores, calls, what=f"VLS's {len(subsets)} subset fits")
         # A running best per feature (never a subsets x features table: 460 subsets
         # of 230,000 SNPs would hold 0.8 GB); rank_absolute: the largest |score| with
@@ -200,5 +212,6 @@ class VLS(WeightSelector):
         ``size_feature_subset`` features each; ``None`` when it states no cost."""
         size = min(self.size_feature_subset, n_features)
         count = max(self.num_feature_subset, -(-n_features // size))
-        return repeated_cost(self.estimator, n_samples, [size] * count,
-                             f"{count} fits on {size} features each")
+        return repeated_cost(
+            self.estimator, n_samples, [size] * count, f"{count} fits on {size} features each"
+        )

@@ -74,10 +74,23 @@ from pathlib import Path
 
 import numpy as np
 
-from ._cli_io import (UserError, check_spark_data, check_target, connect, dashboard_link,
-                      is_remote, plot_format, ranking_table, read_data, read_spark_data,
-                      save_plot, scheduler_address, spark_failure, spark_session,
-                      write_results)
+from ._cli_io import (
+    UserError,
+    check_spark_data,
+    check_target,
+    connect,
+    dashboard_link,
+    is_remote,
+    plot_format,
+    ranking_table,
+    read_data,
+    read_spark_data,
+    save_plot,
+    scheduler_address,
+    spark_failure,
+    spark_session,
+    write_results,
+)
 from ._compat import ClusterStalledError, WorkerMemoryError
 from ._cost import LongFitWarning, fit_cost, format_seconds
 from ._interrupt import is_interrupt
@@ -106,9 +119,14 @@ _ADVICE_SECONDS = 120.0
 # Fewer anchors than this are not proposed: the weights would be mostly noise.
 _MIN_ANCHORS = 100
 # Estimator parameters settable from the command line: option -> parameter.
-_TUNING = {"--sigma": "sigma", "--max-iter": "max_iter", "--n-neighbors": "n_neighbors",
-           "--anchors": "n_anchors", "--pvalues": "pvalues",
-           "--permutations": "n_permutations"}
+_TUNING = {
+    "--sigma": "sigma",
+    "--max-iter": "max_iter",
+    "--n-neighbors": "n_neighbors",
+    "--anchors": "n_anchors",
+    "--pvalues": "pvalues",
+    "--permutations": "n_permutations",
+}
 
 
 def _count_or_fraction(text):
@@ -120,7 +138,8 @@ def _count_or_fraction(text):
             return float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"{text!r} is neither a number of rows (1000) nor a fraction (0.01)") from None
+                f"{text!r} is neither a number of rows (1000) nor a fraction (0.01)"
+            ) from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -151,84 +170,154 @@ def _parser():
     parser.add_argument("--version", action="version", version=f"dmargin {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sel = sub.add_parser(
-        "select", help="rank the features of a data set",
+        "select",
+        help="rank the features of a data set",
         description="Rank the features of DATA (Parquet, CSV or TSV) by LABEL.",
         epilog="The options are checked before the data is read. --out and --plot never "
-               "overwrite the input (nor a file inside an input directory), not even with "
-               "--force. Errors are one line on stderr and exit status 2.")
-    sel.add_argument("data", help="a Parquet file or directory (also Spark output), or a "
-                                  ".csv, .tsv or .txt file (also .gz, .bz2, .xz, .zip, .zst)")
+        "overwrite the input (nor a file inside an input directory), not even with "
+        "--force. Errors are one line on stderr and exit status 2.",
+    )
+    sel.add_argument(
+        "data",
+        help="a Parquet file or directory (also Spark output), or a "
+        ".csv, .tsv or .txt file (also .gz, .bz2, .xz, .zip, .zst)",
+    )
     sel.add_argument("--label", required=True, help="the label column")
-    sel.add_argument("--method", choices=sorted(METHODS), default=None, metavar="METHOD",
-                     help=f"the estimator, one of {', '.join(sorted(METHODS))}. Default: "
-                          f"{DEFAULT_METHOD} (ReliefF), the cheapest exact ranking: one pass "
-                          "over the pairs of rows, where irelief and immigrate repeat such "
-                          f"passes tens of times; beyond {_EXACT_ROWS:,} rows it scores "
-                          f"{_DEFAULT_ANCHORS:,} sampled anchor rows against all rows "
-                          f"(--anchors {_DEFAULT_ANCHORS}), so that it ends in seconds to "
-                          "minutes on any number of rows (give --method relieff for every "
-                          "row). turf, iter and vls wrap MultiSURF")
-    sel.add_argument("--features", type=_names, action="append", metavar="COL,COL,...",
-                     help="the feature columns, in this order (repeatable); default: every "
-                          "column but the label")
-    sel.add_argument("--exclude", type=_names, action="append", metavar="COL,COL,...",
-                     help="columns that are not features, e.g. an id (repeatable)")
-    sel.add_argument("--missing-label", choices=("raise", "drop", "keep"), default="raise",
-                     help="rows without a label: stop with an error (raise, the default), "
-                          "leave them out (drop), or pass them on (keep)")
-    sel.add_argument("--sigma", type=float, default=None,
-                     help=f"kernel width ({_takers('sigma')})")
-    sel.add_argument("--max-iter", type=int, default=None, metavar="N",
-                     help=f"iteration limit ({_takers('max_iter')})")
-    sel.add_argument("--n-neighbors", type=int, default=None, metavar="K",
-                     help=f"nearest hits and misses per row ({_takers('n_neighbors')})")
-    sel.add_argument("--anchors", type=_count_or_fraction, default=None, metavar="M",
-                     dest="n_anchors",
-                     help="score M sampled rows (or a fraction, e.g. 0.01) against all rows "
-                          "instead of every row: O(M N) instead of O(N^2) "
-                          f"({_takers('n_anchors')})")
-    sel.add_argument("--pvalues", action="store_const", const=True, default=None,
-                     help="STIR's p-values and q-values of the global null (no feature "
-                          "related to the labels) in the ranking (relieff, multisurf; two "
-                          "classes), where STIR has been shown calibrated and no feature "
-                          "carries signal; elsewhere a warning says why and names "
-                          "--permutations. Not which features matter: for that, "
-                          "dmargin.KnockoffSelector in Python")
-    sel.add_argument("--permutations", type=int, default=None, metavar="B",
-                     dest="n_permutations",
-                     help="permutation p-values and q-values of the global null (no feature "
-                          "related to the labels) from B more passes with the labels "
-                          "permuted, exact on any data, not per-feature evidence when other "
-                          "features carry the signal; B + 1 >= features / 0.05 for a "
-                          "discovery at q = 0.05 to be possible "
-                          f"({_takers('n_permutations')})")
-    sel.add_argument("--scheduler", metavar="ADDRESS",
-                     help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
-                          "gives up after 10 s without an answer. tls:// takes this client's "
-                          "certificates from the dask config (DASK_DISTRIBUTED__COMM__TLS__"
-                          "CA_FILE, ...__CLIENT__CERT, ...__CLIENT__KEY)")
-    sel.add_argument("--spark", metavar="MASTER",
-                     help="read DATA with Spark and fit on its executors: local[2], "
-                          "spark://host:7077, yarn, k8s://...; DATA may then be a URL Spark "
-                          "reads (hdfs://, s3a://). Needs pip install 'dmargin[spark]' and "
-                          "Java 17+")
+    sel.add_argument(
+        "--method",
+        choices=sorted(METHODS),
+        default=None,
+        metavar="METHOD",
+        help=f"the estimator, one of {', '.join(sorted(METHODS))}. Default: "
+        f"{DEFAULT_METHOD} (ReliefF), the cheapest exact ranking: one pass "
+        "over the pairs of rows, where irelief and immigrate repeat such "
+        f"passes tens of times; beyond {_EXACT_ROWS:,} rows it scores "
+        f"{_DEFAULT_ANCHORS:,} sampled anchor rows against all rows "
+        f"(--anchors {_DEFAULT_ANCHORS}), so that it ends in seconds to "
+        "minutes on any number of rows (give --method relieff for every "
+        "row). turf, iter and vls wrap MultiSURF",
+    )
+    sel.add_argument(
+        "--features",
+        type=_names,
+        action="append",
+        metavar="COL,COL,...",
+        help="the feature columns, in this order (repeatable); default: every column but the label",
+    )
+    sel.add_argument(
+        "--exclude",
+        type=_names,
+        action="append",
+        metavar="COL,COL,...",
+        help="columns that are not features, e.g. an id (repeatable)",
+    )
+    sel.add_argument(
+        "--missing-label",
+        choices=("raise", "drop", "keep"),
+        default="raise",
+        help="rows without a label: stop with an error (raise, the default), "
+        "leave them out (drop), or pass them on (keep)",
+    )
+    sel.add_argument("--sigma", type=float, default=None, help=f"kernel width ({_takers('sigma')})")
+    sel.add_argument(
+        "--max-iter",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"iteration limit ({_takers('max_iter')})",
+    )
+    sel.add_argument(
+        "--n-neighbors",
+        type=int,
+        default=None,
+        metavar="K",
+        help=f"nearest hits and misses per row ({_takers('n_neighbors')})",
+    )
+    sel.add_argument(
+        "--anchors",
+        type=_count_or_fraction,
+        default=None,
+        metavar="M",
+        dest="n_anchors",
+        help="score M sampled rows (or a fraction, e.g. 0.01) against all rows "
+        "instead of every row: O(M N) instead of O(N^2) "
+        f"({_takers('n_anchors')})",
+    )
+    sel.add_argument(
+        "--pvalues",
+        action="store_const",
+        const=True,
+        default=None,
+        help="STIR's p-values and q-values of the global null (no feature "
+        "related to the labels) in the ranking (relieff, multisurf; two "
+        "classes), where STIR has been shown calibrated and no feature "
+        "carries signal; elsewhere a warning says why and names "
+        "--permutations. Not which features matter: for that, "
+        "dmargin.KnockoffSelector in Python",
+    )
+    sel.add_argument(
+        "--permutations",
+        type=int,
+        default=None,
+        metavar="B",
+        dest="n_permutations",
+        help="permutation p-values and q-values of the global null (no feature "
+        "related to the labels) from B more passes with the labels "
+        "permuted, exact on any data, not per-feature evidence when other "
+        "features carry the signal; B + 1 >= features / 0.05 for a "
+        "discovery at q = 0.05 to be possible "
+        f"({_takers('n_permutations')})",
+    )
+    sel.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a Dask scheduler (tcp://host:8786, or a scheduler file .json); "
+        "gives up after 10 s without an answer. tls:// takes this client's "
+        "certificates from the dask config (DASK_DISTRIBUTED__COMM__TLS__"
+        "CA_FILE, ...__CLIENT__CERT, ...__CLIENT__KEY)",
+    )
+    sel.add_argument(
+        "--spark",
+        metavar="MASTER",
+        help="read DATA with Spark and fit on its executors: local[2], "
+        "spark://host:7077, yarn, k8s://...; DATA may then be a URL Spark "
+        "reads (hdfs://, s3a://). Needs pip install 'dmargin[spark]' and "
+        "Java 17+",
+    )
     sel.add_argument("--top", type=int, default=None, metavar="K", help="keep the K best features")
-    sel.add_argument("--out", type=Path, metavar="FILE",
-                     help="write the ranking to FILE (.csv or .json; IMMIGRATE with .csv also "
-                          "writes FILE_interactions.csv)")
-    sel.add_argument("--plot", type=Path, metavar="FILE",
-                     help="save a weight plot (IMMIGRATE: the W heat map); the suffix "
-                          "(.png, .pdf, .svg, ...) picks the format")
-    sel.add_argument("--force", action="store_true",
-                     help="replace existing --out/--plot files (never the input)")
-    sel.add_argument("--random-state", type=int, default=0, metavar="SEED",
-                     help="seed of the random choices (sampled --anchors, --permutations, "
-                          "random starts); default 0: the same command gives the same "
-                          "ranking")
-    sel.add_argument("--yes", action="store_true",
-                     help=f"start a fit estimated at over {format_seconds(_ASK_SECONDS)}; "
-                          "without it such a fit is refused, and the message names an "
-                          "--anchors setting that fits in minutes")
+    sel.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="write the ranking to FILE (.csv or .json; IMMIGRATE with .csv also "
+        "writes FILE_interactions.csv)",
+    )
+    sel.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE",
+        help="save a weight plot (IMMIGRATE: the W heat map); the suffix "
+        "(.png, .pdf, .svg, ...) picks the format",
+    )
+    sel.add_argument(
+        "--force", action="store_true", help="replace existing --out/--plot files (never the input)"
+    )
+    sel.add_argument(
+        "--random-state",
+        type=int,
+        default=0,
+        metavar="SEED",
+        help="seed of the random choices (sampled --anchors, --permutations, "
+        "random starts); default 0: the same command gives the same "
+        "ranking",
+    )
+    sel.add_argument(
+        "--yes",
+        action="store_true",
+        help=f"start a fit estimated at over {format_seconds(_ASK_SECONDS)}; "
+        "without it such a fit is refused, and the message names an "
+        "--anchors setting that fits in minutes",
+    )
     sel.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     return parser
 
@@ -247,17 +336,23 @@ def _check_columns(args):
     """``--features`` / ``--exclude`` as lists; what can be said without the data."""
     features, exclude = _flat(args.features), _flat(args.exclude)
     if args.features is not None and args.exclude is not None:
-        raise UserError("--features and --exclude are both given; list the features to use "
-                        "with --features, or the columns to leave out with --exclude.")
+        raise UserError(
+            "--features and --exclude are both given; list the features to use "
+            "with --features, or the columns to leave out with --exclude."
+        )
     if args.features is not None and not features:
         raise UserError("--features names no column; give COL,COL,... or leave it out.")
     if args.label in features:
-        raise UserError(f"--features lists the label column {args.label!r}; a column is "
-                        "either the label or a feature, take it out of --features.")
+        raise UserError(
+            f"--features lists the label column {args.label!r}; a column is "
+            "either the label or a feature, take it out of --features."
+        )
     twice = sorted({f for f in features if features.count(f) > 1})
     if twice:
-        raise UserError(f"--features lists {', '.join(map(repr, twice))} more than once; "
-                        "name each feature once.")
+        raise UserError(
+            f"--features lists {', '.join(map(repr, twice))} more than once; "
+            "name each feature once."
+        )
     return features or None, [c for c in exclude if c != args.label]
 
 
@@ -267,8 +362,10 @@ def _build(name, params):
     import dmargin
 
     known = set(estimator_names())
-    params = {key: getattr(dmargin, value)() if isinstance(value, str) and value in known
-              else value for key, value in params.items()}
+    params = {
+        key: getattr(dmargin, value)() if isinstance(value, str) and value in known else value
+        for key, value in params.items()
+    }
     return getattr(dmargin, name)(**params)  # the registry's estimators are all exported
 
 
@@ -291,8 +388,7 @@ def _seeded(est):
 @functools.lru_cache(maxsize=None)
 def _takers(param):
     """The ``--method`` values an option setting ``param`` applies to, as text."""
-    return ", ".join(m for m, (n, d) in sorted(METHODS.items())
-                     if param in _settable(_build(n, d)))
+    return ", ".join(m for m, (n, d) in sorted(METHODS.items()) if param in _settable(_build(n, d)))
 
 
 def _round_down(m):
@@ -367,14 +463,17 @@ def _cost_lines(est, n_rows, n_features, yes=False):
     if cost.seconds > _ASK_SECONDS and not yes:
         if faster:
             options, other = faster[0]
-            advice = (f"{options} would take {other}: pass {options}, or --yes to start "
-                      "this fit anyway.")
+            advice = (
+                f"{options} would take {other}: pass {options}, or --yes to start this fit anyway."
+            )
         else:
             advice = "pass --yes to start it anyway, or fit a sample of the rows."
-        raise UserError(f"this fit of {type(est).__name__} on {n_rows:,} rows x {n_features:,} "
-                        f"features is estimated at {cost} on this project's 2-core reference "
-                        f"machine, over the {format_seconds(_ASK_SECONDS)} a fit may take "
-                        f"without --yes; {advice}")
+        raise UserError(
+            f"this fit of {type(est).__name__} on {n_rows:,} rows x {n_features:,} "
+            f"features is estimated at {cost} on this project's 2-core reference "
+            f"machine, over the {format_seconds(_ASK_SECONDS)} a fit may take "
+            f"without --yes; {advice}"
+        )
     lines += [f"  faster: {options} ({other})" for options, other in faster]
     return lines
 
@@ -392,9 +491,11 @@ def _check_estimator(args):
         if value is None:
             continue
         if param not in keys:
-            raise UserError(f"{option} does not apply to --method {args.method}; it is a "
-                            f"parameter of --method {_takers(param)}. Leave it out or "
-                            "change the method.")
+            raise UserError(
+                f"{option} does not apply to --method {args.method}; it is a "
+                f"parameter of --method {_takers(param)}. Leave it out or "
+                "change the method."
+            )
         params[keys[param]] = value
     est.set_params(**params)
     try:
@@ -416,9 +517,13 @@ def _row_ids(X):
 
     if not isinstance(X, pd.DataFrame) or len(X) < 3:
         return []
-    return [c for c in X.columns if pd.api.types.is_integer_dtype(X[c])
-            and (X[c].is_monotonic_increasing or X[c].is_monotonic_decreasing)
-            and X[c].is_unique]
+    return [
+        c
+        for c in X.columns
+        if pd.api.types.is_integer_dtype(X[c])
+        and (X[c].is_monotonic_increasing or X[c].is_monotonic_decreasing)
+        and X[c].is_unique
+    ]
 
 
 def _check(args):
@@ -429,14 +534,21 @@ def _check(args):
         raise UserError("--top must be a positive number of features.")
     data = Path(args.data)
     if args.spark is not None and args.scheduler is not None:
-        raise UserError("--spark and --scheduler are both given; a fit runs on Spark "
-                        "(--spark MASTER) or on a Dask cluster (--scheduler ADDRESS), not both.")
+        raise UserError(
+            "--spark and --scheduler are both given; a fit runs on Spark "
+            "(--spark MASTER) or on a Dask cluster (--scheduler ADDRESS), not both."
+        )
     if args.spark is not None:
         check_spark_data(args.data)
     if not data.exists() and not (args.spark is not None and is_remote(args.data)):
         raise UserError(f"{args.data}: no such file or directory; check the DATA path.")
-    plan = {"out": None, "interactions": None, "plot": None, "plot_format": None,
-            "method_given": method_given}
+    plan = {
+        "out": None,
+        "interactions": None,
+        "plot": None,
+        "plot_format": None,
+        "method_given": method_given,
+    }
     plan["features"], plan["exclude"] = _check_columns(args)
     plan["estimator"] = _check_estimator(args)
     if args.out is not None:
@@ -445,17 +557,18 @@ def _check(args):
         plan["out"] = check_target("--out", args.out, data, args.force)
         if args.out.suffix.lower() == ".csv" and args.method in _WITH_INTERACTIONS:
             derived = args.out.with_name(args.out.stem + "_interactions.csv")
-            plan["interactions"] = check_target("--out (interactions)", derived, data,
-                                                args.force)
+            plan["interactions"] = check_target("--out (interactions)", derived, data, args.force)
     if args.plot is not None:
         plan["plot_format"] = plot_format(args.plot)
         plan["plot"] = check_target("--plot", args.plot, data, args.force)
     written = [(k, plan[k]) for k in _LABELS if plan[k] is not None]
     for i, (first, a) in enumerate(written):
-        for second, b in written[i + 1:]:
+        for second, b in written[i + 1 :]:
             if a == b or (os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)):
-                raise UserError(f"{_LABELS[first]} and {_LABELS[second]} name the same file "
-                                f"{a}; give each its own path.")
+                raise UserError(
+                    f"{_LABELS[first]} and {_LABELS[second]} name the same file "
+                    f"{a}; give each its own path."
+                )
     plan["scheduler"] = scheduler_address(args.scheduler)
     return plan
 
@@ -485,12 +598,17 @@ class _Bar:
         unit = event.unit + ("es" if event.unit.endswith("s") else "s")
         left = event.remaining
         inside = f" (+{event.fraction:.0%} of the next)" if event.fraction else ""
-        line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {event.done}/"
-                f"{'' if event.final else '<='}{event.total} {unit}{inside}, "
-                f"{event.elapsed:.1f} s"
-                + ("" if event.final or left is None else
-                   # To the cap ("at most") until the fit's convergence says how many steps.
-                   f", {'about' if event.expected is not None else 'at most'} {left:.0f} s left"))
+        line = (
+            f"[{'#' * filled}{'.' * (self.width - filled)}] {event.done}/"
+            f"{'' if event.final else '<='}{event.total} {unit}{inside}, "
+            f"{event.elapsed:.1f} s"
+            + (
+                ""
+                if event.final or left is None
+                # To the cap ("at most") until the fit's convergence says how many steps.
+                else f", {'about' if event.expected is not None else 'at most'} {left:.0f} s left"
+            )
+        )
         if self.tty:
             self.stream.write("\r" + line + ("\n" if event.final else ""))
             self.open = not event.final
@@ -524,36 +642,48 @@ def select(args):
         def sized(n_rows, n_features):  # before Parquet rows are read: a refusal is quick
             if not plan["method_given"] and args.n_anchors is None and n_rows > _EXACT_ROWS:
                 est.set_params(n_anchors=_DEFAULT_ANCHORS)
-                lines.append(f"{n_rows:,} rows, more than {_EXACT_ROWS:,}: the default method "
-                             f"scores {_DEFAULT_ANCHORS:,} sampled anchor rows against all "
-                             f"rows (--anchors {_DEFAULT_ANCHORS}); give --method "
-                             f"{DEFAULT_METHOD} for every row")
+                lines.append(
+                    f"{n_rows:,} rows, more than {_EXACT_ROWS:,}: the default method "
+                    f"scores {_DEFAULT_ANCHORS:,} sampled anchor rows against all "
+                    f"rows (--anchors {_DEFAULT_ANCHORS}); give --method "
+                    f"{DEFAULT_METHOD} for every row"
+                )
             lines.extend(_cost_lines(est, n_rows, n_features, yes=args.yes))
 
-        columns = dict(features=plan["features"], exclude=plan["exclude"],
-                       missing_label=args.missing_label, sized=sized)
+        columns = dict(
+            features=plan["features"],
+            exclude=plan["exclude"],
+            missing_label=args.missing_label,
+            sized=sized,
+        )
         if spark is not None:
             X, n_rows, names = read_spark_data(spark, args.data, args.label, **columns)
             shape, where = (n_rows, len(names)), f" on Spark {spark.sparkContext.master}"
         else:
-            X, y, names = read_data(args.data, args.label, use_dask=client is not None,
-                                    **columns)
+            X, y, names = read_data(args.data, args.label, use_dask=client is not None, **columns)
             shape, where = X.shape, (f" on {args.scheduler}" if client is not None else "")
         names = np.asarray(names, dtype=object)
         for c in _row_ids(X):  # a warning, shown with -q too
-            print(f"warning: column {c!r} looks like a row id (distinct integers in order) and "
-                  f"is used as a feature; leave it out with --exclude {c}", file=sys.stderr)
+            print(
+                f"warning: column {c!r} looks like a row id (distinct integers in order) and "
+                f"is used as a feature; leave it out with --exclude {c}",
+                file=sys.stderr,
+            )
         if not args.quiet:
-            print(f"fitting {type(est).__name__} on {shape[0]} rows x {shape[1]} features"
-                  + where, file=sys.stderr)
+            print(
+                f"fitting {type(est).__name__} on {shape[0]} rows x {shape[1]} features" + where,
+                file=sys.stderr,
+            )
             for line in lines:
                 print(line, file=sys.stderr)
         start = time.perf_counter()
         bar = None if args.quiet else _Bar()
         try:
             # Warnings wait until the bar is done, each then on a line of its own.
-            with warnings.catch_warnings(record=True) as caught, \
-                    (on_progress(bar) if bar is not None else contextlib.nullcontext()):
+            with (
+                warnings.catch_warnings(record=True) as caught,
+                on_progress(bar) if bar is not None else contextlib.nullcontext(),
+            ):
                 warnings.simplefilter("default")
                 # The estimate and its faster settings are printed above, and a fit over
                 # _ASK_SECONDS started only with --yes: the library's warning would repeat them.
@@ -601,8 +731,10 @@ def select(args):
         if args.plot is not None:
             save_plot(est, plan)
     except OSError as exc:
-        raise UserError(f"cannot write {exc.filename or 'the output'}: "
-                        f"{exc.strerror or exc}; any previous file there is intact.") from None
+        raise UserError(
+            f"cannot write {exc.filename or 'the output'}: "
+            f"{exc.strerror or exc}; any previous file there is intact."
+        ) from None
     return 0
 
 
@@ -623,8 +755,11 @@ def _spark_fit(est, df, label, features):
 
 def _spark_words(message, label):
     """A Spark fit's advice for null labels as the option that drops them."""
-    return re.sub(rf"drop those rows \(df\.dropna\(subset=\[{re.escape(repr(label))}\]\)\)",
-                  "pass --missing-label drop to leave those rows out", message)
+    return re.sub(
+        rf"drop those rows \(df\.dropna\(subset=\[{re.escape(repr(label))}\]\)\)",
+        "pass --missing-label drop to leave those rows out",
+        message,
+    )
 
 
 def _excluding(match):
@@ -636,12 +771,18 @@ def _excluding(match):
 
 def _cli_words(message):
     """The library's advice (``missing_label='drop'``, ``features=[...]``) in options."""
-    message = re.sub(r"read_parquet\(\.\.\., missing_label=(['\"])(\w+)\1\)",
-                     r"--missing-label \2", message)
-    message = re.sub(r"missing_label=(['\"])(\w+)\1( to read_parquet)?", r"--missing-label \2",
-                     message)
-    message = re.sub(r"([Pp])ass features=\[\.\.\.\] without ('[^']*'|\"[^\"]*\"|them|it)"
-                     r"( to leave it out)?", _excluding, message)
+    message = re.sub(
+        r"read_parquet\(\.\.\., missing_label=(['\"])(\w+)\1\)", r"--missing-label \2", message
+    )
+    message = re.sub(
+        r"missing_label=(['\"])(\w+)\1( to read_parquet)?", r"--missing-label \2", message
+    )
+    message = re.sub(
+        r"([Pp])ass features=\[\.\.\.\] without ('[^']*'|\"[^\"]*\"|them|it)"
+        r"( to leave it out)?",
+        _excluding,
+        message,
+    )
     message = message.replace("features=[...]", "--features or --exclude")
     for name in ("features", "exclude", "label"):  # parameter names as the options
         # Only the bare parameter ("Pass label= one of them"), never a value or a path

@@ -56,8 +56,15 @@ def plot_weight_matrix(est, *, top=None, ax=None, cmap="viridis", annotate=None)
     if annotate if annotate is not None else len(order) <= 15:
         for i in range(len(order)):
             for j in range(len(order)):
-                ax.text(j, i, f"{W[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if W[i, j] < 0.6 * W.max() else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{W[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if W[i, j] < 0.6 * W.max() else "black",
+                )
     return ax
 
 

@@ -66,7 +66,11 @@ AUTO_BAR_SECONDS = 30.0
 #: Changes of a converging fit the rate of convergence is measured over.
 _RATE_WINDOW = 4
 _auto_bar = os.environ.get("DMARGIN_PROGRESS", "1").strip().lower() not in (
-    "0", "false", "no", "off")
+    "0",
+    "false",
+    "no",
+    "off",
+)
 
 
 @dataclass(frozen=True)
@@ -148,10 +152,21 @@ class _Steps:
     def event(self, final=False, fraction=0.0):
         """The :class:`ProgressEvent` of the steps done so far."""
         total = self.done if final else max(self.total, self.done + (fraction > 0))
-        expected = None if final or self.expected is None else \
-            max(self.expected, self.done + (fraction > 0))
-        return ProgressEvent(self.estimator, self.unit, self.done, total,
-                             time.perf_counter() - self.start, final, fraction, expected)
+        expected = (
+            None
+            if final or self.expected is None
+            else max(self.expected, self.done + (fraction > 0))
+        )
+        return ProgressEvent(
+            self.estimator,
+            self.unit,
+            self.done,
+            total,
+            time.perf_counter() - self.start,
+            final,
+            fraction,
+            expected,
+        )
 
     def step(self, n=1, *, change=None, tol=None):
         """Count ``n`` finished steps; ``change``: the last step's change, which
@@ -170,8 +185,15 @@ class _Steps:
 
 def _log(event):
     if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("%s: %d/%d %s%s", event.estimator, event.done, event.total, event.unit,
-                     " (done)" if event.final else "", extra={"dmargin_progress": event})
+        logger.debug(
+            "%s: %d/%d %s%s",
+            event.estimator,
+            event.done,
+            event.total,
+            event.unit,
+            " (done)" if event.final else "",
+            extra={"dmargin_progress": event},
+        )
 
 
 @contextmanager
@@ -276,8 +298,7 @@ def step_fraction(done, total):
     nobody listens.
     """
     steps = _ACTIVE.get()
-    if steps is not None and steps.emit and 0 < done < total \
-            and logger.isEnabledFor(logging.DEBUG):
+    if steps is not None and steps.emit and 0 < done < total and logger.isEnabledFor(logging.DEBUG):
         _log(steps.event(fraction=done / total))
 
 
@@ -319,8 +340,9 @@ def tqdm_bar(**kwargs):
     def update(event):
         bar = bars.get(event.estimator)
         if bar is None:
-            bar = bars[event.estimator] = tqdm(total=event.total, desc=event.estimator,
-                                               unit=event.unit, **kwargs)
+            bar = bars[event.estimator] = tqdm(
+                total=event.total, desc=event.estimator, unit=event.unit, **kwargs
+            )
         bar.total = event.total if event.expected is None else event.expected
         bar.n = event.done + event.fraction if event.fraction else event.done
         bar.refresh()

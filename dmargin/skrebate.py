@@ -61,9 +61,14 @@ from ._vls import VLS as DmarginVLS
 from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Kind, Options, is_continuous
 
 #: ``categorical_features``: column indices (any iterable of ints).
-_INDICES = Kind("a list of column indices",
-                lambda v: not isinstance(v, (str, bytes)) and hasattr(v, "__iter__")
-                and all(isinstance(i, numbers.Integral) for i in v))
+_INDICES = Kind(
+    "a list of column indices",
+    lambda v: (
+        not isinstance(v, (str, bytes))
+        and hasattr(v, "__iter__")
+        and all(isinstance(i, numbers.Integral) for i in v)
+    ),
+)
 _ANY = Kind("any value", lambda v: True)
 
 #: skrebate 0.8.4's ``ReliefF.__init__`` parameters, shared by its Relief classes.
@@ -78,8 +83,12 @@ _RELIEF_CONSTRAINTS = {
     "rank_absolute": [BOOLEAN],
     "label_type": [Options(("binary", "multiclass", "continuous")), NONE],
 }
-_NEIGHBOURS = {"n_neighbors": [Interval(numbers.Integral, 1, None),
-                               Interval(numbers.Real, 0, 1, closed="right")]}
+_NEIGHBOURS = {
+    "n_neighbors": [
+        Interval(numbers.Integral, 1, None),
+        Interval(numbers.Real, 0, 1, closed="right"),
+    ]
+}
 
 
 def _distinct(y):
@@ -105,11 +114,14 @@ def _skrebate_transform(est, X, n_features_to_select):
     check_is_fitted(est, "top_features_")
     width = np.shape(X)[1] if np.ndim(X) == 2 or hasattr(X, "columns") else None
     if width is not None and width != est.n_features_in_:  # scikit-learn's words
-        raise ValueError(f"X has {width} features, but {type(est).__name__} is expecting "
-                         f"{est.n_features_in_} features as input.")
+        raise ValueError(
+            f"X has {width} features, but {type(est).__name__} is expecting "
+            f"{est.n_features_in_} features as input."
+        )
     if est.n_features_in_ < n_features_to_select:
-        raise ValueError("Number of features to select is larger than the number of "
-                         "features in the dataset.")
+        raise ValueError(
+            "Number of features to select is larger than the number of features in the dataset."
+        )
     return columns(X, est.top_features_[:n_features_to_select])
 
 
@@ -138,9 +150,11 @@ class _SkrebateRelief:
         index = np.asarray(list(self.categorical_features), dtype=np.int64)
         bad = index[(index < 0) | (index >= n_features)]
         if bad.size:
-            raise ValueError(f"{type(self).__name__}: categorical_features names column "
-                             f"{int(bad[0])}, but X has {n_features} features (columns 0 to "
-                             f"{n_features - 1}); give the discrete columns' indices.")
+            raise ValueError(
+                f"{type(self).__name__}: categorical_features names column "
+                f"{int(bad[0])}, but X has {n_features} features (columns 0 to "
+                f"{n_features - 1}); give the discrete columns' indices."
+            )
         mask = np.zeros(n_features, dtype=np.bool_)
         mask[index] = True
         return mask
@@ -156,13 +170,17 @@ class _SkrebateRelief:
         except TypeError:  # unhashable labels: the door's checks name the problem
             return False
         if n_labels == 1:
-            raise ValueError(f"{type(self).__name__}: all labels are of the same class; "
-                             "feature selection needs at least two.")
+            raise ValueError(
+                f"{type(self).__name__}: all labels are of the same class; "
+                "feature selection needs at least two."
+            )
         if self.label_type is not None:
             if self.label_type == "binary" and n_labels != 2:
-                raise ValueError(f"{type(self).__name__}: label_type='binary', but y has "
-                                 f"{n_labels} distinct labels; use 'multiclass' or "
-                                 "'continuous'.")
+                raise ValueError(
+                    f"{type(self).__name__}: label_type='binary', but y has "
+                    f"{n_labels} distinct labels; use 'multiclass' or "
+                    "'continuous'."
+                )
             return self.label_type == "continuous"
         return n_labels > 2 and n_labels > self.multiclass_threshold
 
@@ -185,8 +203,10 @@ class _SkrebateRelief:
         self : estimator
         """
         if weights is not None and feature_weights is not None:
-            raise ValueError(f"{type(self).__name__}.fit: give the feature weights once, "
-                             "as weights or as feature_weights.")
+            raise ValueError(
+                f"{type(self).__name__}.fit: give the feature weights once, "
+                "as weights or as feature_weights."
+            )
         weights = feature_weights if weights is None else weights
         labels = None
         distinct = _distinct(y)
@@ -200,7 +220,8 @@ class _SkrebateRelief:
             self.classes_ = labels
         if weights is not None and self.weight_final_scores:
             self.feature_importances_ = self.feature_importances_ * np.asarray(
-                weights, dtype=np.float64)
+                weights, dtype=np.float64
+            )
         self.top_features_ = _top_features(self.feature_importances_, self.rank_absolute)
         return self
 
@@ -213,20 +234,47 @@ class _SkrebateRelief:
         return self.fit(X, y, weights).transform(X)
 
 
-def _init(self, n_features_to_select=10, n_neighbors=100, categorical_features=None,
-          categorical_threshold=10, multiclass_threshold=10, verbose=False, n_jobs=1,
-          weight_final_scores=False, rank_absolute=False, label_type=None):
+def _init(
+    self,
+    n_features_to_select=10,
+    n_neighbors=100,
+    categorical_features=None,
+    categorical_threshold=10,
+    multiclass_threshold=10,
+    verbose=False,
+    n_jobs=1,
+    weight_final_scores=False,
+    rank_absolute=False,
+    label_type=None,
+):
     # skrebate's ReliefF.__init__ (its MuRelief's and, through **kwargs, its SWRF family's)
     self.n_neighbors = n_neighbors
-    _init_without_neighbours(self, n_features_to_select, categorical_features,
-                             categorical_threshold, multiclass_threshold, verbose, n_jobs,
-                             weight_final_scores, rank_absolute, label_type)
+    _init_without_neighbours(
+        self,
+        n_features_to_select,
+        categorical_features,
+        categorical_threshold,
+        multiclass_threshold,
+        verbose,
+        n_jobs,
+        weight_final_scores,
+        rank_absolute,
+        label_type,
+    )
 
 
-def _init_without_neighbours(self, n_features_to_select=10, categorical_features=None,
-                             categorical_threshold=10, multiclass_threshold=10, verbose=False,
-                             n_jobs=1, weight_final_scores=False, rank_absolute=False,
-                             label_type=None):
+def _init_without_neighbours(
+    self,
+    n_features_to_select=10,
+    categorical_features=None,
+    categorical_threshold=10,
+    multiclass_threshold=10,
+    verbose=False,
+    n_jobs=1,
+    weight_final_scores=False,
+    rank_absolute=False,
+    label_type=None,
+):
     # skrebate's SURF.__init__ (its SURF family's)
     self.n_features_to_select = n_features_to_select
     self.categorical_features = categorical_features
@@ -264,12 +312,22 @@ def _threshold_class(base, neighbours):
     """skrebate's class of ``base``'s name: ``neighbours`` says whether its
     signature has ``n_neighbors`` (the SWRF family's, unused, as skrebate's)."""
     name = base.__name__
-    doc = (f"skrebate's {name} (:class:`dmargin.{name}` under skrebate's parameters; "
-           "the module's docstring).")
+    doc = (
+        f"skrebate's {name} (:class:`dmargin.{name}` under skrebate's parameters; "
+        "the module's docstring)."
+    )
     constraints = {**_RELIEF_CONSTRAINTS, **({"n_neighbors": [_ANY]} if neighbours else {})}
-    return type(name, (_SkrebateRelief, base), {
-        "__init__": _init if neighbours else _init_without_neighbours, "__doc__": doc,
-        "__module__": __name__, "__qualname__": name, "_parameter_constraints": constraints})
+    return type(
+        name,
+        (_SkrebateRelief, base),
+        {
+            "__init__": _init if neighbours else _init_without_neighbours,
+            "__doc__": doc,
+            "__module__": __name__,
+            "__qualname__": name,
+            "_parameter_constraints": constraints,
+        },
+    )
 
 
 # Each rebinds dmargin's class of the name to skrebate's class over it.
@@ -321,8 +379,11 @@ _WRAPPED = {"relief_object": [ESTIMATOR]}
 class TURF(_SkrebateWrapper, TuRF):
     """skrebate's TURF (:class:`dmargin.TuRF`; ``num_scores_to_return`` is its ``keep``)."""
 
-    _parameter_constraints = {**_WRAPPED, "pct": [Interval(numbers.Real, 0, 1, closed="right")],
-                              "num_scores_to_return": [Interval(numbers.Integral, 0, None)]}
+    _parameter_constraints = {
+        **_WRAPPED,
+        "pct": [Interval(numbers.Real, 0, 1, closed="right")],
+        "num_scores_to_return": [Interval(numbers.Integral, 0, None)],
+    }
 
     def __init__(self, relief_object, pct=0.5, num_scores_to_return=100):
         self.relief_object = relief_object
@@ -345,13 +406,16 @@ class TURF(_SkrebateWrapper, TuRF):
 class VLS(_SkrebateWrapper, DmarginVLS):
     """skrebate's VLS (:class:`dmargin.VLS`: the same subsets for the same seed)."""
 
-    _parameter_constraints = {**_WRAPPED,
-                              "num_feature_subset": [Interval(numbers.Integral, 1, None)],
-                              "size_feature_subset": [Interval(numbers.Integral, 1, None)],
-                              "random_state": [RANDOM_STATE]}
+    _parameter_constraints = {
+        **_WRAPPED,
+        "num_feature_subset": [Interval(numbers.Integral, 1, None)],
+        "size_feature_subset": [Interval(numbers.Integral, 1, None)],
+        "random_state": [RANDOM_STATE],
+    }
 
-    def __init__(self, relief_object, num_feature_subset=40, size_feature_subset=5,
-                 random_state=None):
+    def __init__(
+        self, relief_object, num_feature_subset=40, size_feature_subset=5, random_state=None
+    ):
         self.relief_object = relief_object
         self.num_feature_subset = num_feature_subset
         self.size_feature_subset = size_feature_subset
@@ -369,9 +433,12 @@ class VLS(_SkrebateWrapper, DmarginVLS):
 class Iter(_SkrebateWrapper, DmarginIter):
     """skrebate's Iter (:class:`dmargin.Iter`)."""
 
-    _parameter_constraints = {**_WRAPPED, "max_iter": [Interval(numbers.Integral, 1, None)],
-                              "convergence_threshold": [Interval(numbers.Real, 0, None)],
-                              "beta": [Interval(numbers.Real, 0, None)]}
+    _parameter_constraints = {
+        **_WRAPPED,
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "convergence_threshold": [Interval(numbers.Real, 0, None)],
+        "beta": [Interval(numbers.Real, 0, None)],
+    }
 
     def __init__(self, relief_object, max_iter=10, convergence_threshold=0.0001, beta=0.1):
         self.relief_object = relief_object
@@ -388,6 +455,20 @@ class Iter(_SkrebateWrapper, DmarginIter):
         return self.fit(X, y).transform(X)
 
 
-__all__ = ["ReliefF", "SURF", "SURFstar", "MultiSURF", "MultiSURFstar", "TURF", "VLS", "Iter",
-           "SWRFstar", "SWRF", "MultiSWRFstar", "MultiSWRF", "MultiSWRFDBstar", "MultiSWRFDB",
-           "MuRelief"]
+__all__ = [
+    "ReliefF",
+    "SURF",
+    "SURFstar",
+    "MultiSURF",
+    "MultiSURFstar",
+    "TURF",
+    "VLS",
+    "Iter",
+    "SWRFstar",
+    "SWRF",
+    "MultiSWRFstar",
+    "MultiSWRF",
+    "MultiSWRFDBstar",
+    "MultiSWRFDB",
+    "MuRelief",
+]

@@ -76,9 +76,11 @@ html_css_files = ["dmargin.css"]
 def _pages_without_sub_pages():
     """The Markdown pages (the user guide, the contributor pages): none has a toctree."""
     here = Path(__file__).resolve().parent
-    return sorted(page.relative_to(here).with_suffix("").as_posix()
-                  for page in here.rglob("*.md")
-                  if "_build" not in page.parts and "toctree" not in page.read_text())
+    return sorted(
+        page.relative_to(here).with_suffix("").as_posix()
+        for page in here.rglob("*.md")
+        if "_build" not in page.parts and "toctree" not in page.read_text()
+    )
 
 
 # The theme's primary sidebar lists the sub-pages of a page's section ("Section
@@ -133,4 +135,3 @@ def setup(app):
     app.connect("autodoc-skip-member", skip_scikit_learn_methods)
     # Before numpydoc's own handler (priority 500), on the docstring as written.
     app.connect("autodoc-process-docstring", literal_fitted_names_in_types, priority=400)
-

@@ -23,8 +23,10 @@ y_dask = da.from_array(y_np, chunks=150)
 
 in_memory = dmargin.IRelief().fit(X_np, y_np)
 on_dask = dmargin.IRelief().fit(X_dask, y_dask)
-print(f"row blocks: {X_dask.numblocks[0]}; iterations: numpy {in_memory.n_iter_}, "
-      f"dask {on_dask.n_iter_}")
+print(
+    f"row blocks: {X_dask.numblocks[0]}; iterations: numpy {in_memory.n_iter_}, "
+    f"dask {on_dask.n_iter_}"
+)
 
 # %%
 # Per feature, the two weights side by side and their difference:

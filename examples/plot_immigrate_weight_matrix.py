@@ -18,8 +18,7 @@ from dmargin.plotting import plot_weight_matrix
 
 X, y = load_dataset("heart")
 est = dmargin.Immigrate().fit(X, y)
-print(f"W is {est.weight_matrix_.shape[0]} x {est.weight_matrix_.shape[1]}, "
-      f"{est.n_iter_} steps")
+print(f"W is {est.weight_matrix_.shape[0]} x {est.weight_matrix_.shape[1]}, {est.n_iter_} steps")
 
 # %%
 # :func:`dmargin.plotting.plot_weight_matrix` draws ``W`` with the features in the

@@ -37,6 +37,8 @@ plt.show()
 top10 = set(np.argsort(-exact)[:10])
 for m, est in sampled.items():
     w = est.feature_importances_
-    print(f"m = {m}: {est.anchor_indices_.size} anchors, "
-          f"max |difference| {np.abs(w - exact).max():.4f}, "
-          f"top 10 in common {len(top10 & set(np.argsort(-w)[:10]))}")
+    print(
+        f"m = {m}: {est.anchor_indices_.size} anchors, "
+        f"max |difference| {np.abs(w - exact).max():.4f}, "
+        f"top 10 in common {len(top10 & set(np.argsort(-w)[:10]))}"
+    )

@@ -36,8 +36,9 @@ print(next(w.message for w in caught if w.category is dmargin.UncalibratedPValue
 # are neither skewed nor heavy-tailed there, is inside it:
 
 rng = np.random.default_rng(0)
-rows = np.sort(np.r_[np.flatnonzero(y == 1),
-                     rng.choice(np.flatnonzero(y == 0), (y == 1).sum(), replace=False)])
+rows = np.sort(
+    np.r_[np.flatnonzero(y == 1), rng.choice(np.flatnonzero(y == 0), (y == 1).sum(), replace=False)]
+)
 Xb, yb = X.iloc[rows], y.iloc[rows]
 shape_ok = (np.abs(skew(Xb)) <= 0.9) & (kurtosis(Xb) <= 3.5)
 Xb = Xb.loc[:, shape_ok]
@@ -50,8 +51,7 @@ with warnings.catch_warnings(record=True) as caught:
 perm = dmargin.MultiSURF(n_permutations=B, random_state=0).fit(Xb, yb)
 # The labels carry signal: STIR's global p-value (Simes' combination) rejects the
 # global null, so the fit keeps it alone; the permutation p-values are returned.
-print(f"STIR's global p-value {stir.global_pvalue_:.2g}; per-feature: "
-      f"{hasattr(stir, 'pvalues_')}")
+print(f"STIR's global p-value {stir.global_pvalue_:.2g}; per-feature: {hasattr(stir, 'pvalues_')}")
 
 # %%
 # Under the null, both kinds of p-value are uniform. Shuffling the labels makes
@@ -71,14 +71,19 @@ for seed in range(10):
         fitted = dmargin.MultiSURF(pvalues=True).fit(Xb, shuffled)
     if hasattr(fitted, "pvalues_"):
         null_stir.append(fitted.pvalues_)
-    null_perm.append(dmargin.MultiSURF(n_permutations=B, random_state=seed)
-                     .fit(Xb, shuffled).pvalues_)
+    null_perm.append(
+        dmargin.MultiSURF(n_permutations=B, random_state=seed).fit(Xb, shuffled).pvalues_
+    )
 null_stir, null_perm = np.sort(np.ravel(null_stir)), np.sort(np.ravel(null_perm))
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.5), layout="constrained")
 left.plot((np.arange(null_stir.size) + 0.5) / null_stir.size, null_stir, ".", label="STIR")
-left.plot((np.arange(null_perm.size) + 0.5) / null_perm.size, null_perm, ".",
-          label=f"permutations, B = {B}")
+left.plot(
+    (np.arange(null_perm.size) + 0.5) / null_perm.size,
+    null_perm,
+    ".",
+    label=f"permutations, B = {B}",
+)
 left.plot([0, 1], [0, 1], color="gray", lw=1)
 left.set_xlabel("uniform quantile")
 left.set_ylabel("sorted p-value")
@@ -100,6 +105,8 @@ plt.show()
 # are not a set with a controlled false discovery rate; ``dmargin.KnockoffSelector``
 # selects the features that matter with the rate controlled given the others.
 
-print(f"null p < 0.05: STIR {np.mean(null_stir < 0.05):.3f}, "
-      f"permutations {np.mean(null_perm < 0.05):.3f}")
+print(
+    f"null p < 0.05: STIR {np.mean(null_stir < 0.05):.3f}, "
+    f"permutations {np.mean(null_perm < 0.05):.3f}"
+)
 print("scores above the global null's:", list(Xb.columns[perm.qvalues_ <= 0.05]))

@@ -40,16 +40,42 @@ def _spellings(paths):
 
 def _interpreter_roots():
     """The folders the interpreter, its packages and their caches read from."""
-    env = ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX",
-           "DASK_CONFIG", "NUMBA_CACHE_DIR", "MPLCONFIGDIR", "JUPYTER_CONFIG_DIR",
-           "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "XDG_CONFIG_HOME",
-           "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "TMPDIR", "TEMP", "TMP",
-           "APPDATA", "LOCALAPPDATA")
-    roots = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(sys.executable), tempfile.gettempdir(), site.USER_BASE,
-             site.getusersitepackages(), *site.getsitepackages(),
-             *sysconfig.get_paths().values(), *(os.environ.get(name) for name in env),
-             os.path.join(os.path.expanduser("~"), "Library")]  # macOS caches and settings
+    env = (
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "PYTHONUSERBASE",
+        "PYTHONPYCACHEPREFIX",
+        "DASK_CONFIG",
+        "NUMBA_CACHE_DIR",
+        "MPLCONFIGDIR",
+        "JUPYTER_CONFIG_DIR",
+        "JUPYTER_DATA_DIR",
+        "JUPYTER_RUNTIME_DIR",
+        "IPYTHONDIR",
+        "XDG_CONFIG_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_DATA_HOME",
+        "XDG_RUNTIME_DIR",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "APPDATA",
+        "LOCALAPPDATA",
+    )
+    roots = [
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(sys.executable),
+        tempfile.gettempdir(),
+        site.USER_BASE,
+        site.getusersitepackages(),
+        *site.getsitepackages(),
+        *sysconfig.get_paths().values(),
+        *(os.environ.get(name) for name in env),
+        os.path.join(os.path.expanduser("~"), "Library"),
+    ]  # macOS caches and settings
     return _spellings(p for p in roots if isinstance(p, (str, bytes, os.PathLike)))
 
 
@@ -72,17 +98,23 @@ class _Guard:
         self.repos = _spellings([repo])
         # A folder above the parent (``/tmp`` for a clone in a temporary folder) would
         # let everything through: the parent itself (a clone in ``/tmp``) does.
-        self.roots = {root for root in _interpreter_roots()
-                      if not any(_within(p, root) and p != root for p in self.parents)}
+        self.roots = {
+            root
+            for root in _interpreter_roots()
+            if not any(_within(p, root) and p != root for p in self.parents)
+        }
 
     def beside(self, path):
         """The entry beside the repository that ``path`` is or lies in, or None."""
         for parent in self.parents:
             prefix = parent.rstrip(os.sep) + os.sep
             if path.startswith(prefix):
-                entry = prefix + path[len(prefix):].partition(os.sep)[0]
-                if entry != prefix and not os.path.basename(entry).startswith(".") \
-                        and entry not in self.repos:
+                entry = prefix + path[len(prefix) :].partition(os.sep)[0]
+                if (
+                    entry != prefix
+                    and not os.path.basename(entry).startswith(".")
+                    and entry not in self.repos
+                ):
                     return entry
         return None
 
@@ -101,8 +133,11 @@ class _Guard:
                 if isinstance(folder, str):
                     roots.add(_absolute(folder))
         # A script run from the folder above (its sys.path entry) opens nothing beside.
-        return any(_within(path, root) for root in roots
-                   if not any(_within(parent, root) for parent in self.parents))
+        return any(
+            _within(path, root)
+            for root in roots
+            if not any(_within(parent, root) for parent in self.parents)
+        )
 
     def __call__(self, event, args):
         if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
@@ -112,7 +147,8 @@ class _Guard:
         if entry is not None and not self.allowed(path):
             raise PermissionError(
                 f"a test opened {path}, outside the repository ({entry} is beside it); "
-                "tests use only what the repository holds (real data: tests/data/)")
+                "tests use only what the repository holds (real data: tests/data/)"
+            )
 
 
 sys.addaudithook(_Guard(REPO))
@@ -144,8 +180,12 @@ def blobs_multiclass():
     rng = np.random.default_rng(1)
     y = np.array(["a"] * 25 + ["b"] * 20 + ["c"] * 18 + ["d"])
     centres = {"a": [0, 0, 0], "b": [2.5, 0, 0], "c": [0, 2.5, 1], "d": [1, 1, 1]}
-    X = np.column_stack([np.array([centres[c] for c in y]) + rng.normal(size=(len(y), 3)),
-                         rng.normal(size=(len(y), 3))])
+    X = np.column_stack(
+        [
+            np.array([centres[c] for c in y]) + rng.normal(size=(len(y), 3)),
+            rng.normal(size=(len(y), 3)),
+        ]
+    )
     return _with_corner_rows(X, y, rng)
 
 
@@ -186,8 +226,9 @@ def start_local_cluster(n_workers):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                            dashboard_address=None)
+        return LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
 
 
 @pytest.fixture(scope="session")

@@ -208,9 +208,7 @@ def _anchor_statistic(X, y, n, w, sigma, candidates, multiclass, outliers, prior
         mbar = np.zeros(X.shape[1])
         for c in present:
             members_c = [i for i in misses if y[i] == c]
-            mbar += (priors[c] / denominator) * _expected_difference(
-                X, n, members_c, logit
-            )
+            mbar += (priors[c] / denominator) * _expected_difference(X, n, members_c, logit)
     else:
         raise ValueError(f"unknown multiclass mode {multiclass!r}")
 
@@ -298,9 +296,7 @@ def irelief(
         nu = np.zeros(A)
         visited = range(N) if anchors is None else anchors
         for n in visited:
-            nu += _anchor_statistic(
-                X, y, n, w, sigma, candidates, multiclass, outliers, priors
-            )
+            nu += _anchor_statistic(X, y, n, w, sigma, candidates, multiclass, outliers, priors)
         nu = nu / len(visited)
 
         # eq. (12)
@@ -385,9 +381,7 @@ def online_irelief(
     w = np.ones(A) / A
     for t, n in enumerate(order, start=1):
         # Fig. 3, steps (4)-(6)
-        pi = _anchor_statistic(
-            X, y, int(n), w, sigma, candidates, multiclass, outliers, priors
-        )
+        pi = _anchor_statistic(X, y, int(n), w, sigma, candidates, multiclass, outliers, priors)
         # Fig. 3, step (7), eq. (27)
         eta = 1.0 / (a * t + 1.0)
         nu = nu + eta * (pi - nu)
@@ -461,9 +455,7 @@ def relieff(X, y, n_neighbors=10, anchors=None):
             nearest_misses = _nearest_by_distance(members, distance, k)
             k_C = len(nearest_misses)
             for m in nearest_misses:
-                W += (
-                    priors[C] / (1.0 - priors[c]) * _abs_difference(X, n, m) / (m_visits * k_C)
-                )
+                W += priors[C] / (1.0 - priors[c]) * _abs_difference(X, n, m) / (m_visits * k_C)
     return W
 
 

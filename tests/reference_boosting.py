@@ -109,8 +109,12 @@ def brute_simba(X, y, order, sigmoid=False, beta=1.0):
     n, d = X.shape
     w = np.ones(d)
     for t in order:
-        dist = np.array([math.sqrt(sum(w[j] ** 2 * (X[t, j] - X[i, j]) ** 2 for j in range(d)))
-                         for i in range(n)])
+        dist = np.array(
+            [
+                math.sqrt(sum(w[j] ** 2 * (X[t, j] - X[i, j]) ** 2 for j in range(d)))
+                for i in range(n)
+            ]
+        )
         hits = [i for i in range(n) if i != t and y[i] == y[t]]
         misses = [i for i in range(n) if y[i] != y[t]]
         if not hits or not misses:
@@ -125,7 +129,11 @@ def brute_simba(X, y, order, sigmoid=False, beta=1.0):
         if sigmoid:
             e = math.exp(-beta * theta)
             up = beta * e / (1 + e) ** 2
-        grad = np.array([0.5 * ((X[t, j] - X[nm, j]) ** 2 / dm - (X[t, j] - X[nh, j]) ** 2 / dh)
-                         * w[j] for j in range(d)])
+        grad = np.array(
+            [
+                0.5 * ((X[t, j] - X[nm, j]) ** 2 / dm - (X[t, j] - X[nh, j]) ** 2 / dh) * w[j]
+                for j in range(d)
+            ]
+        )
         w = w + up * grad
     return w

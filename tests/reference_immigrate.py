@@ -223,9 +223,7 @@ def immigrate_step(X, y, W, sigma=1.0, sample_weight=None):
         if len(misses) == 0:
             raise ValueError(f"sample {n} has no miss: only one class")
         # eq. 3.6: l_nj = -q(x_n, x_j) / sigma
-        logits = {
-            j: -_quadratic_manhattan(X[n], X[j], W) / sigma for j in hits + misses
-        }
+        logits = {j: -_quadratic_manhattan(X[n], X[j], W) / sigma for j in hits + misses}
         log_alpha = _log_softmax(logits, hits)
         log_beta = _log_softmax(logits, misses)
 
@@ -364,11 +362,7 @@ def _soft_min_scores(Xtrain, ytrain, Xnew, sigma, distance, loo):
     S = np.zeros((len(Xnew), len(classes)))
     for i in range(len(Xnew)):
         for c, label in enumerate(classes):
-            members = [
-                k
-                for k in range(len(ytrain))
-                if ytrain[k] == label and not (loo and k == i)
-            ]
+            members = [k for k in range(len(ytrain)) if ytrain[k] == label and not (loo and k == i)]
             if len(members) == 0:
                 S[i, c] = np.inf
                 continue
@@ -598,9 +592,7 @@ def im4e(
         n_iter = t
         if change < tol:
             break
-    return dict(
-        w=w, n_iter=n_iter, cost=costs, change=changes, w_history=w_history, warned=warned
-    )
+    return dict(w=w, n_iter=n_iter, cost=costs, change=changes, w_history=w_history, warned=warned)
 
 
 def im4e_decision(Xtrain, ytrain, w, sigma, Xnew, loo=False):
@@ -675,9 +667,7 @@ def im4e_immigrate(
     importances = np.zeros(A)
     for position, j in enumerate(features):
         importances[j] = result["W"][position, position]
-    return dict(
-        features=features, w=w, W=result["W"], importances=importances, immigrate=result
-    )
+    return dict(features=features, w=w, W=result["W"], importances=importances, immigrate=result)
 
 
 # ---------------------------------------------------------------------------
@@ -731,9 +721,7 @@ def bim(X, y, n_estimators, sigma_max=4.0, sigma_min=0.2, max_iter=5):
     for t in range(1, T + 1):
         sigma_t = sigma_max * (sigma_min / sigma_max) ** ((t - 1) / T)
         sigmas.append(sigma_t)
-        W_t = immigrate(X, y, sigma=sigma_t, max_iter=max_iter, tol=0.0, sample_weight=D)[
-            "W"
-        ]
+        W_t = immigrate(X, y, sigma=sigma_t, max_iter=max_iter, tol=0.0, sample_weight=D)["W"]
         S = immigrate_decision(X, y, W_t, sigma_t, X, loo=True)
         h = predict_from_scores(classes, S)
         wrong = np.array([1.0 if h[n] != y[n] else 0.0 for n in range(N)])

@@ -52,9 +52,13 @@ def solve_box_qp(H, lambda2, C):
     m = H.shape[0]
     q = (lambda2 / m) * H.sum(axis=1) - 1.0
     res = scipy.optimize.minimize(
-        lambda b: (0.5 * b @ H @ b + q @ b, H @ b + q), np.zeros(m), jac=True,
-        method="L-BFGS-B", bounds=[(0.0, C)] * m,
-        options={"ftol": 1e-16, "gtol": 1e-13, "maxiter": 100000, "maxcor": 50})
+        lambda b: (0.5 * b @ H @ b + q @ b, H @ b + q),
+        np.zeros(m),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, C)] * m,
+        options={"ftol": 1e-16, "gtol": 1e-13, "maxiter": 100000, "maxcor": 50},
+    )
     return res.x
 
 

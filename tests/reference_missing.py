@@ -66,9 +66,13 @@ def _anchor_term(X, codes, n, w, sigma, discrete, multiclass, outliers, priors):
     else:
         present_classes = [c for c in np.unique(codes[misses])]
         norm = sum(priors[c] / (1 - priors[codes[n]]) for c in present_classes)
-        mbar = sum(priors[c] / (1 - priors[codes[n]]) / norm
-                   * _expectation(Z, logits, misses[codes[misses] == c])
-                   for c in present_classes)
+        mbar = sum(
+            priors[c]
+            / (1 - priors[codes[n]])
+            / norm
+            * _expectation(Z, logits, misses[codes[misses] == c])
+            for c in present_classes
+        )
     return gamma * (mbar - hbar)
 
 
@@ -94,8 +98,7 @@ def irelief(X, y, sigma, max_iter, discrete, multiclass="margin", outliers=True)
     return w
 
 
-def online_irelief(X, y, sigma, a, n_passes, outliers=True, multiclass="margin",
-                   discrete=None):
+def online_irelief(X, y, sigma, a, n_passes, outliers=True, multiclass="margin", discrete=None):
     """Online I-RELIEF with missing values, rows visited in order, every row a candidate."""
     X = minmax_scale(np.asarray(X, dtype=float))
     codes = np.unique(y, return_inverse=True)[1]

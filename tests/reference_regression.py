@@ -65,7 +65,7 @@ def rrelieff(X, y, k, sigma, anchors=None):
     for a in anchors:
         near = _order(Xs, a)[:k]
         ranks = np.arange(1, len(near) + 1)
-        d1 = np.ones(len(near)) if sigma is None else np.exp(-(ranks / sigma) ** 2)
+        d1 = np.ones(len(near)) if sigma is None else np.exp(-((ranks / sigma) ** 2))
         d = d1 / d1.sum()
         for j, dj in zip(near, d):
             dc = abs(y[a] - y[j]) / span

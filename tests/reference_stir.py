@@ -59,8 +59,9 @@ def moments_reference(sample):
     tuples = quadruples(size, n_features).T
     for f in range(n_features):
         x = sample[:, f]
-        g = np.array([np.mean([abs(x[a] - x[b]) for b in range(size) if b != a])
-                      for a in range(size)])
+        g = np.array(
+            [np.mean([abs(x[a] - x[b]) for b in range(size) if b != a]) for a in range(size)]
+        )
         mu = g.mean()
         g = g - mu
 
@@ -68,16 +69,20 @@ def moments_reference(sample):
             return abs(x[a] - x[b]) - g[a] - g[b] - mu
 
         pairs = [(g[i], g[j], h(i, j)) for i, j, _, _ in tuples]
-        e2 = np.mean([hij ** 2 for *_, hij in pairs])
-        out[:, f] = [np.mean(g ** 2), np.mean(g ** 3),
-                     np.mean([gi * gj * hij for gi, gj, hij in pairs]),
-                     np.mean([gi * hij ** 2 for gi, _, hij in pairs]), e2,
-                     np.mean([hij ** 3 for *_, hij in pairs]),
-                     np.mean([h(i, j) * h(j, l) * h(l, i) for i, j, l, _ in tuples]),
-                     np.mean([hij ** 4 for *_, hij in pairs]) - 3 * e2 ** 2,
-                     np.mean([h(i, j) ** 2 * h(i, l) ** 2 for i, j, l, _ in tuples]) - e2 ** 2,
-                     np.mean([h(i, j) ** 2 * h(j, l) * h(l, i) for i, j, l, _ in tuples]),
-                     np.mean([h(i, j) * h(j, l) * h(l, o) * h(o, i) for i, j, l, o in tuples])]
+        e2 = np.mean([hij**2 for *_, hij in pairs])
+        out[:, f] = [
+            np.mean(g**2),
+            np.mean(g**3),
+            np.mean([gi * gj * hij for gi, gj, hij in pairs]),
+            np.mean([gi * hij**2 for gi, _, hij in pairs]),
+            e2,
+            np.mean([hij**3 for *_, hij in pairs]),
+            np.mean([h(i, j) * h(j, l) * h(l, i) for i, j, l, _ in tuples]),
+            np.mean([hij**4 for *_, hij in pairs]) - 3 * e2**2,
+            np.mean([h(i, j) ** 2 * h(i, l) ** 2 for i, j, l, _ in tuples]) - e2**2,
+            np.mean([h(i, j) ** 2 * h(j, l) * h(l, i) for i, j, l, _ in tuples]),
+            np.mean([h(i, j) * h(j, l) * h(l, o) * h(o, i) for i, j, l, o in tuples]),
+        ]
     return out
 
 
@@ -98,9 +103,13 @@ def su_or_pearson_sf(z, gamma, kurt):
         p = stats.pearson3.sf(zf, gf)
         sign = 1.0 if gf >= 0 else -1.0
         # The lognormal law of skewness |gamma|: its omega bounds b from above.
-        w = optimize.brentq(lambda w: (w + 2) * np.sqrt(w - 1) - abs(gf), 1, 50,
-                            xtol=1e-15) if gf != 0 else 1.0
-        if kf > 0 and kf > w ** 4 + 2 * w ** 3 + 3 * w ** 2 - 6:
+        w = (
+            optimize.brentq(lambda w: (w + 2) * np.sqrt(w - 1) - abs(gf), 1, 50, xtol=1e-15)
+            if gf != 0
+            else 1.0
+        )
+        if kf > 0 and kf > w**4 + 2 * w**3 + 3 * w**2 - 6:
+
             def shape(b):  # the a of skewness gamma at b (a < 0: right skew); None: none
                 if gf == 0:
                     return 0.0
@@ -134,8 +143,10 @@ def stir_reference(X, y, k, anchors=None, find=None):
     n = X.shape[0]
     anchors = range(n) if anchors is None else list(anchors)
     if find is None:
+
         def find(X, members, i):
             return nearest(X, members, i, k)
+
     pairs = {"hit": [], "miss": []}  # (difference row, weight 1/k_a)
     found_from = {"hit": set(), "miss": set()}  # (anchor, neighbour)
     edges = np.zeros((n, n))  # the weights -1/k_a (hits) and +1/k_a (misses)
@@ -143,8 +154,10 @@ def stir_reference(X, y, k, anchors=None, find=None):
     for i in anchors:
         others = np.flatnonzero(np.arange(n) != i)
         means = {}
-        for side, members in (("hit", others[y[others] == y[i]]),
-                              ("miss", others[y[others] != y[i]])):
+        for side, members in (
+            ("hit", others[y[others] == y[i]]),
+            ("miss", others[y[others] != y[i]]),
+        ):
             found = find(X, members, i)
             for j in found:
                 pairs[side].append((np.abs(X[i] - X[j]), 1.0 / len(found)))
@@ -176,37 +189,54 @@ def stir_reference(X, y, k, anchors=None, find=None):
     w = W[e_i, e_j]
     # Two pairs that share a row: the anchors' hit and miss means covary by c.
     hit_means, miss_means = (np.array(v) for v in zip(*per_anchor))
-    c = np.array([np.cov(hit_means[:, f], miss_means[:, f])[0, 1]
-                  for f in range(X.shape[1])])
-    variance = independent + c * ((C ** 2).sum() - 2 * (w ** 2).sum()) / m ** 2
+    c = np.array([np.cov(hit_means[:, f], miss_means[:, f])[0, 1] for f in range(X.shape[1])])
+    variance = independent + c * ((C**2).sum() - 2 * (w**2).sum()) / m**2
     variance = np.where(variance > 0, variance, independent)
     with np.errstate(invalid="ignore", divide="ignore"):  # a constant feature: 0 / 0
         t = (mean["miss"] - mean["hit"]) / np.sqrt(variance)
     # Skewness of the score from the moments of random rows' differences.
-    rows = (np.arange(n) if anchors == list(range(n)) or len(anchors) == n
-            else np.sort(anchors))
+    rows = np.arange(n) if anchors == list(range(n)) or len(anchors) == n else np.sort(anchors)
     sample = X[rows[evenly_spaced(len(rows), sample_size(len(rows), X.shape[1]))]]
     g2, g3, ggh, ghh, h2, h3, tri, k4h, c22, e211, e4 = moments_reference(sample)
-    k3 = (g3 * (C ** 3).sum() + 6 * ggh * (w * C[e_i] * C[e_j]).sum()
-          + 3 * ghh * (w ** 2 * (C[e_i] + C[e_j])).sum() + h3 * (w ** 3).sum()
-          + tri * np.trace(W @ W @ W))
+    k3 = (
+        g3 * (C**3).sum()
+        + 6 * ggh * (w * C[e_i] * C[e_j]).sum()
+        + 3 * ghh * (w**2 * (C[e_i] + C[e_j])).sum()
+        + h3 * (w**3).sum()
+        + tri * np.trace(W @ W @ W)
+    )
     # Fourth cumulant of the h part, by the shapes of four edges (see dmargin._stir):
     # one edge four times, two edges of one row twice, a triangle with a side
     # twice, a four-cycle of distinct rows (counted by loops here).
     n_rows = W.shape[0]
-    one_edge = (w ** 4).sum()
-    two_edges = sum(W[i, j] ** 2 * W[i, l] ** 2 for i in range(n_rows) for j in range(n_rows)
-                    for l in range(n_rows) if j != l) / 2
-    side_twice = sum(W[i, j] ** 2 * W[j, l] * W[l, i] for i in range(n_rows)
-                     for j in range(i + 1, n_rows) for l in range(n_rows)) if n_rows < 60 else \
-        ((W ** 2) * (W @ W)).sum() / 2
+    one_edge = (w**4).sum()
+    two_edges = (
+        sum(
+            W[i, j] ** 2 * W[i, l] ** 2
+            for i in range(n_rows)
+            for j in range(n_rows)
+            for l in range(n_rows)
+            if j != l
+        )
+        / 2
+    )
+    side_twice = (
+        sum(
+            W[i, j] ** 2 * W[j, l] * W[l, i]
+            for i in range(n_rows)
+            for j in range(i + 1, n_rows)
+            for l in range(n_rows)
+        )
+        if n_rows < 60
+        else ((W**2) * (W @ W)).sum() / 2
+    )
     W2 = W @ W
-    cycles = ((W2 * W2).sum() - 2 * ((W ** 2).sum(axis=1) ** 2).sum() + (W ** 4).sum()) / 8
+    cycles = ((W2 * W2).sum() - 2 * ((W**2).sum(axis=1) ** 2).sum() + (W**4).sum()) / 8
     k4 = k4h * one_edge + 6 * c22 * two_edges + 12 * e211 * side_twice + 24 * e4 * cycles
-    var_model = g2 * (C ** 2).sum() + h2 * (w ** 2).sum()
+    var_model = g2 * (C**2).sum() + h2 * (w**2).sum()
     with np.errstate(invalid="ignore", divide="ignore"):
-        gamma = k3 / var_model ** 1.5
-        kurt = k4 / var_model ** 2
+        gamma = k3 / var_model**1.5
+        kurt = k4 / var_model**2
     gamma = np.where(np.isfinite(gamma), gamma, 0.0)
     kurt = np.where(np.isfinite(kurt), kurt, 0.0)
     p = su_or_pearson_sf(stats.norm.isf(stats.t.sf(t, eh + em - 2)), gamma, kurt)

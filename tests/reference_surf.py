@@ -19,8 +19,7 @@ import numpy as np
 
 def feature_kinds(X, discrete_threshold=10):
     """``(discrete, span, std)`` per feature, as skrebate's ``_get_attribute_info``."""
-    discrete = np.array([np.unique(X[:, f]).size <= discrete_threshold
-                         for f in range(X.shape[1])])
+    discrete = np.array([np.unique(X[:, f]).size <= discrete_threshold for f in range(X.shape[1])])
     span = X.max(axis=0) - X.min(axis=0)
     # A constant feature (discrete unless discrete_threshold = 0) differs by 0.
     return discrete, np.where(span > 0, span, 1.0), X.std(axis=0)
@@ -59,8 +58,9 @@ def score_diff(X, i, j, f, discrete, span, std, mixed):
 def compute_score(X, codes, n_classes, i, neighbours, f, discrete, span, std, mixed, near=True):
     """One anchor's, one feature's score from one neighbour set, before the 1/N."""
     hits = [j for j in neighbours if codes[j] == codes[i]]
-    misses = {c: [j for j in neighbours if codes[j] == c] for c in range(n_classes)
-              if c != codes[i]}
+    misses = {
+        c: [j for j in neighbours if codes[j] == c] for c in range(n_classes) if c != codes[i]
+    }
     count_hit = len(hits)
     count_miss = sum(len(v) for v in misses.values())
     if count_hit == 0 and count_miss == 0:

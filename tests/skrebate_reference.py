@@ -234,18 +234,19 @@ import numpy as np
 
 Fit = namedtuple("Fit", ["feature_importances_", "top_features_"])
 
-SWRF_VARIANTS = ("SWRF", "SWRFstar", "MultiSWRF", "MultiSWRFstar", "MultiSWRFDB",
-                 "MultiSWRFDBstar")
+SWRF_VARIANTS = ("SWRF", "SWRFstar", "MultiSWRF", "MultiSWRFstar", "MultiSWRFDB", "MultiSWRFDBstar")
 
 
 # ----------------------------------------------------------------------------------
 # Data description: feature kinds, label kind (relieff.py:106-215, 306-364)
 
+
 class _Data:
     """What skrebate's ``fit`` derives from (X, y) before the distances."""
 
-    def __init__(self, X, y, categorical_features, categorical_threshold,
-                 multiclass_threshold, label_type):
+    def __init__(
+        self, X, y, categorical_features, categorical_threshold, multiclass_threshold, label_type
+    ):
         X = np.asarray(X)
         if not np.issubdtype(X.dtype, np.floating):
             raise TypeError("float X only (skrebate truncates integer X: accident 15)")
@@ -308,6 +309,7 @@ class _Data:
 
 # ----------------------------------------------------------------------------------
 # Distances (relieff.py:366-499, scoring_utils.py:30-156)
+
 
 def distance_array(data, weights=None, weighted_mean=False):
     """skrebate's stored distance array and whether it holds NaN.
@@ -377,6 +379,7 @@ def _mean_std(values, has_nan):
 
 # ----------------------------------------------------------------------------------
 # Scoring of one anchor, one feature, one neighbour set (baseswrf.py:320-668)
+
 
 def feature_difference(data, i, js, f):
     """``diff_f(i, j)`` for rows js: 0/1 mismatch, or skrebate's ramp (scoring_utils.py:158)."""
@@ -449,6 +452,7 @@ def _add(scores, f, term, weights, weight_final_scores):
 # ----------------------------------------------------------------------------------
 # The SWRF family (baseswrf.py)
 
+
 def sigmoid_weight(d, centre, spread):
     """``2 / (1 + exp(-4 |d - centre| / spread)) - 1`` (baseswrf.py:12-20; spread 0 -> 1)."""
     spread = spread if spread != 0 else 1.0
@@ -461,10 +465,23 @@ def deadband_weight(d, edge, spread):
     return 2.0 / (1.0 + np.exp(scale * (-np.abs(d - edge)))) - 1.0
 
 
-def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
-                categorical_threshold=10, multiclass_threshold=10, label_type=None,
-                weight_final_scores=False, rank_absolute=False, whole_matrix=False,
-                anchors=None, exact_means=False, weighted_mean=False):
+def swrf_family(
+    X,
+    y,
+    variant,
+    *,
+    weights=None,
+    categorical_features=None,
+    categorical_threshold=10,
+    multiclass_threshold=10,
+    label_type=None,
+    weight_final_scores=False,
+    rank_absolute=False,
+    whole_matrix=False,
+    anchors=None,
+    exact_means=False,
+    weighted_mean=False,
+):
     """Scores of ``variant`` in ``SWRF_VARIANTS``, as skrebate's ``BaseSWRF``.
 
     Two departures from skrebate, off by default, for dmargin's documented
@@ -481,8 +498,9 @@ def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
     """
     if variant not in SWRF_VARIANTS:
         raise KeyError(variant)
-    data = _Data(X, y, categorical_features, categorical_threshold, multiclass_threshold,
-                 label_type)
+    data = _Data(
+        X, y, categorical_features, categorical_threshold, multiclass_threshold, label_type
+    )
     if weights is not None and not isinstance(weights, np.ndarray):
         weights = None  # accident 7: a list is ignored
     D, has_nan = distance_array(data, weights, weighted_mean)
@@ -494,8 +512,9 @@ def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
     else:  # accident 1: over every stored cell
         global_mu, global_sd = _mean_std(np.concatenate(list(D)), has_nan)
 
-    exact = exact_means and data.data_type == "categorical" and not data.has_missing \
-        and weights is None
+    exact = (
+        exact_means and data.data_type == "categorical" and not data.has_missing and weights is None
+    )
     if exact:
         K = np.rint(pair * data.p).astype(np.int64)  # mismatch counts
         global_k = (K[list(visited)].sum(), len(visited) * data.n)
@@ -507,8 +526,7 @@ def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
         if exact and not variant.startswith("MultiSWRFDB"):
             k = K[i, others]
             total, cells = (k.sum(), len(k)) if variant.startswith("Multi") else global_k
-            mu, sd = _mean_std(d, False) if variant.startswith("Multi") else (global_mu,
-                                                                               global_sd)
+            mu, sd = _mean_std(d, False) if variant.startswith("Multi") else (global_mu, global_sd)
             below, above = k * cells < total, k * cells > total
             near, far = others[below], others[above]
             v_near = sigmoid_weight(d[below], mu, sd)
@@ -529,11 +547,17 @@ def swrf_family(X, y, variant, *, weights=None, categorical_features=None,
             v_far = sigmoid_weight(d[d > mu], mu, sd)
         for f in range(data.p):
             if len(near) > 0:
-                _add(scores, f, anchor_score(data, i, near, v_near, f), weights,
-                     weight_final_scores)
+                _add(
+                    scores, f, anchor_score(data, i, near, v_near, f), weights, weight_final_scores
+                )
             if star and len(far) > 0:
-                _add(scores, f, anchor_score(data, i, far, v_far, f, near=False), weights,
-                     weight_final_scores)
+                _add(
+                    scores,
+                    f,
+                    anchor_score(data, i, far, v_far, f, near=False),
+                    weights,
+                    weight_final_scores,
+                )
     if anchors is not None:
         scores = scores * data.n / len(anchors)
     return Fit(scores, _top_features(scores, rank_absolute))
@@ -571,6 +595,7 @@ def multiswrfdb_star(X, y, **kwargs):
 
 # ----------------------------------------------------------------------------------
 # MuRelief (murelief.py)
+
 
 def murelief_neighbours(data, pair, has_nan, i, n_neighbors, fixed=False):
     """The rows MuRelief scores anchor i with (murelief.py:44-213).
@@ -632,14 +657,27 @@ def _murelief_fixed(data, others, d, i, n_neighbors):
     return np.array(sorted(chosen), dtype=np.int64)
 
 
-def murelief(X, y, *, n_neighbors=100, weights=None, categorical_features=None,
-             categorical_threshold=10, multiclass_threshold=10, label_type=None,
-             weight_final_scores=False, rank_absolute=False, fixed=False, anchors=None):
+def murelief(
+    X,
+    y,
+    *,
+    n_neighbors=100,
+    weights=None,
+    categorical_features=None,
+    categorical_threshold=10,
+    multiclass_threshold=10,
+    label_type=None,
+    weight_final_scores=False,
+    rank_absolute=False,
+    fixed=False,
+    anchors=None,
+):
     """skrebate ``MuRelief``; ``fixed=True``: dmargin's rule instead of accidents 6 and
     9-11 (:func:`murelief_neighbours`); ``anchors``: those rows only, the sum scaled by
     ``N / len(anchors)``."""
-    data = _Data(X, y, categorical_features, categorical_threshold, multiclass_threshold,
-                 label_type)
+    data = _Data(
+        X, y, categorical_features, categorical_threshold, multiclass_threshold, label_type
+    )
     if isinstance(n_neighbors, float):
         n_neighbors = int(n_neighbors * data.n * 0.5)
     if weights is not None and not isinstance(weights, np.ndarray):
@@ -661,14 +699,16 @@ def murelief(X, y, *, n_neighbors=100, weights=None, categorical_features=None,
 # ----------------------------------------------------------------------------------
 # The wrappers (iter.py, vls.py).  ``scorer(X, y, weights=None)`` returns a Fit.
 
+
 def _transform(scores):
     """iter.py:101-111: negatives to 0, the rest over max(s) (max taken first)."""
     top = np.max(scores)
     return np.array([0.0 if s < 0 or top == 0 else s / top for s in scores])
 
 
-def iter_relief(scorer, X, y, *, max_iter=10, convergence_threshold=0.0001, beta=0.1,
-                rank_absolute=False):
+def iter_relief(
+    scorer, X, y, *, max_iter=10, convergence_threshold=0.0001, beta=0.1, rank_absolute=False
+):
     """skrebate ``Iter`` around the estimator ``scorer`` stands for (iter.py:32-89)."""
 
     def to_weights(scores):
@@ -700,7 +740,7 @@ def vls_subsets(n_features, num_feature_subset=40, size_feature_subset=5, random
         raise ValueError("num_feature_subset * size_feature_subset must be >= n_features")
     indices = list(range(n_features))
     rng.shuffle(indices)
-    subsets = [indices[k:k + size] for k in range(0, n_features, size)]
+    subsets = [indices[k : k + size] for k in range(0, n_features, size)]
     leftover = subsets.pop() if len(subsets[-1]) < size else []
     if leftover:
         while len(leftover) < size:
@@ -713,8 +753,17 @@ def vls_subsets(n_features, num_feature_subset=40, size_feature_subset=5, random
     return subsets
 
 
-def vls(scorer, X, y, *, num_feature_subset=40, size_feature_subset=5, random_state=None,
-        rank_absolute=False, weights=None):
+def vls(
+    scorer,
+    X,
+    y,
+    *,
+    num_feature_subset=40,
+    size_feature_subset=5,
+    random_state=None,
+    rank_absolute=False,
+    weights=None,
+):
     """skrebate ``VLS`` around the estimator ``scorer`` stands for (vls.py:170-237)."""
     p = X.shape[1]
     subsets = vls_subsets(p, num_feature_subset, size_feature_subset, random_state)

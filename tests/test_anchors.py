@@ -31,8 +31,17 @@ def _codes(y):
     return np.unique(y, return_inverse=True)[1]
 
 
-@pytest.mark.parametrize("totals,m", [([80, 80, 77, 3], 50), ([5, 1, 1], 3), ([5, 1, 1], 2),
-                                      ([10, 0, 4], 7), ([3, 3], 6), ([1000, 1], 10)])
+@pytest.mark.parametrize(
+    "totals,m",
+    [
+        ([80, 80, 77, 3], 50),
+        ([5, 1, 1], 3),
+        ([5, 1, 1], 2),
+        ([10, 0, 4], 7),
+        ([3, 3], 6),
+        ([1000, 1], 10),
+    ],
+)
 def test_share_sums_to_m_and_follows_the_classes(totals, m):
     share = sampling._stratified_share(np.array(totals), m)  # the rule itself
     totals = np.array(totals)
@@ -48,8 +57,9 @@ def test_the_sample_does_not_depend_on_the_blocks(data, chunk, threaded):
     X, y = data
     codes = _codes(y)
     local = sample_anchors(execution.prepare_rows(X, codes, 4), 60, np.random.default_rng(3))
-    rows = execution.prepare_rows(da.from_array(X, chunks=(chunk, 6)),
-                                  da.from_array(codes, chunks=chunk), 4)
+    rows = execution.prepare_rows(
+        da.from_array(X, chunks=(chunk, 6)), da.from_array(codes, chunks=chunk), 4
+    )
     blocks = sample_anchors(rows, 60, np.random.default_rng(3))
     np.testing.assert_array_equal(blocks.index, local.index)
     np.testing.assert_array_equal(blocks.X, X[local.index])
@@ -71,14 +81,15 @@ def test_the_scaling_pass_counts_the_classes_per_block(data, monkeypatch, thread
     monkeypatch.setattr(sampling, "_class_counts", lambda *a: calls.append(1) or counting(*a))
     rows = dmargin._start.start_fit(dmargin.ReliefF(n_anchors=30), Xd, yd).rows
     codes = _codes(y)
-    expected = np.stack([np.bincount(codes[s:s + 50], minlength=4) for s in range(0, 240, 50)])
+    expected = np.stack([np.bincount(codes[s : s + 50], minlength=4) for s in range(0, 240, 50)])
     np.testing.assert_array_equal(rows.block_counts, expected)
     on_dask = dmargin.ReliefF(n_anchors=30, random_state=0).fit(Xd, yd)
     assert calls == []
     np.testing.assert_array_equal(on_dask.feature_importances_, fit.feature_importances_)
     # Blocks cut again for the engine: the counts no longer apply, and are counted.
-    rows = execution.prepare_rows(Xd, da.from_array(codes, chunks=50), 4, max_rows=20,
-                                  block_counts=expected)
+    rows = execution.prepare_rows(
+        Xd, da.from_array(codes, chunks=50), 4, max_rows=20, block_counts=expected
+    )
     assert rows.block_counts is None
     sample_anchors(rows, 30, np.random.default_rng(0))
     assert calls
@@ -99,15 +110,28 @@ def test_the_engine_with_a_sample_equals_all_rows_over_that_sample(data):
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize("make,reference", [
-    (lambda m: dmargin.ReliefF(n_neighbors=4, n_anchors=m, random_state=5),
-     lambda X, y, a: ref.relieff(X, y, n_neighbors=4, anchors=a)),
-    (lambda m: dmargin.IRelief(max_iter=3, tol=0, n_anchors=m, random_state=5),
-     lambda X, y, a: ref.irelief(X, y, max_iter=3, tol=0, anchors=a)["w"]),
-    (lambda m: dmargin.IRelief(max_iter=3, tol=0, multiclass="relieff", n_anchors=m,
-                               random_state=5),
-     lambda X, y, a: ref.irelief(X, y, max_iter=3, tol=0, multiclass="relieff", anchors=a)["w"]),
-], ids=["ReliefF", "IRelief", "IRelief-1"])
+@pytest.mark.parametrize(
+    "make,reference",
+    [
+        (
+            lambda m: dmargin.ReliefF(n_neighbors=4, n_anchors=m, random_state=5),
+            lambda X, y, a: ref.relieff(X, y, n_neighbors=4, anchors=a),
+        ),
+        (
+            lambda m: dmargin.IRelief(max_iter=3, tol=0, n_anchors=m, random_state=5),
+            lambda X, y, a: ref.irelief(X, y, max_iter=3, tol=0, anchors=a)["w"],
+        ),
+        (
+            lambda m: dmargin.IRelief(
+                max_iter=3, tol=0, multiclass="relieff", n_anchors=m, random_state=5
+            ),
+            lambda X, y, a: ref.irelief(X, y, max_iter=3, tol=0, multiclass="relieff", anchors=a)[
+                "w"
+            ],
+        ),
+    ],
+    ids=["ReliefF", "IRelief", "IRelief-1"],
+)
 @pytest.mark.parametrize("m", [1, 9, 0.25])
 def test_sampled_fit_equals_the_reference_over_its_anchors(data, make, reference, m):
     X, y = data
@@ -118,20 +142,27 @@ def test_sampled_fit_equals_the_reference_over_its_anchors(data, make, reference
     np.testing.assert_allclose(est.feature_importances_, want, rtol=0, atol=1e-10)
 
 
-@pytest.mark.parametrize("make", [
-    lambda m: dmargin.ReliefF(n_anchors=m), lambda m: dmargin.IRelief(max_iter=4, n_anchors=m)])
+@pytest.mark.parametrize(
+    "make",
+    [lambda m: dmargin.ReliefF(n_anchors=m), lambda m: dmargin.IRelief(max_iter=4, n_anchors=m)],
+)
 @pytest.mark.parametrize("m", [240, 10_000, 1.0])
 def test_every_row_as_anchor_is_the_exact_fit_bit_for_bit(data, make, m):
     X, y = data
     est = make(m).fit(X, y)
     assert est.anchor_indices_ is None
-    np.testing.assert_array_equal(est.feature_importances_, make(None).fit(X, y)
-                                  .feature_importances_)
+    np.testing.assert_array_equal(
+        est.feature_importances_, make(None).fit(X, y).feature_importances_
+    )
 
 
-@pytest.mark.parametrize("make", [
-    lambda: dmargin.ReliefF(n_anchors=50, random_state=1),
-    lambda: dmargin.IRelief(max_iter=3, tol=0, n_anchors=0.2, random_state=1)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: dmargin.ReliefF(n_anchors=50, random_state=1),
+        lambda: dmargin.IRelief(max_iter=3, tol=0, n_anchors=0.2, random_state=1),
+    ],
+)
 def test_sampled_fits_agree_across_execution_modes(data, make, local_cluster):
     from distributed import Client, get_task_stream
 
@@ -149,8 +180,9 @@ def test_sampled_fits_agree_across_execution_modes(data, make, local_cluster):
     assert workers and workers <= set(local_cluster.scheduler_info["workers"])
     for other in (threaded, clustered):
         np.testing.assert_array_equal(other.anchor_indices_, local.anchor_indices_)
-        np.testing.assert_allclose(other.feature_importances_, local.feature_importances_,
-                                   rtol=0, atol=1e-10)
+        np.testing.assert_allclose(
+            other.feature_importances_, local.feature_importances_, rtol=0, atol=1e-10
+        )
 
 
 def test_n_anchors_is_checked(data):
@@ -180,12 +212,15 @@ def test_quadratic_statistic_over_a_sample(data, diagonal, threaded):
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-12 * np.abs(want[0]).max())
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
     sample = sample_anchors(rows, 30, np.random.default_rng(0))
-    local = quadratic.quad_statistic(rows, U, lam, 0.6, weight[sample.index],
-                                      terms.softmin_coef, anchors=sample)
-    blocks = execution.prepare_rows(da.from_array(X, chunks=(70, 6)),
-                                    da.from_array(codes, chunks=70), 4)
-    on_dask = quadratic.quad_statistic(blocks, U, lam, 0.6, weight[sample.index],
-                                        terms.softmin_coef, anchors=sample)
+    local = quadratic.quad_statistic(
+        rows, U, lam, 0.6, weight[sample.index], terms.softmin_coef, anchors=sample
+    )
+    blocks = execution.prepare_rows(
+        da.from_array(X, chunks=(70, 6)), da.from_array(codes, chunks=70), 4
+    )
+    on_dask = quadratic.quad_statistic(
+        blocks, U, lam, 0.6, weight[sample.index], terms.softmin_coef, anchors=sample
+    )
     np.testing.assert_allclose(on_dask[0], local[0], rtol=0, atol=1e-12 * np.abs(local[0]).max())
     np.testing.assert_allclose(on_dask[1], local[1], rtol=1e-12)
 
@@ -199,8 +234,26 @@ def test_the_cli_passes_anchors(data, tmp_path):
     frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(6)]).assign(label=y)
     frame.to_csv(tmp_path / "d.csv", index=False)
     out = tmp_path / "rank.csv"
-    assert main(["select", str(tmp_path / "d.csv"), "--label", "label", "--method", "relieff",
-                 "--anchors", "40", "--random-state", "3", "--out", str(out), "-q"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                str(tmp_path / "d.csv"),
+                "--label",
+                "label",
+                "--method",
+                "relieff",
+                "--anchors",
+                "40",
+                "--random-state",
+                "3",
+                "--out",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     ranking = pd.read_csv(out)
     want = dmargin.ReliefF(n_anchors=40, random_state=3).fit(frame.drop(columns="label"), y)
     order = np.argsort(-want.feature_importances_, kind="stable")
@@ -238,16 +291,21 @@ def test_sampled_im4e_equals_the_reference_with_anchor_weights(data, m):
     np.testing.assert_allclose(est.feature_importances_, want["w"], rtol=0, atol=1e-10)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: dmargin.Immigrate(max_iter=3, n_anchors=30, random_state=1),
-    lambda: dmargin.IM4E(max_iter=3, n_anchors=30, random_state=1)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: dmargin.Immigrate(max_iter=3, n_anchors=30, random_state=1),
+        lambda: dmargin.IM4E(max_iter=3, n_anchors=30, random_state=1),
+    ],
+)
 def test_sampled_immigrate_family_is_the_same_on_dask(data, make, threaded):
     X, y = data
     local = make().fit(X, y)
     blocks = make().fit(da.from_array(X, chunks=(60, 6)), da.from_array(y, chunks=60))
     np.testing.assert_array_equal(blocks.anchor_indices_, local.anchor_indices_)
-    np.testing.assert_allclose(blocks.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        blocks.feature_importances_, local.feature_importances_, rtol=0, atol=1e-10
+    )
 
 
 class _HeldBlocks:
@@ -276,13 +334,16 @@ def test_sampled_relieff_streams_the_rows_instead_of_persisting_them(data, n_anc
     import dask
 
     X, y = data
-    reads = [dask.delayed(np.array, pure=True)(X[s:s + 20], dask_key_name=f"read-{s}")
-             for s in range(0, 240, 20)]
+    reads = [
+        dask.delayed(np.array, pure=True)(X[s : s + 20], dask_key_name=f"read-{s}")
+        for s in range(0, 240, 20)
+    ]
     source = da.concatenate([da.from_delayed(r, shape=(20, 6), dtype=float) for r in reads])
     held = _HeldBlocks((20, 6))
     with dask.config.set(scheduler="sync"), held.callback:
         est = dmargin.ReliefF(n_anchors=n_anchors, random_state=0).fit(source, y)
     expected = dmargin.ReliefF(n_anchors=n_anchors, random_state=0).fit(X, y)
-    np.testing.assert_allclose(est.feature_importances_, expected.feature_importances_,
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        est.feature_importances_, expected.feature_importances_, rtol=0, atol=1e-12
+    )
     assert held.most <= 2 if streams else held.most == 12

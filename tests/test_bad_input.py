@@ -57,6 +57,7 @@ def _edit(fn):
     def make():
         X, y = _base()
         return fn(X.copy(), y.copy())
+
     return make
 
 
@@ -70,35 +71,82 @@ def _set(frame, row, col, value):
 # a regex for a clear error, or "ok" (finite weights, feature 0 first).
 DEFECTS = [
     # The Relief family reads NaN as a missing value (skrebate's rule, tests/test_missing.py).
-    ("NaN in X", _edit(lambda X, y: (_set(X, 3, 1, np.nan), y)), PATHS,
-     {"*": r"NaN or infinite values in column ('f1'|1) \(1 rows\)", "ReliefF": "ok",
-      "IRelief": "ok", "OnlineIRelief": "ok"}),
-    ("inf in X", _edit(lambda X, y: (_set(X, 3, 1, np.inf), y)), PATHS[:3],
-     r"infinite values in column ('f1'|1) \(1 rows\)"),
-    ("a column of +-1e308", _edit(lambda X, y: (X.assign(f0=X.f0 * 1e308 / 1.1), y)), PATHS,
-     "ok"),
+    (
+        "NaN in X",
+        _edit(lambda X, y: (_set(X, 3, 1, np.nan), y)),
+        PATHS,
+        {
+            "*": r"NaN or infinite values in column ('f1'|1) \(1 rows\)",
+            "ReliefF": "ok",
+            "IRelief": "ok",
+            "OnlineIRelief": "ok",
+        },
+    ),
+    (
+        "inf in X",
+        _edit(lambda X, y: (_set(X, 3, 1, np.inf), y)),
+        PATHS[:3],
+        r"infinite values in column ('f1'|1) \(1 rows\)",
+    ),
+    ("a column of +-1e308", _edit(lambda X, y: (X.assign(f0=X.f0 * 1e308 / 1.1), y)), PATHS, "ok"),
     ("complex X", _edit(lambda X, y: (X.astype(complex), y)), PATHS[:3], r"complex"),
-    ("a text column", _edit(lambda X, y: (X.assign(f2=X.f2.map(lambda v: f"{v:.2f}")), y)),
-     PATHS[1:], r"not numeric"),
+    (
+        "a text column",
+        _edit(lambda X, y: (X.assign(f2=X.f2.map(lambda v: f"{v:.2f}")), y)),
+        PATHS[1:],
+        r"not numeric",
+    ),
     # ReliefF takes a continuous y as skrebate's continuous endpoint (tests/test_regression.py).
-    ("continuous y", _edit(lambda X, y: (X, y + np.linspace(0.01, 0.5, len(y)))), PATHS,
-     {"ReliefF": "ok", "*": r"continuous"}),
-    ("a missing label", _edit(lambda X, y: (X, y.astype(float).mask(y.index == 5))), PATHS,
-     r"missing label|NaN label|no value in the label"),
+    (
+        "continuous y",
+        _edit(lambda X, y: (X, y + np.linspace(0.01, 0.5, len(y)))),
+        PATHS,
+        {"ReliefF": "ok", "*": r"continuous"},
+    ),
+    (
+        "a missing label",
+        _edit(lambda X, y: (X, y.astype(float).mask(y.index == 5))),
+        PATHS,
+        r"missing label|NaN label|no value in the label",
+    ),
     ("one class", _edit(lambda X, y: (X, y * 0)), PATHS, r"single class|one class"),
-    ("labels of mixed types", _edit(lambda X, y: (X, y.astype(object).where(
-        y.index != 5, "five"))), PATHS[:3], r"[Mm]ix"),
-    ("X and y lengths differ", _edit(lambda X, y: (X, y.iloc[:-3])), PATHS[:3],
-     r"rows but y has|inconsistent numbers of samples"),
-    ("no rows", _edit(lambda X, y: (X.iloc[:0], y.iloc[:0])), PATHS[:3],
-     r"0 sample|no rows|at least"),
+    (
+        "labels of mixed types",
+        _edit(lambda X, y: (X, y.astype(object).where(y.index != 5, "five"))),
+        PATHS[:3],
+        r"[Mm]ix",
+    ),
+    (
+        "X and y lengths differ",
+        _edit(lambda X, y: (X, y.iloc[:-3])),
+        PATHS[:3],
+        r"rows but y has|inconsistent numbers of samples",
+    ),
+    (
+        "no rows",
+        _edit(lambda X, y: (X.iloc[:0], y.iloc[:0])),
+        PATHS[:3],
+        r"0 sample|no rows|at least",
+    ),
     ("a constant feature", _edit(lambda X, y: (X.assign(f3=2.5), y)), PATHS, "ok"),
-    ("duplicate rows", _edit(lambda X, y: (pd.concat([X, X.iloc[:10]], ignore_index=True),
-                                           pd.concat([y, y.iloc[:10]], ignore_index=True))),
-     PATHS, "ok"),
+    (
+        "duplicate rows",
+        _edit(
+            lambda X, y: (
+                pd.concat([X, X.iloc[:10]], ignore_index=True),
+                pd.concat([y, y.iloc[:10]], ignore_index=True),
+            )
+        ),
+        PATHS,
+        "ok",
+    ),
     ("a class with one sample", _edit(lambda X, y: (X.iloc[:21], y.iloc[:21])), PATHS, "ok"),
-    ("boolean and int64 > 2**53 features",
-     _edit(lambda X, y: (X.assign(f2=X.f2 > 0, f3=(X.f3 > 0) * (2**60 + 1)), y)), PATHS, "ok"),
+    (
+        "boolean and int64 > 2**53 features",
+        _edit(lambda X, y: (X.assign(f2=X.f2 > 0, f3=(X.f3 > 0) * (2**60 + 1)), y)),
+        PATHS,
+        "ok",
+    ),
 ]
 
 
@@ -110,8 +158,10 @@ def as_path(path, X, y, tmp_path):
     if path == "dask":
         Xn, yn = X.to_numpy(), y.to_numpy()
         rows = max(1, min(10, len(yn)))
-        return (da.from_array(Xn, chunks=(rows, Xn.shape[1])),
-                da.from_array(yn, chunks=(max(1, min(10, len(yn))),)))
+        return (
+            da.from_array(Xn, chunks=(rows, Xn.shape[1])),
+            da.from_array(yn, chunks=(max(1, min(10, len(yn))),)),
+        )
     frame = X.copy()
     frame["label"] = y.to_numpy() if len(y) == len(X) else y.reindex(X.index).to_numpy()
     file = Path(tmp_path) / "data.parquet"
@@ -121,8 +171,12 @@ def as_path(path, X, y, tmp_path):
 
 #: Where a clear error may come from: dmargin's own checks and scikit-learn's
 #: input validation (its messages name the problem).
-_DOORS = ("dmargin/", "sklearn/utils/validation.py", "sklearn/utils/multiclass.py",
-          "sklearn/utils/_array_api.py")
+_DOORS = (
+    "dmargin/",
+    "sklearn/utils/validation.py",
+    "sklearn/utils/multiclass.py",
+    "sklearn/utils/_array_api.py",
+)
 
 
 def outcome(est_name, defect, path, tmp_path):
@@ -137,8 +191,9 @@ def outcome(est_name, defect, path, tmp_path):
     except (ValueError, TypeError) as exc:
         frames = traceback.extract_tb(exc.__traceback__)
         where = frames[-1].filename.replace("\\", "/")
-        assert any(d in where for d in _DOORS), \
+        assert any(d in where for d in _DOORS), (
             f"{type(exc).__name__} raised deep inside {where}: {exc}"
+        )
         return "error", f"{type(exc).__name__}: {exc}"
     scores = getattr(est, "feature_importances_", None)
     if scores is None or hasattr(est, "ranking_"):
@@ -173,8 +228,11 @@ def table(tmp_path):
         with dask.config.set(scheduler="threads"):
             kind, value = outcome("IRelief", name, paths[0], tmp_path)
         first = re.split(r"\.\s+(?=[A-Z])", " ".join(str(value).split()))[0].rstrip(".")
-        text = ("a result: finite weights, the separating feature first"
-                if kind == "ok" else f"`{first.replace('|', '/')}.`")
+        text = (
+            "a result: finite weights, the separating feature first"
+            if kind == "ok"
+            else f"`{first.replace('|', '/')}.`"
+        )
         rows.append(f"| {name} | {', '.join(paths)} | {text} |")
     return "\n".join(rows)
 
@@ -221,12 +279,14 @@ PUBLIC = {
     "MultiSWRFDBstar": lambda: dmargin.MultiSWRFDBstar(),
     "Simba": lambda: dmargin.Simba(n_starts=1, random_state=0),
     "TuRF": lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=3)),
-    "KnockoffSelector": lambda: dmargin.KnockoffSelector(dmargin.ReliefF(n_neighbors=3),
-                                                         random_state=0),
+    "KnockoffSelector": lambda: dmargin.KnockoffSelector(
+        dmargin.ReliefF(n_neighbors=3), random_state=0
+    ),
     "MuRelief": lambda: dmargin.MuRelief(n_neighbors=5),
     "Iter": lambda: dmargin.Iter(dmargin.ReliefF(n_neighbors=3), max_iter=3),
-    "VLS": lambda: dmargin.VLS(dmargin.ReliefF(n_neighbors=3), num_feature_subset=3,
-                               size_feature_subset=2, random_state=0),
+    "VLS": lambda: dmargin.VLS(
+        dmargin.ReliefF(n_neighbors=3), num_feature_subset=3, size_feature_subset=2, random_state=0
+    ),
 }
 #: What a fit learned, compared between two spellings of the same data.
 _FITTED = ("feature_importances_", "ranking_", "dual_coef_")
@@ -247,12 +307,12 @@ def _try(name, X, y):
             est = PUBLIC[name]().fit(X, y)
     except (ValueError, TypeError) as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1].filename.replace("\\", "/")
-        assert any(d in where for d in _DOORS), \
+        assert any(d in where for d in _DOORS), (
             f"{type(exc).__name__} raised deep inside {where}: {exc}"
+        )
         assert len(str(exc)) < 700, f"the message is a dump, not a sentence: {exc}"
         return "error", f"{type(exc).__name__}: {exc}"
-    return "ok", {a: np.asarray(getattr(est, a), dtype=float) for a in _FITTED
-                  if hasattr(est, a)}
+    return "ok", {a: np.asarray(getattr(est, a), dtype=float) for a in _FITTED if hasattr(est, a)}
 
 
 _REFERENCE = {}
@@ -273,8 +333,9 @@ def _assert_same(got, want):
     else:
         assert got[1].keys() == want[1].keys()
         for attr in want[1]:
-            np.testing.assert_allclose(got[1][attr], want[1][attr], rtol=1e-12, atol=1e-12,
-                                       err_msg=attr)
+            np.testing.assert_allclose(
+                got[1][attr], want[1][attr], rtol=1e-12, atol=1e-12, err_msg=attr
+            )
 
 
 def test_public_lists_every_estimator():
@@ -285,8 +346,7 @@ def test_public_lists_every_estimator():
 
 #: Column f1 in a nullable dtype, and the same values as float64 (pd.NA -> NaN).
 NULLABLE = {
-    "Int64": lambda f1: (pd.array(np.round(f1 * 10).astype(int), dtype="Int64"),
-                         np.round(f1 * 10)),
+    "Int64": lambda f1: (pd.array(np.round(f1 * 10).astype(int), dtype="Int64"), np.round(f1 * 10)),
     "Float64": lambda f1: (pd.array(f1, dtype="Float64"), f1.to_numpy()),
     "boolean": lambda f1: (pd.array(f1 > 0, dtype="boolean"), (f1 > 0).astype(float)),
 }
@@ -324,8 +384,12 @@ def test_pd_na_in_X_is_a_missing_value(est_name, dtype, kind):
         assert want[0] == "ok", want[1]
     else:
         assert re.search(_NAN_MESSAGE, got[1]), got[1]
-        want = (want[0], want[1].replace("'f1'", "1") if kind.endswith("array")
-                or kind.startswith("numpy") else want[1])
+        want = (
+            want[0],
+            want[1].replace("'f1'", "1")
+            if kind.endswith("array") or kind.startswith("numpy")
+            else want[1],
+        )
     _assert_same(got, want)
 
 
@@ -336,17 +400,22 @@ def _text(kind):
     if kind == "numpy <U":
         return X.to_numpy().astype(str), y.to_numpy()
     if kind == "dask <U":
-        return da.from_array(X.to_numpy().astype(str), chunks=(10, -1)), \
-            da.from_array(y.to_numpy(), chunks=10)
+        return da.from_array(X.to_numpy().astype(str), chunks=(10, -1)), da.from_array(
+            y.to_numpy(), chunks=10
+        )
     if kind == "pandas object":
         return text.astype({"f2": object}), y
     return _as_kind(kind.replace(" str", ""), text, y)
 
 
 TEXT_KINDS = {
-    "numpy object": r"\[2\]", "dask object array": r"\[2\]", "pandas str": r"\['f2'\]",
-    "pandas object": r"\['f2'\]", "dask DataFrame str": r"\['f2'\]",
-    "numpy <U": r"\[0, 1, 2, 3\]", "dask <U": r"\[0, 1, 2, 3\]",
+    "numpy object": r"\[2\]",
+    "dask object array": r"\[2\]",
+    "pandas str": r"\['f2'\]",
+    "pandas object": r"\['f2'\]",
+    "dask DataFrame str": r"\['f2'\]",
+    "numpy <U": r"\[0, 1, 2, 3\]",
+    "dask <U": r"\[0, 1, 2, 3\]",
 }
 
 
@@ -357,8 +426,11 @@ def test_text_features_are_refused_in_every_input_kind(est_name, kind):
     and the fix."""
     outcome_ = _try(est_name, *_text(kind))
     assert outcome_[0] == "error", "text parsed as numbers"
-    assert re.search(TEXT_KINDS[kind] + r" are not numeric \(.*\): convert numbers stored as "
-                     r"text with pd\.to_numeric or \.astype\(float\)", outcome_[1]), outcome_[1]
+    assert re.search(
+        TEXT_KINDS[kind] + r" are not numeric \(.*\): convert numbers stored as "
+        r"text with pd\.to_numeric or \.astype\(float\)",
+        outcome_[1],
+    ), outcome_[1]
 
 
 @pytest.mark.parametrize("kind", ["numpy object", "dask object array"])
@@ -373,8 +445,9 @@ def test_numbers_in_object_arrays_are_read(est_name, kind):
     if kind == "numpy object":
         got = _try(est_name, values, y.to_numpy())
     else:
-        got = _try(est_name, da.from_array(values, chunks=(10, -1)),
-                   da.from_array(y.to_numpy(), chunks=10))
+        got = _try(
+            est_name, da.from_array(values, chunks=(10, -1)), da.from_array(y.to_numpy(), chunks=10)
+        )
     want = _try(est_name, floats, y.to_numpy())
     assert want[0] == ("ok" if _takes_nan(est_name) else "error"), want[1]
     _assert_same(got, want)
@@ -400,8 +473,11 @@ def test_dask_labels_of_unknown_length(est_name, y_kind, x_kind):
         _assert_same(got, _reference(est_name, X.to_numpy(), y.to_numpy(), "numpy"))
     else:
         assert got[0] == "error", "a result from labels of unknown length"
-        assert re.search(r"dask array y has unknown chunk sizes along its rows: call "
-                         r"y\.compute_chunk_sizes\(\) first", got[1]), got[1]
+        assert re.search(
+            r"dask array y has unknown chunk sizes along its rows: call "
+            r"y\.compute_chunk_sizes\(\) first",
+            got[1],
+        ), got[1]
 
 
 @pytest.mark.parametrize("est_name", list(PUBLIC))
@@ -412,8 +488,9 @@ def test_dask_labels_of_unknown_length_the_fix(est_name):
     Xk = da.from_array(X.to_numpy(), chunks=(10, -1))
     want = _reference(est_name, X.to_numpy(), y.to_numpy(), "numpy")
     assert want[0] == "ok", want[1]
-    _assert_same(_try(est_name, Xk, _unknown_length_labels("to_dask_array()", y)
-                      .compute_chunk_sizes()), want)
+    _assert_same(
+        _try(est_name, Xk, _unknown_length_labels("to_dask_array()", y).compute_chunk_sizes()), want
+    )
     _assert_same(_try(est_name, Xk, dd.from_pandas(y, npartitions=4)), want)
 
 
@@ -448,8 +525,7 @@ def test_missing_labels_say_so_in_every_dtype(est_name, labels, y_kind):
     own message for a missing or non-numeric one."""
     X, y = _base()
     y = LABELS[labels](y)
-    Xk = da.from_array(X.to_numpy(), chunks=(10, -1)) if y_kind.startswith("dask") \
-        else X.to_numpy()
+    Xk = da.from_array(X.to_numpy(), chunks=(10, -1)) if y_kind.startswith("dask") else X.to_numpy()
     got = _try(est_name, Xk, _labels_as(y_kind, y))
     assert got[0] == "error", "a result from a missing label"
     expected = r"missing \(NaN\)|numeric target" if est_name == "RReliefF" else _MISSING_LABELS

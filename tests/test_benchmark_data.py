@@ -13,8 +13,14 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-READERS = ["bench_gametes", "bench_immigrate_accuracy", "bench_interactions",
-           "bench_irelief_accuracy", "bench_ldm_rfe", "bench_sbsmf"]
+READERS = [
+    "bench_gametes",
+    "bench_immigrate_accuracy",
+    "bench_interactions",
+    "bench_irelief_accuracy",
+    "bench_ldm_rfe",
+    "bench_sbsmf",
+]
 
 
 @pytest.fixture
@@ -35,8 +41,10 @@ def test_a_missing_file_ends_the_loader_in_one_line(datasets, capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     path = tmp_path / "empty" / "heart" / "heart_statlog.tsv.gz"
-    url = ("https://github.com/EpistasisLab/pmlb/raw/0820182add20998ed3f88b30efd273107286c695/"
-           "datasets/heart_statlog/heart_statlog.tsv.gz")
+    url = (
+        "https://github.com/EpistasisLab/pmlb/raw/0820182add20998ed3f88b30efd273107286c695/"
+        "datasets/heart_statlog/heart_statlog.tsv.gz"
+    )
     assert f"skipped: no data file {path} (DMARGIN_DATA)" in err, err
     assert f"get it with: curl -fL --create-dirs -o {path} {url}" in err, err
 
@@ -45,7 +53,8 @@ def test_every_file_the_benchmarks_read_names_its_origin(datasets):
     quoted = re.compile(r"\"([a-z0-9-]+/[A-Za-z0-9_ .-]+\.(?:tsv\.gz|mat|csv|csv\.gz|rda|data))\"")
     registry = (BENCH / "_datasets.py").read_text().split("# registry")[1]
     files = set(quoted.findall(registry)).union(
-        *(quoted.findall((BENCH / f"{name}.py").read_text()) for name in READERS))
+        *(quoted.findall((BENCH / f"{name}.py").read_text()) for name in READERS)
+    )
     assert len(files) >= 25, files
     for rel in sorted(files) + ["gametes/x.tsv.gz", "rebate-benchmark/core2way"]:
         url, what = datasets.source(rel)
@@ -56,10 +65,14 @@ def test_every_file_the_benchmarks_read_names_its_origin(datasets):
 def test_a_benchmark_without_its_data_is_skipped_in_one_line(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    run = subprocess.run([sys.executable, str(BENCH / "bench_sbsmf.py"), "--quick"],
-                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-                              "DMARGIN_DATA": str(empty)},
-                         capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(BENCH / "bench_sbsmf.py"), "--quick"],
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DMARGIN_DATA": str(empty)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert run.returncode == 77, (run.returncode, run.stderr[-3000:])
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bench_sbsmf: skipped: no data file "), lines

@@ -33,7 +33,9 @@ def test_every_results_file_holds_its_runs_by_variant():
         doc = json.loads(path.read_text())
         assert set(doc) == {"benchmark", "variants"}, path.name
         assert doc["benchmark"] == path.stem
-        assert doc["variants"] and all(isinstance(v, dict) for v in doc["variants"].values()), path.name
+        assert doc["variants"] and all(isinstance(v, dict) for v in doc["variants"].values()), (
+            path.name
+        )
 
 
 def test_every_readme_table_is_its_variants_markdown():
@@ -57,4 +59,7 @@ def test_write_variant_replaces_its_variant_and_keeps_the_others(tmp_path, monke
     assert doc["variants"]["default"]["markdown"] == "c"
     assert doc["variants"]["grid5"]["x"] == 1 and "command" in doc["variants"]["grid5"]
     assert harness.load_variant("demo", "default", quick=True)["markdown"] == "q"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.json", "quick"]  # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "demo.json",
+        "quick",
+    ]  # no temporary file left

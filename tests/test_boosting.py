@@ -32,8 +32,14 @@ def _data(n=80, a=6, seed=0):
 
 
 def _stumps(est):
-    return list(zip(est.stump_features_, est.stump_thresholds_, est.stump_polarities_,
-                    est.estimator_weights_))
+    return list(
+        zip(
+            est.stump_features_,
+            est.stump_thresholds_,
+            est.stump_polarities_,
+            est.estimator_weights_,
+        )
+    )
 
 
 def _assert_same_run(est, expected, X, ys):
@@ -43,8 +49,9 @@ def _assert_same_run(est, expected, X, ys):
     np.testing.assert_array_equal(est.stump_polarities_, s)
     np.testing.assert_allclose(est.stump_thresholds_, th, rtol=0, atol=1e-12)
     np.testing.assert_allclose(est.estimator_weights_, a, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(est.margins(X, (ys > 0).astype(int)), ref.margins(X, ys, expected),
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        est.margins(X, (ys > 0).astype(int)), ref.margins(X, ys, expected), rtol=0, atol=1e-10
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -83,18 +90,24 @@ def test_adaboost_equals_brute_force(class_weight):
     thresholds = [ref.exact_thresholds(X[:, j]) for j in range(X.shape[1])]
     expected = ref.brute_adaboost(X, ys, 15, thresholds, D1)
     _assert_same_run(est, expected, X, ys)
-    np.testing.assert_allclose(est.margin_fractions_,
-                               ref.margin_fractions(X, ys, expected, X.shape[1]), atol=1e-12)
-    np.testing.assert_allclose(est.contribution_ratios_,
-                               ref.contribution_ratios(expected, X.shape[1]), atol=1e-12)
+    np.testing.assert_allclose(
+        est.margin_fractions_, ref.margin_fractions(X, ys, expected, X.shape[1]), atol=1e-12
+    )
+    np.testing.assert_allclose(
+        est.contribution_ratios_, ref.contribution_ratios(expected, X.shape[1]), atol=1e-12
+    )
 
 
 def test_quantile_binning_equals_brute_force_on_binned_thresholds():
     X, y = _data(n=90, seed=4)
     est = AdaBoostStumps(n_estimators=12, max_bins=8).fit(X, y)
     ys = 2.0 * y - 1
-    thresholds = [ref.quantile_thresholds(X[:, j], 8) if np.unique(X[:, j]).size > 8
-                  else ref.exact_thresholds(X[:, j]) for j in range(X.shape[1])]
+    thresholds = [
+        ref.quantile_thresholds(X[:, j], 8)
+        if np.unique(X[:, j]).size > 8
+        else ref.exact_thresholds(X[:, j])
+        for j in range(X.shape[1])
+    ]
     assert all(len(t) <= 7 for t in thresholds)
     expected = ref.brute_adaboost(X, ys, 12, thresholds, np.ones(len(y)))
     _assert_same_run(est, expected, X, ys)
@@ -125,8 +138,9 @@ def test_theorem_3_1_and_margin_fractions_sum_to_one(seed):
     assert abs(est.margin_fractions_.sum() - 1.0) < 1e-12
     assert abs(est.contribution_ratios_.sum() - 1.0) < 1e-12  # alphas are positive
     # MF_f = Gamma_f mean(rho_f) / mean(rho) (eq. 10, first line)
-    np.testing.assert_allclose(est.margin_fractions_,
-                               est.contribution_ratios_ * rho_f.mean(0) / rho.mean(), atol=1e-12)
+    np.testing.assert_allclose(
+        est.margin_fractions_, est.contribution_ratios_ * rho_f.mean(0) / rho.mean(), atol=1e-12
+    )
     assert np.all(np.abs(rho) <= 1 + 1e-12)
 
 
@@ -149,8 +163,9 @@ def test_sbsmf_removes_informative_features_last():
     assert bd.transform(X).shape == (n, 2)
 
 
-@pytest.mark.parametrize("Est, criterion", [(SBSMF, "margin_fractions_"),
-                                             (AdaBoostCR, "contribution_ratios_")])
+@pytest.mark.parametrize(
+    "Est, criterion", [(SBSMF, "margin_fractions_"), (AdaBoostCR, "contribution_ratios_")]
+)
 def test_elimination_scores_equal_a_per_round_recomputation(Est, criterion):
     """Round by round, AdaBoost on the survivors: the removed feature's criterion is its
     elimination score, and the kept feature gets its criterion in the last round."""
@@ -212,9 +227,11 @@ def _assert_equal(a, b):
             np.testing.assert_array_equal(fa[k], fb[k], err_msg=k)
 
 
-MAKERS = [lambda: AdaBoostStumps(n_estimators=12, class_weight="balanced"),
-          lambda: SBSMF(n_features_to_select=2, n_estimators=6),
-          lambda: BDSFS(n_features_to_select=3)]
+MAKERS = [
+    lambda: AdaBoostStumps(n_estimators=12, class_weight="balanced"),
+    lambda: SBSMF(n_features_to_select=2, n_estimators=6),
+    lambda: BDSFS(n_features_to_select=3),
+]
 
 
 @pytest.mark.parametrize("make", MAKERS, ids=["AdaBoostStumps", "SBSMF", "BDSFS"])
@@ -228,8 +245,8 @@ def test_dask_weights_stay_on_blocks_and_graph_size_is_constant(threaded):
     binned = binning.bin_rows(*_as_dask(X, y), 256, np.random.default_rng(0))
     hist = blocks.WeightedHistograms(binned, np.full(2, 1 / 90))
     local = blocks.WeightedHistograms(
-        binning.bin_rows(X, y, 256, np.random.default_rng(0), use_dask=False),
-        np.full(2, 1 / 90))
+        binning.bin_rows(X, y, 256, np.random.default_rng(0), use_dask=False), np.full(2, 1 / 90)
+    )
     feats = np.arange(X.shape[1])
     stump = None
     sizes = []
@@ -286,8 +303,9 @@ def test_constant_feature_and_duplicate_rows():
     assert est.margin_fractions_[0] == 0 and est.contribution_ratios_[0] == 0
     # a duplicated row counts twice: the same as weight 2 in the brute force
     thresholds = [ref.exact_thresholds(X[:, j]) for j in range(X.shape[1])]
-    _assert_same_run(est, ref.brute_adaboost(X, 2.0 * y - 1, 20, thresholds, np.ones(len(y))),
-                     X, 2.0 * y - 1)
+    _assert_same_run(
+        est, ref.brute_adaboost(X, 2.0 * y - 1, 20, thresholds, np.ones(len(y))), X, 2.0 * y - 1
+    )
     assert SBSMF(n_features_to_select=5, n_estimators=10).fit(X, y).ranking_[0] == 2
     assert BDSFS().fit(X, y).order_[-1] == 0
 
@@ -316,10 +334,10 @@ def test_perfect_stump_stops_boosting():
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("Est, criterion", [(SBSMF, "margin_fractions_"),
-                                             (AdaBoostCR, "contribution_ratios_")])
-def test_elimination_reuses_a_committee_without_the_removed_features(Est, criterion,
-                                                                     monkeypatch):
+@pytest.mark.parametrize(
+    "Est, criterion", [(SBSMF, "margin_fractions_"), (AdaBoostCR, "contribution_ratios_")]
+)
+def test_elimination_reuses_a_committee_without_the_removed_features(Est, criterion, monkeypatch):
     """Features without a stump (constant, or never the best) are removed without boosting
     again, a committee resumes before the first stump on a removed feature, and the fit
     equals AdaBoost recomputed on the survivors of every round."""
@@ -368,8 +386,9 @@ def test_histogram_of_a_feature_does_not_depend_on_the_features_searched():
         full = kernel(bins, y, w, np.arange(a), n_bins)
         some = np.array([3, 70, 71, 149])
         np.testing.assert_array_equal(kernel(bins, y, w, some, n_bins), full[some])
-        np.testing.assert_array_equal(kernel(bins, y, w, some[::-1].copy(), n_bins),
-                                      full[some[::-1]])
+        np.testing.assert_array_equal(
+            kernel(bins, y, w, some[::-1].copy(), n_bins), full[some[::-1]]
+        )
         for j in (0, 64, 149):
             ref_h = np.zeros((n_bins, 2))
             np.add.at(ref_h, (bins[:, j], y), w)

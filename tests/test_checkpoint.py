@@ -71,14 +71,51 @@ def _raw_zip(path, members, padding=0):
     out, central = bytearray(), bytearray()
     for name, data, method, crc, size in members:
         offset, encoded = len(out), name.encode()
-        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, crc,
-                           len(data), size, len(encoded), 0) + encoded + data
-        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0x21,
-                               crc, len(data), size, len(encoded), 0, 0, 0, 0, 0,
-                               offset) + encoded
+        out += (
+            struct.pack(
+                "<IHHHHHIIIHH",
+                0x04034B50,
+                20,
+                0,
+                method,
+                0,
+                0x21,
+                crc,
+                len(data),
+                size,
+                len(encoded),
+                0,
+            )
+            + encoded
+            + data
+        )
+        central += (
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                20,
+                20,
+                0,
+                method,
+                0,
+                0x21,
+                crc,
+                len(data),
+                size,
+                len(encoded),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + encoded
+        )
     out += bytes(padding)
-    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central),
-                      len(out), 0)
+    end = struct.pack(
+        "<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(out), 0
+    )
     with open(path, "wb") as fh:
         fh.write(bytes(out + central + end))
 
@@ -87,7 +124,8 @@ def _deflate_bomb(good, path, n_values=2**28):
     """``good`` with ``nu.npy`` replaced by 2 GiB of deflated zeros (~2 MB on disk)."""
     head = io.BytesIO()
     np.lib.format.write_array_header_1_0(
-        head, {"descr": "<f8", "fortran_order": False, "shape": (n_values,)})
+        head, {"descr": "<f8", "fortran_order": False, "shape": (n_values,)}
+    )
     head = head.getvalue()
     mib = bytes(1 << 20)
     comp = zlib.compressobj(9, zlib.DEFLATED, -15)
@@ -104,8 +142,9 @@ def _deflate_bomb(good, path, n_values=2**28):
     with zipfile.ZipFile(good) as zf:
         for info in zf.infolist():
             if info.filename == "nu.npy":
-                members.append(("nu.npy", data, zipfile.ZIP_DEFLATED, crc,
-                                len(head) + n_values * 8))
+                members.append(
+                    ("nu.npy", data, zipfile.ZIP_DEFLATED, crc, len(head) + n_values * 8)
+                )
             else:
                 raw = zf.read(info)
                 members.append((info.filename, raw, 0, zlib.crc32(raw), len(raw)))
@@ -144,66 +183,125 @@ def _build_corpus(good, directory):
             with open(path, "wb") as fh:
                 fh.write(data)
         else:
-            _write(path, header if header_ is None else header_,
-                   arrays if arrays_ is None else arrays_)
+            _write(
+                path, header if header_ is None else header_, arrays if arrays_ is None else arrays_
+            )
         corpus[name] = words
 
     w, nu = arrays["w"], arrays["nu"]
     n_ref = arrays["ref_X"].shape[0]
     # wrong shapes, one array at a time
-    add("w_length_1.npz", "array 'w' has shape (1,), expected (5,)",
-        arrays_=arrays_with(w=np.array([1.0])))
+    add(
+        "w_length_1.npz",
+        "array 'w' has shape (1,), expected (5,)",
+        arrays_=arrays_with(w=np.array([1.0])),
+    )
     add("nu_length_3.npz", "array 'nu' has shape (3,)", arrays_=arrays_with(nu=nu[:3]))
-    add("ref_X_3_columns.npz", "array 'ref_X' has shape (40, 3)",
-        arrays_=arrays_with(ref_X=arrays["ref_X"][:, :3].copy()))
-    add("miss_prior_1x1.npz", "array 'miss_prior' has shape (1, 1)",
-        arrays_=arrays_with(miss_prior=np.zeros((1, 1))))
-    add("classes_3_labels.npz", "array 'classes' has shape (3,)",
-        arrays_=arrays_with(classes=np.array(["a", "no", "yes"])))
-    add("span_2d.npz", "array 'span' has shape (5, 1)",
-        arrays_=arrays_with(span=arrays["span"][:, None].copy()))
-    add("ref_codes_short.npz", "array 'ref_codes' has shape (39,)",
-        arrays_=arrays_with(ref_codes=arrays["ref_codes"][:-1].copy()))
+    add(
+        "ref_X_3_columns.npz",
+        "array 'ref_X' has shape (40, 3)",
+        arrays_=arrays_with(ref_X=arrays["ref_X"][:, :3].copy()),
+    )
+    add(
+        "miss_prior_1x1.npz",
+        "array 'miss_prior' has shape (1, 1)",
+        arrays_=arrays_with(miss_prior=np.zeros((1, 1))),
+    )
+    add(
+        "classes_3_labels.npz",
+        "array 'classes' has shape (3,)",
+        arrays_=arrays_with(classes=np.array(["a", "no", "yes"])),
+    )
+    add(
+        "span_2d.npz",
+        "array 'span' has shape (5, 1)",
+        arrays_=arrays_with(span=arrays["span"][:, None].copy()),
+    )
+    add(
+        "ref_codes_short.npz",
+        "array 'ref_codes' has shape (39,)",
+        arrays_=arrays_with(ref_codes=arrays["ref_codes"][:-1].copy()),
+    )
     # wrong dtypes and object arrays
-    add("w_float32.npz", "array 'w' has dtype float32, expected float64",
-        arrays_=arrays_with(w=w.astype(np.float32)))
-    add("ref_codes_float.npz", "array 'ref_codes' has dtype float64, expected int64",
-        arrays_=arrays_with(ref_codes=arrays["ref_codes"].astype(float)))
+    add(
+        "w_float32.npz",
+        "array 'w' has dtype float32, expected float64",
+        arrays_=arrays_with(w=w.astype(np.float32)),
+    )
+    add(
+        "ref_codes_float.npz",
+        "array 'ref_codes' has dtype float64, expected int64",
+        arrays_=arrays_with(ref_codes=arrays["ref_codes"].astype(float)),
+    )
     add("nu_object.npz", "object array", arrays_=arrays_with(nu=nu.astype(object)))
-    add("classes_object.npz", "object array",
-        arrays_=arrays_with(classes=arrays["classes"].astype(object)))
-    add("classes_complex.npz", "expected numeric or unicode labels",
-        arrays_=arrays_with(classes=np.array([1 + 1j, 2 + 0j])))
+    add(
+        "classes_object.npz",
+        "object array",
+        arrays_=arrays_with(classes=arrays["classes"].astype(object)),
+    )
+    add(
+        "classes_complex.npz",
+        "expected numeric or unicode labels",
+        arrays_=arrays_with(classes=np.array([1 + 1j, 2 + 0j])),
+    )
     # values
-    add("nu_nan.npz", "array 'nu' has NaN", arrays_=arrays_with(nu=np.where(nu == nu.max(),
-                                                                           np.nan, nu)))
-    add("w_inf.npz", "array 'w' has NaN or infinite",
-        arrays_=arrays_with(w=np.r_[np.inf, w[1:]]))
-    add("ref_X_nan.npz", "NaN values where the header counts 0 missing values",
-        arrays_=arrays_with(ref_X=np.where(arrays["ref_X"] == arrays["ref_X"].max(), np.nan,
-                                           arrays["ref_X"])))
-    add("ref_X_inf.npz", "array 'ref_X' has infinite",
-        arrays_=arrays_with(ref_X=np.where(arrays["ref_X"] > 0.5, np.inf, arrays["ref_X"])))
-    add("span_zero.npz", "array 'span' has values <= 0",
-        arrays_=arrays_with(span=np.zeros(N_FEATURES)))
-    add("ref_codes_7.npz", "'ref_codes' has class codes outside [0, 2)",
-        arrays_=arrays_with(ref_codes=np.full(n_ref, 7, dtype=np.int64)))
-    add("ref_codes_negative.npz", "outside [0, 2)",
-        arrays_=arrays_with(ref_codes=np.r_[-1, arrays["ref_codes"][1:]]))
-    add("miss_prior_inf.npz", "array 'miss_prior' has infinite values",
-        arrays_=arrays_with(miss_prior=np.array([[0.0, np.inf], [1.0, 0.0]])))
-    add("w_not_unit.npz", "array 'w' is not nu+ / ||nu+||",
-        arrays_=arrays_with(w=np.ones(N_FEATURES)))
-    add("classes_unsorted.npz", "not sorted and unique",
-        arrays_=arrays_with(classes=arrays["classes"][::-1].copy()))
-    add("ref_index_repeated.npz", "repeated stream positions",
-        arrays_=arrays_with(ref_index=np.zeros(n_ref, dtype=np.int64)))
+    add(
+        "nu_nan.npz",
+        "array 'nu' has NaN",
+        arrays_=arrays_with(nu=np.where(nu == nu.max(), np.nan, nu)),
+    )
+    add("w_inf.npz", "array 'w' has NaN or infinite", arrays_=arrays_with(w=np.r_[np.inf, w[1:]]))
+    add(
+        "ref_X_nan.npz",
+        "NaN values where the header counts 0 missing values",
+        arrays_=arrays_with(
+            ref_X=np.where(arrays["ref_X"] == arrays["ref_X"].max(), np.nan, arrays["ref_X"])
+        ),
+    )
+    add(
+        "ref_X_inf.npz",
+        "array 'ref_X' has infinite",
+        arrays_=arrays_with(ref_X=np.where(arrays["ref_X"] > 0.5, np.inf, arrays["ref_X"])),
+    )
+    add(
+        "span_zero.npz",
+        "array 'span' has values <= 0",
+        arrays_=arrays_with(span=np.zeros(N_FEATURES)),
+    )
+    add(
+        "ref_codes_7.npz",
+        "'ref_codes' has class codes outside [0, 2)",
+        arrays_=arrays_with(ref_codes=np.full(n_ref, 7, dtype=np.int64)),
+    )
+    add(
+        "ref_codes_negative.npz",
+        "outside [0, 2)",
+        arrays_=arrays_with(ref_codes=np.r_[-1, arrays["ref_codes"][1:]]),
+    )
+    add(
+        "miss_prior_inf.npz",
+        "array 'miss_prior' has infinite values",
+        arrays_=arrays_with(miss_prior=np.array([[0.0, np.inf], [1.0, 0.0]])),
+    )
+    add(
+        "w_not_unit.npz",
+        "array 'w' is not nu+ / ||nu+||",
+        arrays_=arrays_with(w=np.ones(N_FEATURES)),
+    )
+    add(
+        "classes_unsorted.npz",
+        "not sorted and unique",
+        arrays_=arrays_with(classes=arrays["classes"][::-1].copy()),
+    )
+    add(
+        "ref_index_repeated.npz",
+        "repeated stream positions",
+        arrays_=arrays_with(ref_index=np.zeros(n_ref, dtype=np.int64)),
+    )
     # members
-    add("extra_member.npz", "unexpected member 'evil.npy'",
-        arrays_=arrays_with(evil=np.zeros(3)))
+    add("extra_member.npz", "unexpected member 'evil.npy'", arrays_=arrays_with(evil=np.zeros(3)))
     add("missing_w.npz", "missing ['w']", arrays_=arrays_with(w=None))
-    add("no_header.npz", "no 'header' member",
-        data=_npz_bytes({k: v for k, v in arrays.items()}))
+    add("no_header.npz", "no 'header' member", data=_npz_bytes({k: v for k, v in arrays.items()}))
     dup = os.path.join(directory, "duplicate_w.npz")
     with open(dup, "wb") as fh:
         fh.write(raw)
@@ -220,40 +318,88 @@ def _build_corpus(good, directory):
     add("header_not_json.npz", "the header is not valid JSON", header_="{'format': 1")
     add("header_nested_1e5.npz", "nested too deeply", header_="[" * 100_000 + "]" * 100_000)
     add("header_a_list.npz", "the header is a JSON list", header_="[1, 2]")
-    add("header_float_array.npz", "the header is an array of dtype float64",
-        data=_npz_bytes({"header": np.array(1.5), **arrays}))
-    add("header_missing_n_steps.npz", "missing ['n_steps']",
-        header_=header_with(("n_steps",), delete=True))
-    add("header_format_v1.npz", "written by another version of dmargin",
-        header_=header_with(("format",), "dmargin.OnlineIRelief/1"))
-    add("header_format_other.npz", "not an OnlineIRelief state file",
-        header_=header_with(("format",), "something else"))
-    add("header_n_steps_string.npz", "header field 'n_steps' is '100', not int",
-        header_=header_with(("n_steps",), "100"))
-    add("header_n_steps_negative.npz", "header field 'n_steps' is -5",
-        header_=header_with(("n_steps",), -5))
+    add(
+        "header_float_array.npz",
+        "the header is an array of dtype float64",
+        data=_npz_bytes({"header": np.array(1.5), **arrays}),
+    )
+    add(
+        "header_missing_n_steps.npz",
+        "missing ['n_steps']",
+        header_=header_with(("n_steps",), delete=True),
+    )
+    add(
+        "header_format_v1.npz",
+        "written by another version of dmargin",
+        header_=header_with(("format",), "dmargin.OnlineIRelief/1"),
+    )
+    add(
+        "header_format_other.npz",
+        "not an OnlineIRelief state file",
+        header_=header_with(("format",), "something else"),
+    )
+    add(
+        "header_n_steps_string.npz",
+        "header field 'n_steps' is '100', not int",
+        header_=header_with(("n_steps",), "100"),
+    )
+    add(
+        "header_n_steps_negative.npz",
+        "header field 'n_steps' is -5",
+        header_=header_with(("n_steps",), -5),
+    )
     # more features than the members' bytes can hold: the header is wrong
-    add("header_n_features_9.npz", "its header's counts do not fit in the file: n_features 9",
-        header_=header_with(("n_features",), 9))
-    add("header_n_features_4.npz", "array 'nu' has shape (5,), expected (4,)",
-        header_=header_with(("n_features",), 4))
-    add("header_names_wrong_length.npz", "'feature_names_in' is not a list of 5 strings",
-        header_=header_with(("feature_names_in",), ["a", "b"]))
-    add("header_rng_unknown.npz", "names bit generator 'Evil'",
-        header_=header_with(("rng", "bit_generator"), "Evil"))
-    add("header_rng_bad_state.npz", "not a valid PCG64 state",
-        header_=header_with(("rng", "state", "state"), "x"))
-    add("header_unknown_param.npz", "unexpected ['evil']",
-        header_=header_with(("params", "evil"), 1))
-    add("header_scaled_mismatch.npz", "members do not match its header",
-        header_=header_with(("scaled",), False))
+    add(
+        "header_n_features_9.npz",
+        "its header's counts do not fit in the file: n_features 9",
+        header_=header_with(("n_features",), 9),
+    )
+    add(
+        "header_n_features_4.npz",
+        "array 'nu' has shape (5,), expected (4,)",
+        header_=header_with(("n_features",), 4),
+    )
+    add(
+        "header_names_wrong_length.npz",
+        "'feature_names_in' is not a list of 5 strings",
+        header_=header_with(("feature_names_in",), ["a", "b"]),
+    )
+    add(
+        "header_rng_unknown.npz",
+        "names bit generator 'Evil'",
+        header_=header_with(("rng", "bit_generator"), "Evil"),
+    )
+    add(
+        "header_rng_bad_state.npz",
+        "not a valid PCG64 state",
+        header_=header_with(("rng", "state", "state"), "x"),
+    )
+    add(
+        "header_unknown_param.npz",
+        "unexpected ['evil']",
+        header_=header_with(("params", "evil"), 1),
+    )
+    add(
+        "header_scaled_mismatch.npz",
+        "members do not match its header",
+        header_=header_with(("scaled",), False),
+    )
     # parameters, re-validated as the estimator validates them
-    add("param_sigma_0.npz", "parameter sigma=0 is not valid",
-        header_=header_with(("params", "sigma"), 0))
-    add("param_a_minus_10.npz", "parameter a=-10 is not valid",
-        header_=header_with(("params", "a"), -10))
-    add("param_sigma_nan.npz", "parameter sigma=nan is not valid",
-        header_=header_with(("params", "sigma"), float("nan")))
+    add(
+        "param_sigma_0.npz",
+        "parameter sigma=0 is not valid",
+        header_=header_with(("params", "sigma"), 0),
+    )
+    add(
+        "param_a_minus_10.npz",
+        "parameter a=-10 is not valid",
+        header_=header_with(("params", "a"), -10),
+    )
+    add(
+        "param_sigma_nan.npz",
+        "parameter sigma=nan is not valid",
+        header_=header_with(("params", "sigma"), float("nan")),
+    )
     # a 2 MB file that would expand to 2 GiB
     _deflate_bomb(good, os.path.join(directory, "deflate_bomb.npz"))
     corpus["deflate_bomb.npz"] = "zip bomb"
@@ -309,8 +455,9 @@ def test_the_message_points_at_the_previous_checkpoint(tmp_path):
     with open(path, "r+b") as fh:  # a damaged disk block in the middle
         fh.seek(os.path.getsize(path) // 2)
         fh.write(b"\xff" * 16)
-    with pytest.raises(ValueError, match=re.escape(f"resume from the previous checkpoint "
-                                                   f"{path}.prev")):
+    with pytest.raises(
+        ValueError, match=re.escape(f"resume from the previous checkpoint {path}.prev")
+    ):
         OnlineIRelief.load_state(path)
 
 
@@ -361,12 +508,20 @@ def _child_env():
 def test_corpus_in_a_child_process_neither_crashes_nor_loads(corpus):
     directory, _, files = corpus
     names = sorted(files)
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(directory), json.dumps(names)],
-                          capture_output=True, text=True, timeout=900, env=_child_env())
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(directory), json.dumps(names)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=_child_env(),
+    )
     assert proc.returncode == 0, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    loaded = {name: result for name, result in out.items()
-              if name != "bomb_peak_kib" and not result.startswith("ValueError")}
+    loaded = {
+        name: result
+        for name, result in out.items()
+        if name != "bomb_peak_kib" and not result.startswith("ValueError")
+    }
     assert not loaded
     # The 2 GiB member is refused before anything is decompressed.
     assert out["bomb_peak_kib"] < 200 * 1024, out["bomb_peak_kib"]
@@ -409,11 +564,19 @@ def _lying_bomb(good, path, n_features, n_mib, declared=16 << 10):
             if info.filename == "nu.npy":
                 head = io.BytesIO()
                 np.lib.format.write_array_header_1_0(
-                    head, {"descr": "<f8", "fortran_order": False, "shape": (n_features,)})
+                    head, {"descr": "<f8", "fortran_order": False, "shape": (n_features,)}
+                )
                 head = head.getvalue()
                 first = (head + bytes(declared))[:declared]
-                members.append(("nu.npy", _zeros_stream(head, n_mib), zipfile.ZIP_DEFLATED,
-                                zlib.crc32(first), declared))
+                members.append(
+                    (
+                        "nu.npy",
+                        _zeros_stream(head, n_mib),
+                        zipfile.ZIP_DEFLATED,
+                        zlib.crc32(first),
+                        declared,
+                    )
+                )
             else:
                 members.append((info.filename, raw, 0, zlib.crc32(raw), len(raw)))
     _raw_zip(path, members)
@@ -475,14 +638,21 @@ def test_a_zip_bomb_member_under_a_lying_header_is_refused_in_little_memory(tmp_
     _lying_bomb(good, bomb, n_features=10**8, n_mib=400)
     _lying_bomb(good, huge, n_features=10**9, n_mib=400)
     assert os.path.getsize(bomb) < 1 << 20
-    proc = subprocess.run([sys.executable, "-c", _BOMB_CHILD, good, bomb, huge],
-                          capture_output=True, text=True, timeout=900, env=_child_env())
+    proc = subprocess.run(
+        [sys.executable, "-c", _BOMB_CHILD, good, bomb, huge],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=_child_env(),
+    )
     assert proc.returncode == 0, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert [out[name][0] for name in ("bomb", "huge")] == ["ValueError"] * 2, out
     assert out["bomb"][2] < 100 * 1024, out  # KiB
-    for name, path, count in (("bomb", bomb, "n_features 100000000"),
-                              ("huge", huge, "n_features 1000000000")):
+    for name, path, count in (
+        ("bomb", bomb, "n_features 100000000"),
+        ("huge", huge, "n_features 1000000000"),
+    ):
         message = out[name][1]
         assert message.startswith(path + ": its header's counts do not fit in the file"), message
         assert count in message and "member 'w.npy' holds at most" in message, message
@@ -501,8 +671,11 @@ def test_a_member_that_inflates_past_its_declared_size_is_read_in_bounded_memory
     with zipfile.ZipFile(good) as zf:
         for info in zf.infolist():
             raw = zf.read(info)
-            data, method = (_zeros_stream(raw, 400), zipfile.ZIP_DEFLATED) \
-                if info.filename == "header.npy" else (raw, 0)
+            data, method = (
+                (_zeros_stream(raw, 400), zipfile.ZIP_DEFLATED)
+                if info.filename == "header.npy"
+                else (raw, 0)
+            )
             members.append((info.filename, data, method, zlib.crc32(raw), len(raw)))
     _raw_zip(path, members)
     tracemalloc.start()
@@ -529,29 +702,42 @@ def _padded_bomb(good, path, n_features, padding, inside=False):
             if info.filename in ("nu.npy", "w.npy"):
                 head = io.BytesIO()
                 np.lib.format.write_array_header_1_0(
-                    head, {"descr": "<f8", "fortran_order": False, "shape": (n_features,)})
+                    head, {"descr": "<f8", "fortran_order": False, "shape": (n_features,)}
+                )
                 head = head.getvalue()
                 n_mib = n_features * 8 >> 20
                 zeros = bytes(n_features * 8 - (n_mib << 20))
                 comp = zlib.compressobj(9, zlib.DEFLATED, -15)
-                data = (comp.compress(head) + comp.flush(zlib.Z_FULL_FLUSH)
-                        + (comp.compress(bytes(1 << 20)) + comp.flush(zlib.Z_FULL_FLUSH))
-                        * n_mib + comp.compress(zeros) + comp.flush())
+                data = (
+                    comp.compress(head)
+                    + comp.flush(zlib.Z_FULL_FLUSH)
+                    + (comp.compress(bytes(1 << 20)) + comp.flush(zlib.Z_FULL_FLUSH)) * n_mib
+                    + comp.compress(zeros)
+                    + comp.flush()
+                )
                 crc = zlib.crc32(head)
                 for _ in range(n_mib):
                     crc = zlib.crc32(bytes(1 << 20), crc)
                 if inside and info.filename == "w.npy":
                     data += bytes(padding)
-                members.append((info.filename, data, zipfile.ZIP_DEFLATED,
-                                zlib.crc32(zeros, crc), len(head) + n_features * 8))
+                members.append(
+                    (
+                        info.filename,
+                        data,
+                        zipfile.ZIP_DEFLATED,
+                        zlib.crc32(zeros, crc),
+                        len(head) + n_features * 8,
+                    )
+                )
             else:
                 members.append((info.filename, raw, 0, zlib.crc32(raw), len(raw)))
     _raw_zip(path, members, padding=0 if inside else padding)
 
 
 @pytest.mark.parametrize("inside", [False, True], ids=["after_members", "inside_w"])
-def test_a_checkpoint_padded_to_look_large_is_refused_before_it_expands(tmp_path, decompressed,
-                                                                        inside):
+def test_a_checkpoint_padded_to_look_large_is_refused_before_it_expands(
+    tmp_path, decompressed, inside
+):
     # 2 x 100 MB of zeros in about 200 KB of deflate, in a file padded to 60 MB so that
     # 4x its size covers them: what is decompressed stays within 4x the bytes actually
     # read (plus 64 MiB), not 4x the padding.
@@ -601,24 +787,49 @@ def _large_checkpoint(tmp_path, name, **arrays):
     assert sorted(honest) == ["classes", "miss_prior", "nu", "w"]
     header["n_features"] = _N_LARGE
     path = str(tmp_path / name)
-    _write(path, header, {"nu": np.zeros(_N_LARGE), "w": np.full(_N_LARGE, _N_LARGE ** -0.5),
-                          "classes": honest["classes"], "miss_prior": honest["miss_prior"],
-                          **arrays})
+    _write(
+        path,
+        header,
+        {
+            "nu": np.zeros(_N_LARGE),
+            "w": np.full(_N_LARGE, _N_LARGE**-0.5),
+            "classes": honest["classes"],
+            "miss_prior": honest["miss_prior"],
+            **arrays,
+        },
+    )
     return path
 
 
-@pytest.mark.parametrize(("arrays", "words"), [
-    ({"w": np.ones(20)},  # 288 bytes: the file cannot hold what the header counts
-     "member 'w.npy' holds at most 288 of the 20000000 bytes of array 'w' (2500000,)"),
-    ({"w": np.ones(2 * _N_LARGE, dtype=np.float32)},  # the right size, the wrong dtype
-     "array 'w' has dtype float32, expected float64"),
-    ({"w": np.ones((_N_LARGE // 2, 2))}, "array 'w' has shape (1250000, 2), expected (2500000,)"),
-    ({"classes": np.array(["a", "no", "yes"])}, "array 'classes' has shape (3,), expected (2,)"),
-    ({"nu": np.zeros((_N_LARGE // 2, 2))},  # the large member's own .npy header
-     "array 'nu' has shape (1250000, 2), expected (2500000,)"),
-], ids=["w_288_bytes", "w_float32", "w_2d", "classes_3", "nu_2d"])
-def test_a_wrong_member_is_refused_before_a_large_one_is_read(tmp_path, decompressed, arrays,
-                                                              words):
+@pytest.mark.parametrize(
+    ("arrays", "words"),
+    [
+        (
+            {"w": np.ones(20)},  # 288 bytes: the file cannot hold what the header counts
+            "member 'w.npy' holds at most 288 of the 20000000 bytes of array 'w' (2500000,)",
+        ),
+        (
+            {"w": np.ones(2 * _N_LARGE, dtype=np.float32)},  # the right size, the wrong dtype
+            "array 'w' has dtype float32, expected float64",
+        ),
+        (
+            {"w": np.ones((_N_LARGE // 2, 2))},
+            "array 'w' has shape (1250000, 2), expected (2500000,)",
+        ),
+        (
+            {"classes": np.array(["a", "no", "yes"])},
+            "array 'classes' has shape (3,), expected (2,)",
+        ),
+        (
+            {"nu": np.zeros((_N_LARGE // 2, 2))},  # the large member's own .npy header
+            "array 'nu' has shape (1250000, 2), expected (2500000,)",
+        ),
+    ],
+    ids=["w_288_bytes", "w_float32", "w_2d", "classes_3", "nu_2d"],
+)
+def test_a_wrong_member_is_refused_before_a_large_one_is_read(
+    tmp_path, decompressed, arrays, words
+):
     path = _large_checkpoint(tmp_path, "wrong.npz", **arrays)
     decompressed.clear()  # what np.load read while building the file
     with pytest.raises(ValueError, match=re.escape(path)) as info:
@@ -648,8 +859,10 @@ def test_header_counts_the_file_cannot_hold_are_refused_before_reading(tmp_path,
     stored, deflated = str(tmp_path / "stored.npz"), str(tmp_path / "deflated.npz")
     _write(stored, dict(header, n_features=10**7), arrays)
     # The same with every member deflated: a deflated byte expands to at most 1032.
-    with zipfile.ZipFile(stored) as src, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED,
-                                                         compresslevel=9) as dst:
+    with (
+        zipfile.ZipFile(stored) as src,
+        zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as dst,
+    ):
         for info in src.infolist():
             dst.writestr(info.filename, src.read(info))
     for path in (stored, deflated):
@@ -668,8 +881,10 @@ def test_an_honest_deflated_checkpoint_loads(tmp_path):
     # Compressing a checkpoint with a zip tool keeps it loadable.
     good, deflated = tmp_path / "good.npz", tmp_path / "deflated.npz"
     _started().save_state(good)
-    with zipfile.ZipFile(good) as src, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED,
-                                                       compresslevel=9) as dst:
+    with (
+        zipfile.ZipFile(good) as src,
+        zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as dst,
+    ):
         for info in src.infolist():
             dst.writestr(info.filename, src.read(info))
     assert _state(OnlineIRelief.load_state(deflated)) == _state(OnlineIRelief.load_state(good))
@@ -702,29 +917,72 @@ def _state(est):
     # The whole resumable state, private parts included: a checkpoint must restore all of it.
     scaling = est._scale
     scaling = [scaling.offset, scaling.span, scaling.prescale] if scaling is not None else []
-    arrays = [est.nu_, est.feature_importances_, est.classes_, est._miss_prior, *scaling,
-              *(est._fixed_ref or ())]
-    return (json.dumps(est.get_params(), sort_keys=True), est.n_steps_,
-            list(getattr(est, "feature_names_in_", [])) or None,
-            json.dumps(est._rng.bit_generator.state, sort_keys=True, default=str),
-            [(a.dtype.str, a.shape, a.tobytes()) for a in arrays])
+    arrays = [
+        est.nu_,
+        est.feature_importances_,
+        est.classes_,
+        est._miss_prior,
+        *scaling,
+        *(est._fixed_ref or ()),
+    ]
+    return (
+        json.dumps(est.get_params(), sort_keys=True),
+        est.n_steps_,
+        list(getattr(est, "feature_names_in_", [])) or None,
+        json.dumps(est._rng.bit_generator.state, sort_keys=True, default=str),
+        [(a.dtype.str, a.shape, a.tobytes()) for a in arrays],
+    )
 
 
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
-                                                                  max_size=3),
-    max_leaves=4)
-_HEADER_PATHS = [("format",), ("params",), ("params", "sigma"), ("params", "a"),
-                 ("params", "scale"), ("params", "multiclass"), ("params", "random_state"),
-                 ("params", "n_passes"), ("params", "shuffle"), ("n_steps",), ("rng",),
-                 ("rng", "bit_generator"), ("rng", "state"), ("rng", "state", "state"),
-                 ("rng", "state", "inc"), ("rng", "has_uint32"), ("rng", "uinteger"),
-                 ("feature_names_in",), ("scaled",), ("reference",), ("n_features",),
-                 ("n_classes",), ("n_reference",)]
-_MEMBERS = ["nu", "w", "classes", "miss_prior", "offset", "span", "prescale", "ref_X",
-            "ref_codes", "ref_index", "junk"]
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=4,
+)
+_HEADER_PATHS = [
+    ("format",),
+    ("params",),
+    ("params", "sigma"),
+    ("params", "a"),
+    ("params", "scale"),
+    ("params", "multiclass"),
+    ("params", "random_state"),
+    ("params", "n_passes"),
+    ("params", "shuffle"),
+    ("n_steps",),
+    ("rng",),
+    ("rng", "bit_generator"),
+    ("rng", "state"),
+    ("rng", "state", "state"),
+    ("rng", "state", "inc"),
+    ("rng", "has_uint32"),
+    ("rng", "uinteger"),
+    ("feature_names_in",),
+    ("scaled",),
+    ("reference",),
+    ("n_features",),
+    ("n_classes",),
+    ("n_reference",),
+]
+_MEMBERS = [
+    "nu",
+    "w",
+    "classes",
+    "miss_prior",
+    "offset",
+    "span",
+    "prescale",
+    "ref_X",
+    "ref_codes",
+    "ref_index",
+    "junk",
+]
 _DTYPES = ["<f8", "<f4", "<i8", "<i4", "|u1", "|b1", "<U3", "<c16", "O", ">f8"]
 
 
@@ -735,12 +993,17 @@ def _mutations(draw):
     kind = draw(st.sampled_from(["flip", "truncate", "header", "array", "value", "drop"]))
     if kind == "flip":
         data = bytearray(data)
-        for pos, mask in draw(st.lists(st.tuples(st.integers(0, len(data) - 1),
-                                                 st.integers(1, 255)), min_size=1, max_size=4)):
+        for pos, mask in draw(
+            st.lists(
+                st.tuples(st.integers(0, len(data) - 1), st.integers(1, 255)),
+                min_size=1,
+                max_size=4,
+            )
+        ):
             data[pos] ^= mask
         return kind, bytes(data)
     if kind == "truncate":
-        return kind, data[:draw(st.integers(0, len(data) - 1))]
+        return kind, data[: draw(st.integers(0, len(data) - 1))]
     header = json.loads(json.dumps(base["header"]))
     arrays = dict(base["arrays"])
     if kind == "header":
@@ -756,8 +1019,7 @@ def _mutations(draw):
         name = draw(st.sampled_from(_MEMBERS))
         shape = tuple(draw(st.lists(st.integers(0, 6), max_size=3)))
         dtype = np.dtype(draw(st.sampled_from(_DTYPES)))
-        values = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).normal(
-            size=shape) * 10
+        values = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).normal(size=shape) * 10
         arrays[name] = values.astype(dtype) if dtype.kind != "U" else values.astype(dtype)
     elif kind == "value":
         name = draw(st.sampled_from(_MEMBERS[:-1]))
@@ -777,8 +1039,12 @@ def _mutations(draw):
     return kind, _npz_bytes({"header": np.array(json.dumps(header)), **arrays})
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(_mutations())
 def test_a_mutated_checkpoint_is_refused_or_resumes_exactly(mutation):
     import tempfile
@@ -835,8 +1101,13 @@ def _kill_stream():
 
 # The file-system calls of one save, in order (the first save has no previous
 # file, so it makes only the first, the fourth and the fifth).
-_SAVE_STEPS = ("fsync the new file", "link the current file", "rename it to .prev",
-               "rename the new file onto the path", "fsync the directory")
+_SAVE_STEPS = (
+    "fsync the new file",
+    "link the current file",
+    "rename it to .prev",
+    "rename the new file onto the path",
+    "fsync the directory",
+)
 
 
 def _saving_child(est, chunks, path, pause_at=None, notify=None):
@@ -925,13 +1196,17 @@ def test_kill_9_at_random_moments_leaves_a_complete_checkpoint(tmp_path):
 
 
 # The first save has no previous file to keep (no second and third step).
-_KILL_POINTS = [(save, step) for save in (1, 2, 5) for step in range(5) if save > 1 or step not in (1, 2)]
+_KILL_POINTS = [
+    (save, step) for save in (1, 2, 5) for step in range(5) if save > 1 or step not in (1, 2)
+]
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 @pytest.mark.parametrize(
-    ("save", "step"), _KILL_POINTS, ids=[f"save {s}, before: {_SAVE_STEPS[k]}" for s, k in _KILL_POINTS]
+    ("save", "step"),
+    _KILL_POINTS,
+    ids=[f"save {s}, before: {_SAVE_STEPS[k]}" for s, k in _KILL_POINTS],
 )
 def test_kill_9_inside_each_step_of_a_save_leaves_a_complete_checkpoint(tmp_path, save, step):
     est, chunks = _kill_stream()

@@ -59,8 +59,9 @@ def test_irelief_small_sigma_one_step_is_relief(continuous_binary):
         warnings.simplefilter("ignore", ConvergenceWarning)
         one = dmargin.IRelief(sigma=1e-7, outliers=False, max_iter=1).fit(X, y)
     relief = dmargin.Relief().fit(X, y)
-    np.testing.assert_allclose(one.feature_importances_, relief.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        one.feature_importances_, relief.feature_importances_, rtol=0, atol=1e-10
+    )
 
 
 def test_irelief_large_sigma_converges_in_one_step(continuous_binary):

@@ -77,8 +77,10 @@ class _BadRequest(socketserver.BaseRequestHandler):
             self.request.recv(65536)
         except OSError:
             pass
-        self.request.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
-                             b"Content-Length: 11\r\nConnection: close\r\n\r\nBad Request")
+        self.request.sendall(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+            b"Content-Length: 11\r\nConnection: close\r\n\r\nBad Request"
+        )
 
 
 @pytest.fixture
@@ -86,8 +88,9 @@ def http_400_port():
     """A loopback HTTP server that answers 400 to anything."""
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _BadRequest)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+    )
     thread.start()
     timer = threading.Timer(PEER_LIFETIME, server.shutdown)
     timer.start()
@@ -108,9 +111,24 @@ def _env(**extra):
 
 def _run(csv_file, address, cwd, **env):
     return subprocess.run(
-        [sys.executable, "-m", "dmargin.cli", "select", str(csv_file), "--label", "label",
-         "-q", "--scheduler", address],
-        capture_output=True, text=True, timeout=HANG_GUARD, cwd=cwd, env=_env(**env))
+        [
+            sys.executable,
+            "-m",
+            "dmargin.cli",
+            "select",
+            str(csv_file),
+            "--label",
+            "label",
+            "-q",
+            "--scheduler",
+            address,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD,
+        cwd=cwd,
+        env=_env(**env),
+    )
 
 
 def _assert_one_line_error(run, address):
@@ -121,19 +139,28 @@ def _assert_one_line_error(run, address):
     assert run.stdout == ""
 
 
-@pytest.mark.parametrize("kind, message", [
-    ("silent", "no Dask scheduler answered within 10 s"),
-    ("http-400", "does not speak Dask's protocol: it is an HTTP server (it answers "
-                 "'HTTP/1.1 400 Bad Request')"),
-    ("tls-without-settings", "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT"),
-])
-def test_not_a_scheduler_is_one_line_and_exit_2(csv_file, tmp_path, silent_port, http_400_port,
-                                                 kind, message):
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("silent", "no Dask scheduler answered within 10 s"),
+        (
+            "http-400",
+            "does not speak Dask's protocol: it is an HTTP server (it answers "
+            "'HTTP/1.1 400 Bad Request')",
+        ),
+        ("tls-without-settings", "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT"),
+    ],
+)
+def test_not_a_scheduler_is_one_line_and_exit_2(
+    csv_file, tmp_path, silent_port, http_400_port, kind, message
+):
     """A silent port (the CLI used to wait forever), an HTTP 400 (a 43-line traceback
     ending in a 3 EiB ArrayMemoryError), tls:// without TLS settings (a TypeError)."""
-    address = {"silent": f"tcp://127.0.0.1:{silent_port}",
-               "http-400": f"tcp://127.0.0.1:{http_400_port}",
-               "tls-without-settings": f"tls://127.0.0.1:{silent_port}"}[kind]
+    address = {
+        "silent": f"tcp://127.0.0.1:{silent_port}",
+        "http-400": f"tcp://127.0.0.1:{http_400_port}",
+        "tls-without-settings": f"tls://127.0.0.1:{silent_port}",
+    }[kind]
     run = _run(csv_file, address, tmp_path)
     _assert_one_line_error(run, address)
     assert message in run.stderr
@@ -155,10 +182,14 @@ def test_missing_tls_certificate_is_named(csv_file, tmp_path, silent_port):
     """TLS settings that name a file which does not exist: that file, not an ssl error."""
     missing = tmp_path / "client.pem"
     address = f"tls://127.0.0.1:{silent_port}"
-    run = _run(csv_file, address, tmp_path,
-               DASK_DISTRIBUTED__COMM__TLS__CA_FILE=str(missing),
-               DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT=str(missing),
-               DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY=str(missing))
+    run = _run(
+        csv_file,
+        address,
+        tmp_path,
+        DASK_DISTRIBUTED__COMM__TLS__CA_FILE=str(missing),
+        DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT=str(missing),
+        DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY=str(missing),
+    )
     _assert_one_line_error(run, address)
     assert f"{missing} does not exist" in run.stderr
 
@@ -171,13 +202,15 @@ def test_wrong_dask_address_is_one_line(csv_file, capsys, local_cluster, kind):
         address = next(iter(local_cluster.scheduler_info["workers"]))
     else:
         address = "http://127.0.0.1:8787/status"
-    assert main(["select", str(csv_file), "--label", "label", "-q", "--scheduler",
-                 address]) == 2
+    assert main(["select", str(csv_file), "--label", "label", "-q", "--scheduler", address]) == 2
     err = capsys.readouterr().err
     assert err.startswith("dmargin: error:") and err.count("\n") == 1, err
     assert address in err
-    assert ("is a Dask worker, not the scheduler" if kind == "worker"
-            else "unknown address scheme 'http'") in err
+    assert (
+        "is a Dask worker, not the scheduler"
+        if kind == "worker"
+        else "unknown address scheme 'http'"
+    ) in err
 
 
 @pytest.mark.cluster
@@ -190,27 +223,60 @@ def test_tls_scheduler_with_settings_from_the_environment(csv_file, tmp_path):
 
     certs = tmp_path / "certs"
     deploy = Path(__file__).resolve().parents[1] / "deploy"
-    subprocess.run(["bash", str(deploy / "tls/make-certs.sh"), str(certs)], check=True,
-                   capture_output=True, timeout=60)
-    role = {r: (str(certs / r / f"{r}.pem"), str(certs / r / f"{r}-key.pem"))
-            for r in ("scheduler", "worker", "client")}
-    security = Security(tls_ca_file=str(certs / "scheduler/ca.pem"),
-                        tls_scheduler_cert=role["scheduler"][0],
-                        tls_scheduler_key=role["scheduler"][1],
-                        tls_worker_cert=role["worker"][0], tls_worker_key=role["worker"][1],
-                        tls_client_cert=role["client"][0], tls_client_key=role["client"][1],
-                        require_encryption=True)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tls://",
-                      host="127.0.0.1", security=security,
-                      dashboard_address="127.0.0.1:0") as cluster:
+    subprocess.run(
+        ["bash", str(deploy / "tls/make-certs.sh"), str(certs)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    role = {
+        r: (str(certs / r / f"{r}.pem"), str(certs / r / f"{r}-key.pem"))
+        for r in ("scheduler", "worker", "client")
+    }
+    security = Security(
+        tls_ca_file=str(certs / "scheduler/ca.pem"),
+        tls_scheduler_cert=role["scheduler"][0],
+        tls_scheduler_key=role["scheduler"][1],
+        tls_worker_cert=role["worker"][0],
+        tls_worker_key=role["worker"][1],
+        tls_client_cert=role["client"][0],
+        tls_client_key=role["client"][1],
+        require_encryption=True,
+    )
+    with LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tls://",
+        host="127.0.0.1",
+        security=security,
+        dashboard_address="127.0.0.1:0",
+    ) as cluster:
         out = tmp_path / "rank.csv"
         run = subprocess.run(
-            [sys.executable, "-m", "dmargin.cli", "select", str(csv_file), "--label", "label",
-             "-q", "--scheduler", cluster.scheduler_address, "--out", str(out)],
-            capture_output=True, text=True, timeout=HANG_GUARD * 2, cwd=tmp_path,
-            env=_env(DASK_DISTRIBUTED__COMM__TLS__CA_FILE=str(certs / "client/ca.pem"),
-                     DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT=str(certs / "client/client.pem"),
-                     DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY=str(
-                         certs / "client/client-key.pem")))
+            [
+                sys.executable,
+                "-m",
+                "dmargin.cli",
+                "select",
+                str(csv_file),
+                "--label",
+                "label",
+                "-q",
+                "--scheduler",
+                cluster.scheduler_address,
+                "--out",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD * 2,
+            cwd=tmp_path,
+            env=_env(
+                DASK_DISTRIBUTED__COMM__TLS__CA_FILE=str(certs / "client/ca.pem"),
+                DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT=str(certs / "client/client.pem"),
+                DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY=str(certs / "client/client-key.pem"),
+            ),
+        )
     assert run.returncode == 0, run.stderr
     assert sorted(pd.read_csv(out)["feature"]) == ["a", "b", "c"]

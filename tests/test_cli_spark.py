@@ -23,9 +23,11 @@ import dmargin
 from dmargin import cli
 from dmargin.cli import main
 
-pytestmark = [pytest.mark.spark,
-              # pyspark's own notice about pandas 3 (createDataFrame from pandas)
-              pytest.mark.filterwarnings("ignore::FutureWarning:pyspark")]
+pytestmark = [
+    pytest.mark.spark,
+    # pyspark's own notice about pandas 3 (createDataFrame from pandas)
+    pytest.mark.filterwarnings("ignore::FutureWarning:pyspark"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +36,9 @@ def frame():
     rng = np.random.default_rng(7)
     X = rng.normal(size=(300, 5))
     y = (X[:, 1] + 0.6 * X[:, 3] + 0.3 * rng.normal(size=300) > 0).astype(np.int64)
-    return (pd.DataFrame(X, columns=["a", "b", "c", "d", "e"])
-            .assign(y=y, id=np.arange(300) * 7 % 300))
+    return pd.DataFrame(X, columns=["a", "b", "c", "d", "e"]).assign(
+        y=y, id=np.arange(300) * 7 % 300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -84,35 +87,60 @@ def _both(data, tmp_path, *options, suffix=".json"):
 # -- the same ranking ------------------------------------------------------------------
 
 
-def test_parquet_file_on_spark_equals_the_command_without_it(spark, parquet_file, tmp_path,
-                                                               capsys):
+def test_parquet_file_on_spark_equals_the_command_without_it(spark, parquet_file, tmp_path, capsys):
     spark_out, plain_out = _both(parquet_file, tmp_path, "--exclude", "id")
     _same_ranking(spark_out, plain_out)
     # The session the test process holds is used, and left running.
     assert spark.range(3).count() == 3
     # CSV output: the same header and rows.
-    spark_csv, plain_csv = _both(parquet_file, tmp_path, "--exclude", "id", "--top", "3",
-                                 suffix=".csv")
+    spark_csv, plain_csv = _both(
+        parquet_file, tmp_path, "--exclude", "id", "--top", "3", suffix=".csv"
+    )
     _same_ranking(spark_csv, plain_csv)
     assert spark_csv.read_text().splitlines()[0] == plain_csv.read_text().splitlines()[0]
     assert len(_ranking(spark_csv)) == 3
 
 
-def test_sampled_anchors_on_spark_are_the_rows_the_command_samples(spark, parquet_file,
-                                                                    tmp_path):
+def test_sampled_anchors_on_spark_are_the_rows_the_command_samples(spark, parquet_file, tmp_path):
     # One small Parquet file is one partition in file order: the same anchors.
-    spark_out, plain_out = _both(parquet_file, tmp_path, "--features", "a,b,c,d,e",
-                                 "--method", "multisurf", "--anchors", "40",
-                                 "--random-state", "3")
+    spark_out, plain_out = _both(
+        parquet_file,
+        tmp_path,
+        "--features",
+        "a,b,c,d,e",
+        "--method",
+        "multisurf",
+        "--anchors",
+        "40",
+        "--random-state",
+        "3",
+    )
     _same_ranking(spark_out, plain_out)
 
 
 def test_progress_says_spark_and_its_master(spark, parquet_file, tmp_path, capsys):
-    assert main(["select", str(parquet_file), "--label", "y", "--exclude", "id",
-                 "--spark", "local[2]", "--top", "2"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                str(parquet_file),
+                "--label",
+                "y",
+                "--exclude",
+                "id",
+                "--spark",
+                "local[2]",
+                "--top",
+                "2",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
-    assert f"fitting ReliefF on 300 rows x 5 features on Spark {spark.sparkContext.master}" \
+    assert (
+        f"fitting ReliefF on 300 rows x 5 features on Spark {spark.sparkContext.master}"
         in captured.err
+    )
     assert captured.out.splitlines()[0].split() == ["rank", "feature", "index", "score"]
 
 
@@ -128,8 +156,9 @@ def test_spark_written_directory_equals_the_command_without_spark(spark, frame, 
 
 
 def test_csv_on_spark_equals_the_command_without_it(spark, csv_file, tmp_path):
-    spark_out, plain_out = _both(csv_file, tmp_path, "--features", "e,a,b,d",
-                                 "--method", "irelief", "--max-iter", "5")
+    spark_out, plain_out = _both(
+        csv_file, tmp_path, "--features", "e,a,b,d", "--method", "irelief", "--max-iter", "5"
+    )
     _same_ranking(spark_out, plain_out)
     assert list(_ranking(spark_out).sort_values("index")["feature"]) == ["e", "a", "b", "d"]
 
@@ -151,22 +180,33 @@ def test_rows_without_a_label_are_named_or_dropped(spark, frame, tmp_path, capsy
 
 
 def test_spark_and_scheduler_together_are_refused(parquet_file, capsys):
-    assert main(["select", str(parquet_file), "--label", "y", "--spark", "local[2]",
-                 "--scheduler", "tcp://127.0.0.1:8786"]) == 2
+    assert (
+        main(
+            [
+                "select",
+                str(parquet_file),
+                "--label",
+                "y",
+                "--spark",
+                "local[2]",
+                "--scheduler",
+                "tcp://127.0.0.1:8786",
+            ]
+        )
+        == 2
+    )
     assert "--spark and --scheduler" in _one_line(capsys)
 
 
 @pytest.mark.parametrize("name", ["data.csv.zip", "data.csv.xz"])
-def test_text_spark_cannot_read_is_refused_before_it_starts(name, tmp_path, capsys,
-                                                            monkeypatch):
+def test_text_spark_cannot_read_is_refused_before_it_starts(name, tmp_path, capsys, monkeypatch):
     (tmp_path / name).write_bytes(b"")
     monkeypatch.setattr(cli, "spark_session", lambda master: pytest.fail("Spark started"))
     assert main(["select", str(tmp_path / name), "--label", "y", "--spark", "local[2]"]) == 2
     assert ".gz or .bz2" in _one_line(capsys)
 
 
-def test_columns_are_checked_as_without_spark(spark, parquet_file, csv_file, tmp_path,
-                                              capsys):
+def test_columns_are_checked_as_without_spark(spark, parquet_file, csv_file, tmp_path, capsys):
     for data in (parquet_file, csv_file):
         for extra in (["--features", "a,zz"], ["--label", "nope"]):
             argv = ["select", str(data), "--label", "y", *extra, "-q"]
@@ -176,8 +216,10 @@ def test_columns_are_checked_as_without_spark(spark, parquet_file, csv_file, tmp
             assert _one_line(capsys) == plain
     text = pd.read_csv(csv_file).assign(site="x")
     text.to_csv(tmp_path / "site.csv", index=False)
-    assert main(["select", str(tmp_path / "site.csv"), "--label", "y", "-q",
-                 "--spark", "local[2]"]) == 2
+    assert (
+        main(["select", str(tmp_path / "site.csv"), "--label", "y", "-q", "--spark", "local[2]"])
+        == 2
+    )
     assert "not numeric" in (err := _one_line(capsys)) and "--exclude site" in err
 
 
@@ -187,10 +229,25 @@ def test_a_long_fit_on_spark_is_refused_before_the_fit(spark, tmp_path, monkeypa
     X = rng.normal(size=(40_000, 20))
     path = tmp_path / "long.parquet"
     pd.DataFrame(X, columns=[f"f{i}" for i in range(20)]).assign(
-        y=(X[:, 0] > 0).astype(np.int64)).to_parquet(path)
+        y=(X[:, 0] > 0).astype(np.int64)
+    ).to_parquet(path)
     monkeypatch.setattr(cli, "_spark_fit", lambda *a: pytest.fail("the fit started"))
-    assert main(["select", str(path), "--label", "y", "--method", "irelief", "-q",
-                 "--spark", "local[2]"]) == 2
+    assert (
+        main(
+            [
+                "select",
+                str(path),
+                "--label",
+                "y",
+                "--method",
+                "irelief",
+                "-q",
+                "--spark",
+                "local[2]",
+            ]
+        )
+        == 2
+    )
     err = _one_line(capsys)
     assert "40,000 rows x 20 features" in err and "--yes" in err and "--anchors" in err
 
@@ -199,21 +256,52 @@ def test_a_long_fit_on_spark_is_refused_before_the_fit(spark, tmp_path, monkeypa
 
 
 def _run(args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "dmargin.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "dmargin.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def test_the_command_starts_its_own_local_spark(spark, parquet_file, tmp_path):
     # (the fixture: skipped as the other Spark tests where Java or pyspark is missing)
     out, plain = tmp_path / "spark.json", tmp_path / "plain.json"
-    run = _run(["select", str(parquet_file), "--label", "y", "--exclude", "id",
-                "--spark", "local[2]", "--out", str(out)])
+    run = _run(
+        [
+            "select",
+            str(parquet_file),
+            "--label",
+            "y",
+            "--exclude",
+            "id",
+            "--spark",
+            "local[2]",
+            "--out",
+            str(out),
+        ]
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "on Spark local[2]" in run.stderr and "Traceback" not in run.stderr
     # Spark's own log stays out of the command's output (the JVM's start included).
     assert "Setting default log level" not in run.stderr and " WARN " not in run.stderr
-    assert main(["select", str(parquet_file), "--label", "y", "--exclude", "id", "-q",
-                 "--out", str(plain)]) == 0
+    assert (
+        main(
+            [
+                "select",
+                str(parquet_file),
+                "--label",
+                "y",
+                "--exclude",
+                "id",
+                "-q",
+                "--out",
+                str(plain),
+            ]
+        )
+        == 0
+    )
     assert out.read_text() == plain.read_text()
 
 
@@ -224,13 +312,33 @@ def test_ctrl_c_cancels_the_spark_fit_with_one_line_and_130(spark, tmp_path):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(6000, 20))
     pd.DataFrame(X, columns=[f"f{j}" for j in range(20)]).assign(
-        y=(X[:, 0] + X[:, 1] > 0).astype(np.int64)).to_parquet(tmp_path / "data.parquet")
+        y=(X[:, 0] + X[:, 1] > 0).astype(np.int64)
+    ).to_parquet(tmp_path / "data.parquet")
     out = tmp_path / "ranking.csv"
     child = subprocess.Popen(
-        [sys.executable, "-m", "dmargin.cli", "select", "data.parquet", "--label", "y",
-         "--method", "irelief", "--max-iter", "50", "--spark", "local[2]", "--out", str(out)],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "dmargin.cli",
+            "select",
+            "data.parquet",
+            "--label",
+            "y",
+            "--method",
+            "irelief",
+            "--max-iter",
+            "50",
+            "--spark",
+            "local[2]",
+            "--out",
+            str(out),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         for line in child.stderr:
             if "fitting IRelief" in line:
@@ -260,11 +368,12 @@ def test_ctrl_c_cancels_the_spark_fit_with_one_line_and_130(spark, tmp_path):
 
 
 def test_without_pyspark_the_error_names_the_install_line(parquet_file):
-    code = ("import sys; sys.modules['pyspark'] = None; from dmargin.cli import main; "
-            f"sys.exit(main(['select', {str(parquet_file)!r}, '--label', 'y', "
-            "'--spark', 'local[2]']))")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    code = (
+        "import sys; sys.modules['pyspark'] = None; from dmargin.cli import main; "
+        f"sys.exit(main(['select', {str(parquet_file)!r}, '--label', 'y', "
+        "'--spark', 'local[2]']))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [run.stderr.strip()]
     assert "pip install 'dmargin[spark]'" in run.stderr

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from dmargin import IRelief, OnlineIRelief
+
 # _stall_message: the paused-workers text needs a scheduler state no test cluster reaches
-from dmargin._compat import (ClusterStalledError, WorkerMemoryError, _stall_message,
-                             stall_timeout)
+from dmargin._compat import ClusterStalledError, WorkerMemoryError, _stall_message, stall_timeout
 
 from .test_live_cluster import CliCluster, connect, start_cli_cluster, start_worker
 from .test_modes import assert_estimator_equal
@@ -48,8 +48,7 @@ def test_all_workers_lost_ends_with_a_clear_error_and_a_refit_resumes(tmp_path):
     make = lambda: IRelief(max_iter=300, tol=0, sigma=2.0)  # noqa: E731 - longer than the test
     with CliCluster(tmp_path) as cluster:
         sched_file = start_cli_cluster(cluster)
-        with connect(sched_file, 2) as client, \
-                dask.config.set({"dmargin.stall-timeout": "4s"}):
+        with connect(sched_file, 2) as client, dask.config.set({"dmargin.stall-timeout": "4s"}):
             Xd, yd = da.from_array(X, chunks=(200, 40)), da.from_array(y, chunks=200)
             outcome = {}
 
@@ -65,8 +64,9 @@ def test_all_workers_lost_ends_with_a_clear_error_and_a_refit_resumes(tmp_path):
             thread = threading.Thread(target=fit, daemon=True)
             thread.start()
             deadline = time.monotonic() + 60
-            while not any("dmargin-lse" in str(k) for keys in client.processing().values()
-                          for k in keys):
+            while not any(
+                "dmargin-lse" in str(k) for keys in client.processing().values() for k in keys
+            ):
                 assert thread.is_alive() and time.monotonic() < deadline, outcome
                 time.sleep(0.01)
             for name in ("w0", "w1"):
@@ -95,8 +95,13 @@ def test_worker_memory_too_small_is_refused_before_submitting():
     X, y = _data(n=60_000, a=80)  # 38 MiB of rows
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                               memory_limit="40MiB", dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            memory_limit="40MiB",
+            dashboard_address=None,
+        )
     with cluster, Client(cluster) as client:
         with pytest.raises(WorkerMemoryError, match=r"needs about .* memory limit is 40\.0 MiB"):
             IRelief(max_iter=2).fit(X, y)
@@ -112,8 +117,13 @@ def test_stump_bins_too_large_are_refused_before_submitting():
     X, y = _data(n=200_000, a=60)  # 11 MiB of uint8 bins, 91 MiB of float blocks
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                               memory_limit="12MiB", dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            memory_limit="12MiB",
+            dashboard_address=None,
+        )
     with cluster, Client(cluster) as client:
         with pytest.raises(WorkerMemoryError, match="Binning 200000 rows x 60 features"):
             SBSMF(5, n_estimators=5).fit(X, y)
@@ -129,8 +139,9 @@ def test_read_ahead_thread_sees_the_current_client(local_cluster, blobs_binary):
     local = make().fit(X, y)
     with Client(local_cluster, set_as_default=False) as client:
         # Persisted on the cluster: only that client can compute these blocks.
-        Xd, yd = client.persist([da.from_array(X, chunks=(16, X.shape[1])),
-                                 da.from_array(y, chunks=16)])
+        Xd, yd = client.persist(
+            [da.from_array(X, chunks=(16, X.shape[1])), da.from_array(y, chunks=16)]
+        )
         with client.as_current(), get_task_stream(client) as stream:
             remote = make().fit(Xd, yd)
     assert_estimator_equal(local, remote)
@@ -142,8 +153,10 @@ def test_paused_workers_message_names_the_memory():
         class scheduler:  # noqa: N801 - mimics client.scheduler.address
             address = "tcp://10.0.0.1:8786"
 
-    workers = {"tcp://a": {"status": "paused", "memory_limit": 2**30},
-               "tcp://b": {"status": "paused", "memory_limit": 2**30}}
+    workers = {
+        "tcp://a": {"status": "paused", "memory_limit": 2**30},
+        "tcp://b": {"status": "paused", "memory_limit": 2**30},
+    }
     text = _stall_message(FakeClient, workers, "IRelief.fit", 60.0)
     assert "paused" in text and "1.0 GiB" in text and "--memory-limit" in text
     assert "were lost" in _stall_message(FakeClient, {}, "x", 60.0)

@@ -63,10 +63,12 @@ def test_equals_float64_path_and_reference(variant, k):
     est = getattr(dmargin, variant)().fit(X, y)
     dense = getattr(dmargin, variant)().fit(X.astype(np.float64), y)
     assert est.compact_dtype_ == np.uint8 and dense.compact_dtype_ is None
-    np.testing.assert_allclose(est.feature_importances_, dense.feature_importances_, rtol=0,
-                               atol=ATOL)
-    np.testing.assert_allclose(est.feature_importances_, ref.surf_family(X, y, variant),
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        est.feature_importances_, dense.feature_importances_, rtol=0, atol=ATOL
+    )
+    np.testing.assert_allclose(
+        est.feature_importances_, ref.surf_family(X, y, variant), rtol=0, atol=1e-10
+    )
     assert est.discrete_features_.all()
 
 
@@ -77,8 +79,9 @@ def test_sample_of_anchors(variant):
     dense = getattr(dmargin, variant)(n_anchors=25, random_state=3).fit(X.astype(float), y)
     assert est.compact_dtype_ == np.uint8
     np.testing.assert_array_equal(est.anchor_indices_, dense.anchor_indices_)
-    np.testing.assert_allclose(est.feature_importances_, dense.feature_importances_, rtol=0,
-                               atol=ATOL)
+    np.testing.assert_allclose(
+        est.feature_importances_, dense.feature_importances_, rtol=0, atol=ATOL
+    )
     expected = ref.surf_family(X, y, variant, anchors=est.anchor_indices_)
     np.testing.assert_allclose(est.feature_importances_, expected, rtol=0, atol=1e-10)
 
@@ -99,7 +102,7 @@ def test_threads_and_tiles(variant, monkeypatch):
 def test_bit_planes_count_mismatches(bits):
     """Every value width: the mismatch counts of all pairs, features not a multiple of 64."""
     rng = np.random.default_rng(bits)
-    X = rng.integers(0, 2 ** bits, size=(13, 130)).astype(np.uint8)
+    X = rng.integers(0, 2**bits, size=(13, 130)).astype(np.uint8)
     X[4] = X[2]  # a pair with no mismatch
     planes = pack_planes(X, bits)
     assert planes.shape == (13, 3, bits)
@@ -109,13 +112,16 @@ def test_bit_planes_count_mismatches(bits):
     D = (X[:, None, :] != X[None, :, :]).sum(axis=2).astype(np.float64)
     np.testing.assert_array_equal(moments[:, 0], 12.0)
     np.testing.assert_array_equal(moments[:, 1], D.sum(axis=1))
-    np.testing.assert_array_equal(moments[:, 2], (D ** 2).sum(axis=1))
+    np.testing.assert_array_equal(moments[:, 2], (D**2).sum(axis=1))
 
 
-@pytest.mark.parametrize("name,label", [
-    ("GAMETES_Epistasis_2-Way_20atts_0.4H_EDM-1_1.tsv.gz", "class"),
-    ("3Class_Datasets_Loc_2_01.txt", "Class"),
-])
+@pytest.mark.parametrize(
+    "name,label",
+    [
+        ("GAMETES_Epistasis_2-Way_20atts_0.4H_EDM-1_1.tsv.gz", "class"),
+        ("3Class_Datasets_Loc_2_01.txt", "Class"),
+    ],
+)
 def test_skrebate_multisurf_on_genotypes(name, label):
     skrebate = pytest.importorskip("skrebate")
     X, y = _gametes(name, label, 150)
@@ -146,23 +152,25 @@ def test_dask_sample_of_anchors_and_local_cluster(variant, client):
         est = getattr(dmargin, variant)(**params).fit(Xd, yd)
         dense = getattr(dmargin, variant)(**params).fit(X.astype(np.float64), y)
         assert est.compact_dtype_ == np.uint8
-        np.testing.assert_array_equal(est.anchor_indices_ is None,
-                                      dense.anchor_indices_ is None)
-        np.testing.assert_allclose(est.feature_importances_, dense.feature_importances_,
-                                   rtol=0, atol=ATOL)
+        np.testing.assert_array_equal(est.anchor_indices_ is None, dense.anchor_indices_ is None)
+        np.testing.assert_allclose(
+            est.feature_importances_, dense.feature_importances_, rtol=0, atol=ATOL
+        )
 
 
 def test_dask_rows_stay_bytes(monkeypatch):
     """The persisted blocks the kernels read are uint8."""
     seen = _row_dtypes(monkeypatch)
     X, y = genotypes(n=60, a=30, seed=4)
-    dmargin.MultiSURF().fit(da.from_array(X.astype(np.int32), chunks=(20, 30)),
-                            da.from_array(y, chunks=20))
+    dmargin.MultiSURF().fit(
+        da.from_array(X.astype(np.int32), chunks=(20, 30)), da.from_array(y, chunks=20)
+    )
     assert seen and all(d == np.uint8 for d in seen)
 
 
-@pytest.mark.parametrize("case", ["float", "negative", "wide", "continuous", "mixed",
-                                  "threshold-0"])
+@pytest.mark.parametrize(
+    "case", ["float", "negative", "wide", "continuous", "mixed", "threshold-0"]
+)
 def test_other_data_keep_the_float64_path(case):
     X, y = genotypes(n=60, a=20, seed=6)
     X = X.astype(np.int64)
@@ -225,8 +233,9 @@ def test_few_distinct_large_codes():
     X = np.array([7, 130, 255], dtype=np.uint8)[X]
     est = dmargin.MultiSURFstar().fit(X, y)
     assert est.compact_dtype_ == np.uint8 and est.discrete_features_.all()
-    np.testing.assert_allclose(est.feature_importances_,
-                               ref.surf_family(X, y, "MultiSURFstar"), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        est.feature_importances_, ref.surf_family(X, y, "MultiSURFstar"), rtol=0, atol=1e-10
+    )
 
 
 def test_too_many_features_to_select_warns_once():
@@ -260,11 +269,11 @@ def test_float32_rows_equal_the_float64_path_on_the_same_values(variant, missing
     cls = getattr(dmargin, variant)
     for n_anchors in (None, 40):
         single = cls(scale=None, n_anchors=n_anchors, random_state=0).fit(X, y)
-        double = cls(scale=None, n_anchors=n_anchors, random_state=0).fit(
-            X.astype(np.float64), y)
+        double = cls(scale=None, n_anchors=n_anchors, random_state=0).fit(X.astype(np.float64), y)
         assert single.compact_dtype_ == np.float32 and double.compact_dtype_ is None
-        np.testing.assert_allclose(single.feature_importances_, double.feature_importances_,
-                                   rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(
+            single.feature_importances_, double.feature_importances_, rtol=1e-12, atol=1e-15
+        )
 
 
 def _row_dtypes(monkeypatch):
@@ -285,10 +294,9 @@ def test_float32_rows_scaled_in_float64_and_rounded_once(monkeypatch, stir_every
     seen = _row_dtypes(monkeypatch)
     single = dmargin.MultiSURF(pvalues=True).fit(X, y)
     double = dmargin.MultiSURF(pvalues=True).fit(X.astype(np.float64), y)
-    assert seen and all(d == np.float32 for d in seen[:len(seen) // 2])  # the float32 fit
+    assert seen and all(d == np.float32 for d in seen[: len(seen) // 2])  # the float32 fit
     # The scaled rows differ by their rounding to float32: measured 1.6e-7 relative.
-    np.testing.assert_allclose(single.feature_importances_, double.feature_importances_,
-                               rtol=1e-5)
+    np.testing.assert_allclose(single.feature_importances_, double.feature_importances_, rtol=1e-5)
     np.testing.assert_allclose(single.pvalues_, double.pvalues_, rtol=1e-4)
 
 
@@ -296,12 +304,14 @@ def test_float32_dask_rows_stay_float32(monkeypatch, stir_everywhere):
     X, y = _continuous(seed=15)
     seen = _row_dtypes(monkeypatch)
     remote = dmargin.MultiSURF(pvalues=True, discrete_threshold=0).fit(
-        da.from_array(X, chunks=(40, 9)), y)
+        da.from_array(X, chunks=(40, 9)), y
+    )
     assert seen and all(d == np.float32 for d in seen) and remote.compact_dtype_ == np.float32
     local = dmargin.MultiSURF(pvalues=True, discrete_threshold=0).fit(X, y)
     for name in ("feature_importances_", "pvalues_"):
-        np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=1e-10,
-                                   atol=1e-14)
+        np.testing.assert_allclose(
+            getattr(remote, name), getattr(local, name), rtol=1e-10, atol=1e-14
+        )
 
 
 def test_float32_pandas_frame_and_what_keeps_float64():

@@ -14,8 +14,10 @@ def test_exact_fits_grow_with_n_squared_sampled_ones_with_n():
         assert b.operations == pytest.approx(4 * a.operations)
         a, b = fit_cost(make(n_anchors=500), 10_000, 50), fit_cost(make(n_anchors=500), 20_000, 50)
         assert b.operations == pytest.approx(2 * a.operations)
-        assert fit_cost(make(n_anchors=500), 20_000, 50).seconds < \
-            fit_cost(make(), 20_000, 50).seconds / 10
+        assert (
+            fit_cost(make(n_anchors=500), 20_000, 50).seconds
+            < fit_cost(make(), 20_000, 50).seconds / 10
+        )
 
 
 def test_counts_follow_the_settings():
@@ -29,22 +31,38 @@ def test_counts_follow_the_settings():
     immigrate = fit_cost(dmargin.Immigrate(max_iter=10), 1000, 20)
     assert immigrate.operations == 1000**2 * 20**2 * 10
     # every row as anchor is the exact fit, and costs the same
-    assert fit_cost(dmargin.ReliefF(n_anchors=5000), 1000, 8) == fit_cost(dmargin.ReliefF(), 1000,
-                                                                           8)
+    assert fit_cost(dmargin.ReliefF(n_anchors=5000), 1000, 8) == fit_cost(
+        dmargin.ReliefF(), 1000, 8
+    )
     assert fit_cost(dmargin.BDSFS(), 1000, 8) is None
 
 
-def test_the_cli_says_the_cost_and_the_faster_setting_before_it_starts(tmp_path, capsys,
-                                                                         monkeypatch):
+def test_the_cli_says_the_cost_and_the_faster_setting_before_it_starts(
+    tmp_path, capsys, monkeypatch
+):
     from dmargin import cli
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(rng.random((300, 5)), columns=list("abcde")).assign(
-        label=rng.integers(0, 2, 300))
+        label=rng.integers(0, 2, 300)
+    )
     frame.to_csv(tmp_path / "d.csv", index=False)
     monkeypatch.setattr(cli, "_SLOW_SECONDS", 0.0)  # as if 300 rows were 10^6
-    assert cli.main(["select", str(tmp_path / "d.csv"), "--label", "label", "--method",
-                     "irelief", "--max-iter", "2"]) == 0
+    assert (
+        cli.main(
+            [
+                "select",
+                str(tmp_path / "d.csv"),
+                "--label",
+                "label",
+                "--method",
+                "irelief",
+                "--max-iter",
+                "2",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     lines = err.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("estimated ~"))
@@ -57,8 +75,9 @@ def test_the_cli_says_the_cost_and_the_faster_setting_before_it_starts(tmp_path,
 def test_linear_primal_solvers_cost_passes_over_the_rows():
     ldm = fit_cost(dmargin.LDM(kernel="linear"), 10**6, 50)
     assert ldm.operations == 10**6 * 50 * 60 and "Newton passes" in ldm.formula
-    assert fit_cost(dmargin.LDM(kernel="linear"), 2 * 10**6, 50).operations == \
-        pytest.approx(2 * ldm.operations)  # linear in N, not N^2
+    assert fit_cost(dmargin.LDM(kernel="linear"), 2 * 10**6, 50).operations == pytest.approx(
+        2 * ldm.operations
+    )  # linear in N, not N^2
     # RFE: one machine per round on the survivors, 50 -> 40 -> 30 -> 20 -> 10.
     rfe = fit_cost(dmargin.LDMRFE(10, step=10, kernel="linear"), 10**6, 50)
     assert rfe.operations == 10**6 * (50 + 40 + 30 + 20) * 60 and "4 rounds" in rfe.formula
@@ -98,8 +117,9 @@ def test_boosting_costs_rounds_of_passes_over_the_rows():
     one = fit_cost(dmargin.AdaBoostStumps(n_estimators=100), 10**7, 50)
     assert one.operations == 100 * 10**7 * 50 and one.seconds < big.seconds / 10
     assert 60 < one.seconds < 600  # one run of 100 rounds: 176 s measured at 10^7 x 50
-    assert fit_cost(dmargin.AdaBoostCR(10, step=5), 10**6, 50).operations == \
-        100 * 10**6 * sum(range(15, 51, 5))
+    assert fit_cost(dmargin.AdaBoostCR(10, step=5), 10**6, 50).operations == 100 * 10**6 * sum(
+        range(15, 51, 5)
+    )
 
 
 @pytest.mark.parametrize("name", ["ReliefF", "MultiSURF"])
@@ -129,8 +149,9 @@ def test_vls_costs_a_fit_per_subset_on_its_features():
     assert cost.operations == pytest.approx(10**6 * inner.operations)
     assert cost.seconds == pytest.approx(10**6 * inner.seconds) and cost.seconds > 3600
     # too few subsets to cover the features: as many as cover them
-    few = fit_cost(dmargin.VLS(dmargin.MultiSURF(), num_feature_subset=3,
-                               size_feature_subset=5), 2000, 1000)
+    few = fit_cost(
+        dmargin.VLS(dmargin.MultiSURF(), num_feature_subset=3, size_feature_subset=5), 2000, 1000
+    )
     assert few.operations == pytest.approx(200 * inner.operations)
 
 
@@ -140,8 +161,9 @@ def test_turf_costs_the_elimination_schedule():
     est = dmargin.TuRF(dmargin.ReliefF(), pct=0.5, keep=100)
     cost = fit_cost(est, 5000, 1000)
     widths = [1000, 500, 250]
-    assert cost.operations == pytest.approx(sum(fit_cost(dmargin.ReliefF(), 5000, a).operations
-                                                for a in widths))
+    assert cost.operations == pytest.approx(
+        sum(fit_cost(dmargin.ReliefF(), 5000, a).operations for a in widths)
+    )
     assert "3 fits on 1000 down to 250 features" in cost.formula
 
 
@@ -158,12 +180,15 @@ def test_the_wrappers_cost_the_fits_they_make():
     assert events[-1].final and events[-1].estimator == "TuRF"
     cost = fit_cost(dmargin.TuRF(dmargin.ReliefF(), pct=0.5, keep=2), 60, 12)
     assert cost.operations == pytest.approx(
-        sum(fit_cost(dmargin.ReliefF(), 60, a).operations for a in widths[:events[-1].done]))
+        sum(fit_cost(dmargin.ReliefF(), 60, a).operations for a in widths[: events[-1].done])
+    )
     assert turf.n_iter_ + 1 == events[-1].done
-    vls = dmargin.VLS(dmargin.ReliefF(), num_feature_subset=4, size_feature_subset=5,
-                      random_state=0).fit(X, y)
+    vls = dmargin.VLS(
+        dmargin.ReliefF(), num_feature_subset=4, size_feature_subset=5, random_state=0
+    ).fit(X, y)
     assert fit_cost(vls, 60, 12).operations == pytest.approx(
-        len(vls.subsets_) * fit_cost(dmargin.ReliefF(), 60, 5).operations)
+        len(vls.subsets_) * fit_cost(dmargin.ReliefF(), 60, 5).operations
+    )
 
 
 def test_a_wrapped_estimator_without_a_cost_gives_none():
@@ -189,12 +214,15 @@ def _never_computed(n, a, seen):
     return X, y
 
 
-@pytest.mark.parametrize("make,cheaper", [
-    (lambda: dmargin.IRelief(), "n_anchors=1000"),
-    (lambda: dmargin.Immigrate(), "n_anchors=500"),
-    (lambda: dmargin.VLS(dmargin.MultiSURF(), num_feature_subset=10**6), None),
-    (lambda: dmargin.Iter(dmargin.ReliefF()), "estimator__n_anchors=1000"),
-])
+@pytest.mark.parametrize(
+    "make,cheaper",
+    [
+        (lambda: dmargin.IRelief(), "n_anchors=1000"),
+        (lambda: dmargin.Immigrate(), "n_anchors=500"),
+        (lambda: dmargin.VLS(dmargin.MultiSURF(), num_feature_subset=10**6), None),
+        (lambda: dmargin.Iter(dmargin.ReliefF()), "estimator__n_anchors=1000"),
+    ],
+)
 def test_a_long_fit_warns_from_the_shape_before_any_work(make, cheaper):
     """2e6 rows x 50 on dask, never computed: the estimate (hours) and the cheaper
     setting come as one LongFitWarning before the fit reads a row."""
@@ -213,12 +241,15 @@ def test_a_long_fit_warns_from_the_shape_before_any_work(make, cheaper):
     assert issubclass(dmargin.LongFitWarning, UserWarning)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: dmargin.IRelief(max_iter=3, tol=0),
-    lambda: dmargin.Iter(dmargin.ReliefF(), max_iter=3),
-    lambda: dmargin.VLS(dmargin.ReliefF(), num_feature_subset=3, size_feature_subset=3),
-    lambda: dmargin.TuRF(dmargin.ReliefF(), keep=2),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: dmargin.IRelief(max_iter=3, tol=0),
+        lambda: dmargin.Iter(dmargin.ReliefF(), max_iter=3),
+        lambda: dmargin.VLS(dmargin.ReliefF(), num_feature_subset=3, size_feature_subset=3),
+        lambda: dmargin.TuRF(dmargin.ReliefF(), keep=2),
+    ],
+)
 def test_the_warning_comes_once_per_fit_and_never_for_small_ones(make, monkeypatch):
     import warnings
 

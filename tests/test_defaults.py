@@ -109,8 +109,11 @@ def test_wide_data_hint_on_estimated_time(monkeypatch):
     seconds = _cost.immigrate_seconds(270, 13, 10)
     assert seconds > _immigrate._WIDE_SECONDS  # the warning's threshold
     estimate = re.escape(_cost.format_seconds(seconds))
-    with pytest.warns(UserWarning, match=rf"Immigrate on 270 x 13 .* ~{estimate} for "
-                                         r"max_iter=10 .* IM4EImmigrate"):
+    with pytest.warns(
+        UserWarning,
+        match=rf"Immigrate on 270 x 13 .* ~{estimate} for "
+        r"max_iter=10 .* IM4EImmigrate",
+    ):
         dmargin.Immigrate().fit(X, y)
 
 
@@ -139,8 +142,10 @@ CLAMPED = [
     pytest.param(lambda: dmargin.Immigrate(n_features_to_select=100, max_iter=2), id="Immigrate"),
     pytest.param(lambda: dmargin.ReliefF(n_features_to_select=100), id="ReliefF"),
     pytest.param(lambda: dmargin.IRelief(n_features_to_select=100), id="IRelief"),
-    pytest.param(lambda: dmargin.AdaBoostStumps(n_features_to_select=100, n_estimators=5),
-                 id="AdaBoostStumps"),
+    pytest.param(
+        lambda: dmargin.AdaBoostStumps(n_features_to_select=100, n_estimators=5),
+        id="AdaBoostStumps",
+    ),
     pytest.param(lambda: dmargin.SBSMF(n_features_to_select=100, n_estimators=5), id="SBSMF"),
     pytest.param(lambda: dmargin.BDSFS(n_features_to_select=100), id="BDSFS"),
     pytest.param(lambda: dmargin.LDMRFE(n_features_to_select=100), id="LDMRFE"),
@@ -158,7 +163,8 @@ def test_n_features_to_select_beyond_the_features_warns_once_and_keeps_all(make)
         Xt = est.transform(X)
         est.transform(X)
     assert [str(w.message) for w in caught] == [
-        "n_features_to_select=100 exceeds the 30 features; all 30 are kept."]
+        "n_features_to_select=100 exceeds the 30 features; all 30 are kept."
+    ]
     assert caught[0].category is UserWarning and caught[0].filename == __file__
     assert Xt.shape == (569, 30) and est.get_support().all()
 

@@ -174,8 +174,12 @@ def test_compose_publishes_on_loopback_only():
 def make_certs(out, *san):
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed: make-certs.sh needs it")
-    subprocess.run(["bash", str(DEPLOY / "tls/make-certs.sh"), str(out), *san], check=True,
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        ["bash", str(DEPLOY / "tls/make-certs.sh"), str(out), *san],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return out
 
 
@@ -215,7 +219,10 @@ def test_compose_tls_variant(certs):
         params = check_dask_cli(in_role_dir(services[name]["command"], certs, name))
         d = certs / name
         assert (params["tls_ca_file"], params["tls_cert"], params["tls_key"]) == (
-            f"{d}/ca.pem", f"{d}/{name}.pem", f"{d}/{name}-key.pem")
+            f"{d}/ca.pem",
+            f"{d}/{name}.pem",
+            f"{d}/{name}-key.pem",
+        )
         if name == "scheduler":
             assert params["protocol"] == "tls"
         else:
@@ -227,7 +234,8 @@ def test_compose_tls_variant(certs):
     for role, files in ROLE_FILES.items():
         entry = tls["tls"][role]
         assert {tls["tls"]["ca-file"], entry["cert"], entry["key"]} == {
-            f"/certs/{f}" for f in files}
+            f"/certs/{f}" for f in files
+        }
 
 
 def _loopback(argv, ports, certs=None):
@@ -236,12 +244,17 @@ def _loopback(argv, ports, certs=None):
     out = []
     for arg in argv:
         for scheme in ("tcp", "tls"):
-            arg = str(arg).replace(f"{scheme}://scheduler:8786",
-                                   f"{scheme}://127.0.0.1:{ports['comm']}")
+            arg = str(arg).replace(
+                f"{scheme}://scheduler:8786", f"{scheme}://127.0.0.1:{ports['comm']}"
+            )
         if certs is not None and arg.startswith("/certs/"):
-            arg = str(certs / arg[len("/certs/"):])
-        arg = {"0.0.0.0": "127.0.0.1", "8786": str(ports["comm"]),
-               ":8787": f"127.0.0.1:{ports['http']}", ":8788": ":0"}.get(arg, arg)
+            arg = str(certs / arg[len("/certs/") :])
+        arg = {
+            "0.0.0.0": "127.0.0.1",
+            "8786": str(ports["comm"]),
+            ":8787": f"127.0.0.1:{ports['http']}",
+            ":8788": ":0",
+        }.get(arg, arg)
         out.append(arg.replace("localhost:8787", f"127.0.0.1:{ports['http']}"))
     if out[0] == "dask":
         out[0] = str(live.DASK)
@@ -264,8 +277,9 @@ def test_compose_commands_run_on_loopback(tmp_path, blobs_binary):
             cluster.start(_loopback(services["worker"]["command"], ports), f"worker{i}")
         # The health check passes once the scheduler is up.
         _wait_healthy(cluster, _loopback(health, ports))
-        with Client(f"tcp://127.0.0.1:{ports['comm']}", timeout="30s",
-                    set_as_default=False) as client:
+        with Client(
+            f"tcp://127.0.0.1:{ports['comm']}", timeout="30s", set_as_default=False
+        ) as client:
             client.wait_for_workers(2, timeout=60)
             workers = client.scheduler_info(n_workers=-1)["workers"].values()
             assert [w["nthreads"] for w in workers] == [1, 1]
@@ -274,8 +288,9 @@ def test_compose_commands_run_on_loopback(tmp_path, blobs_binary):
             with client.as_current():
                 remote = IRelief(max_iter=3, tol=0).fit(X, y)
     local = IRelief(max_iter=3, tol=0).fit(X, y)
-    np.testing.assert_allclose(remote.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        remote.feature_importances_, local.feature_importances_, rtol=0, atol=1e-10
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -401,8 +416,9 @@ def _containers(pod_spec):
     return {c["name"]: c for c in pod_spec["containers"]}
 
 
-ROLE_FILES = {role: {"ca.pem", f"{role}.pem", f"{role}-key.pem"}
-              for role in ("scheduler", "worker", "client")}
+ROLE_FILES = {
+    role: {"ca.pem", f"{role}.pem", f"{role}-key.pem"} for role in ("scheduler", "worker", "client")
+}
 
 
 def _check_pod_security(pod_spec, what):
@@ -425,8 +441,9 @@ def _check_pod_security(pod_spec, what):
             assert "emptyDir" in mounts["/tmp"], (what, c["name"])
             # numba must be able to write its cache: an emptyDir, not the read-only root.
             cache = env["NUMBA_CACHE_DIR"]
-            assert any(cache.startswith(path + "/") and "emptyDir" in vol
-                       for path, vol in mounts.items()), (what, cache)
+            assert any(
+                cache.startswith(path + "/") and "emptyDir" in vol for path, vol in mounts.items()
+            ), (what, cache)
     return volumes
 
 
@@ -467,8 +484,7 @@ def _check_cluster_spec(spec, name):
     assert ports == {"tcp-comm": 8786, "http-dashboard": 8787}
     assert sched["readinessProbe"]["httpGet"] == {"port": "http-dashboard", "path": "/health"}
     service = spec["scheduler"]["service"]
-    assert service["selector"] == {"dask.org/cluster-name": name,
-                                   "dask.org/component": "scheduler"}
+    assert service["selector"] == {"dask.org/cluster-name": name, "dask.org/component": "scheduler"}
     assert service["type"] == "ClusterIP"
     assert {p["targetPort"] for p in service["ports"]} == set(ports)
     for role, pod in (("worker", spec["worker"]["spec"]), ("scheduler", spec["scheduler"]["spec"])):
@@ -493,6 +509,7 @@ def _selects(selector, labels):
 
 def _check_network_policies(policies, name, clients):
     """Scheduler port: this cluster's workers and clients only; dashboard: the operator only."""
+
     def pod(component, cluster=name):
         return {"dask.org/cluster-name": cluster, "dask.org/component": component}
 
@@ -514,7 +531,8 @@ def _check_network_policies(policies, name, clients):
                         if namespace == "same" and _selects(source["podSelector"], peer):
                             return True
                     elif namespace != "same" and _selects(
-                            ns, {"kubernetes.io/metadata.name": namespace}):
+                        ns, {"kubernetes.io/metadata.name": namespace}
+                    ):
                         return True
         return False
 
@@ -600,8 +618,11 @@ def _cluster_py():
 
 
 def _slurm_module():
-    pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is not installed: it renders "
-                        "the SLURM job script (pip install dask-jobqueue)")
+    pytest.importorskip(
+        "dask_jobqueue",
+        reason="dask-jobqueue is not installed: it renders "
+        "the SLURM job script (pip install dask-jobqueue)",
+    )
     return _cluster_py()
 
 
@@ -647,7 +668,7 @@ def test_slurm_sbatch_script(tmp_path, certs):
     assert "umask 077" in text
     python = text.split("<<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
     compile(python, "sbatch", "exec")
-    assert "tls_client_cert=f\"{certs}/client/client.pem\"" in python
+    assert 'tls_client_cert=f"{certs}/client/client.pem"' in python
     # Run the script with an srun that records its command lines (and writes the
     # scheduler file) and a python that does nothing; check them with the real parsers.
     bin_dir = tmp_path / "bin"
@@ -655,18 +676,29 @@ def test_slurm_sbatch_script(tmp_path, certs):
     (bin_dir / "srun").write_text(
         "#!/usr/bin/env bash\n"
         "while [[ $1 == --* ]]; do shift; done\n"
-        "printf '%s\\0' \"$@\" >> \"$SRUN_LOG.$2\"\n"
-        "if [ \"$2\" = scheduler ]; then echo '{\"address\": \"x\"}' > \"$4\"; fi\n")
+        'printf \'%s\\0\' "$@" >> "$SRUN_LOG.$2"\n'
+        'if [ "$2" = scheduler ]; then echo \'{"address": "x"}\' > "$4"; fi\n'
+    )
     (bin_dir / "python").write_text("#!/usr/bin/env bash\ncat > /dev/null\n")
     for f in bin_dir.iterdir():
         f.chmod(0o755)
 
     def run(**env):
-        base = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_NTASKS": "3",
-                "SLURM_SUBMIT_DIR": str(tmp_path), "SLURM_JOB_ID": "7",
-                "SRUN_LOG": str(tmp_path / "srun")}
-        return subprocess.run(["bash", str(path), "/data", "label"], env={**base, **env},
-                              capture_output=True, text=True, timeout=30, cwd=tmp_path)
+        base = {
+            "PATH": f"{bin_dir}:/usr/bin:/bin",
+            "SLURM_NTASKS": "3",
+            "SLURM_SUBMIT_DIR": str(tmp_path),
+            "SLURM_JOB_ID": "7",
+            "SRUN_LOG": str(tmp_path / "srun"),
+        }
+        return subprocess.run(
+            ["bash", str(path), "/data", "label"],
+            env={**base, **env},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=tmp_path,
+        )
 
     refused = run()
     assert refused.returncode == 2 and "make-certs.sh" in refused.stderr
@@ -674,8 +706,10 @@ def test_slurm_sbatch_script(tmp_path, certs):
     assert done.returncode == 0, done.stderr
     sched_file = tmp_path / "scheduler-7.json"
     assert sched_file.stat().st_mode & 0o077 == 0  # umask 077
-    argv = {role: (tmp_path / f"srun.{role}").read_text().split("\0")[:-1]
-            for role in ("scheduler", "worker")}
+    argv = {
+        role: (tmp_path / f"srun.{role}").read_text().split("\0")[:-1]
+        for role in ("scheduler", "worker")
+    }
     sched = check_dask_cli(argv["scheduler"])
     assert sched["protocol"] == "tls" and sched["dashboard_address"] == "127.0.0.1:8787"
     worker = check_dask_cli(argv["worker"])
@@ -684,8 +718,10 @@ def test_slurm_sbatch_script(tmp_path, certs):
     assert not _dashboard_on_every_interface(sched)
     for role, params in (("scheduler", sched), ("worker", worker)):
         assert (params["tls_ca_file"], params["tls_cert"], params["tls_key"]) == (
-            f"{certs}/{role}/ca.pem", f"{certs}/{role}/{role}.pem",
-            f"{certs}/{role}/{role}-key.pem")
+            f"{certs}/{role}/ca.pem",
+            f"{certs}/{role}/{role}.pem",
+            f"{certs}/{role}/{role}-key.pem",
+        )
     for f in tmp_path.glob("srun.*"):
         f.unlink()
     insecure = run(DMARGIN_INSECURE="1")
@@ -703,9 +739,13 @@ def _sbatch_python():
 
 def _wait_for_workers_calls(source):
     """The ``wait_for_workers(...)`` calls of a Python source."""
-    return [node for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "wait_for_workers"]
+    return [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "wait_for_workers"
+    ]
 
 
 def test_slurm_waits_all_have_a_timeout():
@@ -717,8 +757,10 @@ def test_slurm_waits_all_have_a_timeout():
     assert loops
     for loop in loops:
         assert "deadline" in loop and "START_TIMEOUT" in text, loop
-    for name, source in (("sbatch", _sbatch_python()),
-                         ("cluster.py", (DEPLOY / "slurm/cluster.py").read_text())):
+    for name, source in (
+        ("sbatch", _sbatch_python()),
+        ("cluster.py", (DEPLOY / "slurm/cluster.py").read_text()),
+    ):
         calls = _wait_for_workers_calls(source)
         assert calls, name
         for call in calls:
@@ -744,18 +786,30 @@ def test_slurm_sbatch_gives_up_on_a_scheduler_that_does_not_start(tmp_path, sche
     (bin_dir / "srun").write_text(
         "#!/usr/bin/env bash\n"
         "while [[ $1 == --* ]]; do shift; done\n"
-        "printf '%s\\0' \"$@\" >> \"$SRUN_LOG.$2\"\n"
-        f"if [ \"$2\" = scheduler ]; then echo $$ > \"$SRUN_LOG.pid\"; {body}; fi\n")
-    (bin_dir / "python").write_text("#!/usr/bin/env bash\ntouch \"$SRUN_LOG.python\"\n")
+        'printf \'%s\\0\' "$@" >> "$SRUN_LOG.$2"\n'
+        f'if [ "$2" = scheduler ]; then echo $$ > "$SRUN_LOG.pid"; {body}; fi\n'
+    )
+    (bin_dir / "python").write_text('#!/usr/bin/env bash\ntouch "$SRUN_LOG.python"\n')
     for f in bin_dir.iterdir():
         f.chmod(0o755)
     timeout = "2" if scheduler == "never-writes-its-file" else "300"
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_NTASKS": "3",
-           "SLURM_SUBMIT_DIR": str(tmp_path), "SLURM_JOB_ID": "8",
-           "SRUN_LOG": str(tmp_path / "srun"), "DMARGIN_INSECURE": "1",
-           "DMARGIN_START_TIMEOUT": timeout}
-    run = subprocess.run(["bash", str(SBATCH), "/data", "label"], env=env, capture_output=True,
-                         text=True, timeout=30, cwd=tmp_path)
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "SLURM_NTASKS": "3",
+        "SLURM_SUBMIT_DIR": str(tmp_path),
+        "SLURM_JOB_ID": "8",
+        "SRUN_LOG": str(tmp_path / "srun"),
+        "DMARGIN_INSECURE": "1",
+        "DMARGIN_START_TIMEOUT": timeout,
+    }
+    run = subprocess.run(
+        ["bash", str(SBATCH), "/data", "label"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+    )
     assert run.returncode != 0
     sched_log = tmp_path / "scheduler-8.log"
     assert "scheduler" in run.stderr and str(sched_log) in run.stderr, run.stderr
@@ -774,10 +828,19 @@ def test_slurm_sbatch_gives_up_on_a_scheduler_that_does_not_start(tmp_path, sche
 
 
 def test_slurm_sbatch_rejects_a_bad_start_timeout(tmp_path):
-    run = subprocess.run(["bash", str(SBATCH), "/data", "label"], capture_output=True, text=True,
-                         timeout=30, cwd=tmp_path,
-                         env={"PATH": "/usr/bin:/bin", "DMARGIN_INSECURE": "1",
-                              "SLURM_SUBMIT_DIR": str(tmp_path), "DMARGIN_START_TIMEOUT": "5m"})
+    run = subprocess.run(
+        ["bash", str(SBATCH), "/data", "label"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "DMARGIN_INSECURE": "1",
+            "SLURM_SUBMIT_DIR": str(tmp_path),
+            "DMARGIN_START_TIMEOUT": "5m",
+        },
+    )
     assert run.returncode == 2 and "DMARGIN_START_TIMEOUT=5m" in run.stderr
 
 
@@ -786,23 +849,45 @@ def scheduler_without_workers(tmp_path):
     """A real scheduler on loopback that no worker joins, and its scheduler file."""
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0") as cluster:
+    with LocalCluster(
+        n_workers=0,
+        processes=False,
+        protocol="tcp://",
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster:
         sched_file = tmp_path / "scheduler.json"
         sched_file.write_text(f'{{"address": "{cluster.scheduler_address}"}}')
         yield cluster, sched_file
 
 
 @pytest.mark.cluster
-def test_slurm_sbatch_client_gives_up_on_workers_that_do_not_come(tmp_path,
-                                                                   scheduler_without_workers):
+def test_slurm_sbatch_client_gives_up_on_workers_that_do_not_come(
+    tmp_path, scheduler_without_workers
+):
     """The sbatch job's client script, run for real against a scheduler that no worker
     joins: it fails after the start timeout, saying how many came and where the logs are."""
     _, sched_file = scheduler_without_workers
     env = {k: v for k, v in os.environ.items() if k != "DMARGIN_CERTS"}
-    run = subprocess.run([sys.executable, "-", str(sched_file), "/data", "label", "2", "1",
-                          "sched.log", "workers.log"], input=_sbatch_python(), env=env,
-                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-",
+            str(sched_file),
+            "/data",
+            "label",
+            "2",
+            "1",
+            "sched.log",
+            "workers.log",
+        ],
+        input=_sbatch_python(),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert run.returncode != 0
     assert "0 of 2 workers joined within 1 s (DMARGIN_START_TIMEOUT)" in run.stderr, run.stderr
     assert "workers.log" in run.stderr and "sched.log" in run.stderr
@@ -830,8 +915,11 @@ def test_slurm_cluster_main_gives_up_on_jobs_that_do_not_start(monkeypatch, tmp_
 
     monkeypatch.setattr(module, "make_cluster", make_cluster)
     monkeypatch.setenv("DMARGIN_START_TIMEOUT", "1")
-    with pytest.raises(SystemExit, match=r"0 of 2 workers joined within 1 s "
-                                         r"\(DMARGIN_START_TIMEOUT\)"):
+    with pytest.raises(
+        SystemExit,
+        match=r"0 of 2 workers joined within 1 s "
+        r"\(DMARGIN_START_TIMEOUT\)",
+    ):
         module.main(str(tmp_path / "no-data"), "label", 2)
     assert made[0].status.name == "closed"
     monkeypatch.setenv("DMARGIN_START_TIMEOUT", "soon")
@@ -852,8 +940,12 @@ async def _handshake(address, **connection_args):
 
 
 def _public_key(cert):
-    out = subprocess.run(["openssl", "x509", "-in", cert, "-noout", "-pubkey"], check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["openssl", "x509", "-in", cert, "-noout", "-pubkey"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return out.stdout
 
 
@@ -870,8 +962,11 @@ def test_make_certs_one_key_per_role(tmp_path):
         assert key.stat().st_mode & 0o777 == 0o600, key
         keys[role] = key.read_bytes()
         cert = out / role / f"{role}.pem"
-        subprocess.run(["openssl", "verify", "-CAfile", ca_dir / "ca.pem", cert], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["openssl", "verify", "-CAfile", ca_dir / "ca.pem", cert],
+            check=True,
+            capture_output=True,
+        )
         assert _public_key(cert) != _public_key(ca_dir / "ca.pem")
         assert (out / role / "ca.pem").read_bytes() == (ca_dir / "ca.pem").read_bytes()
     assert (ca_dir / "ca-key.pem").stat().st_mode & 0o777 == 0o600
@@ -887,8 +982,19 @@ def test_make_certs_one_key_per_role(tmp_path):
     assert subprocess.run([*purpose, out / "client/client.pem"], capture_output=True).returncode
     for role in ("scheduler", "worker"):
         subprocess.run([*purpose, out / role / f"{role}.pem"], check=True, capture_output=True)
-    san = subprocess.run(["openssl", "x509", "-in", out / "scheduler/scheduler.pem", "-noout",
-                          "-ext", "subjectAltName"], capture_output=True, text=True).stdout
+    san = subprocess.run(
+        [
+            "openssl",
+            "x509",
+            "-in",
+            out / "scheduler/scheduler.pem",
+            "-noout",
+            "-ext",
+            "subjectAltName",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout
     assert "DNS:scheduler.example.org" in san and "DNS:scheduler," in san
     # Run again: new role keys, the same CA.
     make_certs(out)
@@ -902,7 +1008,8 @@ def _role_config(tmp_path, certs, role):
     config = tmp_path / f"dask-config-{role}"
     config.mkdir()
     (config / "tls.yaml").write_text(
-        (DEPLOY / "tls/dask-tls.yaml").read_text().replace("/certs/", f"{certs / role}/"))
+        (DEPLOY / "tls/dask-tls.yaml").read_text().replace("/certs/", f"{certs / role}/")
+    )
     return config
 
 
@@ -925,7 +1032,8 @@ def test_tls_cluster_runs_a_fit(tmp_path, certs, blobs_binary):
         address = f"tls://127.0.0.1:{ports['comm']}"
         # The client's settings from dask-tls.yaml, pointing at the client directory.
         client_config = yaml.safe_load(
-            (_role_config(tmp_path, certs, "client") / "tls.yaml").read_text())
+            (_role_config(tmp_path, certs, "client") / "tls.yaml").read_text()
+        )
         with dask.config.set(flat_config(client_config)):
             security = Security()
         assert security.tls_client_cert == str(certs / "client/client.pem")
@@ -942,18 +1050,23 @@ def test_tls_cluster_runs_a_fit(tmp_path, certs, blobs_binary):
         rogue = make_certs(tmp_path / "rogue")
         no_cert = ssl.create_default_context(cafile=str(certs / "client/ca.pem"))
         no_cert.check_hostname = False
-        wrong_ca = Security(tls_ca_file=str(certs / "client/ca.pem"),
-                            tls_client_cert=str(rogue / "client/client.pem"),
-                            tls_client_key=str(rogue / "client/client-key.pem"),
-                            require_encryption=True)
-        for addr, args in [(address, {"ssl_context": no_cert}),
-                           (address, wrong_ca.get_connection_args("client")),
-                           (address.replace("tls://", "tcp://"), {})]:
+        wrong_ca = Security(
+            tls_ca_file=str(certs / "client/ca.pem"),
+            tls_client_cert=str(rogue / "client/client.pem"),
+            tls_client_key=str(rogue / "client/client-key.pem"),
+            require_encryption=True,
+        )
+        for addr, args in [
+            (address, {"ssl_context": no_cert}),
+            (address, wrong_ca.get_connection_args("client")),
+            (address.replace("tls://", "tcp://"), {}),
+        ]:
             with pytest.raises((OSError, TimeoutError)):
                 asyncio.run(_handshake(addr, **args))
         with pytest.raises((OSError, TimeoutError)):
             Client(address, security=wrong_ca, timeout="2s", set_as_default=False)
         assert cluster.procs["scheduler"].poll() is None  # still serving the others
     local = IRelief(max_iter=3, tol=0).fit(X, y)
-    np.testing.assert_allclose(remote.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        remote.feature_importances_, local.feature_importances_, rtol=0, atol=1e-10
+    )

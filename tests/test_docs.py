@@ -34,8 +34,9 @@ PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 
 
 def _report():
-    spec = importlib.util.spec_from_file_location("docs_benchmarks_report",
-                                                  REPO / "benchmarks" / "report.py")
+    spec = importlib.util.spec_from_file_location(
+        "docs_benchmarks_report", REPO / "benchmarks" / "report.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # puts benchmarks/ on sys.path, as every script does
     return module
@@ -46,8 +47,11 @@ def _api_entries():
     text = (DOCS / "api.rst").read_text()
     entries = set()
     for block in re.findall(r"\.\. autosummary::\n((?:[ ]{3}.*\n|\n)+)", text):
-        entries.update(line.strip() for line in block.splitlines()
-                       if line.strip() and not line.strip().startswith(":"))
+        entries.update(
+            line.strip()
+            for line in block.splitlines()
+            if line.strip() and not line.strip().startswith(":")
+        )
     return entries
 
 
@@ -55,8 +59,7 @@ def test_the_api_reference_lists_every_public_name():
     entries = _api_entries()
     public = set(dmargin.__all__)
     public |= {f"progress.{name}" for name in dmargin.progress.__all__}
-    public |= {f"plotting.{name}" for name in dir(dmargin.plotting)
-               if name.startswith("plot_")}
+    public |= {f"plotting.{name}" for name in dir(dmargin.plotting) if name.startswith("plot_")}
     public.add("datasets.load_dataset")
     public |= {f"skrebate.{name}" for name in dmargin.skrebate.__all__}
     assert public - entries == set(), "add these to docs/api.rst"
@@ -72,8 +75,10 @@ def test_the_docs_tables_are_their_benchmark_results():
     for page in PAGES:
         text = page.read_text()
         referenced += report.tables(text)
-        assert report.fill(text) == text, (f"{page.relative_to(REPO)}: a table differs from "
-                                           "benchmarks/results/ (paste its markdown)")
+        assert report.fill(text) == text, (
+            f"{page.relative_to(REPO)}: a table differs from "
+            "benchmarks/results/ (paste its markdown)"
+        )
     assert ("sizes", "default") in referenced
     assert ("stir", "battery-check") in referenced
 
@@ -147,8 +152,11 @@ def test_an_example_imports_what_exists_and_uses_bundled_data(path):
             module = importlib.import_module(node.module)
             for alias in node.names:
                 assert hasattr(module, alias.name), f"{path.name}: {node.module}.{alias.name}"
-        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-              and node.value.id == "dmargin"):
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "dmargin"
+        ):
             assert hasattr(dmargin, node.attr), f"{path.name}: dmargin.{node.attr}"
     # data from the package only: nothing read from a path, nothing fetched
     assert "load_dataset(" in source
@@ -165,8 +173,10 @@ def test_the_gallery_fetches_nothing():
 # What the reader of the site can open: a docstring, a comment or a page that cites
 # a file kept outside the repository (the authors' notes, the papers' text) sends
 # the reader nowhere.  The papers are cited by author, year and equation instead.
-OUTSIDE = re.compile(r"ALGORITHMS\.md|DESIGN\.md|STYLE\.md|papers/|\.\./shared|"
-                     r"iterative_relief\.txt|immigrate\.txt|ldm_rfe\.txt|sbs_mf_boosting")
+OUTSIDE = re.compile(
+    r"ALGORITHMS\.md|DESIGN\.md|STYLE\.md|papers/|\.\./shared|"
+    r"iterative_relief\.txt|immigrate\.txt|ldm_rfe\.txt|sbs_mf_boosting"
+)
 
 
 def _sources():
@@ -198,8 +208,10 @@ def test_no_docstring_comment_or_page_cites_a_file_outside_the_repository():
             read = DATA_FOLDER.sub("", line) if path.parent == benchmarks else line
             if OUTSIDE.search(read):
                 places.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
-    assert not places, ("cite the paper (authors, year, equation) or a page of docs/ "
-                        "instead of a file outside the repository:\n" + "\n".join(places))
+    assert not places, (
+        "cite the paper (authors, year, equation) or a page of docs/ "
+        "instead of a file outside the repository:\n" + "\n".join(places)
+    )
 
 
 def test_the_pvalues_are_not_sold_as_per_feature_evidence():
@@ -208,10 +220,12 @@ def test_the_pvalues_are_not_sold_as_per_feature_evidence():
     # far more often than 5 % of the discoveries.  No page or docstring promises
     # per-feature false discovery control.
     claims = re.compile(r"FDR-controlled|features with FDR|\(false discovery rate\)", re.I)
-    places = [f"{path.relative_to(REPO)}:{number}"
-              for path in _sources()
-              for number, line in enumerate(path.read_text().splitlines(), 1)
-              if claims.search(line)]
+    places = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in _sources()
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if claims.search(line)
+    ]
     assert not places, places
     for name in ["README.md", "docs/pvalues.md"]:
         text = " ".join((REPO / name).read_text().split())
@@ -224,8 +238,11 @@ def _public_objects():
     """Every name the API reference lists, and the methods their pages show."""
     objects = {name: getattr(dmargin, name) for name in dmargin.__all__}
     objects |= {f"progress.{n}": getattr(dmargin.progress, n) for n in dmargin.progress.__all__}
-    objects |= {f"plotting.{n}": getattr(dmargin.plotting, n) for n in dir(dmargin.plotting)
-                if n.startswith("plot_")}
+    objects |= {
+        f"plotting.{n}": getattr(dmargin.plotting, n)
+        for n in dir(dmargin.plotting)
+        if n.startswith("plot_")
+    }
     objects |= {f"skrebate.{n}": getattr(dmargin.skrebate, n) for n in dmargin.skrebate.__all__}
     objects["datasets.load_dataset"] = dmargin.datasets.load_dataset
     for name, obj in list(objects.items()):
@@ -239,8 +256,11 @@ def _public_objects():
 #: What autosummary keeps when a summary's first period ends an abbreviation of
 #: these (Sphinx's own list); any other "X. " ends the sentence there.
 _KNOWN = ("et al.", "e.g.", "i.e.")
-_ABBREVIATION = re.compile(r"\b(eqs?|equ?|sec|secs|fig|figs|ch|cf|vs|approx|resp|ref|no|"
-                           r"al|pp?|vol|ed)\.$", re.I)
+_ABBREVIATION = re.compile(
+    r"\b(eqs?|equ?|sec|secs|fig|figs|ch|cf|vs|approx|resp|ref|no|"
+    r"al|pp?|vol|ed)\.$",
+    re.I,
+)
 
 
 def _first_sentence(doc):
@@ -248,7 +268,7 @@ def _first_sentence(doc):
     paragraph = " ".join(doc.strip().split("\n\n")[0].split())
     sentences = re.split(r"\.\s+", paragraph)
     for i in range(len(sentences)):
-        summary = ". ".join(sentences[:i + 1]).rstrip(".") + "."
+        summary = ". ".join(sentences[: i + 1]).rstrip(".") + "."
         if not summary.endswith(_KNOWN):
             return summary
     return paragraph
@@ -266,16 +286,21 @@ def test_every_api_summary_is_a_whole_sentence():
         balanced = all(summary.count(a) == summary.count(b) for a, b in ["()", "[]", "{}"])
         if not balanced or _ABBREVIATION.search(summary) or summary.count("``") % 2:
             cut.append(f"{name}: {summary!r}")
-    assert not cut, ("the first sentence of these docstrings is cut at an abbreviation "
-                     "(write 'equation 6', 'section 5'):\n" + "\n".join(cut))
+    assert not cut, (
+        "the first sentence of these docstrings is cut at an abbreviation "
+        "(write 'equation 6', 'section 5'):\n" + "\n".join(cut)
+    )
 
 
 def _parameters_section(doc):
     """``{name: description}`` of a numpydoc Parameters section."""
     lines = doc.splitlines()
     try:
-        start = next(i for i, line in enumerate(lines[:-1])
-                     if line.strip() == "Parameters" and set(lines[i + 1].strip()) == {"-"})
+        start = next(
+            i
+            for i, line in enumerate(lines[:-1])
+            if line.strip() == "Parameters" and set(lines[i + 1].strip()) == {"-"}
+        )
     except StopIteration:
         return {}
     entries, current = {}, None
@@ -314,8 +339,10 @@ def test_every_estimator_parameter_is_documented():
         for parameter in inspect.signature(cls.__init__).parameters:
             if parameter != "self" and f"``{parameter}``" not in text:
                 undocumented.append(f"skrebate.{name}({parameter})")
-    assert not undocumented, ("describe these parameters in the class docstring's "
-                              "Parameters section:\n" + "\n".join(undocumented))
+    assert not undocumented, (
+        "describe these parameters in the class docstring's "
+        "Parameters section:\n" + "\n".join(undocumented)
+    )
 
 
 def test_wide_tables_scroll_instead_of_being_clipped():
@@ -346,8 +373,10 @@ def test_a_page_without_sub_pages_has_no_empty_section_navigation():
 
 def _front_page_blocks():
     text = (DOCS / "index.rst").read_text()
-    return [textwrap.dedent(block) for block in re.findall(
-        r"^\.\. code-block:: python\n\n((?:[ ]{3,}.*\n|\n)+)", text, re.M)]
+    return [
+        textwrap.dedent(block)
+        for block in re.findall(r"^\.\. code-block:: python\n\n((?:[ ]{3,}.*\n|\n)+)", text, re.M)
+    ]
 
 
 def test_the_front_page_shows_an_example_and_a_figure():
@@ -373,10 +402,20 @@ def test_the_front_page_example_runs_as_pasted(tmp_path):
     for block in blocks:
         script = tmp_path / "block.py"
         script.write_text(block)
-        env = {"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-               "OMP_NUM_THREADS": "1"}
-        run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=240)
+        env = {
+            "MPLBACKEND": "Agg",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "OMP_NUM_THREADS": "1",
+        }
+        run = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         assert run.returncode == 0, f"docs/index.rst:\n{block}\n{run.stderr[-3000:]}"
 
 
@@ -434,10 +473,22 @@ def test_the_built_pages_in_a_browser_at_1920_px(tmp_path):
         probe = page.with_name(f"_probe_{page.name}")  # beside it: the same relative links
         probe.write_text(page.read_text().replace("</body>", _PROBE))
         try:
-            run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
-                                  "--window-size=1920,1080", "--virtual-time-budget=5000",
-                                  f"--user-data-dir={tmp_path}", "--dump-dom", probe.as_uri()],
-                                 capture_output=True, text=True, timeout=120)
+            run = subprocess.run(
+                [
+                    browser,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--window-size=1920,1080",
+                    "--virtual-time-budget=5000",
+                    f"--user-data-dir={tmp_path}",
+                    "--dump-dom",
+                    probe.as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
         finally:
             probe.unlink()
         found = re.search(r'data-probe="([^"]*)"', run.stdout)

@@ -67,9 +67,9 @@ def _irelief_partials(rng, n_anchors, n_classes, n_features, spread):
     m = rng.normal(scale=spread, size=(n_anchors, n_classes))
     s = rng.uniform(0.5, 3.0, size=(n_anchors, n_classes))
     empty = rng.random((n_anchors, n_classes)) < 0.25
-    empty[0] = True                       # no candidate at all
-    empty[1, 1:] = True                   # hits only (class 0 is anchor 1's class below)
-    empty[2, 0] = True                    # misses only
+    empty[0] = True  # no candidate at all
+    empty[1, 1:] = True  # hits only (class 0 is anchor 1's class below)
+    empty[2, 0] = True  # misses only
     m[empty], s[empty] = -np.inf, 0.0
     v = rng.uniform(size=(n_anchors, n_classes, n_features)) * (~empty)[..., None]
     ya = rng.integers(0, n_classes, n_anchors)
@@ -96,8 +96,9 @@ def test_irelief_agg_equals_the_online_kernels_per_anchor_term(n_classes, pooled
         terms.irelief_anchor_term(m[a], s[a], v[a], ya[a], pooled, prior, outliers, term)
         log_z, coef = np.empty(n_classes), np.empty(n_classes)
         terms._irelief_coef(m[a], s[a], ya[a], pooled, prior, outliers, log_z, coef)
-        got_z, got_coef = terms.irelief_coefs(m[a:a + 1], s[a:a + 1], ya[a:a + 1], pooled, prior,
-                                              outliers)
+        got_z, got_coef = terms.irelief_coefs(
+            m[a : a + 1], s[a : a + 1], ya[a : a + 1], pooled, prior, outliers
+        )
         np.testing.assert_allclose(got_coef[0], coef, rtol=1e-13, atol=0)
         np.testing.assert_allclose(got_z[0][coef != 0], log_z[coef != 0], rtol=1e-14, atol=0)
         want += weight[a] * term
@@ -114,8 +115,10 @@ def test_lse_combine_is_associative(rows_data, seed):
     ia, ic = np.arange(57), np.arange(57)
     whole = lse.lse_tile(X, ia, X, y, ic, w, 0.3, k)
     cuts = np.sort(rng.choice(np.arange(1, 57), 4, replace=False))
-    pieces = [lse.lse_tile(X, ia, X[a:b], y[a:b], ic[a:b], w, 0.3, k)
-              for a, b in zip([0, *cuts], [*cuts, 57])]
+    pieces = [
+        lse.lse_tile(X, ia, X[a:b], y[a:b], ic[a:b], w, 0.3, k)
+        for a, b in zip([0, *cuts], [*cuts, 57])
+    ]
     left = merge.lse_combine([merge.lse_combine(pieces[:2]), merge.lse_combine(pieces[2:])])
     flat = merge.lse_combine(pieces[::-1])
     for parts in (left, flat):
@@ -130,8 +133,9 @@ def test_knn_combine_equals_whole_search(rows_data, seed):
     ia, ic = np.arange(57), np.arange(57)
     whole = knn.knn_tile(X, ia, X, y, ic, k, 5)
     cuts = np.sort(rng.choice(np.arange(1, 57), 3, replace=False))
-    pieces = [knn.knn_tile(X, ia, X[a:b], y[a:b], ic[a:b], k, 5)
-              for a, b in zip([0, *cuts], [*cuts, 57])]
+    pieces = [
+        knn.knn_tile(X, ia, X[a:b], y[a:b], ic[a:b], k, 5) for a, b in zip([0, *cuts], [*cuts, 57])
+    ]
     merged = merge.knn_combine([merge.knn_combine(pieces[1:]), pieces[0]])
     for g, e in zip(merged, whole):
         np.testing.assert_array_equal(g, e)
@@ -191,10 +195,12 @@ def test_lse_statistic_over_chunkings(rows_data, rows, threaded):
 
     X, y, k = rows_data
     w = np.full(X.shape[1], 0.3)
-    local = neighbours.lse_statistic(execution.prepare_rows(X, y, k), w, 1.5, terms.irelief_agg,
-                                     _irelief_args(y, k))
-    on_dask = execution.prepare_rows(da.from_array(X, chunks=(rows, 6)),
-                                     da.from_array(y, chunks=rows), k)
+    local = neighbours.lse_statistic(
+        execution.prepare_rows(X, y, k), w, 1.5, terms.irelief_agg, _irelief_args(y, k)
+    )
+    on_dask = execution.prepare_rows(
+        da.from_array(X, chunks=(rows, 6)), da.from_array(y, chunks=rows), k
+    )
     got = neighbours.lse_statistic(on_dask, w, 1.5, terms.irelief_agg, _irelief_args(y, k))
     np.testing.assert_allclose(got, local, rtol=1e-12, atol=1e-15)
 
@@ -226,8 +232,7 @@ def test_graph_keys_are_deterministic(rows_data, threaded):
     execution.Graph.compute = spy
     try:
         for _ in range(2):
-            neighbours.lse_statistic(rows, np.ones(6), 1.0, terms.irelief_agg,
-                                     _irelief_args(y, k))
+            neighbours.lse_statistic(rows, np.ones(6), 1.0, terms.irelief_agg, _irelief_args(y, k))
     finally:
         execution.Graph.compute = original
     assert names[0] == names[1]
@@ -285,8 +290,9 @@ def test_quad_statistic_matches_brute_force(case, how, monkeypatch, threaded):
     k = int(y.max()) + 1
     if how.startswith("dask"):
         size = int(how.split("-")[1])
-        rows = execution.prepare_rows(da.from_array(X, chunks=(size, -1)),
-                                      da.from_array(y, chunks=size), k)
+        rows = execution.prepare_rows(
+            da.from_array(X, chunks=(size, -1)), da.from_array(y, chunks=size), k
+        )
     else:
         rows = execution.prepare_rows(X, y, k)
     if how == "threads":
@@ -310,15 +316,17 @@ def test_quad_pair_modes_visit_every_ordered_pair_once():
     y = rng.integers(0, 2, size=75)
     U, lam = np.linalg.qr(rng.normal(size=(4, 4)))[0], rng.random(4)
     idx = np.arange(75)
-    ordered = quad.qlse_pairs(X, idx, y, X, idx, y, U, lam, 0.8, 2, quad.ORDERED,
-                               np.empty(0))[:3]
+    ordered = quad.qlse_pairs(X, idx, y, X, idx, y, U, lam, 0.8, 2, quad.ORDERED, np.empty(0))[:3]
     a, b = slice(0, 40), slice(40, 75)
-    within_a = quad.qlse_pairs(X[a], idx[a], y[a], X[a], idx[a], y[a], U, lam, 0.8, 2,
-                                quad.WITHIN, np.empty(0))
-    within_b = quad.qlse_pairs(X[b], idx[b], y[b], X[b], idx[b], y[b], U, lam, 0.8, 2,
-                                quad.WITHIN, np.empty(0))
-    cross = quad.qlse_pairs(X[a], idx[a], y[a], X[b], idx[b], y[b], U, lam, 0.8, 2,
-                             quad.CROSS, np.empty(0))
+    within_a = quad.qlse_pairs(
+        X[a], idx[a], y[a], X[a], idx[a], y[a], U, lam, 0.8, 2, quad.WITHIN, np.empty(0)
+    )
+    within_b = quad.qlse_pairs(
+        X[b], idx[b], y[b], X[b], idx[b], y[b], U, lam, 0.8, 2, quad.WITHIN, np.empty(0)
+    )
+    cross = quad.qlse_pairs(
+        X[a], idx[a], y[a], X[b], idx[b], y[b], U, lam, 0.8, 2, quad.CROSS, np.empty(0)
+    )
     top = merge.lse_combine([within_a[:3], cross[:3]])
     bottom = merge.lse_combine([within_b[:3], cross[3:]])
     for got, want in zip((np.concatenate(p) for p in zip(top, bottom)), ordered):
@@ -338,8 +346,9 @@ def test_sigma_pairs_with_coefficients_of_both_signs(store):
     idx = np.arange(50)
     buf = np.empty(quad.n_pairs(50, 50, quad.WITHIN) if store else 0)
     quad.qlse_pairs(X, idx, y, X, idx, y, U, lam, 0.9, 2, quad.WITHIN, buf)
-    got = quad.sigma_pairs(X, idx, y, X, idx, y, U, lam, 0.9, log_z, coef, log_z, coef,
-                            quad.WITHIN, buf)
+    got = quad.sigma_pairs(
+        X, idx, y, X, idx, y, U, lam, 0.9, log_z, coef, log_z, coef, quad.WITHIN, buf
+    )
     want = np.zeros((4, 4))
     for a in range(50):
         for j in range(50):
@@ -381,8 +390,9 @@ def test_block_reduce_and_exact_bin_edges_on_dask_rows():
     rng = np.random.default_rng(0)
     codes = rng.integers(0, 5, size=(250_000, 2)).astype(float)
     codes[-1, 0] = 9.0  # one value the subsample will most likely miss
-    edges, exact = find_bin_edges(da.from_array(codes, chunks=50_000), 256,
-                                  np.random.default_rng(1))
+    edges, exact = find_bin_edges(
+        da.from_array(codes, chunks=50_000), 256, np.random.default_rng(1)
+    )
     local, _ = find_bin_edges(codes, 256, np.random.default_rng(1))
     assert exact.all()
     for e, f in zip(edges, local):

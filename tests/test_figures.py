@@ -36,8 +36,10 @@ def test_the_figure_pages_are_the_readme_and_the_docs():
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_every_figure_is_what_report_py_writes(name):
     text = PAGES[name].read_text()
-    assert report.fill(text) == text, (f"{name}: a figure or table differs from "
-                                       "benchmarks/results/; run python benchmarks/report.py")
+    assert report.fill(text) == text, (
+        f"{name}: a figure or table differs from "
+        "benchmarks/results/; run python benchmarks/report.py"
+    )
 
 
 def test_the_figures_are_quoted_from_the_json():
@@ -66,8 +68,11 @@ def test_the_exceptions_are_few_and_give_their_reason():
 # --------------------------------------------------------------------------- #
 def test_an_altered_figure_is_caught_and_restored():
     text = PAGES["docs/relief_peers.md"].read_text()
-    marker = re.search(r"(<!-- figure: surf_speed#targets/multisurf_skrebate_over_dmargin "
-                       r"[^>]*-->)(\d+)x(<!-- /figure -->)", text)
+    marker = re.search(
+        r"(<!-- figure: surf_speed#targets/multisurf_skrebate_over_dmargin "
+        r"[^>]*-->)(\d+)x(<!-- /figure -->)",
+        text,
+    )
     assert marker, "the page quotes MultiSURF's ratio to skrebate in a figure marker"
     other = str(int(marker.group(2)) + 7)
     altered = text.replace(marker.group(0), f"{marker.group(1)}{other}x{marker.group(3)}")
@@ -91,12 +96,13 @@ def test_a_figure_without_a_marker_is_caught():
     assert report.loose_figures(text) == []
     unmarked = re.sub(r"<!-- figure: [^>]*-->(.*?)<!-- /figure -->", r"\1", text)
     assert [figure for _, figure in report.loose_figures(unmarked)] == ["2 s", "4 s"]
-    added = text.replace("## A first fit\n",
-                         "## A first fit\n\nIt is about 25x faster, 1.80x on 2 workers, "
-                         "7 s, 30 ms or 0.5 h with 516 MiB (2 GiB, 4.3 GB) at 65 %.\n")
+    added = text.replace(
+        "## A first fit\n",
+        "## A first fit\n\nIt is about 25x faster, 1.80x on 2 workers, "
+        "7 s, 30 ms or 0.5 h with 516 MiB (2 GiB, 4.3 GB) at 65 %.\n",
+    )
     found = [figure for _, figure in report.loose_figures(added)]
-    assert found == ["25x", "1.80x", "7 s", "30 ms", "0.5 h", "516 MiB", "2 GiB", "4.3 GB",
-                     "65 %"]
+    assert found == ["25x", "1.80x", "7 s", "30 ms", "0.5 h", "516 MiB", "2 GiB", "4.3 GB", "65 %"]
 
 
 def test_parameters_shapes_and_code_are_not_figures():
@@ -143,30 +149,41 @@ def test_broken_markers_are_caught():
 @pytest.fixture
 def results(tmp_path, monkeypatch):
     monkeypatch.setattr(report.harness, "RESULTS", tmp_path)
-    demo = {"benchmark": "demo", "variants": {
-        "default": {"a": 3.0, "b": 1.5, "machine": {"cpu_model": "Intel"},
-                    "rows": [{"n": 10, "t": 2.0, "kind": "x y"}, {"n": 100, "t": 7.3}]},
-        "other": {"a": 6.0, "machine": {"cpu_model": "AMD"}}}}
+    demo = {
+        "benchmark": "demo",
+        "variants": {
+            "default": {
+                "a": 3.0,
+                "b": 1.5,
+                "machine": {"cpu_model": "Intel"},
+                "rows": [{"n": 10, "t": 2.0, "kind": "x y"}, {"n": 100, "t": 7.3}],
+            },
+            "other": {"a": 6.0, "machine": {"cpu_model": "AMD"}},
+        },
+    }
     (tmp_path / "demo.json").write_text(json.dumps(demo))
     (tmp_path / "oneoff.json").write_text(json.dumps({"benchmark": "oneoff", "x": 0.25}))
     return tmp_path
 
 
-@pytest.mark.parametrize("expression,fmt,expected", [
-    ("demo#a", "{:.0f} s", "3 s"),
-    ("demo/other#a", "{:.1f} s", "6.0 s"),
-    ("demo#a / demo#b", "{:.2f}x", "2.00x"),           # a ratio of two fields
-    ("demo/other#a / demo#a", "{:.1f}x", "2.0x"),      # across variants
-    ("demo#rows/1/t", "{:.1f} s", "7.3 s"),            # a list index
-    ("demo#rows/n=100/t", "{:.1f} s", "7.3 s"),        # a list item by its values
-    ('"demo#rows/kind=x y&n=10/t"', "{:.0f} s", "2 s"),  # quoted, two conditions
-    ("oneoff#x * 100", "{:.0f} %", "25 %"),            # a one-off file, a percentage
-    ("demo#rows/0/t * 1024 / 2", "{:,.0f} MiB", "1,024 MiB"),
-    ("( demo#a * 1 + demo#b * 3 ) / ( 1 + 3 )", "{:.3f}", "1.875"),  # a pooled rate
-    ("demo#a - demo#b * 2", "{:g}", "0"),              # the usual precedence
-    ("max ( demo#a , demo#b , demo/other#a )", "{:g}", "6"),  # the ends of a range
-    ("min ( demo#a , demo#rows/0/t ) * 2", "{:g}", "4"),
-])
+@pytest.mark.parametrize(
+    "expression,fmt,expected",
+    [
+        ("demo#a", "{:.0f} s", "3 s"),
+        ("demo/other#a", "{:.1f} s", "6.0 s"),
+        ("demo#a / demo#b", "{:.2f}x", "2.00x"),  # a ratio of two fields
+        ("demo/other#a / demo#a", "{:.1f}x", "2.0x"),  # across variants
+        ("demo#rows/1/t", "{:.1f} s", "7.3 s"),  # a list index
+        ("demo#rows/n=100/t", "{:.1f} s", "7.3 s"),  # a list item by its values
+        ('"demo#rows/kind=x y&n=10/t"', "{:.0f} s", "2 s"),  # quoted, two conditions
+        ("oneoff#x * 100", "{:.0f} %", "25 %"),  # a one-off file, a percentage
+        ("demo#rows/0/t * 1024 / 2", "{:,.0f} MiB", "1,024 MiB"),
+        ("( demo#a * 1 + demo#b * 3 ) / ( 1 + 3 )", "{:.3f}", "1.875"),  # a pooled rate
+        ("demo#a - demo#b * 2", "{:g}", "0"),  # the usual precedence
+        ("max ( demo#a , demo#b , demo/other#a )", "{:g}", "6"),  # the ends of a range
+        ("min ( demo#a , demo#rows/0/t ) * 2", "{:g}", "4"),
+    ],
+)
 def test_expressions(results, expression, fmt, expected):
     assert report.render(expression, fmt) == expected
     marker = f"<!-- figure: {expression} {fmt} -->"
@@ -174,16 +191,26 @@ def test_expressions(results, expression, fmt, expected):
     assert report.fill(text) == f"it took {marker}{expected}<!-- /figure --> here"
 
 
-@pytest.mark.parametrize("expression", ["demo#c", "demo/none#a", "demo#rows/5/t",
-                                        "demo#rows/n=7/t", "missing#a"])
+@pytest.mark.parametrize(
+    "expression", ["demo#c", "demo/none#a", "demo#rows/5/t", "demo#rows/n=7/t", "missing#a"]
+)
 def test_a_figure_the_json_does_not_hold_fails(results, expression):
     with pytest.raises(KeyError, match="not in benchmarks/results"):
         report.fill(f"it took <!-- figure: {expression} {{:.0f}} s -->3 s<!-- /figure -->")
 
 
-@pytest.mark.parametrize("expression", ["demo#a ** demo#b", "demo#a +", "__import__('os')",
-                                        "'text'", "demo#a ( 2 )", "sum ( demo#a , 1 )",
-                                        "max ( demo#a , key = 1 )"])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "demo#a ** demo#b",
+        "demo#a +",
+        "__import__('os')",
+        "'text'",
+        "demo#a ( 2 )",
+        "sum ( demo#a , 1 )",
+        "max ( demo#a , key = 1 )",
+    ],
+)
 def test_a_malformed_expression_fails(results, expression):
     with pytest.raises(ValueError, match="references and numbers joined"):
         report.render(expression, "{}")

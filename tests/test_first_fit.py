@@ -51,8 +51,14 @@ _FIRST_FIT = textwrap.dedent("""
 
 
 def _first_fit(env, cwd):
-    out = subprocess.run([sys.executable, "-c", _FIRST_FIT], env=env, cwd=cwd, capture_output=True,
-                         text=True, timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-c", _FIRST_FIT],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -88,7 +94,9 @@ def test_first_fit_compiles_once_then_loads_from_the_cache(tmp_path):
     warm = _first_fit(env, tmp_path)
     # Two kernels of dmargin's, their helpers inlined (I-RELIEF's agg is numpy).
     assert {n for n in cold["compiled"] if n.startswith("dmargin.")} == {
-        "dmargin.engine.kernels.lse._lse_tile", "dmargin.engine.kernels.knn._knn_tile"}
+        "dmargin.engine.kernels.lse._lse_tile",
+        "dmargin.engine.kernels.knn._knn_tile",
+    }
     # A small fit runs the serial twins only: no parallel kernel is compiled.
     assert not any(name.endswith("_parallel") for name in cold["compiled"]), cold["compiled"]
     _assert_warm(cold, warm)
@@ -97,9 +105,16 @@ def test_first_fit_compiles_once_then_loads_from_the_cache(tmp_path):
 def _read_only_mount_works(path):
     if shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "-m", "sh", "-c",
-                            f"mount --bind {path} {path} && mount -o remount,bind,ro {path}"],
-                           capture_output=True)
+    probe = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f"mount --bind {path} {path} && mount -o remount,bind,ro {path}",
+        ],
+        capture_output=True,
+    )
     return probe.returncode == 0
 
 
@@ -112,20 +127,31 @@ def test_read_only_install_caches_in_the_user_cache_dir(tmp_path):
     so a second process of a read-only install compiles nothing either.
     """
     site = tmp_path / "site"
-    shutil.copytree(REPO / "dmargin", site / "dmargin",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    shutil.copytree(
+        REPO / "dmargin",
+        site / "dmargin",
+        ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"),
+    )
     if not _read_only_mount_works(site):
         pytest.skip("needs a private read-only bind mount (unshare -m)")
     home = tmp_path / "home"
     home.mkdir()
     env = _env(HOME=str(home), PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1")
     env.pop("XDG_CACHE_HOME", None)
-    script = (f"mount --bind {site} {site} && mount -o remount,bind,ro {site} && "
-              f"exec {sys.executable} -c \"$FIRST_FIT\"")
+    script = (
+        f"mount --bind {site} {site} && mount -o remount,bind,ro {site} && "
+        f'exec {sys.executable} -c "$FIRST_FIT"'
+    )
     runs = []
     for _ in range(2):
-        out = subprocess.run(["unshare", "-m", "sh", "-c", script], env={**env, "FIRST_FIT": _FIRST_FIT},
-                             cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        out = subprocess.run(
+            ["unshare", "-m", "sh", "-c", script],
+            env={**env, "FIRST_FIT": _FIRST_FIT},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert out.returncode == 0, out.stderr[-3000:]
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     assert runs[0]["file"].startswith(str(site))
@@ -143,7 +169,9 @@ def test_class_order_is_a_stable_sort_by_class():
             yc[yc == k - 1] = 0  # an empty last class
         order, starts = lse.class_order(yc, k)
         np.testing.assert_array_equal(order, np.argsort(yc, kind="mergesort"))
-        np.testing.assert_array_equal(starts, np.concatenate([[0], np.cumsum(np.bincount(yc, minlength=k))]))
+        np.testing.assert_array_equal(
+            starts, np.concatenate([[0], np.cumsum(np.bincount(yc, minlength=k))])
+        )
 
 
 @pytest.mark.slow
@@ -152,9 +180,17 @@ def test_demo_mentions_compilation_only_when_it_compiled(tmp_path):
     env = _env(NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     lines = []
     for _ in range(2):
-        out = subprocess.run([sys.executable, "-m", "dmargin.demo", "--no-cluster", "--top", "1"],
-                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        out = subprocess.run(
+            [sys.executable, "-m", "dmargin.demo", "--no-cluster", "--top", "1"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert out.returncode == 0, out.stderr[-3000:]
-        lines.append(next(line for line in out.stdout.splitlines() if line.startswith("In-process")))
+        lines.append(
+            next(line for line in out.stdout.splitlines() if line.startswith("In-process"))
+        )
     assert "compiling the kernels on first use" in lines[0]
     assert "compil" not in lines[1], lines[1]

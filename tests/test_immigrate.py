@@ -26,10 +26,14 @@ def crossed_gaussians(noise, seed=0):
     rng = np.random.default_rng(seed)
     cov, noise_cov = np.array([[1, 0.5], [0.5, 1]]), np.array([[8, 4], [4, 8]])
     k = int(round(noise * 100))
-    X = np.vstack([
-        rng.multivariate_normal([4, 2], cov, 100 - k), rng.multivariate_normal([8, -2], noise_cov, k),
-        rng.multivariate_normal([6, 0], cov, 100 - k), rng.multivariate_normal([2, 4], noise_cov, k),
-    ])
+    X = np.vstack(
+        [
+            rng.multivariate_normal([4, 2], cov, 100 - k),
+            rng.multivariate_normal([8, -2], noise_cov, k),
+            rng.multivariate_normal([6, 0], cov, 100 - k),
+            rng.multivariate_normal([2, 4], noise_cov, k),
+        ]
+    )
     return X, np.repeat([0, 1], 100)
 
 
@@ -43,8 +47,9 @@ def heart_split():
 @pytest.mark.parametrize("prune", [None, 0.05])
 def test_weight_matrix_is_symmetric_nonnegative_unit_norm(blobs_multiclass, init, prune):
     X, y = blobs_multiclass
-    start = np.abs(np.random.default_rng(0).normal(size=(X.shape[1],) * 2)) if init == "array" \
-        else init
+    start = (
+        np.abs(np.random.default_rng(0).normal(size=(X.shape[1],) * 2)) if init == "array" else init
+    )
     est = dmargin.Immigrate(init=start, prune=prune, random_state=1).fit(X, y)
     W = est.weight_matrix_
     np.testing.assert_allclose(W, W.T, atol=1e-15)
@@ -73,8 +78,10 @@ def test_interactions_table(blobs_binary):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_interaction_weight_is_learned_and_stable_under_noise(seed):
     """Section 4.1, Figure 3: W[0, 1] is learned and stays stable from 0% to 50% noise."""
-    w01 = [dmargin.Immigrate().fit(*crossed_gaussians(noise, seed)).weight_matrix_[0, 1]
-           for noise in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)]
+    w01 = [
+        dmargin.Immigrate().fit(*crossed_gaussians(noise, seed)).weight_matrix_[0, 1]
+        for noise in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+    ]
     assert min(w01) > 0.25
     assert max(w01) - min(w01) < 0.1
 
@@ -98,8 +105,9 @@ def test_boosting_is_at_least_as_accurate_as_one_learner(heart_split):
     assert boosted.score(Xte, yte) >= single
     assert len(boosted.estimators_) == len(boosted.estimator_weights_) >= 2
     assert np.all(boosted.estimator_weights_ > 0)
-    kept_errors = boosted.estimator_errors_[(boosted.estimator_errors_ > 0)
-                                            & (boosted.estimator_errors_ < 0.5)]
+    kept_errors = boosted.estimator_errors_[
+        (boosted.estimator_errors_ > 0) & (boosted.estimator_errors_ < 0.5)
+    ]
     assert kept_errors.size == len(boosted.estimators_)
 
 
@@ -134,8 +142,9 @@ def test_im4e_immigrate_at_microarray_width():
 
 FAMILY = [
     pytest.param(lambda: dmargin.Immigrate(tol=0, max_iter=4), id="Immigrate"),
-    pytest.param(lambda: dmargin.Immigrate(tol=0, max_iter=4, prune=0.05, sigma=0.5),
-                 id="Immigrate-pruned"),
+    pytest.param(
+        lambda: dmargin.Immigrate(tol=0, max_iter=4, prune=0.05, sigma=0.5), id="Immigrate-pruned"
+    ),
     pytest.param(lambda: dmargin.IM4E(tol=0, max_iter=4), id="IM4E"),
     pytest.param(lambda: dmargin.IM4EImmigrate(max_iter=3, threshold=0.1), id="IM4E-IMMIGRATE"),
     pytest.param(lambda: dmargin.BoostedImmigrate(n_estimators=3, max_iter=2), id="BIM"),
@@ -213,9 +222,13 @@ def test_far_apart_points_do_not_underflow():
 
 @pytest.mark.parametrize(
     "params, match",
-    [({"init": np.ones((2, 2))}, "init must be a finite nonnegative 4 x 4 matrix"),
-     ({"init": -np.ones((4, 4))}, "nonnegative"), ({"sigma": 0}, "sigma=0"),
-     ({"prune": -1.0}, "prune=-1.0"), ({"scale": "minmax"}, "scale='minmax'")],
+    [
+        ({"init": np.ones((2, 2))}, "init must be a finite nonnegative 4 x 4 matrix"),
+        ({"init": -np.ones((4, 4))}, "nonnegative"),
+        ({"sigma": 0}, "sigma=0"),
+        ({"prune": -1.0}, "prune=-1.0"),
+        ({"scale": "minmax"}, "scale='minmax'"),
+    ],
 )
 def test_bad_parameters(params, match):
     X = np.random.default_rng(0).normal(size=(20, 4))

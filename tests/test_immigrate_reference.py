@@ -70,9 +70,7 @@ def _data(name):
     if name == "binary":
         # 40 x 5, labels "no"/"yes"; constant feature 2; row 7 duplicated with its label
         rng = np.random.default_rng(20240601)
-        X, codes = _gaussian_classes(
-            rng, [20, 19], n_features=5, n_informative=2, separation=0.6
-        )
+        X, codes = _gaussian_classes(rng, [20, 19], n_features=5, n_informative=2, separation=0.6)
         X = _raw_units(rng, X)
         X[:, 2] = 3.25
         y = np.array(["no", "yes"])[codes]
@@ -136,9 +134,7 @@ def _reference_immigrate(name, sigma, weighted=False, scale=None, max_iter=5, to
 
 
 @functools.lru_cache(maxsize=None)
-def _reference_im4e(
-    name, sigma, lam=1.0, weight_update="reference", scale=None, weighted=False
-):
+def _reference_im4e(name, sigma, lam=1.0, weight_update="reference", scale=None, weighted=False):
     """Cached five-step ``reference.im4e`` (tol = 0) on a named data set."""
     X, y, _, sample_weight = _data(name)
     X = ref.standard_scale(X) if scale == "standard" else X
@@ -257,9 +253,7 @@ def test_reference_immigrate_step_unit_square_by_hand(unit_square, sigma):
     )
     np.testing.assert_allclose(step["W"], np.outer(u, u), rtol=0, atol=1e-14)
     np.testing.assert_allclose(step["entropy"], 4.0 * H, rtol=0, atol=1e-14)
-    np.testing.assert_allclose(
-        step["cost"], 4.0 * mu + 4.0 * sigma * H, rtol=0, atol=1e-13
-    )
+    np.testing.assert_allclose(step["cost"], 4.0 * mu + 4.0 * sigma * H, rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("sigma", SIGMAS)
@@ -282,9 +276,7 @@ def test_reference_immigrate_step_without_hits_by_hand(sigma):
     np.testing.assert_allclose(step["Sigma"], [[sigma_matrix]], rtol=0, atol=1e-14)
     np.testing.assert_allclose(step["W"], [[1.0]], rtol=0, atol=0)
     np.testing.assert_allclose(step["entropy"], entropy, rtol=0, atol=1e-14)
-    np.testing.assert_allclose(
-        step["cost"], sigma_matrix + sigma * entropy, rtol=0, atol=1e-13
-    )
+    np.testing.assert_allclose(step["cost"], sigma_matrix + sigma * entropy, rtol=0, atol=1e-13)
 
 
 def test_reference_immigrate_without_negative_eigenvalue_keeps_w():
@@ -425,13 +417,9 @@ def test_reference_cost_identity(dataset, sigma, weighted):
             entropy -= D[n] * _entropy(alpha)
 
     scale = max(1.0, abs(margin))
-    np.testing.assert_allclose(
-        np.trace(W_new @ step["Sigma"]), margin, rtol=0, atol=1e-12 * scale
-    )
+    np.testing.assert_allclose(np.trace(W_new @ step["Sigma"]), margin, rtol=0, atol=1e-12 * scale)
     np.testing.assert_allclose(step["entropy"], entropy, rtol=0, atol=1e-12 * scale)
-    np.testing.assert_allclose(
-        step["cost"], margin + sigma * entropy, rtol=0, atol=1e-12 * scale
-    )
+    np.testing.assert_allclose(step["cost"], margin + sigma * entropy, rtol=0, atol=1e-12 * scale)
 
 
 def test_reference_is_exact_where_naive_exp_underflows():
@@ -528,9 +516,7 @@ def test_reference_im4e_unit_square_by_hand(unit_square, sigma):
     np.testing.assert_allclose(step["m"], m, rtol=0, atol=1e-14)
     np.testing.assert_allclose(step["w"], [1.0, 0.0], rtol=0, atol=0)
     np.testing.assert_allclose(step["entropy"], 4.0 * H, rtol=0, atol=1e-14)
-    np.testing.assert_allclose(
-        step["cost"], -4.0 + 4.0 * sigma * H + 0.7, rtol=0, atol=1e-13
-    )
+    np.testing.assert_allclose(step["cost"], -4.0 + 4.0 * sigma * H + 0.7, rtol=0, atol=1e-13)
 
     simplex = ref.im4e_step(
         X, y, np.array([0.5, 0.5]), sigma=sigma, lam=10.0, weight_update="simplex"
@@ -594,9 +580,7 @@ def test_reference_im4e_immigrate_is_the_two_stages(dataset):
     w = ref.im4e(X, y, sigma=1.0, max_iter=3, tol=0.0)["w"]
     np.testing.assert_array_equal(result["features"], np.flatnonzero(w > 2.0 / A))
     kept = result["features"]
-    stage2 = ref.immigrate(
-        X[:, kept], y, sigma=1.0, max_iter=3, tol=0.0, W0=np.diag(w[kept])
-    )
+    stage2 = ref.immigrate(X[:, kept], y, sigma=1.0, max_iter=3, tol=0.0, W0=np.diag(w[kept]))
     np.testing.assert_array_equal(result["W"], stage2["W"])
     expected = np.zeros(A)
     expected[kept] = np.diag(stage2["W"])
@@ -635,9 +619,9 @@ def test_reference_bim_identities(dataset):
     classes = np.unique(y)
     D = np.full(len(y), 1.0 / len(y))
     for t in range(T):
-        W_t = ref.immigrate(
-            X, y, sigma=model["sigmas"][t], max_iter=2, tol=0.0, sample_weight=D
-        )["W"]
+        W_t = ref.immigrate(X, y, sigma=model["sigmas"][t], max_iter=2, tol=0.0, sample_weight=D)[
+            "W"
+        ]
         h = ref.predict_from_scores(
             classes, ref.immigrate_decision(X, y, W_t, model["sigmas"][t], X, loo=True)
         )
@@ -656,9 +640,7 @@ def test_reference_bim_identities(dataset):
     assert len(model["kept"]) > 0
 
     votes = ref.bim_predict(X, y, model, X_new)["votes"]
-    np.testing.assert_allclose(
-        votes.sum(axis=1), np.sum(model["estimator_weights"]), rtol=1e-14
-    )
+    np.testing.assert_allclose(votes.sum(axis=1), np.sum(model["estimator_weights"]), rtol=1e-14)
 
 
 def test_reference_bim_discards_perfect_learners():
@@ -689,9 +671,7 @@ def _assert_history(estimator, expected, k):
     np.testing.assert_allclose(
         history["cost"], cost, rtol=0, atol=ATOL * max(1.0, np.max(np.abs(cost)))
     )
-    np.testing.assert_allclose(
-        history["change"], expected["change"][:k], rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(history["change"], expected["change"][:k], rtol=0, atol=ATOL)
 
 
 @pytest.mark.parametrize("k", STEPS)
@@ -699,16 +679,12 @@ def _assert_history(estimator, expected, k):
 def test_immigrate_matches_reference(dmargin, dataset, sigma, k):
     """k steps (tol = 0, no scaling): W, its diagonal, n_iter_ and history_."""
     X, y, _, _ = _data(dataset)
-    estimator = _estimator(dmargin, "Immigrate")(
-        sigma=sigma, max_iter=k, tol=0.0, scale=None
-    )
+    estimator = _estimator(dmargin, "Immigrate")(sigma=sigma, max_iter=k, tol=0.0, scale=None)
     _fit(estimator, X, y)
     expected = _reference_immigrate(dataset, sigma)
     W = expected["W_history"][k - 1]
     np.testing.assert_allclose(estimator.weight_matrix_, W, rtol=0, atol=ATOL)
-    np.testing.assert_allclose(
-        estimator.feature_importances_, np.diag(W), rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, np.diag(W), rtol=0, atol=ATOL)
     _assert_history(estimator, expected, k)
     np.testing.assert_array_equal(estimator.classes_, np.unique(y))
 
@@ -719,24 +695,18 @@ def _assert_scores(estimator, S, sigma, classes, X_new):
         decision = (S[:, 0] - S[:, 1]) / sigma
     else:
         decision = -S / sigma
-    np.testing.assert_allclose(
-        estimator.decision_function(X_new), decision, rtol=1e-12, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.decision_function(X_new), decision, rtol=1e-12, atol=ATOL)
     np.testing.assert_allclose(
         estimator.predict_proba(X_new), ref.proba_from_scores(S, sigma), rtol=0, atol=ATOL
     )
-    np.testing.assert_array_equal(
-        estimator.predict(X_new), ref.predict_from_scores(classes, S)
-    )
+    np.testing.assert_array_equal(estimator.predict(X_new), ref.predict_from_scores(classes, S))
 
 
 @pytest.mark.parametrize("sigma", SIGMAS)
 def test_immigrate_predictions_match_reference(dmargin, dataset, sigma):
     """Eq. 3.18 on held-out points (one a copy of a training row, one far away)."""
     X, y, X_new, _ = _data(dataset)
-    estimator = _estimator(dmargin, "Immigrate")(
-        sigma=sigma, max_iter=5, tol=0.0, scale=None
-    )
+    estimator = _estimator(dmargin, "Immigrate")(sigma=sigma, max_iter=5, tol=0.0, scale=None)
     _fit(estimator, X, y)
     W = _reference_immigrate(dataset, sigma)["W"]
     S = ref.immigrate_decision(X, y, W, sigma, X_new)
@@ -753,9 +723,7 @@ def test_immigrate_standard_scaling(dmargin, dataset):
     np.testing.assert_allclose(estimator.weight_matrix_, expected["W"], rtol=0, atol=ATOL)
     _assert_history(estimator, expected, 5)
     Xs = ref.standard_scale(X)
-    S = ref.immigrate_decision(
-        Xs, y, expected["W"], 1.0, ref.standard_scale(X_new, fitted_on=X)
-    )
+    S = ref.immigrate_decision(Xs, y, expected["W"], 1.0, ref.standard_scale(X_new, fitted_on=X))
     _assert_scores(estimator, S, 1.0, np.unique(y), X_new)
 
 
@@ -763,9 +731,7 @@ def test_immigrate_standard_scaling(dmargin, dataset):
 def test_immigrate_sample_weight_matches_reference(dmargin, dataset, sigma):
     """fit(sample_weight=D): eq. 3.19, D weighting margin and entropy terms, as given."""
     X, y, _, sample_weight = _data(dataset)
-    estimator = _estimator(dmargin, "Immigrate")(
-        sigma=sigma, max_iter=5, tol=0.0, scale=None
-    )
+    estimator = _estimator(dmargin, "Immigrate")(sigma=sigma, max_iter=5, tol=0.0, scale=None)
     _fit(estimator, X, y, sample_weight=np.array(sample_weight))
     expected = _reference_immigrate(dataset, sigma, weighted=True)
     np.testing.assert_allclose(estimator.weight_matrix_, expected["W"], rtol=0, atol=ATOL)
@@ -868,9 +834,7 @@ def test_immigrate_without_negative_eigenvalue_keeps_w_and_warns(dmargin):
 def test_immigrate_interactions_table(dmargin, dataset):
     """interactions_: every pair i < j once, W[i, j] as weight, ranked by weight."""
     X, y, _, _ = _data(dataset)
-    estimator = _estimator(dmargin, "Immigrate")(
-        sigma=1.0, max_iter=5, tol=0.0, scale=None
-    )
+    estimator = _estimator(dmargin, "Immigrate")(sigma=1.0, max_iter=5, tol=0.0, scale=None)
     _fit(estimator, X, y)
     table = estimator.interactions_
     W = _reference_immigrate(dataset, 1.0)["W"]
@@ -921,9 +885,7 @@ def test_im4e_matches_reference(dmargin, dataset, sigma, weight_update, lam):
 def test_im4e_predictions_match_reference(dmargin, dataset, sigma):
     """Eq. 3.18 with the weighted Manhattan distance d = w^T |x - x_k|."""
     X, y, X_new, _ = _data(dataset)
-    estimator = _estimator(dmargin, "IM4E")(
-        sigma=sigma, max_iter=5, tol=0.0, scale=None
-    )
+    estimator = _estimator(dmargin, "IM4E")(sigma=sigma, max_iter=5, tol=0.0, scale=None)
     _fit(estimator, X, y)
     w = _reference_im4e(dataset, sigma)["w"]
     S = ref.im4e_decision(X, y, w, sigma, X_new)
@@ -936,9 +898,7 @@ def test_im4e_standard_scaling_and_far_apart(dmargin, dataset):
     IM4E = _estimator(dmargin, "IM4E")
     estimator = _fit(IM4E(sigma=1.0, max_iter=5, tol=0.0), X, y)
     expected = _reference_im4e(dataset, 1.0, scale="standard")
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL)
     _assert_history(estimator, expected, 5)
     S = ref.im4e_decision(
         ref.standard_scale(X), y, expected["w"], 1.0, ref.standard_scale(X_new, fitted_on=X)
@@ -948,9 +908,7 @@ def test_im4e_standard_scaling_and_far_apart(dmargin, dataset):
     X, y, X_new, _ = _data("far_apart")
     estimator = _fit(IM4E(sigma=0.5, max_iter=5, tol=0.0, scale=None), X, y)
     expected = _reference_im4e("far_apart", 0.5)
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL)
     _assert_history(estimator, expected, 5)
     S = ref.im4e_decision(X, y, expected["w"], 0.5, X_new)
     _assert_scores(estimator, S, 0.5, np.unique(y), X_new)
@@ -966,9 +924,7 @@ def test_im4e_sample_weight_matches_reference(dmargin, dataset, sigma, weight_up
     )
     _fit(estimator, X, y, sample_weight=np.array(sample_weight))
     expected = _reference_im4e(dataset, sigma, 1.0, weight_update, weighted=True)
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL)
     _assert_history(estimator, expected, 5)
 
 
@@ -994,9 +950,7 @@ def test_im4e_defaults_run_ten_steps(dmargin, dataset):
     estimator = _fit(_estimator(dmargin, "IM4E")(scale=None), X, y)
     expected = ref.im4e(X, y, tol=0.0)
     assert expected["n_iter"] == 10
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL)
     _assert_history(estimator, expected, 10)
 
 
@@ -1005,9 +959,7 @@ def test_im4e_tol_stops_where_reference_stops(dmargin, dataset):
     X, y, _, _ = _data(dataset)
     estimator = _fit(_estimator(dmargin, "IM4E")(scale=None, tol=1e-4), X, y)
     expected = ref.im4e(X, y, tol=1e-4)
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL)
     _assert_history(estimator, expected, expected["n_iter"])
 
 
@@ -1018,9 +970,7 @@ def _check_im4e_immigrate(dmargin, name, sigma, threshold):
         threshold=threshold, sigma=sigma, max_iter=4, tol=0.0, scale=None
     )
     _fit(estimator, X, y)
-    expected = ref.im4e_immigrate(
-        X, y, threshold=threshold, sigma=sigma, max_iter=4, tol=0.0
-    )
+    expected = ref.im4e_immigrate(X, y, threshold=threshold, sigma=sigma, max_iter=4, tol=0.0)
     np.testing.assert_array_equal(estimator.features_, expected["features"])
     np.testing.assert_allclose(estimator.weight_matrix_, expected["W"], rtol=0, atol=ATOL)
     np.testing.assert_allclose(
@@ -1132,12 +1082,14 @@ def test_prediction_sigma_reproduces_the_reference_package_rule(blobs_binary, si
     import dmargin
 
     X, y = blobs_binary
-    est = dmargin.Immigrate(sigma=sigma, max_iter=3, tol=0, scale=None,
-                            prediction_sigma=1.0).fit(X, y)
+    est = dmargin.Immigrate(sigma=sigma, max_iter=3, tol=0, scale=None, prediction_sigma=1.0).fit(
+        X, y
+    )
     S = ref.immigrate_decision(X, y, est.weight_matrix_, 1.0, X[:15])
     np.testing.assert_array_equal(est.predict(X[:15]), ref.predict_from_scores(est.classes_, S))
-    np.testing.assert_allclose(est.predict_proba(X[:15]), ref.proba_from_scores(S, 1.0),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        est.predict_proba(X[:15]), ref.proba_from_scores(S, 1.0), rtol=1e-10, atol=1e-12
+    )
     default = dmargin.Immigrate(sigma=sigma, max_iter=3, tol=0, scale=None).fit(X, y)
     np.testing.assert_array_equal(default.weight_matrix_, est.weight_matrix_)
 
@@ -1149,10 +1101,15 @@ def test_prediction_sigma_set_after_fit_equals_a_fit_with_it(blobs_binary):
     X, y = blobs_binary
     fitted = dmargin.Immigrate(sigma=2.0, max_iter=3, tol=0, scale=None).fit(X[:60], y[:60])
     for sp in (4.0, 1.0, 0.25):
-        fresh = dmargin.Immigrate(sigma=2.0, max_iter=3, tol=0, scale=None,
-                                  prediction_sigma=sp).fit(X[:60], y[:60])
+        fresh = dmargin.Immigrate(
+            sigma=2.0, max_iter=3, tol=0, scale=None, prediction_sigma=sp
+        ).fit(X[:60], y[:60])
         fitted.set_params(prediction_sigma=sp)
         np.testing.assert_array_equal(fitted.weight_matrix_, fresh.weight_matrix_)
-        np.testing.assert_array_equal(fitted.decision_function(X[60:]), fresh.decision_function(X[60:]))
+        np.testing.assert_array_equal(
+            fitted.decision_function(X[60:]), fresh.decision_function(X[60:])
+        )
         S = ref.immigrate_decision(X[:60], y[:60], fitted.weight_matrix_, sp, X[60:])
-        np.testing.assert_array_equal(fitted.predict(X[60:]), ref.predict_from_scores(fitted.classes_, S))
+        np.testing.assert_array_equal(
+            fitted.predict(X[60:]), ref.predict_from_scores(fitted.classes_, S)
+        )

@@ -77,14 +77,20 @@ _FIT = textwrap.dedent("""
 """)
 
 
-
 def _interrupt(cmd, tmp_path, wait_for, after=3.0, group=True, stream="stdout"):
     """Run ``cmd``; SIGINT its process group ``after`` seconds after it prints
     ``wait_for`` on ``stream``; ``(return code, seconds from the signal until fit
     returned, seconds until the exit, stdout, stderr)``."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    child = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True, env=env)
+    child = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
+    )
     try:
         lines = []
         for line in getattr(child, stream):
@@ -105,8 +111,11 @@ def _interrupt(cmd, tmp_path, wait_for, after=3.0, group=True, stream="stdout"):
             out = "".join(lines) + out
         else:
             err = "".join(lines) + err
-        returned = [float(line.split()[-1]) - sent_at for line in out.splitlines()
-                    if line.startswith("returned at")]
+        returned = [
+            float(line.split()[-1]) - sent_at
+            for line in out.splitlines()
+            if line.startswith("returned at")
+        ]
         return child.returncode, (returned or [None])[0], seconds, out, err
     finally:
         if child.poll() is None:
@@ -117,8 +126,9 @@ def _interrupt(cmd, tmp_path, wait_for, after=3.0, group=True, stream="stdout"):
 def _check_stopped(name, code, returned, seconds, out, err, bound=BOUND):
     _check_quiet(err)
     assert code == 3 and "unfitted" in out, (code, out, err)
-    print(f"{name}: fit returned {returned:.2f} s and the process ended {seconds:.2f} s "
-          "after SIGINT")
+    print(
+        f"{name}: fit returned {returned:.2f} s and the process ended {seconds:.2f} s after SIGINT"
+    )
     assert returned < RETURNS, f"{name}: fit returned {returned:.1f} s after SIGINT"
     assert seconds < bound, f"{name}: {seconds:.1f} s from SIGINT to the end"
 
@@ -132,8 +142,9 @@ def _check_quiet(err):
 @pytest.mark.parametrize("mode", ["numpy", "dask"])
 def test_ctrl_c_stops_a_fit(tmp_path, mode):
     (tmp_path / "fit.py").write_text(_FIT)
-    code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py", mode], tmp_path,
-                                                   "fitting")
+    code, returned, seconds, out, err = _interrupt(
+        [sys.executable, "fit.py", mode], tmp_path, "fitting"
+    )
     _check_stopped(mode, code, returned, seconds, out, err)
 
 
@@ -142,8 +153,9 @@ def test_ctrl_c_stops_a_fit_on_a_local_cluster(tmp_path):
     (tmp_path / "fit.py").write_text(_FIT)
     # To the whole process group, as a terminal does: the cluster's worker processes
     # leave Ctrl-C to the client, which stops the fit (no worker's traceback).
-    code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py", "cluster"],
-                                                   tmp_path, "fitting")
+    code, returned, seconds, out, err = _interrupt(
+        [sys.executable, "fit.py", "cluster"], tmp_path, "fitting"
+    )
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     _check_stopped("cluster", code, returned, seconds, out, err, bound=2 * BOUND)
 
@@ -153,21 +165,39 @@ def test_ctrl_c_ends_the_command_with_one_line_and_130(tmp_path):
     X = rng.normal(size=(20000, 30))
     header = ",".join([f"f{j}" for j in range(30)] + ["label"])
     rows = np.column_stack([X, (X[:, 0] + X[:, 1] > 0).astype(int)])
-    np.savetxt(tmp_path / "data.csv", rows, delimiter=",", header=header, comments="",
-               fmt=["%.6f"] * 30 + ["%d"])
+    np.savetxt(
+        tmp_path / "data.csv",
+        rows,
+        delimiter=",",
+        header=header,
+        comments="",
+        fmt=["%.6f"] * 30 + ["%d"],
+    )
     # The kernels compiled or loaded first, by a short run of the same command.
     (tmp_path / "small.csv").write_text(
-        "\n".join((tmp_path / "data.csv").read_text().splitlines()[:2001]) + "\n")
-    cli = [sys.executable, "-c", "import sys; from dmargin.cli import main; sys.exit(main())",
-           "select"]
-    warm = subprocess.run(cli + ["small.csv", "--label", "label", "--method", "irelief",
-                                 "--max-iter", "1"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=600)
+        "\n".join((tmp_path / "data.csv").read_text().splitlines()[:2001]) + "\n"
+    )
+    cli = [
+        sys.executable,
+        "-c",
+        "import sys; from dmargin.cli import main; sys.exit(main())",
+        "select",
+    ]
+    warm = subprocess.run(
+        cli + ["small.csv", "--label", "label", "--method", "irelief", "--max-iter", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert warm.returncode == 0, warm.stderr
     # The command says on stderr what it fits, then starts.
     code, _, seconds, out, err = _interrupt(
         [*cli, "data.csv", "--label", "label", "--method", "irelief", "--max-iter", "50"],
-        tmp_path, "fitting", stream="stderr")
+        tmp_path,
+        "fitting",
+        stream="stderr",
+    )
     print(f"cli: ended {seconds:.2f} s after SIGINT; stderr: {err!r}")
     _check_quiet(err)
     assert "Traceback" not in err, err
@@ -231,7 +261,8 @@ def test_a_notebooks_interrupt_stops_a_fit():
 
     km, kc = start_new_kernel(kernel_name="python3")
     try:
-        setup = kc.execute_interactive(textwrap.dedent("""
+        setup = kc.execute_interactive(
+            textwrap.dedent("""
             import numpy as np
             from dmargin import IRelief
             from sklearn.utils.validation import check_is_fitted
@@ -239,14 +270,20 @@ def test_a_notebooks_interrupt_stops_a_fit():
             X = rng.normal(size=(12000, 30)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
             IRelief(max_iter=1, tol=0).fit(X[:2000], y[:2000])
             est = IRelief(max_iter=1, tol=0).fit(X[:1000], y[:1000]).set_params(max_iter=50)
-        """), timeout=600, output_hook=lambda msg: None)
+        """),
+            timeout=600,
+            output_hook=lambda msg: None,
+        )
         assert setup["content"]["status"] == "ok", setup["content"]
         msg_id = kc.execute("print('fitting', flush=True); est.fit(X, y)")
         # A busy machine may start the cell late: interrupt once the fit has begun.
         while True:
             msg = kc.get_iopub_msg(timeout=600)
-            if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream"
-                    and "fitting" in msg["content"]["text"]):
+            if (
+                msg["parent_header"].get("msg_id") == msg_id
+                and msg["msg_type"] == "stream"
+                and "fitting" in msg["content"]["text"]
+            ):
                 break
         time.sleep(3.0)
         km.interrupt_kernel()
@@ -258,8 +295,9 @@ def test_a_notebooks_interrupt_stops_a_fit():
         assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt", content
         _check_quiet("\n".join(content["traceback"]))
         assert seconds < RETURNS, f"the cell ended {seconds:.1f} s after the interrupt"
-        check = kc.execute_interactive("check_is_fitted(est)", timeout=60,
-                                       output_hook=lambda msg: None)
+        check = kc.execute_interactive(
+            "check_is_fitted(est)", timeout=60, output_hook=lambda msg: None
+        )
         assert check["content"]["ename"] == "NotFittedError", check["content"]
     finally:
         kc.stop_channels()
@@ -288,7 +326,8 @@ def test_a_cancelled_task_stops_on_its_worker(tmp_path, client):
     future = client.submit(_checks_until_stopped, str(marker), pure=False)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not any(
-            future.key in keys for keys in client.processing().values()):
+        future.key in keys for keys in client.processing().values()
+    ):
         time.sleep(0.05)
     time.sleep(0.5)
     future.cancel()
@@ -327,8 +366,7 @@ _SIMBA = textwrap.dedent("""
 def test_ctrl_c_stops_a_sequential_fit(tmp_path):
     # Simba's walk is one numba loop on the driver's thread: it runs in short calls.
     (tmp_path / "fit.py").write_text(_SIMBA)
-    code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py"], tmp_path,
-                                                   "fitting")
+    code, returned, seconds, out, err = _interrupt([sys.executable, "fit.py"], tmp_path, "fitting")
     _check_stopped("simba", code, returned, seconds, out, err)
 
 
@@ -350,11 +388,14 @@ def test_tiles_in_short_calls_give_the_same_weights(monkeypatch, missing):
     if missing:
         X[rng.random(X.shape) < 0.05] = np.nan
     y = (X[:, 0] + 0.5 * rng.normal(size=90) > 0).astype(int)
-    makers = [lambda: IRelief(max_iter=3), lambda: ReliefF(n_neighbors=4),
-              lambda: MuRelief(n_neighbors=4)]
+    makers = [
+        lambda: IRelief(max_iter=3),
+        lambda: ReliefF(n_neighbors=4),
+        lambda: MuRelief(n_neighbors=4),
+    ]
     if not missing:
         makers.append(lambda: IRelief(max_iter=3, discrete_threshold=0))
-    regression = (lambda: RReliefF(n_neighbors=4).fit(Xt, target).feature_importances_)
+    regression = lambda: RReliefF(n_neighbors=4).fit(Xt, target).feature_importances_
     Xt = np.nan_to_num(X)  # RReliefF takes no missing values
     whole = _fits(makers, X, y) + [regression()]
     monkeypatch.setattr(neighbours, "CALL_WORK", 1.0)
@@ -371,8 +412,10 @@ def test_sequential_walks_in_short_calls_give_the_same_weights(monkeypatch):
     rng = np.random.default_rng(4)
     X = rng.normal(size=(300, 6))
     y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(int)
-    makers = [lambda: Simba(n_starts=2, random_state=0),
-              lambda: OnlineIRelief(n_passes=2, random_state=0)]
+    makers = [
+        lambda: Simba(n_starts=2, random_state=0),
+        lambda: OnlineIRelief(n_passes=2, random_state=0),
+    ]
     whole = _fits(makers, X, y)
     monkeypatch.setattr(sequential, "SIMBA_CALL_WORK", 1.0)  # one step a call
     monkeypatch.setattr(_online, "_CALL_WORK", 1.0)  # 64 anchors a call

@@ -28,8 +28,10 @@ SALT, CHUNK = 0x6B6E6F63, 4096
 
 
 def reference_noise(seed, n, width):
-    chunks = [np.random.default_rng([SALT, seed, c]).standard_normal((CHUNK, width))
-              for c in range(-(-n // CHUNK))]
+    chunks = [
+        np.random.default_rng([SALT, seed, c]).standard_normal((CHUNK, width))
+        for c in range(-(-n // CHUNK))
+    ]
     return np.concatenate(chunks)[:n] if chunks else np.empty((0, width))
 
 
@@ -80,8 +82,9 @@ def test_gaussian_knockoffs_match_the_reference(normal_rows):
 def test_copula_knockoffs_match_the_reference(n):
     rng = np.random.default_rng(12)
     Z = correlated(n, 4, 0.6, rng)
-    X = np.column_stack([np.exp(Z[:, 0]), norm.cdf(Z[:, 1]), Z[:, 2] ** 3,
-                         np.round(Z[:, 3], 1)])  # the last: ties (about 60 values)
+    X = np.column_stack(
+        [np.exp(Z[:, 0]), norm.cdf(Z[:, 1]), Z[:, 2] ** 3, np.round(Z[:, 3], 1)]
+    )  # the last: ties (about 60 values)
     s = KnockoffSampler(sample_rows=n).fit(X)
     assert s.knockoffs_ == "copula"
     U = np.column_stack([(rankdata(x) - 0.5) / n for x in X.T])
@@ -102,8 +105,12 @@ def test_the_ecdf_between_and_beyond_the_sampled_rows():
     knots, mids, counts = _knockoffs.sketch(X[_knockoffs.evenly_spaced(100, 10)])
     assert counts[0] == 10
     np.testing.assert_allclose(mids[:10, 0], (np.arange(10) + 0.5) / 10)
-    U = _knockoffs.ecdf(np.array([[0.0], [knots[3, 0]], [(knots[3, 0] + knots[4, 0]) / 2],
-                                  [1e9]]), knots, mids, counts)
+    U = _knockoffs.ecdf(
+        np.array([[0.0], [knots[3, 0]], [(knots[3, 0] + knots[4, 0]) / 2], [1e9]]),
+        knots,
+        mids,
+        counts,
+    )
     np.testing.assert_allclose(U[:, 0], [0.05, 0.35, 0.4, 0.95])
     assert s.knockoffs_ == "gaussian"
 
@@ -112,7 +119,7 @@ def test_the_noise_is_keyed_by_row_position():
     whole = _knockoffs.noise(9, 0, 10_000, 3)
     np.testing.assert_array_equal(whole, reference_noise(9, 10_000, 3))
     for start, n in [(0, 1), (4000, 200), (4095, 2), (8191, 1809), (5000, 0)]:
-        np.testing.assert_array_equal(_knockoffs.noise(9, start, n, 3), whole[start:start + n])
+        np.testing.assert_array_equal(_knockoffs.noise(9, start, n, 3), whole[start : start + n])
     # Not the stream of default_rng(seed), which may have drawn the data.
     assert not np.allclose(whole[:5], np.random.default_rng(9).standard_normal((5, 3)))
 
@@ -200,8 +207,11 @@ def test_independent_knockoffs_draw_each_feature_from_its_sample():
 @pytest.mark.parametrize("kind", ["copula", "gaussian", "independent"])
 def test_a_constant_columns_knockoff_is_itself(kind):
     rng = np.random.default_rng(18)
-    X = rng.standard_normal((300, 3)) if kind != "independent" else \
-        rng.binomial(2, 0.3, size=(300, 3)).astype(float)
+    X = (
+        rng.standard_normal((300, 3))
+        if kind != "independent"
+        else rng.binomial(2, 0.3, size=(300, 3)).astype(float)
+    )
     with_constant = np.insert(X, 1, 7.0, axis=1)
     s = KnockoffSampler(knockoffs=kind).fit(with_constant)
     assert s.constant_.tolist() == [False, True, False, False]
@@ -249,17 +259,21 @@ def test_a_dask_dataframe_keeps_its_column_names(threaded):
     s = KnockoffSampler().fit(from_pandas(frame, npartitions=3))
     assert s.feature_names_in_.tolist() == ["a", "b", "c"]
     out = s.augment(from_pandas(frame, npartitions=3), random_state=1)
-    np.testing.assert_allclose(np.asarray(out), KnockoffSampler().fit(frame).augment(frame, 1),
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(out), KnockoffSampler().fit(frame).augment(frame, 1), rtol=0, atol=1e-12
+    )
 
 
 def test_task_keys_come_from_the_seed_and_the_fitted_state(skewed_rows):
     Xd = da.from_array(skewed_rows, chunks=3000)
     copula = KnockoffSampler().fit(skewed_rows)
     gaussian = KnockoffSampler(knockoffs="gaussian").fit(skewed_rows)
-    names = [copula.augment(Xd, 1).name, copula.augment(Xd, 2).name,
-             gaussian.augment(Xd, 1).name, KnockoffSampler(smatrix="equicorrelated")
-             .fit(skewed_rows).augment(Xd, 1).name]
+    names = [
+        copula.augment(Xd, 1).name,
+        copula.augment(Xd, 2).name,
+        gaussian.augment(Xd, 1).name,
+        KnockoffSampler(smatrix="equicorrelated").fit(skewed_rows).augment(Xd, 1).name,
+    ]
     assert len(set(names)) == 4
     assert copula.augment(Xd, 1).name == names[0]  # and the same work, the same key
 
@@ -290,8 +304,9 @@ def test_a_cluster_samples_the_knockoffs_on_its_workers(skewed_rows, client, mon
 
     def watched(client, todo, what, *args):
         values = real(client, todo, what, *args)
-        came_back.extend(np.asarray(a).nbytes for v in values
-                         for a in (v if isinstance(v, tuple) else (v,)))
+        came_back.extend(
+            np.asarray(a).nbytes for v in values for a in (v if isinstance(v, tuple) else (v,))
+        )
         return values
 
     monkeypatch.setattr(_compat, "_compute_on", watched)
@@ -312,8 +327,9 @@ def test_a_cluster_samples_the_knockoffs_on_its_workers(skewed_rows, client, mon
 
 
 def test_missing_values_are_refused_naming_the_column():
-    frame = pd.DataFrame(np.random.default_rng(21).standard_normal((50, 3)),
-                         columns=["age", "dose", "bmi"])
+    frame = pd.DataFrame(
+        np.random.default_rng(21).standard_normal((50, 3)), columns=["age", "dose", "bmi"]
+    )
     frame.loc[[3, 9], "dose"] = np.nan
     with pytest.raises(ValueError, match=r"complete rows: column 'dose' has 2 missing"):
         KnockoffSampler().fit(frame)
@@ -336,11 +352,15 @@ def test_missing_values_in_dask_rows_are_refused(threaded):
 @pytest.mark.parametrize("kind", ["auto", "copula", "gaussian"])
 def test_discrete_columns_are_refused_by_the_gaussian_constructions(kind):
     rng = np.random.default_rng(23)
-    frame = pd.DataFrame({"x": rng.standard_normal(200),
-                          "rs123": rng.binomial(2, 0.3, 200).astype(float)})
-    with pytest.raises(ValueError, match=r"Column 'rs123' is discrete: 3 distinct values "
-                                         r"\(0, 1, 2\).*not valid for discrete.*"
-                                         r"knockoffs='independent'"):
+    frame = pd.DataFrame(
+        {"x": rng.standard_normal(200), "rs123": rng.binomial(2, 0.3, 200).astype(float)}
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"Column 'rs123' is discrete: 3 distinct values "
+        r"\(0, 1, 2\).*not valid for discrete.*"
+        r"knockoffs='independent'",
+    ):
         KnockoffSampler(knockoffs=kind).fit(frame)
     # A higher threshold's business: 3 values are continuous under discrete_threshold=2.
     KnockoffSampler(knockoffs=kind, discrete_threshold=2).fit(frame)
@@ -351,8 +371,11 @@ def test_independent_knockoffs_refuse_correlated_columns():
     g = rng.binomial(2, 0.4, size=(1000, 4)).astype(float)
     g[:, 3] = np.where(rng.random(1000) < 0.7, g[:, 1], g[:, 3])  # in linkage with column 1
     frame = pd.DataFrame(g, columns=["s1", "s2", "s3", "s4"])
-    with pytest.raises(ValueError, match=r"columns 's2' and 's4' are correlated "
-                                         r"\(r = 0\.[67]\d\d over N = 1000 rows"):
+    with pytest.raises(
+        ValueError,
+        match=r"columns 's2' and 's4' are correlated "
+        r"\(r = 0\.[67]\d\d over N = 1000 rows",
+    ):
         KnockoffSampler(knockoffs="independent").fit(frame)
     KnockoffSampler(knockoffs="independent").fit(frame[["s1", "s2", "s3"]])
 
@@ -363,16 +386,20 @@ def test_without_knockpy_the_error_names_the_install_line(monkeypatch, normal_ro
     with pytest.raises(ImportError, match=r'pip install "dmargin\[knockoffs\]"'):
         KnockoffSampler().fit(normal_rows)
     KnockoffSampler(knockoffs="independent").fit(  # no S matrix there
-        np.random.default_rng(25).standard_normal((100, 3)))
+        np.random.default_rng(25).standard_normal((100, 3))
+    )
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"knockoffs": "sdp"}, "knockoffs='sdp' is not valid"),
-    ({"smatrix": "ci"}, "smatrix='ci' is not valid"),
-    ({"sample_rows": 2}, "sample_rows=2 is not valid"),
-    ({"sample_rows": 10.5}, "sample_rows=10.5 is not valid"),
-    ({"discrete_threshold": 0}, "discrete_threshold=0 is not valid"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"knockoffs": "sdp"}, "knockoffs='sdp' is not valid"),
+        ({"smatrix": "ci"}, "smatrix='ci' is not valid"),
+        ({"sample_rows": 2}, "sample_rows=2 is not valid"),
+        ({"sample_rows": 10.5}, "sample_rows=10.5 is not valid"),
+        ({"discrete_threshold": 0}, "discrete_threshold=0 is not valid"),
+    ],
+)
 def test_bad_parameters_are_refused(params, match, normal_rows):
     with pytest.raises(ValueError, match=match):
         KnockoffSampler(**params).fit(normal_rows)
@@ -418,8 +445,9 @@ def test_random_states(normal_rows):
 
 def blocks(n, sizes, rho, rng):
     """Normal features in independent blocks of ``sizes``, correlation ``rho`` inside."""
-    return np.hstack([correlated(n, k, rho, rng) if k > 1 else rng.standard_normal((n, 1))
-                      for k in sizes])
+    return np.hstack(
+        [correlated(n, k, rho, rng) if k > 1 else rng.standard_normal((n, 1)) for k in sizes]
+    )
 
 
 def brute_force_groups(R, threshold):
@@ -453,8 +481,7 @@ def test_auto_groups_are_average_linkage_on_one_minus_abs_r(threshold):
     for trial in range(6):
         X = blocks(300, [3, 1, 4, 2, 1, 3], 0.3 + 0.1 * trial, rng)
         X = X @ (np.eye(14) + 0.2 * rng.standard_normal((14, 14)) * (trial % 2))
-        s = KnockoffSampler(knockoffs="gaussian", groups="auto",
-                            group_threshold=threshold).fit(X)
+        s = KnockoffSampler(knockoffs="gaussian", groups="auto", group_threshold=threshold).fit(X)
         R = np.corrcoef(X.T)
         want = brute_force_groups(R, threshold)
         np.testing.assert_array_equal(s.groups_, want)
@@ -471,7 +498,8 @@ def test_auto_groups_find_correlated_blocks_on_the_copula_scale():
     s = KnockoffSampler(groups="auto").fit(X)
     np.testing.assert_array_equal(s.groups_, [0, 0, 0, 1, 2, 2, 3])
     np.testing.assert_array_equal(
-        s.groups_, brute_force_groups(s.correlation_, 0.7))  # the default threshold
+        s.groups_, brute_force_groups(s.correlation_, 0.7)
+    )  # the default threshold
 
 
 @pytest.mark.parametrize("method", ["mvr", "sdp", "equicorrelated"])
@@ -572,5 +600,9 @@ def test_dask_groups_give_the_numpy_knockoffs(threaded):
         lazy = KnockoffSampler(groups="auto", sample_rows=1000).fit(da.from_array(X, chunks))
         np.testing.assert_array_equal(lazy.groups_, local.groups_)
         np.testing.assert_allclose(lazy.smatrix_, local.smatrix_, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(np.asarray(lazy.augment(da.from_array(X, chunks), 5)),
-                                   local.augment(X, 5), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(lazy.augment(da.from_array(X, chunks), 5)),
+            local.augment(X, 5),
+            rtol=0,
+            atol=1e-12,
+        )

@@ -11,8 +11,13 @@ import numpy as np
 import pytest
 
 import dmargin
-from dmargin._knockoff_filter import (KnockoffSelector, ebh, knockoff_evalues,
-                                      knockoff_statistic, knockoff_threshold)
+from dmargin._knockoff_filter import (
+    KnockoffSelector,
+    ebh,
+    knockoff_evalues,
+    knockoff_statistic,
+    knockoff_threshold,
+)
 from dmargin._knockoffs import KnockoffSampler
 from tests import reference_knockoffs as ref
 
@@ -23,11 +28,16 @@ pytest.importorskip("knockpy")
 # The filter's arithmetic against the references
 # ---------------------------------------------------------------------------
 
+
 def _statistics_cases():
     """W vectors with ties, zeros, all-negative and all-positive entries."""
     rng = np.random.default_rng(38)
-    cases = [np.zeros(10), -np.arange(1, 21, dtype=float), np.arange(1, 31, dtype=float),
-             np.array([3.0, 3.0, 3.0, -3.0, 0.0, 1.0, -1.0, 2.0, 2.0, 0.0])]
+    cases = [
+        np.zeros(10),
+        -np.arange(1, 21, dtype=float),
+        np.arange(1, 31, dtype=float),
+        np.array([3.0, 3.0, 3.0, -3.0, 0.0, 1.0, -1.0, 2.0, 2.0, 0.0]),
+    ]
     for _ in range(60):
         a = int(rng.integers(1, 80))
         w = rng.normal(0.3 * rng.uniform(), 1.0, a)
@@ -47,7 +57,7 @@ def test_the_threshold_is_the_brute_force_knockoff_plus_threshold(q, offset):
 def test_the_threshold_selects_nothing_below_ceil_offset_over_q():
     # Knockoff+ needs (1 + #neg) / #pos <= q: at least ceil(1 / q) positives.
     assert math.isinf(knockoff_threshold(np.arange(1.0, 10.0), 0.1))  # 9 positives
-    assert knockoff_threshold(np.arange(1.0, 11.0), 0.1) == 1.0      # 10 positives
+    assert knockoff_threshold(np.arange(1.0, 11.0), 0.1) == 1.0  # 10 positives
     assert knockoff_threshold(np.arange(1.0, 10.0), 0.1, offset=0) == 1.0
     assert math.isinf(knockoff_threshold(-np.arange(1.0, 50.0), 0.5))
 
@@ -83,6 +93,7 @@ def test_the_statistic_is_features_minus_knockoffs():
 # Antisymmetry: swapping a feature with its knockoff flips its statistic only
 # ---------------------------------------------------------------------------
 
+
 def _augmented(n=160, a=6, seed=0):
     """``[F, F~]`` on the copula scale: uniform features (two informative) and uniform
     knockoffs, with labels."""
@@ -92,10 +103,15 @@ def _augmented(n=160, a=6, seed=0):
     return np.hstack([F, rng.uniform(size=(n, a))]), y
 
 
-@pytest.mark.parametrize("make", [lambda: dmargin.ReliefF(n_neighbors=5),
-                                  lambda: dmargin.MultiSURF(),
-                                  lambda: dmargin.IRelief(max_iter=5, tol=0)],
-                         ids=["ReliefF", "MultiSURF", "IRelief"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: dmargin.ReliefF(n_neighbors=5),
+        lambda: dmargin.MultiSURF(),
+        lambda: dmargin.IRelief(max_iter=5, tol=0),
+    ],
+    ids=["ReliefF", "MultiSURF", "IRelief"],
+)
 def test_swapping_a_feature_with_its_knockoff_flips_its_statistic(make):
     a = 6
     aug, y = _augmented(a=a)
@@ -121,8 +137,9 @@ def test_the_fit_uses_the_tested_statistic_on_the_samplers_knockoffs():
     W, _ = sel._statistics(sampler.augment(X, seed), y)
     np.testing.assert_allclose(sel.statistics_, W, rtol=0, atol=1e-12)
     assert sel.knockoffs_ == "copula"
-    np.testing.assert_array_equal(sel.selected_,
-                                  np.flatnonzero(W >= ref.knockoff_threshold(W, 0.5)))
+    np.testing.assert_array_equal(
+        sel.selected_, np.flatnonzero(W >= ref.knockoff_threshold(W, 0.5))
+    )
     np.testing.assert_array_equal(sel.get_support(indices=True), sel.selected_)
     assert sel.selected_.size > 0 and sel.transform(X).shape == (200, sel.selected_.size)
     np.testing.assert_array_equal(sel.feature_importances_, sel.statistics_)
@@ -131,6 +148,7 @@ def test_the_fit_uses_the_tested_statistic_on_the_samplers_knockoffs():
 # ---------------------------------------------------------------------------
 # Calibration on a partial null
 # ---------------------------------------------------------------------------
+
 
 def _partial_null(seed, n=300, a=40, k=5, noise=0.1):
     """``k`` informative uniform features among ``a``; the rest independent noise."""
@@ -169,20 +187,24 @@ def test_the_fdr_holds_on_a_partial_null_where_the_positive_statistics_do_not():
 # Derandomised knockoffs
 # ---------------------------------------------------------------------------
 
+
 def test_derandomised_knockoffs_average_the_draws_evalues():
     X, y, _ = _partial_null(7, n=200, a=20, k=6, noise=0.3)
-    sel = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.2, n_draws=3,
-                           random_state=0).fit(X, y)
+    sel = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.2, n_draws=3, random_state=0).fit(
+        X, y
+    )
     assert sel.statistics_.shape == (3, 20) and sel.threshold_.shape == (3,)
     want = np.mean([ref.evalues(w, 0.1) for w in sel.statistics_], axis=0)
     np.testing.assert_allclose(sel.evalues_, want, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(sel.selected_, ref.ebh(want, 0.2))
     np.testing.assert_allclose(sel.feature_importances_, sel.statistics_.mean(axis=0))
-    again = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.2, n_draws=3,
-                             random_state=0).fit(X, y)
+    again = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.2, n_draws=3, random_state=0).fit(
+        X, y
+    )
     np.testing.assert_array_equal(again.statistics_, sel.statistics_)
-    other = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.2, n_draws=3,
-                             random_state=1).fit(X, y)
+    other = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.2, n_draws=3, random_state=1).fit(
+        X, y
+    )
     assert not np.allclose(other.statistics_, sel.statistics_)
     # each draw's knockoffs differ
     assert not np.allclose(sel.statistics_[0], sel.statistics_[1])
@@ -191,6 +213,7 @@ def test_derandomised_knockoffs_average_the_draws_evalues():
 # ---------------------------------------------------------------------------
 # The same answer everywhere
 # ---------------------------------------------------------------------------
+
 
 def _assert_same_fit(a, b):
     np.testing.assert_allclose(a.statistics_, b.statistics_, rtol=0, atol=1e-10)
@@ -204,8 +227,7 @@ def _small():
 
 
 def _selector(**kw):
-    return KnockoffSelector(dmargin.ReliefF(n_neighbors=5), **{"q": 0.2, "random_state": 4,
-                                                                **kw})
+    return KnockoffSelector(dmargin.ReliefF(n_neighbors=5), **{"q": 0.2, "random_state": 4, **kw})
 
 
 @pytest.mark.parametrize("chunks", [60, (50, 100, 90)])
@@ -213,8 +235,9 @@ def test_threaded_dask_with_any_chunking_gives_the_numpy_fit(chunks):
     X, y = _small()
     local = _selector().fit(X, y)
     with dask.config.set(scheduler="threads"):
-        lazy = _selector().fit(da.from_array(X, chunks=(chunks, -1)),
-                               da.from_array(y, chunks=(chunks,)))
+        lazy = _selector().fit(
+            da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=(chunks,))
+        )
     _assert_same_fit(local, lazy)
 
 
@@ -259,18 +282,25 @@ def test_spark_gives_the_numpy_fit(spark):
 # Errors and cost
 # ---------------------------------------------------------------------------
 
+
 def test_an_estimator_without_feature_importances_is_refused():
     X, y = _small()
-    with pytest.raises(ValueError, match=r"KnockoffSelector: parameter estimator=LDM\(\).*"
-                                         "feature_importances_"):
+    with pytest.raises(
+        ValueError,
+        match=r"KnockoffSelector: parameter estimator=LDM\(\).*"
+        "feature_importances_",
+    ):
         KnockoffSelector(dmargin.LDM()).fit(X, y)
 
 
 @pytest.mark.parametrize("q", [0, 1, 1.5, -0.1])
 def test_q_outside_zero_one_is_refused(q):
     X, y = _small()
-    with pytest.raises(ValueError, match=rf"parameter q={q} is not valid; it must be a float "
-                                         r"in \(0, 1\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"parameter q={q} is not valid; it must be a float "
+        r"in \(0, 1\)",
+    ):
         KnockoffSelector(dmargin.ReliefF(), q=q).fit(X, y)
 
 
@@ -316,8 +346,9 @@ def test_the_cost_is_one_fit_on_twice_the_features_and_the_s_matrix():
     assert cost.seconds > inner.seconds
     assert "1 fit on 2 x 100 features" in cost.formula and "S matrix" in cost.formula
     assert "knockoffs' passes" in cost.formula
-    three = dmargin.fit_cost(KnockoffSelector(dmargin.ReliefF(), n_draws=3,
-                                              smatrix="equicorrelated"), 5000, 100)
+    three = dmargin.fit_cost(
+        KnockoffSelector(dmargin.ReliefF(), n_draws=3, smatrix="equicorrelated"), 5000, 100
+    )
     assert three.operations == 3 * (inner.operations + 5000 * 100)
     assert "closed form" in three.formula
 
@@ -355,15 +386,19 @@ def test_pandas_names_and_the_plain_knockoff_filter():
 # Group knockoffs
 # ---------------------------------------------------------------------------
 
+
 def _group_sums(W, groups):
     """``W_g``: the brute-force sum of the features' statistics in each group."""
-    return np.array([sum(W[j] for j in range(len(W)) if groups[j] == g)
-                     for g in range(max(groups) + 1)])
+    return np.array(
+        [sum(W[j] for j in range(len(W)) if groups[j] == g) for g in range(max(groups) + 1)]
+    )
 
 
-@pytest.mark.parametrize("make", [lambda: dmargin.ReliefF(n_neighbors=5),
-                                  lambda: dmargin.MultiSURF()],
-                         ids=["ReliefF", "MultiSURF"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: dmargin.ReliefF(n_neighbors=5), lambda: dmargin.MultiSURF()],
+    ids=["ReliefF", "MultiSURF"],
+)
 def test_swapping_a_group_with_its_knockoffs_flips_the_groups_statistic_only(make):
     a, groups = 6, [0, 0, 1, 2, 2, 2]
     aug, y = _augmented(a=a)
@@ -403,8 +438,9 @@ def norm_cdf(Z):
 def test_group_fits_threshold_the_group_statistics():
     X, y, _ = _correlated_noise(3)
     groups = [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5] + list(range(6, 18))
-    sel = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.3, random_state=2,
-                           groups=np.array(groups) + 10).fit(X, y)
+    sel = KnockoffSelector(
+        dmargin.ReliefF(n_neighbors=5), q=0.3, random_state=2, groups=np.array(groups) + 10
+    ).fit(X, y)
     np.testing.assert_array_equal(sel.groups_, groups)
     Wg = _group_sums(sel.statistics_, groups)
     np.testing.assert_allclose(sel.group_statistics_, Wg, rtol=0, atol=1e-12)
@@ -415,16 +451,18 @@ def test_group_fits_threshold_the_group_statistics():
     assert sel.selected_groups_.size > 0
     np.testing.assert_array_equal(sel.get_support(indices=True), sel.selected_)
     # the groups that "auto" finds here: each informative feature with its twin
-    auto = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.3, random_state=2,
-                            groups="auto").fit(X, y)
+    auto = KnockoffSelector(
+        dmargin.ReliefF(n_neighbors=5), q=0.3, random_state=2, groups="auto"
+    ).fit(X, y)
     np.testing.assert_array_equal(auto.groups_, groups)
     np.testing.assert_array_equal(auto.statistics_, sel.statistics_)
 
 
 def test_derandomised_group_knockoffs_take_the_groups_evalues():
     X, y, _ = _correlated_noise(4)
-    sel = KnockoffSelector(dmargin.ReliefF(n_neighbors=5), q=0.4, n_draws=3, random_state=1,
-                           groups="auto").fit(X, y)
+    sel = KnockoffSelector(
+        dmargin.ReliefF(n_neighbors=5), q=0.4, n_draws=3, random_state=1, groups="auto"
+    ).fit(X, y)
     G = sel.groups_.max() + 1
     assert sel.statistics_.shape == (3, 24) and sel.group_statistics_.shape == (3, G)
     Wg = np.array([_group_sums(w, list(sel.groups_)) for w in sel.statistics_])
@@ -432,8 +470,9 @@ def test_derandomised_group_knockoffs_take_the_groups_evalues():
     want = np.mean([ref.evalues(w, 0.2) for w in Wg], axis=0)
     np.testing.assert_allclose(sel.evalues_, want, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(sel.selected_groups_, ref.ebh(want, 0.4))
-    np.testing.assert_array_equal(sel.selected_,
-                                  np.flatnonzero(np.isin(sel.groups_, sel.selected_groups_)))
+    np.testing.assert_array_equal(
+        sel.selected_, np.flatnonzero(np.isin(sel.groups_, sel.selected_groups_))
+    )
 
 
 def test_without_groups_every_feature_is_its_own_group():
@@ -454,8 +493,7 @@ def test_the_group_fdr_holds_with_noise_correlated_with_the_signal():
     fdp, power = [], []
     for seed in range(2000, 2000 + draws):
         X, y, informative = _correlated_noise(seed, extra=24)
-        sel = KnockoffSelector(dmargin.ReliefF(), q=q, random_state=seed,
-                               groups="auto").fit(X, y)
+        sel = KnockoffSelector(dmargin.ReliefF(), q=q, random_state=seed, groups="auto").fit(X, y)
         true_groups = set(sel.groups_[informative].tolist())
         chosen = set(sel.selected_groups_.tolist())
         fdp.append(len(chosen - true_groups) / max(1, len(chosen)))
@@ -469,8 +507,9 @@ def test_groups_on_threaded_dask_give_the_numpy_fit():
     X, y, _ = _correlated_noise(5, n=240)
     local = _selector(groups="auto").fit(X, y)
     with dask.config.set(scheduler="threads"):
-        lazy = _selector(groups="auto").fit(da.from_array(X, chunks=(70, -1)),
-                                            da.from_array(y, chunks=(70,)))
+        lazy = _selector(groups="auto").fit(
+            da.from_array(X, chunks=(70, -1)), da.from_array(y, chunks=(70,))
+        )
     _assert_same_fit(local, lazy)
     np.testing.assert_array_equal(lazy.groups_, local.groups_)
     np.testing.assert_array_equal(lazy.selected_groups_, local.selected_groups_)
@@ -485,5 +524,6 @@ def test_groups_on_a_local_cluster_give_the_numpy_fit(client):
         remote = KnockoffSelector(make(), q=0.3, random_state=4, groups="auto").fit(dX, dy)
         _assert_same_fit(local, remote)
         np.testing.assert_array_equal(remote.groups_, local.groups_)
-        np.testing.assert_allclose(remote.group_statistics_, local.group_statistics_,
-                                   rtol=0, atol=1e-10)
+        np.testing.assert_allclose(
+            remote.group_statistics_, local.group_statistics_, rtol=0, atol=1e-10
+        )

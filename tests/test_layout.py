@@ -25,8 +25,14 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dmargin"
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
-DASK_ALLOWED = {"_compat.py", "engine/execution.py", "_parquet.py", "spark/_scheduler.py",
-                "spark/_source.py", "spark/_fit.py"}
+DASK_ALLOWED = {
+    "_compat.py",
+    "engine/execution.py",
+    "_parquet.py",
+    "spark/_scheduler.py",
+    "spark/_source.py",
+    "spark/_fit.py",
+}
 
 
 def _name(path):
@@ -46,9 +52,11 @@ def _imports(tree):
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_dask_is_imported_only_where_graphs_run(path):
     tree = ast.parse(path.read_text())
-    found = [f"line {item[2]}: {item[0]}" for item in _imports(tree)
-             if item[0].split(".")[0] in ("dask", "distributed")
-             and (len(item) == 3 or item[3] == 0)]
+    found = [
+        f"line {item[2]}: {item[0]}"
+        for item in _imports(tree)
+        if item[0].split(".")[0] in ("dask", "distributed") and (len(item) == 3 or item[3] == 0)
+    ]
     if _name(path) not in DASK_ALLOWED:
         assert not found, f"{_name(path)} imports dask: {found}"
 
@@ -56,16 +64,29 @@ def test_dask_is_imported_only_where_graphs_run(path):
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_module_imports_another_modules_private_name(path):
     tree = ast.parse(path.read_text())
-    bad = [f"line {item[2]}: from {item[0]} import {item[1]}" for item in _imports(tree)
-           if len(item) == 4 and item[3] > 0 and item[1].startswith("_")
-           and not item[1].startswith("__")]
+    bad = [
+        f"line {item[2]}: from {item[0]} import {item[1]}"
+        for item in _imports(tree)
+        if len(item) == 4
+        and item[3] > 0
+        and item[1].startswith("_")
+        and not item[1].startswith("__")
+    ]
     # Attribute access on an imported module: ``module._name``.
-    modules = {alias.asname or alias.name for node in ast.walk(tree)
-               if isinstance(node, ast.ImportFrom) and node.level > 0 for alias in node.names}
+    modules = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level > 0
+        for alias in node.names
+    }
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in modules and node.attr.startswith("_")
-                and not node.attr.startswith("__")):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
             bad.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
     assert not bad, f"{_name(path)} reaches into another module: {bad}"
 
@@ -73,9 +94,12 @@ def test_no_module_imports_another_modules_private_name(path):
 #: Outside the engine, only these may import numba (``demo.py``: numba's compile
 #: events, to show what a first fit costs).
 NUMBA_OUTSIDE_THE_ENGINE = {"demo.py"}
-ALGORITHM_MODULES = [_name(p) for p in MODULES
-                     if "engine" not in p.relative_to(PACKAGE).parts
-                     and _name(p) not in NUMBA_OUTSIDE_THE_ENGINE | DASK_ALLOWED]
+ALGORITHM_MODULES = [
+    _name(p)
+    for p in MODULES
+    if "engine" not in p.relative_to(PACKAGE).parts
+    and _name(p) not in NUMBA_OUTSIDE_THE_ENGINE | DASK_ALLOWED
+]
 
 
 @pytest.mark.parametrize("name", ALGORITHM_MODULES)
@@ -83,8 +107,13 @@ def test_algorithm_modules_hold_no_kernels_and_no_gathers(name):
     source = (PACKAGE / name).read_text()
     tree = ast.parse(source)
     assert not [i for i in _imports(tree) if i[0].split(".")[0] == "numba"], name
-    calls = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
-             and isinstance(node.func, ast.Attribute) and node.func.attr in ("compute", "persist")]
+    calls = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("compute", "persist")
+    ]
     assert not calls, f"{name} computes dask collections itself (lines {calls}): use _compat.gather"
 
 
@@ -116,17 +145,24 @@ def test_graphs_are_laid_out_by_the_grid_runner(path):
     if _name(path) in ("engine/grid.py", "engine/execution.py"):
         return
     tree = ast.parse(path.read_text())
-    bad = [f"line {node.lineno}: {ast.unparse(node.func)}" for node in ast.walk(tree)
-           if isinstance(node, ast.Call) and (
-               (isinstance(node.func, ast.Name) and node.func.id == "Graph")
-               or (isinstance(node.func, ast.Attribute) and node.func.attr == "tile"))]
-    bad += [f"line {node.lineno}: .dsk" for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and node.attr == "dsk"]
+    bad = [
+        f"line {node.lineno}: {ast.unparse(node.func)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == "Graph")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "tile")
+        )
+    ]
+    bad += [
+        f"line {node.lineno}: .dsk"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "dsk"
+    ]
     assert not bad, f"{_name(path)} builds graph tasks by hand (use engine.grid): {bad}"
 
 
-ALGORITHM_NAMES = ("relief", "surf", "stir", "immigrate", "im4e", "simba", "ldm", "boost",
-                   "sbs")
+ALGORITHM_NAMES = ("relief", "surf", "stir", "immigrate", "im4e", "simba", "ldm", "boost", "sbs")
 
 
 @pytest.mark.parametrize("path", ENGINE_FLOORS, ids=_name)
@@ -134,9 +170,12 @@ def test_the_engine_floors_hold_no_algorithm_named_function(path):
     # The kernels (``engine/kernels``) are per family by nature; the floors above them
     # serve any algorithm.
     tree = ast.parse(path.read_text())
-    bad = [node.name for node in tree.body
-           if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-           and any(a in node.name.lower() for a in ALGORITHM_NAMES)]
+    bad = [
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        and any(a in node.name.lower() for a in ALGORITHM_NAMES)
+    ]
     assert not bad, f"{_name(path)} holds an algorithm's own functions: {bad}"
 
 
@@ -146,8 +185,9 @@ MAX_LINES = 700
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_module_is_over_the_size_cap(path):
     lines = len(path.read_text().splitlines())
-    assert lines <= MAX_LINES, (f"{_name(path)} has {lines} lines (> {MAX_LINES}): split it "
-                                "where it holds two things")
+    assert lines <= MAX_LINES, (
+        f"{_name(path)} has {lines} lines (> {MAX_LINES}): split it where it holds two things"
+    )
 
 
 def test_no_test_reads_beside_the_repository(tmp_path):
@@ -167,8 +207,11 @@ def test_pair_modes_are_defined_once():
     from dmargin.engine.kernels import modes, quad, surf
 
     for kernels in (quad, surf):
-        assert (kernels.ORDERED, kernels.CROSS, kernels.WITHIN) == \
-            (modes.ORDERED, modes.CROSS, modes.WITHIN)
+        assert (kernels.ORDERED, kernels.CROSS, kernels.WITHIN) == (
+            modes.ORDERED,
+            modes.CROSS,
+            modes.WITHIN,
+        )
     import re
 
     assignment = re.compile(r"^(ORDERED|CROSS|WITHIN)\b[^=\n]*=(?!=)", re.M)
@@ -191,7 +234,7 @@ def _import_graph():
         edges = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level:
-                base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
                 subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
                 edges.update(s for s in (subs or [target]) if s in modules and s != name)
@@ -206,7 +249,7 @@ def test_no_import_cycle():
         state[module] = "open"
         for other in sorted(graph[module]):
             if state.get(other) == "open":
-                cycles.append(" -> ".join(stack[stack.index(other):] + [module, other]))
+                cycles.append(" -> ".join(stack[stack.index(other) :] + [module, other]))
             elif other not in state:
                 visit(other, stack + [module])
         state[module] = "done"
@@ -226,8 +269,10 @@ def test_no_test_asserts_a_wall_clock_bound():
     # is caught by a timeout (pytest-timeout, subprocess, join) and an event asserted.
     import re
 
-    stopwatch = re.compile(r"assert[^\n]*((perf_counter|monotonic|time\.time)\(\)\s*-|"
-                           r"\belapsed\s*<)")
+    stopwatch = re.compile(
+        r"assert[^\n]*((perf_counter|monotonic|time\.time)\(\)\s*-|"
+        r"\belapsed\s*<)"
+    )
     for path in sorted(Path(__file__).parent.glob("test_*.py")):
         for line in path.read_text().splitlines():
             assert not stopwatch.search(line), f"{path.name}: {line.strip()}"
@@ -245,10 +290,16 @@ def test_every_fit_enters_by_the_one_door():
         if _name(path) in ("_start.py", "_io.py", "_validation.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                    node.func.id in ("prepare_training_data", "check_X_y"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("prepare_training_data", "check_X_y")
+            ):
                 calls.setdefault(_name(path), []).append(f"line {node.lineno}: {node.func.id}")
-    extra = {name: found for name, found in calls.items()
-             if len(found) > CHECKED_ELSEWHERE.get(name, 0)
-             or any("prepare_training_data" in f for f in found)}
+    extra = {
+        name: found
+        for name, found in calls.items()
+        if len(found) > CHECKED_ELSEWHERE.get(name, 0)
+        or any("prepare_training_data" in f for f in found)
+    }
     assert not extra, f"fit data prepared outside dmargin._start.start_fit: {extra}"

@@ -97,29 +97,51 @@ def test_gradient_identity_and_kkt():
 def test_linear_primal_equals_linear_dual():
     """9.4: the d x d primal and the kernel dual with G = X X^T give the same machine."""
     X, y = _data(n=50, d=4)
-    kw = {"kernel": "linear", "C": 1.0, "tol": 1e-12, "max_iter": 100000, "random_state": 0,
-          "fit_intercept": False}  # the official package's machine
+    kw = {
+        "kernel": "linear",
+        "C": 1.0,
+        "tol": 1e-12,
+        "max_iter": 100000,
+        "random_state": 0,
+        "fit_intercept": False,
+    }  # the official package's machine
     primal = LDM(**kw).fit(X, y)
     assert primal.solver_ == "primal"
     # The dual path is taken when features >= rows; force it on the same data.
-    dual = fit_machines(X, (y > 0).astype(int), np.array([-1.0, 1.0]), C=1.0, lambda1=0.125,
-                        lambda2=0.125, kernel="linear", gamma=1.0, tol=1e-12, max_iter=100000,
-                        rng=np.random.default_rng(0), primal=False)
+    dual = fit_machines(
+        X,
+        (y > 0).astype(int),
+        np.array([-1.0, 1.0]),
+        C=1.0,
+        lambda1=0.125,
+        lambda2=0.125,
+        kernel="linear",
+        gamma=1.0,
+        tol=1e-12,
+        max_iter=100000,
+        rng=np.random.default_rng(0),
+        primal=False,
+    )
     assert dual.solver == "dual"
     np.testing.assert_allclose(primal.coef_, dual.coef, rtol=0, atol=1e-7)
     # Identity (no solver tolerance): one beta, both recoveries, the same w.
     beta = dual.beta[0]
     _, coef = dual_matrices(X @ X.T, y, 0.125)
-    np.testing.assert_allclose(X.T @ coef(0.125 / len(y) + beta),
-                               ref.linear_ldm_w(X, y, beta, 0.125, 0.125), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        X.T @ coef(0.125 / len(y) + beta),
+        ref.linear_ldm_w(X, y, beta, 0.125, 0.125),
+        rtol=0,
+        atol=1e-12,
+    )
 
 
 def test_dual_path_when_features_exceed_rows():
     X, y = _data(n=12, d=20)
     ldm = LDM(kernel="linear", random_state=0).fit(X, y)
     assert ldm.solver_ == "dual" and ldm.coef_.shape == (1, 20)
-    np.testing.assert_allclose(ldm.decision_function(X), X @ ldm.coef_[0] + ldm.intercept_[0],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        ldm.decision_function(X), X @ ldm.coef_[0] + ldm.intercept_[0], atol=1e-12
+    )
 
 
 def test_decision_function_is_kernel_expansion():
@@ -169,8 +191,10 @@ def test_dask_and_pandas_input_equal_numpy(blobs_binary):
     X, y = blobs_binary
     ref_ = LDM(random_state=0, scale="minmax").fit(X, y)
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
-    for Xin, yin in [(da.from_array(X, chunks=(17, X.shape[1])), da.from_array(y, chunks=17)),
-                     (frame, pd.Series(y))]:
+    for Xin, yin in [
+        (da.from_array(X, chunks=(17, X.shape[1])), da.from_array(y, chunks=17)),
+        (frame, pd.Series(y)),
+    ]:
         other = LDM(random_state=0, scale="minmax").fit(Xin, yin)
         np.testing.assert_allclose(other.dual_coef_, ref_.dual_coef_, rtol=0, atol=1e-12)
         np.testing.assert_array_equal(other.predict(Xin), ref_.predict(X))
@@ -237,9 +261,20 @@ def test_exp_polynomial_of_the_product_form():
     assert np.max(np.abs(p / exact - 1.0)) < 2e-15
 
 
-@pytest.mark.parametrize("gamma,squarings,far_row", [
-    (0.1, 0, False), (0.2, 1, False), (0.4, 2, False), (0.9, 3, False), (1.9, 4, False),
-    (3.9, 5, False), (7.9, 6, False), (0.3, 6, True), (40.0, 6, True)])
+@pytest.mark.parametrize(
+    "gamma,squarings,far_row",
+    [
+        (0.1, 0, False),
+        (0.2, 1, False),
+        (0.4, 2, False),
+        (0.9, 3, False),
+        (1.9, 4, False),
+        (3.9, 5, False),
+        (7.9, 6, False),
+        (0.3, 6, True),
+        (40.0, 6, True),
+    ],
+)
 def test_left_out_sums_every_exp_path(gamma, squarings, far_row):
     """Product form with 0 to 6 squarings, and (a far-out row, or a wide kernel) the
     clipped form in the sub-tiles it spreads, over several sub-tiles: = brute force to 1e-12."""
@@ -282,9 +317,15 @@ def _informative(n=90, seed=0):
     return X, y
 
 
-@pytest.mark.parametrize("make", [
-    lambda: LDMRFE(random_state=0), lambda: SVMRFE(random_state=0),
-    lambda: LDMRFE(criterion="abs", random_state=0)], ids=["LDMRFE", "SVMRFE", "LDMRFE-abs"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LDMRFE(random_state=0),
+        lambda: SVMRFE(random_state=0),
+        lambda: LDMRFE(criterion="abs", random_state=0),
+    ],
+    ids=["LDMRFE", "SVMRFE", "LDMRFE-abs"],
+)
 def test_informative_features_are_eliminated_last(make):
     # (Not the linear kernel: LDM has no bias term, so on [0, 1]-scaled data a
     # linear machine leans on some all-positive feature as its intercept.)
@@ -371,8 +412,7 @@ def test_ldm_rfe_elimination_scores_are_the_scores_at_elimination():
         removed = est.ranking_[cols] == est.n_iter_ + 1 - r
         np.testing.assert_array_equal(est.elimination_scores_[cols[removed]], scores[removed])
     cols, scores = est.scores_[-1]
-    np.testing.assert_array_equal(est.elimination_scores_[est.support_],
-                                  scores[est.support_[cols]])
+    np.testing.assert_array_equal(est.elimination_scores_[est.support_], scores[est.support_[cols]])
     assert not np.isnan(est.elimination_scores_).any()
 
 
@@ -427,8 +467,9 @@ def _assert_same_rfe(a, b):
 def test_rfe_threaded_dask_equals_in_process(blobs_binary, threaded):
     X, y = blobs_binary
     local = LDMRFE(random_state=0).fit(X, y)
-    on_dask = LDMRFE(random_state=0).fit(da.from_array(X, chunks=(13, X.shape[1])),
-                                         da.from_array(y, chunks=13))
+    on_dask = LDMRFE(random_state=0).fit(
+        da.from_array(X, chunks=(13, X.shape[1])), da.from_array(y, chunks=13)
+    )
     _assert_same_rfe(local, on_dask)
 
 
@@ -439,8 +480,9 @@ def test_rfe_cluster_equals_in_process(blobs_multiclass, client):
     X, y = blobs_multiclass
     workers = set(client.scheduler_info()["workers"])
     with get_task_stream(client) as stream:
-        remote = LDMRFE(n_features_to_select=4, random_state=0).fit(da.from_array(X, chunks=(11, X.shape[1])),
-                                            da.from_array(y, chunks=11))
+        remote = LDMRFE(n_features_to_select=4, random_state=0).fit(
+            da.from_array(X, chunks=(11, X.shape[1])), da.from_array(y, chunks=11)
+        )
     tile_workers = {t["worker"] for t in stream.data if "dmargin-kernel-sums" in str(t["key"])}
     assert tile_workers == workers, "score tasks did not run on both workers"
     with pytest.MonkeyPatch.context() as mp:
@@ -455,19 +497,31 @@ def test_rfe_cluster_equals_in_process(blobs_multiclass, client):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("params,match", [
-    ({"C": 0}, "C=0 is not valid"), ({"kernel": "poly"}, "kernel='poly'"),
-    ({"gamma": -1.0}, "gamma=-1.0"), ({"lambda1": -0.1}, "lambda1"),
-    ({"tol": 0}, "tol=0")])
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"C": 0}, "C=0 is not valid"),
+        ({"kernel": "poly"}, "kernel='poly'"),
+        ({"gamma": -1.0}, "gamma=-1.0"),
+        ({"lambda1": -0.1}, "lambda1"),
+        ({"tol": 0}, "tol=0"),
+    ],
+)
 def test_bad_ldm_parameters(params, match):
     X, y = _data()
     with pytest.raises(ValueError, match=match):
         LDM(**params).fit(X, y)
 
 
-@pytest.mark.parametrize("params,match", [
-    ({"n_features_to_select": 0}, "n_features_to_select=0"), ({"step": 0}, "step=0"),
-    ({"criterion": "l1"}, "criterion='l1'"), ({"scale": "standard"}, "scale='standard'")])
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"n_features_to_select": 0}, "n_features_to_select=0"),
+        ({"step": 0}, "step=0"),
+        ({"criterion": "l1"}, "criterion='l1'"),
+        ({"scale": "standard"}, "scale='standard'"),
+    ],
+)
 def test_bad_rfe_parameters(params, match):
     X, y = _data()
     with pytest.raises(ValueError, match=match):

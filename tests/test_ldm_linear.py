@@ -40,14 +40,16 @@ def _objective(X, y, w, C, lambda1, lambda2):
     if w.size == X.shape[1] + 1:
         X = np.column_stack([X, np.ones(len(X))])
     rows = prepare_rows(X, y, 2)
-    Q, c = ldm_quadratic(tuple(g[0] for g in linear_gram(rows, np.arange(X.shape[1]),
-                                                          [(0, 1)])), lambda1, lambda2)
+    Q, c = ldm_quadratic(
+        tuple(g[0] for g in linear_gram(rows, np.arange(X.shape[1]), [(0, 1)])), lambda1, lambda2
+    )
     margins = np.where(y == 1, 1.0, -1.0) * (X @ w)
     return ldm_primal_objective(w, Q, c, C, np.maximum(0.0, 1.0 - margins).sum())
 
 
-@pytest.mark.parametrize("C, lambda1, lambda2", [(1.0, 0.125, 0.125), (0.1, 1.0, 1.0),
-                                                 (10.0, 0.0, 0.5)])
+@pytest.mark.parametrize(
+    "C, lambda1, lambda2", [(1.0, 0.125, 0.125), (0.1, 1.0, 1.0), (10.0, 0.0, 0.5)]
+)
 def test_newton_equals_the_dual_solvers(C, lambda1, lambda2):
     X, y = _data()
     kw = dict(C=C, lambda1=lambda1, lambda2=lambda2, kernel="linear")
@@ -55,13 +57,23 @@ def test_newton_equals_the_dual_solvers(C, lambda1, lambda2):
     cd = LDM(solver="cd", random_state=0, **kw, **TIGHT).fit(X, y)  # DCD in w (9.4)
     assert (newton.solver_, cd.solver_) == ("newton", "primal")
     # The kernel dual with G = X X^T (9.2), its w read off the expansion.
-    dual = fit_machines(X, y, np.array([0, 1]), gamma=1.0, rng=np.random.default_rng(0),
-                        primal=False, fit_intercept=True, **kw, **TIGHT)
+    dual = fit_machines(
+        X,
+        y,
+        np.array([0, 1]),
+        gamma=1.0,
+        rng=np.random.default_rng(0),
+        primal=False,
+        fit_intercept=True,
+        **kw,
+        **TIGHT,
+    )
     for coef, b in ((cd.coef_, cd.intercept_), (dual.coef, dual.intercept)):
         np.testing.assert_allclose(newton.coef_, coef, rtol=0, atol=1e-6)
         np.testing.assert_allclose(newton.intercept_, b, rtol=0, atol=1e-6)
-    f_newton = _objective(X, y, np.append(newton.coef_[0], newton.intercept_[0]), C, lambda1,
-                          lambda2)
+    f_newton = _objective(
+        X, y, np.append(newton.coef_[0], newton.intercept_[0]), C, lambda1, lambda2
+    )
     f_dual = _objective(X, y, np.append(dual.coef[0], dual.intercept[0]), C, lambda1, lambda2)
     assert abs(f_newton - f_dual) <= 1e-6 * abs(f_dual)
     assert f_newton <= f_dual + 1e-9 * abs(f_dual)  # the exact hinge solution, not a smoothed one
@@ -74,8 +86,9 @@ def test_newton_one_vs_one_on_three_classes():
     cd = LDM(kernel="linear", solver="cd", random_state=0, **TIGHT).fit(X, y)
     assert newton.coef_.shape == (3, X.shape[1])
     np.testing.assert_allclose(newton.coef_, cd.coef_, rtol=0, atol=1e-6)
-    np.testing.assert_allclose(newton.decision_function(X), cd.decision_function(X), rtol=0,
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        newton.decision_function(X), cd.decision_function(X), rtol=0, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("C", [0.05, 1.0])
@@ -94,8 +107,9 @@ def test_svm_primal_is_linearsvc(C):
 def test_linear_svmrfe_ranks_as_sklearn_rfe_with_linearsvc():
     X, y = _data(n=200, d=7, seed=3)
     ours = SVMRFE(2, step=1, kernel="linear", solver="newton", scale=None, C=0.5).fit(X, y)
-    ref = RFE(LinearSVC(C=0.5, dual=False, tol=1e-12, max_iter=10_000), n_features_to_select=2,
-              step=1).fit(X, y)
+    ref = RFE(
+        LinearSVC(C=0.5, dual=False, tol=1e-12, max_iter=10_000), n_features_to_select=2, step=1
+    ).fit(X, y)
     np.testing.assert_array_equal(ours.ranking_, ref.ranking_)
 
 
@@ -118,14 +132,25 @@ def test_intercept_is_the_weight_of_a_column_of_ones(solver):
     X = X + 2.0  # the origin away from the classes: a bias matters
     ones = np.column_stack([X, np.ones(len(X))])
     if solver == "newton":
-        fits = [LDM(kernel="linear", solver="newton", fit_intercept=fi).fit(Z, y)
-                for fi, Z in ((True, X), (False, ones))]
+        fits = [
+            LDM(kernel="linear", solver="newton", fit_intercept=fi).fit(Z, y)
+            for fi, Z in ((True, X), (False, ones))
+        ]
         with_b, plain = ((f.coef_, f.intercept_) for f in fits)
     else:
-        kw = dict(C=1.0, lambda1=0.125, lambda2=0.125, kernel="linear", gamma=1.0,
-                  primal=solver == "primal", **TIGHT)
-        fits = [fit_machines(Z, y, np.arange(3), rng=np.random.default_rng(0),
-                             fit_intercept=fi, **kw) for fi, Z in ((True, X), (False, ones))]
+        kw = dict(
+            C=1.0,
+            lambda1=0.125,
+            lambda2=0.125,
+            kernel="linear",
+            gamma=1.0,
+            primal=solver == "primal",
+            **TIGHT,
+        )
+        fits = [
+            fit_machines(Z, y, np.arange(3), rng=np.random.default_rng(0), fit_intercept=fi, **kw)
+            for fi, Z in ((True, X), (False, ones))
+        ]
         assert {f.solver for f in fits} == {solver}
         with_b, plain = ((f.coef, f.intercept) for f in fits)
     np.testing.assert_allclose(with_b[0], plain[0][:, :-1], rtol=0, atol=1e-7)
@@ -139,8 +164,9 @@ def test_rbf_intercept_is_the_kernel_plus_one():
     X, y = _data(n=120, seed=6)
     ldm = LDM(kernel="rbf", fit_intercept=True, random_state=0).fit(X, y)
     K = np.exp(-ldm.gamma_ * ((X[:, None, :] - ldm.support_vectors_[None]) ** 2).sum(-1))
-    np.testing.assert_allclose(ldm.decision_function(X), (K + 1.0) @ ldm.dual_coef_[0],
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        ldm.decision_function(X), (K + 1.0) @ ldm.dual_coef_[0], rtol=0, atol=1e-10
+    )
     np.testing.assert_allclose(ldm.intercept_, ldm.dual_coef_.sum(axis=1), rtol=0, atol=1e-12)
     assert np.all(LDM(random_state=0).fit(X, y).intercept_ == 0)  # "auto": none with RBF
 
@@ -176,14 +202,15 @@ def test_ldmrfe_rounds_start_from_the_last_machines(monkeypatch):
     X, y = _offset_clusters(2, n=1500, d=12, k=4)
     passes = []
     for name in ("linear_loss", "hinge_band", "hinge_violations"):
-        monkeypatch.setattr(_ldm_solvers, name,
-                            (lambda f: lambda *a, **k: passes.append(1) or f(*a, **k))
-                            (getattr(_ldm_solvers, name)))
+        monkeypatch.setattr(
+            _ldm_solvers,
+            name,
+            (lambda f: lambda *a, **k: passes.append(1) or f(*a, **k))(getattr(_ldm_solvers, name)),
+        )
     warm = LDMRFE(4, kernel="linear", solver="newton").fit(X, y)
     n_warm = len(passes)
     machines = _ldm.newton_machines
-    monkeypatch.setattr(_ldm, "newton_machines",
-                        lambda *a, start=None: machines(*a, start=None))
+    monkeypatch.setattr(_ldm, "newton_machines", lambda *a, start=None: machines(*a, start=None))
     passes.clear()
     cold = LDMRFE(4, kernel="linear", solver="newton").fit(X, y)
     np.testing.assert_array_equal(warm.ranking_, cold.ranking_)
@@ -207,15 +234,20 @@ def test_auto_picks_newton_for_dask_input_and_many_rows(monkeypatch, threaded):
     assert LDM(kernel="rbf").fit(X, y).solver_ == "dual"
 
 
-@pytest.mark.parametrize("make", [lambda: LDM(), lambda: LDM(kernel="linear", solver="cd"),
-                                  lambda: LDMRFE(), lambda: SVMRFE()],
-                         ids=["LDM-rbf", "LDM-linear-cd", "LDMRFE-rbf", "SVMRFE-rbf"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: LDM(), lambda: LDM(kernel="linear", solver="cd"), lambda: LDMRFE(), lambda: SVMRFE()],
+    ids=["LDM-rbf", "LDM-linear-cd", "LDMRFE-rbf", "SVMRFE-rbf"],
+)
 def test_in_memory_solvers_refuse_large_dask_input(make, monkeypatch, threaded):
     monkeypatch.setattr(_ldm, "GATHER_MAX_ROWS", 120)
     X, y = _data(n=200)
     Xd, yd = da.from_array(X, chunks=(50, X.shape[1])), da.from_array(y, chunks=50)
-    with pytest.raises(ValueError, match=r"has 200 rows, above its limit of 120 rows.*"
-                                         r"kernel='linear'.*sample"):
+    with pytest.raises(
+        ValueError,
+        match=r"has 200 rows, above its limit of 120 rows.*"
+        r"kernel='linear'.*sample",
+    ):
         make().fit(Xd, yd)
     make().fit(Xd[:120], yd[:120])  # at the limit: gathered, as the docstrings say
     make().fit(X, y)  # numpy input is in memory already: no limit

@@ -38,8 +38,13 @@ def _env():
     env = dict(os.environ)
     # Workers import the dmargin under test; one thread per process each.
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               NUMBA_NUM_THREADS="1", DASK_DISTRIBUTED__ADMIN__TICK__LIMIT="10s")
+    env.update(
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        NUMBA_NUM_THREADS="1",
+        DASK_DISTRIBUTED__ADMIN__TICK__LIMIT="10s",
+    )
     return env
 
 
@@ -58,9 +63,14 @@ class CliCluster:
 
     def start(self, argv, name):
         with open(self.workdir / f"{name}.log", "wb") as log:  # the child keeps its own fd
-            proc = subprocess.Popen([str(a) for a in argv], stdout=log,
-                                    stderr=subprocess.STDOUT, cwd=self.workdir, env=self.env,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                [str(a) for a in argv],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                env=self.env,
+                start_new_session=True,
+            )
         self.procs[name] = proc
         return proc
 
@@ -72,8 +82,10 @@ class CliCluster:
         while not Path(path).exists() or Path(path).stat().st_size == 0:
             dead = {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
             if dead:
-                raise RuntimeError(f"processes exited early {dead}:\n"
-                                   + "\n".join(self.log(n)[-2000:] for n in dead))
+                raise RuntimeError(
+                    f"processes exited early {dead}:\n"
+                    + "\n".join(self.log(n)[-2000:] for n in dead)
+                )
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{path} did not appear within {timeout} s")
             time.sleep(0.05)
@@ -100,8 +112,21 @@ class CliCluster:
 def start_cli_cluster(cluster, n_workers=2, nanny=False, extra=()):
     """``dask scheduler`` + ``n_workers`` ``dask worker`` on loopback, free ports."""
     sched_file = cluster.workdir / "scheduler.json"
-    cluster.start([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                   "--scheduler-file", sched_file, *extra], "scheduler")
+    cluster.start(
+        [
+            DASK,
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            sched_file,
+            *extra,
+        ],
+        "scheduler",
+    )
     cluster.wait_for_file(sched_file)
     for i in range(n_workers):
         start_worker(cluster, sched_file, f"w{i}", nanny, extra)
@@ -110,10 +135,28 @@ def start_cli_cluster(cluster, n_workers=2, nanny=False, extra=()):
 
 def start_worker(cluster, sched_file, name, nanny=False, extra=()):
     """One ``dask worker`` (no nanny: the process handle is the worker itself)."""
-    return cluster.start([DASK, "worker", "--scheduler-file", sched_file, "--host", "127.0.0.1",
-                          "--nthreads", "1", "--name", name, "--no-dashboard",
-                          "--nanny" if nanny else "--no-nanny", "--death-timeout", "60",
-                          "--local-directory", cluster.workdir / name, *extra], name)
+    return cluster.start(
+        [
+            DASK,
+            "worker",
+            "--scheduler-file",
+            sched_file,
+            "--host",
+            "127.0.0.1",
+            "--nthreads",
+            "1",
+            "--name",
+            name,
+            "--no-dashboard",
+            "--nanny" if nanny else "--no-nanny",
+            "--death-timeout",
+            "60",
+            "--local-directory",
+            cluster.workdir / name,
+            *extra,
+        ],
+        name,
+    )
 
 
 def connect(sched_file, n_workers, **kwargs):
@@ -168,8 +211,9 @@ def test_cli_cluster_equals_in_process(make, blobs_multiclass, cli_client):
     tile_workers = {t["worker"] for t in stream.data if "dmargin-" in str(t["key"])}
     # On the workers, not in this process.  Which workers is the scheduler's choice: under
     # load it may keep a short fit's blocks (and so its tiles) on one of them.
-    assert tile_workers and tile_workers <= workers, \
+    assert tile_workers and tile_workers <= workers, (
         f"tile tasks ran on {tile_workers}, not on the workers {workers}"
+    )
 
 
 def test_parquet_read_by_the_workers(tmp_path, blobs_binary, cli_client):
@@ -179,13 +223,15 @@ def test_parquet_read_by_the_workers(tmp_path, blobs_binary, cli_client):
 
     X, y = blobs_binary
     pd.DataFrame(X).rename(columns=str).assign(label=y).to_parquet(
-        tmp_path / "d.parquet", row_group_size=10)
+        tmp_path / "d.parquet", row_group_size=10
+    )
     local = IRelief(max_iter=4, tol=0).fit(X, y)
     with cli_client.as_current(), get_task_stream(cli_client) as stream:
         Xd, yd = read_parquet(tmp_path / "d.parquet", "label")
         remote = IRelief(max_iter=4, tol=0).fit(Xd, yd)
-    np.testing.assert_allclose(remote.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        remote.feature_importances_, local.feature_importances_, rtol=0, atol=1e-10
+    )
     readers = {t["worker"] for t in stream.data if "read-parquet" in str(t["key"])}
     assert readers and readers <= set(worker_addresses(cli_client).values())
 
@@ -224,8 +270,9 @@ def test_fit_survives_a_killed_worker(cli):
             busy = client.processing(workers=[victim]).get(victim, ())
             if any("dmargin-lse" in str(k) for k in busy):
                 break
-            assert thread.is_alive() and time.monotonic() < deadline, \
+            assert thread.is_alive() and time.monotonic() < deadline, (
                 "the fit ended before tile tasks were seen on the victim"
+            )
             time.sleep(0.005)
         cluster.procs["w1"].kill()
         cluster.procs["w1"].wait(10)
@@ -243,10 +290,13 @@ def test_fit_survives_a_killed_worker(cli):
     client.wait_for_workers(2, timeout=60)
 
 
-@pytest.mark.parametrize("make", [
-    pytest.param(lambda: SBSMF(2, n_estimators=20), id="SBSMF"),
-    pytest.param(lambda: LDMRFE(2), id="LDMRFE"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: SBSMF(2, n_estimators=20), id="SBSMF"),
+        pytest.param(lambda: LDMRFE(2), id="LDMRFE"),
+    ],
+)
 def test_cli_cluster_eliminations_equal_in_process(make, blobs_binary, cli_client):
     """SBS-MF's stump histograms and LDM-RFE's S(j) pass on the command-line cluster."""
     from distributed import get_task_stream
@@ -259,5 +309,6 @@ def test_cli_cluster_eliminations_equal_in_process(make, blobs_binary, cli_clien
     np.testing.assert_array_equal(remote.ranking_, local.ranking_)
     np.testing.assert_array_equal(remote.support_, local.support_)
     tile_workers = {t["worker"] for t in stream.data if "dmargin-" in str(t["key"])}
-    assert tile_workers and tile_workers <= workers, \
+    assert tile_workers and tile_workers <= workers, (
         f"tasks ran on {tile_workers}, not on the workers {workers}"
+    )

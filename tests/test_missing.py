@@ -39,8 +39,9 @@ import skrebate.relieff as skrebate_relieff  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 GAMETES = DATA / "gametes"
-MISSING_FILE = ("GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01"
-                ".tsv.gz")
+MISSING_FILE = (
+    "GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz"
+)
 ATOL = 1e-10
 
 
@@ -72,13 +73,17 @@ def _symmetric_missing(original):
     def distarray(self, xc, xd, cdiffs):
         lower = original(self, xc, xd, cdiffs)
         return lower + lower.T
+
     return distarray
 
 
 def skrebate_scores(variant, X, y, monkeypatch, **params):
     monkeypatch.setattr(skrebate_relieff, "np", _stable_numpy())
-    monkeypatch.setattr(skrebate.ReliefF, "_distarray_missing",
-                        _symmetric_missing(skrebate.ReliefF._distarray_missing))
+    monkeypatch.setattr(
+        skrebate.ReliefF,
+        "_distarray_missing",
+        _symmetric_missing(skrebate.ReliefF._distarray_missing),
+    )
     return getattr(skrebate, variant)(n_jobs=1, **params).fit(X.copy(), y).feature_importances_
 
 
@@ -111,8 +116,12 @@ def test_relieff_neighbours_and_three_classes_follow_the_rule(monkeypatch):
     peer = skrebate_scores("ReliefF", X, y, monkeypatch, n_neighbors=3)
     np.testing.assert_allclose(est.feature_importances_, peer, rtol=0, atol=ATOL)
     y3 = np.where(np.arange(len(y)) % 3 == 0, 2, y)
-    np.testing.assert_allclose(ours("ReliefF", n_neighbors=3).fit(X, y3).feature_importances_,
-                               brute_relieff(X, y3, 3), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        ours("ReliefF", n_neighbors=3).fit(X, y3).feature_importances_,
+        brute_relieff(X, y3, 3),
+        rtol=0,
+        atol=ATOL,
+    )
 
 
 def brute_relieff(X, y, k, anchors=None):
@@ -135,8 +144,12 @@ def brute_relieff(X, y, k, anchors=None):
             near = members[np.lexsort((members, d[members]))][:k]
             valid = both[near]
             found = valid.sum(axis=0)
-            mean = np.divide(np.where(valid, diff[near], 0.0).sum(axis=0), found,
-                             out=np.zeros(a), where=found > 0)
+            mean = np.divide(
+                np.where(valid, diff[near], 0.0).sum(axis=0),
+                found,
+                out=np.zeros(a),
+                where=found > 0,
+            )
             if c == codes[i]:
                 W -= mean
             else:
@@ -148,14 +161,23 @@ def test_relieff_with_a_sample_of_anchors_follows_the_rule():
     X, y = gametes_missing()
     y3 = np.where(np.arange(len(y)) % 3 == 0, 2, y)
     est = ours("ReliefF", n_neighbors=5, n_anchors=50, random_state=4).fit(X, y3)
-    np.testing.assert_allclose(est.feature_importances_,
-                               brute_relieff(X, y3, 5, est.anchor_indices_), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        est.feature_importances_, brute_relieff(X, y3, 5, est.anchor_indices_), rtol=0, atol=ATOL
+    )
 
 
 def test_distance_is_the_mean_over_the_features_present():
     """Rows that differ only where one of them is missing are at distance 0."""
-    X = np.array([[0.0, 1.0, np.nan], [0.0, 1.0, 2.0], [0.0, 2.0, 2.0], [1.0, 2.0, 0.0],
-                  [1.0, np.nan, 0.0], [1.0, 2.0, 1.0]])
+    X = np.array(
+        [
+            [0.0, 1.0, np.nan],
+            [0.0, 1.0, 2.0],
+            [0.0, 2.0, 2.0],
+            [1.0, 2.0, 0.0],
+            [1.0, np.nan, 0.0],
+            [1.0, 2.0, 1.0],
+        ]
+    )
     y = np.array([0, 0, 0, 1, 1, 1])
     est = dmargin.ReliefF(n_neighbors=1, discrete_threshold=10).fit(X, y)
     np.testing.assert_allclose(est.feature_importances_, brute_relieff(X, y, 1), atol=ATOL)
@@ -168,8 +190,11 @@ def test_threaded_dask_equals_in_process(variant):
     params = {"n_anchors": 60, "random_state": 1} if variant == "SURFstar" else {}
     expected = ours(variant, **params).fit(X, y).feature_importances_
     with dask.config.set(scheduler="threads"):
-        got = ours(variant, **params).fit(da.from_array(X, chunks=(70, -1)),
-                                          da.from_array(y, chunks=70)).feature_importances_
+        got = (
+            ours(variant, **params)
+            .fit(da.from_array(X, chunks=(70, -1)), da.from_array(y, chunks=70))
+            .feature_importances_
+        )
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
 
 
@@ -181,8 +206,11 @@ def test_cluster_equals_in_process(local_cluster):
     expected = {v: ours(v).fit(X, y).feature_importances_ for v in ("ReliefF", "MultiSURF")}
     with Client(local_cluster):
         for variant, weights in expected.items():
-            got = ours(variant).fit(da.from_array(X, chunks=(50, -1)),
-                                    da.from_array(y, chunks=50)).feature_importances_
+            got = (
+                ours(variant)
+                .fit(da.from_array(X, chunks=(50, -1)), da.from_array(y, chunks=50))
+                .feature_importances_
+            )
             np.testing.assert_allclose(got, weights, rtol=0, atol=ATOL, err_msg=variant)
 
 
@@ -197,11 +225,16 @@ def test_infinite_values_and_empty_columns_are_refused():
         dmargin.MultiSURF().fit(X, y)
 
 
-@pytest.mark.parametrize("make", [lambda: dmargin.Relief(),
-                                  lambda: dmargin.Immigrate(max_iter=2),
-                                  lambda: dmargin.SBSMF(1, n_estimators=5),
-                                  lambda: dmargin.LDMRFE(1)],
-                         ids=["Relief", "Immigrate", "SBSMF", "LDMRFE"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: dmargin.Relief(),
+        lambda: dmargin.Immigrate(max_iter=2),
+        lambda: dmargin.SBSMF(1, n_estimators=5),
+        lambda: dmargin.LDMRFE(1),
+    ],
+    ids=["Relief", "Immigrate", "SBSMF", "LDMRFE"],
+)
 def test_estimators_without_a_missing_value_rule_name_the_column_and_the_imputer(make):
     X, y = wpbc()
     with pytest.raises(ValueError, match=r"column 32 \(4 rows\).*SimpleImputer"):
@@ -216,8 +249,11 @@ def test_estimators_without_a_missing_value_rule_name_the_column_and_the_imputer
 @functools.lru_cache(maxsize=None)
 def mixed_with_missing(n=90, classes=2):
     """GAMETES' mixed-attribute file (11 discrete, 9 continuous), 6 % NaN."""
-    frame = pd.read_csv(GAMETES / ("GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__"
-                                   "maf_0.2_EDM-2_01.tsv.gz"), sep="\t")
+    frame = pd.read_csv(
+        GAMETES
+        / ("GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz"),
+        sep="\t",
+    )
     rng = np.random.default_rng(3)
     rows = np.sort(rng.choice(len(frame), n, replace=False))
     X = frame.drop(columns="Class").to_numpy(dtype=float)[rows]
@@ -228,17 +264,30 @@ def mixed_with_missing(n=90, classes=2):
     return X, y
 
 
-@pytest.mark.parametrize("classes,multiclass,outliers,nan", [
-    (2, "margin", True, True), (3, "margin", True, True), (3, "relieff", False, True),
-    (2, "margin", True, False), (3, "relieff", True, False)])
+@pytest.mark.parametrize(
+    "classes,multiclass,outliers,nan",
+    [
+        (2, "margin", True, True),
+        (3, "margin", True, True),
+        (3, "relieff", False, True),
+        (2, "margin", True, False),
+        (3, "relieff", True, False),
+    ],
+)
 def test_irelief_equals_the_brute_force_rule(classes, multiclass, outliers, nan):
     from tests import reference_missing as ref
 
     X, y = mixed_with_missing(classes=classes)
     if not nan:
         X = np.where(np.isnan(X), 1.0, X)
-    est = dmargin.IRelief(discrete_threshold=10, max_iter=3, tol=0, sigma=0.5,
-                          multiclass=multiclass, outliers=outliers).fit(X, y)
+    est = dmargin.IRelief(
+        discrete_threshold=10,
+        max_iter=3,
+        tol=0,
+        sigma=0.5,
+        multiclass=multiclass,
+        outliers=outliers,
+    ).fit(X, y)
     discrete = est.discrete_features_
     assert discrete.sum() == 11
     expected = ref.irelief(X, y, 0.5, 3, discrete, multiclass, outliers)
@@ -247,40 +296,57 @@ def test_irelief_equals_the_brute_force_rule(classes, multiclass, outliers, nan)
 
 def test_irelief_threaded_dask_equals_in_process():
     X, y = mixed_with_missing()
-    est = dmargin.IRelief(discrete_threshold=10, max_iter=3, tol=0, n_anchors=40,
-                          random_state=0)
+    est = dmargin.IRelief(discrete_threshold=10, max_iter=3, tol=0, n_anchors=40, random_state=0)
     expected = est.fit(X, y).feature_importances_
     with dask.config.set(scheduler="threads"):
-        got = est.fit(da.from_array(X, chunks=(25, -1)),
-                      da.from_array(y, chunks=25)).feature_importances_
+        got = est.fit(
+            da.from_array(X, chunks=(25, -1)), da.from_array(y, chunks=25)
+        ).feature_importances_
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
 
 
-@pytest.mark.parametrize("multiclass,outliers,threshold,nan", [
-    ("margin", True, 0, True), ("relieff", False, 0, True), ("margin", True, 10, True),
-    ("relieff", True, 10, False)])
+@pytest.mark.parametrize(
+    "multiclass,outliers,threshold,nan",
+    [
+        ("margin", True, 0, True),
+        ("relieff", False, 0, True),
+        ("margin", True, 10, True),
+        ("relieff", True, 10, False),
+    ],
+)
 def test_online_irelief_equals_the_brute_force_rule(multiclass, outliers, threshold, nan):
     from tests import reference_missing as ref
 
     X, y = mixed_with_missing(n=60, classes=3)
     if not nan:
         X = np.where(np.isnan(X), 1.0, X)
-    est = dmargin.OnlineIRelief(n_passes=2, tol=0, sigma=0.5, a=2.0, shuffle=False,
-                                block_size=25, multiclass=multiclass, outliers=outliers,
-                                discrete_threshold=threshold).fit(X, y)
+    est = dmargin.OnlineIRelief(
+        n_passes=2,
+        tol=0,
+        sigma=0.5,
+        a=2.0,
+        shuffle=False,
+        block_size=25,
+        multiclass=multiclass,
+        outliers=outliers,
+        discrete_threshold=threshold,
+    ).fit(X, y)
     assert est.discrete_features_.sum() == (11 if threshold else 0)
-    expected = ref.online_irelief(X, y, 0.5, 2.0, 2, outliers, multiclass,
-                                  est.discrete_features_)
+    expected = ref.online_irelief(X, y, 0.5, 2.0, 2, outliers, multiclass, est.discrete_features_)
     np.testing.assert_allclose(est.feature_importances_, expected, rtol=0, atol=ATOL)
     if threshold:  # the same features found on dask rows
         with dask.config.set(scheduler="threads"):
             Xd = da.from_array(X, chunks=(20, -1))
-            assert np.array_equal(dmargin.OnlineIRelief(discrete_threshold=threshold, n_passes=1)
-                                  .fit(Xd, da.from_array(y, chunks=20)).discrete_features_,
-                                  est.discrete_features_)
+            assert np.array_equal(
+                dmargin.OnlineIRelief(discrete_threshold=threshold, n_passes=1)
+                .fit(Xd, da.from_array(y, chunks=20))
+                .discrete_features_,
+                est.discrete_features_,
+            )
     # partial_fit over chunks: the chunk's own rows as candidates, the same rule
-    chunks = dmargin.OnlineIRelief(sigma=0.5, a=2.0, shuffle=False, multiclass=multiclass,
-                                   outliers=outliers)
+    chunks = dmargin.OnlineIRelief(
+        sigma=0.5, a=2.0, shuffle=False, multiclass=multiclass, outliers=outliers
+    )
     chunks.partial_fit(X[:30], y[:30], classes=np.unique(y))
     chunks.partial_fit(X[30:], y[30:])
     assert np.all(np.isfinite(chunks.feature_importances_))
@@ -294,13 +360,13 @@ def test_online_stream_with_missing_reference_rows_resumes_exactly(tmp_path):
     params = {"sigma": 0.5, "random_state": 0, "discrete_threshold": 10}
     whole = dmargin.OnlineIRelief(**params).set_reference(X[:20], y[:20])
     for lo in range(0, 60, 20):
-        whole.partial_fit(X[lo:lo + 20], y[lo:lo + 20], classes=np.unique(y))
+        whole.partial_fit(X[lo : lo + 20], y[lo : lo + 20], classes=np.unique(y))
     part = dmargin.OnlineIRelief(**params).set_reference(X[:20], y[:20])
     part.partial_fit(X[:20], y[:20], classes=np.unique(y))
     part.save_state(tmp_path / "stream.npz")
     resumed = dmargin.OnlineIRelief.load_state(tmp_path / "stream.npz")
     for lo in range(20, 60, 20):
-        resumed.partial_fit(X[lo:lo + 20], y[lo:lo + 20])
+        resumed.partial_fit(X[lo : lo + 20], y[lo : lo + 20])
     assert np.isnan(X[:20]).any() and whole.discrete_features_.any()
     np.testing.assert_array_equal(resumed.discrete_features_, whole.discrete_features_)
     np.testing.assert_array_equal(resumed.feature_importances_, whole.feature_importances_)

@@ -22,8 +22,12 @@ import dmargin
 
 from tests.test_missing import ATOL, skrebate_scores
 
-MIXED_FILE = Path(__file__).resolve().parent / "data" / "gametes" / (
-    "GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz")
+MIXED_FILE = (
+    Path(__file__).resolve().parent
+    / "data"
+    / "gametes"
+    / ("GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz")
+)
 
 
 @functools.lru_cache(maxsize=None)
@@ -31,8 +35,11 @@ def gametes_mixed(n=300):
     frame = pd.read_csv(MIXED_FILE, sep="\t")
     rows = np.sort(np.random.default_rng(1).choice(len(frame), n, replace=False))
     features = frame.drop(columns="Class")
-    return (features.to_numpy(dtype=float)[rows], frame["Class"].to_numpy()[rows],
-            list(features.columns))
+    return (
+        features.to_numpy(dtype=float)[rows],
+        frame["Class"].to_numpy()[rows],
+        list(features.columns),
+    )
 
 
 @pytest.mark.parametrize("k", [1, 10])
@@ -60,10 +67,12 @@ def test_mixed_with_missing_values_equals_skrebate(monkeypatch):
     for variant in ("ReliefF", "MultiSURF"):
         params = {"discrete_threshold": 10} if variant == "ReliefF" else {}
         est = getattr(dmargin, variant)(**params).fit(X, y)
-        peer = skrebate_scores(variant, X, y, monkeypatch,
-                               **({"n_neighbors": 10} if variant == "ReliefF" else {}))
-        np.testing.assert_allclose(est.feature_importances_, peer, rtol=0, atol=ATOL,
-                                   err_msg=variant)
+        peer = skrebate_scores(
+            variant, X, y, monkeypatch, **({"n_neighbors": 10} if variant == "ReliefF" else {})
+        )
+        np.testing.assert_allclose(
+            est.feature_importances_, peer, rtol=0, atol=ATOL, err_msg=variant
+        )
 
 
 def test_threaded_dask_equals_in_process():
@@ -71,6 +80,7 @@ def test_threaded_dask_equals_in_process():
     est = dmargin.ReliefF(discrete_threshold=10, n_anchors=50, random_state=0)
     expected = est.fit(X, y).feature_importances_
     with dask.config.set(scheduler="threads"):
-        got = est.fit(da.from_array(X, chunks=(80, -1)),
-                      da.from_array(y, chunks=80)).feature_importances_
+        got = est.fit(
+            da.from_array(X, chunks=(80, -1)), da.from_array(y, chunks=80)
+        ).feature_importances_
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)

@@ -61,110 +61,254 @@ def case(make, datasets, cluster, engine=True, id=None):
 
 CASES = [
     # I-RELIEF family
-    case(lambda: dmargin.IRelief(max_iter=6, tol=0, sigma=1.0), ("blobs_binary",) + ANY,
-         ("blobs_multiclass", "array"), id="IRelief"),
-    case(lambda: dmargin.IRelief(max_iter=4, tol=0, multiclass="relieff", outliers=False),
-         ANY, ("blobs_multiclass", "array"), id="IRelief-1"),
-    case(lambda: dmargin.OnlineIRelief(n_passes=2, block_size=17, random_state=3),
-         ("blobs_binary",) + ANY, ("blobs_multiclass", "array"), engine=False,
-         id="OnlineIRelief"),
-    case(lambda: dmargin.ReliefF(n_neighbors=4), ("blobs_binary",) + ANY,
-         ("blobs_multiclass", "array"), id="ReliefF"),
+    case(
+        lambda: dmargin.IRelief(max_iter=6, tol=0, sigma=1.0),
+        ("blobs_binary",) + ANY,
+        ("blobs_multiclass", "array"),
+        id="IRelief",
+    ),
+    case(
+        lambda: dmargin.IRelief(max_iter=4, tol=0, multiclass="relieff", outliers=False),
+        ANY,
+        ("blobs_multiclass", "array"),
+        id="IRelief-1",
+    ),
+    case(
+        lambda: dmargin.OnlineIRelief(n_passes=2, block_size=17, random_state=3),
+        ("blobs_binary",) + ANY,
+        ("blobs_multiclass", "array"),
+        engine=False,
+        id="OnlineIRelief",
+    ),
+    case(
+        lambda: dmargin.ReliefF(n_neighbors=4),
+        ("blobs_binary",) + ANY,
+        ("blobs_multiclass", "array"),
+        id="ReliefF",
+    ),
     case(lambda: dmargin.Relief(), ("blobs_binary",) + ANY, ("heart", "frame"), id="Relief"),
     case(lambda: dmargin.RReliefF(n_neighbors=8), BINARY, ("heart", "frame"), id="RReliefF"),
-    case(lambda: dmargin.Simba(n_starts=2, n_passes=2, random_state=0), ANY,
-         ("heart", "frame"), engine=False, id="Simba"),
-    case(lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=4), pct=0.5, keep=3), ANY,
-         ("heart", "frame"), id="TuRF"),
-    case(lambda: dmargin.MuRelief(n_neighbors=6), ANY, ("blobs_multiclass", "array"),
-         id="MuRelief"),
-    case(lambda: dmargin.MuRelief(n_neighbors=0.2, n_anchors=30, random_state=0), ANY,
-         ("heart", "frame"), id="MuRelief-anchors"),
-    case(lambda: dmargin.MuRelief(n_neighbors=5, n_anchors=25, random_state=0),
-         ("blobs_regression",), ("blobs_regression", "frame"), id="MuRelief-continuous"),
-    case(lambda: dmargin.Iter(dmargin.MultiSURF(), max_iter=3), ANY, ("heart", "frame"),
-         id="Iter"),
-    case(lambda: dmargin.VLS(dmargin.ReliefF(n_neighbors=4), num_feature_subset=8,
-                             size_feature_subset=2, random_state=0), ANY,
-         ("blobs_multiclass", "array"), engine=False, id="VLS"),
-    case(lambda: dmargin.KnockoffSelector(dmargin.ReliefF(n_neighbors=4), q=0.5,
-                                          random_state=0), ("blobs_binary", "blobs_multiclass"),
-         ("blobs_binary", "frame"), id="KnockoffSelector"),
-    case(lambda: dmargin.KnockoffSelector(dmargin.MultiSURF(), q=0.5, n_draws=2,
-                                          random_state=1), ("blobs_multiclass",),
-         ("blobs_multiclass", "array"), id="KnockoffSelector-draws"),
+    case(
+        lambda: dmargin.Simba(n_starts=2, n_passes=2, random_state=0),
+        ANY,
+        ("heart", "frame"),
+        engine=False,
+        id="Simba",
+    ),
+    case(
+        lambda: dmargin.TuRF(dmargin.ReliefF(n_neighbors=4), pct=0.5, keep=3),
+        ANY,
+        ("heart", "frame"),
+        id="TuRF",
+    ),
+    case(
+        lambda: dmargin.MuRelief(n_neighbors=6), ANY, ("blobs_multiclass", "array"), id="MuRelief"
+    ),
+    case(
+        lambda: dmargin.MuRelief(n_neighbors=0.2, n_anchors=30, random_state=0),
+        ANY,
+        ("heart", "frame"),
+        id="MuRelief-anchors",
+    ),
+    case(
+        lambda: dmargin.MuRelief(n_neighbors=5, n_anchors=25, random_state=0),
+        ("blobs_regression",),
+        ("blobs_regression", "frame"),
+        id="MuRelief-continuous",
+    ),
+    case(lambda: dmargin.Iter(dmargin.MultiSURF(), max_iter=3), ANY, ("heart", "frame"), id="Iter"),
+    case(
+        lambda: dmargin.VLS(
+            dmargin.ReliefF(n_neighbors=4),
+            num_feature_subset=8,
+            size_feature_subset=2,
+            random_state=0,
+        ),
+        ANY,
+        ("blobs_multiclass", "array"),
+        engine=False,
+        id="VLS",
+    ),
+    case(
+        lambda: dmargin.KnockoffSelector(dmargin.ReliefF(n_neighbors=4), q=0.5, random_state=0),
+        ("blobs_binary", "blobs_multiclass"),
+        ("blobs_binary", "frame"),
+        id="KnockoffSelector",
+    ),
+    case(
+        lambda: dmargin.KnockoffSelector(dmargin.MultiSURF(), q=0.5, n_draws=2, random_state=1),
+        ("blobs_multiclass",),
+        ("blobs_multiclass", "array"),
+        id="KnockoffSelector-draws",
+    ),
     # SURF family (heart and blobs_multiclass mix discrete and continuous features)
     case(lambda: dmargin.SURF(), ANY, ("heart", "frame"), id="SURF"),
-    case(lambda: dmargin.SURFstar(n_anchors=40, random_state=0), ANY,
-         ("blobs_multiclass", "array"), id="SURFstar-anchors"),
-    case(lambda: dmargin.MultiSURF(), ("blobs_binary",) + ANY, ("blobs_multiclass", "array"),
-         id="MultiSURF"),
+    case(
+        lambda: dmargin.SURFstar(n_anchors=40, random_state=0),
+        ANY,
+        ("blobs_multiclass", "array"),
+        id="SURFstar-anchors",
+    ),
+    case(
+        lambda: dmargin.MultiSURF(),
+        ("blobs_binary",) + ANY,
+        ("blobs_multiclass", "array"),
+        id="MultiSURF",
+    ),
     case(lambda: dmargin.MultiSURFstar(), ANY, ("heart", "frame"), id="MultiSURFstar"),
     # ... on a continuous target (skrebate's continuous endpoint)
-    case(lambda: dmargin.MultiSURFstar(), ("blobs_regression",), ("blobs_regression", "array"),
-         id="MultiSURFstar-continuous"),
-    case(lambda: dmargin.SURF(n_anchors=30, random_state=0), ("blobs_regression",),
-         ("blobs_regression", "frame"), id="SURF-anchors-continuous"),
+    case(
+        lambda: dmargin.MultiSURFstar(),
+        ("blobs_regression",),
+        ("blobs_regression", "array"),
+        id="MultiSURFstar-continuous",
+    ),
+    case(
+        lambda: dmargin.SURF(n_anchors=30, random_state=0),
+        ("blobs_regression",),
+        ("blobs_regression", "frame"),
+        id="SURF-anchors-continuous",
+    ),
     # SWRF family (weighted neighbours)
     case(lambda: dmargin.SWRF(), ANY, ("heart", "frame"), id="SWRF"),
-    case(lambda: dmargin.SWRFstar(n_anchors=40, random_state=0), ANY,
-         ("blobs_multiclass", "array"), id="SWRFstar-anchors"),
-    case(lambda: dmargin.MultiSWRF(), ("blobs_binary",) + ANY, ("blobs_multiclass", "array"),
-         id="MultiSWRF"),
+    case(
+        lambda: dmargin.SWRFstar(n_anchors=40, random_state=0),
+        ANY,
+        ("blobs_multiclass", "array"),
+        id="SWRFstar-anchors",
+    ),
+    case(
+        lambda: dmargin.MultiSWRF(),
+        ("blobs_binary",) + ANY,
+        ("blobs_multiclass", "array"),
+        id="MultiSWRF",
+    ),
     case(lambda: dmargin.MultiSWRFstar(), ANY, ("heart", "frame"), id="MultiSWRFstar"),
-    case(lambda: dmargin.MultiSWRFDB(), ("blobs_regression",), ("blobs_regression", "array"),
-         id="MultiSWRFDB-continuous"),
+    case(
+        lambda: dmargin.MultiSWRFDB(),
+        ("blobs_regression",),
+        ("blobs_regression", "array"),
+        id="MultiSWRFDB-continuous",
+    ),
     case(lambda: dmargin.MultiSWRFDBstar(), ANY, ("heart", "frame"), id="MultiSWRFDBstar"),
     # IMMIGRATE family
-    case(lambda: dmargin.Immigrate(max_iter=4), ANY, ("blobs_multiclass", "array"),
-         id="Immigrate"),
-    case(lambda: dmargin.Immigrate(max_iter=4, init="random", prune=0.05, random_state=0,
-                                   prediction_sigma=2.0), ANY, ("heart", "frame"),
-         id="Immigrate-prune"),
+    case(lambda: dmargin.Immigrate(max_iter=4), ANY, ("blobs_multiclass", "array"), id="Immigrate"),
+    case(
+        lambda: dmargin.Immigrate(
+            max_iter=4, init="random", prune=0.05, random_state=0, prediction_sigma=2.0
+        ),
+        ANY,
+        ("heart", "frame"),
+        id="Immigrate-prune",
+    ),
     case(lambda: dmargin.IM4E(max_iter=4), ANY, ("heart", "frame"), id="IM4E"),
-    case(lambda: dmargin.IM4E(max_iter=4, weight_update="simplex", lam=0.5), ANY,
-         ("blobs_multiclass", "array"), id="IM4E-simplex"),
-    case(lambda: dmargin.IM4EImmigrate(max_iter=4), ANY, ("heart", "frame"),
-         id="IM4EImmigrate"),
-    case(lambda: dmargin.BoostedImmigrate(n_estimators=4, max_iter=3), ANY,
-         ("blobs_multiclass", "array"), id="BIM"),
+    case(
+        lambda: dmargin.IM4E(max_iter=4, weight_update="simplex", lam=0.5),
+        ANY,
+        ("blobs_multiclass", "array"),
+        id="IM4E-simplex",
+    ),
+    case(lambda: dmargin.IM4EImmigrate(max_iter=4), ANY, ("heart", "frame"), id="IM4EImmigrate"),
+    case(
+        lambda: dmargin.BoostedImmigrate(n_estimators=4, max_iter=3),
+        ANY,
+        ("blobs_multiclass", "array"),
+        id="BIM",
+    ),
     # SBS-MF and its baselines
-    case(lambda: dmargin.AdaBoostStumps(n_estimators=6), BINARY, ("heart", "frame"),
-         id="AdaBoostStumps"),
-    case(lambda: dmargin.SBSMF(n_features_to_select=4, step=4, n_estimators=5), BINARY,
-         ("heart", "frame"), id="SBSMF"),
-    case(lambda: dmargin.SBSMF(n_features_to_select=0.5, n_estimators=4,
-                               class_weight="balanced"), BINARY, ("blobs_binary", "array"),
-         id="SBSMF-balanced"),
-    case(lambda: dmargin.AdaBoostCR(n_features_to_select=4, step=4, n_estimators=5), BINARY,
-         ("heart", "frame"), id="AdaBoostCR"),
-    case(lambda: dmargin.BDSFS(n_features_to_select=3), BINARY, ("blobs_binary", "array"),
-         id="BDSFS"),
+    case(
+        lambda: dmargin.AdaBoostStumps(n_estimators=6),
+        BINARY,
+        ("heart", "frame"),
+        id="AdaBoostStumps",
+    ),
+    case(
+        lambda: dmargin.SBSMF(n_features_to_select=4, step=4, n_estimators=5),
+        BINARY,
+        ("heart", "frame"),
+        id="SBSMF",
+    ),
+    case(
+        lambda: dmargin.SBSMF(n_features_to_select=0.5, n_estimators=4, class_weight="balanced"),
+        BINARY,
+        ("blobs_binary", "array"),
+        id="SBSMF-balanced",
+    ),
+    case(
+        lambda: dmargin.AdaBoostCR(n_features_to_select=4, step=4, n_estimators=5),
+        BINARY,
+        ("heart", "frame"),
+        id="AdaBoostCR",
+    ),
+    case(
+        lambda: dmargin.BDSFS(n_features_to_select=3), BINARY, ("blobs_binary", "array"), id="BDSFS"
+    ),
     # LDM, LDM-RFE and SVM-RFE
-    case(lambda: dmargin.LDM(random_state=0), ANY, ("heart", "frame"), engine=False,
-         id="LDM"),
-    case(lambda: dmargin.LDMRFE(n_features_to_select=2, step=2, random_state=0), ANY,
-         ("heart", "frame"), id="LDMRFE"),
-    case(lambda: dmargin.LDMRFE(n_features_to_select=2, step=2, criterion="abs",
-                                random_state=0), ANY, ("blobs_multiclass", "array"),
-         id="LDMRFE-abs"),
-    case(lambda: dmargin.SVMRFE(n_features_to_select=2, step=2, random_state=0), ANY,
-         ("blobs_multiclass", "array"), id="SVMRFE"),
+    case(lambda: dmargin.LDM(random_state=0), ANY, ("heart", "frame"), engine=False, id="LDM"),
+    case(
+        lambda: dmargin.LDMRFE(n_features_to_select=2, step=2, random_state=0),
+        ANY,
+        ("heart", "frame"),
+        id="LDMRFE",
+    ),
+    case(
+        lambda: dmargin.LDMRFE(n_features_to_select=2, step=2, criterion="abs", random_state=0),
+        ANY,
+        ("blobs_multiclass", "array"),
+        id="LDMRFE-abs",
+    ),
+    case(
+        lambda: dmargin.SVMRFE(n_features_to_select=2, step=2, random_state=0),
+        ANY,
+        ("blobs_multiclass", "array"),
+        id="SVMRFE",
+    ),
 ]
 
 #: Every estimator of ``dmargin.__all__`` (the rest are the Parquet readers).
-COVERED = {"BDSFS", "SBSMF", "AdaBoostCR", "AdaBoostStumps", "BoostedImmigrate", "IM4E",
-           "IM4EImmigrate", "IRelief", "Immigrate", "LDM", "LDMRFE", "OnlineIRelief", "Relief",
-           "ReliefF", "RReliefF", "SVMRFE", "Simba", "TuRF",
-           "SURF", "SURFstar", "MultiSURF", "MultiSURFstar", "SWRF", "SWRFstar", "MultiSWRF",
-           "MultiSWRFstar", "MultiSWRFDB", "MultiSWRFDBstar", "Iter", "VLS",
-           "MuRelief", "KnockoffSelector"}
+COVERED = {
+    "BDSFS",
+    "SBSMF",
+    "AdaBoostCR",
+    "AdaBoostStumps",
+    "BoostedImmigrate",
+    "IM4E",
+    "IM4EImmigrate",
+    "IRelief",
+    "Immigrate",
+    "LDM",
+    "LDMRFE",
+    "OnlineIRelief",
+    "Relief",
+    "ReliefF",
+    "RReliefF",
+    "SVMRFE",
+    "Simba",
+    "TuRF",
+    "SURF",
+    "SURFstar",
+    "MultiSURF",
+    "MultiSURFstar",
+    "SWRF",
+    "SWRFstar",
+    "MultiSWRF",
+    "MultiSWRFstar",
+    "MultiSWRFDB",
+    "MultiSWRFDBstar",
+    "Iter",
+    "VLS",
+    "MuRelief",
+    "KnockoffSelector",
+}
 
 
 def test_every_public_estimator_is_covered():
-    estimators = {name for name in dmargin.__all__
-                  if isinstance(getattr(dmargin, name), type)
-                  and issubclass(getattr(dmargin, name), BaseEstimator)}
+    estimators = {
+        name
+        for name in dmargin.__all__
+        if isinstance(getattr(dmargin, name), type)
+        and issubclass(getattr(dmargin, name), BaseEstimator)
+    }
     # KnockoffSampler selects nothing; test_knockoff_sampler.py compares its modes.
     assert estimators - {"KnockoffSampler"} == COVERED
     made = {type(p.values[0]()).__name__ for p in CASES}
@@ -260,8 +404,10 @@ def frames(request, dataset):
     if dataset == "heart":
         return _heart()
     X, y = request.getfixturevalue(dataset)
-    return (pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]),
-            pd.Series(y, name="label"))
+    return (
+        pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]),
+        pd.Series(y, name="label"),
+    )
 
 
 def in_memory(request, dataset, kind):
@@ -359,7 +505,8 @@ def test_chunking_does_not_change_irelief(blobs_multiclass, rows, threaded):
     X, y = blobs_multiclass
     local = dmargin.IRelief(max_iter=3, tol=0).fit(X, y)
     on_dask = dmargin.IRelief(max_iter=3, tol=0).fit(
-        da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=rows))
+        da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=rows)
+    )
     assert_estimator_equal(local, on_dask)
 
 
@@ -392,8 +539,9 @@ def test_cluster_equals_in_process(request, make, datasets, cluster, engine, loc
     if engine:
         engine_tasks = [t for t in stream.data if _key_name(t["key"]).startswith("dmargin-")]
         assert engine_tasks, "no engine task ran on the cluster"
-        assert {t["worker"] for t in engine_tasks} == workers, \
+        assert {t["worker"] for t in engine_tasks} == workers, (
             "the engine's tasks did not run on both workers"
+        )
 
 
 @pytest.mark.cluster

@@ -15,17 +15,34 @@ from tests import skrebate_reference as ref
 from tests.test_skrebate_reference import dataset, skrebate_fit
 
 ATOL = 1e-10
-LABELS = ["gametes", "gametes-3class", "gametes-missing", "gametes-mixed", "wpbc",
-          "corners", "continuous-multiclass", "one-sample-class", "missing-multiclass",
-          "nan-pairs", "gametes-continuous-endpoint", "wpbc-time",
-          "missing-continuous-target"]
+LABELS = [
+    "gametes",
+    "gametes-3class",
+    "gametes-missing",
+    "gametes-mixed",
+    "wpbc",
+    "corners",
+    "continuous-multiclass",
+    "one-sample-class",
+    "missing-multiclass",
+    "nan-pairs",
+    "gametes-continuous-endpoint",
+    "wpbc-time",
+    "missing-continuous-target",
+]
 #: Where skrebate's own MuRelief is reproduced: continuous or mixed data without
 #: rows at distance NaN, and n_neighbors below every class's size (skrebate then never
 #: reaches the anchor itself, and its keys have no ties).
-AS_SKREBATE = {("gametes-mixed", 5), ("wpbc", 5), ("corners", 5),
-               ("continuous-multiclass", 5), ("one-sample-class", 5),
-               ("missing-multiclass", 5), ("wpbc-time", 5),
-               ("missing-continuous-target", 5)}
+AS_SKREBATE = {
+    ("gametes-mixed", 5),
+    ("wpbc", 5),
+    ("corners", 5),
+    ("continuous-multiclass", 5),
+    ("one-sample-class", 5),
+    ("missing-multiclass", 5),
+    ("wpbc-time", 5),
+    ("missing-continuous-target", 5),
+}
 
 
 def _data(name):
@@ -50,21 +67,27 @@ def test_equals_skrebate_with_its_accidents_fixed(name, k):
         assert np.abs(ours - theirs).max() > 1e-6
 
 
-@pytest.mark.parametrize("name", ["gametes", "wpbc", "missing-multiclass",
-                                  "missing-continuous-target"])
+@pytest.mark.parametrize(
+    "name", ["gametes", "wpbc", "missing-multiclass", "missing-continuous-target"]
+)
 def test_sampled_anchors(name):
     X, y = _data(name)
     est = dmargin.MuRelief(n_neighbors=7, n_anchors=19, random_state=2).fit(X, y)
-    expected = ref.murelief(X, y, n_neighbors=7, fixed=True,
-                            anchors=list(est.anchor_indices_)).feature_importances_
+    expected = ref.murelief(
+        X, y, n_neighbors=7, fixed=True, anchors=list(est.anchor_indices_)
+    ).feature_importances_
     np.testing.assert_allclose(est.feature_importances_, expected, rtol=0, atol=ATOL)
 
 
 def test_fractional_neighbours_are_skrebates():
     X, y = dataset("continuous-multiclass")  # 50 rows: 0.2 -> int(0.2 * 50 / 2) = 5
     ours = dmargin.MuRelief(n_neighbors=0.2).fit(X, y).feature_importances_
-    np.testing.assert_allclose(ours, skrebate_fit("MuRelief", X, y, n_neighbors=0.2)
-                               .feature_importances_, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        ours,
+        skrebate_fit("MuRelief", X, y, n_neighbors=0.2).feature_importances_,
+        rtol=0,
+        atol=ATOL,
+    )
 
 
 def test_feature_weights_equal_skrebate():

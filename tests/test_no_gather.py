@@ -38,9 +38,14 @@ def _rows_on_a_worker(values, start, stop):
 def _refusing(values):
     """``values`` as a dask array of :data:`BLOCKS` row blocks computable only on a worker."""
     edges = np.linspace(0, len(values), BLOCKS + 1).astype(int)
-    parts = [da.from_delayed(dask.delayed(_rows_on_a_worker, pure=True)(values, s, e),
-                             shape=(e - s,) + values.shape[1:], dtype=values.dtype)
-             for s, e in zip(edges[:-1], edges[1:])]
+    parts = [
+        da.from_delayed(
+            dask.delayed(_rows_on_a_worker, pure=True)(values, s, e),
+            shape=(e - s,) + values.shape[1:],
+            dtype=values.dtype,
+        )
+        for s, e in zip(edges[:-1], edges[1:])
+    ]
     return da.concatenate(parts)
 
 
@@ -95,32 +100,75 @@ def _call(est, method, X, y):
 
 
 CASES = [
-    (lambda **kw: dmargin.AdaBoostStumps(n_estimators=8),
-     ("predict", "decision_function", "margins", "feature_margins", "transform"), False),
-    (lambda **kw: dmargin.SBSMF(n_features_to_select=2, step=2, n_estimators=5),
-     ("transform",), False),
-    (lambda **kw: dmargin.Immigrate(max_iter=2),
-     ("predict", "decision_function", "predict_proba", "transform"), True),
-    (lambda solver="auto": dmargin.LDM(kernel="linear", solver=solver),
-     ("predict", "decision_function"), True),
-    (lambda solver="auto": dmargin.LDMRFE(2, step=2, kernel="linear", solver=solver),
-     ("transform",), True),
-    (lambda solver="auto": dmargin.SVMRFE(2, step=2, kernel="linear", solver=solver),
-     ("transform",), True),
+    (
+        lambda **kw: dmargin.AdaBoostStumps(n_estimators=8),
+        ("predict", "decision_function", "margins", "feature_margins", "transform"),
+        False,
+    ),
+    (
+        lambda **kw: dmargin.SBSMF(n_features_to_select=2, step=2, n_estimators=5),
+        ("transform",),
+        False,
+    ),
+    (
+        lambda **kw: dmargin.Immigrate(max_iter=2),
+        ("predict", "decision_function", "predict_proba", "transform"),
+        True,
+    ),
+    (
+        lambda solver="auto": dmargin.LDM(kernel="linear", solver=solver),
+        ("predict", "decision_function"),
+        True,
+    ),
+    (
+        lambda solver="auto": dmargin.LDMRFE(2, step=2, kernel="linear", solver=solver),
+        ("transform",),
+        True,
+    ),
+    (
+        lambda solver="auto": dmargin.SVMRFE(2, step=2, kernel="linear", solver=solver),
+        ("transform",),
+        True,
+    ),
     (lambda **kw: dmargin.ReliefF(n_neighbors=5, n_features_to_select=3), ("transform",), True),
-    (lambda **kw: dmargin.ReliefF(n_neighbors=5, n_anchors=40, n_features_to_select=3,
-                                  random_state=0), ("transform",), True),
-    (lambda **kw: dmargin.IRelief(max_iter=3, tol=0, n_features_to_select=3), ("transform",),
-     True),
-    (lambda **kw: dmargin.IRelief(max_iter=3, tol=0, n_anchors=40, n_features_to_select=3,
-                                  random_state=0), ("transform",), True),
+    (
+        lambda **kw: dmargin.ReliefF(
+            n_neighbors=5, n_anchors=40, n_features_to_select=3, random_state=0
+        ),
+        ("transform",),
+        True,
+    ),
+    (lambda **kw: dmargin.IRelief(max_iter=3, tol=0, n_features_to_select=3), ("transform",), True),
+    (
+        lambda **kw: dmargin.IRelief(
+            max_iter=3, tol=0, n_anchors=40, n_features_to_select=3, random_state=0
+        ),
+        ("transform",),
+        True,
+    ),
     (lambda **kw: dmargin.MultiSURF(pvalues=True, n_features_to_select=3), ("transform",), True),
-    (lambda **kw: dmargin.MultiSURF(pvalues=True, n_anchors=40, n_features_to_select=3,
-                                    random_state=0), ("transform",), True),
+    (
+        lambda **kw: dmargin.MultiSURF(
+            pvalues=True, n_anchors=40, n_features_to_select=3, random_state=0
+        ),
+        ("transform",),
+        True,
+    ),
 ]
-IDS = ["AdaBoostStumps", "SBSMF", "Immigrate", "LDM-linear", "LDMRFE-linear", "SVMRFE-linear",
-       "ReliefF", "ReliefF-anchors", "IRelief", "IRelief-anchors", "MultiSURF-pvalues",
-       "MultiSURF-anchors-pvalues"]
+IDS = [
+    "AdaBoostStumps",
+    "SBSMF",
+    "Immigrate",
+    "LDM-linear",
+    "LDMRFE-linear",
+    "SVMRFE-linear",
+    "ReliefF",
+    "ReliefF-anchors",
+    "IRelief",
+    "IRelief-anchors",
+    "MultiSURF-pvalues",
+    "MultiSURF-anchors-pvalues",
+]
 
 
 def test_the_blocks_refuse_the_client(data):
@@ -131,8 +179,7 @@ def test_the_blocks_refuse_the_client(data):
 
 @pytest.mark.cluster
 @pytest.mark.parametrize("make, methods, watch_fit", CASES, ids=IDS)
-def test_dask_rows_are_never_gathered(data, make, methods, watch_fit, local_cluster,
-                                      monkeypatch):
+def test_dask_rows_are_never_gathered(data, make, methods, watch_fit, local_cluster, monkeypatch):
     from distributed import Client
 
     X, y = data
@@ -156,11 +203,18 @@ def test_dask_rows_are_never_gathered(data, make, methods, watch_fit, local_clus
     for name in ("ranking_", "support_", "classes_"):
         if hasattr(local, name):
             np.testing.assert_array_equal(getattr(local, name), getattr(remote, name))
-    for name in ("feature_importances_", "coef_", "weight_matrix_", "t_statistics_", "pvalues_",
-                 "global_pvalue_"):
+    for name in (
+        "feature_importances_",
+        "coef_",
+        "weight_matrix_",
+        "t_statistics_",
+        "pvalues_",
+        "global_pvalue_",
+    ):
         if getattr(local, name, None) is not None:
-            np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=0,
-                                       atol=ATOL, err_msg=name)
+            np.testing.assert_allclose(
+                getattr(remote, name), getattr(local, name), rtol=0, atol=ATOL, err_msg=name
+            )
     if raw_pvalues(local) is not None:  # STIR's, also where a feature's signal declined them
         for a, b in zip(raw_pvalues(remote), raw_pvalues(local)):
             np.testing.assert_allclose(a, b, rtol=0, atol=ATOL, err_msg="STIR")
@@ -177,14 +231,20 @@ def test_predictions_of_dask_input_are_lazy(data):
     Xd = da.from_array(X, chunks=(60, A))
     stumps = dmargin.AdaBoostStumps(n_estimators=5).fit(X, y)
     ldm = dmargin.LDM(kernel="linear", solver="newton").fit(X, y)
-    for out in (stumps.predict(Xd), stumps.decision_function(Xd), ldm.predict(Xd),
-                ldm.decision_function(Xd), stumps.feature_margins(Xd, y)):
+    for out in (
+        stumps.predict(Xd),
+        stumps.decision_function(Xd),
+        ldm.predict(Xd),
+        ldm.decision_function(Xd),
+        stumps.feature_margins(Xd, y),
+    ):
         assert isinstance(out, da.Array) and out.numblocks[0] == 4
     with dask.config.set(scheduler="sync"):
         np.testing.assert_array_equal(stumps.predict(Xd).compute(), stumps.predict(X))
         np.testing.assert_array_equal(ldm.predict(Xd).compute(), ldm.predict(X))
-        np.testing.assert_array_equal(stumps.feature_margins(Xd, y).compute(),
-                                      stumps.feature_margins(X, y))
+        np.testing.assert_array_equal(
+            stumps.feature_margins(Xd, y).compute(), stumps.feature_margins(X, y)
+        )
         Xn = X.copy()
         Xn[70, 2] = np.nan
         with pytest.raises(ValueError, match="NaN or infinite values in column 2"):
@@ -195,11 +255,16 @@ def test_predictions_of_dask_input_are_lazy(data):
         ldm.predict(Xd[:, :5])
 
 
-@pytest.mark.parametrize("make", [lambda: dmargin.Immigrate(max_iter=2),
-                                  lambda: dmargin.IM4E(max_iter=2),
-                                  lambda: dmargin.IM4EImmigrate(max_iter=2),
-                                  lambda: dmargin.BoostedImmigrate(n_estimators=3, max_iter=2)],
-                         ids=["Immigrate", "IM4E", "IM4EImmigrate", "BIM"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: dmargin.Immigrate(max_iter=2),
+        lambda: dmargin.IM4E(max_iter=2),
+        lambda: dmargin.IM4EImmigrate(max_iter=2),
+        lambda: dmargin.BoostedImmigrate(n_estimators=3, max_iter=2),
+    ],
+    ids=["Immigrate", "IM4E", "IM4EImmigrate", "BIM"],
+)
 def test_numpy_fits_score_dask_rows_by_blocks(data, make, threaded):
     """A model fitted on numpy scores dask rows block by block (its training rows are
     placed as blocks beside them); the answers are the numpy ones."""

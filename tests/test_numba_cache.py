@@ -18,15 +18,20 @@ import dmargin
 
 #: ``quad._term`` takes ``e^x``, or 0 below ``EXP_FLOOR`` (a constant of
 #: ``_numba.py``, compiled into the kernel of ``kernels/quad.py``).
-PROBE = ("from dmargin.engine.kernels import quad; "
-         "print(repr(quad._term(1.0, -1.0, -5.0, 0.0)))")
+PROBE = "from dmargin.engine.kernels import quad; print(repr(quad._term(1.0, -1.0, -5.0, 0.0)))"
 
 
 def _run(root):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env["PYTHONPATH"] = str(root)
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=root, capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     return float(out.stdout.strip())
 
@@ -34,8 +39,7 @@ def _run(root):
 @pytest.mark.slow
 def test_a_constant_changed_in_another_file_recompiles(tmp_path):
     package = Path(dmargin.__file__).parent
-    shutil.copytree(package, tmp_path / "dmargin",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(package, tmp_path / "dmargin", ignore=shutil.ignore_patterns("__pycache__"))
     assert _run(tmp_path) == pytest.approx(6.737946999085467e-3)  # e^-5, compiled and cached
     cached = list((tmp_path / "dmargin" / "engine" / "kernels" / "__pycache__").glob("quad.*"))
     assert cached, "the kernel was not cached beside its module"

@@ -1,7 +1,6 @@
 """Online I-RELIEF at scale: one reference sample held across partial_fit chunks,
 Parquet row groups streamed one at a time, and fit on dask input in bounded memory."""
 
-
 import dask
 import dask.array as da
 import numpy as np
@@ -46,14 +45,13 @@ def test_fixed_reference_stream_equals_fit(shuffle):
     positions and the same generator, gives fit's weights bit for bit."""
     X, y = _data()
     params = dict(scale=None, block_size=100, shuffle=shuffle, sigma=1.0, a=2.0)
-    fitted = OnlineIRelief(reference_size=50, n_passes=1, tol=0, random_state=0,
-                           **params).fit(X, y)
+    fitted = OnlineIRelief(reference_size=50, n_passes=1, tol=0, random_state=0, **params).fit(X, y)
 
     rng = np.random.default_rng(0)  # fit draws the sample first, then the permutations
     idx = np.sort(rng.choice(len(y), size=50, replace=False))
     stream = OnlineIRelief(random_state=rng, **params).set_reference(X[idx], y[idx], index=idx)
     for start in range(0, len(y), 100):
-        stream.partial_fit(X[start:start + 100], y[start:start + 100], classes=[0, 1])
+        stream.partial_fit(X[start : start + 100], y[start : start + 100], classes=[0, 1])
 
     np.testing.assert_array_equal(stream.feature_importances_, fitted.feature_importances_)
     np.testing.assert_array_equal(stream.nu_, fitted.nu_)
@@ -80,8 +78,13 @@ def test_fixed_reference_matches_brute_force(scale):
         Xs, Xrs = X, Xref
     both = np.vstack([Xs, Xrs])
     expected = reference.online_irelief(
-        both, np.concatenate([y, yref]), order=range(300), sigma=0.7, a=1.0,
-        candidates=range(300, 340))
+        both,
+        np.concatenate([y, yref]),
+        order=range(300),
+        sigma=0.7,
+        a=1.0,
+        candidates=range(300, 340),
+    )
     np.testing.assert_allclose(est.feature_importances_, expected["w"], rtol=0, atol=1e-10)
     np.testing.assert_allclose(est.nu_, expected["nu"], rtol=0, atol=1e-10)
 
@@ -109,8 +112,9 @@ def test_set_reference_between_chunks_and_fit_discards_it():
     full = reference.online_irelief(X[:100], y[:100], order=range(100))
     nu, w = full["nu"], full["w"]
     for t, n in enumerate(range(100, 250), start=101):
-        pi = reference._anchor_statistic(X, y, n, w, 2.0, list(range(250, 300)),
-                                         "margin", True, reference._class_priors(y[:100]))
+        pi = reference._anchor_statistic(
+            X, y, n, w, 2.0, list(range(250, 300)), "margin", True, reference._class_priors(y[:100])
+        )
         nu = nu + (pi - nu) / (10.0 * t + 1.0)
         if np.any(nu > 0):
             w = reference._normalise_positive_part(nu)
@@ -217,8 +221,9 @@ def test_iter_parquet_filters_and_dropped_labels_equal_read_parquet(tmp_path, ba
     _write_parquet(path, X, labels, row_group_size=250)
     filters = [("f0", ">", -5.0)]
     Xd, yd = read_parquet(path, "label", filters=filters, missing_label="drop")
-    chunks = list(iter_parquet(path, "label", filters=filters, missing_label="drop",
-                               batch_rows=batch_rows))
+    chunks = list(
+        iter_parquet(path, "label", filters=filters, missing_label="drop", batch_rows=batch_rows)
+    )
     np.testing.assert_array_equal(np.vstack([c[0] for c in chunks]), Xd.compute())
     assert np.concatenate([c[1] for c in chunks]).tolist() == yd.compute().tolist()
     assert None not in np.concatenate([c[1] for c in chunks]).tolist()
@@ -251,7 +256,7 @@ def test_parquet_stream_with_reference_holds_bounded_state(tmp_path):
     assert [len(a) for a in est._fixed_ref] == [80, 80, 80]  # held rows: private state
     memory = OnlineIRelief(random_state=0).set_reference(X[idx], y[idx], index=idx)
     for start in range(0, 2000, 250):
-        memory.partial_fit(X[start:start + 250], y[start:start + 250], classes=[0, 1])
+        memory.partial_fit(X[start : start + 250], y[start : start + 250], classes=[0, 1])
     np.testing.assert_array_equal(est.feature_importances_, memory.feature_importances_)
     assert est.n_steps_ == 2000
 
@@ -300,7 +305,9 @@ def test_fit_on_parquet_never_holds_all_rows(tmp_path, monkeypatch, block_size):
     with dask.config.set(scheduler="threads"), sizes:
         est = OnlineIRelief(**params).fit(Xd, yd)
     assert sizes.max_rows <= 500
-    assert len(sizes.reads) == 12 and set(sizes.reads.values()) == {2 + 2}  # stats, sample, 2 passes
+    assert len(sizes.reads) == 12 and set(sizes.reads.values()) == {
+        2 + 2
+    }  # stats, sample, 2 passes
     assert max(r for r, _ in kernel_rows) <= block_size
     assert {c for _, c in kernel_rows} == {64}
 
@@ -315,8 +322,11 @@ def test_row_blocks_cut_dask_chunks_like_numpy():
     bounds = [(s, min(s + 70, 400)) for s in range(0, 400, 70)]
     expected = list(iter_row_blocks(X, y, bounds))
     for rows in [400, 33, (100, 0, 50, 250)]:
-        got = list(iter_row_blocks(da.from_array(X, chunks=(rows, 5)),
-                                   da.from_array(y, chunks=(rows,)), bounds))
+        got = list(
+            iter_row_blocks(
+                da.from_array(X, chunks=(rows, 5)), da.from_array(y, chunks=(rows,)), bounds
+            )
+        )
         assert [g[0] for g in got] == [e[0] for e in expected]
         for g, e in zip(got, expected):
             np.testing.assert_array_equal(g[1], e[1])

@@ -56,7 +56,8 @@ def test_state_keeps_feature_names_and_numeric_labels(tmp_path):
 def test_state_file_is_plain_npz_without_pickle(tmp_path):
     X, y = _stream()
     OnlineIRelief(random_state=np.random.default_rng(5)).partial_fit(X, y).save_state(
-        tmp_path / "s.npz")
+        tmp_path / "s.npz"
+    )
     with np.load(tmp_path / "s.npz", allow_pickle=False) as f:
         assert {"header", "nu", "w", "classes"} <= set(f.files)
 

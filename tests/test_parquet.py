@@ -21,11 +21,15 @@ def spark_like(tmp_path, frame, partition_cols, rows_per_group=7):
     schema = pa.schema([table.schema.field(c) for c in partition_cols])
     root = tmp_path / "spark_out"
     ds.write_dataset(
-        table, root, format="parquet",
+        table,
+        root,
+        format="parquet",
         partitioning=ds.partitioning(schema, flavor="hive"),
         file_options=ds.ParquetFileFormat().make_write_options(compression="snappy"),
         basename_template="part-00000-{i}.c000.snappy.parquet",
-        min_rows_per_group=rows_per_group, max_rows_per_group=rows_per_group)
+        min_rows_per_group=rows_per_group,
+        max_rows_per_group=rows_per_group,
+    )
     (root / "_SUCCESS").write_text("")
     for f in list(root.rglob("*.parquet")):  # Spark's checksum files
         (f.parent / f".{f.name}.crc").write_bytes(b"\x00crc")
@@ -39,14 +43,16 @@ def frame():
     rng = np.random.default_rng(7)
     n = 50
     part = np.array(["north", "south", None], dtype=object)[rng.integers(0, 3, n)]
-    return pd.DataFrame({
-        "rid": np.arange(n, dtype=np.int64),
-        "f0": rng.normal(size=n),
-        "f1": rng.normal(size=n),
-        "count": rng.integers(0, 9, n),
-        "label": np.array(["spam", "ham"], dtype=object)[rng.integers(0, 2, n)],
-        "region": part,
-    })
+    return pd.DataFrame(
+        {
+            "rid": np.arange(n, dtype=np.int64),
+            "f0": rng.normal(size=n),
+            "f1": rng.normal(size=n),
+            "count": rng.integers(0, 9, n),
+            "label": np.array(["spam", "ham"], dtype=object)[rng.integers(0, 2, n)],
+            "region": part,
+        }
+    )
 
 
 def by_rid(X, rid_col=0):
@@ -89,14 +95,16 @@ def test_label_in_a_partition_column(tmp_path, frame):
     assert yv[order].tolist() == keep["region"].tolist()
     # The default refuses to guess, and says how to choose.
     X, y = read_parquet(root, "region", ["rid"])
-    with pytest.raises(ValueError, match="no value in the label column 'region'.*"
-                                         "missing_label='drop'"):
+    with pytest.raises(
+        ValueError, match="no value in the label column 'region'.*missing_label='drop'"
+    ):
         y.compute()
 
 
 def test_numeric_partition_as_feature_and_filters(tmp_path, frame):
-    frame = frame.assign(year=np.where(frame["rid"] % 4 == 0, np.nan,
-                                       2020 + frame["rid"] % 3)).astype({"year": "Int64"})
+    frame = frame.assign(
+        year=np.where(frame["rid"] % 4 == 0, np.nan, 2020 + frame["rid"] % 3)
+    ).astype({"year": "Int64"})
     root = spark_like(tmp_path, frame.drop(columns="region"), ["year"])
     # features=None: every column but the label and the partition key...
     X, _ = read_parquet(root, "label")
@@ -106,7 +114,9 @@ def test_numeric_partition_as_feature_and_filters(tmp_path, frame):
     Xv = X.compute()
     order = by_rid(Xv)
     ref = frame.sort_values("rid")
-    np.testing.assert_array_equal(Xv[order][:, :4], ref[["rid", "f0", "f1", "count"]].to_numpy(float))
+    np.testing.assert_array_equal(
+        Xv[order][:, :4], ref[["rid", "f0", "f1", "count"]].to_numpy(float)
+    )
     assert y.compute()[order].tolist() == ref["label"].tolist()
     year = Xv[order][:, 4]
     np.testing.assert_array_equal(year, ref["year"].to_numpy(float, na_value=np.nan))
@@ -120,9 +130,11 @@ def test_numeric_partition_as_feature_and_filters(tmp_path, frame):
 
 @pytest.mark.parametrize("kind", ["string", "categorical", "int"])
 def test_single_file_label_types(tmp_path, frame, kind):
-    label = {"string": frame["label"],
-             "categorical": frame["label"].astype("category"),
-             "int": (frame["label"] == "spam").astype(np.int64)}[kind]
+    label = {
+        "string": frame["label"],
+        "categorical": frame["label"].astype("category"),
+        "int": (frame["label"] == "spam").astype(np.int64),
+    }[kind]
     df = frame[["rid", "f0"]].assign(target=label)
     path = tmp_path / "one.parquet"
     df.to_parquet(path, row_group_size=16)
@@ -148,8 +160,9 @@ def test_irelief_on_parquet_equals_numpy(tmp_path, blobs_multiclass, threaded):
     assert Xd.chunks[0] == (13,) * 5
     local = IRelief(max_iter=5, tol=0).fit(X, y)
     remote = IRelief(max_iter=5, tol=0).fit(Xd, yd)
-    np.testing.assert_allclose(remote.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        remote.feature_importances_, local.feature_importances_, rtol=0, atol=1e-10
+    )
     np.testing.assert_array_equal(remote.classes_, local.classes_)
 
 
@@ -198,8 +211,11 @@ def test_errors_name_the_fix(tmp_path, frame):
 
 def test_string_partition_key_is_not_a_feature(tmp_path, frame):
     """Spark's ``part=a/`` directories: the key is no feature, and no error asks for one."""
-    root = spark_like(tmp_path, frame.drop(columns="region").assign(
-        part=np.where(frame["rid"] % 2 == 0, "a", "b")), ["part"])
+    root = spark_like(
+        tmp_path,
+        frame.drop(columns="region").assign(part=np.where(frame["rid"] % 2 == 0, "a", "b")),
+        ["part"],
+    )
     X, y = read_parquet(root, "label")
     assert X.shape[1] == 4
     assert parquet_features(root, "label") == ["rid", "f0", "f1", "count"]
@@ -227,8 +243,9 @@ def _count_reads(monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["threads", "cluster"])
-def test_as_frame_carries_the_names_and_reads_as_often_as_arrays(tmp_path, frame, mode,
-                                                                 request, monkeypatch):
+def test_as_frame_carries_the_names_and_reads_as_often_as_arrays(
+    tmp_path, frame, mode, request, monkeypatch
+):
     """Names reach the fitted estimator on every scheduler; a batch fit reads each
     block twice either way (the scaling pass, then the persisted rows)."""
     import dask
@@ -273,8 +290,11 @@ def test_read_parquet_exclude_leaves_an_id_column_out(tmp_path, frame):
     full = read_parquet(root, "label")[0].compute()  # rid first, then the same columns
     np.testing.assert_array_equal(rows, full[:, 1:])
     np.testing.assert_array_equal(y.compute(), read_parquet(root, "label")[1].compute())
-    assert read_parquet(root, "label", exclude="rid")[0].feature_names.tolist() == \
-        ["f0", "f1", "count"]  # one name as a string
+    assert read_parquet(root, "label", exclude="rid")[0].feature_names.tolist() == [
+        "f0",
+        "f1",
+        "count",
+    ]  # one name as a string
     Xf, _ = read_parquet(root, "label", exclude=["rid"], as_frame=True)
     assert list(Xf.columns) == ["f0", "f1", "count"]
     chunks = list(iter_parquet(root, "label", exclude=["rid", "count"]))
@@ -283,9 +303,12 @@ def test_read_parquet_exclude_leaves_an_id_column_out(tmp_path, frame):
 
 def test_read_parquet_exclude_names_an_unknown_column_and_lists_the_columns(tmp_path, frame):
     root = spark_like(tmp_path, frame, ["region"])
-    with pytest.raises(ValueError, match=r"exclude= names columns \['row_id'\] that are not "
-                                         r"in the Parquet dataset, whose columns are "
-                                         r"\['rid', 'f0', 'f1', 'count', 'label', 'region'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"exclude= names columns \['row_id'\] that are not "
+        r"in the Parquet dataset, whose columns are "
+        r"\['rid', 'f0', 'f1', 'count', 'label', 'region'\]",
+    ):
         read_parquet(root, "label", exclude=["row_id"])
     with pytest.raises(ValueError, match="features= and exclude= are both given"):
         read_parquet(root, "label", features=["f0"], exclude=["rid"])

@@ -77,21 +77,37 @@ def test_predict_blocks_is_lazy_or_gathered(stumps, data):
     with dask.config.set(scheduler="sync"):
         np.testing.assert_array_equal(lazy.compute(), stumps.decision_function(X))
         # numpy rows beside dask labels: put on dask beside y's blocks, then gathered
-        got = predict_blocks(stumps, _signed, X, stumps._stumps, y=da.from_array(y, chunks=20),
-                             gather_as="the signed votes")
+        got = predict_blocks(
+            stumps,
+            _signed,
+            X,
+            stumps._stumps,
+            y=da.from_array(y, chunks=20),
+            gather_as="the signed votes",
+        )
     assert isinstance(got, np.ndarray)
     np.testing.assert_array_equal(got, np.where(y == 1, 1.0, -1.0) * stumps.decision_function(X))
 
 
-@pytest.mark.parametrize("call", [
-    lambda X, y: dmargin.AdaBoostStumps().decision_function(X),
-    lambda X, y: dmargin.AdaBoostStumps().margins(X.compute(), y),
-    lambda X, y: dmargin.AdaBoostStumps().feature_margins(X.compute(), y),
-    lambda X, y: dmargin.LDM().decision_function(X),
-    lambda X, y: dmargin.Immigrate().predict(X),
-    lambda X, y: dmargin.BoostedImmigrate().predict(X),
-], ids=["AdaBoost-decision", "AdaBoost-margins", "AdaBoost-feature-margins", "LDM-decision",
-        "Immigrate-predict", "BIM-predict"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda X, y: dmargin.AdaBoostStumps().decision_function(X),
+        lambda X, y: dmargin.AdaBoostStumps().margins(X.compute(), y),
+        lambda X, y: dmargin.AdaBoostStumps().feature_margins(X.compute(), y),
+        lambda X, y: dmargin.LDM().decision_function(X),
+        lambda X, y: dmargin.Immigrate().predict(X),
+        lambda X, y: dmargin.BoostedImmigrate().predict(X),
+    ],
+    ids=[
+        "AdaBoost-decision",
+        "AdaBoost-margins",
+        "AdaBoost-feature-margins",
+        "LDM-decision",
+        "Immigrate-predict",
+        "BIM-predict",
+    ],
+)
 def test_unfitted_estimators_are_refused_on_dask_rows(data, call):
     X, y = data
     with pytest.raises(NotFittedError):

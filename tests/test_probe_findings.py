@@ -28,6 +28,7 @@ def _classes(n=300, a=6, k=2, seed=3):
 
 # -- permutations with anchors on several dask blocks ----------------------------------
 
+
 @pytest.mark.parametrize("method", ["ReliefF", "MultiSURF"])
 @pytest.mark.parametrize("chunks", [40, 77, 150])
 def test_permutations_with_anchors_on_dask_equal_numpy(method, chunks):
@@ -38,9 +39,11 @@ def test_permutations_with_anchors_on_dask_equal_numpy(method, chunks):
     local = make(n_permutations=7, n_anchors=40, random_state=4).fit(X, y)
     with dask.config.set(scheduler="threads"):
         remote = make(n_permutations=7, n_anchors=40, random_state=4).fit(
-            da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=chunks))
-    np.testing.assert_allclose(remote.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=1e-10)
+            da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=chunks)
+        )
+    np.testing.assert_allclose(
+        remote.feature_importances_, local.feature_importances_, rtol=0, atol=1e-10
+    )
     np.testing.assert_allclose(remote.pvalues_, local.pvalues_, rtol=0, atol=1e-10)
 
 
@@ -96,9 +99,11 @@ def test_feature_weights_as_text_are_refused_as_x_is(weights):
 
 # -- a label per row ---------------------------------------------------------------
 
+
 @pytest.mark.filterwarnings("ignore:nu\\+ is zero")  # IRelief says it too, later
-@pytest.mark.parametrize("method", ["ReliefF", "MultiSURF", "MuRelief", "SWRF", "SURF",
-                                    "IRelief", "Relief"])
+@pytest.mark.parametrize(
+    "method", ["ReliefF", "MultiSURF", "MuRelief", "SWRF", "SURF", "IRelief", "Relief"]
+)
 def test_a_class_per_row_warns(method):
     X, _ = _classes(n=40, a=4)
     ids = np.arange(40)
@@ -108,8 +113,10 @@ def test_a_class_per_row_warns(method):
 
 def test_a_class_per_row_on_dask_warns():
     X, _ = _classes(n=40, a=4)
-    with dask.config.set(scheduler="sync"), \
-            pytest.warns(UserWarning, match="every class has a single row"):
+    with (
+        dask.config.set(scheduler="sync"),
+        pytest.warns(UserWarning, match="every class has a single row"),
+    ):
         dmargin.ReliefF().fit(da.from_array(X, chunks=15), da.arange(40, chunks=15))
 
 
@@ -124,6 +131,7 @@ def test_a_few_single_row_classes_do_not_warn():
 
 # -- p-values of a continuous target ---------------------------------------------------
 
+
 def test_relieff_stir_pvalues_of_a_continuous_target_are_refused():
     X, _ = _classes(n=60, a=4)
     target = np.random.default_rng(0).random(60)
@@ -133,21 +141,28 @@ def test_relieff_stir_pvalues_of_a_continuous_target_are_refused():
 
 # -- the wrappers' estimators ----------------------------------------------------------
 
+
 @pytest.mark.parametrize("wrapper", ["VLS", "TuRF", "Iter"])
 def test_a_wrapped_estimator_without_feature_importances_is_refused(wrapper):
     from sklearn.linear_model import LogisticRegression
 
     X, y = _classes(n=40, a=6)
-    with pytest.raises(ValueError, match=r"estimator=LogisticRegression\(\).*"
-                                         "feature_importances_"):
+    with pytest.raises(
+        ValueError,
+        match=r"estimator=LogisticRegression\(\).*"
+        "feature_importances_",
+    ):
         getattr(dmargin, wrapper)(LogisticRegression()).fit(X, y)
 
 
 @pytest.mark.parametrize("inner", ["IRelief", "Immigrate", "OnlineIRelief", "Relief"])
 def test_iter_refuses_an_estimator_without_feature_weights(inner):
     X, y = _classes(n=40, a=6)
-    with pytest.raises(ValueError, match=rf"Iter: parameter estimator={inner}\(.*"
-                                         "feature_weights"):
+    with pytest.raises(
+        ValueError,
+        match=rf"Iter: parameter estimator={inner}\(.*"
+        "feature_weights",
+    ):
         dmargin.Iter(getattr(dmargin, inner)()).fit(X, y)
 
 
@@ -165,8 +180,11 @@ def test_skrebate_transform_of_other_features_is_refused(name):
 
     X, y = _classes(n=40, a=6)
     cls = getattr(skrebate, name)
-    est = cls(skrebate.ReliefF(n_features_to_select=2)) if name == "TuRF" else \
-        cls(n_features_to_select=2)
+    est = (
+        cls(skrebate.ReliefF(n_features_to_select=2))
+        if name == "TuRF"
+        else cls(n_features_to_select=2)
+    )
     est.fit(X, y)
     with pytest.raises(ValueError, match="X has 3 features, but .* is expecting 6 features"):
         est.transform(X[:, :3])
@@ -174,14 +192,22 @@ def test_skrebate_transform_of_other_features_is_refused(name):
 
 # -- seeds ------------------------------------------------------------------------------
 
+
 def _seeded():
     """Every public estimator with a ``random_state``, built with its defaults."""
     from dmargin._registry import estimators
 
-    needs = {"VLS": (dmargin.ReliefF(),), "KnockoffSelector": (dmargin.ReliefF(),),
-             "SBSMF": (1,), "LDMRFE": (1,)}
-    return [(name, cls, needs.get(name, ())) for name, cls in estimators()
-            if "random_state" in cls._parameter_constraints]
+    needs = {
+        "VLS": (dmargin.ReliefF(),),
+        "KnockoffSelector": (dmargin.ReliefF(),),
+        "SBSMF": (1,),
+        "LDMRFE": (1,),
+    }
+    return [
+        (name, cls, needs.get(name, ()))
+        for name, cls in estimators()
+        if "random_state" in cls._parameter_constraints
+    ]
 
 
 @pytest.mark.parametrize("name,cls,args", _seeded(), ids=[s[0] for s in _seeded()])
@@ -192,6 +218,7 @@ def test_a_negative_seed_is_refused_by_name(name, cls, args):
 
 
 # -- NaN labels ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("method", ["ReliefF", "MultiSURF", "MuRelief", "IRelief"])
 def test_nan_labels_get_dmargin_error_only(method):
@@ -205,6 +232,7 @@ def test_nan_labels_get_dmargin_error_only(method):
 
 
 # -- the keys of concurrent fits' tasks ------------------------------------------------
+
 
 def test_a_call_key_names_its_dependencies_by_content(monkeypatch):
     # Two VLS fits on one client built the same subset-fit key over a randomly named
@@ -226,17 +254,20 @@ def test_a_call_key_names_its_dependencies_by_content(monkeypatch):
 
 def test_the_subset_fits_of_vls_read_their_columns(monkeypatch):
     X, y = _classes(n=60, a=6)
-    local = dmargin.VLS(dmargin.ReliefF(), num_feature_subset=4, size_feature_subset=3,
-                        random_state=0).fit(X, y)
+    local = dmargin.VLS(
+        dmargin.ReliefF(), num_feature_subset=4, size_feature_subset=3, random_state=0
+    ).fit(X, y)
     with dask.config.set(scheduler="sync"):
-        remote = dmargin.VLS(dmargin.ReliefF(), num_feature_subset=4, size_feature_subset=3,
-                             random_state=0).fit(da.from_array(X, chunks=(25, 6)),
-                                                 da.from_array(y, chunks=25))
-    np.testing.assert_allclose(remote.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=1e-12)
+        remote = dmargin.VLS(
+            dmargin.ReliefF(), num_feature_subset=4, size_feature_subset=3, random_state=0
+        ).fit(da.from_array(X, chunks=(25, 6)), da.from_array(y, chunks=25))
+    np.testing.assert_allclose(
+        remote.feature_importances_, local.feature_importances_, rtol=0, atol=1e-12
+    )
 
 
 # -- a fit inside joblib's tasks -------------------------------------------------------
+
 
 def test_input_whose_blocks_are_out_of_reach_gets_one_clear_error():
     # What a joblib 'loky' child holds of client-persisted input: tasks whose
@@ -244,11 +275,12 @@ def test_input_whose_blocks_are_out_of_reach_gets_one_clear_error():
     X, y = _classes(n=40, a=4)
     source = da.from_array(X, chunks=(20, 4))
     shifted = source + 0.0
-    graph = {k: v for k, v in dict(shifted.__dask_graph__()).items()
-             if k[0] != source.name}
+    graph = {k: v for k, v in dict(shifted.__dask_graph__()).items() if k[0] != source.name}
     orphan = da.Array(graph, shifted.name, shifted.chunks, dtype=shifted.dtype)
-    with dask.config.set(scheduler="sync"), \
-            pytest.raises(RuntimeError, match=r"cannot reach.*parallel_backend\('dask'\)"):
+    with (
+        dask.config.set(scheduler="sync"),
+        pytest.raises(RuntimeError, match=r"cannot reach.*parallel_backend\('dask'\)"),
+    ):
         dmargin.ReliefF().fit(orphan, y)
 
 
@@ -303,8 +335,9 @@ def _fit_in_a_task(X, y):
     keep = Keep()
     logging.getLogger("dmargin").addHandler(keep)
     try:
-        est = dmargin.ReliefF().fit(da.from_array(X, chunks=(40, X.shape[1])),
-                                    da.from_array(y, chunks=40))
+        est = dmargin.ReliefF().fit(
+            da.from_array(X, chunks=(40, X.shape[1])), da.from_array(y, chunks=40)
+        )
     finally:
         logging.getLogger("dmargin").removeHandler(keep)
     return est.feature_importances_, keep.messages
@@ -316,6 +349,7 @@ def test_a_fit_in_a_task_sees_the_running_workers(client):
     # A worker's client answers its empty cache first: that is not "no running worker".
     X, y = _classes(n=120, a=5)
     weights, messages = client.submit(_fit_in_a_task, X, y, pure=False).result(timeout=600)
-    np.testing.assert_allclose(weights, dmargin.ReliefF().fit(X, y).feature_importances_,
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        weights, dmargin.ReliefF().fit(X, y).feature_importances_, rtol=0, atol=1e-12
+    )
     assert not [m for m in messages if "no running Dask worker" in m]

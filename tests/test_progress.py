@@ -16,12 +16,14 @@ def data():
 FITS = [
     pytest.param(lambda: dmargin.IRelief(max_iter=50, tol=1e-3), "n_iter_", id="IRelief"),
     pytest.param(lambda: dmargin.Immigrate(max_iter=4), "n_iter_", id="Immigrate"),
-    pytest.param(lambda: dmargin.BoostedImmigrate(n_estimators=3, max_iter=2), "n_estimators",
-                 id="BIM"),
+    pytest.param(
+        lambda: dmargin.BoostedImmigrate(n_estimators=3, max_iter=2), "n_estimators", id="BIM"
+    ),
     pytest.param(lambda: dmargin.SBSMF(2, step=0.25, n_estimators=5), "n_iter_", id="SBSMF"),
     pytest.param(lambda: dmargin.LDMRFE(2, step=2), "n_iter_", id="LDMRFE"),
-    pytest.param(lambda: dmargin.OnlineIRelief(n_passes=3, random_state=0), "n_passes_",
-                 id="OnlineIRelief"),
+    pytest.param(
+        lambda: dmargin.OnlineIRelief(n_passes=3, random_state=0), "n_passes_", id="OnlineIRelief"
+    ),
 ]
 
 
@@ -99,14 +101,16 @@ def test_a_big_exact_pass_is_cut_into_tiles_of_seconds():
     from dmargin.engine.execution import Rows
 
     n, a = 200_000, 41
-    rows = Rows(np.broadcast_to(np.zeros(1), (n, a)), np.zeros(n, dtype=np.int64), 2, False,
-                [(0, n)])
+    rows = Rows(
+        np.broadcast_to(np.zeros(1), (n, a)), np.zeros(n, dtype=np.int64), 2, False, [(0, n)]
+    )
     g = grid.graph(rows, "lse", per_row=2 * (a + 2))
     sizes = [stop - start for start, stop in g.anchors]
     assert len(sizes) >= 100 and sum(sizes) == n
     assert max(sizes) * n * a <= max(grid.TILE_WORK, grid.MIN_TILE_ANCHORS * n * a)
-    small = Rows(np.broadcast_to(np.zeros(1), (300, a)), np.zeros(300, dtype=np.int64), 2,
-                 False, [(0, 300)])
+    small = Rows(
+        np.broadcast_to(np.zeros(1), (300, a)), np.zeros(300, dtype=np.int64), 2, False, [(0, 300)]
+    )
     assert len(grid.graph(small, "lse", per_row=2 * (a + 2)).anchors) == 1  # small: one tile
 
 
@@ -120,8 +124,9 @@ def test_a_big_dask_row_block_is_cut_into_tiles_of_seconds():
 
     n, a = 200_000, 41
     X = da.zeros((n, a), chunks=(100_000, a))
-    rows = Rows(X, da.zeros(n, chunks=100_000, dtype=np.int64), 2, True,
-                [(0, 100_000), (100_000, n)])
+    rows = Rows(
+        X, da.zeros(n, chunks=100_000, dtype=np.int64), 2, True, [(0, 100_000), (100_000, n)]
+    )
     g = grid.graph(rows, "lse", per_row=2 * (a + 2))
     assert len(g.anchors) >= 100 and g.anchors[0][0] == 0 and g.anchors[-1][1] == n
     assert all(e == s for (_, e), (s, _) in zip(g.anchors, g.anchors[1:]))
@@ -240,9 +245,14 @@ def test_time_left_comes_from_the_convergence_not_the_cap(data):
     assert first.remaining == pytest.approx(first.elapsed * 99)
 
 
-@pytest.mark.parametrize("make", [lambda: dmargin.IM4E(max_iter=100, tol=1e-4),
-                                  lambda: dmargin.Immigrate(max_iter=100, tol=1e-4)],
-                         ids=["IM4E", "Immigrate"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: dmargin.IM4E(max_iter=100, tol=1e-4),
+        lambda: dmargin.Immigrate(max_iter=100, tol=1e-4),
+    ],
+    ids=["IM4E", "Immigrate"],
+)
 def test_the_other_converging_fits_report_it_too(data, make):
     events = []
     with on_progress(events.append):
@@ -300,10 +310,11 @@ def test_the_environment_variable_turns_the_default_off():
     import subprocess
     import sys
 
-    code = ("import dmargin.progress as p; print(p.set_auto_bar(True))")
+    code = "import dmargin.progress as p; print(p.set_auto_bar(True))"
     env = {**__import__("os").environ, "DMARGIN_PROGRESS": "0"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "False"
 
 
@@ -332,12 +343,12 @@ def test_a_real_kernel_is_a_notebook_and_draws_the_bar(tmp_path):
         "_ = dmargin.IRelief(max_iter=3, tol=0).fit(X, y)",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
 
     def shown(cell):
-        return "".join(o.get("text", "") + str(o.get("data", {}))
-                       for o in cell.get("outputs", []))
+        return "".join(o.get("text", "") + str(o.get("data", {})) for o in cell.get("outputs", []))
 
     assert "notebook: True" in shown(nb.cells[0])
     assert "IRelief" not in shown(nb.cells[1])

@@ -49,8 +49,13 @@ def test_the_demo_cluster_closes_quietly(tmp_path):
     except OSError:  # already taken by something else: the same situation
         pass
     try:
-        run = subprocess.run([sys.executable, "-c", _CLUSTER], capture_output=True, text=True,
-                             timeout=900, cwd=tmp_path)
+        run = subprocess.run(
+            [sys.executable, "-c", _CLUSTER],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=tmp_path,
+        )
     finally:
         taken.close()
     assert run.returncode == 0, run.stderr[-3000:]

@@ -7,8 +7,13 @@ import pytest
 import dmargin
 from tests.test_skrebate_reference import dataset, skrebate_fit
 
-ESTIMATORS = {"SURF": {}, "MultiSURFstar": {}, "SWRFstar": {}, "MultiSWRF": {},
-              "MuRelief": {"n_neighbors": 5}}
+ESTIMATORS = {
+    "SURF": {},
+    "MultiSURFstar": {},
+    "SWRFstar": {},
+    "MultiSWRF": {},
+    "MuRelief": {"n_neighbors": 5},
+}
 
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))
@@ -17,8 +22,9 @@ def test_selects_skrebates_top_features(name):
     params = ESTIMATORS[name]
     theirs = skrebate_fit(name, X, y, rank_absolute=True, **params)
     for k in (1, 2, 3, 4):
-        ours = getattr(dmargin, name)(rank_absolute=True, n_features_to_select=k,
-                                      **params).fit(X, y)
+        ours = getattr(dmargin, name)(rank_absolute=True, n_features_to_select=k, **params).fit(
+            X, y
+        )
         assert set(ours.get_support(indices=True)) == set(theirs.top_features_[:k])
 
 
@@ -29,8 +35,9 @@ def test_a_negative_score_is_kept_by_its_magnitude():
     k = int(np.flatnonzero(scores[order] < 0)[0]) + 1  # down to the first negative score
     est = dmargin.SURFstar(n_features_to_select=k, rank_absolute=True).fit(X, y)
     assert set(est.get_support(indices=True)) == set(order[:k])
-    assert set(dmargin.SURFstar(n_features_to_select=k).fit(X, y)
-               .get_support(indices=True)) != set(order[:k])
+    assert set(dmargin.SURFstar(n_features_to_select=k).fit(X, y).get_support(indices=True)) != set(
+        order[:k]
+    )
     # None: every feature with a nonzero score
     est.set_params(n_features_to_select=None)
     np.testing.assert_array_equal(est.get_support(), scores != 0)

@@ -29,8 +29,12 @@ def rank_weighted_agg(dist, idx, z, ya, miss_prior, missing=False):
     found = np.isfinite(dist)[..., None] & ~np.isnan(z)
     rank = 1.0 / (1.0 + np.arange(dist.shape[-1]))[None, None, :, None] * found
     total = rank.sum(axis=2)
-    mean = np.divide((rank * np.where(found, z, 0.0)).sum(axis=2), total,
-                     out=np.zeros(total.shape[:2] + z.shape[-1:]), where=total > 0)
+    mean = np.divide(
+        (rank * np.where(found, z, 0.0)).sum(axis=2),
+        total,
+        out=np.zeros(total.shape[:2] + z.shape[-1:]),
+        where=total > 0,
+    )
     ya = np.asarray(ya)
     weight = miss_prior[ya].copy()  # (anchors, classes), zero on the own class
     weight[np.arange(len(ya)), ya] = -1.0
@@ -85,16 +89,16 @@ def test_it_is_not_relieff(data):
 def test_exact_equals_the_brute_force(data):
     X, y = data
     est = RankWeightedReliefF(n_neighbors=K).fit(X, y)
-    np.testing.assert_allclose(est.feature_importances_, brute_force(X, y, K), rtol=0,
-                               atol=1e-10)
+    np.testing.assert_allclose(est.feature_importances_, brute_force(X, y, K), rtol=0, atol=1e-10)
 
 
 def test_sampled_anchors_equal_the_brute_force_over_them(data):
     X, y = data
     est = RankWeightedReliefF(n_neighbors=K, n_anchors=30, random_state=1).fit(X, y)
     assert est.anchor_indices_.size == 30
-    np.testing.assert_allclose(est.feature_importances_,
-                               brute_force(X, y, K, est.anchor_indices_), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        est.feature_importances_, brute_force(X, y, K, est.anchor_indices_), rtol=0, atol=1e-10
+    )
 
 
 @pytest.mark.cluster
@@ -104,16 +108,20 @@ def test_a_two_process_cluster_equals_in_process(data, n_anchors, local_cluster)
     from distributed import Client, get_task_stream
 
     X, y = data
-    make = lambda: RankWeightedReliefF(n_neighbors=K, n_anchors=n_anchors,  # noqa: E731
-                                       random_state=1)
+    make = lambda: RankWeightedReliefF(
+        n_neighbors=K,
+        n_anchors=n_anchors,  # noqa: E731
+        random_state=1,
+    )
     local = make().fit(X, y)
     Xd, yd = da.from_array(X, chunks=(30, -1)), da.from_array(y, chunks=30)
     with Client(local_cluster) as client:
         workers = set(client.scheduler_info()["workers"])
         with get_task_stream(client) as stream:
             remote = make().fit(Xd, yd)
-    np.testing.assert_allclose(remote.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        remote.feature_importances_, local.feature_importances_, rtol=0, atol=1e-10
+    )
     ran = {t["worker"] for t in stream.data if str(t["key"]).find("dmargin-") >= 0}
     assert ran and ran <= workers  # the engine's tasks ran on the workers
 

@@ -293,27 +293,17 @@ def test_reference_irelief_three_classes_by_hand(four_points_three_classes, outl
     margin_terms = [
         p * np.array([1, 0]) + (1 - p) * np.array([2, 0]) - hit,
         p * np.array([1, 1]) + (1 - p) * np.array([2, 1]) - hit,
-        (
-            e(-0.5) * np.array([1, 0])
-            + e(-1.0) * np.array([1, 1])
-            + e(-0.5) * np.array([1, 0])
-        )
+        (e(-0.5) * np.array([1, 0]) + e(-1.0) * np.array([1, 1]) + e(-0.5) * np.array([1, 0]))
         / (2 * e(-0.5) + e(-1.0)),
-        (
-            e(-1.0) * np.array([2, 0])
-            + e(-1.5) * np.array([2, 1])
-            + e(-0.5) * np.array([1, 0])
-        )
+        (e(-1.0) * np.array([2, 0]) + e(-1.5) * np.array([2, 1]) + e(-0.5) * np.array([1, 0]))
         / (e(-1.0) + e(-1.5) + e(-0.5)),
     ]
     # I-RELIEF-1: per-class soft-max, weights P(c) / (1 - P(y_n))
     relieff_terms = [
         0.5 * np.array([1, 0]) + 0.5 * np.array([2, 0]) - hit,
         0.5 * np.array([1, 1]) + 0.5 * np.array([2, 1]) - hit,
-        (2 / 3) * (p * np.array([1, 0]) + (1 - p) * np.array([1, 1]))
-        + (1 / 3) * np.array([1, 0]),
-        (2 / 3) * (p * np.array([2, 0]) + (1 - p) * np.array([2, 1]))
-        + (1 / 3) * np.array([1, 0]),
+        (2 / 3) * (p * np.array([1, 0]) + (1 - p) * np.array([1, 1])) + (1 / 3) * np.array([1, 0]),
+        (2 / 3) * (p * np.array([2, 0]) + (1 - p) * np.array([2, 1])) + (1 / 3) * np.array([1, 0]),
     ]
     if outliers:  # eq. (10): hits' share of the kernel mass; no hit -> 0
         gammas = [
@@ -327,9 +317,7 @@ def test_reference_irelief_three_classes_by_hand(four_points_three_classes, outl
 
     for mode, terms in [("margin", margin_terms), ("relieff", relieff_terms)]:
         expected_nu = sum(g * t for g, t in zip(gammas, terms, strict=True)) / 4
-        result = reference.irelief(
-            X, y, sigma=1.0, max_iter=1, multiclass=mode, outliers=outliers
-        )
+        result = reference.irelief(X, y, sigma=1.0, max_iter=1, multiclass=mode, outliers=outliers)
         np.testing.assert_allclose(result["nu"], expected_nu, rtol=0, atol=1e-15)
 
 
@@ -397,9 +385,7 @@ def test_reference_relieff_by_hand(unit_square, four_points_three_classes):
     np.testing.assert_allclose(reference.relieff(X, y, 10), [1.0, -0.5], atol=1e-15)
 
     X, y = four_points_three_classes
-    np.testing.assert_allclose(
-        reference.relieff(X, y, 1), [17 / 12, -1 / 4], rtol=0, atol=1e-15
-    )
+    np.testing.assert_allclose(reference.relieff(X, y, 1), [17 / 12, -1 / 4], rtol=0, atol=1e-15)
 
 
 def test_reference_relieff_breaks_ties_by_lower_index():
@@ -411,9 +397,7 @@ def test_reference_relieff_breaks_ties_by_lower_index():
     """
     X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 3.0]])
     y = np.array(["A", "B", "B", "A"])
-    np.testing.assert_allclose(
-        reference.relieff(X, y, 1), [0.0, -1.25], rtol=0, atol=1e-15
-    )
+    np.testing.assert_allclose(reference.relieff(X, y, 1), [0.0, -1.25], rtol=0, atol=1e-15)
 
 
 def test_reference_relief_by_hand():
@@ -480,16 +464,10 @@ def test_reference_irelief_small_sigma_is_relief(continuous_data_without_ties):
     X, y = continuous_data_without_ties
     for binary in (False, True):
         keep = y != "w" if binary else np.ones(len(y), bool)
-        step = reference.irelief(
-            X[keep], y[keep], sigma=1e-6, max_iter=1, outliers=False
-        )
-        np.testing.assert_allclose(
-            step["w"], reference.relief(X[keep], y[keep]), atol=1e-12
-        )
+        step = reference.irelief(X[keep], y[keep], sigma=1e-6, max_iter=1, outliers=False)
+        np.testing.assert_allclose(step["w"], reference.relief(X[keep], y[keep]), atol=1e-12)
 
-    step = reference.irelief(
-        X, y, sigma=1e-6, max_iter=1, outliers=False, multiclass="relieff"
-    )
+    step = reference.irelief(X, y, sigma=1e-6, max_iter=1, outliers=False, multiclass="relieff")
     W = reference.relieff(X, y, n_neighbors=1)
     np.testing.assert_allclose(step["nu"], W, atol=1e-12)
 
@@ -531,9 +509,7 @@ def test_reference_online_irelief_one_pass_is_batch_average(
     N = len(y)
     order = np.random.default_rng(1).permutation(N)
     for mode in ("margin", "relieff"):
-        online = reference.online_irelief(
-            X, y, order, sigma=np.inf, a=1.0, multiclass=mode
-        )
+        online = reference.online_irelief(X, y, order, sigma=np.inf, a=1.0, multiclass=mode)
         batch = reference.irelief(X, y, sigma=np.inf, max_iter=1, multiclass=mode)
         np.testing.assert_allclose(online["nu"], N / (N + 1) * batch["nu"], atol=1e-14)
         np.testing.assert_allclose(online["w"], batch["w"], atol=1e-12)
@@ -548,9 +524,7 @@ def test_reference_relieff_k1_binary_is_relief_z(binary_data_with_duplicate_row)
     X = reference.minmax_scale(X)
     W = reference.relieff(X, y, n_neighbors=1)
     z_plus = np.maximum(W, 0.0)
-    np.testing.assert_allclose(
-        z_plus / np.linalg.norm(z_plus), reference.relief(X, y), atol=1e-14
-    )
+    np.testing.assert_allclose(z_plus / np.linalg.norm(z_plus), reference.relief(X, y), atol=1e-14)
 
 
 # ---------------------------------------------------------------------------
@@ -560,9 +534,7 @@ def test_reference_relieff_k1_binary_is_relief_z(binary_data_with_duplicate_row)
 
 def _assert_irelief_equal(estimator, expected):
     """Compare an IRelief fit with a reference.irelief result."""
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL)
     assert estimator.n_iter_ == expected["n_iter"]
     assert isinstance(estimator.history_, np.ndarray)
     np.testing.assert_allclose(
@@ -574,9 +546,7 @@ def _assert_irelief_equal(estimator, expected):
 @pytest.mark.parametrize("sigma", [0.5, 2.0, 10.0])
 @pytest.mark.parametrize("outliers", [True, False])
 @pytest.mark.parametrize("multiclass", ["margin", "relieff"])
-def test_irelief_matches_reference(
-    dmargin, dataset, multiclass, outliers, sigma, scale
-):
+def test_irelief_matches_reference(dmargin, dataset, multiclass, outliers, sigma, scale):
     """Five full updates (tol = 0): w, n_iter_, history_ as eqs. (8)-(12)."""
     X, y = dataset
     estimator = dmargin.IRelief(
@@ -604,14 +574,10 @@ def test_irelief_matches_reference(
 @pytest.mark.parametrize("scale", [None, "minmax"])
 @pytest.mark.parametrize("outliers", [True, False])
 @pytest.mark.parametrize("multiclass", ["margin", "relieff"])
-def test_irelief_stops_where_reference_stops(
-    dmargin, dataset, multiclass, outliers, scale
-):
+def test_irelief_stops_where_reference_stops(dmargin, dataset, multiclass, outliers, scale):
     """Default tol = 1e-3 with max_iter = 5: the stop of Fig. 2, step (6)."""
     X, y = dataset
-    estimator = dmargin.IRelief(
-        max_iter=5, multiclass=multiclass, outliers=outliers, scale=scale
-    )
+    estimator = dmargin.IRelief(max_iter=5, multiclass=multiclass, outliers=outliers, scale=scale)
     _fit(estimator, X, y)
     expected = reference.irelief(
         _scaled(X, scale), y, max_iter=5, multiclass=multiclass, outliers=outliers
@@ -635,9 +601,7 @@ def test_irelief_with_given_initial_weights(dmargin, dataset, outliers):
     """``init=array`` is w^(0), used as given (Fig. 2, step (1))."""
     X, y = dataset
     w0 = np.random.default_rng(3).uniform(0.2, 2.0, X.shape[1])
-    estimator = dmargin.IRelief(
-        sigma=1.0, max_iter=4, tol=0.0, outliers=outliers, init=w0
-    )
+    estimator = dmargin.IRelief(sigma=1.0, max_iter=4, tol=0.0, outliers=outliers, init=w0)
     _fit(estimator, X, y)
     expected = reference.irelief(
         reference.minmax_scale(X),
@@ -648,9 +612,7 @@ def test_irelief_with_given_initial_weights(dmargin, dataset, outliers):
         outliers=outliers,
         w0=w0,
     )
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL)
     np.testing.assert_allclose(
         estimator.history_, np.asarray(expected["history"]), rtol=0, atol=ATOL
     )
@@ -664,9 +626,7 @@ def test_irelief_zero_weights(dmargin):
     expected = reference.irelief(X, y, tol=0.0)
     np.testing.assert_array_equal(estimator.feature_importances_, expected["w"])
     assert estimator.n_iter_ == expected["n_iter"] == 1
-    np.testing.assert_allclose(
-        estimator.history_, expected["history"], rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.history_, expected["history"], rtol=0, atol=ATOL)
 
 
 def test_irelief_string_and_integer_labels_agree(
@@ -686,9 +646,7 @@ def test_irelief_string_and_integer_labels_agree(
         )
 
 
-def _check_online_irelief(
-    dmargin, X, y, n_passes, block_size, shuffle, random_state, **params
-):
+def _check_online_irelief(dmargin, X, y, n_passes, block_size, shuffle, random_state, **params):
     """Fit OnlineIRelief and compare with reference.online_irelief over its order."""
     scale = params.pop("scale", "minmax")
     estimator = dmargin.OnlineIRelief(
@@ -703,18 +661,14 @@ def _check_online_irelief(
     _fit(estimator, X, y)
     order = _visiting_order(len(y), n_passes, block_size, shuffle, random_state)
     expected = reference.online_irelief(_scaled(X, scale), y, order, **params)
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected["w"], rtol=0, atol=ATOL)
 
 
 @pytest.mark.parametrize("scale", [None, "minmax"])
 @pytest.mark.parametrize("sigma", [0.5, 2.0, 10.0])
 @pytest.mark.parametrize("outliers", [True, False])
 @pytest.mark.parametrize("multiclass", ["margin", "relieff"])
-def test_online_irelief_matches_reference(
-    dmargin, dataset, multiclass, outliers, sigma, scale
-):
+def test_online_irelief_matches_reference(dmargin, dataset, multiclass, outliers, sigma, scale):
     """OnlineIRelief follows Fig. 3 with eta = 1/(a t + 1), eq. (27): two passes,
     shuffled 7-row blocks."""
     X, y = dataset
@@ -738,9 +692,7 @@ def test_online_irelief_matches_reference(
     "block_size, shuffle, random_state",
     [(1, True, 5), (16, False, None), (16, True, 12345), (1000, True, 3)],
 )
-def test_online_irelief_visiting_order(
-    dmargin, dataset, block_size, shuffle, random_state
-):
+def test_online_irelief_visiting_order(dmargin, dataset, block_size, shuffle, random_state):
     """The anchors are visited block by block, each block permuted by one
     default_rng(random_state) per fit (or in row order without shuffle)."""
     X, y = dataset
@@ -773,35 +725,25 @@ def test_relieff_matches_reference(dmargin, dataset_with_ties, n_neighbors, scal
     X, y = dataset_with_ties
     estimator = _fit(dmargin.ReliefF(n_neighbors=n_neighbors, scale=scale), X, y)
     expected = reference.relieff(_scaled(X, scale), y, n_neighbors=n_neighbors)
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected, rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected, rtol=0, atol=ATOL)
 
 
 @pytest.mark.parametrize("scale", [None, "minmax"])
-def test_relief_matches_reference_binary(
-    dmargin, binary_data_with_duplicate_row, scale
-):
+def test_relief_matches_reference_binary(dmargin, binary_data_with_duplicate_row, scale):
     """Relief equals z^+ / ||z^+|| of eq. (6) on binary data."""
     X, y = binary_data_with_duplicate_row
     estimator = _fit(dmargin.Relief(scale=scale), X, y)
     expected = reference.relief(_scaled(X, scale), y)
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected, rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected, rtol=0, atol=ATOL)
 
 
 @pytest.mark.parametrize("scale", [None, "minmax"])
-def test_relief_matches_reference_with_ties(
-    dmargin, integer_grid_data_with_ties, scale
-):
+def test_relief_matches_reference_with_ties(dmargin, integer_grid_data_with_ties, scale):
     """Relief with exact distance ties: NM over all other classes, lower index wins."""
     X, y = integer_grid_data_with_ties
     estimator = _fit(dmargin.Relief(scale=scale), X, y)
     expected = reference.relief(_scaled(X, scale), y)
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected, rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected, rtol=0, atol=ATOL)
 
 
 @pytest.mark.parametrize("scale", [None, "minmax"])
@@ -810,9 +752,7 @@ def test_relief_matches_reference_multiclass(dmargin, multiclass_dataset, scale)
     X, y = multiclass_dataset
     estimator = _fit(dmargin.Relief(scale=scale), X, y)
     expected = reference.relief(_scaled(X, scale), y)
-    np.testing.assert_allclose(
-        estimator.feature_importances_, expected, rtol=0, atol=ATOL
-    )
+    np.testing.assert_allclose(estimator.feature_importances_, expected, rtol=0, atol=ATOL)
 
 
 @pytest.fixture(scope="module")
@@ -871,14 +811,19 @@ def test_online_irelief_far_apart_points(dmargin, far_apart_data, multiclass):
     )
 
 
-@pytest.mark.parametrize("module", sorted(p.name for p in Path(__file__).parent.glob(
-    "reference*.py")))
+@pytest.mark.parametrize(
+    "module", sorted(p.name for p in Path(__file__).parent.glob("reference*.py"))
+)
 def test_references_import_nothing_from_dmargin(module):
     # The oracles must not share the library's code: no import of dmargin at all.
     import ast
 
     tree = ast.parse((Path(__file__).parent / module).read_text())
-    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not [name for name in imported if name.split(".")[0] in ("dmargin", "tests")]

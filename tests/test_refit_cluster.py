@@ -21,9 +21,18 @@ import pytest
 import dmargin
 
 from .conftest import start_local_cluster
-from .test_modes import (ATOL, CASES, _key_name, assert_estimator_equal, assert_no_client,
-                         assert_predictions_equal, assert_same, fitted_attributes, frames,
-                         predictions)
+from .test_modes import (
+    ATOL,
+    CASES,
+    _key_name,
+    assert_estimator_equal,
+    assert_no_client,
+    assert_predictions_equal,
+    assert_same,
+    fitted_attributes,
+    frames,
+    predictions,
+)
 
 # STIR's p-values computed on any data, so that their tasks' keys are part of the refits.
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("stir_everywhere")]
@@ -85,8 +94,9 @@ def _size(value):
     try:
         a = np.asarray(value)
         parts = [a[f] for f in a.dtype.names] if a.dtype.names else [a]
-        return max([1.0] + [float(np.max(np.abs(p), initial=0.0)) for p in parts
-                            if p.dtype.kind in "fiu"])
+        return max(
+            [1.0] + [float(np.max(np.abs(p), initial=0.0)) for p in parts if p.dtype.kind in "fiu"]
+        )
     except (TypeError, ValueError):
         return 1.0
 
@@ -101,8 +111,10 @@ def _as_dask(X, y, blocks=4):
     if isinstance(X, pd.DataFrame):
         return dd.from_pandas(X, npartitions=blocks), dd.from_pandas(y, npartitions=blocks)
     rows = -(-len(y) // blocks)
-    return (da.from_array(np.asarray(X), chunks=(rows, X.shape[1])),
-            da.from_array(np.asarray(y), chunks=rows))
+    return (
+        da.from_array(np.asarray(X), chunks=(rows, X.shape[1])),
+        da.from_array(np.asarray(y), chunks=rows),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +136,9 @@ ONE_WORKER = {"IRelief", "ReliefF", "RReliefF", "MultiSURF", "Immigrate"}
 @pytest.mark.slow
 @pytest.mark.parametrize("n_workers", [1, 2])
 @pytest.mark.parametrize("make, datasets, cluster, engine", CASES)
-def test_refits_on_one_client_equal_their_own_reference(request, n_workers, make, datasets,
-                                                        cluster, engine):
+def test_refits_on_one_client_equal_their_own_reference(
+    request, n_workers, make, datasets, cluster, engine
+):
     if n_workers == 1 and request.node.callspec.id.rsplit("-", 1)[0] not in ONE_WORKER:
         pytest.skip("the 1-worker battery runs the engine's tiled estimators")
     from distributed import Client, get_task_stream
@@ -171,6 +184,7 @@ def test_refits_on_one_client_equal_their_own_reference(request, n_workers, make
 # Four fits at once on one client
 # ---------------------------------------------------------------------------
 
+
 def _random_rows(n, a, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.random((n, a))
@@ -179,16 +193,23 @@ def _random_rows(n, a, seed=0):
 
 
 CONCURRENT = [
-    pytest.param(lambda i: dmargin.ReliefF(n_anchors=300, random_state=i, pvalues=False),
-                 id="ReliefF-anchors"),
-    pytest.param(lambda i: dmargin.IRelief(n_anchors=300, random_state=i, max_iter=3),
-                 id="IRelief-anchors"),
-    pytest.param(lambda i: dmargin.MultiSURF(n_anchors=300, random_state=i),
-                 id="MultiSURF-anchors"),
-    pytest.param(lambda i: dmargin.Immigrate(n_anchors=100, random_state=i, max_iter=2),
-                 id="Immigrate-anchors"),
-    pytest.param(lambda i: dmargin.ReliefF(n_neighbors=3 + 2 * i, pvalues=False),
-                 id="ReliefF-exact"),
+    pytest.param(
+        lambda i: dmargin.ReliefF(n_anchors=300, random_state=i, pvalues=False),
+        id="ReliefF-anchors",
+    ),
+    pytest.param(
+        lambda i: dmargin.IRelief(n_anchors=300, random_state=i, max_iter=3), id="IRelief-anchors"
+    ),
+    pytest.param(
+        lambda i: dmargin.MultiSURF(n_anchors=300, random_state=i), id="MultiSURF-anchors"
+    ),
+    pytest.param(
+        lambda i: dmargin.Immigrate(n_anchors=100, random_state=i, max_iter=2),
+        id="Immigrate-anchors",
+    ),
+    pytest.param(
+        lambda i: dmargin.ReliefF(n_neighbors=3 + 2 * i, pvalues=False), id="ReliefF-exact"
+    ),
     pytest.param(lambda i: dmargin.IRelief(sigma=0.5 + i, max_iter=3), id="IRelief-exact"),
 ]
 
@@ -203,8 +224,9 @@ def test_four_fits_at_once_on_one_client(make, local_cluster):
     assert_no_client()
     refs = [make(i).fit(X, y) for i in range(4)]
     with Client(local_cluster) as client:
-        Xd, yd = client.persist([da.from_array(X, chunks=(len(y) // 8, 10)),
-                                 da.from_array(y, chunks=len(y) // 8)])
+        Xd, yd = client.persist(
+            [da.from_array(X, chunks=(len(y) // 8, 10)), da.from_array(y, chunks=len(y) // 8)]
+        )
         with ThreadPoolExecutor(4) as pool:
             fits = list(pool.map(lambda i: make(i).fit(Xd, yd), range(4)))
     for i, (ref, est) in enumerate(zip(refs, fits)):
@@ -230,17 +252,23 @@ def test_grid_search_on_dask_input_equals_numpy(n_jobs, local_cluster):
 
     X, y = _random_rows(300, 8, seed=3)
     search = lambda: GridSearchCV(  # noqa: E731
-        Pipeline([("select", dmargin.ReliefF(n_features_to_select=2, pvalues=False)),
-                  ("clf", LogisticRegression())]),
+        Pipeline(
+            [
+                ("select", dmargin.ReliefF(n_features_to_select=2, pvalues=False)),
+                ("clf", LogisticRegression()),
+            ]
+        ),
         {"select__n_anchors": [None, 100], "select__random_state": [0, 1]},
-        cv=3, n_jobs=n_jobs)
+        cv=3,
+        n_jobs=n_jobs,
+    )
     assert_no_client()
     ref = search().fit(X, y)
     with Client(local_cluster) as client, joblib.parallel_config(backend="threading"):
         Xd, yd = client.persist([da.from_array(X, chunks=(50, 8)), da.from_array(y, chunks=50)])
         got = search().fit(Xd, yd)
-    for key in ("mean_test_score", "split0_test_score", "split1_test_score",
-                "split2_test_score"):
-        np.testing.assert_allclose(got.cv_results_[key], ref.cv_results_[key], rtol=0,
-                                   atol=1e-12, err_msg=key)
+    for key in ("mean_test_score", "split0_test_score", "split1_test_score", "split2_test_score"):
+        np.testing.assert_allclose(
+            got.cv_results_[key], ref.cv_results_[key], rtol=0, atol=1e-12, err_msg=key
+        )
     assert got.best_params_ == ref.best_params_

@@ -19,8 +19,11 @@ def test_names_are_unique():
 
 
 def test_the_package_exports_exactly_the_registered_estimators():
-    exported = {name for name, obj in vars(dmargin).items()
-                if isinstance(obj, type) and issubclass(obj, BaseEstimator)}
+    exported = {
+        name
+        for name, obj in vars(dmargin).items()
+        if isinstance(obj, type) and issubclass(obj, BaseEstimator)
+    }
     # (KnockoffSampler draws knockoffs for KnockoffSelector: it selects no features.)
     assert exported - {"KnockoffSampler"} == set(NAMES)  # an import without a registry entry
     assert set(NAMES) <= set(dmargin.__all__)
@@ -61,10 +64,10 @@ def test_every_estimator_states_its_cost(name):
     cls = getattr(dmargin, name)
     owner = next((k for k in cls.__mro__ if "_fit_cost" in vars(k)), None)
     assert owner is not None, f"{name} has no _fit_cost method"
-    assert owner.__module__ == cls.__module__, \
+    assert owner.__module__ == cls.__module__, (
         f"{name} inherits _fit_cost from {owner.__qualname__}"
-    est = cls(dmargin.ReliefF()) if name in ("TuRF", "Iter", "VLS", "KnockoffSelector") \
-        else cls()
+    )
+    est = cls(dmargin.ReliefF()) if name in ("TuRF", "Iter", "VLS", "KnockoffSelector") else cls()
     cost = dmargin.fit_cost(est, 1000, 10)
     assert cost is None or isinstance(cost, dmargin.FitCost)
 

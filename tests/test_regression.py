@@ -28,9 +28,13 @@ from dmargin._regression import continuous_relieff_sum, hit_counts
 from dmargin._start import start_fit
 from tests import reference_regression as ref
 
-GAMETES = (Path(__file__).resolve().parent / "data" / "gametes"
-           / "GAMETES_Epistasis_2-Way_continuous_endpoint_a_20s_1600her_0.4__maf_0.2_EDM-2_01"
-             ".tsv.gz")
+GAMETES = (
+    Path(__file__).resolve().parent
+    / "data"
+    / "gametes"
+    / "GAMETES_Epistasis_2-Way_continuous_endpoint_a_20s_1600her_0.4__maf_0.2_EDM-2_01"
+    ".tsv.gz"
+)
 TOL = 1e-10
 
 
@@ -60,8 +64,11 @@ def skrebate_weights(X, y, k):
     """skrebate's ReliefF with every feature continuous (``categorical_threshold=1``:
     dmargin's ReliefF range-scales every feature; 0/1/2 genotypes would
     otherwise be skrebate's discrete features)."""
-    return skrebate.relieff.ReliefF(n_neighbors=k, categorical_threshold=1).fit(
-        X, y).feature_importances_
+    return (
+        skrebate.relieff.ReliefF(n_neighbors=k, categorical_threshold=1)
+        .fit(X, y)
+        .feature_importances_
+    )
 
 
 def heavy_tailed(n=160, a=6, seed=0, mixed=False):
@@ -86,8 +93,9 @@ def test_gametes_continuous_endpoint_equals_skrebate(gametes, stable_skrebate):
     est = ReliefF(n_neighbors=10).fit(X, y)
     assert est.target_type_ == "continuous"
     assert not hasattr(est, "classes_")
-    np.testing.assert_allclose(est.feature_importances_, skrebate_weights(X, y, 10),
-                               atol=TOL, rtol=0)
+    np.testing.assert_allclose(
+        est.feature_importances_, skrebate_weights(X, y, 10), atol=TOL, rtol=0
+    )
     # The two epistatic SNPs (M0P0, M0P1: the last two columns) rank first.
     assert set(np.argsort(-est.feature_importances_)[:2]) == {18, 19}
     # One anchor has 6 other hits (< k): skrebate counts the anchor itself as a hit.
@@ -99,8 +107,12 @@ def test_continuous_data_equals_unpatched_skrebate():
     """Continuous features: no tied distances, skrebate as it is."""
     X, y = heavy_tailed(n=150, a=5, seed=1)
     for k in (3, 10):
-        np.testing.assert_allclose(ReliefF(n_neighbors=k).fit(X, y).feature_importances_,
-                                   skrebate_weights(X, y, k), atol=TOL, rtol=0)
+        np.testing.assert_allclose(
+            ReliefF(n_neighbors=k).fit(X, y).feature_importances_,
+            skrebate_weights(X, y, k),
+            atol=TOL,
+            rtol=0,
+        )
 
 
 @pytest.mark.parametrize("n_anchors", [None, 40])
@@ -124,8 +136,7 @@ def test_anchors_short_of_hits_are_scored_again():
     assert (hits < 5).any()  # fewer than k hits among all rows
     total, passes = continuous_relieff_sum(rows, y, 5, bound)
     assert passes >= 3
-    np.testing.assert_allclose(total / y.size, ref.relieff_continuous(X, y, 5), atol=TOL,
-                               rtol=0)
+    np.testing.assert_allclose(total / y.size, ref.relieff_continuous(X, y, 5), atol=TOL, rtol=0)
 
 
 def test_hit_counts_equal_counting_every_pair():
@@ -166,15 +177,25 @@ def _gametes_X(name):
     return pd.read_csv(GAMETES.with_name(name), sep="\t").drop(columns="Class").to_numpy(float)
 
 
-@pytest.mark.parametrize("file, rows, n_discrete", [
-    (GAMETES.name, None, 20),  # 0/1/2 genotypes: every feature discrete
-    ("GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz", None,
-     11),
-    ("GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
-     300, 20),  # 10 % NaN; skrebate's missing-value distances are slow: 300 rows
-])
-def test_discrete_mixed_and_missing_features_equal_skrebates_defaults(gametes, stable_skrebate,
-                                                                      file, rows, n_discrete):
+@pytest.mark.parametrize(
+    "file, rows, n_discrete",
+    [
+        (GAMETES.name, None, 20),  # 0/1/2 genotypes: every feature discrete
+        (
+            "GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
+            None,
+            11,
+        ),
+        (
+            "GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
+            300,
+            20,
+        ),  # 10 % NaN; skrebate's missing-value distances are slow: 300 rows
+    ],
+)
+def test_discrete_mixed_and_missing_features_equal_skrebates_defaults(
+    gametes, stable_skrebate, file, rows, n_discrete
+):
     """skrebate's own defaults (``categorical_threshold=10``): the features of GAMETES'
     discrete, mixed and missing-value files with the continuous endpoint's target."""
     X, y = _gametes_X(file)[:rows], gametes[1][:rows]
@@ -213,17 +234,22 @@ def test_rrelieff_integer_target_and_selection():
     X, y = heavy_tailed()
     est = RReliefF(n_neighbors=10, n_features_to_select=2).fit(X, np.round(y).astype(int))
     assert est.transform(X).shape == (X.shape[0], 2)
-    assert dmargin.fit_cost(RReliefF(), 10_000, 20).seconds == \
-        dmargin.fit_cost(ReliefF(), 10_000, 20).seconds
+    assert (
+        dmargin.fit_cost(RReliefF(), 10_000, 20).seconds
+        == dmargin.fit_cost(ReliefF(), 10_000, 20).seconds
+    )
     assert "m N A with m = 100" in str(dmargin.fit_cost(RReliefF(n_anchors=100), 10_000, 20))
 
 
-@pytest.mark.parametrize("y, match", [
-    (np.array(["a", "b"] * 80), "numeric target"),
-    (np.r_[np.nan, np.ones(159)], "missing \\(NaN\\) or infinite"),
-    (np.ones(160), "constant"),
-    (np.ones((160, 2)), "1d array"),
-])
+@pytest.mark.parametrize(
+    "y, match",
+    [
+        (np.array(["a", "b"] * 80), "numeric target"),
+        (np.r_[np.nan, np.ones(159)], "missing \\(NaN\\) or infinite"),
+        (np.ones(160), "constant"),
+        (np.ones((160, 2)), "1d array"),
+    ],
+)
 def test_rrelieff_bad_targets(y, match):
     X, _ = heavy_tailed()
     with pytest.raises(ValueError, match=match):
@@ -237,8 +263,9 @@ def test_rrelieff_bad_targets(y, match):
 MAKERS = [
     pytest.param(lambda: ReliefF(n_neighbors=5), id="ReliefF"),
     pytest.param(lambda: ReliefF(n_neighbors=5, discrete_threshold=3), id="ReliefF-mixed-nan"),
-    pytest.param(lambda: ReliefF(n_neighbors=5, n_anchors=60, random_state=2),
-                 id="ReliefF-anchors"),
+    pytest.param(
+        lambda: ReliefF(n_neighbors=5, n_anchors=60, random_state=2), id="ReliefF-anchors"
+    ),
     pytest.param(lambda: RReliefF(n_neighbors=20, sigma=5.0), id="RReliefF"),
     pytest.param(lambda: RReliefF(n_anchors=60, random_state=2), id="RReliefF-anchors"),
 ]
@@ -263,11 +290,13 @@ def test_threaded_dask_equals_in_process(make, kind):
     Xd, yd = _dask_inputs(X, y, kind)
     with dask.config.set(scheduler="threads"):
         got = make().fit(Xd, yd)
-    np.testing.assert_allclose(got.feature_importances_, expected.feature_importances_,
-                               atol=TOL, rtol=0)
+    np.testing.assert_allclose(
+        got.feature_importances_, expected.feature_importances_, atol=TOL, rtol=0
+    )
     np.testing.assert_array_equal(
         np.asarray(got.anchor_indices_ if got.anchor_indices_ is not None else []),
-        np.asarray(expected.anchor_indices_ if expected.anchor_indices_ is not None else []))
+        np.asarray(expected.anchor_indices_ if expected.anchor_indices_ is not None else []),
+    )
 
 
 @pytest.mark.parametrize("make", MAKERS)
@@ -278,8 +307,9 @@ def test_cluster_equals_in_process(make, local_cluster):
     expected = make().fit(X, y)
     with Client(local_cluster):
         got = make().fit(*_dask_inputs(X, y, "array"))
-    np.testing.assert_allclose(got.feature_importances_, expected.feature_importances_,
-                               atol=TOL, rtol=0)
+    np.testing.assert_allclose(
+        got.feature_importances_, expected.feature_importances_, atol=TOL, rtol=0
+    )
     if expected.anchor_indices_ is not None:
         np.testing.assert_array_equal(got.anchor_indices_, expected.anchor_indices_)
 
@@ -289,13 +319,23 @@ def test_cluster_equals_in_process(make, local_cluster):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method, args, make", [
-    ("rrelieff", ["--sigma", "5", "--n-neighbors", "30"],
-     lambda: RReliefF(sigma=5.0, n_neighbors=30)),
-    ("relieff", ["--anchors", "150"], lambda: ReliefF(n_anchors=150, random_state=0)),
-    ("surf", [], lambda: dmargin.SURF()),  # skrebate's continuous endpoint, as ReliefF's
-    ("multisurf", ["--anchors", "150"], lambda: dmargin.MultiSURF(n_anchors=150, random_state=0)),
-])
+@pytest.mark.parametrize(
+    "method, args, make",
+    [
+        (
+            "rrelieff",
+            ["--sigma", "5", "--n-neighbors", "30"],
+            lambda: RReliefF(sigma=5.0, n_neighbors=30),
+        ),
+        ("relieff", ["--anchors", "150"], lambda: ReliefF(n_anchors=150, random_state=0)),
+        ("surf", [], lambda: dmargin.SURF()),  # skrebate's continuous endpoint, as ReliefF's
+        (
+            "multisurf",
+            ["--anchors", "150"],
+            lambda: dmargin.MultiSURF(n_anchors=150, random_state=0),
+        ),
+    ],
+)
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_cli_ranks_by_a_continuous_label(tmp_path, method, args, make, suffix):
     from dmargin.cli import main
@@ -307,13 +347,31 @@ def test_cli_ranks_by_a_continuous_label(tmp_path, method, args, make, suffix):
     data = tmp_path / f"data{suffix}"
     frame.to_csv(data, index=False) if suffix == ".csv" else frame.to_parquet(data)
     out = tmp_path / "rank.csv"
-    assert main(["select", str(data), "--label", "target", "--method", method, *args,
-                 "--random-state", "0", "--out", str(out), "-q"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                str(data),
+                "--label",
+                "target",
+                "--method",
+                method,
+                *args,
+                "--random-state",
+                "0",
+                "--out",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out)
     assert set(table["feature"][:2]) == {"x1", "x4"}
     est = make().fit(X, frame["target"].to_numpy())
-    np.testing.assert_allclose(table["score"], est.feature_importances_[table["index"]],
-                               atol=TOL, rtol=0)
+    np.testing.assert_allclose(
+        table["score"], est.feature_importances_[table["index"]], atol=TOL, rtol=0
+    )
 
 
 def _counted_blocks(X, y, rows=40):
@@ -323,18 +381,20 @@ def _counted_blocks(X, y, rows=40):
 
     def read(start):
         reads.append(start)
-        return X[start:start + rows], y[start:start + rows]
+        return X[start : start + rows], y[start : start + rows]
 
     parts = [dask.delayed(read, pure=True, nout=2)(s) for s in range(0, len(y), rows)]
     sizes = [min(rows, len(y) - s) for s in range(0, len(y), rows)]
-    Xd = da.concatenate([da.from_delayed(p[0], (n, X.shape[1]), X.dtype)
-                         for p, n in zip(parts, sizes)])
+    Xd = da.concatenate(
+        [da.from_delayed(p[0], (n, X.shape[1]), X.dtype) for p, n in zip(parts, sizes)]
+    )
     yd = da.concatenate([da.from_delayed(p[1], (n,), y.dtype) for p, n in zip(parts, sizes)])
     return Xd, yd, reads
 
 
-@pytest.mark.parametrize("make", [lambda: ReliefF(n_neighbors=10), dmargin.MultiSURF],
-                         ids=["ReliefF", "MultiSURF"])
+@pytest.mark.parametrize(
+    "make", [lambda: ReliefF(n_neighbors=10), dmargin.MultiSURF], ids=["ReliefF", "MultiSURF"]
+)
 def test_a_dask_target_is_told_from_labels_in_the_data_pass(make):
     """Whether a dask ``y`` is a continuous target is decided in the pass that
     reads the data for its scaling: a continuous target costs no more reads of
@@ -350,7 +410,8 @@ def test_a_dask_target_is_told_from_labels_in_the_data_pass(make):
         counts[name] = len(reads)
         expected = make().fit(X, target)
         assert got.target_type_ == expected.target_type_
-        np.testing.assert_allclose(got.feature_importances_, expected.feature_importances_,
-                                   atol=TOL, rtol=0)
+        np.testing.assert_allclose(
+            got.feature_importances_, expected.feature_importances_, atol=TOL, rtol=0
+        )
     n_blocks = -(-len(y) // 40)
     assert counts["continuous"] == counts["classes"] == 2 * n_blocks

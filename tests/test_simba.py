@@ -25,8 +25,9 @@ def test_run_equals_brute_force(blobs_multiclass, sigmoid):
     order = np.random.default_rng(0).permutation(len(y))
     order = np.r_[order, order[::-1]]  # two passes
     w = simba_run(X, codes, order, sigmoid, 2.0)
-    np.testing.assert_allclose(w, ref.brute_simba(X, codes, order, sigmoid, 2.0), rtol=0,
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        w, ref.brute_simba(X, codes, order, sigmoid, 2.0), rtol=0, atol=1e-10
+    )
 
 
 def test_fit_equals_brute_force_with_the_same_orders(blobs_binary):
@@ -67,10 +68,12 @@ def test_informative_features_rank_first(blobs_binary):
 def test_dask_input_is_gathered_once_and_equals_numpy(blobs_multiclass, threaded):
     X, y = blobs_multiclass
     local = Simba(n_starts=2, random_state=1).fit(X, y)
-    remote = Simba(n_starts=2, random_state=1).fit(da.from_array(X, chunks=(20, X.shape[1])),
-                                                   da.from_array(y, chunks=20))
-    np.testing.assert_allclose(remote.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=1e-12)
+    remote = Simba(n_starts=2, random_state=1).fit(
+        da.from_array(X, chunks=(20, X.shape[1])), da.from_array(y, chunks=20)
+    )
+    np.testing.assert_allclose(
+        remote.feature_importances_, local.feature_importances_, rtol=0, atol=1e-12
+    )
 
 
 def test_one_sample_class_and_duplicates_are_skipped(blobs_multiclass):

@@ -20,8 +20,12 @@ CHECK_PARAMS = {
     "RReliefF": {"n_neighbors": 3},
     "TuRF": {"estimator": dmargin.ReliefF(n_neighbors=3), "pct": 0.5},
     "Iter": {"estimator": dmargin.ReliefF(n_neighbors=3), "max_iter": 3},
-    "VLS": {"estimator": dmargin.ReliefF(n_neighbors=3), "num_feature_subset": 4,
-            "size_feature_subset": 5, "random_state": 0},
+    "VLS": {
+        "estimator": dmargin.ReliefF(n_neighbors=3),
+        "num_feature_subset": 4,
+        "size_feature_subset": 5,
+        "random_state": 0,
+    },
     "Simba": {"n_starts": 2, "random_state": 0},
     "KnockoffSelector": {"estimator": dmargin.ReliefF(n_neighbors=3), "random_state": 0},
     "Immigrate": {"max_iter": 3},
@@ -43,33 +47,54 @@ def expected_failed_checks(estimator):
     """The checks each estimator fails by design, with the reason (strict xfails)."""
     if isinstance(estimator, (dmargin.Immigrate, dmargin.IM4E)):
         return {
-            "check_sample_weight_equivalence_on_dense_data":
-                "a sample weight scales that sample's margin terms (eq. 3.19); a repeated "
-                "row also becomes a neighbour of the others, so the two differ by design",
+            "check_sample_weight_equivalence_on_dense_data": "a sample weight scales that sample's margin terms (eq. 3.19); a repeated "
+            "row also becomes a neighbour of the others, so the two differ by design",
         }
     if isinstance(estimator, dmargin.IM4EImmigrate):
-        reason = ("the default 2/A prescreen keeps one of the two features of the check's "
-                  "data, so training accuracy stays below the check's 0.83")
-        return {name: reason for name in (
-            "check_classifiers_train", "check_classifiers_train(readonly_memmap=True)",
-            "check_classifiers_train(readonly_memmap=True,X_dtype=float32)")}
+        reason = (
+            "the default 2/A prescreen keeps one of the two features of the check's "
+            "data, so training accuracy stays below the check's 0.83"
+        )
+        return {
+            name: reason
+            for name in (
+                "check_classifiers_train",
+                "check_classifiers_train(readonly_memmap=True)",
+                "check_classifiers_train(readonly_memmap=True,X_dtype=float32)",
+            )
+        }
     if isinstance(estimator, dmargin.KnockoffSelector):
-        return {"check_estimators_dtypes":
-                "the check's integer features hold three values (0, 1, 2): discrete, which "
-                "copula knockoffs refuse (the error offers knockoffs='independent')"}
+        return {
+            "check_estimators_dtypes": "the check's integer features hold three values (0, 1, 2): discrete, which "
+            "copula knockoffs refuse (the error offers knockoffs='independent')"
+        }
     if isinstance(estimator, dmargin.AdaBoostStumps):
-        return {"check_class_weight_classifiers":
-                "class_weight is None or 'balanced' (the paper's skew adjustment), not a dict"}
+        return {
+            "check_class_weight_classifiers": "class_weight is None or 'balanced' (the paper's skew adjustment), not a dict"
+        }
     if isinstance(estimator, (dmargin.SBSMF, dmargin.AdaBoostCR, dmargin.BDSFS)):
-        reason = ("binary only (the SBS-MF paper's margins are for two classes); this check "
-                  "fits on 3-class y and gets the documented 'Only binary classification' error")
-        return {name: reason for name in (
-            "check_dict_unchanged", "check_dont_overwrite_parameters", "check_dtype_object",
-            "check_estimators_fit_returns_self", "check_estimators_overwrite_params",
-            "check_f_contiguous_array_estimator", "check_fit2d_predict1d",
-            "check_fit_score_takes_y", "check_methods_sample_order_invariance",
-            "check_methods_subset_invariance", "check_n_features_in_after_fitting",
-            "check_positive_only_tag_during_fit", "check_readonly_memmap_input")}
+        reason = (
+            "binary only (the SBS-MF paper's margins are for two classes); this check "
+            "fits on 3-class y and gets the documented 'Only binary classification' error"
+        )
+        return {
+            name: reason
+            for name in (
+                "check_dict_unchanged",
+                "check_dont_overwrite_parameters",
+                "check_dtype_object",
+                "check_estimators_fit_returns_self",
+                "check_estimators_overwrite_params",
+                "check_f_contiguous_array_estimator",
+                "check_fit2d_predict1d",
+                "check_fit_score_takes_y",
+                "check_methods_sample_order_invariance",
+                "check_methods_subset_invariance",
+                "check_n_features_in_after_fitting",
+                "check_positive_only_tag_during_fit",
+                "check_readonly_memmap_input",
+            )
+        }
     return {}
 
 
@@ -109,9 +134,15 @@ def _unreadable(shape, chunks):
     return da.zeros(shape, chunks=chunks).map_blocks(boom, dtype=np.float64)
 
 
-@pytest.mark.parametrize("selector", [
-    dmargin.IRelief(n_features_to_select=3), SBSMF(n_features_to_select=3, n_estimators=5),
-    LDMRFE(n_features_to_select=3, random_state=0)], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "selector",
+    [
+        dmargin.IRelief(n_features_to_select=3),
+        SBSMF(n_features_to_select=3, n_estimators=5),
+        LDMRFE(n_features_to_select=3, random_state=0),
+    ],
+    ids=lambda e: type(e).__name__,
+)
 def test_transform_keeps_dask_input_lazy(selector):
     import dask.array as da
     import dask.dataframe as dd

@@ -22,8 +22,20 @@ from tests.test_skrebate_reference import dataset
 skrebate = pytest.importorskip("skrebate")
 
 ATOL = 1e-10
-RELIEF = ["ReliefF", "SURF", "SURFstar", "MultiSURF", "MultiSURFstar", "SWRF", "SWRFstar",
-          "MultiSWRF", "MultiSWRFstar", "MultiSWRFDB", "MultiSWRFDBstar", "MuRelief"]
+RELIEF = [
+    "ReliefF",
+    "SURF",
+    "SURFstar",
+    "MultiSURF",
+    "MultiSURFstar",
+    "SWRF",
+    "SWRFstar",
+    "MultiSWRF",
+    "MultiSWRFstar",
+    "MultiSWRFDB",
+    "MultiSWRFDBstar",
+    "MuRelief",
+]
 #: Continuous or mixed data without pairs at distance NaN or ties, classes larger than
 #: k = 5: none of skrebate's accidents occurs (``tests/skrebate_reference.py``); with
 #: missing values, SURF's and SWRF's mean is of skrebate's lower triangle (accident 1).
@@ -46,12 +58,16 @@ def _pair(name, X, y, weights=None, **params):
 
 def _assert_same(ours, theirs):
     assert np.abs(theirs.feature_importances_).max() > 1e-6
-    np.testing.assert_allclose(ours.feature_importances_, theirs.feature_importances_,
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        ours.feature_importances_, theirs.feature_importances_, rtol=0, atol=ATOL
+    )
     # the same ranking, up to the order of scores equal to rounding (argsort of ulps)
-    np.testing.assert_allclose(ours.feature_importances_[ours.top_features_],
-                               theirs.feature_importances_[theirs.top_features_],
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        ours.feature_importances_[ours.top_features_],
+        theirs.feature_importances_[theirs.top_features_],
+        rtol=0,
+        atol=ATOL,
+    )
     ranked = ours.feature_importances_[ours.top_features_]
     assert np.all(np.diff(np.abs(ranked) if ours.rank_absolute else ranked) <= ATOL)
 
@@ -62,16 +78,22 @@ def test_every_export_under_skrebates_name_and_signature():
     for name in exported:
         theirs = getattr(skrebate, name)
         # the SWRF family takes ReliefF's parameters through **kwargs
-        init = skrebate.ReliefF.__init__ if name.endswith(("SWRF", "SWRFstar", "SWRFDB",
-                                                           "SWRFDBstar")) else theirs.__init__
+        init = (
+            skrebate.ReliefF.__init__
+            if name.endswith(("SWRF", "SWRFstar", "SWRFDB", "SWRFDBstar"))
+            else theirs.__init__
+        )
         assert inspect.signature(getattr(dsk, name).__init__) == inspect.signature(init), name
         fit = list(inspect.signature(getattr(dsk, name).fit).parameters)
-        assert fit[:len(list(inspect.signature(theirs.fit).parameters))] == \
-            list(inspect.signature(theirs.fit).parameters), name
+        assert fit[: len(list(inspect.signature(theirs.fit).parameters))] == list(
+            inspect.signature(theirs.fit).parameters
+        ), name
 
 
-@pytest.mark.parametrize("name, data", [(n, d) for n in RELIEF for d in CLEAN
-                                        if not (d.startswith("missing") and n in GLOBAL_MEAN)])
+@pytest.mark.parametrize(
+    "name, data",
+    [(n, d) for n in RELIEF for d in CLEAN if not (d.startswith("missing") and n in GLOBAL_MEAN)],
+)
 def test_equal_to_skrebate(name, data):
     X, y = dataset(data)
     ours, theirs = _pair(name, X, y)
@@ -130,8 +152,7 @@ def test_categorical_features_declared(name):
     declared = list(range(9)) + [12]  # two SNPs read as continuous, one feature discrete
     ours, theirs = _pair(name, X, y, categorical_features=declared)
     _assert_same(ours, theirs)
-    np.testing.assert_array_equal(ours.discrete_features_,
-                                  np.isin(np.arange(X.shape[1]), declared))
+    np.testing.assert_array_equal(ours.discrete_features_, np.isin(np.arange(X.shape[1]), declared))
 
 
 @pytest.mark.parametrize("name", ["ReliefF", "MultiSURF", "SWRF"])
@@ -142,8 +163,9 @@ def test_weights_and_weight_final_scores(name):
         ours, theirs = _pair(name, X, y, weights=w, weight_final_scores=final)
         _assert_same(ours, theirs)
     unweighted = getattr(dsk, name)(**({"n_neighbors": 5} if name in K else {})).fit(X, y, w)
-    np.testing.assert_allclose(ours.feature_importances_,
-                               unweighted.feature_importances_ * w, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        ours.feature_importances_, unweighted.feature_importances_ * w, rtol=0, atol=ATOL
+    )
 
 
 def test_rank_absolute_and_fractional_neighbours():
@@ -159,20 +181,32 @@ def test_wrappers_around_the_same_object():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pairs = [
-            (dsk.VLS(dsk.MultiSURF(), num_feature_subset=6, size_feature_subset=3,
-                     random_state=5),
-             skrebate.VLS(skrebate.MultiSURF(), num_feature_subset=6, size_feature_subset=3,
-                          random_state=5)),
-            (dsk.Iter(dsk.ReliefF(n_neighbors=5), max_iter=3),
-             skrebate.Iter(skrebate.ReliefF(n_neighbors=5), max_iter=3)),
-            (dsk.TURF(dsk.SURF(), pct=0.5, num_scores_to_return=3),
-             skrebate.TURF(skrebate.SURF(), pct=0.5, num_scores_to_return=3)),
+            (
+                dsk.VLS(
+                    dsk.MultiSURF(), num_feature_subset=6, size_feature_subset=3, random_state=5
+                ),
+                skrebate.VLS(
+                    skrebate.MultiSURF(),
+                    num_feature_subset=6,
+                    size_feature_subset=3,
+                    random_state=5,
+                ),
+            ),
+            (
+                dsk.Iter(dsk.ReliefF(n_neighbors=5), max_iter=3),
+                skrebate.Iter(skrebate.ReliefF(n_neighbors=5), max_iter=3),
+            ),
+            (
+                dsk.TURF(dsk.SURF(), pct=0.5, num_scores_to_return=3),
+                skrebate.TURF(skrebate.SURF(), pct=0.5, num_scores_to_return=3),
+            ),
         ]
         for ours, theirs in pairs:
             ours.fit(X, y)
             theirs.fit(X.copy(), y)
-            np.testing.assert_allclose(ours.feature_importances_, theirs.feature_importances_,
-                                       rtol=0, atol=ATOL)
+            np.testing.assert_allclose(
+                ours.feature_importances_, theirs.feature_importances_, rtol=0, atol=ATOL
+            )
             np.testing.assert_array_equal(ours.top_features_[:3], theirs.top_features_[:3])
             ours.relief_object.n_features_to_select = 3
             theirs.relief_object.n_features_to_select = 3
@@ -184,8 +218,9 @@ def test_dask_input_and_clone():
     est = dsk.MultiSWRF(n_features_to_select=3)
     on_numpy = clone(est).fit(X, y)
     on_dask = clone(est).fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20))
-    np.testing.assert_allclose(on_dask.feature_importances_, on_numpy.feature_importances_,
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        on_dask.feature_importances_, on_numpy.feature_importances_, rtol=0, atol=ATOL
+    )
     assert clone(est).get_params() == est.get_params()
     assert on_dask.transform(da.from_array(X, chunks=20)).compute().shape == (len(X), 3)
 
@@ -218,16 +253,23 @@ def test_on_a_cluster_as_in_process(local_cluster):
     with Client(local_cluster) as client:
         workers = set(client.scheduler_info()["workers"])
         with get_task_stream(client) as stream:
-            fits = {(name, k): getattr(dsk, name)(n_neighbors=k).fit(Xd, yd)
-                    for name in ("MuRelief", "ReliefF") for k in (3, 5)}
+            fits = {
+                (name, k): getattr(dsk, name)(n_neighbors=k).fit(Xd, yd)
+                for name in ("MuRelief", "ReliefF")
+                for k in (3, 5)
+            }
             multisurf = dsk.MultiSURF(categorical_features=[0]).fit(Xd, yd)
     for (name, k), est in fits.items():
         local = getattr(dsk, name)(n_neighbors=k).fit(X, y)
-        np.testing.assert_allclose(est.feature_importances_, local.feature_importances_,
-                                   rtol=0, atol=ATOL)
-    np.testing.assert_allclose(multisurf.feature_importances_,
-                               dsk.MultiSURF(categorical_features=[0]).fit(X, y)
-                               .feature_importances_, rtol=0, atol=ATOL)
+        np.testing.assert_allclose(
+            est.feature_importances_, local.feature_importances_, rtol=0, atol=ATOL
+        )
+    np.testing.assert_allclose(
+        multisurf.feature_importances_,
+        dsk.MultiSURF(categorical_features=[0]).fit(X, y).feature_importances_,
+        rtol=0,
+        atol=ATOL,
+    )
     assert len({tuple(np.round(e.feature_importances_, 12)) for e in fits.values()}) == 4
     ran = {t["worker"] for t in stream.data}
     assert ran and ran <= workers
@@ -243,12 +285,12 @@ def test_dask_labels_are_typed_where_they_live():
     labels = np.array([0.5, 1.25, 2.75])[y]
     local = dsk.MultiSURF().fit(X, labels)
     Xd = da.from_array(X, chunks=20)
-    for yd in (da.from_array(labels, chunks=20),
-               dd.from_pandas(pd.Series(labels), npartitions=3)):
+    for yd in (da.from_array(labels, chunks=20), dd.from_pandas(pd.Series(labels), npartitions=3)):
         assert not dsk.MultiSURF()._target_rule(yd)
         est = dsk.MultiSURF().fit(Xd, yd)
         assert est.target_type_ == "multiclass"
         np.testing.assert_array_equal(est.classes_, [0.5, 1.25, 2.75])
-        np.testing.assert_allclose(est.feature_importances_, local.feature_importances_,
-                                   rtol=0, atol=ATOL)
+        np.testing.assert_allclose(
+            est.feature_importances_, local.feature_importances_, rtol=0, atol=ATOL
+        )
     assert dsk.MultiSURF(multiclass_threshold=2)._target_rule(da.from_array(labels, chunks=20))

@@ -29,15 +29,20 @@ GAMETES = DATA / "gametes"
 ATOL = 1e-10
 
 REFERENCE = {
-    "SWRF": ref.swrf, "SWRFstar": ref.swrf_star, "MultiSWRF": ref.multiswrf,
-    "MultiSWRFstar": ref.multiswrf_star, "MultiSWRFDB": ref.multiswrfdb,
-    "MultiSWRFDBstar": ref.multiswrfdb_star, "MuRelief": ref.murelief,
+    "SWRF": ref.swrf,
+    "SWRFstar": ref.swrf_star,
+    "MultiSWRF": ref.multiswrf,
+    "MultiSWRFstar": ref.multiswrf_star,
+    "MultiSWRFDB": ref.multiswrfdb,
+    "MultiSWRFDBstar": ref.multiswrfdb_star,
+    "MuRelief": ref.murelief,
 }
 ESTIMATORS = list(REFERENCE)
 
 
 # ----------------------------------------------------------------------------------
 # Data
+
 
 def _gametes(name, label, n, seed=0):
     frame = pd.read_csv(GAMETES / name, sep="\t").sample(n, random_state=seed)
@@ -93,14 +98,24 @@ def dataset(name):
     if name == "gametes-3class":
         return _gametes("3Class_Datasets_Loc_2_01.txt", "Class", 60, seed=2)
     if name == "gametes-continuous-endpoint":
-        return _gametes("GAMETES_Epistasis_2-Way_continuous_endpoint_a_20s_1600her_0.4__"
-                        "maf_0.2_EDM-2_01.tsv.gz", "Class", 60)
+        return _gametes(
+            "GAMETES_Epistasis_2-Way_continuous_endpoint_a_20s_1600her_0.4__"
+            "maf_0.2_EDM-2_01.tsv.gz",
+            "Class",
+            60,
+        )
     if name == "gametes-missing":
-        return _gametes("GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__"
-                        "maf_0.2_EDM-2_01.tsv.gz", "Class", 60)
+        return _gametes(
+            "GAMETES_Epistasis_2-Way_missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
+            "Class",
+            60,
+        )
     if name == "gametes-mixed":  # 11 discrete, 9 continuous
-        return _gametes("GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_"
-                        "0.2_EDM-2_01.tsv.gz", "Class", 60)
+        return _gametes(
+            "GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
+            "Class",
+            60,
+        )
     if name == "wpbc":  # 33 continuous features with NaN, N/R
         frame = _wpbc()
         return frame.iloc[:, 2:].to_numpy(np.float64), frame.iloc[:, 1].to_numpy()
@@ -110,14 +125,28 @@ def dataset(name):
     return _synthetic(name)
 
 
-REAL = ["gametes", "gametes-3class", "gametes-continuous-endpoint", "gametes-missing",
-        "gametes-mixed", "wpbc", "wpbc-time"]
-SYNTHETIC = ["corners", "continuous-multiclass", "one-sample-class", "missing-multiclass",
-             "missing-continuous-target", "nan-pairs"]
+REAL = [
+    "gametes",
+    "gametes-3class",
+    "gametes-continuous-endpoint",
+    "gametes-missing",
+    "gametes-mixed",
+    "wpbc",
+    "wpbc-time",
+]
+SYNTHETIC = [
+    "corners",
+    "continuous-multiclass",
+    "one-sample-class",
+    "missing-multiclass",
+    "missing-continuous-target",
+    "nan-pairs",
+]
 
 
 # ----------------------------------------------------------------------------------
 # Helpers
+
 
 def skrebate_fit(estimator, X, y, weights=None, **params):
     with warnings.catch_warnings():
@@ -160,13 +189,15 @@ def _params(estimator):
 # ----------------------------------------------------------------------------------
 # The estimators on real and synthetic data
 
+
 @pytest.mark.parametrize("name", REAL + SYNTHETIC)
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_equals_skrebate(estimator, name):
     X, y = dataset(name)
     params = _params(estimator)
-    assert_same_fit(reference_fit(estimator, X, y, **params),
-                    skrebate_fit(estimator, X, y, **params))
+    assert_same_fit(
+        reference_fit(estimator, X, y, **params), skrebate_fit(estimator, X, y, **params)
+    )
 
 
 def test_the_data_cover_skrebates_branches():
@@ -178,11 +209,23 @@ def test_the_data_cover_skrebates_branches():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             _, has_nan = ref.distance_array(data)
-        seen |= {data.data_type, data.class_type, ("missing", data.has_missing),
-                 ("nan-distance", has_nan)}
-    assert seen >= {"categorical", "continuous", "mixed", "binary", "multiclass",
-                    "continuous", ("missing", True), ("missing", False),
-                    ("nan-distance", True)}
+        seen |= {
+            data.data_type,
+            data.class_type,
+            ("missing", data.has_missing),
+            ("nan-distance", has_nan),
+        }
+    assert seen >= {
+        "categorical",
+        "continuous",
+        "mixed",
+        "binary",
+        "multiclass",
+        "continuous",
+        ("missing", True),
+        ("missing", False),
+        ("nan-distance", True),
+    }
 
 
 def test_knife_edge_follows_numpy_rounding():
@@ -207,8 +250,9 @@ def _exact_distances(n, seed):
     return rng.integers(0, 2, size=(n, 4)).astype(float), rng.integers(0, 2, n)
 
 
-@pytest.mark.parametrize("estimator,n,seed", [("SWRFstar", 8, 44), ("MultiSWRFstar", 9, 3),
-                                              ("MuRelief", 9, 3)])
+@pytest.mark.parametrize(
+    "estimator,n,seed", [("SWRFstar", 8, 44), ("MultiSWRFstar", 9, 3), ("MuRelief", 9, 3)]
+)
 def test_rows_exactly_at_the_threshold(estimator, n, seed):
     """Accidents 11 and 14: strict ``<`` / ``>`` (a row at the mean is neither near nor
     far) and MuRelief's tied keys at the ``n_neighbors`` cut."""
@@ -221,8 +265,9 @@ def test_rows_exactly_at_the_threshold(estimator, n, seed):
         rows = [np.delete(D[i], i) for i in range(n)]
         assert sum(np.count_nonzero(r == np.mean(r)) for r in rows) > 0
     params = {"n_neighbors": 2} if estimator == "MuRelief" else {}
-    assert_same_fit(reference_fit(estimator, X, y, **params),
-                    skrebate_fit(estimator, X, y, **params))
+    assert_same_fit(
+        reference_fit(estimator, X, y, **params), skrebate_fit(estimator, X, y, **params)
+    )
 
 
 # ----------------------------------------------------------------------------------
@@ -239,13 +284,13 @@ OPTIONS = [
 
 
 @pytest.mark.parametrize("estimator", ["SWRFstar", "MultiSWRFDBstar", "MuRelief"])
-@pytest.mark.parametrize("name,options", OPTIONS,
-                         ids=[f"{n}-{next(iter(o))}" for n, o in OPTIONS])
+@pytest.mark.parametrize("name,options", OPTIONS, ids=[f"{n}-{next(iter(o))}" for n, o in OPTIONS])
 def test_options_equal_skrebate(estimator, name, options):
     X, y = dataset(name)
     params = {**_params(estimator), **options}
-    assert_same_fit(reference_fit(estimator, X, y, **params),
-                    skrebate_fit(estimator, X, y, **params))
+    assert_same_fit(
+        reference_fit(estimator, X, y, **params), skrebate_fit(estimator, X, y, **params)
+    )
 
 
 @pytest.mark.parametrize("n_neighbors", [100, 0.3, 3])
@@ -253,8 +298,10 @@ def test_murelief_neighbour_counts(n_neighbors):
     """Default 100 (>= every class: the anchor itself is taken, accident 9), a fraction,
     and a small k where ties at the cut follow argsort (accident 11)."""
     X, y = dataset("gametes-3class")
-    assert_same_fit(reference_fit("MuRelief", X, y, n_neighbors=n_neighbors),
-                    skrebate_fit("MuRelief", X, y, n_neighbors=n_neighbors))
+    assert_same_fit(
+        reference_fit("MuRelief", X, y, n_neighbors=n_neighbors),
+        skrebate_fit("MuRelief", X, y, n_neighbors=n_neighbors),
+    )
 
 
 def test_murelief_takes_the_anchor_itself():
@@ -278,13 +325,21 @@ def test_rank_absolute_equals_skrebate(estimator):
 # ----------------------------------------------------------------------------------
 # Feature weights
 
+
 def _weights(p, seed=3):
     return np.random.default_rng(seed).uniform(0.05, 1.0, p)
 
 
-@pytest.mark.parametrize("name,weight_final_scores", [
-    ("gametes", False), ("gametes", True), ("continuous-multiclass", False),
-    ("gametes-missing", True), ("wpbc", False)])
+@pytest.mark.parametrize(
+    "name,weight_final_scores",
+    [
+        ("gametes", False),
+        ("gametes", True),
+        ("continuous-multiclass", False),
+        ("gametes-missing", True),
+        ("wpbc", False),
+    ],
+)
 @pytest.mark.parametrize("estimator", ["SWRFstar", "MultiSWRFDBstar", "MuRelief"])
 def test_weighted_distance_equals_skrebate(estimator, name, weight_final_scores):
     X, y = dataset(name)
@@ -313,18 +368,26 @@ def test_weights_as_a_list_are_ignored():
     w = _weights(X.shape[1])
     as_list = skrebate_fit("MultiSWRF", X, y, weights=list(w))
     assert_same_fit(reference_fit("MultiSWRF", X, y, weights=list(w)), as_list)
-    np.testing.assert_array_equal(as_list.feature_importances_,
-                                  skrebate_fit("MultiSWRF", X, y).feature_importances_)
-    assert np.abs(as_list.feature_importances_
-                  - skrebate_fit("MultiSWRF", X, y, weights=w).feature_importances_).max() > 1e-6
+    np.testing.assert_array_equal(
+        as_list.feature_importances_, skrebate_fit("MultiSWRF", X, y).feature_importances_
+    )
+    assert (
+        np.abs(
+            as_list.feature_importances_
+            - skrebate_fit("MultiSWRF", X, y, weights=w).feature_importances_
+        ).max()
+        > 1e-6
+    )
 
 
 # ----------------------------------------------------------------------------------
 # Iter
 
+
 def _scorer(estimator, **params):
     def fit(X, y, weights=None):
         return reference_fit(estimator, X, y, weights=weights, **params)
+
     return fit
 
 
@@ -339,16 +402,20 @@ ITER_CASES = [  # estimator, data, inner params, Iter params
 ]
 
 
-@pytest.mark.parametrize("estimator,name,inner,outer", ITER_CASES,
-                         ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(ITER_CASES)])
+@pytest.mark.parametrize(
+    "estimator,name,inner,outer",
+    ITER_CASES,
+    ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(ITER_CASES)],
+)
 def test_iter_equals_skrebate(estimator, name, inner, outer):
     X, y = dataset(name)
     relief = getattr(skrebate, estimator)(n_jobs=1, **inner)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         theirs = skrebate.Iter(relief, **outer).fit(X.copy(), y)
-    ours = ref.iter_relief(_scorer(estimator, **inner), X, y,
-                           rank_absolute=inner.get("rank_absolute", False), **outer)
+    ours = ref.iter_relief(
+        _scorer(estimator, **inner), X, y, rank_absolute=inner.get("rank_absolute", False), **outer
+    )
     assert_same_fit(ours, theirs)
     # the weighted iterations moved the scores away from the plain fit
     plain = reference_fit(estimator, X, y, **inner).feature_importances_
@@ -368,12 +435,15 @@ def test_iter_convergence_compares_with_transformed_scores():
 # ----------------------------------------------------------------------------------
 # VLS
 
-@pytest.mark.parametrize("p,num,size,seed", [(20, 5, 6, 3), (20, 4, 5, 0), (7, 3, 3, 11),
-                                             (9, 2, 20, 5), (13, 6, 4, 1)])
+
+@pytest.mark.parametrize(
+    "p,num,size,seed", [(20, 5, 6, 3), (20, 4, 5, 0), (7, 3, 3, 11), (9, 2, 20, 5), (13, 6, 4, 1)]
+)
 def test_vls_subsets_equal_skrebates(p, num, size, seed):
     """Same draws from ``random`` as ``VLS.make_subsets`` (padding and extra subsets)."""
-    model = skrebate.VLS(skrebate.SWRF(), num_feature_subset=num, size_feature_subset=size,
-                         random_state=seed)
+    model = skrebate.VLS(
+        skrebate.SWRF(), num_feature_subset=num, size_feature_subset=size, random_state=seed
+    )
     random.seed(seed)
     theirs = model.make_subsets(list(range(p)), num, min(size, p))
     assert ref.vls_subsets(p, num, size, seed) == theirs
@@ -381,17 +451,33 @@ def test_vls_subsets_equal_skrebates(p, num, size, seed):
 
 VLS_CASES = [  # estimator, data, inner params, VLS params, fit weights
     ("SWRF", "gametes", {}, {"num_feature_subset": 5, "size_feature_subset": 6}, False),
-    ("MultiSWRFstar", "gametes-mixed", {}, {"num_feature_subset": 4,
-                                             "size_feature_subset": 7}, False),
-    ("MultiSWRFDBstar", "gametes-3class", {"rank_absolute": True},
-     {"num_feature_subset": 5, "size_feature_subset": 6}, False),
-    ("MuRelief", "gametes", {"n_neighbors": 10}, {"num_feature_subset": 4,
-                                                   "size_feature_subset": 8}, True),
+    (
+        "MultiSWRFstar",
+        "gametes-mixed",
+        {},
+        {"num_feature_subset": 4, "size_feature_subset": 7},
+        False,
+    ),
+    (
+        "MultiSWRFDBstar",
+        "gametes-3class",
+        {"rank_absolute": True},
+        {"num_feature_subset": 5, "size_feature_subset": 6},
+        False,
+    ),
+    (
+        "MuRelief",
+        "gametes",
+        {"n_neighbors": 10},
+        {"num_feature_subset": 4, "size_feature_subset": 8},
+        True,
+    ),
 ]
 
 
-@pytest.mark.parametrize("estimator,name,inner,outer,weighted", VLS_CASES,
-                         ids=[f"{c[0]}-{c[1]}" for c in VLS_CASES])
+@pytest.mark.parametrize(
+    "estimator,name,inner,outer,weighted", VLS_CASES, ids=[f"{c[0]}-{c[1]}" for c in VLS_CASES]
+)
 def test_vls_equals_skrebate(estimator, name, inner, outer, weighted):
     X, y = dataset(name)
     w = _weights(X.shape[1]) if weighted else None
@@ -399,10 +485,24 @@ def test_vls_equals_skrebate(estimator, name, inner, outer, weighted):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         theirs = skrebate.VLS(relief, random_state=4, **outer).fit(X.copy(), y, weights=w)
-    ours = ref.vls(_scorer(estimator, **inner), X, y, random_state=4, weights=w,
-                   rank_absolute=inner.get("rank_absolute", False), **outer)
+    ours = ref.vls(
+        _scorer(estimator, **inner),
+        X,
+        y,
+        random_state=4,
+        weights=w,
+        rank_absolute=inner.get("rank_absolute", False),
+        **outer,
+    )
     assert_same_fit(ours, theirs)
     # another seed draws other subsets and other scores: the seed is really used
-    other = ref.vls(_scorer(estimator, **inner), X, y, random_state=5, weights=w,
-                    rank_absolute=inner.get("rank_absolute", False), **outer)
+    other = ref.vls(
+        _scorer(estimator, **inner),
+        X,
+        y,
+        random_state=5,
+        weights=w,
+        rank_absolute=inner.get("rank_absolute", False),
+        **outer,
+    )
     assert np.abs(other.feature_importances_ - ours.feature_importances_).max() > 1e-6

@@ -28,16 +28,20 @@ ROW = "__row"
 def spark_frame(spark, X, y, partitions, vector=False, label="label"):
     """``(X, y)`` as a Spark DataFrame of ``partitions`` range partitions in row order;
     ``vector``: the features as one MLlib vector column ``features``."""
-    pdf = pd.DataFrame(np.asarray(X, dtype=np.float64),
-                       columns=[f"f{j}" for j in range(np.shape(X)[1])])
+    pdf = pd.DataFrame(
+        np.asarray(X, dtype=np.float64), columns=[f"f{j}" for j in range(np.shape(X)[1])]
+    )
     pdf[label] = np.asarray(y)
     pdf[ROW] = np.arange(len(pdf))
     df = spark.createDataFrame(pdf).repartitionByRange(partitions, ROW).sortWithinPartitions(ROW)
     if vector:
         from pyspark.ml.feature import VectorAssembler
 
-        df = VectorAssembler(inputCols=list(pdf.columns[:-2]), outputCol="features") \
-            .transform(df).select("features", label, ROW)
+        df = (
+            VectorAssembler(inputCols=list(pdf.columns[:-2]), outputCol="features")
+            .transform(df)
+            .select("features", label, ROW)
+        )
     return df
 
 
@@ -78,25 +82,24 @@ def test_every_estimator_on_spark_equals_in_process(spark, request, make, datase
 
 
 PARTITIONING = [
-    pytest.param(lambda: dmargin.ReliefF(n_neighbors=4, n_anchors=60, random_state=3),
-                 id="ReliefF-anchors"),
+    pytest.param(
+        lambda: dmargin.ReliefF(n_neighbors=4, n_anchors=60, random_state=3), id="ReliefF-anchors"
+    ),
     pytest.param(lambda: dmargin.ReliefF(n_neighbors=4), id="ReliefF-exact"),
     pytest.param(lambda: dmargin.IRelief(max_iter=4, tol=0), id="IRelief"),
     pytest.param(lambda: dmargin.MultiSURF(), id="MultiSURF"),
-    pytest.param(lambda: dmargin.SBSMF(n_features_to_select=4, step=4, n_estimators=4),
-                 id="SBSMF"),
+    pytest.param(lambda: dmargin.SBSMF(n_features_to_select=4, step=4, n_estimators=4), id="SBSMF"),
 ]
 
 
-@pytest.mark.parametrize("partitions, vector", [(1, False), (17, True)],
-                         ids=["1-columns", "17-vector"])
+@pytest.mark.parametrize(
+    "partitions, vector", [(1, False), (17, True)], ids=["1-columns", "17-vector"]
+)
 @pytest.mark.parametrize("make", PARTITIONING)
-def test_partitions_and_vector_column_change_nothing(spark, blobs_binary, make, partitions,
-                                                     vector):
+def test_partitions_and_vector_column_change_nothing(spark, blobs_binary, make, partitions, vector):
     X, y = blobs_binary
     reference = make().fit(X, y)
-    got = fit_on_spark(make(), spark_frame(spark, X, y, partitions, vector=vector),
-                       vector=vector)
+    got = fit_on_spark(make(), spark_frame(spark, X, y, partitions, vector=vector), vector=vector)
     column = "features[{}]" if vector else "f{}"
     assert list(got.feature_names_in_) == [column.format(j) for j in range(X.shape[1])]
     assert_estimator_equal(_strip_spark(got), reference)
@@ -127,8 +130,9 @@ def test_null_features_are_refused_or_missing_values_where_the_estimator_takes_t
     y = np.array([r[2] for r in rows])
     reference = dmargin.ReliefF(n_neighbors=3).fit(X, y)  # ReliefF takes missing values
     got = spark_fit(dmargin.ReliefF(n_neighbors=3), df, label="y")
-    np.testing.assert_allclose(got.feature_importances_, reference.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        got.feature_importances_, reference.feature_importances_, rtol=0, atol=1e-10
+    )
 
 
 def test_string_and_vector_columns_among_features_are_refused(spark):
@@ -145,8 +149,10 @@ def test_string_and_vector_columns_among_features_are_refused(spark):
 def test_a_vector_column_of_mixed_sizes_is_refused(spark):
     from pyspark.ml.linalg import Vectors
 
-    rows = [(Vectors.dense([1.0, 2.0, float(i)]) if i != 4 else Vectors.sparse(4, [0], [1.0]),
-             i % 2) for i in range(12)]
+    rows = [
+        (Vectors.dense([1.0, 2.0, float(i)]) if i != 4 else Vectors.sparse(4, [0], [1.0]), i % 2)
+        for i in range(12)
+    ]
     df = spark.createDataFrame(rows, ["features", "y"])
     with pytest.raises(SparkInputError, match=r"'features' holds vectors of sizes 3 to 4"):
         spark_fit(dmargin.ReliefF(), df, label="y", features_col="features")
@@ -162,7 +168,9 @@ def test_infinite_values_and_no_rows_are_refused(spark):
 
 
 def test_a_label_of_one_class_gets_the_estimators_error(spark):
-    df = _frame(spark, [(float(i), float(i * i), 1) for i in range(10)], "a double, b double, y int")
+    df = _frame(
+        spark, [(float(i), float(i * i), 1) for i in range(10)], "a double, b double, y int"
+    )
     with pytest.raises(ValueError, match="class") as info:
         spark_fit(dmargin.ReliefF(), df, label="y")
     assert "Traceback" not in str(info.value)
@@ -179,17 +187,22 @@ def test_empty_partitions_and_200_partitions(spark, blobs_binary):
     df = spark_frame(spark, X, y, 200)
     assert df.rdd.getNumPartitions() > 60  # range bounds from a sample: some may merge
     got = fit_on_spark(anchors(), df)
-    np.testing.assert_allclose(got.feature_importances_, anchors().fit(X, y).feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        got.feature_importances_, anchors().fit(X, y).feature_importances_, rtol=0, atol=1e-10
+    )
     keep = (np.arange(len(y)) < 16) | (np.arange(len(y)) >= 40)
     # Checkpointed first: the filter is not pushed below the range partitioning.
-    holes = spark_frame(spark, X, y, 8).localCheckpoint().filter(
-        (F.col(ROW) < 16) | (F.col(ROW) >= 40))
+    holes = (
+        spark_frame(spark, X, y, 8).localCheckpoint().filter((F.col(ROW) < 16) | (F.col(ROW) >= 40))
+    )
     assert 0 in holes.rdd.glom().map(len).collect()
     got = fit_on_spark(anchors(), holes)
-    np.testing.assert_allclose(got.feature_importances_,
-                               anchors().fit(X[keep], y[keep]).feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        got.feature_importances_,
+        anchors().fit(X[keep], y[keep]).feature_importances_,
+        rtol=0,
+        atol=1e-10,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -200,18 +213,29 @@ def test_empty_partitions_and_200_partitions(spark, blobs_binary):
 def test_a_refit_with_one_parameter_changed_gives_the_other_result(spark, blobs_binary):
     X, y = blobs_binary
     df = spark_frame(spark, X, y, 3)
-    for params in ({"n_neighbors": 4}, {"n_neighbors": 7}, {"n_neighbors": 4, "n_anchors": 20,
-                                                            "random_state": 0},
-                   {"n_neighbors": 4, "n_anchors": 20, "random_state": 1}):
+    for params in (
+        {"n_neighbors": 4},
+        {"n_neighbors": 7},
+        {"n_neighbors": 4, "n_anchors": 20, "random_state": 0},
+        {"n_neighbors": 4, "n_anchors": 20, "random_state": 1},
+    ):
         got = fit_on_spark(dmargin.ReliefF(**params), df).feature_importances_
-        np.testing.assert_allclose(got, dmargin.ReliefF(**params).fit(X, y).feature_importances_,
-                                   rtol=0, atol=1e-10, err_msg=str(params))
+        np.testing.assert_allclose(
+            got,
+            dmargin.ReliefF(**params).fit(X, y).feature_importances_,
+            rtol=0,
+            atol=1e-10,
+            err_msg=str(params),
+        )
     first = fit_on_spark(dmargin.IRelief(max_iter=3, tol=0, sigma=1.0), df).feature_importances_
     other = fit_on_spark(dmargin.IRelief(max_iter=3, tol=0, sigma=2.0), df).feature_importances_
     assert np.abs(first - other).max() > 1e-6
     np.testing.assert_allclose(
-        other, dmargin.IRelief(max_iter=3, tol=0, sigma=2.0).fit(X, y).feature_importances_,
-        rtol=0, atol=1e-10)
+        other,
+        dmargin.IRelief(max_iter=3, tol=0, sigma=2.0).fit(X, y).feature_importances_,
+        rtol=0,
+        atol=1e-10,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -225,8 +249,11 @@ def _spark_workers():
     out = []
     for proc in psutil.Process().children(recursive=True):
         try:
-            if "pyspark.daemon" in " ".join(proc.cmdline()) and proc.parent() is not None \
-                    and "pyspark.daemon" in " ".join(proc.parent().cmdline()):
+            if (
+                "pyspark.daemon" in " ".join(proc.cmdline())
+                and proc.parent() is not None
+                and "pyspark.daemon" in " ".join(proc.parent().cmdline())
+            ):
                 out.append(proc)
         except psutil.Error:
             pass
@@ -307,8 +334,9 @@ def test_a_python_worker_killed_mid_job_is_retried_with_the_same_result(spark, m
     groups = [f"dmargin-{i}" for i in range(first_group, last_group)]
     assert _failed_tasks(spark.sparkContext, groups) >= 1
     np.testing.assert_array_equal(got.feature_importances_, undisturbed)  # bit for bit
-    np.testing.assert_allclose(got.feature_importances_, reference.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        got.feature_importances_, reference.feature_importances_, rtol=0, atol=1e-10
+    )
 
 
 _INTERRUPTED_FIT = """
@@ -359,8 +387,9 @@ def test_ctrl_c_on_the_driver_cancels_the_job_and_no_executor_keeps_computing(tm
 
     script = tmp_path / "interrupted_fit.py"
     script.write_text(_INTERRUPTED_FIT)
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "fitting"
         time.sleep(4)  # inside the exact fit's tiles
@@ -416,8 +445,7 @@ def test_no_rows_come_to_the_driver_a_1_mb_result_limit_holds(tmp_path):
 
     script = tmp_path / "driver_limit.py"
     script.write_text(_DRIVER_LIMIT)
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["collected"] is False, "the 16 MB DataFrame passed the 1 MB limit"
@@ -432,11 +460,15 @@ def test_no_rows_come_to_the_driver_a_1_mb_result_limit_holds(tmp_path):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make, layout", [
-    (lambda: dmargin.ReliefF(n_anchors=100, random_state=0), "sampled"),
-    (lambda: dmargin.ReliefF(), "exact"),
-    (lambda: dmargin.IRelief(max_iter=3, tol=0), "exact"),
-], ids=["ReliefF-anchors", "ReliefF-exact", "IRelief-exact"])
+@pytest.mark.parametrize(
+    "make, layout",
+    [
+        (lambda: dmargin.ReliefF(n_anchors=100, random_state=0), "sampled"),
+        (lambda: dmargin.ReliefF(), "exact"),
+        (lambda: dmargin.IRelief(max_iter=3, tol=0), "exact"),
+    ],
+    ids=["ReliefF-anchors", "ReliefF-exact", "IRelief-exact"],
+)
 def test_fit_cost_tells_the_layouts_apart_and_counts_the_partials(spark, make, layout):
     from dmargin.spark import fit_cost
 
@@ -448,8 +480,10 @@ def test_fit_cost_tells_the_layouts_apart_and_counts_the_partials(spark, make, l
     assert cost.tasks_per_pass == (10 if layout == "exact" else 4)
     assert layout in str(cost) and "to the driver" in str(cost)
     got = fit_on_spark(make(), spark_frame(spark, X, y, 4)).spark_stats_
-    assert cost.bytes_to_driver / 3 < got.bytes_to_driver < 3 * cost.bytes_to_driver, \
-        (got.bytes_to_driver, cost.bytes_to_driver)
+    assert cost.bytes_to_driver / 3 < got.bytes_to_driver < 3 * cost.bytes_to_driver, (
+        got.bytes_to_driver,
+        cost.bytes_to_driver,
+    )
     assert got.jobs <= cost.jobs + 2
 
 
@@ -462,5 +496,6 @@ def test_text_labels_cross_without_pickle_and_equal_in_process(spark):
     got = spark_fit(dmargin.ReliefF(n_neighbors=5), spark.createDataFrame(pdf))
     reference = dmargin.ReliefF(n_neighbors=5).fit(X, y)
     assert list(got.classes_) == ["no", "yes"]
-    np.testing.assert_allclose(got.feature_importances_, reference.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        got.feature_importances_, reference.feature_importances_, rtol=0, atol=1e-10
+    )

@@ -23,15 +23,17 @@ def spark_dir(tmp_path_factory):
     rng = np.random.default_rng(11)
     n = 240
     y = rng.integers(0, 2, n)
-    frame = pd.DataFrame({
-        "age": rng.normal(50, 10, n),
-        "dose": rng.normal(size=n) + 1.5 * y,      # informative
-        "marker_a": rng.normal(size=n) - 1.0 * y,  # informative
-        "marker_b": rng.normal(size=n),
-        "noise": rng.uniform(size=n),
-        "label": np.where(y == 1, "case", "control").astype(object),
-    })
-    frame.loc[[3, 77, 150], "label"] = None        # rows Spark wrote without a label
+    frame = pd.DataFrame(
+        {
+            "age": rng.normal(50, 10, n),
+            "dose": rng.normal(size=n) + 1.5 * y,  # informative
+            "marker_a": rng.normal(size=n) - 1.0 * y,  # informative
+            "marker_b": rng.normal(size=n),
+            "noise": rng.uniform(size=n),
+            "label": np.where(y == 1, "case", "control").astype(object),
+        }
+    )
+    frame.loc[[3, 77, 150], "label"] = None  # rows Spark wrote without a label
     root = tmp_path_factory.mktemp("spark") / "out.parquet"
     for part, rows in (("a", slice(0, 130)), ("b", slice(130, n))):
         chunk = frame.iloc[rows]
@@ -47,14 +49,29 @@ def spark_dir(tmp_path_factory):
 
 def _cli_ranking(capsys, tmp_path, root, *extra):
     out = tmp_path / f"ranking{len(extra)}.csv"
-    code = main(["select", str(root), "--label", "label", "--method", "relieff",
-                 "--missing-label", "drop", "--out", str(out), "-q", *extra])
+    code = main(
+        [
+            "select",
+            str(root),
+            "--label",
+            "label",
+            "--method",
+            "relieff",
+            "--missing-label",
+            "drop",
+            "--out",
+            str(out),
+            "-q",
+            *extra,
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     return pd.read_csv(out)
 
 
-def test_spark_directory_same_ranking_everywhere_with_real_names(spark_dir, local_cluster,
-                                                                  capsys, tmp_path):
+def test_spark_directory_same_ranking_everywhere_with_real_names(
+    spark_dir, local_cluster, capsys, tmp_path
+):
     from distributed import Client
 
     root, clean = spark_dir
@@ -72,8 +89,9 @@ def test_spark_directory_same_ranking_everywhere_with_real_names(spark_dir, loca
         assert {t["worker"] for t in stream.data} == workers
     for est in (in_process, on_cluster):
         assert list(est.feature_names_in_) == FEATURES
-        np.testing.assert_allclose(est.feature_importances_, expected.feature_importances_,
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            est.feature_importances_, expected.feature_importances_, atol=1e-12
+        )
 
     table = _cli_ranking(capsys, tmp_path, root)
     remote = _cli_ranking(capsys, tmp_path, root, "--scheduler", local_cluster.scheduler_address)

@@ -84,8 +84,9 @@ def collect_vectors(df, column):
 
 
 @pytest.mark.spark
-def test_input_cols_scores_equal_spark_fit_and_in_process(spark, data, columns_df, reference,
-                                                          top_two):
+def test_input_cols_scores_equal_spark_fit_and_in_process(
+    spark, data, columns_df, reference, top_two
+):
     X, _ = data
     _, model = top_two
     plain = spark_fit(relieff(), columns_df, "label", features=NAMES)
@@ -109,8 +110,7 @@ def test_vector_column_scores_equal_in_process(spark, data, reference, sparse):
 
     X, _ = data
     df = vector_df(spark, data, sparse)
-    model = MarginSelector(estimator=relieff(), featuresCol="features",
-                           numTopFeatures=3).fit(df)
+    model = MarginSelector(estimator=relieff(), featuresCol="features", numTopFeatures=3).fit(df)
     np.testing.assert_allclose(model.scores, reference.feature_importances_, rtol=0, atol=1e-10)
     top = sorted(np.argsort(-reference.feature_importances_, kind="stable")[:3].tolist())
     assert model.selectedFeatures == top
@@ -132,13 +132,13 @@ def test_vector_column_scores_equal_in_process(spark, data, reference, sparse):
 def test_threshold_and_the_estimators_own_selection(spark, columns_df, reference):
     scores = reference.feature_importances_
     cut = float(np.sort(scores)[-3])  # the third highest: three kept
-    by_threshold = MarginSelector(estimator=relieff(), inputCols=NAMES,
-                                  threshold=cut).fit(columns_df)
+    by_threshold = MarginSelector(estimator=relieff(), inputCols=NAMES, threshold=cut).fit(
+        columns_df
+    )
     assert by_threshold.selectedFeatures == np.flatnonzero(scores >= cut).tolist()
     assert len(by_threshold.selectedFeatures) == 3
     # Neither: the estimator's get_support(), here its two best.
-    own = MarginSelector(estimator=relieff(n_features_to_select=2),
-                         inputCols=NAMES).fit(columns_df)
+    own = MarginSelector(estimator=relieff(n_features_to_select=2), inputCols=NAMES).fit(columns_df)
     assert own.selectedFeatures == sorted(np.argsort(-scores, kind="stable")[:2].tolist())
     assert own.selectedFeatures == np.flatnonzero(own.estimator_.get_support()).tolist()
 
@@ -158,8 +158,7 @@ def test_more_top_features_than_features_keeps_all_and_none_kept_warns(spark, co
     every = MarginSelector(estimator=relieff(), inputCols=NAMES, numTopFeatures=50).fit(columns_df)
     assert every.selectedFeatures == list(range(P))
     with pytest.warns(UserWarning, match="selected no feature"):
-        none = MarginSelector(estimator=relieff(), inputCols=NAMES,
-                              threshold=1e6).fit(columns_df)
+        none = MarginSelector(estimator=relieff(), inputCols=NAMES, threshold=1e6).fit(columns_df)
     assert none.selectedFeatures == [] and none.selectedFeatureNames == []
     row = none.transform(columns_df).select("selected").first()[0]
     assert row.size == 0
@@ -176,11 +175,13 @@ def test_pipeline_round_trip(spark, columns_df, tmp_path):
     from pyspark.ml.classification import LogisticRegression
     from pyspark.ml.feature import VectorAssembler
 
-    pipeline = Pipeline(stages=[
-        VectorAssembler(inputCols=NAMES, outputCol="features"),
-        MarginSelector(estimator=relieff(), featuresCol="features", numTopFeatures=3),
-        LogisticRegression(featuresCol="selected", labelCol="label", maxIter=20),
-    ])
+    pipeline = Pipeline(
+        stages=[
+            VectorAssembler(inputCols=NAMES, outputCol="features"),
+            MarginSelector(estimator=relieff(), featuresCol="features", numTopFeatures=3),
+            LogisticRegression(featuresCol="selected", labelCol="label", maxIter=20),
+        ]
+    )
     pipeline.write().save(str(tmp_path / "pipeline"))
     loaded_pipeline = Pipeline.load(str(tmp_path / "pipeline"))
     assert loaded_pipeline.getStages()[1].getEstimator().get_params() == relieff().get_params()
@@ -205,13 +206,13 @@ def test_pipeline_round_trip(spark, columns_df, tmp_path):
 @pytest.mark.spark
 def test_save_and_load_the_selector_and_the_model(spark, columns_df, top_two, tmp_path):
     turf = dmargin.TuRF(estimator=dmargin.MultiSURF(n_anchors=30), pct=0.5)
-    selector = MarginSelector(estimator=turf, inputCols=NAMES, labelCol="label",
-                              outputCol="kept", threshold=0.01)
+    selector = MarginSelector(
+        estimator=turf, inputCols=NAMES, labelCol="label", outputCol="kept", threshold=0.01
+    )
     selector.save(str(tmp_path / "selector"))
     back = MarginSelector.load(str(tmp_path / "selector"))
     assert back.uid == selector.uid
-    assert (back.getInputCols(), back.getOutputCol(), back.getThreshold()) == \
-        (NAMES, "kept", 0.01)
+    assert (back.getInputCols(), back.getOutputCol(), back.getThreshold()) == (NAMES, "kept", 0.01)
     assert back.getFeaturesCol() is None and back.getNumTopFeatures() is None
     assert isinstance(back.getEstimator(), dmargin.TuRF)
     assert back.getEstimator().get_params(deep=True).keys() == turf.get_params(deep=True).keys()
@@ -220,8 +221,11 @@ def test_save_and_load_the_selector_and_the_model(spark, columns_df, top_two, tm
     _, model = top_two
     model.write().save(str(tmp_path / "model"))
     loaded = MarginSelectorModel.load(str(tmp_path / "model"))
-    assert (loaded.scores, loaded.selectedFeatures, loaded.featureNames) == \
-        (model.scores, model.selectedFeatures, model.featureNames)
+    assert (loaded.scores, loaded.selectedFeatures, loaded.featureNames) == (
+        model.scores,
+        model.selectedFeatures,
+        model.featureNames,
+    )
     assert loaded.estimator_ is None
     assert loaded.getEstimator().get_params() == relieff().get_params()
     assert loaded.transform(columns_df).collect() == model.transform(columns_df).collect()
@@ -234,8 +238,9 @@ def test_save_and_load_the_selector_and_the_model(spark, columns_df, top_two, tm
 
 @pytest.mark.spark
 def test_an_estimator_that_cannot_be_saved_is_refused_before_writing(spark, tmp_path):
-    selector = MarginSelector(estimator=dmargin.ReliefF(random_state=np.random.default_rng(0)),
-                              inputCols=NAMES)
+    selector = MarginSelector(
+        estimator=dmargin.ReliefF(random_state=np.random.default_rng(0)), inputCols=NAMES
+    )
     with pytest.raises(ValueError, match="ReliefF's parameter random_state=Generator"):
         selector.save(str(tmp_path / "selector"))
     assert not os.path.exists(tmp_path / "selector")
@@ -247,8 +252,9 @@ def test_an_estimator_that_cannot_be_saved_is_refused_before_writing(spark, tmp_
 
 
 @pytest.mark.spark
-def test_a_refit_with_one_parameter_changed_gives_the_other_result(spark, data, columns_df,
-                                                                   reference, top_two):
+def test_a_refit_with_one_parameter_changed_gives_the_other_result(
+    spark, data, columns_df, reference, top_two
+):
     X, y = data
     selector, first = top_two
     selector = selector.copy()
@@ -318,8 +324,9 @@ def test_a_model_on_the_wrong_input_says_what_differs(spark, data, columns_df):
     from pyspark.ml.feature import VectorAssembler
 
     short = VectorAssembler(inputCols=NAMES[:4], outputCol="v").transform(columns_df)
-    vector_model = MarginSelectorModel(scores=[0.1] * P, selectedFeatures=[0],
-                                       featureNames=NAMES).setFeaturesCol("v")
+    vector_model = MarginSelectorModel(
+        scores=[0.1] * P, selectedFeatures=[0], featureNames=NAMES
+    ).setFeaturesCol("v")
     with pytest.raises(ValueError, match="vectors of 4 features; the model was fitted on 6"):
         vector_model.transform(short)
     with pytest.raises(ValueError, match="holds no selection"):

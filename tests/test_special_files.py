@@ -122,14 +122,32 @@ def test_save_state_still_replaces_a_regular_file_and_a_link_to_one(tmp_path):
 def test_cli_out_onto_a_fifo_is_refused_even_with_force(tmp_path):
     X, y = _stream(60)
     data = tmp_path / "d.csv"
-    data.write_text("a,b,c,d,label\n" + "\n".join(
-        ",".join(map(str, [*row, label])) for row, label in zip(X, y)) + "\n")
+    data.write_text(
+        "a,b,c,d,label\n"
+        + "\n".join(",".join(map(str, [*row, label])) for row, label in zip(X, y))
+        + "\n"
+    )
     fifo = tmp_path / "out.csv"
     os.mkfifo(fifo)
     try:
-        run = subprocess.run([sys.executable, "-m", "dmargin.cli", "select", str(data),
-                              "--label", "label", "--out", str(fifo), "--force", "-q"],
-                             capture_output=True, text=True, timeout=600)
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dmargin.cli",
+                "select",
+                str(data),
+                "--label",
+                "label",
+                "--out",
+                str(fifo),
+                "--force",
+                "-q",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     finally:
         _release(fifo)
     assert run.returncode == 2, (run.returncode, run.stderr[-2000:])

@@ -23,8 +23,12 @@ from tests.reference_stir import benjamini_hochberg, stir_reference
 
 #: The attributes a fit without per-feature p-values leaves out.
 UNAVAILABLE = ("t_statistics_", "pvalues_", "qvalues_", "global_pvalue_")
-GAMETES = (Path(__file__).resolve().parent / "data" / "gametes"
-           / "GAMETES_Epistasis_2-Way_20atts_0.4H_EDM-1_1.tsv.gz")
+GAMETES = (
+    Path(__file__).resolve().parent
+    / "data"
+    / "gametes"
+    / "GAMETES_Epistasis_2-Way_20atts_0.4H_EDM-1_1.tsv.gz"
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +46,12 @@ def data():
 @pytest.mark.parametrize("n_anchors", [None, 40])
 def test_stir_equals_the_brute_force_formulas(data, k, n_anchors, stir_everywhere):
     X, y = data
-    est = dmargin.ReliefF(n_neighbors=k, n_anchors=n_anchors, pvalues=True,
-                          random_state=3).fit(X, y)
+    est = dmargin.ReliefF(n_neighbors=k, n_anchors=n_anchors, pvalues=True, random_state=3).fit(
+        X, y
+    )
     anchors = None if n_anchors is None else est.anchor_indices_
     scaled = ref.minmax_scale(X)
-    assert_equals_reference(est, stir_reference(scaled, y, k, anchors), constant=5,
-                            informative=2)
+    assert_equals_reference(est, stir_reference(scaled, y, k, anchors), constant=5, informative=2)
 
 
 def assert_equals_reference(est, reference, constant, informative):
@@ -67,8 +71,9 @@ def test_pvalues_false_gives_the_same_weights_alone(data, stir_everywhere):
     X, y = data
     with_p = dmargin.ReliefF(n_anchors=60, pvalues=True, random_state=4).fit(X, y)
     alone = dmargin.ReliefF(pvalues=False, n_anchors=60, random_state=4).fit(X, y)
-    np.testing.assert_allclose(alone.feature_importances_, with_p.feature_importances_,
-                               rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(
+        alone.feature_importances_, with_p.feature_importances_, rtol=1e-13, atol=1e-15
+    )
     assert not any(hasattr(alone, name) for name in UNAVAILABLE)
     permuted = dmargin.ReliefF(pvalues=False, n_permutations=9, random_state=4).fit(X, y)
     assert not hasattr(permuted, "t_statistics_") and permuted.pvalues_.min() == 0.1
@@ -78,10 +83,12 @@ def test_stir_is_the_same_on_dask(data, threaded, stir_everywhere):
     X, y = data
     local = dmargin.ReliefF(n_anchors=50, pvalues=True, random_state=1).fit(X, y)
     dask = dmargin.ReliefF(n_anchors=50, pvalues=True, random_state=1).fit(
-        da.from_array(X, chunks=40), y)
+        da.from_array(X, chunks=40), y
+    )
     for name in ("feature_importances_", "t_statistics_", "pvalues_", "qvalues_"):
-        np.testing.assert_allclose(getattr(dask, name), getattr(local, name), rtol=1e-10,
-                                   atol=1e-13)
+        np.testing.assert_allclose(
+            getattr(dask, name), getattr(local, name), rtol=1e-10, atol=1e-13
+        )
 
 
 @pytest.mark.cluster
@@ -92,16 +99,19 @@ def test_stir_on_a_local_cluster_equals_in_process(data, local_cluster, stir_eve
     from distributed import Client, get_task_stream
 
     X, y = data
-    makers = (lambda: dmargin.ReliefF(n_anchors=50, pvalues=True, random_state=1),
-              lambda: dmargin.MultiSURF(pvalues=True))
+    makers = (
+        lambda: dmargin.ReliefF(n_anchors=50, pvalues=True, random_state=1),
+        lambda: dmargin.MultiSURF(pvalues=True),
+    )
     local = [make().fit(X, y) for make in makers]
     with Client(local_cluster) as client, get_task_stream(client) as stream:
         remote = [make().fit(da.from_array(X, chunks=40), y) for make in makers]
         workers = set(client.scheduler_info()["workers"])
     for a, b in zip(local, remote):
         for name in ("feature_importances_", "t_statistics_", "pvalues_", "qvalues_"):
-            np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-10,
-                                       atol=1e-13, err_msg=name)
+            np.testing.assert_allclose(
+                getattr(b, name), getattr(a, name), rtol=1e-10, atol=1e-13, err_msg=name
+            )
     ran = {t["worker"] for t in stream.data if "dmargin-" in str(t["key"])}
     assert ran == workers and len(workers) == 2
 
@@ -165,8 +175,7 @@ def _normal_null_pvalues(method, draws=120, seed=123):
 
 
 @pytest.mark.parametrize("method, skew_bound", [("ReliefF", 0.08), ("MultiSURF", 0.15)])
-def test_every_term_of_the_law_is_needed_on_normal_null_data(method, skew_bound,
-                                                             stir_everywhere):
+def test_every_term_of_the_law_is_needed_on_normal_null_data(method, skew_bound, stir_everywhere):
     # The p-values as z-scores, z = isf(p): standard normal when the law is right
     # (the law itself: ReliefF declines normal features for its too thin far tail,
     # which shows here as the share under 0.001 near its bound).
@@ -200,7 +209,8 @@ def test_stir_takes_missing_values_and_discrete_features(threaded, stir_everywhe
     assert np.all((est.pvalues_ >= 0) & (est.pvalues_ <= 1))
     assert est.pvalues_.argmin() == 5 and est.pvalues_[5] < 1e-6
     on_dask = dmargin.ReliefF(discrete_threshold=3, pvalues=True).fit(
-        da.from_array(X, chunks=70), y)
+        da.from_array(X, chunks=70), y
+    )
     np.testing.assert_allclose(on_dask.pvalues_, est.pvalues_, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(on_dask.t_statistics_, est.t_statistics_, rtol=1e-10, atol=1e-13)
 
@@ -242,17 +252,29 @@ def _heavy_tails(X):
     return X
 
 
-@pytest.mark.parametrize("case, change, reason", [
-    ("unbalanced", lambda X, y: (X, (np.arange(len(y)) < 100).astype(int)),
-     r"classes of 100 and 200 rows \(the smaller holds 33.3%; shown calibrated from 45%\)"),
-    ("three classes", lambda X, y: (X, np.arange(len(y)) % 3), "3 classes"),
-    ("missing", lambda X, y: (np.where(np.eye(*X.shape, dtype=bool), np.nan, X), y),
-     "missing values"),
-    ("skewed", lambda X, y: (_skewed(X), y), r"skewed feature\(s\), e.g. column 3 of skewness"),
-    ("few values", lambda X, y: (_few_values(X), y),
-     r"at most 10 distinct values, e.g. column 6 with 3"),
-    ("heavy tails", lambda X, y: (_heavy_tails(X), y), r"column 1 of excess kurtosis"),
-])
+@pytest.mark.parametrize(
+    "case, change, reason",
+    [
+        (
+            "unbalanced",
+            lambda X, y: (X, (np.arange(len(y)) < 100).astype(int)),
+            r"classes of 100 and 200 rows \(the smaller holds 33.3%; shown calibrated from 45%\)",
+        ),
+        ("three classes", lambda X, y: (X, np.arange(len(y)) % 3), "3 classes"),
+        (
+            "missing",
+            lambda X, y: (np.where(np.eye(*X.shape, dtype=bool), np.nan, X), y),
+            "missing values",
+        ),
+        ("skewed", lambda X, y: (_skewed(X), y), r"skewed feature\(s\), e.g. column 3 of skewness"),
+        (
+            "few values",
+            lambda X, y: (_few_values(X), y),
+            r"at most 10 distinct values, e.g. column 6 with 3",
+        ),
+        ("heavy tails", lambda X, y: (_heavy_tails(X), y), r"column 1 of excess kurtosis"),
+    ],
+)
 @pytest.mark.parametrize("method", ["ReliefF", "MultiSURF"])
 def test_outside_the_calibrated_domain_a_warning_and_no_pvalues(case, change, reason, method):
     X, y = change(*_balanced_normal())
@@ -280,8 +302,13 @@ def test_within_the_calibrated_domain_no_warning():
     rng = np.random.default_rng(3)
     U = rng.random(X.shape)
     unequal = rng.permutation((np.arange(300) < 135).astype(int))
-    cases = [("ReliefF", U, y), ("ReliefF", U, unequal), ("MultiSURF", U, y),
-             ("MultiSURF", X, y), ("MultiSURF", X, unequal)]
+    cases = [
+        ("ReliefF", U, y),
+        ("ReliefF", U, unequal),
+        ("MultiSURF", U, y),
+        ("MultiSURF", X, y),
+        ("MultiSURF", X, unequal),
+    ]
     for method, X_, y_ in cases:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
@@ -291,8 +318,10 @@ def test_within_the_calibrated_domain_no_warning():
 def test_relieff_declines_normal_features_and_both_decline_1_to_1_5():
     # ReliefF's far tail is too thin on normal features; 1:1.5 is beyond both.
     X, y = _balanced_normal()
-    with pytest.warns(dmargin.UncalibratedPValuesWarning,
-                      match="excess kurtosis .* up to 0, lighter than the normal law"):
+    with pytest.warns(
+        dmargin.UncalibratedPValuesWarning,
+        match="excess kurtosis .* up to 0, lighter than the normal law",
+    ):
         assert not hasattr(dmargin.ReliefF(pvalues=True).fit(X, y), "pvalues_")
     unequal = np.random.default_rng(4).permutation((np.arange(300) < 120).astype(int))
     for method in ("ReliefF", "MultiSURF"):
@@ -318,8 +347,9 @@ def test_feature_shape_by_its_definitions():
     shape = feature_shape(X)
     x = X[~np.isnan(X[:, 0]), 0]
     np.testing.assert_allclose(shape[:2, 0], [stats.skew(x), stats.kurtosis(x)], rtol=1e-12)
-    np.testing.assert_allclose(shape[:2, 1], [stats.skew(X[:, 1]), stats.kurtosis(X[:, 1])],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        shape[:2, 1], [stats.skew(X[:, 1]), stats.kurtosis(X[:, 1])], rtol=1e-12
+    )
     np.testing.assert_array_equal(shape[2], [x.size, 3, 1])
     assert shape[0, 2] == shape[1, 2] == 0  # a constant column
 
@@ -365,8 +395,7 @@ def test_gametes_predictive_snps_get_the_smallest_stir_pvalues(stir_everywhere):
 
 
 @pytest.mark.parametrize("segment", [7, 64, 2**16])
-def test_permuted_labels_are_a_permutation_and_do_not_depend_on_the_blocks(segment,
-                                                                              monkeypatch):
+def test_permuted_labels_are_a_permutation_and_do_not_depend_on_the_blocks(segment, monkeypatch):
     from dmargin.engine import permute
 
     monkeypatch.setattr(permute, "SEGMENT", segment)
@@ -375,8 +404,9 @@ def test_permuted_labels_are_a_permutation_and_do_not_depend_on_the_blocks(segme
     local, (per_segment, seed) = permute.permuted_codes(codes, counts, np.random.default_rng(4))
     assert np.array_equal(np.bincount(local), counts) and not np.array_equal(local, codes)
     for chunk in (9, 33, 100):
-        blocks, _ = permute.permuted_codes(da.from_array(codes, chunks=chunk), counts,
-                                           np.random.default_rng(4))
+        blocks, _ = permute.permuted_codes(
+            da.from_array(codes, chunks=chunk), counts, np.random.default_rng(4)
+        )
         np.testing.assert_array_equal(blocks.compute(scheduler="sync"), local)
     np.testing.assert_array_equal(permute.labels_of(per_segment, seed, 13, 71), local[13:71])
 
@@ -403,8 +433,9 @@ def _permutation_reference(X, y, k, n_permutations, random_state, n_anchors=None
     est = dmargin.ReliefF(n_neighbors=k, n_anchors=n_anchors, random_state=random_state)
     scaled = ref.minmax_scale(X)
     classes, codes = np.unique(y, return_inverse=True)
-    w = ref.relieff(scaled, codes, k, anchors=None if n_anchors is None
-                    else list(est.fit(X, y).anchor_indices_))
+    w = ref.relieff(
+        scaled, codes, k, anchors=None if n_anchors is None else list(est.fit(X, y).anchor_indices_)
+    )
     rng = np.random.default_rng(random_state).spawn(1)[0]
     reached = np.zeros(X.shape[1])
     for _ in range(n_permutations):
@@ -412,8 +443,11 @@ def _permutation_reference(X, y, k, n_permutations, random_state, n_anchors=None
         anchors = None
         if n_anchors is not None:
             rows = dmargin.engine.prepare_rows(scaled, permuted, len(classes))
-            anchors = list(dmargin.engine.sample_anchors(
-                rows, n_anchors, np.random.default_rng(random_state)).index)
+            anchors = list(
+                dmargin.engine.sample_anchors(
+                    rows, n_anchors, np.random.default_rng(random_state)
+                ).index
+            )
         reached += ref.relieff(scaled, permuted, k, anchors=anchors) >= w
     return w, (1 + reached) / (1 + n_permutations)
 
@@ -424,8 +458,9 @@ def test_permutation_pvalues_equal_the_reference(n_anchors):
     X = rng.random((90, 5))
     y = np.repeat([0, 1, 2], 30)
     X[:, 1] += 0.3 * y
-    est = dmargin.ReliefF(n_neighbors=5, n_anchors=n_anchors, n_permutations=19,
-                          random_state=8).fit(X, y)
+    est = dmargin.ReliefF(
+        n_neighbors=5, n_anchors=n_anchors, n_permutations=19, random_state=8
+    ).fit(X, y)
     w, p = _permutation_reference(X, y, 5, 19, 8, n_anchors)
     np.testing.assert_allclose(est.feature_importances_, w, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(est.pvalues_, p)
@@ -486,10 +521,21 @@ def _graph_reference(hit, miss, n_rows):
     i, j = np.nonzero(np.triu(W, 1))
     w = W[i, j]
     W2 = W @ W
-    return np.array([(C ** 2).sum(), (w ** 2).sum(), (C ** 3).sum(), (w ** 3).sum(),
-                     (w * C[i] * C[j]).sum(), (w ** 2 * (C[i] + C[j])).sum(),
-                     np.trace(W2 @ W), (w ** 4).sum(), (((W ** 2).sum(axis=1)) ** 2).sum(),
-                     ((W ** 2) * W2).sum(), np.trace(W2 @ W2)])
+    return np.array(
+        [
+            (C**2).sum(),
+            (w**2).sum(),
+            (C**3).sum(),
+            (w**3).sum(),
+            (w * C[i] * C[j]).sum(),
+            (w**2 * (C[i] + C[j])).sum(),
+            np.trace(W2 @ W),
+            (w**4).sum(),
+            (((W**2).sum(axis=1)) ** 2).sum(),
+            ((W**2) * W2).sum(),
+            np.trace(W2 @ W2),
+        ]
+    )
 
 
 def test_pair_graph_sums_equal_the_dense_graph():
@@ -498,8 +544,12 @@ def test_pair_graph_sums_equal_the_dense_graph():
     rng = np.random.default_rng(3)
     hit, miss = _random_graph(rng, 40, 30, 6)
     assert relief_terms.mutual_pairs(hit) > 0  # some pairs found from both rows
-    np.testing.assert_allclose(relief_terms.pair_graph_sums(hit, miss),
-                               _graph_reference(hit, miss, 40), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        relief_terms.pair_graph_sums(hit, miss),
+        _graph_reference(hit, miss, 40),
+        rtol=1e-12,
+        atol=1e-14,
+    )
 
 
 def test_pair_graph_sums_estimate_the_trace_from_a_sample_of_rows(monkeypatch):
@@ -511,14 +561,17 @@ def test_pair_graph_sums_estimate_the_trace_from_a_sample_of_rows(monkeypatch):
     D = np.abs(X[:, None] - X[None]).sum(axis=-1)
     np.fill_diagonal(D, np.inf)
     rows = np.repeat(np.arange(3000), 10)[:, None]
-    hit, miss = ((rows[:, 0] << 32) | np.argsort(np.where(same, D, np.inf), axis=1)[:, :10].ravel()
-                 for same in (y[:, None] == y, y[:, None] != y))
+    hit, miss = (
+        (rows[:, 0] << 32) | np.argsort(np.where(same, D, np.inf), axis=1)[:, :10].ravel()
+        for same in (y[:, None] == y, y[:, None] != y)
+    )
     monkeypatch.setattr(relief_terms, "TRACE_ROWS", 3000)
     exact = relief_terms.pair_graph_sums(hit, miss)
     monkeypatch.setattr(relief_terms, "TRACE_ROWS", 1000)
     sampled = relief_terms.pair_graph_sums(hit, miss)
-    np.testing.assert_array_equal(sampled[[0, 1, 2, 3, 4, 5, 7, 8]],
-                                  exact[[0, 1, 2, 3, 4, 5, 7, 8]])
+    np.testing.assert_array_equal(
+        sampled[[0, 1, 2, 3, 4, 5, 7, 8]], exact[[0, 1, 2, 3, 4, 5, 7, 8]]
+    )
     for term in (6, 10):  # the triangles, the closed walks of four
         assert sampled[term] != exact[term] and abs(sampled[term] / exact[term] - 1) < 0.05
     # A triangle with a side twice: a signed sum whose terms cancel (measured 19 % off),
@@ -535,8 +588,12 @@ def test_scored_differences_equal_the_kernels_feature_diff():
     a[rng.random((200, 4)) < 0.1] = np.nan
     discrete, ramp = np.array([True, False, False, True]), np.array([np.inf, np.inf, 0.3, np.inf])
     got = scored_differences(a, b, discrete, ramp)
-    want = np.array([[feature_diff.py_func(a[r, f], b[r, f], discrete[f], ramp[f])
-                      for f in range(4)] for r in range(200)])
+    want = np.array(
+        [
+            [feature_diff.py_func(a[r, f], b[r, f], discrete[f], ramp[f]) for f in range(4)]
+            for r in range(200)
+        ]
+    )
     np.testing.assert_array_equal(got, want)
 
 
@@ -548,7 +605,9 @@ def test_pair_moments_of_uniform_values_are_their_closed_forms():
 
     x = np.linspace(0, 1, 300)[:, None]
     g2, g3, _, _, h2 = pair_moments(x, np.array([False]), np.array([np.inf]))[:5, 0]
-    np.testing.assert_allclose([g2, g3, h2], [1 / 180, 1 / 448 - 1 / 320 + 1 / 864, 1 / 18 - 2 / 180], rtol=0.05)
+    np.testing.assert_allclose(
+        [g2, g3, h2], [1 / 180, 1 / 448 - 1 / 320 + 1 / 864, 1 / 18 - 2 / 180], rtol=0.05
+    )
 
 
 def test_the_model_gives_the_null_scores_variance_and_skewness(monkeypatch, stir_everywhere):

@@ -70,9 +70,11 @@ def test_a_feature_with_signal_declines_the_others_pvalues(method):
     assert p.argmin() == 0 and t.argmax() == 0
     assert est.global_pvalue_ == pytest.approx(simes_brute_force(p), rel=1e-12)
     assert est.global_pvalue_ <= 0.05
-    with pytest.raises(dmargin.PValuesUnavailableError,
-                       match=rf"{method}\.qvalues_ is not available: .*carries signal.*"
-                             rf"{method}\(n_permutations=B\).*KnockoffSelector"):
+    with pytest.raises(
+        dmargin.PValuesUnavailableError,
+        match=rf"{method}\.qvalues_ is not available: .*carries signal.*"
+        rf"{method}\(n_permutations=B\).*KnockoffSelector",
+    ):
         est.qvalues_ <= 0.05
 
 
@@ -113,9 +115,11 @@ def test_pvalues_never_asked_for_raise_with_the_reason(method):
     for name in UNAVAILABLE:
         assert not hasattr(est, name)
         assert getattr(est, name, None) is None
-    with pytest.raises(dmargin.PValuesUnavailableError,
-                       match=rf"{method}\.pvalues_ is not available: {method} was fitted with "
-                             r"pvalues=False and n_permutations=0"):
+    with pytest.raises(
+        dmargin.PValuesUnavailableError,
+        match=rf"{method}\.pvalues_ is not available: {method} was fitted with "
+        r"pvalues=False and n_permutations=0",
+    ):
         X[:, est.pvalues_ <= 0.05]
     check_is_fitted(est)
     again = pickle.loads(pickle.dumps(est))
@@ -144,9 +148,11 @@ def test_a_declined_domain_says_so_when_read():
     y = rng.permutation(np.repeat([0, 1], 150))
     with pytest.warns(dmargin.UncalibratedPValuesWarning, match="skewed"):
         est = dmargin.MultiSURF(pvalues=True).fit(X, y)
-    with pytest.raises(dmargin.PValuesUnavailableError,
-                       match=r"declined them: STIR's law has not been shown calibrated on 1 "
-                             r"skewed feature"):
+    with pytest.raises(
+        dmargin.PValuesUnavailableError,
+        match=r"declined them: STIR's law has not been shown calibrated on 1 "
+        r"skewed feature",
+    ):
         est.pvalues_
 
 
@@ -173,8 +179,10 @@ def test_the_skewness_in_the_warning_is_reproducible(n_anchors):
         est.fit(X, y)
     message = str(record[0].message)
     if n_anchors is None:
-        assert "in the 200 evenly spaced rows numpy.linspace(0, 568, 200).round() of the 569" \
+        assert (
+            "in the 200 evenly spaced rows numpy.linspace(0, 568, 200).round() of the 569"
             in message
+        )
     else:
         assert "anchor_indices_[numpy.linspace(0, 299, 200).round().astype(int)]" in message
     figure = float(re.search(r"column 3 of skewness (-?[\d.]+)", message).group(1))

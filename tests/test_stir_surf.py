@@ -48,15 +48,16 @@ def data():
 def test_multisurf_stir_equals_the_brute_force_formulas(data, n_anchors, stir_everywhere):
     X, y = data
     # Every feature continuous (the constant one would be discrete, making mixed data).
-    est = dmargin.MultiSURF(pvalues=True, discrete_threshold=0, n_anchors=n_anchors,
-                            random_state=2).fit(X, y)
+    est = dmargin.MultiSURF(
+        pvalues=True, discrete_threshold=0, n_anchors=n_anchors, random_state=2
+    ).fit(X, y)
     anchors = None if n_anchors is None else est.anchor_indices_
-    assert_equals_reference(est, multisurf_stir_reference(X, y, anchors), constant=4,
-                            informative=1)
+    assert_equals_reference(est, multisurf_stir_reference(X, y, anchors), constant=4, informative=1)
     plain = dmargin.MultiSURF(discrete_threshold=0, n_anchors=n_anchors, random_state=2).fit(X, y)
     # STIR's score is MultiSURF's, unchanged by the p-values' extra sums.
-    np.testing.assert_allclose(est.feature_importances_, plain.feature_importances_, rtol=1e-13,
-                               atol=1e-15)
+    np.testing.assert_allclose(
+        est.feature_importances_, plain.feature_importances_, rtol=1e-13, atol=1e-15
+    )
     assert not any(hasattr(plain, name) for name in ("pvalues_", "t_statistics_", "qvalues_"))
 
 
@@ -65,10 +66,12 @@ def test_multisurf_stir_is_the_same_on_dask(data, threaded, n_anchors, stir_ever
     X, y = data
     local = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=1).fit(X, y)
     remote = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=1).fit(
-        da.from_array(X, chunks=35), y)
+        da.from_array(X, chunks=35), y
+    )
     for name in ("feature_importances_", "t_statistics_", "pvalues_", "qvalues_"):
-        np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=1e-10,
-                                   atol=1e-13, err_msg=name)
+        np.testing.assert_allclose(
+            getattr(remote, name), getattr(local, name), rtol=1e-10, atol=1e-13, err_msg=name
+        )
 
 
 @pytest.mark.parametrize("n_anchors", [None, 50])
@@ -79,11 +82,13 @@ def test_multisurf_stir_on_compact_genotypes_equals_the_float_path(n_anchors, st
     G[:, 3] = np.where(rng.random(160) < 0.7, y * 2, G[:, 3])  # associated
     compact = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=0).fit(G, y)
     floats = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=0).fit(
-        G.astype(float), y)
+        G.astype(float), y
+    )
     assert compact.compact_dtype_ == np.uint8 and floats.compact_dtype_ is None
     for name in ("feature_importances_", "t_statistics_", "pvalues_"):
-        np.testing.assert_allclose(getattr(compact, name), getattr(floats, name), rtol=1e-12,
-                                   atol=1e-15, err_msg=name)
+        np.testing.assert_allclose(
+            getattr(compact, name), getattr(floats, name), rtol=1e-12, atol=1e-15, err_msg=name
+        )
     assert compact.pvalues_.argmin() == 3
 
 
@@ -95,8 +100,9 @@ def test_sample_graph_sums_with_every_row_are_the_dense_graphs():
     D = rng.random((n, n))
     D = D + D.T
     y = rng.integers(0, 2, n)
-    finders = np.column_stack([rng.random(n) * 1.2, 1 / rng.integers(1, 9, n),
-                               1 / rng.integers(1, 9, n)])
+    finders = np.column_stack(
+        [rng.random(n) * 1.2, 1 / rng.integers(1, 9, n), 1 / rng.integers(1, 9, n)]
+    )
     finders[::7, 0] = -np.inf  # rows that are not anchors
     found = (D < finders[:, :1]) & ~np.eye(n, dtype=bool)
     same = y[:, None] == y
@@ -106,10 +112,17 @@ def test_sample_graph_sums_with_every_row_are_the_dense_graphs():
     i, j = np.triu_indices(n, 1)
     w = W[i, j]
     W2 = W @ W
-    want = [(w * C[i] * C[j]).sum(), (w ** 2 * (C[i] + C[j])).sum(), np.trace(W2 @ W),
-            (w ** 4).sum(), ((W ** 2) * W2).sum(), np.trace(W2 @ W2)]
-    np.testing.assert_allclose(thresholds.sample_graph_sums(D, y, finders, C, np.ones(n)), want,
-                               rtol=1e-12)
+    want = [
+        (w * C[i] * C[j]).sum(),
+        (w**2 * (C[i] + C[j])).sum(),
+        np.trace(W2 @ W),
+        (w**4).sum(),
+        ((W**2) * W2).sum(),
+        np.trace(W2 @ W2),
+    ]
+    np.testing.assert_allclose(
+        thresholds.sample_graph_sums(D, y, finders, C, np.ones(n)), want, rtol=1e-12
+    )
 
 
 def test_graph_sample_takes_both_strata_and_weighs_them():
@@ -138,13 +151,13 @@ def test_the_graph_sample_estimates_the_exact_graph(monkeypatch, n_anchors, stir
     X[:, 0] += 0.3 * y
     seen = []
     from_sums = _stir.graph_from_sums
-    monkeypatch.setattr(dmargin._surf, "graph_from_sums",
-                        lambda *a: seen.append(from_sums(*a)[1]) or from_sums(*a))
+    monkeypatch.setattr(
+        dmargin._surf, "graph_from_sums", lambda *a: seen.append(from_sums(*a)[1]) or from_sums(*a)
+    )
     fits = []
     for rows in (2000, 300):
         monkeypatch.setattr(_stir, "GRAPH_ROWS", rows)
-        fits.append(dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors,
-                                      random_state=0).fit(X, y))
+        fits.append(dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=0).fit(X, y))
     exact, sampled = seen
     exact_terms = [0, 1, 2, 3, 8]  # from every row's pass
     np.testing.assert_allclose(sampled[exact_terms], exact[exact_terms], rtol=1e-12)
@@ -218,8 +231,7 @@ def test_multisurf_permutation_pvalues_equal_refits_on_the_permuted_labels(n_anc
 def test_multisurf_permutation_pvalues_are_the_same_on_dask(data, threaded):
     X, y = data
     local = dmargin.MultiSURF(n_permutations=9, random_state=1).fit(X, y)
-    remote = dmargin.MultiSURF(n_permutations=9, random_state=1).fit(
-        da.from_array(X, chunks=40), y)
+    remote = dmargin.MultiSURF(n_permutations=9, random_state=1).fit(da.from_array(X, chunks=40), y)
     np.testing.assert_array_equal(remote.pvalues_, local.pvalues_)
 
 

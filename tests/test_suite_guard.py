@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-_PROBE = '''
+_PROBE = """
 import os
 import sys
 from pathlib import Path
@@ -46,7 +46,7 @@ def test_the_repository_opens():
 def test_a_file_beside_the_clone_is_refused(beside):
     with pytest.raises(PermissionError, match="outside the repository"):
         open(HOME / beside)
-'''
+"""
 
 
 def _make_home(home):
@@ -57,18 +57,28 @@ def _make_home(home):
     shutil.copy(REPO / "tests" / "conftest.py", clone / "tests")
     (clone / "tests" / "test_probe.py").write_text(_PROBE)
     venv = home / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     packages = next(venv.glob("lib/python*/site-packages"))
     # This interpreter's packages (pytest, numpy, dask), reached from the new venv.
     (packages / "outer.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     (packages / "beside_venv_data.txt").write_text("venv data")
     (packages / "beside_venv_module.py").write_text(
         "import os\nDATA = open(os.path.join(os.path.dirname(__file__), "
-        "'beside_venv_data.txt')).read()\n")
-    for name, text in {".pyenv/versions/3/lib/pdb.py": "# pdb", ".config/dask/dask.yaml": "{}",
-                       ".bashrc": "# rc", "shared/data/x.csv": "a,b\n1,2\n",
-                       "other-checkout/tests/data/x.csv": "a\n1\n", "notes.txt": "notes"}.items():
+        "'beside_venv_data.txt')).read()\n"
+    )
+    for name, text in {
+        ".pyenv/versions/3/lib/pdb.py": "# pdb",
+        ".config/dask/dask.yaml": "{}",
+        ".bashrc": "# rc",
+        "shared/data/x.csv": "a,b\n1,2\n",
+        "other-checkout/tests/data/x.csv": "a\n1\n",
+        "notes.txt": "notes",
+    }.items():
         (home / name).parent.mkdir(parents=True, exist_ok=True)
         (home / name).write_text(text)
     return clone, venv
@@ -80,12 +90,27 @@ def test_a_clone_beside_its_venv_runs_and_refuses_data_beside(tmp_path):
     beside it, and a file in ``~/shared``, another checkout or ``~`` itself is refused."""
     home = tmp_path / "home"
     clone, venv = _make_home(home)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "DASK_CONFIG")}
-    run = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q",
-                          "-p", "no:cacheprovider", "tests/test_probe.py"],
-                         cwd=clone, env={**env, "HOME": str(home)}, capture_output=True,
-                         text=True, timeout=900)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "DASK_CONFIG")
+    }
+    run = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_probe.py",
+        ],
+        cwd=clone,
+        env={**env, "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert "6 passed" in run.stdout, run.stdout[-2000:]
 

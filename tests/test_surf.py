@@ -56,8 +56,11 @@ def dataset(name):
     if name == "gametes-3class":  # 20 SNPs, 3 classes
         return _gametes("3Class_Datasets_Loc_2_01.txt", "Class", 120)
     if name == "gametes-mixed":  # 11 SNPs and 9 continuous features, binary
-        return _gametes("GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_"
-                        "EDM-2_01.tsv.gz", "Class", 120)
+        return _gametes(
+            "GAMETES_Epistasis_2-Way_mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz",
+            "Class",
+            120,
+        )
     if name == "corners":  # a one-sample class, duplicate rows, a constant feature
         X, y = dataset("wine")
         X, y = X[:60].copy(), y[:60].copy()
@@ -88,8 +91,9 @@ def skrebate_scores(variant, name):
 def test_equals_skrebate(variant, name):
     X, y = dataset(name)
     est = getattr(dmargin, variant)().fit(X, y)
-    np.testing.assert_allclose(est.feature_importances_, skrebate_scores(variant, name),
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        est.feature_importances_, skrebate_scores(variant, name), rtol=0, atol=ATOL
+    )
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -102,8 +106,9 @@ def test_equals_skrebate_over_several_sub_tiles(variant):
     np.testing.assert_allclose(ours, peer, rtol=0, atol=ATOL)
 
 
-@pytest.mark.parametrize("name,n_discrete", [("wdbc", 0), ("gametes", 20), ("gametes-mixed", 11),
-                                              ("corners", 1)])
+@pytest.mark.parametrize(
+    "name,n_discrete", [("wdbc", 0), ("gametes", 20), ("gametes-mixed", 11), ("corners", 1)]
+)
 def test_feature_kinds_are_skrebates(name, n_discrete):
     X, y = dataset(name)
     est = dmargin.MultiSURF().fit(X, y)
@@ -124,8 +129,19 @@ def test_variants_differ_where_the_far_rows_count():
 def test_a_distance_at_the_threshold_is_neither_near_nor_far():
     """Binary SNP-like rows whose mean distance (2 of 4 features) is attained by 16
     pairs: those are neither neighbours nor far rows (strict < and >, as skrebate)."""
-    X = np.array([[0, 0, 0, 0], [1, 1, 0, 1], [1, 0, 1, 0], [1, 1, 1, 1], [0, 1, 1, 0],
-                  [0, 0, 1, 0], [0, 0, 0, 1], [1, 1, 0, 1]], dtype=np.float64)
+    X = np.array(
+        [
+            [0, 0, 0, 0],
+            [1, 1, 0, 1],
+            [1, 0, 1, 0],
+            [1, 1, 1, 1],
+            [0, 1, 1, 0],
+            [0, 0, 1, 0],
+            [0, 0, 0, 1],
+            [1, 1, 0, 1],
+        ],
+        dtype=np.float64,
+    )
     y = np.repeat([0, 1], 4)
     for variant in ("SURF", "SURFstar"):
         got = getattr(dmargin, variant)().fit(X, y).feature_importances_
@@ -145,8 +161,9 @@ def test_equals_the_reference(variant, name):
     X, y = dataset(name)
     X, y = X[:50], y[:50]
     est = getattr(dmargin, variant)().fit(X, y)
-    np.testing.assert_allclose(est.feature_importances_, ref.surf_family(X, y, variant),
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        est.feature_importances_, ref.surf_family(X, y, variant), rtol=0, atol=ATOL
+    )
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -189,10 +206,12 @@ def test_discrete_threshold_zero_makes_every_feature_continuous():
 def test_row_blocks_do_not_change_the_scores(variant, rows, threaded):
     X, y = dataset("gametes-mixed")
     local = getattr(dmargin, variant)().fit(X, y)
-    blocks = getattr(dmargin, variant)().fit(da.from_array(X, chunks=(rows, X.shape[1])),
-                                             da.from_array(y, chunks=rows))
-    np.testing.assert_allclose(blocks.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=ATOL)
+    blocks = getattr(dmargin, variant)().fit(
+        da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=rows)
+    )
+    np.testing.assert_allclose(
+        blocks.feature_importances_, local.feature_importances_, rtol=0, atol=ATOL
+    )
     np.testing.assert_array_equal(blocks.discrete_features_, local.discrete_features_)
 
 
@@ -201,10 +220,12 @@ def test_sampled_anchors_on_dask_equal_in_process(variant, threaded):
     X, y = dataset("wdbc")
     local = getattr(dmargin, variant)(n_anchors=40, random_state=0).fit(X, y)
     blocks = getattr(dmargin, variant)(n_anchors=40, random_state=0).fit(
-        da.from_array(X, chunks=(29, X.shape[1])), da.from_array(y, chunks=29))
+        da.from_array(X, chunks=(29, X.shape[1])), da.from_array(y, chunks=29)
+    )
     np.testing.assert_array_equal(blocks.anchor_indices_, local.anchor_indices_)
-    np.testing.assert_allclose(blocks.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        blocks.feature_importances_, local.feature_importances_, rtol=0, atol=ATOL
+    )
 
 
 def test_in_process_blocks_on_threads_equal_one_block(monkeypatch):
@@ -239,8 +260,9 @@ def test_turf_around_surf_equals_skrebates_turf(variant):
     ours = dmargin.TuRF(getattr(dmargin, variant)(), pct=0.5, keep=5).fit(X, y)
     peer = TURF(getattr(skrebate, variant)(n_jobs=1), pct=0.5, num_scores_to_return=5)
     peer.fit(X.copy(), y)
-    np.testing.assert_allclose(ours.feature_importances_, peer.feature_importances_,
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        ours.feature_importances_, peer.feature_importances_, rtol=0, atol=ATOL
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -256,10 +278,15 @@ def test_selects_the_gametes_pair():
     assert est.transform(X).shape == (800, 2)
 
 
-@pytest.mark.parametrize("bad,match", [({"discrete_threshold": -1}, "discrete_threshold"),
-                                       ({"discrete_threshold": 2.5}, "discrete_threshold"),
-                                       ({"scale": "standard"}, "scale"),
-                                       ({"n_anchors": 0}, "n_anchors")])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        ({"discrete_threshold": -1}, "discrete_threshold"),
+        ({"discrete_threshold": 2.5}, "discrete_threshold"),
+        ({"scale": "standard"}, "scale"),
+        ({"n_anchors": 0}, "n_anchors"),
+    ],
+)
 def test_bad_parameters_are_named(bad, match):
     X, y = dataset("wine")
     with pytest.raises(ValueError, match=match):

@@ -35,8 +35,7 @@ from tests.test_missing import skrebate_scores as skrebate_scores_missing
 skrebate = pytest.importorskip("skrebate")
 
 VARIANTS = ["SURF", "SURFstar", "MultiSURF", "MultiSURFstar"]
-GAMETES = str(Path(__file__).resolve().parent / "data" / "gametes"
-              / "GAMETES_Epistasis_2-Way_")
+GAMETES = str(Path(__file__).resolve().parent / "data" / "gametes" / "GAMETES_Epistasis_2-Way_")
 CONTINUOUS = GAMETES + "continuous_endpoint_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz"
 MIXED = GAMETES + "mixed_attribute_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz"
 MISSING = GAMETES + "missing_values_0.1_a_20s_1600her_0.4__maf_0.2_EDM-2_01.tsv.gz"
@@ -85,8 +84,9 @@ def test_equals_skrebate(variant, name):
     X, y = dataset(name)
     est = getattr(dmargin, variant)().fit(X, y)
     assert est.target_type_ == "continuous"
-    np.testing.assert_allclose(est.feature_importances_, skrebate_scores(variant, name),
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        est.feature_importances_, skrebate_scores(variant, name), rtol=0, atol=ATOL
+    )
     want = {"gametes": 20, "gametes-mixed": 11, "regression": 0}[name]
     assert est.discrete_features_.sum() == want
 
@@ -98,9 +98,12 @@ def test_equals_skrebate_with_missing_values(variant, monkeypatch):
     X, y = dataset("gametes-missing")
     assert np.isnan(X).any()
     est = getattr(dmargin, variant)().fit(X, y)
-    np.testing.assert_allclose(est.feature_importances_,
-                               skrebate_scores_missing(variant, X, y, monkeypatch),
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        est.feature_importances_,
+        skrebate_scores_missing(variant, X, y, monkeypatch),
+        rtol=0,
+        atol=ATOL,
+    )
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -147,12 +150,12 @@ def test_the_hit_bound_decides_hit_and_miss():
     args = (surf_terms.multisurf_thresholds, surf_terms.surf_agg, (surf_terms.FAR_NONE, False))
     bound = np.std(y, ddof=1)
     ours = threshold_statistic(rows, *args, kinds=kinds, target=target, bound=bound) / len(y)
-    np.testing.assert_allclose(ours, skrebate_scores("MultiSURF", "regression"), rtol=0,
-                               atol=ATOL)
+    np.testing.assert_allclose(ours, skrebate_scores("MultiSURF", "regression"), rtol=0, atol=ATOL)
     other = threshold_statistic(rows, *args, kinds=kinds, target=target, bound=bound / 2) / len(y)
     assert np.abs(other - ours).max() > 1e-3
-    np.testing.assert_allclose(other, ref.surf_family(X, y, "MultiSURF", bound=bound / 2),
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        other, ref.surf_family(X, y, "MultiSURF", bound=bound / 2), rtol=0, atol=ATOL
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -167,11 +170,11 @@ def test_row_blocks_do_not_change_the_scores(variant, rows, n_anchors, threaded)
     X, y = dataset("gametes-mixed")
     make = functools.partial(getattr(dmargin, variant), n_anchors=n_anchors, random_state=0)
     local = make().fit(X, y)
-    blocks = make().fit(da.from_array(X, chunks=(rows, X.shape[1])),
-                        da.from_array(y, chunks=rows))
+    blocks = make().fit(da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=rows))
     assert blocks.target_type_ == "continuous" and blocks.hit_bound_ == local.hit_bound_
-    np.testing.assert_allclose(blocks.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        blocks.feature_importances_, local.feature_importances_, rtol=0, atol=ATOL
+    )
     if n_anchors:
         np.testing.assert_array_equal(blocks.anchor_indices_, local.anchor_indices_)
 
@@ -190,8 +193,9 @@ def test_in_process_blocks_on_threads_equal_one_block(monkeypatch):
     monkeypatch.setattr(grid, "n_threads", lambda: 3)
     split = threshold_statistic(rows, *args, **kw)
     np.testing.assert_allclose(split, one, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(one / len(y), skrebate_scores("MultiSURFstar", "regression"),
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        one / len(y), skrebate_scores("MultiSURFstar", "regression"), rtol=0, atol=ATOL
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -215,16 +219,14 @@ def test_integer_genotypes_with_a_continuous_target_take_the_float_path():
     X, y = dataset("gametes")
     est = dmargin.MultiSURFstar().fit(X.astype(np.int8), y)
     assert est.compact_dtype_ is None
-    np.testing.assert_allclose(est.feature_importances_, skrebate_scores("MultiSURFstar",
-                                                                         "gametes"),
-                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(
+        est.feature_importances_, skrebate_scores("MultiSURFstar", "gametes"), rtol=0, atol=ATOL
+    )
     # The same genotypes with class labels are compact.
-    assert dmargin.MultiSURF().fit(X.astype(np.int8), y > np.median(y)).compact_dtype_ == \
-        np.uint8
+    assert dmargin.MultiSURF().fit(X.astype(np.int8), y > np.median(y)).compact_dtype_ == np.uint8
 
 
 def test_transform_keeps_the_top_features():
     X, y = dataset("gametes")
     est = dmargin.MultiSURF(n_features_to_select=2).fit(X, y)
     assert est.transform(X).shape == (X.shape[0], 2)
-

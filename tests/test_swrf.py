@@ -38,13 +38,20 @@ def _data(name):
 #: SWRF's mean with NaN in X (accident 1), and a row exactly at an anchor's mean
 #: distance on discrete data, put on a side by ``np.mean``'s rounding (accident 14).
 ACCIDENTS = {
-    ("SWRF", "gametes-missing"), ("SWRF", "wpbc"), ("SWRF", "wpbc-time"),
-    ("SWRF", "missing-multiclass"), ("SWRF", "missing-continuous-target"),
+    ("SWRF", "gametes-missing"),
+    ("SWRF", "wpbc"),
+    ("SWRF", "wpbc-time"),
+    ("SWRF", "missing-multiclass"),
+    ("SWRF", "missing-continuous-target"),
     ("SWRF", "nan-pairs"),
-    ("SWRFstar", "gametes-missing"), ("SWRFstar", "wpbc"), ("SWRFstar", "wpbc-time"),
-    ("SWRFstar", "missing-multiclass"), ("SWRFstar", "missing-continuous-target"),
+    ("SWRFstar", "gametes-missing"),
+    ("SWRFstar", "wpbc"),
+    ("SWRFstar", "wpbc-time"),
+    ("SWRFstar", "missing-multiclass"),
+    ("SWRFstar", "missing-continuous-target"),
     ("SWRFstar", "nan-pairs"),
-    ("MultiSWRF", "gametes"), ("MultiSWRFstar", "gametes"),
+    ("MultiSWRF", "gametes"),
+    ("MultiSWRFstar", "gametes"),
     ("MultiSWRFstar", "gametes-continuous-endpoint"),
 }
 
@@ -56,8 +63,7 @@ def test_equals_skrebate(variant, name):
     itself wherever those accidents do not occur, and different where they do."""
     X, y = _data(name)
     ours = _fit(variant, X, y).feature_importances_
-    fixed = ref.swrf_family(X, y, variant, whole_matrix=True,
-                            exact_means=True).feature_importances_
+    fixed = ref.swrf_family(X, y, variant, whole_matrix=True, exact_means=True).feature_importances_
     assert np.abs(fixed).max() > 1e-6, "degenerate case: all scores ~0"
     np.testing.assert_allclose(ours, fixed, rtol=0, atol=ATOL)
     theirs = skrebate_fit(variant, X, y).feature_importances_
@@ -67,16 +73,18 @@ def test_equals_skrebate(variant, name):
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=ATOL)
 
 
-@pytest.mark.parametrize("name", ["gametes", "gametes-3class", "wpbc", "wpbc-time",
-                                  "missing-multiclass"])
+@pytest.mark.parametrize(
+    "name", ["gametes", "gametes-3class", "wpbc", "wpbc-time", "missing-multiclass"]
+)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_sampled_anchors_equal_the_transcription(variant, name):
     X, y = _data(name)
     est = _fit(variant, X, y, n_anchors=17, random_state=3)
     anchors = est.anchor_indices_
     assert len(anchors) == 17
-    expected = ref.swrf_family(X, y, variant, anchors=list(anchors),
-                               exact_means=True).feature_importances_
+    expected = ref.swrf_family(
+        X, y, variant, anchors=list(anchors), exact_means=True
+    ).feature_importances_
     np.testing.assert_allclose(est.feature_importances_, expected, rtol=0, atol=ATOL)
 
 
@@ -98,5 +106,6 @@ def test_a_constant_distance_has_unit_spread():
     y = np.array([0, 1] * 6)
     for variant in VARIANTS:
         ours = _fit(variant, X, y).feature_importances_
-        np.testing.assert_allclose(ours, skrebate_fit(variant, X, y).feature_importances_,
-                                   rtol=0, atol=ATOL)
+        np.testing.assert_allclose(
+            ours, skrebate_fit(variant, X, y).feature_importances_, rtol=0, atol=ATOL
+        )

@@ -32,8 +32,7 @@ import numpy as np
 import pytest
 
 import dmargin
-from dmargin.engine import (blocks, execution, features, neighbours, quadratic, sampling,
-                            thresholds)
+from dmargin.engine import blocks, execution, features, neighbours, quadratic, sampling, thresholds
 from dmargin.engine.execution import Graph, Rows
 
 from .test_modes import CASES, on_dask
@@ -49,11 +48,19 @@ def _builders():
     out = {}
     for module in (execution, neighbours, thresholds, quadratic, blocks, features, sampling):
         for name, fn in vars(module).items():
-            if (inspect.isfunction(fn) and not name.startswith("_")
-                    and fn.__module__ == module.__name__):
+            if (
+                inspect.isfunction(fn)
+                and not name.startswith("_")
+                and fn.__module__ == module.__name__
+            ):
                 source = inspect.getsource(fn)
-                if "Graph(" in source or "grid.graph(" in source or any(f"{other}(" in source for other in
-                                             ("column_summary", "WeightedHistograms")):
+                if (
+                    "Graph(" in source
+                    or "grid.graph(" in source
+                    or any(
+                        f"{other}(" in source for other in ("column_summary", "WeightedHistograms")
+                    )
+                ):
                     out[name] = fn
     return out
 
@@ -97,6 +104,7 @@ class Recorder:
                 bound.arguments[k] = _snapshot(v)
             self.calls.append((name, fn, bound))
             return fn(*args, **kwargs)
+
         return wrapper
 
     def install(self, monkeypatch):
@@ -112,14 +120,18 @@ class Recorder:
         recorder = self
 
         def record_init(h, binned, class_weight, replay=()):
-            h._audit = (binned, _snapshot(np.asarray(class_weight, dtype=np.float64)),
-                        tuple(replay))
+            h._audit = (
+                binned,
+                _snapshot(np.asarray(class_weight, dtype=np.float64)),
+                tuple(replay),
+            )
             init(h, binned, class_weight, replay)
 
         def record_histogram(h, features, stump=None):
             if stump is not None and getattr(h, "_audit", None) is not None:
                 bound = inspect.signature(histogram_rounds).bind(
-                    *h._audit, _snapshot(np.asarray(features)), _snapshot(stump))
+                    *h._audit, _snapshot(np.asarray(features)), _snapshot(stump)
+                )
                 recorder.calls.append(("WeightedHistograms", histogram_rounds, bound))
                 h._audit = None
             return histogram(h, features, stump)
@@ -150,8 +162,10 @@ def graphs_of(fn, bound, replay=None):
 
     Graph.compute = recording
     bound = copy.copy(bound)  # each run draws from its own copy of a generator
-    bound.arguments = {k: copy.deepcopy(v) if isinstance(v, np.random.Generator) else v
-                       for k, v in bound.arguments.items()}
+    bound.arguments = {
+        k: copy.deepcopy(v) if isinstance(v, np.random.Generator) else v
+        for k, v in bound.arguments.items()
+    }
     try:
         fn(*bound.args, **bound.kwargs)
     except _Replayed:
@@ -219,8 +233,14 @@ def variants(value, depth=0):
             return []
         out = [dataclasses.replace(value, X=value.X.map_blocks(_add, 1, dtype=value.X.dtype))]
         if value.codes is not None:
-            out.append(dataclasses.replace(value, codes=value.codes.map_blocks(
-                _swap_codes, value.n_classes, dtype=value.codes.dtype)))
+            out.append(
+                dataclasses.replace(
+                    value,
+                    codes=value.codes.map_blocks(
+                        _swap_codes, value.n_classes, dtype=value.codes.dtype
+                    ),
+                )
+            )
         return out
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = []
@@ -234,12 +254,13 @@ def variants(value, depth=0):
             for v in variants(item, depth + 1)[:1]:
                 items = list(value)
                 items[i] = v
-                out.append(type(value)(*items) if hasattr(value, "_fields") else
-                           type(value)(items))
+                out.append(type(value)(*items) if hasattr(value, "_fields") else type(value)(items))
         return out
     if callable(value) and not isinstance(value, type):
+
         def changed(*args, **kwargs):  # same values, another function
             return value(*args, **kwargs)
+
         return [changed]
     return []
 
@@ -267,8 +288,7 @@ def same(a, b):
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if dataclasses.is_dataclass(a):
-        return all(same(getattr(a, f.name), getattr(b, f.name))
-                   for f in dataclasses.fields(a))
+        return all(same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
     if isinstance(a, da.Array):
         return a.name == b.name
     if callable(a):
@@ -293,20 +313,32 @@ def collisions(g1, g2):
 
 _EXTRA = [
     (lambda: dmargin.ReliefF(n_neighbors=4, n_anchors=40, random_state=0), "blobs_multiclass"),
-    (lambda: dmargin.ReliefF(n_neighbors=4, n_anchors=40, random_state=1, pvalues=True),
-     "blobs_binary"),
+    (
+        lambda: dmargin.ReliefF(n_neighbors=4, n_anchors=40, random_state=1, pvalues=True),
+        "blobs_binary",
+    ),
     (lambda: dmargin.IRelief(max_iter=3, n_anchors=40, random_state=0), "blobs_binary"),
     (lambda: dmargin.MultiSURF(pvalues=True), "blobs_binary"),
     (lambda: dmargin.MultiSURF(n_anchors=40, pvalues=True, random_state=0), "blobs_binary"),
     (lambda: dmargin.RReliefF(n_neighbors=6, n_anchors=40, random_state=0), "blobs_regression"),
     (lambda: dmargin.Immigrate(max_iter=3, n_anchors=40, random_state=0), "blobs_binary"),
     (lambda: dmargin.IM4E(max_iter=3, n_anchors=40, random_state=0), "blobs_binary"),
-    (lambda: dmargin.LDMRFE(n_features_to_select=2, step=2, kernel="linear", solver="newton",
-                            random_state=0), "blobs_binary"),
-    (lambda: dmargin.SVMRFE(n_features_to_select=2, step=2, kernel="linear", solver="newton",
-                            random_state=0), "blobs_binary"),
-    (lambda: dmargin.OnlineIRelief(n_passes=1, discrete_threshold=10, random_state=0),
-     "blobs_binary"),
+    (
+        lambda: dmargin.LDMRFE(
+            n_features_to_select=2, step=2, kernel="linear", solver="newton", random_state=0
+        ),
+        "blobs_binary",
+    ),
+    (
+        lambda: dmargin.SVMRFE(
+            n_features_to_select=2, step=2, kernel="linear", solver="newton", random_state=0
+        ),
+        "blobs_binary",
+    ),
+    (
+        lambda: dmargin.OnlineIRelief(n_passes=1, discrete_threshold=10, random_state=0),
+        "blobs_binary",
+    ),
     (lambda: dmargin.ReliefF(n_neighbors=12), "blobs_regression"),  # a second pass
 ]
 
@@ -389,8 +421,10 @@ def _audit(fn, bound):
                     continue
                 bad = collisions(base, graph)
                 if bad:
-                    problems.append(f"{name} (variant {i}): {len(bad)} keys shared by different "
-                                    f"tasks, e.g. {bad[0]}")
+                    problems.append(
+                        f"{name} (variant {i}): {len(bad)} keys shared by different "
+                        f"tasks, e.g. {bad[0]}"
+                    )
                 changed += base.keys() != graph.keys()
     return problems, changed
 
@@ -424,8 +458,7 @@ def test_parquet_block_keys_follow_the_file_and_the_reader(tmp_path):
     import pandas as pd
 
     path = tmp_path / "rows.parquet"
-    frame = pd.DataFrame({"a": [0.1, 0.2, 0.3, 0.4], "b": [1.0, 2.0, 3.0, 4.0],
-                          "y": [0, 1, 0, 1]})
+    frame = pd.DataFrame({"a": [0.1, 0.2, 0.3, 0.4], "b": [1.0, 2.0, 3.0, 4.0], "y": [0, 1, 0, 1]})
     frame.to_parquet(path)
     X1, y1 = dmargin.read_parquet(path, label="y")
     X2, _ = dmargin.read_parquet(path, label="y")

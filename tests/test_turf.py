@@ -29,16 +29,19 @@ class _ForSkrebate:
 
 
 @pytest.mark.parametrize("pct,keep", [(0.5, 10), (0.5, 100), (0.2, 5), (0.3, 12), (0.9, 1)])
-@pytest.mark.parametrize("make", [lambda: dmargin.ReliefF(n_neighbors=5),
-                                  lambda: dmargin.IRelief(max_iter=3, tol=0)],
-                         ids=["ReliefF", "IRelief"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: dmargin.ReliefF(n_neighbors=5), lambda: dmargin.IRelief(max_iter=3, tol=0)],
+    ids=["ReliefF", "IRelief"],
+)
 def test_turf_equals_skrebate(pct, keep, make):
     X, y = load_dataset("wdbc")
     ours = dmargin.TuRF(make(), pct=pct, keep=keep).fit(X, y)
     peer = skrebate_turf.TURF(_ForSkrebate(make), pct=pct, num_scores_to_return=keep)
     peer.fit(X.to_numpy(), y.to_numpy())
-    np.testing.assert_allclose(ours.feature_importances_, peer.feature_importances_,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        ours.feature_importances_, peer.feature_importances_, rtol=0, atol=1e-10
+    )
     order = np.argsort(ours.feature_importances_)[::-1]
     np.testing.assert_array_equal(order[:5], peer.top_features_[:5])
 
@@ -49,9 +52,11 @@ def test_ranking_is_rfe_like_and_transform_selects():
     assert turf.n_iter_ == 2 and sorted(set(turf.ranking_)) == [1, 2, 3]
     assert (turf.ranking_ == 1).sum() == 8 and (turf.ranking_ == 2).sum() == 7
     # every survivor scores above every removed feature; later tiers above earlier ones
-    assert turf.feature_importances_[turf.ranking_ == 1].min() > \
-        turf.feature_importances_[turf.ranking_ == 2].max() > \
-        turf.feature_importances_[turf.ranking_ == 3].max()
+    assert (
+        turf.feature_importances_[turf.ranking_ == 1].min()
+        > turf.feature_importances_[turf.ranking_ == 2].max()
+        > turf.feature_importances_[turf.ranking_ == 3].max()
+    )
     top3 = np.sort(np.argsort(-turf.feature_importances_, kind="stable")[:3])
     assert list(turf.get_feature_names_out()) == list(X.columns[top3])  # in column order
 
@@ -61,9 +66,11 @@ def test_turf_on_dask_input_equals_numpy(threaded):
     Xn, yn = X.to_numpy(), y.to_numpy()
     local = dmargin.TuRF(dmargin.ReliefF(), pct=0.4, keep=6).fit(Xn, yn)
     on_dask = dmargin.TuRF(dmargin.ReliefF(), pct=0.4, keep=6).fit(
-        da.from_array(Xn, chunks=(150, 30)), da.from_array(yn, chunks=150))
-    np.testing.assert_allclose(on_dask.feature_importances_, local.feature_importances_,
-                               rtol=0, atol=1e-10)
+        da.from_array(Xn, chunks=(150, 30)), da.from_array(yn, chunks=150)
+    )
+    np.testing.assert_allclose(
+        on_dask.feature_importances_, local.feature_importances_, rtol=0, atol=1e-10
+    )
     np.testing.assert_array_equal(on_dask.ranking_, local.ranking_)
 
 

@@ -199,7 +199,8 @@ def test_pandas_feature_names_are_kept(xy):
     est = dmargin.IRelief(n_features_to_select=2).fit(frame, y)
     assert list(est.feature_names_in_) == ["w", "x", "y", "z"]
     assert list(est.get_feature_names_out()) == list(
-        np.array(["w", "x", "y", "z"])[est.get_support()])
+        np.array(["w", "x", "y", "z"])[est.get_support()]
+    )
 
 
 def test_dask_dataframe_feature_names_are_kept(xy, threaded):
@@ -207,8 +208,9 @@ def test_dask_dataframe_feature_names_are_kept(xy, threaded):
     frame = dd.from_pandas(pd.DataFrame(X, columns=["w", "x", "y", "z"]), npartitions=3)
     est = dmargin.ReliefF().fit(frame, dd.from_pandas(pd.Series(y), npartitions=3))
     assert list(est.feature_names_in_) == ["w", "x", "y", "z"]
-    np.testing.assert_allclose(est.feature_importances_,
-                               dmargin.ReliefF().fit(X, y).feature_importances_, atol=1e-12)
+    np.testing.assert_allclose(
+        est.feature_importances_, dmargin.ReliefF().fit(X, y).feature_importances_, atol=1e-12
+    )
 
 
 def test_string_labels(xy):
@@ -265,8 +267,9 @@ def test_continuous_parquet_labels_are_rejected(tmp_path, xy, threaded):
 def test_integer_valued_float_dask_labels_are_classes(xy, threaded):
     X, y = xy
     est = dmargin.ReliefF().fit(*_dask(X, y.astype(float)))
-    np.testing.assert_allclose(est.feature_importances_,
-                               dmargin.ReliefF().fit(X, y).feature_importances_, atol=1e-15)
+    np.testing.assert_allclose(
+        est.feature_importances_, dmargin.ReliefF().fit(X, y).feature_importances_, atol=1e-15
+    )
     np.testing.assert_array_equal(est.classes_, [0.0, 1.0])
 
 
@@ -364,8 +367,9 @@ def test_columns_near_the_float_limit_rank_as_unit_columns(make, factor):
 
 # Immigrate's standardisation overflows in the first dask pass (numpy warns in the
 # task threads) and is recomputed on the pre-scaled rows.
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
-                            "ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.filterwarnings(
+    "ignore:overflow encountered:RuntimeWarning", "ignore:invalid value encountered:RuntimeWarning"
+)
 @pytest.mark.parametrize("make", SCALED[:2] + SCALED[4:5])
 def test_columns_near_the_float_limit_on_dask(make, threaded):
     X, y = _separable()
@@ -379,8 +383,9 @@ def test_standard_scaling_of_huge_columns_is_finite():
 
     X, _ = _separable()
     scaling = numpy_scaling(_huge(X), "standard")
-    np.testing.assert_allclose(scaling.apply(_huge(X)), numpy_scaling(X, "standard").apply(X),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        scaling.apply(_huge(X)), numpy_scaling(X, "standard").apply(X), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_ordinary_columns_scale_bit_for_bit_as_before():

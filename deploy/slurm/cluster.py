@@ -60,16 +60,23 @@ def security_from_certs(certs):
     from distributed.security import Security
 
     certs = Path(certs).expanduser()
-    role = {r: (str(certs / r / f"{r}.pem"), str(certs / r / f"{r}-key.pem"))
-            for r in ("scheduler", "worker", "client")}
+    role = {
+        r: (str(certs / r / f"{r}.pem"), str(certs / r / f"{r}-key.pem"))
+        for r in ("scheduler", "worker", "client")
+    }
     for cert, key in role.values():
         if not (Path(cert).is_file() and Path(key).is_file()):
             raise FileNotFoundError(f"{cert} / {key} missing: run deploy/tls/make-certs.sh {certs}")
-    return Security(tls_ca_file=str(certs / "scheduler" / "ca.pem"),
-                    tls_scheduler_cert=role["scheduler"][0], tls_scheduler_key=role["scheduler"][1],
-                    tls_worker_cert=role["worker"][0], tls_worker_key=role["worker"][1],
-                    tls_client_cert=role["client"][0], tls_client_key=role["client"][1],
-                    require_encryption=True)
+    return Security(
+        tls_ca_file=str(certs / "scheduler" / "ca.pem"),
+        tls_scheduler_cert=role["scheduler"][0],
+        tls_scheduler_key=role["scheduler"][1],
+        tls_worker_cert=role["worker"][0],
+        tls_worker_key=role["worker"][1],
+        tls_client_cert=role["client"][0],
+        tls_client_key=role["client"][1],
+        require_encryption=True,
+    )
 
 
 def make_cluster(certs=None, insecure=False, **overrides):
@@ -85,8 +92,10 @@ def make_cluster(certs=None, insecure=False, **overrides):
     if certs:
         kwargs.update(protocol="tls://", security=security_from_certs(certs))
     elif not insecure:
-        raise RuntimeError("no TLS certificates: run deploy/tls/make-certs.sh DIR and set "
-                           "DMARGIN_CERTS=DIR (or pass insecure=True on a network only you use)")
+        raise RuntimeError(
+            "no TLS certificates: run deploy/tls/make-certs.sh DIR and set "
+            "DMARGIN_CERTS=DIR (or pass insecure=True on a network only you use)"
+        )
     return SLURMCluster(**{**kwargs, **overrides})
 
 
@@ -115,9 +124,11 @@ def main(path, label, n_jobs):
             client.wait_for_workers(n_jobs, timeout=timeout)
         except TimeoutError:  # leaving the with-block cancels the jobs
             joined = len(client.scheduler_info(n_workers=-1)["workers"])
-            raise SystemExit(f"{joined} of {n_jobs} workers joined within {timeout:g} s "
-                             "(DMARGIN_START_TIMEOUT): see 'squeue --me' for jobs still "
-                             "queued and the jobs' slurm-*.out for failed ones") from None
+            raise SystemExit(
+                f"{joined} of {n_jobs} workers joined within {timeout:g} s "
+                "(DMARGIN_START_TIMEOUT): see 'squeue --me' for jobs still "
+                "queued and the jobs' slurm-*.out for failed ones"
+            ) from None
         X, y = dmargin.read_parquet(path, label, missing_label="drop")
         est = dmargin.IRelief().fit(X, y)
         for j in est.feature_importances_.argsort()[::-1][:20]:

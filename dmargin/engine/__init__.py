@@ -29,31 +29,99 @@ submodules (``tests/test_layout.py``).
 from ._numba import EngineCacheLocator  # noqa: F401
 from . import merge
 from .binning import BinnedRows, bin_rows
-from .blocks import (WeightedHistograms, block_reduce, counts, hinge_band, hinge_violations,
-                     linear_gram, linear_loss)
-from .execution import (Anchors, Rows, is_tile_key, map_row_blocks, new_row_blocks,
-                        prepare_rows, rows_per_block, split_chunks)
+from .blocks import (
+    WeightedHistograms,
+    block_reduce,
+    counts,
+    hinge_band,
+    hinge_violations,
+    linear_gram,
+    linear_loss,
+)
+from .execution import (
+    Anchors,
+    Rows,
+    is_tile_key,
+    map_row_blocks,
+    new_row_blocks,
+    prepare_rows,
+    rows_per_block,
+    split_chunks,
+)
 from .features import FeatureKinds, column_summary, compact_distinct, feature_kinds
 from .kernels.distance import MASKED, MISSING, scored_differences
 from .kernels.terms import im4e_agg, irelief_agg, irelief_agg_missing, softmin_coef
-from .kernels.sequential import (ldm_dcd, ldm_dcd_linear, online_irelief_steps,
-                                 online_irelief_steps_general, simba_margins, simba_run)
-from .neighbours import (anchor_partials, knn_statistic, knn_target_statistic, lse_statistic,
-                         new_rows_softmin, row_partials, rows_at, summary_of_rows_at)
+from .kernels.sequential import (
+    ldm_dcd,
+    ldm_dcd_linear,
+    online_irelief_steps,
+    online_irelief_steps_general,
+    simba_margins,
+    simba_run,
+)
+from .neighbours import (
+    anchor_partials,
+    knn_statistic,
+    knn_target_statistic,
+    lse_statistic,
+    new_rows_softmin,
+    row_partials,
+    rows_at,
+    summary_of_rows_at,
+)
 from .permute import permuted_rows
 from .quadratic import quad_statistic, rbf_left_out_sums
 from .sampling import sample_anchors
 from .thresholds import compact_threshold_statistic, threshold_statistic
 
 __all__ = [
-    "MASKED", "MISSING", "Anchors", "BinnedRows", "FeatureKinds", "Rows", "WeightedHistograms",
-    "anchor_partials", "bin_rows", "block_reduce", "column_summary", "compact_distinct",
-    "counts", "feature_kinds", "hinge_band", "hinge_violations", "im4e_agg", "irelief_agg",
-    "irelief_agg_missing", "is_tile_key", "knn_statistic",
-    "knn_target_statistic", "ldm_dcd", "ldm_dcd_linear", "linear_gram", "linear_loss",
-    "lse_statistic", "map_row_blocks", "merge", "new_row_blocks", "new_rows_softmin",
-    "online_irelief_steps", "online_irelief_steps_general", "permuted_rows", "prepare_rows",
-    "quad_statistic", "rbf_left_out_sums", "row_partials", "rows_at", "rows_per_block",
-    "sample_anchors", "scored_differences", "split_chunks", "simba_margins", "simba_run", "softmin_coef",
-    "summary_of_rows_at", "compact_threshold_statistic", "threshold_statistic",
+    "MASKED",
+    "MISSING",
+    "Anchors",
+    "BinnedRows",
+    "FeatureKinds",
+    "Rows",
+    "WeightedHistograms",
+    "anchor_partials",
+    "bin_rows",
+    "block_reduce",
+    "column_summary",
+    "compact_distinct",
+    "counts",
+    "feature_kinds",
+    "hinge_band",
+    "hinge_violations",
+    "im4e_agg",
+    "irelief_agg",
+    "irelief_agg_missing",
+    "is_tile_key",
+    "knn_statistic",
+    "knn_target_statistic",
+    "ldm_dcd",
+    "ldm_dcd_linear",
+    "linear_gram",
+    "linear_loss",
+    "lse_statistic",
+    "map_row_blocks",
+    "merge",
+    "new_row_blocks",
+    "new_rows_softmin",
+    "online_irelief_steps",
+    "online_irelief_steps_general",
+    "permuted_rows",
+    "prepare_rows",
+    "quad_statistic",
+    "rbf_left_out_sums",
+    "row_partials",
+    "rows_at",
+    "rows_per_block",
+    "sample_anchors",
+    "scored_differences",
+    "split_chunks",
+    "simba_margins",
+    "simba_run",
+    "softmin_coef",
+    "summary_of_rows_at",
+    "compact_threshold_statistic",
+    "threshold_statistic",
 ]

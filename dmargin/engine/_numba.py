@@ -108,8 +108,9 @@ def twins(fn, fastmath=True):
     """
     flags = {"fastmath": FASTMATH} if fastmath else {}
     serial = numba.njit(cache=True, nogil=True, **flags)(fn)
-    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_parallel",
-                              fn.__defaults__, fn.__closure__)
+    twin = types.FunctionType(
+        fn.__code__, fn.__globals__, fn.__name__ + "_parallel", fn.__defaults__, fn.__closure__
+    )
     twin.__qualname__ = fn.__qualname__ + "_parallel"
     twin.__doc__ = fn.__doc__
     parallel = numba.njit(cache=True, parallel=True, **flags)(twin)

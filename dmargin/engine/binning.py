@@ -90,8 +90,12 @@ def find_bin_edges(X, max_bins, rng):
     if idx is not None:  # the sample may miss values: count candidates on all rows
         cand = [j for j in range(a) if uniq[j] is not None]
         if cand:
-            full = block_reduce(X, functools.partial(_block_uniques, columns=cand, cap=max_bins),
-                                functools.partial(_merge_uniques, cap=max_bins), "uniques")
+            full = block_reduce(
+                X,
+                functools.partial(_block_uniques, columns=cand, cap=max_bins),
+                functools.partial(_merge_uniques, cap=max_bins),
+                "uniques",
+            )
             for j, u in zip(cand, full):
                 uniq[j] = u
     edges, exact = [], np.zeros(a, dtype=bool)
@@ -144,10 +148,18 @@ def bin_rows(X, y, max_bins, rng, *, use_dask=None) -> BinnedRows:
     dtype = np.uint8 if max(len(e) for e in edges) < 256 else np.uint16
     # Held on the workers: the bins, the labels and the boosting weights.
     per_row = X.shape[1] * np.dtype(dtype).itemsize + 16
-    rows = prepare_rows(X, y, 2, use_dask=use_dask,
-                        block=functools.partial(_bin_block, edges=edges, dtype=dtype),
-                        dtype=dtype, max_rows=MAX_BLOCK_ROWS, min_rows=1, per_row_bytes=per_row,
-                        what="Binning")
+    rows = prepare_rows(
+        X,
+        y,
+        2,
+        use_dask=use_dask,
+        block=functools.partial(_bin_block, edges=edges, dtype=dtype),
+        dtype=dtype,
+        max_rows=MAX_BLOCK_ROWS,
+        min_rows=1,
+        per_row_bytes=per_row,
+        what="Binning",
+    )
     return BinnedRows(_merge_blocks(rows), edges, exact)
 
 
@@ -172,13 +184,11 @@ def _merge_blocks(rows: Rows) -> Rows:
     sizes = [e - s for s, e in rows.bounds]
     if n_workers is None or len(sizes) <= BLOCKS_PER_WORKER * n_workers:
         return rows
-    per = max(1, min(len(sizes) // (BLOCKS_PER_WORKER * n_workers),
-                     MAX_BLOCK_ROWS // max(sizes)))
+    per = max(1, min(len(sizes) // (BLOCKS_PER_WORKER * n_workers), MAX_BLOCK_ROWS // max(sizes)))
     if per == 1:
         return rows
-    chunks = tuple(sum(sizes[i:i + per]) for i in range(0, len(sizes), per))
-    X = rows.X.rechunk((chunks, rows.X.shape[1])).map_blocks(np.asfortranarray,
-                                                             dtype=rows.X.dtype)
+    chunks = tuple(sum(sizes[i : i + per]) for i in range(0, len(sizes), per))
+    X = rows.X.rechunk((chunks, rows.X.shape[1])).map_blocks(np.asfortranarray, dtype=rows.X.dtype)
     X, codes = persist_spread(X, rows.codes.rechunk((chunks,)))
     edges = np.concatenate([[0], np.cumsum(chunks)]).tolist()
     return Rows(X, codes, rows.n_classes, True, list(zip(edges[:-1], edges[1:])))

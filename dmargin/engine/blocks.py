@@ -67,14 +67,24 @@ class WeightedHistograms:
         # The weights of block j: this round's numpy array, or the kept dask block.
         w = self.w
         before = (lambda j: (w,)) if g.local or w is None else (lambda j: ((w.name, j),))
-        w_keys = grid.per_block(g, _update_task, stumps, self.class_weight, fields=2,
-                                each=before, tag="weights", tile=False)
-        parts = grid.per_block(g, _hist_task, g.local, features, self.n_bins, fields=2,
-                               each=lambda j: (w_keys[j],))
+        w_keys = grid.per_block(
+            g,
+            _update_task,
+            stumps,
+            self.class_weight,
+            fields=2,
+            each=before,
+            tag="weights",
+            tile=False,
+        )
+        parts = grid.per_block(
+            g, _hist_task, g.local, features, self.n_bins, fields=2, each=lambda j: (w_keys[j],)
+        )
         chunks = (tuple(e - s for s, e in g.candidates),)
         extra = [] if g.local or w is None else [w]
-        out, self.w = grid.run(g, g.tree(parts, merge.add, "sum"),
-                               keep=(w_keys, chunks, np.float64), collections=extra)
+        out, self.w = grid.run(
+            g, g.tree(parts, merge.add, "sum"), keep=(w_keys, chunks, np.float64), collections=extra
+        )
         return np.asarray(out)
 
     def weights(self):
@@ -137,8 +147,12 @@ def _gram_block(X, codes, cols, pairs, intercept):
 def _run_blocks(g, task, *args):
     parts = grid.per_block(g, task, *args, fields=2)
     # BLAS on one thread in each task: the blocks are the parallelism.
-    return grid.run(g, g.tree(parts, _add_tuples, "sum"), blas_limit=True,
-                    threads=n_threads() if g.local and len(parts) > 1 else 1)
+    return grid.run(
+        g,
+        g.tree(parts, _add_tuples, "sum"),
+        blas_limit=True,
+        threads=n_threads() if g.local and len(parts) > 1 else 1,
+    )
 
 
 def linear_gram(rows: Rows, cols, pairs, intercept=0.0):
@@ -161,7 +175,7 @@ def _margins(X, codes, cols, pair, w, intercept):
     rows = None if sel.all() else sel
     Xs = X if rows is None else X[rows]
     full = np.zeros(X.shape[1])
-    full[cols] = w[:len(cols)]
+    full[cols] = w[: len(cols)]
     u = Xs @ full
     if intercept:
         u += intercept * w[-1]
@@ -185,8 +199,13 @@ def _loss_block(X, codes, cols, pair, intercept, w, loss, mu, hessian):
         g = np.append(g, -intercept * yd.sum())
     if not hessian:
         return f, g
-    Za = machine_rows(Xs[active], codes[rows][active] if rows is not None else codes[active],
-                      cols, pair, intercept)
+    Za = machine_rows(
+        Xs[active],
+        codes[rows][active] if rows is not None else codes[active],
+        cols,
+        pair,
+        intercept,
+    )
     return f, g, h * (Za.T @ Za)
 
 
@@ -223,8 +242,11 @@ def _band_block(X, codes, cols, pair, w, low, high, cap, intercept):
 
 
 def _band_combine(parts):
-    return (merge.add([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-            merge.add([p[2] for p in parts]))
+    return (
+        merge.add([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+        merge.add([p[2] for p in parts]),
+    )
 
 
 def _violations_block(X, codes, cols, pair, w_old, w_new, low, high, tol, intercept):
@@ -232,8 +254,11 @@ def _violations_block(X, codes, cols, pair, w_old, w_new, low, high, tol, interc
     _, _, u_new = _margins(X, codes, cols, pair, w_new, intercept)
     t_old, t_new = 1.0 - y * u_old, 1.0 - y * u_new
     # Rows held at the bound C need margin <= 1, rows at 0 margin >= 1 (to tol).
-    return (np.array([np.sum((t_old >= high) & (t_new < -tol))
-                      + np.sum((t_old <= low) & (t_new > tol))]),)
+    return (
+        np.array(
+            [np.sum((t_old >= high) & (t_new < -tol)) + np.sum((t_old <= low) & (t_new > tol))]
+        ),
+    )
 
 
 def hinge_band(rows: Rows, cols, pair, w, low, high, cap, intercept=0.0):
@@ -258,9 +283,29 @@ def hinge_violations(rows: Rows, cols, pair, w_old, w_new, low, high, tol, inter
     cols = np.asarray(cols, dtype=np.int64)
     pair = tuple(int(c) for c in pair)
     g = grid.graph(rows, "hinge-kkt", candidates=grid.linear_blocks(rows))
-    return int(_run_blocks(g, _violations_block, cols, pair, np.asarray(w_old, float),
-                           np.asarray(w_new, float), low, high, tol, intercept)[0][0])
+    return int(
+        _run_blocks(
+            g,
+            _violations_block,
+            cols,
+            pair,
+            np.asarray(w_old, float),
+            np.asarray(w_new, float),
+            low,
+            high,
+            tol,
+            intercept,
+        )[0][0]
+    )
 
 
-__all__ = ["WeightedHistograms", "block_reduce", "counts", "hinge_band", "hinge_violations",
-           "linear_gram", "linear_loss", "machine_rows"]
+__all__ = [
+    "WeightedHistograms",
+    "block_reduce",
+    "counts",
+    "hinge_band",
+    "hinge_violations",
+    "linear_gram",
+    "linear_loss",
+    "machine_rows",
+]

@@ -46,8 +46,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._compat import (active_client, check_worker_memory, client_for, compute,
-                       is_dask_collection, persist_spread, persists_lazily)
+from .._compat import (
+    active_client,
+    check_worker_memory,
+    client_for,
+    compute,
+    is_dask_collection,
+    persist_spread,
+    persists_lazily,
+)
 from ..progress import step_fraction
 from ._numba import n_threads, set_threads
 
@@ -152,9 +159,21 @@ def use_dask_for(X, use_dask=None) -> bool:
     return use_dask
 
 
-def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, block=None,
-                 dtype=np.float64, max_rows=None, min_rows=None, per_row_bytes=None,
-                 what="A fit on", persist=True, block_counts=None) -> Rows:
+def prepare_rows(
+    X,
+    codes,
+    n_classes: int,
+    *,
+    use_dask: bool | None = None,
+    block=None,
+    dtype=np.float64,
+    max_rows=None,
+    min_rows=None,
+    per_row_bytes=None,
+    what="A fit on",
+    persist=True,
+    block_counts=None,
+) -> Rows:
     """Put ``X`` and ``codes`` where the fit will read them, once.
 
     In-process: contiguous numpy.  Dask: persisted row blocks, each at most
@@ -183,8 +202,11 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     if is_dask_collection(X):
         # The cap bounds an anchor block's partials; streamed rows are only
         # candidates, and keep the blocks they come in (a Parquet row group).
-        chunks = X.chunks[0] if max(X.chunks[0]) <= cap or not persist else \
-            split_chunks(X.chunks[0], cap)
+        chunks = (
+            X.chunks[0]
+            if max(X.chunks[0]) <= cap or not persist
+            else split_chunks(X.chunks[0], cap)
+        )
     else:
         min_rows = math.sqrt(MIN_TILE_WORK / max(a, 1)) if min_rows is None else min_rows
         n_blocks = max(1, min(TARGET_BLOCKS, int(n // min_rows)))
@@ -202,13 +224,21 @@ def prepare_rows(X, codes, n_classes: int, *, use_dask: bool | None = None, bloc
     row = a * item + 8 if per_row_bytes is None else per_row_bytes
     # A binning task holds one float block and its codes, a tile task its partial too.
     task = (0 if block is not None else TILE_BUDGET) + 3 * max(X.chunks[0]) * (a + 1) * 8
-    check_worker_memory(client_for([X]), n * row if persist else 0, task,
-                        f"{what} {n} rows x {a} features")
+    check_worker_memory(
+        client_for([X]), n * row if persist else 0, task, f"{what} {n} rows x {a} features"
+    )
     if persist:
         X, codes = persist_spread(X, codes)
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
-    return Rows(X, codes, n_classes, True, list(zip(edges[:-1], edges[1:])), streamed=not persist,
-                block_counts=block_counts)
+    return Rows(
+        X,
+        codes,
+        n_classes,
+        True,
+        list(zip(edges[:-1], edges[1:])),
+        streamed=not persist,
+        block_counts=block_counts,
+    )
 
 
 def split_chunks(chunks, cap):
@@ -335,8 +365,10 @@ class Graph:
         if bounds == (0, self.rows.n_samples):
             return (f"{self.name}-X",), (f"{self.name}-codes",)
         if bounds not in self._sliced:
-            self._sliced[bounds] = (self.add("x", _slice, (f"{self.name}-X",), *bounds),
-                                    self.add("y", _slice, (f"{self.name}-codes",), *bounds))
+            self._sliced[bounds] = (
+                self.add("x", _slice, (f"{self.name}-X",), *bounds),
+                self.add("y", _slice, (f"{self.name}-codes",), *bounds),
+            )
         return self._sliced[bounds]
 
     def block(self, i):
@@ -352,8 +384,11 @@ class Graph:
         if self.sample is not None:
             # Held once in the graph; every tile task of the block refers to it.
             s, e = self.anchors[i]
-            return (self.hold("anchors", self.sample.X[s:e]), self.sample.codes[s:e],
-                    self.sample.index[s:e])
+            return (
+                self.hold("anchors", self.sample.X[s:e]),
+                self.sample.codes[s:e],
+                self.sample.index[s:e],
+            )
         if self.local:
             return (*self._rows_of(tuple(self.anchors[i])), self.anchors[i][0])
         # On dask a row block, or a slice of one where the block's tiles would be long.
@@ -363,8 +398,11 @@ class Graph:
         if (start, stop) == tuple(self.rows.bounds[b]):
             return X, codes, first
         lo, hi = start - first, stop - first
-        return (self.add("x", _slice, X, lo, hi),
-                None if codes is None else self.add("y", _slice, codes, lo, hi), start)
+        return (
+            self.add("x", _slice, X, lo, hi),
+            None if codes is None else self.add("y", _slice, codes, lo, hi),
+            start,
+        )
 
     # -- building ----------------------------------------------------------------
     def add(self, tag, *task):
@@ -399,8 +437,9 @@ class Graph:
         keys = list(keys)
         while len(keys) > 1:
             keys = [
-                self.add(tag, _combine_task, combine, keys[i: i + SPLIT_EVERY])
-                if len(keys[i: i + SPLIT_EVERY]) > 1 else keys[i]
+                self.add(tag, _combine_task, combine, keys[i : i + SPLIT_EVERY])
+                if len(keys[i : i + SPLIT_EVERY]) > 1
+                else keys[i]
                 for i in range(0, len(keys), SPLIT_EVERY)
             ]
         return keys[0]
@@ -429,8 +468,11 @@ class Graph:
             values = _run_local(self.dsk, self._tiles, threads, wanted)
             if keep is None:
                 return values[key]
-            kept = values[keep[0][0]] if len(keep[0]) == 1 else np.concatenate(
-                [values[k] for k in keep[0]])
+            kept = (
+                values[keep[0][0]]
+                if len(keep[0]) == 1
+                else np.concatenate([values[k] for k in keep[0]])
+            )
             return values[key], kept
         try:
             return self._compute_dask(key, keep, collections)
@@ -452,21 +494,23 @@ class Graph:
         if keep is None:
             hlg = HighLevelGraph.from_collections(layer_name, self.dsk, dependencies=deps)
             with _TileProgress(self._tiles):
-                return compute(Delayed(key, hlg, layer=layer_name),
-                               what=f"dmargin graph {self.name}")[0]
+                return compute(
+                    Delayed(key, hlg, layer=layer_name), what=f"dmargin graph {self.name}"
+                )[0]
         keys, chunks, dtype = keep
         # The kept blocks get keys of their own dask array (name, i).
         kept_name = f"{layer_name}-kept"
         layer = {(kept_name, i): k for i, k in enumerate(keys)}
-        hlg = HighLevelGraph.from_collections(layer_name, {**self.dsk, **layer},
-                                              dependencies=deps)
+        hlg = HighLevelGraph.from_collections(layer_name, {**self.dsk, **layer}, dependencies=deps)
         arr = da.Array(hlg, kept_name, chunks=chunks, dtype=dtype)
         if persists_lazily():  # Spark: the kept blocks are recomputed where they are read
-            return compute(Delayed(key, hlg, layer=layer_name),
-                           what=f"dmargin graph {self.name}")[0], arr
+            return compute(Delayed(key, hlg, layer=layer_name), what=f"dmargin graph {self.name}")[
+                0
+            ], arr
         with _TileProgress(self._tiles):
-            arr, value = dask.persist(arr, Delayed(key, hlg, layer=layer_name),
-                                      optimize_graph=False)
+            arr, value = dask.persist(
+                arr, Delayed(key, hlg, layer=layer_name), optimize_graph=False
+            )
         return compute(value, what=f"dmargin graph {self.name}")[0], arr
 
 
@@ -596,8 +640,7 @@ def _local_pool(threads):
             _MAIN_POOL.clear()
             _MAIN_POOL[pid] = ThreadPoolExecutor(1, thread_name_prefix="dmargin")
         return _MAIN_POOL[pid], in_pool
-    return (ThreadPoolExecutor(workers, thread_name_prefix="dmargin") if workers else None,
-            in_pool)
+    return (ThreadPoolExecutor(workers, thread_name_prefix="dmargin") if workers else None, in_pool)
 
 
 def _in_context(run, key):
@@ -648,14 +691,18 @@ def new_row_blocks(X, n_features, names=None, who="the estimator"):
     if is_dask_collection(X) and hasattr(X, "columns"):
         columns = [str(c) for c in X.columns]
         if names is not None and columns != [str(c) for c in names]:
-            raise ValueError(f"The dask DataFrame's columns {columns} are not the columns seen "
-                             f"in fit {list(names)}; select and order them as in fit.")
+            raise ValueError(
+                f"The dask DataFrame's columns {columns} are not the columns seen "
+                f"in fit {list(names)}; select and order them as in fit."
+            )
         X = X.to_dask_array()
     elif not isinstance(X, da.Array):
         raise TypeError(f"Expected a dask array or DataFrame, got {type(X).__name__}.")
     if X.ndim != 2 or X.shape[1] != n_features:
-        raise ValueError(f"X has shape {X.shape}, but {who} was fitted with {n_features} "
-                         "features (a 2-D array of that many columns is expected).")
+        raise ValueError(
+            f"X has shape {X.shape}, but {who} was fitted with {n_features} "
+            "features (a 2-D array of that many columns is expected)."
+        )
     X = X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
     return X.map_blocks(finite_rows, dtype=np.float64)
 
@@ -666,9 +713,11 @@ def finite_rows(X):
     if not np.isfinite(X).all():
         bad = (~np.isfinite(X)).sum(axis=0)
         j = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"X contains NaN or infinite values in column {j} ({int(bad[j])} rows "
-                         "of one block). Impute them (e.g. sklearn.impute.SimpleImputer in a "
-                         "Pipeline) or drop those rows before predicting.")
+        raise ValueError(
+            f"X contains NaN or infinite values in column {j} ({int(bad[j])} rows "
+            "of one block). Impute them (e.g. sklearn.impute.SimpleImputer in a "
+            "Pipeline) or drop those rows before predicting."
+        )
     return X
 
 
@@ -685,16 +734,17 @@ def map_row_blocks(fn, X, *args, y=None, n_cols=None, dtype=np.float64):
     if y is not None:
         y = y if isinstance(y, da.Array) else y.to_dask_array()
         if y.numblocks[0] != X.numblocks[0] or (
-                not any(math.isnan(c) for c in X.chunks[0] + y.chunks[0])
-                and y.chunks[0] != X.chunks[0]):
+            not any(math.isnan(c) for c in X.chunks[0] + y.chunks[0]) and y.chunks[0] != X.chunks[0]
+        ):
             if any(math.isnan(c) for c in X.chunks[0] + y.chunks[0]):
-                raise ValueError("X and y have row blocks of unknown, different sizes; build "
-                                 "them from one DataFrame, or call compute_chunk_sizes().")
+                raise ValueError(
+                    "X and y have row blocks of unknown, different sizes; build "
+                    "them from one DataFrame, or call compute_chunk_sizes()."
+                )
             y = y.rechunk((X.chunks[0],))
     meta = np.empty((0,) if n_cols is None else (0, 0), dtype=dtype)
     out, new = ("i", None) if n_cols is None else ("ik", {"k": n_cols})
     pairs = [X, "ij"] + ([] if y is None else [y, "i"])
     for a in args:
         pairs += [a, None]
-    return da.blockwise(fn, out, *pairs, new_axes=new, concatenate=True, dtype=dtype,
-                        meta=meta)
+    return da.blockwise(fn, out, *pairs, new_axes=new, concatenate=True, dtype=dtype, meta=meta)

@@ -19,8 +19,8 @@ def compact_distinct(X, cap: int, block: int = 4096):
     n, a = X.shape
     out = np.zeros(a, dtype=np.int64)
     for f0 in range(0, a, block):
-        chunk = np.sort(X[:, f0:f0 + block], axis=0)
-        out[f0:f0 + block] = 1 + (chunk[1:] != chunk[:-1]).sum(axis=0) if n else 0
+        chunk = np.sort(X[:, f0 : f0 + block], axis=0)
+        out[f0 : f0 + block] = 1 + (chunk[1:] != chunk[:-1]).sum(axis=0) if n else 0
     return np.minimum(out, cap + 1)
 
 
@@ -63,8 +63,13 @@ class FeatureKinds:
     @classmethod
     def continuous(cls, n_features):
         """Every feature continuous, nothing missing: the plain kernels."""
-        return cls(np.zeros(n_features, dtype=np.bool_), 1.0, np.full(n_features, np.inf),
-                   np.zeros(n_features, dtype=np.int64), distance.PLAIN)
+        return cls(
+            np.zeros(n_features, dtype=np.bool_),
+            1.0,
+            np.full(n_features, np.inf),
+            np.zeros(n_features, dtype=np.int64),
+            distance.PLAIN,
+        )
 
     def weighted(self, scale):
         """These kinds with feature ``f``'s difference weighing ``scale[f]`` more in
@@ -73,8 +78,14 @@ class FeatureKinds:
         if scale is None:
             return self
         kind = distance.MASKED if self.kind == distance.PLAIN else self.kind
-        return FeatureKinds(self.discrete, self.weight, self.ramp, self.missing, kind,
-                            np.asarray(scale, dtype=np.float64))
+        return FeatureKinds(
+            self.discrete,
+            self.weight,
+            self.ramp,
+            self.missing,
+            kind,
+            np.asarray(scale, dtype=np.float64),
+        )
 
     @property
     def params(self):
@@ -85,8 +96,15 @@ class FeatureKinds:
         return self.discrete, dw if self.scale is None else dw * self.scale, self.ramp, self.kind
 
 
-def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, mixed_weight=True,
-                  missing=None, discrete=None):
+def feature_kinds(
+    rows: Rows,
+    discrete_threshold: int,
+    *,
+    ramps=True,
+    mixed_weight=True,
+    missing=None,
+    discrete=None,
+):
     """:class:`FeatureKinds` by skrebate 0.8.4's rules (``relieff.py``).
 
     A feature with at most ``discrete_threshold`` distinct values (missing
@@ -103,17 +121,19 @@ def feature_kinds(rows: Rows, discrete_threshold: int, *, ramps=True, mixed_weig
     ``categorical_features``).
     """
     a = rows.n_features
-    if discrete is None and discrete_threshold == 0 and missing is not None \
-            and not np.any(missing):
+    if discrete is None and discrete_threshold == 0 and missing is not None and not np.any(missing):
         return FeatureKinds.continuous(a)
     cap = discrete_threshold if discrete is None else 0  # a declared kind needs no count
     distinct, std, missing = column_summary(rows, cap)
     empty = np.flatnonzero(missing >= rows.n_samples)
     if empty.size:
-        raise ValueError(f"Feature {int(empty[0])} has no value (every row is missing it); "
-                         "drop that column before fitting.")
-    discrete = distinct <= discrete_threshold if discrete is None \
-        else np.asarray(discrete, dtype=np.bool_)
+        raise ValueError(
+            f"Feature {int(empty[0])} has no value (every row is missing it); "
+            "drop that column before fitting."
+        )
+    discrete = (
+        distinct <= discrete_threshold if discrete is None else np.asarray(discrete, dtype=np.bool_)
+    )
     mixed = bool(discrete.any() and not discrete.all())
     has_nan = bool(missing.any())
     ramp = np.where(~discrete & mixed, std, np.inf) if ramps else np.full(a, np.inf)

@@ -41,8 +41,9 @@ TILE_WORK = 4e9
 MIN_TILE_ANCHORS = 512
 
 
-def graph(rows: Rows, name: str, *, per_row=None, sample=None, candidates=None,
-          anchor_rows=None) -> Graph:
+def graph(
+    rows: Rows, name: str, *, per_row=None, sample=None, candidates=None, anchor_rows=None
+) -> Graph:
     """A :class:`Graph` over ``rows`` for one statistic.
 
     ``per_row``: the float64 values one anchor's partial holds; in-process
@@ -60,11 +61,15 @@ def graph(rows: Rows, name: str, *, per_row=None, sample=None, candidates=None,
         # A tile's work bounded too (TILE_WORK), against the widest candidate block.
         blocks = rows.bounds if rows.on_dask else candidates or [(0, rows.n_samples)]
         widest = max((stop - start for start, stop in blocks), default=0)
-        anchor_rows = min(anchor_rows, max(
-            MIN_TILE_ANCHORS, int(TILE_WORK // max(1, widest * rows.n_features))))
+        anchor_rows = min(
+            anchor_rows, max(MIN_TILE_ANCHORS, int(TILE_WORK // max(1, widest * rows.n_features)))
+        )
         if rows.on_dask and sample is None and rows.bounds:  # slices of the row blocks
-            anchors = [(start + s, start + e) for start, stop in rows.bounds
-                       for s, e in local_bounds(stop - start, anchor_rows)]
+            anchors = [
+                (start + s, start + e)
+                for start, stop in rows.bounds
+                for s, e in local_bounds(stop - start, anchor_rows)
+            ]
     if anchor_rows is not None and (sample is not None or not rows.on_dask):
         n = rows.n_samples if sample is None else sample.n_samples
         anchors = local_bounds(n, anchor_rows)
@@ -117,9 +122,16 @@ def ordered(g: Graph, tile, *args, combine, each=None, anchors=None, tag="tile")
     """
     anchors = [g.anchor(i) for i in range(len(g.anchors))] if anchors is None else anchors
     n_cand = len(g.candidates)
-    return [g.tree([g.tile(tag, tile, *anchor, *g.block(j), *args, *_extra(each, i))
-                    for j in range(n_cand)], combine)
-            for i, anchor in enumerate(anchors)]
+    return [
+        g.tree(
+            [
+                g.tile(tag, tile, *anchor, *g.block(j), *args, *_extra(each, i))
+                for j in range(n_cand)
+            ],
+            combine,
+        )
+        for i, anchor in enumerate(anchors)
+    ]
 
 
 def chained(g: Graph, tile, *args, each=None, tag="tile"):
@@ -134,16 +146,18 @@ def chained(g: Graph, tile, *args, each=None, tag="tile"):
         raise ValueError("a chain of tiles runs against a single candidate block")
     previous = None
     for i in range(len(g.anchors)):
-        previous = g.tile(tag, tile, *g.anchor(i), *g.block(0), *args, *_extra(each, i),
-                          previous)
+        previous = g.tile(tag, tile, *g.anchor(i), *g.block(0), *args, *_extra(each, i), previous)
     return previous
 
 
 def ordered_tiles(g: Graph, tile, *args, each=None, tag="tile"):
     """The tile tasks of :func:`ordered`, unmerged: ``{(i, j): key}``
     (``each(i, j)``: the extra arguments of the tile ``(i, j)``)."""
-    return {(i, j): g.tile(tag, tile, *g.anchor(i), *g.block(j), *args, *_extra(each, i, j))
-            for i in range(len(g.anchors)) for j in range(len(g.candidates))}
+    return {
+        (i, j): g.tile(tag, tile, *g.anchor(i), *g.block(j), *args, *_extra(each, i, j))
+        for i in range(len(g.anchors))
+        for j in range(len(g.candidates))
+    }
 
 
 def symmetric(g: Graph, tile, *args, each=None, tag="tile"):
@@ -152,8 +166,10 @@ def symmetric(g: Graph, tile, *args, each=None, tag="tile"):
     ``tile(Xp, yp, start_p, Xq, yq, start_q, *args, *each(i, j))``; a tile
     returns both blocks' partials (:func:`sides`) or one value for the pair.
     """
-    return {(i, j): g.tile(tag, tile, *g.block(i), *g.block(j), *args, *_extra(each, i, j))
-            for i, j in g.symmetric()}
+    return {
+        (i, j): g.tile(tag, tile, *g.block(i), *g.block(j), *args, *_extra(each, i, j))
+        for i, j in g.symmetric()
+    }
 
 
 def _side(pair, side):
@@ -168,9 +184,13 @@ def sides(g: Graph, tiles, combine, *, take=_side):
     of its sides into the first).
     """
     n = len(g.candidates)
-    return [g.tree([g.add("side", take, tiles[min(i, j), max(i, j)], int(j < i))
-                    for j in range(n)], combine)
-            for i in range(n)]
+    return [
+        g.tree(
+            [g.add("side", take, tiles[min(i, j), max(i, j)], int(j < i)) for j in range(n)],
+            combine,
+        )
+        for i in range(n)
+    ]
 
 
 def per_block(g: Graph, task, *args, fields=1, each=None, tag="block", tile=True):
@@ -180,8 +200,10 @@ def per_block(g: Graph, task, *args, fields=1, each=None, tag="block", tile=True
     block's first row.  ``tile``: count the tasks as tiles (progress).
     """
     add = g.tile if tile else g.add
-    return [add(tag, task, *g.block(j)[:fields], *args, *_extra(each, j))
-            for j in range(len(g.candidates))]
+    return [
+        add(tag, task, *g.block(j)[:fields], *args, *_extra(each, j))
+        for j in range(len(g.candidates))
+    ]
 
 
 def picked(g: Graph, index, task, *args, each=None, tag="take"):
@@ -216,6 +238,18 @@ def run(g: Graph, key, *, threads=1, blas_limit=False, keep=None, collections=()
     return g.compute(key, threads=threads, keep=keep, collections=collections)
 
 
-__all__ = ["LINEAR_BLOCK_ROWS", "chained", "graph", "hold_target", "linear_blocks", "ordered",
-           "ordered_tiles", "per_block", "picked", "run", "sides", "symmetric",
-           "threaded_blocks"]
+__all__ = [
+    "LINEAR_BLOCK_ROWS",
+    "chained",
+    "graph",
+    "hold_target",
+    "linear_blocks",
+    "ordered",
+    "ordered_tiles",
+    "per_block",
+    "picked",
+    "run",
+    "sides",
+    "symmetric",
+    "threaded_blocks",
+]

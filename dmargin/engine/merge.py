@@ -47,7 +47,6 @@ def lse_combine(parts):
     return m, s, v
 
 
-
 # ---------------------------------------------------------------------------
 # Hard nearest neighbours: top-k partials (dist, idx, z)
 # ---------------------------------------------------------------------------
@@ -118,6 +117,7 @@ def column_summary_combine(parts):
             m2 = m2 + m22 + delta * delta * (n * n2 / total)
         n = total
     return uniques, n, mean, m2, cap
+
 
 def add_and_concat(parts):
     """Merge ``(vector, indices)`` shares: the vectors add, the indices concatenate."""

@@ -26,13 +26,24 @@ from .features import FeatureKinds
 from .kernels import distance, knn, lse, quad
 
 #: The tile kernels by name: ``(serial, threaded)`` twins.
-KERNELS = {"lse": lse.TWINS, "lse-general": lse.GENERAL_TWINS, "knn": knn.TWINS,
-           "knn-general": knn.GENERAL_TWINS, "class-moments": knn.CLASS_MOMENTS_TWINS,
-           "qlse": quad.TWINS}
+KERNELS = {
+    "lse": lse.TWINS,
+    "lse-general": lse.GENERAL_TWINS,
+    "knn": knn.TWINS,
+    "knn-general": knn.GENERAL_TWINS,
+    "class-moments": knn.CLASS_MOMENTS_TWINS,
+    "qlse": quad.TWINS,
+}
 #: Cost of one step of each family relative to a pair-feature of ``lse``:
 #: the quadratic kernels count flops (BLAS: fast per flop).
-COST = {"lse": 1.0, "lse-general": 2.0, "knn": 1.0, "knn-general": 2.0,
-        "class-moments": 2.0, "qlse": 0.05}
+COST = {
+    "lse": 1.0,
+    "lse-general": 2.0,
+    "knn": 1.0,
+    "knn-general": 2.0,
+    "class-moments": 2.0,
+    "qlse": 0.05,
+}
 #: Pair-features of one kernel call at most: between calls a tile stops if a
 #: ``KeyboardInterrupt`` stopped its run.  A call of the soft tile (an exp per
 #: pair) takes about 0.3 s on two threads.  Each call costs a pass over the
@@ -63,8 +74,9 @@ def _tile(Xa, ya, start_a, Xc, yc, start_c, name, threads, *params):
         with blas_single_thread():  # the tasks are the parallelism
             return kernel(Xa, ia, Xc, yc, ic, *params)
     least = CALL_ANCHORS * (n_threads() if kernel is KERNELS[name][1] else 1)
-    return _in_calls(kernel, Xa, ia, Xc, yc, ic, params,
-                     work * COST[name] / CALL_SPEED.get(name, 1.0), least)
+    return _in_calls(
+        kernel, Xa, ia, Xc, yc, ic, params, work * COST[name] / CALL_SPEED.get(name, 1.0), least
+    )
 
 
 def _in_calls(kernel, Xa, ia, Xc, yc, ic, params, work, least):
@@ -80,8 +92,8 @@ def _in_calls(kernel, Xa, ia, Xc, yc, ic, params, work, least):
     mine = [isinstance(p, np.ndarray) and p.ndim == 3 and p.shape[0] == n for p in params]
     count, parts = interrupt_count(), []
     for s in range(0, n, step):
-        these = [p[s: s + step] if m else p for p, m in zip(params, mine)]
-        parts.append(kernel(Xa[s: s + step], ia[s: s + step], Xc, yc, ic, *these))
+        these = [p[s : s + step] if m else p for p, m in zip(params, mine)]
+        parts.append(kernel(Xa[s : s + step], ia[s : s + step], Xc, yc, ic, *these))
         stop_if_interrupted(count)
     if isinstance(parts[0], tuple):
         return tuple(np.concatenate(items) for items in zip(*parts))
@@ -98,8 +110,9 @@ def _agg_task(agg, partial, ya, weight, agg_args):
     return agg(m, s, v, ya, weight, *agg_args)
 
 
-def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, anchors=None,
-                  kinds=None):
+def lse_statistic(
+    rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, anchors=None, kinds=None
+):
     """``sum_I agg(merge_J lse_tile(I, J), y_I, weight_I, *agg_args)``.
 
     ``agg(m, s, v, ya, weight, *agg_args)`` returns a small array (the anchor
@@ -121,8 +134,10 @@ def lse_statistic(rows: Rows, w, sigma, agg, agg_args=(), anchor_weight=None, an
         width = 2 * a if kinds.kind == distance.MISSING else a
     g = grid.graph(rows, name, per_row=k * (width + 2), sample=anchors)
     merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.lse_combine)
-    shares = [g.add("agg", _agg_task, agg, merged[i], g.anchor(i)[1], weight[start:stop],
-                    agg_args) for i, (start, stop) in enumerate(g.anchors)]
+    shares = [
+        g.add("agg", _agg_task, agg, merged[i], g.anchor(i)[1], weight[start:stop], agg_args)
+        for i, (start, stop) in enumerate(g.anchors)
+    ]
     return grid.run(g, g.tree(shares, merge.add, "total"))
 
 
@@ -134,9 +149,20 @@ def _knn_agg_task(agg, partial, ya, first, agg_args):
     return agg(*partial, ya, ia, *agg_args)
 
 
-def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, kinds=None,
-                  combine=merge.add, finish=None, anchor_index=False, ranked=False,
-                  target=None, bound=0.0):
+def knn_statistic(
+    rows: Rows,
+    n_neighbors: int,
+    agg,
+    agg_args=(),
+    anchors=None,
+    kinds=None,
+    combine=merge.add,
+    finish=None,
+    anchor_index=False,
+    ranked=False,
+    target=None,
+    bound=0.0,
+):
     """``combine_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours).
 
     ``anchors``: an :class:`~execution.Anchors` sample instead of every row.
@@ -166,20 +192,47 @@ def knn_statistic(rows: Rows, n_neighbors: int, agg, agg_args=(), anchors=None, 
     g = grid.graph(rows, name, per_row=max(k, 2) * n_neighbors * (a + 2), sample=anchors)
     tail = (_NO_TARGET, 0.0) if target is None else (grid.hold_target(g, target), float(bound))
     if ranked:
-        centres = grid.ordered(g, _tile, "class-moments", g.local, k, *kinds.params[:2],
-                               kinds.kind, *tail, combine=merge.add, tag="class-moments")
-        merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine,
-                              each=lambda i: (centres[i], *tail))
+        centres = grid.ordered(
+            g,
+            _tile,
+            "class-moments",
+            g.local,
+            k,
+            *kinds.params[:2],
+            kinds.kind,
+            *tail,
+            combine=merge.add,
+            tag="class-moments",
+        )
+        merged = grid.ordered(
+            g,
+            _tile,
+            name,
+            g.local,
+            *params,
+            combine=merge.knn_combine,
+            each=lambda i: (centres[i], *tail),
+        )
     elif name == "knn-general":
-        merged = grid.ordered(g, _tile, name, g.local, *params, _BY_DISTANCE, *tail,
-                              combine=merge.knn_combine)
+        merged = grid.ordered(
+            g, _tile, name, g.local, *params, _BY_DISTANCE, *tail, combine=merge.knn_combine
+        )
     else:
         merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine)
     shares = []
     for i in range(len(g.anchors)):
         _, codes, first = g.anchor(i)
-        shares.append(g.add("agg", _knn_agg_task, agg, merged[i], codes,
-                            first if anchor_index else None, agg_args))
+        shares.append(
+            g.add(
+                "agg",
+                _knn_agg_task,
+                agg,
+                merged[i],
+                codes,
+                first if anchor_index else None,
+                agg_args,
+            )
+        )
     total = g.tree(shares, combine, "total")
     return grid.run(g, total if finish is None else g.add("finish", finish, total))
 
@@ -188,8 +241,17 @@ def _target_agg_task(agg, partial, ia, y, per_anchor, agg_args):
     return agg(*partial, ia, y, *per_anchor, *agg_args)
 
 
-def knn_target_statistic(rows: Rows, y, n_neighbors: int, agg, agg_args=(), per_anchor=(),
-                         anchors=None, combine=merge.add, kinds=None):
+def knn_target_statistic(
+    rows: Rows,
+    y,
+    n_neighbors: int,
+    agg,
+    agg_args=(),
+    per_anchor=(),
+    anchors=None,
+    combine=merge.add,
+    kinds=None,
+):
     """``combine_I agg(topk_J knn_tile(I, J), rows_I, y, per_anchor_I, *agg_args)``: hard
     neighbours for a regression target.
 
@@ -202,17 +264,25 @@ def knn_target_statistic(rows: Rows, y, n_neighbors: int, agg, agg_args=(), per_
     """
     name, params = "knn", (1, n_neighbors)
     if kinds is not None and kinds.kind != distance.PLAIN:
-        name, params = "knn-general", (1, n_neighbors, *kinds.params, _BY_DISTANCE,
-                                       _NO_TARGET, 0.0)
-    g = grid.graph(rows, "knn-target", per_row=n_neighbors * (rows.n_features + 2),
-                   sample=anchors)
+        name, params = "knn-general", (1, n_neighbors, *kinds.params, _BY_DISTANCE, _NO_TARGET, 0.0)
+    g = grid.graph(rows, "knn-target", per_row=n_neighbors * (rows.n_features + 2), sample=anchors)
     target = grid.hold_target(g, y)
     merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine)
     shares = []
     for i, (start, stop) in enumerate(g.anchors):
         ia = np.arange(start, stop) if anchors is None else anchors.index[start:stop]
-        shares.append(g.add("agg", _target_agg_task, agg, merged[i], ia, target,
-                            tuple(p[start:stop] for p in per_anchor), agg_args))
+        shares.append(
+            g.add(
+                "agg",
+                _target_agg_task,
+                agg,
+                merged[i],
+                ia,
+                target,
+                tuple(p[start:stop] for p in per_anchor),
+                agg_args,
+            )
+        )
     return grid.run(g, g.tree(shares, combine, "total"))
 
 
@@ -288,12 +358,12 @@ def new_rows_softmin(rows: Rows, kernel, params, X_new, prepare, weights=None):
     from .execution import prepare_rows
 
     if not rows.on_dask:
-        rows = prepare_rows(rows.X, rows.codes, rows.n_classes, use_dask=True,
-                            what="Predictions against")
+        rows = prepare_rows(
+            rows.X, rows.codes, rows.n_classes, use_dask=True, what="Predictions against"
+        )
     g = grid.graph(rows, f"{kernel}-predict")
     new = [(g.add("new", prepare, (X_new.name, i, 0)),) for i in range(X_new.numblocks[0])]
-    merged = grid.ordered(g, _new_rows_tile, kernel, params, combine=merge.lse_combine,
-                          anchors=new)
+    merged = grid.ordered(g, _new_rows_tile, kernel, params, combine=merge.lse_combine, anchors=new)
     parts = [g.add("softmin", _softmin_task, m, weights) for m in merged]
     return grid.run(g, g.add("concat", np.concatenate, parts), collections=[X_new])
 
@@ -333,9 +403,18 @@ def summary_of_rows_at(rows: Rows, index, fn, *args):
     if not rows.on_dask:
         return fn(np.asarray(rows.X[index], dtype=np.float64), *args)
     g = grid.graph(rows, "summary-of-rows-at")
-    return grid.run(g, g.add("summary", _apply_to_picked, grid.picked(g, index, _picked),
-                             fn, args))
+    return grid.run(g, g.add("summary", _apply_to_picked, grid.picked(g, index, _picked), fn, args))
 
 
-__all__ = ["COST", "KERNELS", "anchor_partials", "knn_statistic", "knn_target_statistic",
-           "lse_statistic", "new_rows_softmin", "row_partials", "rows_at", "summary_of_rows_at"]
+__all__ = [
+    "COST",
+    "KERNELS",
+    "anchor_partials",
+    "knn_statistic",
+    "knn_target_statistic",
+    "lse_statistic",
+    "new_rows_softmin",
+    "row_partials",
+    "rows_at",
+    "summary_of_rows_at",
+]

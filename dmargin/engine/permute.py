@@ -44,7 +44,7 @@ def labels_of(per_segment, seed, start, stop):
     if stop <= start:
         return np.zeros(0, dtype=np.int64)
     parts = np.concatenate([_segment(per_segment, seed, s) for s in range(first, last + 1)])
-    return parts[start - first * SEGMENT: stop - first * SEGMENT]
+    return parts[start - first * SEGMENT : stop - first * SEGMENT]
 
 
 def _block(codes, per_segment, seed, block_info=None):

@@ -34,20 +34,37 @@ def _in_blas_limit(limit, fn, *args):
 
 def _qlse_pair(Xp, yp, start_p, Xq, yq, start_q, limit_blas, U, lam, sigma, n_classes, store):
     ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
-    return _in_blas_limit(limit_blas, quad.qlse_pairs, Xp, ip, yp, Xq, iq, yq, U, lam, sigma,
-                          n_classes, mode, store)
+    return _in_blas_limit(
+        limit_blas, quad.qlse_pairs, Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store
+    )
 
 
-def _sigma_pair(Xp, yp, start_p, Xq, yq, start_q, limit_blas, U, lam, sigma, coef_p, coef_q,
-                store):
+def _sigma_pair(Xp, yp, start_p, Xq, yq, start_q, limit_blas, U, lam, sigma, coef_p, coef_q, store):
     ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
-    return _in_blas_limit(limit_blas, quad.sigma_pairs, Xp, ip, yp, Xq, iq, yq, U, lam, sigma,
-                          coef_p[0], coef_p[1], coef_q[0], coef_q[1], mode, store)
+    return _in_blas_limit(
+        limit_blas,
+        quad.sigma_pairs,
+        Xp,
+        ip,
+        yp,
+        Xq,
+        iq,
+        yq,
+        U,
+        lam,
+        sigma,
+        coef_p[0],
+        coef_p[1],
+        coef_q[0],
+        coef_q[1],
+        mode,
+        store,
+    )
 
 
 def _side(partials, side):
     """The ``(m, s, u)`` of the first (0) or second (1) row set of a pair."""
-    return partials[3 * side: 3 * side + 3]
+    return partials[3 * side : 3 * side + 3]
 
 
 def _quad_coef_task(coef, partial, ya, weight, sigma):
@@ -65,31 +82,67 @@ def _pair_of(a, b):
 
 def _qlse_ordered(Xa, ya, ia, Xc, yc, start_c, limit_blas, U, lam, sigma, n_classes):
     ic = np.arange(start_c, start_c + Xc.shape[0])
-    return _in_blas_limit(limit_blas, quad.qlse_pairs, Xa, ia, ya, Xc, ic, yc, U, lam, sigma,
-                          n_classes, ORDERED, np.empty(0))[:3]
+    return _in_blas_limit(
+        limit_blas,
+        quad.qlse_pairs,
+        Xa,
+        ia,
+        ya,
+        Xc,
+        ic,
+        yc,
+        U,
+        lam,
+        sigma,
+        n_classes,
+        ORDERED,
+        np.empty(0),
+    )[:3]
 
 
 def _sigma_ordered(Xa, ya, ia, Xc, yc, start_c, limit_blas, U, lam, sigma, coef):
     ic = np.arange(start_c, start_c + Xc.shape[0])
     log_z, c = coef[0], coef[1]
     # The candidates carry no coefficient in the ORDERED mode: empty stand-ins.
-    return _in_blas_limit(limit_blas, quad.sigma_pairs, Xa, ia, ya, Xc, ic, yc, U, lam, sigma,
-                          log_z, c, log_z[:0], c[:0], ORDERED, np.empty(0))
+    return _in_blas_limit(
+        limit_blas,
+        quad.sigma_pairs,
+        Xa,
+        ia,
+        ya,
+        Xc,
+        ic,
+        yc,
+        U,
+        lam,
+        sigma,
+        log_z,
+        c,
+        log_z[:0],
+        c[:0],
+        ORDERED,
+        np.empty(0),
+    )
 
 
 def _quad_sampled(rows: Rows, U, lam, sigma, weight, coef, anchors):
     """:func:`quad_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
     n, a, k = rows.n_samples, rows.n_features, rows.n_classes
-    threads, blocks = grid.threaded_blocks(rows, anchors.n_samples * n * a * (a + U.shape[1]),
-                                           COST["qlse"])
+    threads, blocks = grid.threaded_blocks(
+        rows, anchors.n_samples * n * a * (a + U.shape[1]), COST["qlse"]
+    )
     g = grid.graph(rows, "quad-anchors", per_row=k * (a + 3), sample=anchors, candidates=blocks)
     limit = not g.local
-    merged = grid.ordered(g, _qlse_ordered, limit, U, lam, sigma, k, combine=merge.lse_combine,
-                          tag="qlse")
-    coefs = [g.add("coef", _quad_coef_task, coef, merged[i], g.anchor(i)[1],
-                   weight[start:stop], sigma) for i, (start, stop) in enumerate(g.anchors)]
-    parts = grid.ordered_tiles(g, _sigma_ordered, limit, U, lam, sigma,
-                               each=lambda i, j: (coefs[i],), tag="sigma")
+    merged = grid.ordered(
+        g, _qlse_ordered, limit, U, lam, sigma, k, combine=merge.lse_combine, tag="qlse"
+    )
+    coefs = [
+        g.add("coef", _quad_coef_task, coef, merged[i], g.anchor(i)[1], weight[start:stop], sigma)
+        for i, (start, stop) in enumerate(g.anchors)
+    ]
+    parts = grid.ordered_tiles(
+        g, _sigma_ordered, limit, U, lam, sigma, each=lambda i, j: (coefs[i],), tag="sigma"
+    )
     return _sigma_and_entropy(g, list(parts.values()), coefs, threads)
 
 
@@ -129,23 +182,39 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, anchors=None)
     if anchors is not None:
         return _quad_sampled(rows, U, lam, sigma, weight, coef, anchors)
     n, a, k = rows.n_samples, rows.n_features, rows.n_classes
-    threads, blocks = grid.threaded_blocks(rows, n * n * a * (a + U.shape[1]), COST["qlse"],
-                                           most=max(1, n // quad.SEG))
+    threads, blocks = grid.threaded_blocks(
+        rows, n * n * a * (a + U.shape[1]), COST["qlse"], most=max(1, n // quad.SEG)
+    )
     g = grid.graph(rows, "quad", candidates=blocks)
     bounds = g.candidates
     pairs = g.symmetric()
-    size = [quad.n_pairs(bounds[i][1] - bounds[i][0], bounds[j][1] - bounds[j][0],
-                         WITHIN if i == j else CROSS) for i, j in pairs]
+    size = [
+        quad.n_pairs(
+            bounds[i][1] - bounds[i][0], bounds[j][1] - bounds[j][0], WITHIN if i == j else CROSS
+        )
+        for i, j in pairs
+    ]
     keep_q = g.local and 8 * sum(size) <= TILE_BUDGET
     stores = {p: np.empty(s if keep_q else 0) for p, s in zip(pairs, size)}
     limit = not g.local  # in-process, the whole computation runs under one limit
-    tiles = grid.symmetric(g, _qlse_pair, limit, U, lam, sigma, k,
-                           each=lambda i, j: (stores[i, j],), tag="qlse")
+    tiles = grid.symmetric(
+        g, _qlse_pair, limit, U, lam, sigma, k, each=lambda i, j: (stores[i, j],), tag="qlse"
+    )
     merged = grid.sides(g, tiles, merge.lse_combine, take=_side)
-    coefs = [g.add("coef", _quad_coef_task, coef, merged[i], g.block(i)[1], weight[start:stop],
-                   sigma) for i, (start, stop) in enumerate(bounds)]
-    parts = grid.symmetric(g, _sigma_pair, limit, U, lam, sigma,
-                           each=lambda i, j: (coefs[i], coefs[j], stores[i, j]), tag="sigma")
+    coefs = [
+        g.add("coef", _quad_coef_task, coef, merged[i], g.block(i)[1], weight[start:stop], sigma)
+        for i, (start, stop) in enumerate(bounds)
+    ]
+    parts = grid.symmetric(
+        g,
+        _sigma_pair,
+        limit,
+        U,
+        lam,
+        sigma,
+        each=lambda i, j: (coefs[i], coefs[j], stores[i, j]),
+        tag="sigma",
+    )
     return _sigma_and_entropy(g, list(parts.values()), coefs, threads)
 
 

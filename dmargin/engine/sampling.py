@@ -43,8 +43,9 @@ def sample_anchors(rows: Rows, n_anchors: int, rng) -> Anchors:
     g = grid.graph(rows, "anchor-rows")
 
     def picks(b):  # block b's rows: the ranks of each class that fall in it
-        return ([r[(r >= cum[b, c]) & (r < cum[b + 1, c])] - cum[b, c]
-                 for c, r in enumerate(ranks)],)
+        return (
+            [r[(r >= cum[b, c]) & (r < cum[b + 1, c])] - cum[b, c] for c, r in enumerate(ranks)],
+        )
 
     parts = grid.per_block(g, _take_rows, fields=3, each=picks, tag="take", tile=False)
     X, codes, index = grid.run(g, g.add("concat", _concat_rows, parts))

@@ -34,8 +34,7 @@ def moment_total(moments):
     """``(sum_a (count_a + 1), sum_a sum_j d_aj, sum_a sum_j d_aj^2)``: the cells of
     the anchors' rows of the full distance matrix (its zero diagonal included, as
     skrebate's mean) and their distance sum and sum of squares."""
-    return np.array([np.sum(moments[:, 0] + 1.0), np.sum(moments[:, 1]),
-                     np.sum(moments[:, 2])])
+    return np.array([np.sum(moments[:, 0] + 1.0), np.sum(moments[:, 1]), np.sum(moments[:, 2])])
 
 
 def graph_finders(P, ya, thresholds, n_features):
@@ -67,8 +66,17 @@ def graph_row_sums(G):
     slots, sum r^2]`` (each edge's powers were added at both of its ends;
     ``r_i = sum_j W_ij^2``)."""
     c, r = G[:, 0], G[:, 1]
-    return np.array([c @ c, (c * c) @ c, 0.5 * r.sum(), 0.5 * G[:, 2].sum(),
-                     G[:, 3].sum(), G[:, 4].sum(), r @ r])
+    return np.array(
+        [
+            c @ c,
+            (c * c) @ c,
+            0.5 * r.sum(),
+            0.5 * G[:, 2].sum(),
+            G[:, 3].sum(),
+            G[:, 4].sum(),
+            r @ r,
+        ]
+    )
 
 
 def sample_graph_sums(D, y, finders, C, v):
@@ -94,11 +102,17 @@ def sample_graph_sums(D, y, finders, C, v):
     Wv = W * v[None, :]
     walks = Wv @ Wv
     squares = W * W
-    return np.array([0.5 * cv @ W @ cv, cv @ squares @ v, float(np.einsum("ij,ji->", walks, Wv)),
-                     0.5 * v @ (squares * squares) @ v,
-                     # (Wv W)_ij = walks_ij / v_j: no second product
-                     float(np.einsum("i,ij,ij->", v, squares, walks)),
-                     float(np.einsum("ij,ji->", walks, walks))])
+    return np.array(
+        [
+            0.5 * cv @ W @ cv,
+            cv @ squares @ v,
+            float(np.einsum("ij,ji->", walks, Wv)),
+            0.5 * v @ (squares * squares) @ v,
+            # (Wv W)_ij = walks_ij / v_j: no second product
+            float(np.einsum("i,ij,ij->", v, squares, walks)),
+            float(np.einsum("ij,ji->", walks, walks)),
+        ]
+    )
 
 
 # -- tiles of the symmetric grid (every row an anchor) ------------------------------
@@ -109,12 +123,47 @@ def _pair_moments(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind):
     return surf.moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode)
 
 
-def _pair_score(Xp, yp, start_p, Xq, yq, start_q, n_classes, n_sets, dm, dw, ramp, kind,
-                     target, bound, squares, thr_p, thr_q):
+def _pair_score(
+    Xp,
+    yp,
+    start_p,
+    Xq,
+    yq,
+    start_q,
+    n_classes,
+    n_sets,
+    dm,
+    dw,
+    ramp,
+    kind,
+    target,
+    bound,
+    squares,
+    thr_p,
+    thr_q,
+):
     ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
-    return surf.score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind,
-                            *thr_p, *thr_q, mode,
-                            _target_at(target, ip), _target_at(target, iq), bound, squares)
+    return surf.score_pairs(
+        Xp,
+        ip,
+        yp,
+        Xq,
+        iq,
+        yq,
+        n_classes,
+        n_sets,
+        dm,
+        dw,
+        ramp,
+        kind,
+        *thr_p,
+        *thr_q,
+        mode,
+        _target_at(target, ip),
+        _target_at(target, iq),
+        bound,
+        squares,
+    )
 
 
 def _pair_graph(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind, fp, fq):
@@ -131,12 +180,45 @@ def _moments_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind):
     return kernel(Xa, ia, Xc, ic, dm, dw, kind)
 
 
-def _score_tile(Xa, ya, ia, Xc, yc, start_c, threads, n_classes, n_sets, dm, dw, ramp,
-                     kind, target, bound, squares, thr):
+def _score_tile(
+    Xa,
+    ya,
+    ia,
+    Xc,
+    yc,
+    start_c,
+    threads,
+    n_classes,
+    n_sets,
+    dm,
+    dw,
+    ramp,
+    kind,
+    target,
+    bound,
+    squares,
+    thr,
+):
     ic = np.arange(start_c, start_c + Xc.shape[0])
     kernel = pick(surf.SCORE_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
-    return kernel(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, *thr,
-                  _target_at(target, ia), _target_at(target, ic), bound, squares)
+    return kernel(
+        Xa,
+        ia,
+        Xc,
+        yc,
+        ic,
+        n_classes,
+        n_sets,
+        dm,
+        dw,
+        ramp,
+        kind,
+        *thr,
+        _target_at(target, ia),
+        _target_at(target, ic),
+        bound,
+        squares,
+    )
 
 
 def _graph_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind, fa, fc):
@@ -178,8 +260,12 @@ def _with_anchor_sides(G, start, anchor_index, anchor_parts):
 
 
 def _picked_graph_rows(X, codes, start, local, finders, G):
-    return (np.asarray(X[local], dtype=np.float64), np.asarray(codes)[local], finders[local],
-            G[local, 0])
+    return (
+        np.asarray(X[local], dtype=np.float64),
+        np.asarray(codes)[local],
+        finders[local],
+        G[local, 0],
+    )
 
 
 def _sample_graph_task(parts, v, dm, dw, kind):
@@ -194,16 +280,28 @@ def _graph_sums(g, G, finders, sample, dm, dw, kind):
     (:func:`sample_graph_sums`; ``sample``: sorted row indices and
     their weights)."""
     index, v = sample
-    exact = g.tree([g.add("graph-sums", graph_row_sums, Gb) for Gb in G], merge.add,
-                   "graph-total")
-    parts = grid.picked(g, index, _picked_graph_rows, each=lambda b: (finders[b], G[b]),
-                        tag="graph-take")
+    exact = g.tree([g.add("graph-sums", graph_row_sums, Gb) for Gb in G], merge.add, "graph-total")
+    parts = grid.picked(
+        g, index, _picked_graph_rows, each=lambda b: (finders[b], G[b]), tag="graph-take"
+    )
     sampled = g.add("graph-sample", _sample_graph_task, parts, v, dm, dw, kind)
     return exact, sampled
 
 
-def threshold_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, kinds=None,
-                        anchors=None, target=None, bound=0.0, graph_sample=None, soft=False):
+def threshold_statistic(
+    rows: Rows,
+    thresholds,
+    agg,
+    agg_args=(),
+    *,
+    far=False,
+    kinds=None,
+    anchors=None,
+    target=None,
+    bound=0.0,
+    graph_sample=None,
+    soft=False,
+):
     """``sum_I agg(pass2_I(thresholds(pass1_I, total)), y_I, *agg_args)``, two passes.
 
     Pass 1 merges each anchor block's distance moments ``(count, sum d, sum
@@ -253,13 +351,27 @@ def threshold_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, 
         per_row = n_sets * k * (3 * a if kind == distance.MISSING else a + 2)
     else:
         per_row = n_sets * k * (2 * a if kind == distance.MISSING else a + 1) + (
-            k * a if squares else 0)
+            k * a if squares else 0
+        )
     if target is None:
         bound = 0.0
     elif not bound > 0:
         raise ValueError(f"bound must be positive with a target; got {bound}.")
-    common = (thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets, per_row, target, bound,
-              graph_sample)
+    common = (
+        thresholds,
+        agg,
+        agg_args,
+        far,
+        dm,
+        dw,
+        rp,
+        kind,
+        n_sets,
+        per_row,
+        target,
+        bound,
+        graph_sample,
+    )
     if anchors is not None:
         return _sampled(rows, anchors, *common)
     n = rows.n_samples
@@ -270,66 +382,127 @@ def threshold_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False, 
     # Pass 1: per-anchor distance moments, then the thresholds.
     moments = grid.symmetric(g, _pair_moments, dm, dw, kind, tag="moments")
     merged = grid.sides(g, moments, merge.add)
-    total = g.tree([g.add("total", moment_total, m) for m in merged], merge.add,
-                   "moment-total")
+    total = g.tree([g.add("total", moment_total, m) for m in merged], merge.add, "moment-total")
     thr = [g.add("thresholds", _thresholds_task, thresholds, m, total, far) for m in merged]
     # Pass 2: the neighbours within the thresholds, over the same pairs.
-    scores = grid.symmetric(g, _pair_score, rows.n_classes, n_sets, dm, dw, rp, kind,
-                            target, bound, squares, each=lambda i, j: (thr[i], thr[j]),
-                            tag="score")
+    scores = grid.symmetric(
+        g,
+        _pair_score,
+        rows.n_classes,
+        n_sets,
+        dm,
+        dw,
+        rp,
+        kind,
+        target,
+        bound,
+        squares,
+        each=lambda i, j: (thr[i], thr[j]),
+        tag="score",
+    )
     P = grid.sides(g, scores, merge.add)
-    shares = [g.add("agg", _agg_task, agg, P[i], g.block(i)[1], agg_args)
-              for i in range(n_blocks)]
+    shares = [g.add("agg", _agg_task, agg, P[i], g.block(i)[1], agg_args) for i in range(n_blocks)]
     result = g.tree(shares, merge.add, "total")
     if squares:
         # Pass 3: STIR's graph, from every row's thresholds and counts.
-        found = [g.add("finders", graph_finders, P[i], g.block(i)[1], thr[i], a)
-                 for i in range(n_blocks)]
-        graph = grid.symmetric(g, _pair_graph, dm, dw, kind,
-                               each=lambda i, j: (found[i], found[j]), tag="graph")
+        found = [
+            g.add("finders", graph_finders, P[i], g.block(i)[1], thr[i], a) for i in range(n_blocks)
+        ]
+        graph = grid.symmetric(
+            g, _pair_graph, dm, dw, kind, each=lambda i, j: (found[i], found[j]), tag="graph"
+        )
         G = grid.sides(g, graph, merge.add)
-        result = g.add("stir", _as_tuple, result,
-                       *_graph_sums(g, G, found, graph_sample, dm, dw, kind))
+        result = g.add(
+            "stir", _as_tuple, result, *_graph_sums(g, G, found, graph_sample, dm, dw, kind)
+        )
     return grid.run(g, result, threads=threads)
 
 
-def _sampled(rows: Rows, anchors, thresholds, agg, agg_args, far, dm, dw, rp, kind, n_sets,
-                  per_row, target, bound, graph_sample):
+def _sampled(
+    rows: Rows,
+    anchors,
+    thresholds,
+    agg,
+    agg_args,
+    far,
+    dm,
+    dw,
+    rp,
+    kind,
+    n_sets,
+    per_row,
+    target,
+    bound,
+    graph_sample,
+):
     """:func:`threshold_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
     k = rows.n_classes
     squares = graph_sample is not None
     g = grid.graph(rows, "surf-anchors", per_row=per_row, sample=anchors)
     target = grid.hold_target(g, target)
     n_anchor = len(g.anchors)
-    merged = grid.ordered(g, _moments_tile, g.local, dm, dw, kind, combine=merge.add,
-                          tag="moments")
-    total = g.tree([g.add("total", moment_total, m) for m in merged], merge.add,
-                   "moment-total")
-    thr = [g.add("thresholds", _thresholds_task, thresholds, m, total, far)
-           for m in merged]
-    P = grid.ordered(g, _score_tile, g.local, k, n_sets, dm, dw, rp, kind, target, bound,
-                     squares, each=lambda i: (thr[i],), combine=merge.add, tag="score")
-    shares = [g.add("agg", _agg_task, agg, P[i], g.anchor(i)[1], agg_args)
-              for i in range(n_anchor)]
+    merged = grid.ordered(g, _moments_tile, g.local, dm, dw, kind, combine=merge.add, tag="moments")
+    total = g.tree([g.add("total", moment_total, m) for m in merged], merge.add, "moment-total")
+    thr = [g.add("thresholds", _thresholds_task, thresholds, m, total, far) for m in merged]
+    P = grid.ordered(
+        g,
+        _score_tile,
+        g.local,
+        k,
+        n_sets,
+        dm,
+        dw,
+        rp,
+        kind,
+        target,
+        bound,
+        squares,
+        each=lambda i: (thr[i],),
+        combine=merge.add,
+        tag="score",
+    )
+    shares = [g.add("agg", _agg_task, agg, P[i], g.anchor(i)[1], agg_args) for i in range(n_anchor)]
     result = g.tree(shares, merge.add, "total")
     if squares:
-        found = [g.add("finders", graph_finders, P[i], g.anchor(i)[1], thr[i],
-                       rows.n_features) for i in range(n_anchor)]
+        found = [
+            g.add("finders", graph_finders, P[i], g.anchor(i)[1], thr[i], rows.n_features)
+            for i in range(n_anchor)
+        ]
         # Pass 3: anchors against every row; each row's partials, anchors or not.
         index = np.asarray(anchors.index, dtype=np.int64)
-        cand = [g.add("finders-rows", _candidate_finders, start, stop, index, found)
-                for start, stop in g.candidates]
-        tiles = grid.ordered_tiles(g, _graph_tile, g.local, dm, dw, kind,
-                                   each=lambda i, j: (found[i], cand[j]), tag="graph")
+        cand = [
+            g.add("finders-rows", _candidate_finders, start, stop, index, found)
+            for start, stop in g.candidates
+        ]
+        tiles = grid.ordered_tiles(
+            g,
+            _graph_tile,
+            g.local,
+            dm,
+            dw,
+            kind,
+            each=lambda i, j: (found[i], cand[j]),
+            tag="graph",
+        )
         n_cand = len(g.candidates)
-        own = [g.tree([g.add("side", _side, tiles[i, j], 0) for j in range(n_cand)],
-                      merge.add) for i in range(n_anchor)]
-        G = [g.add("graph-rows", _with_anchor_sides,
-                   g.tree([g.add("side", _side, tiles[i, j], 1) for i in range(n_anchor)],
-                          merge.add),
-                   start, index, own) for j, (start, _) in enumerate(g.candidates)]
-        result = g.add("stir", _as_tuple, result,
-                       *_graph_sums(g, G, cand, graph_sample, dm, dw, kind))
+        own = [
+            g.tree([g.add("side", _side, tiles[i, j], 0) for j in range(n_cand)], merge.add)
+            for i in range(n_anchor)
+        ]
+        G = [
+            g.add(
+                "graph-rows",
+                _with_anchor_sides,
+                g.tree([g.add("side", _side, tiles[i, j], 1) for i in range(n_anchor)], merge.add),
+                start,
+                index,
+                own,
+            )
+            for j, (start, _) in enumerate(g.candidates)
+        ]
+        result = g.add(
+            "stir", _as_tuple, result, *_graph_sums(g, G, cand, graph_sample, dm, dw, kind)
+        )
     return grid.run(g, result)
 
 
@@ -342,8 +515,9 @@ def _side(pair, side):
 COMPACT_TILE_BYTES = 256 * 2**20
 
 
-def compact_threshold_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far=False,
-                                anchors=None, graph_sample=None):
+def compact_threshold_statistic(
+    rows: Rows, thresholds, agg, agg_args=(), *, far=False, anchors=None, graph_sample=None
+):
     """:func:`threshold_statistic` on compact rows, in-process: ``rows.X`` ``uint8``,
     every feature discrete (the distance is the mismatch count), nothing missing.
 
@@ -367,29 +541,55 @@ def compact_threshold_statistic(rows: Rows, thresholds, agg, agg_args=(), *, far
     n_sets = 2 if far else 1
     n_bits = max(1, int(X.max()).bit_length()) if X.size else 1
     per_row = n_sets * k * (a + 1)
-    g = grid.graph(rows, "surf-compact", sample=anchors,
-                   anchor_rows=max(1, COMPACT_TILE_BYTES // (8 * per_row)))
+    g = grid.graph(
+        rows,
+        "surf-compact",
+        sample=anchors,
+        anchor_rows=max(1, COMPACT_TILE_BYTES // (8 * per_row)),
+    )
     planes = g.hold("planes", distance.pack_planes(X, n_bits))
     # Pass 1: every anchor's distance moments, then the thresholds.
-    moments = grid.ordered(g, _compact_moments_tile, planes, n_bits, combine=merge.add,
-                           tag="moments")
-    total = g.tree([g.add("total", moment_total, m) for m in moments], merge.add,
-                   "moment-total")
+    moments = grid.ordered(
+        g, _compact_moments_tile, planes, n_bits, combine=merge.add, tag="moments"
+    )
+    total = g.tree([g.add("total", moment_total, m) for m in moments], merge.add, "moment-total")
     thr = [g.add("thresholds", _thresholds_task, thresholds, m, total, far) for m in moments]
     # Pass 2: the neighbours within the thresholds, a block of anchors at a time,
     # each block's partials reduced by agg and added to the last block's.
     stir = graph_sample is not None
-    last = grid.chained(g, _compact_score_tile, planes, k, n_sets, agg, agg_args, stir,
-                        each=lambda i: (thr[i],), tag="score")
+    last = grid.chained(
+        g,
+        _compact_score_tile,
+        planes,
+        k,
+        n_sets,
+        agg,
+        agg_args,
+        stir,
+        each=lambda i: (thr[i],),
+        tag="score",
+    )
     result = g.add("share", _item, last, 0)
     if stir:
         # Pass 3: STIR's graph (a pair-feature of the mismatch count, as pass 1).
-        index = [g.add("index", _anchor_index, b[2], b[1])
-                 for b in (g.anchor(i) for i in range(len(g.anchors)))]
+        index = [
+            g.add("index", _anchor_index, b[2], b[1])
+            for b in (g.anchor(i) for i in range(len(g.anchors)))
+        ]
         found = g.add("finders", _finder_rows, n, index, g.add("finder", _item, last, 1))
         X_all, codes_all, _ = g.block(0)
-        result = g.add("stir", _compact_graph, result, planes, index, codes_all, found,
-                       X_all, n_bits, graph_sample)
+        result = g.add(
+            "stir",
+            _compact_graph,
+            result,
+            planes,
+            index,
+            codes_all,
+            found,
+            X_all,
+            n_bits,
+            graph_sample,
+        )
     return grid.run(g, result)
 
 
@@ -403,19 +603,29 @@ def _anchor_index(start_or_index, ya):
 def _compact_moments_tile(Xa, ya, ia, Xc, yc, start_c, planes, n_bits):
     index = _anchor_index(ia, ya)
     # A pair-feature costs n_bits / 64 of a word operation.
-    kernel = pick(compact.COMPACT_MOMENTS_TWINS, index.size * Xc.shape[0] * Xc.shape[1],
-                  cost=n_bits / 64)
+    kernel = pick(
+        compact.COMPACT_MOMENTS_TWINS, index.size * Xc.shape[0] * Xc.shape[1], cost=n_bits / 64
+    )
     return kernel(planes, index)
 
 
-def _compact_score_tile(Xa, ya, ia, Xc, yc, start_c, planes, n_classes, n_sets, agg, agg_args,
-                        stir, thr, previous):
+def _compact_score_tile(
+    Xa, ya, ia, Xc, yc, start_c, planes, n_classes, n_sets, agg, agg_args, stir, thr, previous
+):
     """``(share, [finders per block])`` of the blocks of anchors so far: the last
     blocks' plus this one's against every row."""
     index = _anchor_index(ia, ya)
     kernel = pick(compact.COMPACT_SCORE_TWINS, index.size * Xc.shape[0] * Xc.shape[1])
-    P = kernel(Xc, planes, np.ascontiguousarray(yc, dtype=np.int64), index, n_classes,
-               n_sets, thr[0], thr[1])
+    P = kernel(
+        Xc,
+        planes,
+        np.ascontiguousarray(yc, dtype=np.int64),
+        index,
+        n_classes,
+        n_sets,
+        thr[0],
+        thr[1],
+    )
     ya = np.asarray(ya)
     share = agg(P, ya, *agg_args)
     found = [graph_finders(P, ya, thr, Xc.shape[1])] if stir else []
@@ -440,15 +650,27 @@ def _compact_graph(total, planes, index, codes, found, X, n_bits, graph_sample):
     """Pass 3 on compact rows: the graph's exact row sums and the sample's sums."""
     index = np.concatenate(index)
     codes = np.ascontiguousarray(codes, dtype=np.int64)
-    kernel = pick(compact.COMPACT_GRAPH_TWINS, index.size * X.shape[0] * X.shape[1],
-                  cost=n_bits / 64)
+    kernel = pick(
+        compact.COMPACT_GRAPH_TWINS, index.size * X.shape[0] * X.shape[1], cost=n_bits / 64
+    )
     parts = n_threads() if kernel is compact.COMPACT_GRAPH_TWINS[1] else 1
     G = kernel(planes, index, codes, found, parts)
     sample, v = graph_sample
     D = compact.compact_distance_matrix(distance.pack_planes(X[sample], n_bits))
-    return total, graph_row_sums(G), sample_graph_sums(D, codes[sample], found[sample],
-                                                       G[sample, 0], v)
+    return (
+        total,
+        graph_row_sums(G),
+        sample_graph_sums(D, codes[sample], found[sample], G[sample, 0], v),
+    )
 
 
-__all__ = ["COMPACT_TILE_BYTES", "graph_row_sums", "outside_finders", "sample_graph_sums",
-           "compact_threshold_statistic", "graph_finders", "moment_total", "threshold_statistic"]
+__all__ = [
+    "COMPACT_TILE_BYTES",
+    "graph_row_sums",
+    "outside_finders",
+    "sample_graph_sums",
+    "compact_threshold_statistic",
+    "graph_finders",
+    "moment_total",
+    "threshold_statistic",
+]

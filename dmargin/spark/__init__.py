@@ -17,8 +17,16 @@ from ._fit import fit, local_session
 from ._scheduler import PartialsTooLargeError
 from ._source import SparkInputError
 
-__all__ = ["MarginSelector", "MarginSelectorModel", "PartialsTooLargeError", "SparkFitCost",
-           "SparkInputError", "fit", "fit_cost", "local_session"]
+__all__ = [
+    "MarginSelector",
+    "MarginSelectorModel",
+    "PartialsTooLargeError",
+    "SparkFitCost",
+    "SparkInputError",
+    "fit",
+    "fit_cost",
+    "local_session",
+]
 
 #: Defined with pyspark's classes, so imported on first use: ``import dmargin.spark``
 #: needs no pyspark.

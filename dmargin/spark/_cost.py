@@ -66,9 +66,11 @@ class SparkFitCost:
     seconds: float
 
     def __str__(self):
-        return (f"~{format_seconds(self.seconds)} on Spark ({self.layout}: "
-                f"{self.tasks_per_pass} tile tasks a pass, {self.jobs} jobs, "
-                f"~{_size(self.bytes_to_driver)} of partials to the driver)")
+        return (
+            f"~{format_seconds(self.seconds)} on Spark ({self.layout}: "
+            f"{self.tasks_per_pass} tile tasks a pass, {self.jobs} jobs, "
+            f"~{_size(self.bytes_to_driver)} of partials to the driver)"
+        )
 
 
 def _size(n):
@@ -81,8 +83,7 @@ def _size(n):
 def _passes(estimator):
     """Passes over the rows: a pairwise fit's iterations, boosting rounds, or one (a
     solver's own iterations, as LDM's ``max_iter``, run on the driver)."""
-    names = ("max_iter", "n_estimators") if hasattr(estimator, "n_anchors") else \
-        ("n_estimators",)
+    names = ("max_iter", "n_estimators") if hasattr(estimator, "n_anchors") else ("n_estimators",)
     for name in names:
         value = getattr(estimator, name, None)
         if isinstance(value, int):
@@ -119,17 +120,22 @@ def fit_cost(estimator, n_samples, n_features, n_partitions, n_classes=2, n_core
     m = anchor_count(getattr(estimator, "n_anchors", None), n_samples)
     exact = m is None and hasattr(estimator, "n_anchors")
     passes = _passes(estimator)
-    layout = "exact" if exact else "sampled" if hasattr(estimator, "n_anchors") else \
-        "partitions"
+    layout = "exact" if exact else "sampled" if hasattr(estimator, "n_anchors") else "partitions"
     tasks = p * (p + 1) // 2 if exact else p
     anchors = n_samples if m is None else m
     neighbours = getattr(estimator, "n_neighbors", 1)
     neighbours = neighbours if isinstance(neighbours, int) else 10
     partial = n_classes * neighbours * (n_features + 2) * 8.0
-    driver = anchors * p * partial * passes if hasattr(estimator, "n_anchors") else \
-        p * n_features * n_features * 8.0 * passes
+    driver = (
+        anchors * p * partial * passes
+        if hasattr(estimator, "n_anchors")
+        else p * n_features * n_features * 8.0 * passes
+    )
     side = min(p, math.isqrt(2 * max(1, int(n_cores)) - 1) + 1)
     jobs = PREPARE_JOBS + passes * ((1 + side * side) if exact else 1)
-    seconds = (0.0 if compute is None else compute.seconds) + jobs * JOB_S + \
-        n_samples * n_features / READ_RATE
+    seconds = (
+        (0.0 if compute is None else compute.seconds)
+        + jobs * JOB_S
+        + n_samples * n_features / READ_RATE
+    )
     return SparkFitCost(compute, layout, tasks, jobs, driver, seconds)

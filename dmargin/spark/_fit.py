@@ -67,8 +67,14 @@ def fit(estimator, df, label="label", *, features=None, features_col=None):
         the message names the column and the fix.
     """
     who = type(estimator).__name__
-    data = read_spark(df, label, features=features, features_col=features_col,
-                      allow_nan=declared(estimator, "_allow_nan"), who=who)
+    data = read_spark(
+        df,
+        label,
+        features=features,
+        features_col=features_col,
+        allow_nan=declared(estimator, "_allow_nan"),
+        who=who,
+    )
     try:
         with on_spark(data):
             estimator.fit(data.X, data.y)
@@ -91,11 +97,14 @@ def local_session(master="local[2]", **conf):
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (SparkSession.builder.master(master).appName("dmargin")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.pyspark.python", sys.executable)
-               .config("spark.sql.shuffle.partitions", "8"))
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("dmargin")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.sql.shuffle.partitions", "8")
+    )
     for key, value in conf.items():
         builder = builder.config(key.replace("_", ".") if "." not in key else key, value)
     session = builder.getOrCreate()

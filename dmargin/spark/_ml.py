@@ -31,11 +31,18 @@ try:
     from pyspark.ml import Estimator, Model
     from pyspark.ml.param import Param, Params, TypeConverters
     from pyspark.ml.param.shared import HasInputCols, HasLabelCol, HasOutputCol
-    from pyspark.ml.util import (DefaultParamsReader, DefaultParamsWriter, MLReadable,
-                                 MLReader, MLWritable, MLWriter)
+    from pyspark.ml.util import (
+        DefaultParamsReader,
+        DefaultParamsWriter,
+        MLReadable,
+        MLReader,
+        MLWritable,
+        MLWriter,
+    )
 except ImportError as exc:  # pragma: no cover - the spark extra is missing
-    raise ImportError("dmargin.spark.MarginSelector needs pyspark: "
-                      "pip install 'dmargin[spark]'") from exc
+    raise ImportError(
+        "dmargin.spark.MarginSelector needs pyspark: pip install 'dmargin[spark]'"
+    ) from exc
 
 from .._registry import estimators
 from ._fit import fit as spark_fit
@@ -64,15 +71,20 @@ def _to_estimator(value):
     if value is None:
         return None
     if isinstance(value, type):
-        raise ValueError(f"estimator={value.__name__} is a class; pass an instance, such as "
-                         f"{value.__name__}().")
+        raise ValueError(
+            f"estimator={value.__name__} is a class; pass an instance, such as {value.__name__}()."
+        )
     if not isinstance(value, _dmargin_classes()):
-        raise ValueError(f"estimator={type(value).__name__} is not a dmargin estimator; pass "
-                         f"one of dmargin's, such as {DEFAULT_ESTIMATOR}.")
+        raise ValueError(
+            f"estimator={type(value).__name__} is not a dmargin estimator; pass "
+            f"one of dmargin's, such as {DEFAULT_ESTIMATOR}."
+        )
     if not hasattr(value, "get_support"):
-        raise ValueError(f"estimator={type(value).__name__} selects no features (it has no "
-                         "get_support); pass a selector, such as dmargin.LDMRFE() for LDM's "
-                         "ranking.")
+        raise ValueError(
+            f"estimator={type(value).__name__} selects no features (it has no "
+            "get_support); pass a selector, such as dmargin.LDMRFE() for LDM's "
+            "ranking."
+        )
     return value
 
 
@@ -81,8 +93,10 @@ def _to_top(value):
         return None
     value = TypeConverters.toInt(value)
     if value < 1:
-        raise ValueError(f"numTopFeatures must be at least 1, got {value}; leave it unset to "
-                         "keep the estimator's own selection.")
+        raise ValueError(
+            f"numTopFeatures must be at least 1, got {value}; leave it unset to "
+            "keep the estimator's own selection."
+        )
     return value
 
 
@@ -103,18 +117,30 @@ class _MarginSelectorParams(HasInputCols, HasLabelCol, HasOutputCol):
     featuresCol nor inputCols" impossible to tell from a choice.
     """
 
-    estimator = Param(Params._dummy(), "estimator",
-                      f"the dmargin estimator to fit (None: {DEFAULT_ESTIMATOR})",
-                      typeConverter=_to_estimator)
-    featuresCol = Param(Params._dummy(), "featuresCol",
-                        "an MLlib vector column of the features (or inputCols)",
-                        typeConverter=TypeConverters.toString)
-    numTopFeatures = Param(Params._dummy(), "numTopFeatures",
-                           "keep this many features of the highest scores",
-                           typeConverter=_to_top)
-    threshold = Param(Params._dummy(), "threshold",
-                      "keep the features whose score is at least this",
-                      typeConverter=_to_threshold)
+    estimator = Param(
+        Params._dummy(),
+        "estimator",
+        f"the dmargin estimator to fit (None: {DEFAULT_ESTIMATOR})",
+        typeConverter=_to_estimator,
+    )
+    featuresCol = Param(
+        Params._dummy(),
+        "featuresCol",
+        "an MLlib vector column of the features (or inputCols)",
+        typeConverter=TypeConverters.toString,
+    )
+    numTopFeatures = Param(
+        Params._dummy(),
+        "numTopFeatures",
+        "keep this many features of the highest scores",
+        typeConverter=_to_top,
+    )
+    threshold = Param(
+        Params._dummy(),
+        "threshold",
+        "keep the features whose score is at least this",
+        typeConverter=_to_threshold,
+    )
 
     def __init__(self):
         super().__init__()
@@ -146,22 +172,29 @@ class _MarginSelectorParams(HasInputCols, HasLabelCol, HasOutputCol):
 
     def _check_exclusive(self):
         if self.getFeaturesCol() is not None and self.getInputCols() is not None:
-            raise ValueError(f"{type(self).__name__}: give either featuresCol (a vector column) "
-                             "or inputCols (numeric columns), not both.")
+            raise ValueError(
+                f"{type(self).__name__}: give either featuresCol (a vector column) "
+                "or inputCols (numeric columns), not both."
+            )
         if self.getNumTopFeatures() is not None and self.getThreshold() is not None:
-            raise ValueError(f"{type(self).__name__}: give either numTopFeatures or threshold, "
-                             "not both (neither keeps the estimator's own selection).")
+            raise ValueError(
+                f"{type(self).__name__}: give either numTopFeatures or threshold, "
+                "not both (neither keeps the estimator's own selection)."
+            )
 
     def _columns(self):
         """``(inputCols, featuresCol)``, exactly one of them given."""
         self._check_exclusive()
         features, vector = self.getInputCols(), self.getFeaturesCol()
         if features is None and vector is None:
-            raise ValueError(f"{type(self).__name__}: give the features, as featuresCol=<an "
-                             "MLlib vector column> or inputCols=[<numeric columns>].")
+            raise ValueError(
+                f"{type(self).__name__}: give the features, as featuresCol=<an "
+                "MLlib vector column> or inputCols=[<numeric columns>]."
+            )
         if features is not None and not features:
-            raise ValueError(f"{type(self).__name__}: inputCols is empty; name at least one "
-                             "numeric column.")
+            raise ValueError(
+                f"{type(self).__name__}: inputCols is empty; name at least one numeric column."
+            )
         return features, vector
 
     def setEstimator(self, value):
@@ -217,8 +250,10 @@ def encode_estimator(estimator):
         the message names the parameter.
     """
     name = type(estimator).__name__
-    params = {key: _encode(value, f"{name}'s parameter {key}")
-              for key, value in estimator.get_params(deep=False).items()}
+    params = {
+        key: _encode(value, f"{name}'s parameter {key}")
+        for key, value in estimator.get_params(deep=False).items()
+    }
     return {"class": _class_path(type(estimator)), "params": params}
 
 
@@ -241,9 +276,11 @@ def _encode(value, where):
         return {"__dict__": [[_encode(k, where), _encode(v, where)] for k, v in value.items()]}
     if isinstance(value, _dmargin_classes()):
         return {"__estimator__": encode_estimator(value)}
-    raise ValueError(f"{where}={value!r} cannot be saved: a saved stage holds numbers, strings, "
-                     "lists, dicts, numeric arrays and dmargin estimators only (pass, e.g., "
-                     "random_state as an int).")
+    raise ValueError(
+        f"{where}={value!r} cannot be saved: a saved stage holds numbers, strings, "
+        "lists, dicts, numeric arrays and dmargin estimators only (pass, e.g., "
+        "random_state as an int)."
+    )
 
 
 def decode_estimator(spec):
@@ -253,8 +290,10 @@ def decode_estimator(spec):
     try:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"The saved estimator's class {path} cannot be imported here ({exc}); "
-                         "install the dmargin (or module) it was saved with.") from exc
+        raise ValueError(
+            f"The saved estimator's class {path} cannot be imported here ({exc}); "
+            "install the dmargin (or module) it was saved with."
+        ) from exc
     if not (isinstance(cls, type) and issubclass(cls, _dmargin_classes())):
         raise ValueError(f"The saved estimator's class {path} is not a dmargin estimator.")
     return cls(**{key: _decode(value) for key, value in spec["params"].items()})
@@ -289,15 +328,17 @@ class _StageWriter(MLWriter):
 
     def saveImpl(self, path):
         if not self.shouldOverwrite and _exists(self.sparkSession, path):
-            raise FileExistsError(f"{path} already exists; save with write().overwrite()"
-                                  ".save(path) to replace it.")
+            raise FileExistsError(
+                f"{path} already exists; save with write().overwrite().save(path) to replace it."
+            )
         stage = self.instance
         # Everything is encoded before the one write: a refused value leaves nothing.
         params = {p.name: value for p, value in stage._paramMap.items()}
         if params.get("estimator") is not None:
             params["estimator"] = encode_estimator(params["estimator"])
-        DefaultParamsWriter.saveMetadata(stage, path, self.sparkSession,
-                                         extraMetadata=stage._saved_data(), paramMap=params)
+        DefaultParamsWriter.saveMetadata(
+            stage, path, self.sparkSession, extraMetadata=stage._saved_data(), paramMap=params
+        )
 
 
 def _exists(spark, path):
@@ -321,9 +362,11 @@ class _StageReader(MLReader):
         metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession)
         expected = f"{self.cls.__module__}.{self.cls.__name__}"
         if metadata["class"] != expected:
-            raise ValueError(f"{path} holds a {metadata['class']}, not a {expected}; load it "
-                             "with its own class (pyspark.ml.PipelineModel.load for a fitted "
-                             "pipeline).")
+            raise ValueError(
+                f"{path} holds a {metadata['class']}, not a {expected}; load it "
+                "with its own class (pyspark.ml.PipelineModel.load for a fitted "
+                "pipeline)."
+            )
         params = dict(metadata["paramMap"])
         if params.get("estimator") is not None:
             params["estimator"] = decode_estimator(params["estimator"])
@@ -417,14 +460,32 @@ class MarginSelector(Estimator, _MarginSelectorParams, _Persisted):
     """
 
     @keyword_only
-    def __init__(self, *, estimator=None, featuresCol=None, inputCols=None, labelCol="label",
-                 outputCol="selected", numTopFeatures=None, threshold=None):
+    def __init__(
+        self,
+        *,
+        estimator=None,
+        featuresCol=None,
+        inputCols=None,
+        labelCol="label",
+        outputCol="selected",
+        numTopFeatures=None,
+        threshold=None,
+    ):
         super().__init__()
         self.setParams(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, estimator=None, featuresCol=None, inputCols=None, labelCol="label",
-                  outputCol="selected", numTopFeatures=None, threshold=None):
+    def setParams(
+        self,
+        *,
+        estimator=None,
+        featuresCol=None,
+        inputCols=None,
+        labelCol="label",
+        outputCol="selected",
+        numTopFeatures=None,
+        threshold=None,
+    ):
         """Set the params given (by keyword); returns the selector."""
         self._set(**self._input_kwargs)
         self._check_exclusive()
@@ -434,19 +495,22 @@ class MarginSelector(Estimator, _MarginSelectorParams, _Persisted):
         features, vector = self._columns()
         template = self.getEstimator()
         estimator = _default_estimator() if template is None else clone(template)
-        spark_fit(estimator, dataset, self.getLabelCol(), features=features,
-                  features_col=vector)
+        spark_fit(estimator, dataset, self.getLabelCol(), features=features, features_col=vector)
         scores = _scores(estimator)
         names = None if vector is None else _slot_names(dataset, vector, scores.size)
         if names is None:
             names = [str(n) for n in estimator.feature_names_in_]
         selected = _select(self, estimator, scores)
         if not selected:
-            warnings.warn(f"{type(estimator).__name__} selected no feature: transform will "
-                          "write empty vectors; set numTopFeatures or a lower threshold.",
-                          UserWarning, stacklevel=3)
-        model = MarginSelectorModel(scores=scores.tolist(), selectedFeatures=selected,
-                                    featureNames=names)
+            warnings.warn(
+                f"{type(estimator).__name__} selected no feature: transform will "
+                "write empty vectors; set numTopFeatures or a lower threshold.",
+                UserWarning,
+                stacklevel=3,
+            )
+        model = MarginSelectorModel(
+            scores=scores.tolist(), selectedFeatures=selected, featureNames=names
+        )
         model.estimator_ = estimator
         return self._copyValues(model)
 
@@ -493,8 +557,9 @@ class MarginSelectorModel(Model, _MarginSelectorParams, _Persisted):
     def __init__(self, scores=None, selectedFeatures=None, featureNames=None):
         super().__init__()
         self.scores = None if scores is None else [float(s) for s in scores]
-        self.selectedFeatures = (None if selectedFeatures is None
-                                 else sorted(int(i) for i in selectedFeatures))
+        self.selectedFeatures = (
+            None if selectedFeatures is None else sorted(int(i) for i in selectedFeatures)
+        )
         self.featureNames = None if featureNames is None else [str(n) for n in featureNames]
         self.estimator_ = None
 
@@ -505,20 +570,25 @@ class MarginSelectorModel(Model, _MarginSelectorParams, _Persisted):
 
     def _transform(self, dataset):
         if self.selectedFeatures is None:
-            raise ValueError("This MarginSelectorModel holds no selection; fit a MarginSelector "
-                             "or load a saved model.")
+            raise ValueError(
+                "This MarginSelectorModel holds no selection; fit a MarginSelector "
+                "or load a saved model."
+            )
         features, vector = self._columns()
         out = self.getOutputCol()
         if out in dataset.columns:
-            raise ValueError(f"The DataFrame already has a column {out!r}; set outputCol to a "
-                             "new name.")
+            raise ValueError(
+                f"The DataFrame already has a column {out!r}; set outputCol to a new name."
+            )
         if vector is not None:
             _check_vector(dataset, vector, len(self.featureNames))
         else:
             missing = [c for c in self.featureNames if c not in dataset.columns]
             if missing:
-                raise ValueError(f"The DataFrame has no column {missing[0]!r} of the features "
-                                 f"fitted (inputCols: {self.featureNames}).")
+                raise ValueError(
+                    f"The DataFrame has no column {missing[0]!r} of the features "
+                    f"fitted (inputCols: {self.featureNames})."
+                )
         if not self.selectedFeatures:
             return _with_empty_vectors(dataset, out)
         if vector is not None:
@@ -532,8 +602,13 @@ class MarginSelectorModel(Model, _MarginSelectorParams, _Persisted):
         return stage.transform(dataset)
 
     def _saved_data(self):
-        return {"dmargin": {"scores": self.scores, "selectedFeatures": self.selectedFeatures,
-                            "featureNames": self.featureNames}}
+        return {
+            "dmargin": {
+                "scores": self.scores,
+                "selectedFeatures": self.selectedFeatures,
+                "featureNames": self.featureNames,
+            }
+        }
 
     def _restore(self, metadata):
         data = metadata["dmargin"]
@@ -574,8 +649,9 @@ def _select(params, estimator, scores):
 def _slot_names(df, column, n):
     """The names a vector column's ML attributes give its ``n`` slots, or ``None``."""
     attrs = df.schema[column].metadata.get("ml_attr", {}).get("attrs", {})
-    names = {a["idx"]: a["name"] for group in attrs.values() for a in group
-             if "idx" in a and "name" in a}
+    names = {
+        a["idx"]: a["name"] for group in attrs.values() for a in group if "idx" in a and "name" in a
+    }
     if sorted(names) != list(range(n)):
         return None
     return [str(names[j]) for j in range(n)]
@@ -584,13 +660,15 @@ def _slot_names(df, column, n):
 def _check_vector(df, column, n):
     """The column is a vector column, of ``n`` slots where its metadata says its size."""
     if column not in df.columns:
-        raise ValueError(f"The DataFrame has no vector column {column!r} (its columns: "
-                         f"{df.columns}).")
+        raise ValueError(
+            f"The DataFrame has no vector column {column!r} (its columns: {df.columns})."
+        )
     meta = df.schema[column].metadata.get("ml_attr", {})
     size = meta.get("num_attrs")
     if size is not None and int(size) != n:
-        raise ValueError(f"Column {column!r} holds vectors of {size} features; the model was "
-                         f"fitted on {n}.")
+        raise ValueError(
+            f"Column {column!r} holds vectors of {size} features; the model was fitted on {n}."
+        )
 
 
 def _with_empty_vectors(df, out):

@@ -52,7 +52,8 @@ def read_block(token, partition, field_name):
     raise RuntimeError(
         "The rows of a Spark DataFrame are read on Spark's executors: this dask array "
         "comes from dmargin.spark and computes only inside dmargin.spark.fit (its Spark "
-        "source has been released, or it was computed on another scheduler).")
+        "source has been released, or it was computed on another scheduler)."
+    )
 
 
 class PartialsTooLargeError(MemoryError):
@@ -107,8 +108,10 @@ def spark_get(dsk, keys, **kwargs):
     leaves = {k: args for k, node in graph.items() if (args := _leaf(node)) is not None}
     tokens = {args[0] for args in leaves.values()}
     if len(tokens) > 1:
-        raise ValueError("One dmargin computation reads two Spark DataFrames; fit on one "
-                         "DataFrame (join them in Spark first).")
+        raise ValueError(
+            "One dmargin computation reads two Spark DataFrames; fit on one "
+            "DataFrame (join them in Spark first)."
+        )
     values = {}
     if tokens:
         token = tokens.pop()
@@ -139,10 +142,19 @@ def spark_get(dsk, keys, **kwargs):
         # inputs run on executors.  A task that also reads an unmerged value (a second
         # pass over the rows, given the first pass's merged statistic) waits: once that
         # value is on the driver, it runs where its rows are.
-        remote = {k for k in order if k not in values and (
-            len(fp[k]) == 1 or (len(fp[k]) == 2 and is_tile_key(k)))}
-        merges = {k for k in order if k not in values and fp[k] and k not in remote
-                  and all(d in remote for d in graph[k].dependencies if fp.get(d))}
+        remote = {
+            k
+            for k in order
+            if k not in values and (len(fp[k]) == 1 or (len(fp[k]) == 2 and is_tile_key(k)))
+        }
+        merges = {
+            k
+            for k in order
+            if k not in values
+            and fp[k]
+            and k not in remote
+            and all(d in remote for d in graph[k].dependencies if fp.get(d))
+        }
         exports = {k for k in remote if k in want or any(u in merges for u in consumers[k])}
         values.update(_run_wave(graph, order, values, fp, exports, source))
     return [values[k] for k in wanted]
@@ -215,8 +227,7 @@ def _run_wave(graph, order, values, fp, exports, source):
         inputs = {d for k in tasks for d in graph[k].dependencies if d in values}
         for d in inputs:
             shared[d] = values[d]
-        plans[parts] = ([graph[k] for k in order if k in tasks], sorted(inputs, key=str),
-                        keys)
+        plans[parts] = ([graph[k] for k in order if k in tasks], sorted(inputs, key=str), keys)
     singles = [p for p in plans if len(p) == 1]
     pairs = [p for p in plans if len(p) == 2]
     sc = blocks.context
@@ -226,16 +237,22 @@ def _run_wave(graph, order, values, fp, exports, source):
     try:
         if singles:
             grouped = _grouped(blocks, n_parts, 2 * sc.defaultParallelism)
-            results += _run_job(sc, grouped, _single_runner(broadcast),
-                                f"{len(singles)} row blocks")
+            results += _run_job(
+                sc, grouped, _single_runner(broadcast), f"{len(singles)} row blocks"
+            )
         if pairs:
             side = _grouped(blocks, n_parts, math.isqrt(2 * sc.defaultParallelism - 1) + 1)
             product = side.cartesian(side)
             # A job a task: the partials of an exact pass are O(N) a partition, and
             # Spark bounds a job's results (spark.driver.maxResultSize), not the fit's.
             for task in range(product.getNumPartitions()):
-                results += _run_job(sc, product, _pair_runner(broadcast),
-                                    f"{len(pairs)} pairs of row blocks", [task])
+                results += _run_job(
+                    sc,
+                    product,
+                    _pair_runner(broadcast),
+                    f"{len(pairs)} pairs of row blocks",
+                    [task],
+                )
     finally:
         broadcast.unpersist()
     out = {}
@@ -280,7 +297,8 @@ def _run_job(sc, rdd, runner, what, partitions=None):
                 f"spark.driver.maxResultSize ({limit}). An exact fit brings each tile's "
                 "partials to the driver, O(N) values a partition: fit a sample of "
                 "anchors (n_anchors=1000; dmargin.spark.fit_cost compares the two), or "
-                "raise spark.driver.maxResultSize and the driver's memory.") from None
+                "raise spark.driver.maxResultSize and the driver's memory."
+            ) from None
         raise
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)

@@ -20,8 +20,16 @@ import numpy as np
 from ._scheduler import RunStats, read_block, register, release
 
 #: Spark's numeric types a feature column may have (booleans read as 0/1).
-_NUMERIC = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType",
-            "DecimalType", "BooleanType")
+_NUMERIC = (
+    "ByteType",
+    "ShortType",
+    "IntegerType",
+    "LongType",
+    "FloatType",
+    "DoubleType",
+    "DecimalType",
+    "BooleanType",
+)
 
 
 class SparkInputError(ValueError):
@@ -59,41 +67,52 @@ def feature_columns(df, label, features=None, features_col=None):
     (no job), and whether they are one MLlib vector column."""
     schema = {f.name: f.dataType for f in df.schema.fields}
     if label not in schema:
-        raise SparkInputError(f"The DataFrame has no label column {label!r} (its columns: "
-                              f"{sorted(schema)}); pass label=<the name of the class column>.")
+        raise SparkInputError(
+            f"The DataFrame has no label column {label!r} (its columns: "
+            f"{sorted(schema)}); pass label=<the name of the class column>."
+        )
     if features is not None and features_col is not None:
-        raise SparkInputError("Give either the numeric feature columns (features / inputCols) "
-                              "or one vector column (features_col / featuresCol), not both.")
+        raise SparkInputError(
+            "Give either the numeric feature columns (features / inputCols) "
+            "or one vector column (features_col / featuresCol), not both."
+        )
     if features_col is not None:
         if features_col not in schema:
-            raise SparkInputError(f"The DataFrame has no vector column {features_col!r} (its "
-                                  f"columns: {sorted(schema)}).")
+            raise SparkInputError(
+                f"The DataFrame has no vector column {features_col!r} (its "
+                f"columns: {sorted(schema)})."
+            )
         if _type_name(schema[features_col]) != "VectorUDT":
             raise SparkInputError(
                 f"Column {features_col!r} is {schema[features_col].simpleString()}, not an "
                 "MLlib vector; assemble numeric columns into one with "
-                "pyspark.ml.feature.VectorAssembler, or pass them as features=[...].")
+                "pyspark.ml.feature.VectorAssembler, or pass them as features=[...]."
+            )
         return [features_col], True
     columns = [c for c in schema if c != label] if features is None else list(features)
     if not columns:
-        raise SparkInputError("The DataFrame has no feature column besides the label "
-                              f"{label!r}.")
+        raise SparkInputError(f"The DataFrame has no feature column besides the label {label!r}.")
     for c in columns:
         if c not in schema:
-            raise SparkInputError(f"The DataFrame has no feature column {c!r} (its columns: "
-                                  f"{sorted(schema)}).")
+            raise SparkInputError(
+                f"The DataFrame has no feature column {c!r} (its columns: {sorted(schema)})."
+            )
         if c == label:
-            raise SparkInputError(f"The label column {label!r} is among the features; leave "
-                                  "it out of features=[...].")
+            raise SparkInputError(
+                f"The label column {label!r} is among the features; leave it out of features=[...]."
+            )
         kind = _type_name(schema[c])
         if kind == "VectorUDT":
-            raise SparkInputError(f"Column {c!r} is an MLlib vector: pass it alone as "
-                                  f"features_col={c!r} (featuresCol), not among numeric columns.")
+            raise SparkInputError(
+                f"Column {c!r} is an MLlib vector: pass it alone as "
+                f"features_col={c!r} (featuresCol), not among numeric columns."
+            )
         if kind not in _NUMERIC:
             raise SparkInputError(
                 f"Feature column {c!r} is {schema[c].simpleString()}, not numeric; dmargin "
                 "measures distances between numbers. Encode it (pyspark.ml.feature."
-                "StringIndexer, then OneHotEncoder) or leave it out with features=[...].")
+                "StringIndexer, then OneHotEncoder) or leave it out with features=[...]."
+            )
     return columns, False
 
 
@@ -150,8 +169,9 @@ def _encoder(columns, vector, label):
             stats["missing"] = np.isnan(X).sum(axis=0)
             stats["infinite"] = np.isinf(X).sum(axis=0)
             y = batch.column(label).to_numpy(zero_copy_only=False)
-            yield pa.RecordBatch.from_pydict({"block": [_pack(X, y, stats)]},
-                                             schema=pa.schema([("block", pa.binary())]))
+            yield pa.RecordBatch.from_pydict(
+                {"block": [_pack(X, y, stats)]}, schema=pa.schema([("block", pa.binary())])
+            )
 
     return encode
 
@@ -162,10 +182,16 @@ def _pack(X, y, stats):
     if y.dtype == object:  # text labels (a null, counted in the stats, as "")
         y = np.array(["" if v is None else str(v) for v in y], dtype=str)
     sizes = stats.get("sizes")
-    arrays = {"X": X, "y": y, "rows": stats["rows"], "null_labels": stats["null_labels"],
-              "null_vectors": stats.get("null_vectors", 0),
-              "sizes": np.asarray(sizes if sizes else (), dtype=np.int64),
-              "missing": stats["missing"], "infinite": stats["infinite"]}
+    arrays = {
+        "X": X,
+        "y": y,
+        "rows": stats["rows"],
+        "null_labels": stats["null_labels"],
+        "null_vectors": stats.get("null_vectors", 0),
+        "sizes": np.asarray(sizes if sizes else (), dtype=np.int64),
+        "missing": stats["missing"],
+        "infinite": stats["infinite"],
+    }
     out = io.BytesIO()
     np.savez(out, **arrays)
     return out.getvalue()
@@ -174,9 +200,13 @@ def _pack(X, y, stats):
 def _unpack(data):
     """:func:`_pack`'s ``(X, y, stats)``, read without pickle."""
     with np.load(io.BytesIO(data), allow_pickle=False) as f:
-        stats = {"rows": int(f["rows"]), "null_labels": int(f["null_labels"]),
-                 "null_vectors": int(f["null_vectors"]), "missing": f["missing"],
-                 "infinite": f["infinite"]}
+        stats = {
+            "rows": int(f["rows"]),
+            "null_labels": int(f["null_labels"]),
+            "null_vectors": int(f["null_vectors"]),
+            "missing": f["missing"],
+            "infinite": f["infinite"],
+        }
         if f["sizes"].size:
             stats["sizes"] = tuple(int(v) for v in f["sizes"])
         return f["X"], f["y"], stats
@@ -193,13 +223,18 @@ def _join(partition, records):
         parts = [(np.pad(X, ((0, 0), (0, width - X.shape[1]))), y, s) for X, y, s in parts]
     X = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
     y = np.concatenate([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
-    stats = {"rows": sum(p[2]["rows"] for p in parts),
-             "null_labels": sum(p[2]["null_labels"] for p in parts)}
+    stats = {
+        "rows": sum(p[2]["rows"] for p in parts),
+        "null_labels": sum(p[2]["null_labels"] for p in parts),
+    }
     for key in ("missing", "infinite", "null_vectors"):
         found = [p[2][key] for p in parts if key in p[2] and np.size(p[2][key])]
         if found:
-            stats[key] = sum(found) if key == "null_vectors" else np.sum(
-                [np.pad(f, (0, X.shape[1] - np.size(f))) for f in found], axis=0)
+            stats[key] = (
+                sum(found)
+                if key == "null_vectors"
+                else np.sum([np.pad(f, (0, X.shape[1] - np.size(f))) for f in found], axis=0)
+            )
     sizes = [p[2]["sizes"] for p in parts if p[2].get("sizes")]
     if sizes:
         stats["sizes"] = (min(s[0] for s in sizes), max(s[1] for s in sizes))
@@ -213,8 +248,9 @@ def _stats(record):
     return out
 
 
-def read_spark(df, label, *, features=None, features_col=None, allow_nan=False,
-               who="dmargin") -> SparkData:
+def read_spark(
+    df, label, *, features=None, features_col=None, allow_nan=False, who="dmargin"
+) -> SparkData:
     """The rows and labels of ``df`` as Spark-backed dask arrays (module docstring).
 
     Raises :class:`SparkInputError` for null labels, missing features (unless
@@ -243,18 +279,31 @@ def read_spark(df, label, *, features=None, features_col=None, allow_nan=False,
     used = [p for p, n in enumerate(rows) if n]
     a = len(names)
     kinds = {s["y_kind"] for s in stats if s["rows"]}
-    y_dtype = np.dtype(np.float64) if kinds <= {"f"} else np.dtype(np.int64) \
-        if kinds <= {"i", "u", "b"} else np.dtype(object)
+    y_dtype = (
+        np.dtype(np.float64)
+        if kinds <= {"f"}
+        else np.dtype(np.int64)
+        if kinds <= {"i", "u", "b"}
+        else np.dtype(object)
+    )
     xname, yname = f"spark-rows-{token}", f"spark-labels-{token}"
-    xgraph = {(xname, b, 0): Task((xname, b, 0), read_block, token, p, "X")
-              for b, p in enumerate(used)}
-    ygraph = {(yname, b): Task((yname, b), read_block, token, p, "y")
-              for b, p in enumerate(used)}
+    xgraph = {
+        (xname, b, 0): Task((xname, b, 0), read_block, token, p, "X") for b, p in enumerate(used)
+    }
+    ygraph = {(yname, b): Task((yname, b), read_block, token, p, "y") for b, p in enumerate(used)}
     chunks = tuple(rows[p] for p in used)
-    X = da.Array(HighLevelGraph.from_collections(xname, xgraph, dependencies=()), xname,
-                 chunks=(chunks, (a,)), dtype=np.float64)
-    y = da.Array(HighLevelGraph.from_collections(yname, ygraph, dependencies=()), yname,
-                 chunks=(chunks,), dtype=y_dtype)
+    X = da.Array(
+        HighLevelGraph.from_collections(xname, xgraph, dependencies=()),
+        xname,
+        chunks=(chunks, (a,)),
+        dtype=np.float64,
+    )
+    y = da.Array(
+        HighLevelGraph.from_collections(yname, ygraph, dependencies=()),
+        yname,
+        chunks=(chunks,),
+        dtype=y_dtype,
+    )
     return SparkData(X, y, names, token, blocks, rows, run)
 
 
@@ -271,38 +320,46 @@ def _check(stats, columns, vector, label, allow_nan, who):
     if nulls:
         raise SparkInputError(
             f"{who}: the label column {label!r} has {nulls} null values of {n} rows; drop "
-            f"those rows (df.dropna(subset=[{label!r}])) or give them a class.")
+            f"those rows (df.dropna(subset=[{label!r}])) or give them a class."
+        )
     if vector:
         bad = sum(s.get("null_vectors", 0) for s in stats)
         if bad:
-            raise SparkInputError(f"{who}: the vector column {columns[0]!r} has {bad} null "
-                                  "vectors; drop those rows or fill them.")
+            raise SparkInputError(
+                f"{who}: the vector column {columns[0]!r} has {bad} null "
+                "vectors; drop those rows or fill them."
+            )
         sizes = [s["sizes"] for s in stats if s.get("sizes")]
         low, high = min(s[0] for s in sizes), max(s[1] for s in sizes)
         if low != high:
             raise SparkInputError(
                 f"{who}: the vector column {columns[0]!r} holds vectors of sizes {low} to "
                 f"{high}; every row needs the same features. Rebuild it with one "
-                "VectorAssembler over the same columns.")
+                "VectorAssembler over the same columns."
+            )
         names = [f"{columns[0]}[{j}]" for j in range(high)]
     else:
         names = list(columns)
     width = len(names)
 
     def total(key):
-        found = [np.pad(s[key], (0, width - np.size(s[key]))) for s in stats
-                 if s["rows"] and key in s]
+        found = [
+            np.pad(s[key], (0, width - np.size(s[key]))) for s in stats if s["rows"] and key in s
+        ]
         return np.sum(found, axis=0) if found else np.zeros(width)
 
     infinite, missing = total("infinite"), total("missing")
     if infinite.any():
         j = int(np.flatnonzero(infinite)[0])
-        raise SparkInputError(f"{who}: feature {names[j]!r} has {int(infinite[j])} infinite "
-                              "values; replace or drop them.")
+        raise SparkInputError(
+            f"{who}: feature {names[j]!r} has {int(infinite[j])} infinite "
+            "values; replace or drop them."
+        )
     if missing.any() and not allow_nan:
         j = int(np.flatnonzero(missing)[0])
         raise SparkInputError(
             f"{who}: feature {names[j]!r} has {int(missing[j])} null or NaN values (of {n} "
             f"rows; {_features(int((missing > 0).sum()))} have some). Fill them "
-            "(pyspark.ml.feature.Imputer, df.fillna) or drop those rows (df.dropna()).")
+            "(pyspark.ml.feature.Imputer, df.fillna) or drop those rows (df.dropna())."
+        )
     return names

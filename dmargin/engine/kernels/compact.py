@@ -103,8 +103,9 @@ def _compact_scores(X, planes, y, anchors, n_classes, n_sets, near, far):
             acc8 = np.empty(f1 - f0, dtype=np.uint8)
             for s in range(n_sets):
                 for c in range(n_classes):
-                    _sum_mismatches(X, xa, lists[i, s], starts[i, s, c], starts[i, s, c + 1],
-                                    f0, acc, acc8)
+                    _sum_mismatches(
+                        X, xa, lists[i, s], starts[i, s, c], starts[i, s, c + 1], f0, acc, acc8
+                    )
                     for f in range(f1 - f0):
                         P[i, s, c, f0 + f] = float(acc[f])
     return P
@@ -124,7 +125,7 @@ def _sum_mismatches(X, xa, rows, lo, hi, f0, acc, acc8):
         r1 = min(r + 255, hi)
         acc8[:] = 0
         for rr in range(r, r1):
-            xj = X[rows[rr], f0:f0 + width]
+            xj = X[rows[rr], f0 : f0 + width]
             for f in range(width):
                 acc8[f] -= np.uint8(0) - (xa[f] != xj[f])
         for f in range(width):
@@ -156,8 +157,9 @@ def _compact_graph(planes, anchors, y, finders, n_parts):
                 a = anchors[i]
                 for j in range(n):
                     row[j] = float(D[i - g0, j])
-                graph_row(row, 0, n, 0, y[a], a, fT[:, a], y, index, fT, True, cols[part],
-                           G[part, a])
+                graph_row(
+                    row, 0, n, 0, y[a], a, fT[:, a], y, index, fT, True, cols[part], G[part, a]
+                )
     out = G.sum(axis=0)
     out += cols.sum(axis=0).T
     return out

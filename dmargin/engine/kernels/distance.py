@@ -233,8 +233,10 @@ def popcount(typingctx, x):
     """The number of set bits of a ``uint64`` (LLVM's ``ctpop``: one instruction), as
     ``int64`` so that sums of counts stay integers (numba adds int64 and uint64 in
     float64)."""
+
     def codegen(context, builder, signature, args):
         return builder.ctpop(args[0])
+
     return types.int64(types.uint64), codegen
 
 
@@ -268,12 +270,12 @@ def pack_planes(X, n_bits, block=512):
     n_words = -(-a // 64)
     planes = np.zeros((n, n_words, n_bits), dtype=np.uint64)
     for r0 in range(0, n, block):
-        chunk = X[r0:r0 + block]
+        chunk = X[r0 : r0 + block]
         for b in range(n_bits):
             bits = np.packbits((chunk >> b) & 1, axis=1, bitorder="little")
             padded = np.zeros((chunk.shape[0], n_words * 8), dtype=np.uint8)
-            padded[:, :bits.shape[1]] = bits
-            planes[r0:r0 + block, :, b] = padded.view("<u8")
+            padded[:, : bits.shape[1]] = bits
+            planes[r0 : r0 + block, :, b] = padded.view("<u8")
     return planes
 
 

@@ -85,9 +85,9 @@ def update_weights(w, bins, y, stump):
     if stump is None:
         return w
     feature, split, polarity, alpha, z = stump
-    return _reweight(w, bins[:, feature], y, split, int(polarity), math.exp(-alpha) / z,
-                     math.exp(alpha) / z)
-
+    return _reweight(
+        w, bins[:, feature], y, split, int(polarity), math.exp(-alpha) / z, math.exp(alpha) / z
+    )
 
 
 #: A row-feature update costs about 25 of the Relief kernels' pair-feature steps.

@@ -107,8 +107,9 @@ def _group(c, target, bound, a_row, c_row):
     return 0 if abs(target[a_row] - target[c_row]) < bound else 1
 
 
-def _knn_tile_general(Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, kind,
-                      centres, target, bound):
+def _knn_tile_general(
+    Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, kind, centres, target, bound
+):
     """:func:`_knn_tile` for discrete features or missing values (``MASKED``, ``MISSING``
     of :mod:`.distance`), with ``centres`` or with a ``target``; compiled only
     for data that need it.

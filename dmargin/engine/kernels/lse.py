@@ -111,8 +111,12 @@ def _weighted_absdiff(xa, Xs, c0, c1, e, out):
         e3 = e[j - c0 + 3]
         for k in range(n_features):
             x = xa[k]
-            out[k] += (e0 * abs(x - Xs[j, k]) + e1 * abs(x - Xs[j + 1, k])
-                       + e2 * abs(x - Xs[j + 2, k]) + e3 * abs(x - Xs[j + 3, k]))
+            out[k] += (
+                e0 * abs(x - Xs[j, k])
+                + e1 * abs(x - Xs[j + 1, k])
+                + e2 * abs(x - Xs[j + 2, k])
+                + e3 * abs(x - Xs[j + 3, k])
+            )
         j += 4
     while j < c1:
         ej = e[j - c0]
@@ -223,8 +227,9 @@ def _lse_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
             for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
                 c1 = min(c0 + CAND_BLOCK, starts[c + 1])
                 for a in range(a0, a1):
-                    _lse_block(Xa[a], ia[a], Xs, ics, c, c0, c1, w, inv_sigma, m[a], s[a], v[a],
-                               buf)
+                    _lse_block(
+                        Xa[a], ia[a], Xs, ics, c, c0, c1, w, inv_sigma, m[a], s[a], v[a], buf
+                    )
     return m, s, v
 
 
@@ -238,8 +243,9 @@ lse_tile = TWINS[0]
 
 
 @helper
-def lse_anchor_general(xa, pa, self_idx, Xs, Ps, ics, starts, w, inv_sigma, cm, dmk, kind, m,
-                       s, v, buf):
+def lse_anchor_general(
+    xa, pa, self_idx, Xs, Ps, ics, starts, w, inv_sigma, cm, dmk, kind, m, s, v, buf
+):
     """:func:`lse_anchor` for discrete features or missing values (:mod:`.distance`).
 
     Rows in :func:`~.distance.split_missing`'s form (``xa, pa``; ``Xs, Ps``);
@@ -319,8 +325,24 @@ def _lse_tile_general(Xa, ia, Xc, yc, ic, w, sigma, n_classes, dm, kind):
     inv_sigma = 1.0 / sigma
     for a in numba.prange(n_anchors):
         buf = np.empty(CAND_BLOCK)
-        lse_anchor_general(Xa0[a], Pa[a], ia[a], Xs0, Ps, ics, starts, w, inv_sigma, cm, dmk,
-                           kind, m[a], s[a], v[a], buf)
+        lse_anchor_general(
+            Xa0[a],
+            Pa[a],
+            ia[a],
+            Xs0,
+            Ps,
+            ics,
+            starts,
+            w,
+            inv_sigma,
+            cm,
+            dmk,
+            kind,
+            m[a],
+            s[a],
+            v[a],
+            buf,
+        )
     return m, s, v
 
 

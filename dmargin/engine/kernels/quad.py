@@ -47,8 +47,6 @@ def _segment_rows(n_features):
     return max(8, min(SEG, int(rows)))
 
 
-
-
 def n_pairs(n_p, n_q, mode):
     """Pairs a pair-mode kernel visits (the length of its distance store)."""
     return n_p * (n_p - 1) // 2 if mode == WITHIN else n_p * n_q
@@ -148,8 +146,9 @@ def _term(e, factor, lg, shift_to):
 
 
 @helper
-def _fold_block(q, r0, r1, t0, t1, upper, both, keep, op, oq, cs, ct, inv_sigma,
-                mp, sp, up, mq, sq, uq, col):
+def _fold_block(
+    q, r0, r1, t0, t1, upper, both, keep, op, oq, cs, ct, inv_sigma, mp, sp, up, mq, sq, uq, col
+):
     """Fold a block's distances into the softmax partials of its anchors.
 
     Row ``i`` (class ``cs``) gains the pair with ``j`` in its partial for class
@@ -256,8 +255,7 @@ def qlse_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store):
     every distance for :func:`sigma_pairs`.
     """
     n_features = Xp.shape[1]
-    Xps, ips, op, seg_p, Xqs, iqs, oq, seg_q = _sorted_pair(Xp, ip, yp, Xq, iq, yq, n_classes,
-                                                            mode)
+    Xps, ips, op, seg_p, Xqs, iqs, oq, seg_q = _sorted_pair(Xp, ip, yp, Xq, iq, yq, n_classes, mode)
     mp = np.full((Xp.shape[0], n_classes), -np.inf)
     sp = np.zeros((Xp.shape[0], n_classes))
     up = np.zeros((Xp.shape[0], n_classes))
@@ -281,18 +279,37 @@ def qlse_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store):
         n = _block_rows(Xps, r0, r1, Xqs, t0, t1, upper, Z)
         _block_distances(Z, n, U, lam, q)
         if store.shape[0] > 0:
-            store[offset:offset + n] = q[:n]
+            store[offset : offset + n] = q[:n]
         offset += n
         if mode == ORDERED:
             _block_keep(ips, r0, r1, iqs, t0, t1, upper, keep)
-        _fold_block(q, r0, r1, t0, t1, upper, mode != ORDERED, keep, op, oq, cs, ct,
-                    inv_sigma, mp, sp, up, mq, sq, uq, col)
+        _fold_block(
+            q,
+            r0,
+            r1,
+            t0,
+            t1,
+            upper,
+            mode != ORDERED,
+            keep,
+            op,
+            oq,
+            cs,
+            ct,
+            inv_sigma,
+            mp,
+            sp,
+            up,
+            mq,
+            sq,
+            uq,
+            col,
+        )
     return mp, sp, up, mq, sq, uq
 
 
 @helper
-def sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, log_zp, coef_p, log_zq, coef_q,
-                mode, store):
+def sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, log_zp, coef_p, log_zq, coef_q, mode, store):
     """Pass 2 of IMMIGRATE over a pair of row sets: the coefficient sum of outer products.
 
     .. math::
@@ -305,8 +322,9 @@ def sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, log_zp, coef_p, log_zq, c
     A nonempty ``store`` holds the distances :func:`qlse_pairs` wrote.
     """
     n_features = Xp.shape[1]
-    Xps, ips, op, seg_p, Xqs, iqs, oq, seg_q = _sorted_pair(Xp, ip, yp, Xq, iq, yq,
-                                                            coef_p.shape[1], mode)
+    Xps, ips, op, seg_p, Xqs, iqs, oq, seg_q = _sorted_pair(
+        Xp, ip, yp, Xq, iq, yq, coef_p.shape[1], mode
+    )
     out = np.zeros((n_features, n_features))
     Z = np.empty((SEG * SEG, n_features))
     wZ = np.empty((SEG * SEG, n_features))
@@ -332,7 +350,7 @@ def sigma_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, log_zp, coef_p, log_zq, c
             continue
         stored = store.shape[0] > 0
         if stored:
-            q[:n] = store[offset - n:offset]
+            q[:n] = store[offset - n : offset]
         else:
             _block_rows(Xps, r0, r1, Xqs, t0, t1, upper, Z)
             _block_distances(Z, n, U, lam, q)
@@ -391,8 +409,7 @@ def qlse_tile(Xa, ia, Xc, yc, ic, U, lam, sigma, n_classes):
     """Quadratic softmax partials ``(m, s, u)`` of new anchors against candidates
     (the ``ORDERED`` mode of :func:`qlse_pairs`)."""
     ya = np.zeros(Xa.shape[0], dtype=np.int64)
-    m, s, u = qlse_pairs(Xa, ia, ya, Xc, ic, yc, U, lam, sigma, n_classes, ORDERED,
-                         np.empty(0))[:3]
+    m, s, u = qlse_pairs(Xa, ia, ya, Xc, ic, yc, U, lam, sigma, n_classes, ORDERED, np.empty(0))[:3]
     return m, s, u
 
 

@@ -37,8 +37,12 @@ from .._numba import EXP_FLOOR, FASTMATH, helper, twins
 # call from the columns' spread.
 _POLY_SPAN = 0.125
 _MAX_SQUARINGS = 6
-_EXP_POLY = tuple(float(c) for c in np.polynomial.Chebyshev.interpolate(
-    np.exp, 7, domain=[0.0, _POLY_SPAN]).convert(kind=np.polynomial.Polynomial).coef)
+_EXP_POLY = tuple(
+    float(c)
+    for c in np.polynomial.Chebyshev.interpolate(np.exp, 7, domain=[0.0, _POLY_SPAN])
+    .convert(kind=np.polynomial.Polynomial)
+    .coef
+)
 # Rows per sub-tile: its D2 block (128 x 128 doubles) stays in L2.
 _SUB_ROWS = 128
 
@@ -72,8 +76,7 @@ def _pair_into(za, zb, cab, diff2, out):
         x = max(-max(d2 - diff2[k], 0.0), EXP_FLOOR)  # diff2[A] stays 0
         n = (x * _LOG2E_STEPS + _ROUND) - _ROUND
         r = (x - n * _LN2_HI) - n * _LN2_LO
-        p = 1.0 + r * (1.0 + r * (0.5 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r * (
-            1 / 720))))))
+        p = 1.0 + r * (1.0 + r * (0.5 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r * (1 / 720))))))
         out[k] += cab * p * _POWER[np.int64(n) - _N_MIN]
 
 
@@ -103,7 +106,7 @@ def _product_loop(Zp, Zq, Cab, diagonal, out, norm_p, norm_q, G, s):
     """The pair loop of the product form; inlined with ``s`` a constant."""
     n_features = Zp.shape[1]
     c0, c1, c2, c3, c4, c5, c6, c7 = _EXP_POLY
-    h = 0.5 ** s
+    h = 0.5**s
     for a in range(Zp.shape[0]):
         za = Zp[a]
         for b in range(a + 1 if diagonal else 0, Zq.shape[0]):
@@ -116,8 +119,7 @@ def _product_loop(Zp, Zq, Cab, diagonal, out, norm_p, norm_q, G, s):
             for k in range(n_features):
                 t = za[k] - zb[k]
                 u = t * t * h
-                p = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * (c5 + u * (
-                    c6 + u * c7))))))
+                p = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * (c5 + u * (c6 + u * c7))))))
                 if s >= 1:  # constant after inlining: the branches fold away
                     p = p * p
                 if s >= 2:
@@ -177,7 +179,7 @@ def _sub_tile(Zp, Cp, Zq, Cq, diagonal, out, diff2, squarings):
         w = max(hi_p[k], hi_q[k]) - min(lo_p[k], lo_q[k])
         u_max = max(u_max, w * w)
     Cab = np.dot(Cp, Cq.T)
-    if u_max > _POLY_SPAN * 2.0 ** squarings:
+    if u_max > _POLY_SPAN * 2.0**squarings:
         _pairs_clipped(Zp, Zq, Cab, diagonal, out, diff2)
     else:
         _pairs_product(Zp, Zq, Cab, diagonal, out, squarings)
@@ -209,8 +211,9 @@ def rbf_block_pair(Zp, Cp, Zq, Cq, same, squarings):
         i1 = min(i0 + _SUB_ROWS, n_p)
         for j0 in range(i0 if same else 0, n_q, _SUB_ROWS):
             j1 = min(j0 + _SUB_ROWS, n_q)
-            _sub_tile(Zp[i0:i1], Cp[i0:i1], Zq[j0:j1], Cq[j0:j1], same and i0 == j0, out,
-                      diff2, squarings)
+            _sub_tile(
+                Zp[i0:i1], Cp[i0:i1], Zq[j0:j1], Cq[j0:j1], same and i0 == j0, out, diff2, squarings
+            )
     return out
 
 
@@ -231,8 +234,7 @@ def _rbf_rows(Z, C, n_chunks, squarings):
         if r1 > r0:
             parts[i] = rbf_block_pair(Z[r0:r1], C[r0:r1], Z[r0:r1], C[r0:r1], True, squarings)
             if r1 < n:
-                parts[i] += rbf_block_pair(Z[r0:r1], C[r0:r1], Z[r1:], C[r1:], False,
-                                            squarings)
+                parts[i] += rbf_block_pair(Z[r0:r1], C[r0:r1], Z[r1:], C[r1:], False, squarings)
     out = np.zeros(n_features + 1)
     for i in range(n_chunks):
         out += parts[i]
@@ -256,7 +258,6 @@ def squarings(*Zs):
     hi = np.max([Z.max(axis=0) for Z in Zs], axis=0)
     u_max = float(np.max((hi - lo) ** 2, initial=0.0))
     s = 0
-    while s < _MAX_SQUARINGS and u_max > _POLY_SPAN * 2.0 ** s:
+    while s < _MAX_SQUARINGS and u_max > _POLY_SPAN * 2.0**s:
         s += 1
     return s
-

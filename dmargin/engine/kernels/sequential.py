@@ -36,8 +36,9 @@ def _online_step(nu, w, pi, t, a):
 
 
 @strict
-def online_irelief_steps(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pooled, miss_prior,
-                         outliers):
+def online_irelief_steps(
+    Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pooled, miss_prior, outliers
+):
     """Visit the anchors ``Xa[order]`` in turn; update ``w`` and ``nu`` in place.
 
     Step ``t`` (counting over the whole stream) with anchor ``n``:
@@ -74,8 +75,9 @@ def online_irelief_steps(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pool
 
 
 @strict
-def online_irelief_steps_general(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pooled,
-                                 miss_prior, outliers, dm, kind):
+def online_irelief_steps_general(
+    Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sigma, pooled, miss_prior, outliers, dm, kind
+):
     """:func:`online_irelief_steps` for discrete features or missing values: each
     anchor's term from :func:`~.lse.lse_anchor_general` and, with missing values
     (``MISSING``), :func:`~dmargin.engine.kernels.terms.irelief_anchor_term_missing`
@@ -96,8 +98,9 @@ def online_irelief_steps_general(Xa, ia, ya, order, Xc, yc, ic, w, nu, t, a, sig
         m[:] = -np.inf
         s[:] = 0.0
         v[:] = 0.0
-        lse_anchor_general(Xa0[n], Pa[n], ia[n], Xs0, Ps, ics, starts, w, inv_sigma, cm, dmk,
-                           kind, m, s, v, buf)
+        lse_anchor_general(
+            Xa0[n], Pa[n], ia[n], Xs0, Ps, ics, starts, w, inv_sigma, cm, dmk, kind, m, s, v, buf
+        )
         pi[:] = 0.0
         if kind == MISSING:
             irelief_anchor_term_missing(m, s, v, ya[n], pooled, miss_prior, outliers, pi)
@@ -182,7 +185,7 @@ def simba_run(X, y, order, sigmoid, beta):
     w = np.ones(X.shape[1])
     step = max(1, int(SIMBA_CALL_WORK // max(1, X.shape[0] * X.shape[1])))
     for start in range(0, order.shape[0], step):
-        simba_steps(X, y, order[start: start + step], sigmoid, beta, w)
+        simba_steps(X, y, order[start : start + step], sigmoid, beta, w)
     return w
 
 

@@ -60,6 +60,7 @@ from .._numba import helper, inline, twins
 from .distance import MASKED, MISSING, PLAIN, feature_diff, tile_distances
 from .lse import by_class, class_order, filled
 from .modes import CROSS, ORDERED, WITHIN
+
 #: Rows of each side per sub-tile: its distances, the transposed candidates and
 #: both sides' partials stay in the L1/L2 caches.
 TILE = 128
@@ -101,8 +102,12 @@ def _add_rows(x, Xo, rows, m, dm, ramp, kind, out, squares):
             else:
                 for f in range(n_features):
                     v = float(x[f])
-                    out[f] += (abs(v - Xo[j0, f]) + abs(v - Xo[j1, f]) + abs(v - Xo[j2, f])
-                               + abs(v - Xo[j3, f]))
+                    out[f] += (
+                        abs(v - Xo[j0, f])
+                        + abs(v - Xo[j1, f])
+                        + abs(v - Xo[j2, f])
+                        + abs(v - Xo[j3, f])
+                    )
             r += 4
         while r < m:
             j0 = rows[r]
@@ -150,8 +155,12 @@ def _add_rows_soft(x, Xo, rows, wts, m, dm, ramp, kind, out):
             w0, w1, w2, w3 = wts[r], wts[r + 1], wts[r + 2], wts[r + 3]
             for f in range(n_features):
                 v = float(x[f])
-                out[f] += (w0 * abs(v - Xo[j0, f]) + w1 * abs(v - Xo[j1, f])
-                           + w2 * abs(v - Xo[j2, f]) + w3 * abs(v - Xo[j3, f]))
+                out[f] += (
+                    w0 * abs(v - Xo[j0, f])
+                    + w1 * abs(v - Xo[j1, f])
+                    + w2 * abs(v - Xo[j2, f])
+                    + w3 * abs(v - Xo[j3, f])
+                )
             out[n_features + 1] += w0 + w1 + w2 + w3
             r += 4
     while r < m:
@@ -324,8 +333,31 @@ def _compact(drow, t0, t1, s, near, far, self_idx, ids, keep, out):
 
 
 @inline
-def _score_row(x, drow, t0, t1, near, far, spread, self_idx, ids, Xo, o0, starts, dm, ramp,
-               kind, P, rows, ta, to, bound, keep, squares, wts):
+def _score_row(
+    x,
+    drow,
+    t0,
+    t1,
+    near,
+    far,
+    spread,
+    self_idx,
+    ids,
+    Xo,
+    o0,
+    starts,
+    dm,
+    ramp,
+    kind,
+    P,
+    rows,
+    ta,
+    to,
+    bound,
+    keep,
+    squares,
+    wts,
+):
     """One row's neighbours among the class-sorted rows ``o0 + [t0, t1)`` of ``Xo``,
     added to ``P[set, class]``: per set and class, one compaction over that
     class's positions, then one sum (:func:`_add_rows`).  ``spread`` ``>= 0``
@@ -367,8 +399,35 @@ def _score_row(x, drow, t0, t1, near, far, spread, self_idx, ids, Xo, o0, starts
 
 
 @inline
-def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, lim_p, lim_q,
-                 mode, Pp, Pq, rows, tp, tq, bound, keep, squares, wts):
+def _fold_scores(
+    D,
+    DT,
+    Xp,
+    ip,
+    sp,
+    Xq,
+    iq,
+    sq,
+    p0,
+    p1,
+    q0,
+    q1,
+    dm,
+    ramp,
+    kind,
+    lim_p,
+    lim_q,
+    mode,
+    Pp,
+    Pq,
+    rows,
+    tp,
+    tq,
+    bound,
+    keep,
+    squares,
+    wts,
+):
     """Add a sub-tile's neighbours to both sides' partials (rows sorted by class,
     ``sp``/``sq`` the class starts; ``tp``/``tq`` their targets when ``bound >
     0``; ``lim_p``/``lim_q`` their ``(near, far, spread)`` thresholds: a
@@ -398,9 +457,31 @@ def _fold_scores(D, DT, Xp, ip, sp, Xq, iq, sq, p0, p1, q0, q1, dm, ramp, kind, 
                 t0, t1 = 0, o1 - o0
             self_idx = ip[i] if mode == ORDERED else -1
             ta = T[i] if bound > 0.0 else 0.0
-            _score_row(X[i], M[i - i0], t0, t1, near[i], far[i], spread[i] if soft else -1.0,
-                       self_idx, ids[o0:o1], Xo, o0, starts, dm, ramp, kind, P[i], rows, ta,
-                       To[o0:o1], bound, keep, squares, wts)
+            _score_row(
+                X[i],
+                M[i - i0],
+                t0,
+                t1,
+                near[i],
+                far[i],
+                spread[i] if soft else -1.0,
+                self_idx,
+                ids[o0:o1],
+                Xo,
+                o0,
+                starts,
+                dm,
+                ramp,
+                kind,
+                P[i],
+                rows,
+                ta,
+                To[o0:o1],
+                bound,
+                keep,
+                squares,
+                wts,
+            )
 
 
 @inline
@@ -435,8 +516,31 @@ def _keep_buffer(bound):
 
 
 @helper
-def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, near_p, far_p,
-                spread_p, near_q, far_q, spread_q, mode, tp, tq, bound, squares):
+def score_pairs(
+    Xp,
+    ip,
+    yp,
+    Xq,
+    iq,
+    yq,
+    n_classes,
+    n_sets,
+    dm,
+    dw,
+    ramp,
+    kind,
+    near_p,
+    far_p,
+    spread_p,
+    near_q,
+    far_q,
+    spread_q,
+    mode,
+    tp,
+    tq,
+    bound,
+    squares,
+):
     """Per-row neighbour partials ``P[row, set, class, :A+1]`` of both row sets of a pair.
 
     .. math:: P_{as c} = \\sum_{j \\ne a:\\, j \\in s(a),\\, y_j = c}
@@ -478,8 +582,7 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
     width = partial_width(n_features, kind, squares, soft)
     n_out = partial_classes(n_classes, bound)
     Pp = filled((n_p, n_sets, n_out, width), 0.0)
-    Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_out,
-                                           width), 0.0)
+    Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_out, width), 0.0)
     XT = np.empty((n_features, TILE))
     D = np.empty((TILE, TILE))
     DT = np.empty((TILE, TILE))
@@ -493,24 +596,75 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, dm, dw, ramp, kind, n
         for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
             p1 = min(p0 + TILE, n_p)
             tile_distances(Xps, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
-            _fold_scores(D, DT, Xps, ips, sp, Xqs, iqs, sq, p0, p1, q0, q1, dm, ramp, kind,
-                         (near_ps, far_ps, spread_ps), (near_qs, far_qs, spread_qs), mode, Pp,
-                         Pq, rows, tps, tqs, bound, keep, squares, wts)
+            _fold_scores(
+                D,
+                DT,
+                Xps,
+                ips,
+                sp,
+                Xqs,
+                iqs,
+                sq,
+                p0,
+                p1,
+                q0,
+                q1,
+                dm,
+                ramp,
+                kind,
+                (near_ps, far_ps, spread_ps),
+                (near_qs, far_qs, spread_qs),
+                mode,
+                Pp,
+                Pq,
+                rows,
+                tps,
+                tqs,
+                bound,
+                keep,
+                squares,
+                wts,
+            )
     Pp_out = _unsort(Pp, order_p)
     if mode == WITHIN:
         return Pp_out, Pp_out
     return Pp_out, _unsort(Pq, order_q) if mode == CROSS else Pq
 
 
-def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near, far, spread,
-                ta, tc, bound, squares):
+def _score_tile(
+    Xa,
+    ia,
+    Xc,
+    yc,
+    ic,
+    n_classes,
+    n_sets,
+    dm,
+    dw,
+    ramp,
+    kind,
+    near,
+    far,
+    spread,
+    ta,
+    tc,
+    bound,
+    squares,
+):
     """Pass 2 for anchors against candidates (``ORDERED``), threads over anchor sub-tiles
     (``spread``, ``ta``, ``tc``, ``bound``, ``squares``: :func:`score_pairs`')."""
     n_a, n_features = Xa.shape
     Xcs, ics, sc = by_class(Xc, yc, ic, n_classes)
     tcs = tc[class_order(yc, n_classes)[0]] if bound > 0.0 else tc
-    P = filled((n_a, n_sets, partial_classes(n_classes, bound),
-                partial_width(n_features, kind, squares, spread.shape[0] > 0)), 0.0)
+    P = filled(
+        (
+            n_a,
+            n_sets,
+            partial_classes(n_classes, bound),
+            partial_width(n_features, kind, squares, spread.shape[0] > 0),
+        ),
+        0.0,
+    )
     n_tiles = (n_a + TILE - 1) // TILE
     for i in numba.prange(n_tiles):
         p0 = i * TILE
@@ -526,9 +680,35 @@ def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, dm, dw, ramp, kind, near,
             _transpose(Xcs, q0, q1, XT)
             tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
             # (ORDERED: the candidates' side is not scored; no class starts of anchors.)
-            _fold_scores(D, D, Xa, ia, sc, Xcs, ics, sc, p0, p1, q0, q1, dm, ramp, kind,
-                         (near, far, spread), (near, far, spread), ORDERED, P, P, rows, ta, tcs,
-                         bound, keep, squares, wts)
+            _fold_scores(
+                D,
+                D,
+                Xa,
+                ia,
+                sc,
+                Xcs,
+                ics,
+                sc,
+                p0,
+                p1,
+                q0,
+                q1,
+                dm,
+                ramp,
+                kind,
+                (near, far, spread),
+                (near, far, spread),
+                ORDERED,
+                P,
+                P,
+                rows,
+                ta,
+                tcs,
+                bound,
+                keep,
+                squares,
+                wts,
+            )
     return P
 
 
@@ -576,7 +756,8 @@ def graph_row(row, t0, t1, j0, ya, ia, fa, yq, iq, fq, ordered, cols, Ga):
             found_a = found_a & keep
             found_j = found_j & keep
         w = ((hit_a if same else miss_a) if found_a else 0.0) + (
-            (hit_j if same else miss_j) if found_j else 0.0)
+            (hit_j if same else miss_j) if found_j else 0.0
+        )
         w2 = w * w
         w3 = w2 * w
         mutual = 1.0 if found_a & found_j else 0.0
@@ -609,8 +790,9 @@ def _fold_graph(D, p0, p1, q0, q1, ip, iq, yp, yq, fp, fq, mode, Gp, Gq, cols):
     cols[:, :nq] = 0.0
     for a in range(p0, p1):
         t0 = a - q0 + 1 if same else 0
-        graph_row(D[a - p0], t0, nq, q0, yp[a], ip[a], fp[:, a], yq, iq, fq, mode == ORDERED,
-                   cols, Gp[a])
+        graph_row(
+            D[a - p0], t0, nq, q0, yp[a], ip[a], fp[:, a], yq, iq, fq, mode == ORDERED, cols, Gp[a]
+        )
     for t in range(nq):
         for k in range(GRAPH_WIDTH):
             Gq[q0 + t, k] += cols[k, t]
@@ -661,8 +843,7 @@ def _graph_tile(Xa, ia, ya, Xc, ic, yc, dm, dw, kind, fa, fc, n_parts):
                 q1 = min(q0 + TILE, n_c)
                 _transpose(Xc, q0, q1, XT)
                 tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
-                _fold_graph(D, p0, p1, q0, q1, ia, ic, ya, yc, fa, fc, ORDERED, Ga, Gc[part],
-                            cols)
+                _fold_graph(D, p0, p1, q0, q1, ia, ic, ya, yc, fa, fc, ORDERED, Ga, Gc[part], cols)
     return Ga, Gc.sum(axis=0)
 
 
@@ -681,7 +862,7 @@ def distance_matrix(Xp, Xq, dm, dw, kind):
         for p0 in range(0, n_p, TILE):
             p1 = min(p0 + TILE, n_p)
             tile_distances(Xp, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
-            out[p0:p1, q0:q1] = D[:p1 - p0, :q1 - q0]
+            out[p0:p1, q0:q1] = D[: p1 - p0, : q1 - q0]
     return out
 
 

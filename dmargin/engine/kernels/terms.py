@@ -130,8 +130,9 @@ def irelief_coefs(m, s, ya, pooled, miss_prior, outliers):
         hits = log_h > -np.inf
         ok = hits & has_miss
         hi = np.where(ok, np.maximum(log_h, log_m), 0.0)
-        log_all = hi + np.log(np.exp(np.where(ok, log_h - hi, 0.0))
-                              + np.exp(np.where(ok, log_m - hi, 0.0)))
+        log_all = hi + np.log(
+            np.exp(np.where(ok, log_h - hi, 0.0)) + np.exp(np.where(ok, log_m - hi, 0.0))
+        )
         gamma = np.where(ok, np.exp(np.where(ok, log_h - log_all, 0.0)), 0.0)
     else:
         gamma = np.ones(n_anchors)
@@ -207,8 +208,7 @@ def irelief_agg_missing(m, s, v, ya, weight, pooled, miss_prior, outliers):
         if weight[a] == 0.0:
             continue
         term[:] = 0.0
-        irelief_anchor_term_missing(m[a], s[a], v[a], ya[a], pooled, miss_prior, outliers,
-                                    term)
+        irelief_anchor_term_missing(m[a], s[a], v[a], ya[a], pooled, miss_prior, outliers, term)
         for k in range(n_features):
             out[k] += weight[a] * term[k]
     return out
