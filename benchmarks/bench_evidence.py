@@ -117,7 +117,7 @@ def _validity(method, cell):
 def _knockoffs(name, knockoffs=None, n_draws=1, groups=None):
     def fit(cell, X, y, seed):
         import dmargin
-        from dmargin._knockoff_filter import knockoff_threshold
+        from dmargin.knockoffs._filter import knockoff_threshold
 
         sel = dmargin.KnockoffSelector(
             _inner(name, cell),
@@ -146,7 +146,8 @@ def _knockoffs(name, knockoffs=None, n_draws=1, groups=None):
 def _domain_off():
     """STIR's p-values computed whatever its domain checks say (what a user ignoring
     the warning would get)."""
-    from dmargin import _relief, _surf
+    from dmargin.relief import _relief
+    from dmargin.surf import _surf
 
     saved = _relief.uncalibrated, _surf.uncalibrated
     _relief.uncalibrated = _surf.uncalibrated = lambda *args, **kwargs: None
@@ -187,7 +188,7 @@ def _raw_pvalues(est):
     (an informative feature found), ``None`` where STIR did not run."""
     import importlib
 
-    for module in ("dmargin._pvalues", "dmargin._stir"):  # where the helper lives
+    for module in ("dmargin._pvalues", "dmargin.relief._stir"):  # where the helper lives
         with contextlib.suppress(ImportError):
             raw_pvalues = getattr(importlib.import_module(module), "raw_pvalues", None)
             if raw_pvalues is not None:

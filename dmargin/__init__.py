@@ -1,24 +1,24 @@
 """dmargin: margin-based feature selection, from a laptop to a Dask cluster."""
 
-from ._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
+from .boosting._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
 from ._cost import FitCost, LongFitWarning, fit_cost
-from ._knockoff_filter import KnockoffSelector
-from ._knockoffs import KnockoffSampler
-from ._immigrate import IM4E, BoostedImmigrate, IM4EImmigrate, Immigrate
-from ._ldm import LDM, LDMRFE, SVMRFE
-from ._online import OnlineIRelief
-from ._parquet import iter_parquet, read_parquet
+from .knockoffs._filter import KnockoffSelector
+from .knockoffs._sampler import KnockoffSampler
+from .immigrate._immigrate import IM4E, BoostedImmigrate, IM4EImmigrate, Immigrate
+from .ldm._ldm import LDM, LDMRFE, SVMRFE
+from .irelief._online import OnlineIRelief
+from .io._parquet import iter_parquet, read_parquet
 from ._registry import estimator_names
-from ._regression import RReliefF
-from ._relief import IRelief, Relief, ReliefF
-from ._simba import Simba
+from .relief._regression import RReliefF
+from .relief._relief import IRelief, Relief, ReliefF
+from .relief._simba import Simba
 from ._pvalues import PValuesUnavailableError, UncalibratedPValuesWarning
-from ._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
-from ._swrf import SWRF, MultiSWRF, MultiSWRFDB, MultiSWRFDBstar, MultiSWRFstar, SWRFstar
-from ._turf import TuRF
-from ._murelief import MuRelief
-from ._iter import Iter
-from ._vls import VLS
+from .surf._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
+from .surf._swrf import SWRF, MultiSWRF, MultiSWRFDB, MultiSWRFDBstar, MultiSWRFstar, SWRFstar
+from .wrappers._turf import TuRF
+from .relief._murelief import MuRelief
+from .wrappers._iter import Iter
+from .wrappers._vls import VLS
 
 # The estimators are the registry's (imported above by name, so that tools and readers see
 # them; tests/test_registry.py checks that the two agree).

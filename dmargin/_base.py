@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._compat import is_dask_collection
+from ._dask import is_dask_collection
 from ._interrupt import UnfittedOnInterrupt
 from ._validation import NONE, Interval
 from ._cost import anchor_count

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._compat import as_dask_array, gather, is_dask_collection
+from ._dask import as_dask_array, gather, is_dask_collection
 from .engine import map_row_blocks, new_row_blocks
 
 

@@ -53,9 +53,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._compat import compute, is_dask_collection, persist_with_known_rows
+from ._dask import compute, is_dask_collection, persist_with_known_rows
 from ._cost import anchor_count, fit_started
-from ._io import Scaling, TrainingData, prepare_training_data
+from .io._training import Scaling, TrainingData, prepare_training_data
 from ._utils import user_stacklevel
 from ._validation import (
     check_binary,

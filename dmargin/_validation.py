@@ -18,7 +18,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import validate_data
 
-from ._compat import (
+from ._dask import (
     is_dask_array,
     is_dask_collection,
     is_dask_frame,
@@ -414,7 +414,7 @@ def check_X_y(
     ``allow_nan``: NaN in ``X`` are missing values (the estimator handles
     them); infinite values are still refused.  ``keep_integers``: integer or
     boolean ``X`` keeps its dtype instead of becoming float64 (the SURF
-    family's compact genotype rows, :func:`dmargin._io.compact_data`);
+    family's compact genotype rows, :func:`dmargin.io._training.compact_data`);
     ``keep_float32``: so does ``float32`` ``X`` (the SURF family's float32 rows).
     ``continuous``: ``y`` is a continuous target, checked by
     :func:`target_values` (the class-label checks do not apply).
@@ -447,7 +447,7 @@ def check_X_y(
                 else f"dtype {np.asarray(X).dtype}"
             )
         # Sums of finite values near the float limit overflow inside the finiteness
-        # check; they are finite, and scaling handles them (dmargin._io).
+        # check; they are finite, and scaling handles them (dmargin.io._training).
         with np.errstate(over="ignore", invalid="ignore"):
             try:
                 dtype = (
@@ -559,7 +559,7 @@ def is_continuous(y) -> bool:
 
     Labels that ``type_of_target`` refuses (NaN, mixed types) are left to the
     classification checks, which name the problem.  A dask target is decided
-    in the pass that reads the data (:func:`dmargin._io.prepare_training_data`),
+    in the pass that reads the data (:func:`dmargin.io._training.prepare_training_data`),
     not here.
     """
     values = _as_label_array(y)

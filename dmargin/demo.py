@@ -13,7 +13,7 @@ import pandas as pd
 from numba.core.event import install_timer
 
 from . import IRelief, ReliefF
-from ._compat import from_pandas, local_cluster
+from ._dask import from_pandas, local_cluster
 from .datasets import load_dataset
 
 

@@ -289,7 +289,9 @@ def stir_everywhere(monkeypatch):
     """STIR's p-values on any two-class data: the fit's check of where the law has
     been shown calibrated, and its decline once a feature carries signal, switched
     off, for tests of the law's arithmetic."""
-    from dmargin import _pvalues, _relief, _surf
+    from dmargin import _pvalues
+    from dmargin.relief import _relief
+    from dmargin.surf import _surf
 
     for module in (_relief, _surf):
         monkeypatch.setattr(module, "uncalibrated", lambda *args, **kwargs: None)

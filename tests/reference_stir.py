@@ -135,7 +135,7 @@ def stir_reference(X, y, k, anchors=None, find=None):
     """STIR over explicit neighbour pairs (two classes): the paper's pseudo t-test,
     its standard error and degrees of freedom over the distinct pairs, plus the
     covariance of pairs that share a row, and the p-value read against the
-    skewness that the neighbour graph implies (``dmargin._stir``'s model),
+    skewness that the neighbour graph implies (``dmargin.relief._stir``'s model),
     every sum over the graph taken from a dense matrix of its edges.
     ``find(X, members, i)``: anchor ``i``'s neighbours among ``members``
     (default: its ``k`` nearest, ReliefF's)."""
@@ -205,7 +205,7 @@ def stir_reference(X, y, k, anchors=None, find=None):
         + h3 * (w**3).sum()
         + tri * np.trace(W @ W @ W)
     )
-    # Fourth cumulant of the h part, by the shapes of four edges (see dmargin._stir):
+    # Fourth cumulant of the h part, by the shapes of four edges (see dmargin.relief._stir):
     # one edge four times, two edges of one row twice, a triangle with a side
     # twice, a four-cycle of distinct rows (counted by loops here).
     n_rows = W.shape[0]

@@ -10,8 +10,8 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dmargin._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
-from dmargin._stumps import best_stump
+from dmargin.boosting._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
+from dmargin.boosting._stumps import best_stump
 from dmargin.engine import binning, blocks
 from dmargin.engine.kernels import hist
 
@@ -341,7 +341,7 @@ def test_elimination_reuses_a_committee_without_the_removed_features(Est, criter
     """Features without a stump (constant, or never the best) are removed without boosting
     again, a committee resumes before the first stump on a removed feature, and the fit
     equals AdaBoost recomputed on the survivors of every round."""
-    import dmargin._boosting as boosting
+    import dmargin.boosting._boosting as boosting
 
     X, y = _data(n=120, a=6, seed=12)
     X = np.c_[X, np.full((120, 3), 2.0)]  # constant: never split

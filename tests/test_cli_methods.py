@@ -321,7 +321,7 @@ def test_yes_is_not_followed_by_the_librarys_long_fit_warning(
 def test_a_long_fit_on_parquet_is_refused_before_the_rows_are_read(
     forty_thousand_rows, monkeypatch, capsys
 ):
-    import dmargin._cli_io as cli_io
+    import dmargin.cli._io as cli_io
 
     def forbidden(*args, **kwargs):
         raise AssertionError("the rows were read before the fit was refused")

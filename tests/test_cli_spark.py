@@ -391,7 +391,7 @@ def test_without_java_the_error_says_so(parquet_file, tmp_path):
 
 
 def test_a_url_is_data_only_with_spark(capsys):
-    from dmargin._cli_io import is_remote
+    from dmargin.cli._io import is_remote
 
     assert is_remote("hdfs:///data/events") and is_remote("s3a://bucket/table/")
     assert is_remote("dbfs:/mnt/table") and not is_remote("file:///tmp/x.parquet")

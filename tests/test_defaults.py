@@ -10,7 +10,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import dmargin
-from dmargin import _immigrate
+from dmargin.immigrate import _immigrate
 from dmargin.datasets import load_dataset
 
 BUNDLED = ["wdbc", "heart"]

@@ -32,7 +32,7 @@ from dask.utils import parse_bytes
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from dmargin._relief import IRelief
+from dmargin.relief._relief import IRelief
 
 try:
     from . import test_live_cluster as live

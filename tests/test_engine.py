@@ -283,7 +283,7 @@ def _quad_case(name):
 def test_quad_statistic_matches_brute_force(case, how, monkeypatch, threaded):
     import dask.array as da
 
-    from dmargin._immigrate_solver import _factor  # the eigen-factor IMMIGRATE passes the engine
+    from dmargin.immigrate._solver import _factor  # the eigen-factor IMMIGRATE passes the engine
 
     X, y, W, sigma, d = _quad_case(case)
     want = ref.immigrate_step(X, y, W, sigma=sigma, sample_weight=d)
@@ -361,7 +361,7 @@ def test_sigma_pairs_with_coefficients_of_both_signs(store):
 
 def test_quad_statistic_with_w_itself_equals_its_factor(monkeypatch):
     """Wide data skip W's eigendecomposition: ``(W, [])`` gives the factor's E-step."""
-    from dmargin import _immigrate_solver
+    from dmargin.immigrate import _solver as _immigrate_solver
 
     X, y, W, sigma, d = _quad_case("dense")
     rows = execution.prepare_rows(X, y, 3)

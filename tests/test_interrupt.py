@@ -406,7 +406,7 @@ def test_tiles_in_short_calls_give_the_same_weights(monkeypatch, missing):
 
 def test_sequential_walks_in_short_calls_give_the_same_weights(monkeypatch):
     from dmargin import OnlineIRelief, Simba
-    from dmargin import _online
+    from dmargin.irelief import _online
     from dmargin.engine.kernels import sequential
 
     rng = np.random.default_rng(4)

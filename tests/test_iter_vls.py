@@ -63,7 +63,7 @@ def test_iter_stops_when_the_scores_settle():
     "p, num, size, seed", [(20, 40, 5, 4), (20, 3, 7, 1), (23, 5, 5, 9), (7, 2, 100, 0)]
 )
 def test_vls_subsets_equal_skrebates(p, num, size, seed):
-    from dmargin._vls import feature_subsets
+    from dmargin.wrappers._vls import feature_subsets
 
     # (the transcription's subsets are skrebate's: tests/test_skrebate_reference.py)
     assert feature_subsets(p, num, size, seed) == ref.vls_subsets(p, num, size, seed)

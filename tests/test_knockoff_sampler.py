@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 from scipy.stats import ks_2samp, norm, rankdata
 
-from dmargin import _knockoffs
-from dmargin._knockoffs import KnockoffSampler
+from dmargin.knockoffs import _sampler as _knockoffs
+from dmargin.knockoffs._sampler import KnockoffSampler
 
 TOL = 1e-10
 #: The noise's documented streams: rows [4096 c, 4096 (c + 1)) from default_rng([SALT, seed, c]).
@@ -252,7 +252,7 @@ def test_dask_input_in_any_chunks_gives_the_numpy_knockoffs(skewed_rows, threade
 
 
 def test_a_dask_dataframe_keeps_its_column_names(threaded):
-    from dmargin._compat import from_pandas
+    from dmargin._dask import from_pandas
 
     rng = np.random.default_rng(20)
     frame = pd.DataFrame(rng.standard_normal((500, 3)), columns=["a", "b", "c"])
@@ -294,7 +294,7 @@ def test_the_graph_carries_the_fitted_state_not_the_rows(skewed_rows):
 def test_a_cluster_samples_the_knockoffs_on_its_workers(skewed_rows, client, monkeypatch):
     from distributed import get_task_stream
 
-    from dmargin import _compat
+    from dmargin import _dask as _compat
 
     X = skewed_rows
     expected = KnockoffSampler(sample_rows=3000).fit(X).augment(X, random_state=7)

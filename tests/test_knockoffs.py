@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 import dmargin
-from dmargin._knockoff_filter import (
+from dmargin.knockoffs._filter import (
     KnockoffSelector,
     ebh,
     knockoff_evalues,
     knockoff_statistic,
     knockoff_threshold,
 )
-from dmargin._knockoffs import KnockoffSampler
+from dmargin.knockoffs._sampler import KnockoffSampler
 from tests import reference_knockoffs as ref
 
 pytest.importorskip("knockpy")

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from dmargin._ldm import LDM, LDMRFE, SVMRFE
-from dmargin._ldm_solvers import dual_matrices, fit_machines
+from dmargin.ldm._ldm import LDM, LDMRFE, SVMRFE
+from dmargin.ldm._solvers import dual_matrices, fit_machines
 from dmargin.engine import _numba, quadratic
 from dmargin.engine.kernels import rbf
 from dmargin.engine.execution import prepare_rows

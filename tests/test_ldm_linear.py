@@ -16,9 +16,9 @@ from sklearn.feature_selection import RFE
 from sklearn.svm import LinearSVC
 
 import dmargin
-from dmargin import _ldm, _ldm_solvers
-from dmargin._ldm import LDM, LDMRFE, SVMRFE
-from dmargin._ldm_solvers import fit_machines, ldm_primal_objective, ldm_quadratic
+from dmargin.ldm import _ldm, _solvers as _ldm_solvers
+from dmargin.ldm._ldm import LDM, LDMRFE, SVMRFE
+from dmargin.ldm._solvers import fit_machines, ldm_primal_objective, ldm_quadratic
 from dmargin.engine import linear_gram, prepare_rows
 
 TIGHT = dict(tol=1e-10, max_iter=100_000)

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 
 from dmargin import LDMRFE, SBSMF
-from dmargin._immigrate import Immigrate
-from dmargin._parquet import read_parquet
-from dmargin._relief import IRelief, ReliefF
+from dmargin.immigrate._immigrate import Immigrate
+from dmargin.io._parquet import read_parquet
+from dmargin.relief._relief import IRelief, ReliefF
 
 from .test_modes import assert_estimator_equal
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import dmargin
-from dmargin import _compat
+from dmargin import _dask as _compat
 from dmargin._pvalues import raw_pvalues
 
 N, A, BLOCKS = 240, 8, 4

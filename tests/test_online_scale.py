@@ -9,9 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 from dask.callbacks import Callback
 
-from dmargin import OnlineIRelief, _online
-from dmargin._io import iter_row_blocks
-from dmargin._parquet import iter_parquet, read_parquet
+from dmargin import OnlineIRelief
+
+from dmargin.irelief import _online
+from dmargin.io._training import iter_row_blocks
+from dmargin.io._parquet import iter_parquet, read_parquet
 
 try:  # tests/ as a package
     from . import reference

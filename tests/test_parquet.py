@@ -11,8 +11,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from dmargin._parquet import iter_parquet, parquet_features, read_parquet
-from dmargin._relief import IRelief, Relief
+from dmargin.io._parquet import iter_parquet, parquet_features, read_parquet
+from dmargin.relief._relief import IRelief, Relief
 
 
 def spark_like(tmp_path, frame, partition_cols, rows_per_group=7):
@@ -229,7 +229,7 @@ def _count_reads(monkeypatch):
     """How often each Parquet block is read (in this process: local schedulers)."""
     import collections
 
-    from dmargin import _parquet
+    from dmargin.io import _parquet
 
     # _read_block is the one place a Parquet block is read: counting its calls counts reads
     counts, original = collections.Counter(), _parquet._read_block

@@ -20,7 +20,7 @@ import pyarrow.fs
 import pyarrow.parquet as pq
 import pytest
 
-from dmargin._parquet import iter_parquet, read_parquet
+from dmargin.io._parquet import iter_parquet, read_parquet
 
 
 def spark_dir(root, n=100):
@@ -389,7 +389,7 @@ _MEASURE = textwrap.dedent("""
     import resource, sys
     import numpy as np, pyarrow as pa, pyarrow.parquet as pq
     import dask, dask.array, pyarrow.compute, pyarrow.dataset
-    from dmargin._parquet import iter_parquet, read_parquet
+    from dmargin.io._parquet import iter_parquet, read_parquet
 
     path, small, how, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     dask.config.set(scheduler="sync")

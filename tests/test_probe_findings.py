@@ -237,7 +237,7 @@ def test_nan_labels_get_dmargin_error_only(method):
 def test_a_call_key_names_its_dependencies_by_content(monkeypatch):
     # Two VLS fits on one client built the same subset-fit key over a randomly named
     # copy of the columns: the scheduler saw one key with two dependencies.
-    from dmargin import _compat
+    from dmargin import _dask as _compat
 
     monkeypatch.setattr(_compat, "compute", lambda *calls, what=None: calls)
     X = da.from_array(np.arange(240.0).reshape(40, 6), chunks=(15, 6))

@@ -25,7 +25,7 @@ _CLUSTER = textwrap.dedent("""
 
     from distributed.diagnostics.plugin import WorkerPlugin
 
-    from dmargin._compat import local_cluster
+    from dmargin._dask import local_cluster
 
 
     class SlowToClose(WorkerPlugin):

@@ -24,7 +24,7 @@ import skrebate.relieff
 
 import dmargin
 from dmargin import ReliefF, RReliefF
-from dmargin._regression import continuous_relieff_sum, hit_counts
+from dmargin.relief._regression import continuous_relieff_sum, hit_counts
 from dmargin._start import start_fit
 from tests import reference_regression as ref
 

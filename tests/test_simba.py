@@ -4,7 +4,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dmargin._simba import Simba, simba_run, simba_score
+from dmargin.relief._simba import Simba, simba_run, simba_score
 
 try:  # tests/ as a package
     from . import reference_boosting as ref

@@ -339,7 +339,7 @@ def test_the_domain_check_reads_the_sampled_rows_where_they_are(threaded):
 
 
 def test_feature_shape_by_its_definitions():
-    from dmargin._stir import feature_shape
+    from dmargin.relief._stir import feature_shape
 
     rng = np.random.default_rng(9)
     X = np.column_stack([rng.exponential(size=500), rng.integers(0, 3, 500), np.ones(500)])
@@ -496,7 +496,7 @@ def test_permutation_pvalues_are_calibrated_on_null_data():
 
 
 # ---------------------------------------------------------------------------
-# The model behind the p-values (dmargin._stir)
+# The model behind the p-values (dmargin.relief._stir)
 # ---------------------------------------------------------------------------
 
 
@@ -539,7 +539,7 @@ def _graph_reference(hit, miss, n_rows):
 
 
 def test_pair_graph_sums_equal_the_dense_graph():
-    from dmargin import _relief_terms as relief_terms
+    from dmargin.relief import _terms as relief_terms
 
     rng = np.random.default_rng(3)
     hit, miss = _random_graph(rng, 40, 30, 6)
@@ -553,7 +553,7 @@ def test_pair_graph_sums_equal_the_dense_graph():
 
 
 def test_pair_graph_sums_estimate_the_trace_from_a_sample_of_rows(monkeypatch):
-    from dmargin import _relief_terms as relief_terms
+    from dmargin.relief import _terms as relief_terms
 
     # A neighbour graph: every triangle has one or three hits, so the trace adds up.
     rng = np.random.default_rng(4)
@@ -601,7 +601,7 @@ def test_pair_moments_of_uniform_values_are_their_closed_forms():
     # phi = |x - x'| on U(0, 1): g(x) = x^2 - x + 1/6, Var g = 1/180, Var phi = 1/18,
     # so E h^2 = 1/18 - 2/180; with u = x - 1/2, g = u^2 - 1/12 and
     # E g^3 = E u^6 - E u^4 / 4 + E u^2 / 48 - 1/1728 = 1/448 - 1/320 + 1/864.
-    from dmargin._stir import pair_moments
+    from dmargin.relief._stir import pair_moments
 
     x = np.linspace(0, 1, 300)[:, None]
     g2, g3, _, _, h2 = pair_moments(x, np.array([False]), np.array([np.inf]))[:5, 0]
@@ -616,7 +616,7 @@ def test_the_model_gives_the_null_scores_variance_and_skewness(monkeypatch, stir
     # draws (6,000 scores; their skewness is known to about +-0.03).  Measured:
     # variance 0.94 of the scores', skewness 0.78 against 0.77.  The paper's count
     # gives 0.58 of the variance, and its t-test no skewness.
-    from dmargin import _stir
+    from dmargin.relief import _stir
 
     gammas = []
     skewness = _stir.skewness
@@ -634,7 +634,7 @@ def test_the_model_gives_the_null_scores_variance_and_skewness(monkeypatch, stir
 def test_pair_moments_plain_path_equals_the_general_one():
     # Continuous features without NaN take the sorted-column path for g; a ramp
     # no difference reaches forces the general one.  Ties included.
-    from dmargin._stir import pair_moments
+    from dmargin.relief._stir import pair_moments
 
     rng = np.random.default_rng(8)
     X = np.hstack([rng.random((120, 3)), rng.integers(0, 4, (120, 2)) / 3.0])

@@ -5,7 +5,7 @@ q-values equal the brute-force STIR of ``tests/test_stir.py`` (explicit pairs,
 dense graph) with MultiSURF's neighbourhoods, for every row as an anchor and
 for a sample; the score is MultiSURF's own; every execution path agrees (dask,
 compact genotype rows).  The graph's sums over pairs and triangles come from a
-sample of rows beyond :data:`dmargin._stir.GRAPH_ROWS`: exact with every row,
+sample of rows beyond :data:`dmargin.relief._stir.GRAPH_ROWS`: exact with every row,
 a measured estimate beyond.  On null data the p-values are calibrated; on
 GAMETES the two predictive SNPs get the smallest.
 """
@@ -126,7 +126,7 @@ def test_sample_graph_sums_with_every_row_are_the_dense_graphs():
 
 
 def test_graph_sample_takes_both_strata_and_weighs_them():
-    from dmargin._stir import graph_sample
+    from dmargin.relief._stir import graph_sample
 
     index, v = graph_sample(500, 10)
     np.testing.assert_array_equal(index, np.arange(500))
@@ -144,7 +144,7 @@ def test_graph_sample_takes_both_strata_and_weighs_them():
 @pytest.mark.parametrize("n_anchors", [None, 400])
 def test_the_graph_sample_estimates_the_exact_graph(monkeypatch, n_anchors, stir_everywhere):
     # 1,200 rows: the sums over pairs and triangles from 300 of them against all.
-    from dmargin import _stir
+    from dmargin.relief import _stir
 
     rng = np.random.default_rng(5)
     X, y = rng.random((1200, 8)), rng.integers(0, 2, 1200)
@@ -152,7 +152,9 @@ def test_the_graph_sample_estimates_the_exact_graph(monkeypatch, n_anchors, stir
     seen = []
     from_sums = _stir.graph_from_sums
     monkeypatch.setattr(
-        dmargin._surf, "graph_from_sums", lambda *a: seen.append(from_sums(*a)[1]) or from_sums(*a)
+        dmargin.surf._surf,
+        "graph_from_sums",
+        lambda *a: seen.append(from_sums(*a)[1]) or from_sums(*a),
     )
     fits = []
     for rows in (2000, 300):

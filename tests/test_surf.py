@@ -23,7 +23,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dmargin
 from dmargin.datasets import load_dataset
-from dmargin import _surf_terms as surf_terms
+from dmargin.surf import _terms as surf_terms
 from dmargin.engine import prepare_rows, threshold_statistic
 from tests import reference_surf as ref
 

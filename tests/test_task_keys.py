@@ -373,7 +373,7 @@ def recorded(request):
     recorder = Recorder()
     recorder.install(mp)
     # STIR's p-values on any data (tests/conftest.py's stir_everywhere): their keys too.
-    for module in (dmargin._relief, dmargin._surf):
+    for module in (dmargin.relief._relief, dmargin.surf._surf):
         mp.setattr(module, "uncalibrated", lambda *args, **kwargs: None)
     try:
         with dask.config.set(scheduler="threads"):

@@ -304,7 +304,7 @@ def test_mixed_collection_types_compute_in_order(threaded):
     """dask 2026.8's compute reorders arrays and Delayed; dmargin's does not."""
     import dask
 
-    from dmargin._compat import compute
+    from dmargin._dask import compute
 
     X = da.ones((6, 2), chunks=2)
     d = dask.delayed(lambda: "D")()
@@ -379,7 +379,7 @@ def test_columns_near_the_float_limit_on_dask(make, threaded):
 
 
 def test_standard_scaling_of_huge_columns_is_finite():
-    from dmargin._io import numpy_scaling
+    from dmargin.io._training import numpy_scaling
 
     X, _ = _separable()
     scaling = numpy_scaling(_huge(X), "standard")
@@ -389,7 +389,7 @@ def test_standard_scaling_of_huge_columns_is_finite():
 
 
 def test_ordinary_columns_scale_bit_for_bit_as_before():
-    from dmargin._io import numpy_scaling
+    from dmargin.io._training import numpy_scaling
 
     X, _ = _separable()
     X = X * 1e100 + 3.0

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._compat import gather, persist_spread, worker_addresses
+from .._dask import gather, persist_spread, worker_addresses
 from .execution import Rows, prepare_rows, use_dask_for
 from .blocks import block_reduce
 

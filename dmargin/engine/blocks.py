@@ -89,7 +89,7 @@ class WeightedHistograms:
 
     def weights(self):
         """The current weights as numpy (for tests; gathers N floats)."""
-        from .._compat import gather
+        from .._dask import gather
 
         return np.asarray(gather(self.w, what="the boosting weights"))
 

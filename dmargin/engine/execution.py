@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._compat import (
+from .._dask import (
     active_client,
     check_worker_memory,
     client_for,

@@ -4,7 +4,7 @@ Like dask's ``mean_chunk / mean_combine / mean_agg`` trios: a tile kernel in
 :mod:`dmargin.engine.kernels` is the chunk step; a ``*_combine`` here merges
 partials of the same anchors over disjoint candidate blocks (associative, so
 dask can tree-reduce them); the algorithm's ``*_agg`` (in its own module:
-``dmargin._relief_terms``, ``dmargin._surf_terms``, or for the soft-neighbour
+``dmargin.relief._terms``, ``dmargin.surf._terms``, or for the soft-neighbour
 methods :mod:`dmargin.engine.kernels.terms`, which their online kernel
 shares) turns the merged partial of an anchor block into that block's share.
 """

@@ -19,7 +19,7 @@ def on_spark(data):
     """Within: dmargin's dask graphs run on ``data``'s Spark executors."""
     import dask
 
-    from .._compat import lazy_persist
+    from .._dask import lazy_persist
 
     with dask.config.set(scheduler=spark_get), lazy_persist():
         yield
