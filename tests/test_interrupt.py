@@ -236,7 +236,7 @@ def test_an_interrupted_fit_leaves_the_estimator_unfitted(monkeypatch):
             raise KeyboardInterrupt
 
         with monkeypatch.context() as m:
-            m.setattr(execution, "_run_local", interrupted)
+            m.setattr(execution, "run_local", interrupted)
             with pytest.raises(KeyboardInterrupt) as info:
                 est.fit(X, y)
         assert info.value.__context__ is None
@@ -431,8 +431,8 @@ def test_a_run_after_an_interrupted_one_starts_afresh():
 
     before = execution.interrupt_count()
     with pytest.raises(KeyboardInterrupt):
-        execution._run_local({("a",): (stop,), ("b",): (abs, -2)}, set(), 1)
+        execution.run_local({("a",): (stop,), ("b",): (abs, -2)}, set(), 1)
     assert execution.interrupt_count() == before + 1
     with pytest.raises(execution.FitInterrupted):
         execution.stop_if_interrupted(before)
-    assert execution._run_local({("b",): (abs, -2)}, set(), 1)[("b",)] == 2
+    assert execution.run_local({("b",): (abs, -2)}, set(), 1)[("b",)] == 2

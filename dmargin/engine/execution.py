@@ -26,29 +26,21 @@ Tile sizes come from a memory budget (:data:`TILE_BUDGET` bytes for the
 largest partial of one task), never from constants, and no array ever has
 one axis per sample twice (no N x N).
 
-Ctrl-C: in-process, the main thread only waits while worker threads run the
-tasks, so a ``KeyboardInterrupt`` reaches it at once (inside a numba kernel
-it would become a ``SystemError``); the queued tasks are cancelled and a
-running tile stops at its next kernel call (:func:`stop_if_interrupted`),
-as do the tiles on dask's threads and, on a cluster, the tasks of the
-cancelled futures.
+In-process the tasks run in :mod:`dmargin.engine.local` (which also stops
+them on Ctrl-C); on dask here.
 """
 
 from __future__ import annotations
 
-import contextvars
+import itertools
 import math
-import os
-import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._cluster import check_worker_memory
 from .._dask import (
     active_client,
-    check_worker_memory,
     client_for,
     compute,
     is_dask_collection,
@@ -56,7 +48,13 @@ from .._dask import (
     persists_lazily,
 )
 from ..progress import step_fraction
-from ._numba import n_threads, set_threads
+from .local import (  # noqa: F401  (re-exported: where a graph's tiles look for a stop)
+    FitInterrupted,
+    count_interrupt,
+    interrupt_count,
+    run_local,
+    stop_if_interrupted,
+)
 
 #: Bytes one tile's partial may take.
 TILE_BUDGET = 64 * 2**20
@@ -77,44 +75,6 @@ def is_tile_key(key) -> bool:
     """Whether ``key`` names a :class:`Graph`'s tile (rows in, a partial out)."""
     name = key[0] if isinstance(key, tuple) else key
     return isinstance(name, str) and name.startswith("dmargin-") and f"-{TILE_MARK}" in name
-
-
-class FitInterrupted(RuntimeError):
-    """A tile stopped because a ``KeyboardInterrupt`` stopped a run of this process."""
-
-
-# Bumped by every KeyboardInterrupt that stops a run: a tile running on another
-# thread (in-process or dask's threads) compares it between kernel calls.
-_interrupts = [0]
-
-
-def interrupt_count() -> int:
-    """How many runs a ``KeyboardInterrupt`` has stopped in this process so far."""
-    return _interrupts[0]
-
-
-def stop_if_interrupted(count):
-    """Raise :class:`FitInterrupted` if a run was interrupted since ``count``
-    (:func:`interrupt_count` when the caller started), or if this is a task on a
-    ``distributed`` worker that its client cancelled."""
-    if _interrupts[0] != count or _cancelled_on_worker():
-        raise FitInterrupted("stopped: a KeyboardInterrupt interrupted a fit of this process")
-
-
-def _cancelled_on_worker() -> bool:
-    worker = sys.modules.get("distributed.worker")
-    key = None if worker is None else getattr(worker.thread_state, "key", None)
-    if key is None:
-        return False
-    try:
-        task = worker.get_worker().state.tasks.get(key)
-    except ValueError:  # not a worker's task thread
-        return False
-    return task is not None and task.state == "cancelled"
-
-
-def _interrupted():
-    _interrupts[0] += 1
 
 
 def rows_per_block(n_features: int, n_classes: int, per_row_extra: int = 0) -> int:
@@ -195,7 +155,6 @@ def prepare_rows(
         X = np.ascontiguousarray(X, dtype=rows_dtype)
         X = X if block is None else block(X)
         return Rows(X, np.asarray(codes, dtype=np.int64), n_classes, False, [(0, n)])
-    import dask
     import dask.array as da
 
     cap = rows_per_block(a, n_classes) if max_rows is None else max_rows
@@ -235,7 +194,7 @@ def prepare_rows(
         codes,
         n_classes,
         True,
-        list(zip(edges[:-1], edges[1:])),
+        list(itertools.pairwise(edges)),
         streamed=not persist,
         block_counts=block_counts,
     )
@@ -257,7 +216,7 @@ def row_blocks(X) -> Rows:
         return Rows(np.asarray(X), None, 0, False, [(0, X.shape[0])])
     X = X.rechunk({1: -1})
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])]).tolist()
-    return Rows(X, None, 0, True, list(zip(edges[:-1], edges[1:])))
+    return Rows(X, None, 0, True, list(itertools.pairwise(edges)))
 
 
 @dataclass
@@ -287,7 +246,7 @@ def local_bounds(n, rows_per_task):
 def split_bounds(n, parts):
     """``parts`` nearly equal blocks of ``range(n)``."""
     edges = np.linspace(0, n, min(n, parts) + 1).astype(int)
-    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
 
 
 def task_token(*parts) -> str:
@@ -465,7 +424,7 @@ class Graph:
         """
         if self.local:
             wanted = {key} if keep is None else {key, *keep[0]}
-            values = _run_local(self.dsk, self._tiles, threads, wanted)
+            values = run_local(self.dsk, self._tiles, threads, wanted)
             if keep is None:
                 return values[key]
             kept = (
@@ -479,7 +438,7 @@ class Graph:
         except KeyboardInterrupt:
             # dask's threads finish the tasks they hold: their tiles stop at the
             # next kernel call (a cluster's futures are cancelled by the wait).
-            _interrupted()
+            count_interrupt()
             raise
 
     def _compute_dask(self, key, keep, collections):
@@ -540,137 +499,6 @@ class _TileProgress:
     def __exit__(self, *exc):
         if self.cb is not None:
             self.cb.__exit__(*exc)
-
-
-def _resolve(arg, values):
-    if type(arg) is tuple and arg and type(arg[0]) is str:
-        try:
-            return values[arg]
-        except (KeyError, TypeError):
-            return arg
-    if type(arg) is list:
-        return [_resolve(a, values) for a in arg]
-    return arg
-
-
-def _run_local(dsk, tiles, threads, wanted=None):
-    """Run a graph in-process: tasks level by level, each level on threads.
-
-    A task's level is one more than its deepest dependency's, so a level's
-    tasks are independent; their values do not depend on the order they ran.
-    With ``wanted`` (keys), a value is dropped once every task that reads it
-    has run, unless wanted: a chain of tasks (:func:`grid.chained`) then
-    holds one link at a time.
-    """
-    values, level, readers = {}, {}, {}
-    for key, task in dsk.items():
-        if type(task) is not tuple or not callable(task[0]):
-            values[key] = task
-            level[key] = 0
-            continue
-        deps = set(_keys_in(task[1:], dsk))
-        for a in deps:
-            readers[a] = readers.get(a, 0) + 1
-        level[key] = 1 + max((level[a] for a in deps), default=0)
-    by_level = {}
-    for key, lv in level.items():
-        if key not in values:
-            by_level.setdefault(lv, []).append(key)
-    n_tiles, done = len(tiles), 0
-    pool, in_pool = _local_pool(threads)
-
-    def run(key):
-        fn, *args = dsk[key]
-        return fn(*(_resolve(a, values) for a in args))
-
-    try:
-        for lv in sorted(by_level):
-            keys = by_level[lv]
-            if in_pool or (pool and len(keys) > 1):
-                results = _results([pool.submit(_in_context(run, key)) for key in keys])
-            else:
-                results = map(run, keys)
-            for key, value in zip(keys, results):
-                values[key] = value
-                if key in tiles:
-                    done += 1
-                    step_fraction(done, n_tiles)
-            if wanted is not None:
-                for key in keys:
-                    for a in set(_keys_in(dsk[key][1:], dsk)):
-                        readers[a] -= 1
-                        if not readers[a] and a not in wanted:
-                            del values[a]
-    except BaseException as exc:
-        if pool:
-            # Queued tasks never start; a running tile stops at its next kernel
-            # call (it sees the interrupt), and nothing waits for it here.
-            if isinstance(exc, KeyboardInterrupt):
-                _interrupted()
-            pool.shutdown(wait=False, cancel_futures=True)
-            if pool is _MAIN_POOL.get(os.getpid()):
-                _MAIN_POOL.clear()
-            pool = None
-        raise
-    finally:
-        if pool and pool is not _MAIN_POOL.get(os.getpid()):
-            pool.shutdown()
-    return values
-
-
-# The main thread's one worker thread, kept from run to run (starting a thread per
-# graph would cost small fits about a millisecond each); by process, as a forked
-# child has not the thread.
-_MAIN_POOL = {}
-
-
-def _local_pool(threads):
-    """The threads of an in-process run, and whether every task runs on them.
-
-    On the main thread every task runs on a worker thread while the main
-    thread waits, so that a ``KeyboardInterrupt`` (Ctrl-C, a notebook's
-    interrupt) reaches the wait at once, not after a kernel call returns
-    (numba would turn it into a ``SystemError``).
-    """
-    in_pool = threading.current_thread() is threading.main_thread()
-    workers = threads if threads > 1 else int(in_pool)
-    if workers == 1 and in_pool:
-        pid = os.getpid()
-        if pid not in _MAIN_POOL:
-            _MAIN_POOL.clear()
-            _MAIN_POOL[pid] = ThreadPoolExecutor(1, thread_name_prefix="dmargin")
-        return _MAIN_POOL[pid], in_pool
-    return (ThreadPoolExecutor(workers, thread_name_prefix="dmargin") if workers else None, in_pool)
-
-
-def _in_context(run, key):
-    """``run(key)`` in the caller's context (its progress, numpy's error state)
-    and with its number of numba threads."""
-    context, numba_threads = contextvars.copy_context(), n_threads()
-
-    def call():
-        set_threads(numba_threads)
-        return context.run(run, key)
-
-    return call
-
-
-def _results(futures):
-    # ``Future.result`` waits on a lock, which a signal interrupts at once.  One at a
-    # time, as each is wanted: a tile's progress is reported as soon as it is done.
-    return (f.result() for f in futures)
-
-
-def _keys_in(args, dsk):
-    for a in args:
-        if type(a) is list:
-            yield from _keys_in(a, dsk)
-        elif type(a) is tuple and a and type(a[0]) is str:
-            try:
-                if a in dsk:
-                    yield a
-            except TypeError:
-                pass
 
 
 # ---------------------------------------------------------------------------

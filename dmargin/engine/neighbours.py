@@ -21,7 +21,8 @@ import numpy as np
 
 from . import grid, merge
 from ._numba import blas_single_thread, n_threads, pick
-from .execution import Anchors, Rows, interrupt_count, stop_if_interrupted
+from .execution import Anchors, Rows
+from .local import interrupt_count, stop_if_interrupted
 from .features import FeatureKinds
 from .kernels import distance, knn, lse, quad
 
