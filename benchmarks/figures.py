@@ -27,8 +27,8 @@ class Figure(NamedTuple):
 
 
 def _row(reference: str, **where) -> str:
-    """``BENCHMARK[/VARIANT]#LIST/key=value&.../`` followed by nothing: the list item
-    of ``reference`` with those values, quoted when a value holds a space."""
+    """The item of the list at ``reference`` whose keys hold these values:
+    ``BENCHMARK[/VARIANT]#LIST/key=value&key=value``."""
     conditions = "&".join(f"{key}={value}" for key, value in where.items())
     return f"{reference}/{conditions}"
 
@@ -38,7 +38,7 @@ def _ref(text: str) -> str:
     return f'"{text}"' if " " in text else text
 
 
-WDBC = "wdbc + 20 uniform noise columns"
+_WDBC = "wdbc + 20 uniform noise columns"
 
 
 def _evidence(cell: str, method: str, q: float, field: str) -> str:
@@ -90,12 +90,14 @@ _STIR_CHECK_INSIDE = [
     _stir_check("uniform, 1:1, N = 1000, k = 100", "ReliefF STIR"),
     _stir_check("uniform, 1:1, N = 1000, k = 10, anchors 0.2 N", "MultiSURF STIR"),
 ]
-_HEAVY = _span(*(_stir("battery-tune", "heavy-tailed, 1:1", m, "fdr_at_q_0.05") for m in
-                 ("ReliefF STIR", "MultiSURF STIR")))  # fmt: skip
-_SKEWED = _span(*(_stir("battery-tune", "skewed, 1:1", m, "fdr_at_q_0.05") for m in
-                  ("ReliefF STIR", "MultiSURF STIR")))  # fmt: skip
-_POWER_FDR = _span(*(_power(n, m, "fdr_at_q_0.05") for n in (300, 2000) for m in
-                     ("ReliefF", "MultiSURF")))  # fmt: skip
+_BOTH_STIRS = ("ReliefF STIR", "MultiSURF STIR")
+_HEAVY = _span(
+    *(_stir("battery-tune", "heavy-tailed, 1:1", m, "fdr_at_q_0.05") for m in _BOTH_STIRS)
+)
+_SKEWED = _span(*(_stir("battery-tune", "skewed, 1:1", m, "fdr_at_q_0.05") for m in _BOTH_STIRS))
+_POWER_FDR = _span(
+    *(_power(n, m, "fdr_at_q_0.05") for n in (300, 2000) for m in ("ReliefF", "MultiSURF"))
+)
 _CHECK = _span(*_STIR_CHECK_INSIDE)
 _SWRF = [f"{_SK08}/skrebate_over_dmargin/{name}" for name in ("SWRF", "MultiSWRF", "MultiSWRFDB")]
 _SWRF_STAR = [f"{name}star" for name in _SWRF]
@@ -115,62 +117,62 @@ FIGURES: dict[str, Figure] = {
     ),
     # ------------------------------------------------------------ knockoffs (bench_evidence)
     "evidence.wdbc_draws": Figure(
-        _evidence(WDBC, "ReliefF knockoffs", 0.1, "draws"),
+        _evidence(_WDBC, "ReliefF knockoffs", 0.1, "draws"),
         "{:.0f}",
         "draws of the noise columns in the wdbc + 20 noise columns cell",
     ),
     "evidence.wdbc_fdr_knockoffs": Figure(
-        _evidence(WDBC, "ReliefF knockoffs", 0.1, "fdr"),
+        _evidence(_WDBC, "ReliefF knockoffs", 0.1, "fdr"),
         "{:.3f}",
         "noise share of KnockoffSelector(ReliefF())'s selections on wdbc + noise, q = 0.1",
     ),
     "evidence.wdbc_fdr_permutations": Figure(
-        _evidence(WDBC, "ReliefF permutations (B = 199)", 0.1, "fdr"),
+        _evidence(_WDBC, "ReliefF permutations (B = 199)", 0.1, "fdr"),
         "{:.3f}",
         "noise share of ReliefF's permutation q-value selections on wdbc + noise, q = 0.1",
     ),
     "evidence.wdbc_fdr_stir": Figure(
-        _evidence(WDBC, "ReliefF STIR", 0.1, "fdr"),
+        _evidence(_WDBC, "ReliefF STIR", 0.1, "fdr"),
         "{:.3f}",
         "noise share of ReliefF's STIR selections on wdbc + noise, q = 0.1",
     ),
     "evidence.wdbc_real_knockoffs_q01": Figure(
-        _evidence(WDBC, "ReliefF knockoffs", 0.1, "real_features_selected"),
+        _evidence(_WDBC, "ReliefF knockoffs", 0.1, "real_features_selected"),
         "{:.1f}",
         "wdbc features KnockoffSelector(ReliefF()) selects on average, q = 0.1",
     ),
     "evidence.wdbc_real_knockoffs_q02": Figure(
-        _evidence(WDBC, "ReliefF knockoffs", 0.2, "real_features_selected"),
+        _evidence(_WDBC, "ReliefF knockoffs", 0.2, "real_features_selected"),
         "{:.1f}",
         "wdbc features KnockoffSelector(ReliefF()) selects on average, q = 0.2",
     ),
     "evidence.wdbc_fdr_gaussian": Figure(
-        _evidence(WDBC, "ReliefF knockoffs (gaussian)", 0.1, "fdr"),
+        _evidence(_WDBC, "ReliefF knockoffs (gaussian)", 0.1, "fdr"),
         "{:.3f}",
         "noise share of the selections with Gaussian knockoffs on wdbc + noise, q = 0.1",
     ),
     "evidence.wdbc_real_groups_multisurf": Figure(
-        _evidence(WDBC, "MultiSURF group knockoffs", 0.2, "real_features_selected"),
+        _evidence(_WDBC, "MultiSURF group knockoffs", 0.2, "real_features_selected"),
         "{:.1f}",
         "wdbc features selected on average by group knockoffs around MultiSURF, q = 0.2",
     ),
     "evidence.wdbc_real_groups_multisurf_q01": Figure(
-        _evidence(WDBC, "MultiSURF group knockoffs", 0.1, "real_features_selected"),
+        _evidence(_WDBC, "MultiSURF group knockoffs", 0.1, "real_features_selected"),
         "{:.1f}",
         "wdbc features selected on average by group knockoffs around MultiSURF, q = 0.1",
     ),
     "evidence.wdbc_real_groups_relieff": Figure(
-        _evidence(WDBC, "ReliefF group knockoffs", 0.2, "real_features_selected"),
+        _evidence(_WDBC, "ReliefF group knockoffs", 0.2, "real_features_selected"),
         "{:.1f}",
         "wdbc features selected on average by group knockoffs around ReliefF, q = 0.2",
     ),
     "evidence.wdbc_fdr_groups_multisurf": Figure(
-        _evidence(WDBC, "MultiSURF group knockoffs", 0.2, "fdr"),
+        _evidence(_WDBC, "MultiSURF group knockoffs", 0.2, "fdr"),
         "{:.3f}",
         "noise share of group knockoffs' selections around MultiSURF on wdbc + noise, q = 0.2",
     ),
     "evidence.wdbc_fdr_groups_relieff": Figure(
-        _evidence(WDBC, "ReliefF group knockoffs", 0.2, "fdr"),
+        _evidence(_WDBC, "ReliefF group knockoffs", 0.2, "fdr"),
         "{:.3f}",
         "noise share of group knockoffs' selections around ReliefF on wdbc + noise, q = 0.2",
     ),
@@ -190,14 +192,20 @@ FIGURES: dict[str, Figure] = {
     ),
     "evidence.power_multisurf_q01": Figure(
         _evidence(
-            "normal, 1:1, N = 5,000, A = 50, k = 10, 500 anchors", "MultiSURF knockoffs", 0.1, "power"
+            "normal, 1:1, N = 5,000, A = 50, k = 10, 500 anchors",
+            "MultiSURF knockoffs",
+            0.1,
+            "power",
         ),
         "{:.3f}",
         "share of informative features the MultiSURF knockoff filter finds at N = 5,000, q = 0.1",
     ),
     "evidence.power_multisurf_q02": Figure(
         _evidence(
-            "normal, 1:1, N = 5,000, A = 50, k = 10, 500 anchors", "MultiSURF knockoffs", 0.2, "power"
+            "normal, 1:1, N = 5,000, A = 50, k = 10, 500 anchors",
+            "MultiSURF knockoffs",
+            0.2,
+            "power",
         ),
         "{:.3f}",
         "share of informative features the MultiSURF knockoff filter finds at N = 5,000, q = 0.2",
@@ -368,10 +376,10 @@ FIGURES: dict[str, Figure] = {
         _POWER_FDR[1], "{:g}", "highest FDR at q = 0.05 of the four planted-signal power runs"
     ),
     # ------------------------------------------------------------ SURF family and skrebate
-    "surf.multisurf_fast_select": Figure(
+    "surf.multisurf_over_fast_select": Figure(
         "surf_speed#targets/multisurf_fast_select_over_dmargin",
         "{:.0f}x",
-        "MultiSURF's default over its skrebate-semantics fast select at N = 8,000",
+        "fast-select's MultiSURF time over dmargin's at N = 8,000 on one thread",
     ),
     "surf.multisurf_over_skrebate": Figure(
         "surf_speed#targets/multisurf_skrebate_over_dmargin",
@@ -492,7 +500,7 @@ FIGURES: dict[str, Figure] = {
         "fit_cost's estimate for plain Immigrate on 50 x 5,000",
     ),
     "ldm.rfe_808x100_s": Figure(
-        "ldm_rfe#whole_rfe/results/method=dmargin LDMRFE (rbf)/seconds",
+        _ref("ldm_rfe#whole_rfe/results/method=dmargin LDMRFE (rbf)/seconds"),
         "{:.0f} s",
         "kernel LDM-RFE on 808 x 100 down to one feature",
     ),

@@ -8,12 +8,18 @@ that field instead).  The project's README and the documentation's pages
 (``docs/**/*.md``) quote some of the same tables, marked the same way, and are
 filled too.
 
-A single figure in prose sits between ``<!-- figure: EXPRESSION FORMAT -->`` and
-``<!-- /figure -->`` on one line, for example::
+A single figure in prose sits, on one line and after a word, between
+``<!-- figure: NAME -->`` and ``<!-- /figure -->``, for example::
 
-    about <!-- figure: first_fit#targets/first_fit_wall_s {:.0f} s -->2 s<!-- /figure -->
+    about <!-- figure: first_fit.wall_s -->2 s<!-- /figure -->
 
-EXPRESSION is a reference ``BENCHMARK[/VARIANT]#PATH`` -- PATH walks into the
+NAME is a key of ``FIGURES`` in ``benchmarks/figures.py``, the one registry of
+quoted figures: each holds an expression, a format and a one-line description.
+The value pasted between the markers is the expression's value given to the format.
+The marker follows a word on its line: a line that starts with ``<!--`` is an HTML
+block in Markdown, which would end the paragraph.
+
+An expression is a reference ``BENCHMARK[/VARIANT]#PATH`` -- PATH walks into the
 variant's JSON, its steps separated by ``/``: a key, a list index, or
 ``key=value`` (several joined by ``&``) for the first list item that has those
 values; a reference with spaces is quoted, as in a shell -- or a simple
@@ -21,11 +27,9 @@ derivation: references and numbers joined by ``+``, ``-``, ``*``, ``/`` and
 parentheses, each apart (spaces around them): ``a#x / a#y`` is a ratio of two
 fields, ``a#p * 100`` a share in percent, ``( a#f * a#n + b#f * b#n ) / ( a#n + b#n )``
 a rate pooled over two runs, ``min ( a#x , a#y , a#z )`` the low end of a range.
-FORMAT, everything from the first ``{`` on, is a Python format string given the
-value (``{:.0f} s``, ``{:.2f}x``, ``{:,.0f} MiB``); its output is pasted between the
-markers.  The marker follows a word on its line: a line that starts with ``<!--``
-is an HTML block in Markdown, which would end the paragraph.  A results file without variants (a
-one-off measurement) is its own ``default`` variant.
+The format is a Python format string given the value (``{:.0f} s``, ``{:.2f}x``,
+``{:,.0f} MiB``).  A results file without variants (a one-off measurement) is its
+own ``default`` variant.
 
 Measured figures in the prose of the project's README and of the docs' pages
 must sit in such markers: :func:`loose_figures` finds a number with a unit of
@@ -35,8 +39,9 @@ phrases in :data:`NOT_MEASURED` (settings and limits, not measurements) are the
 only exceptions.  Run after a benchmark:
 
     python benchmarks/report.py              # rewrite the tables and figures
-    python benchmarks/report.py --check      # exit 1 if one differs from its JSON, or a
-                                             # figure in the prose has no marker
+    python benchmarks/report.py --check      # exit 1 if one differs from its JSON, a
+                                             # figure in the prose has no marker, a marker
+                                             # names no figure or a figure is quoted nowhere
     python benchmarks/report.py --machines   # the quoted tables and figures measured on
                                              # another machine than most results
 """
@@ -50,7 +55,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _harness as harness  # noqa: E402
+import _harness as harness
+import figures as registry
 
 README = harness.HERE / "README.md"
 #: The pages whose prose quotes figures: the project's README and the documentation's pages.
@@ -60,8 +66,12 @@ FIGURE_PAGES = [
 ]
 #: Every file whose tables and figures are filled: this folder's README, then the above.
 PAGES = [README, *FIGURE_PAGES]
-PATTERN = re.compile(r"(<!-- table: (\S+) -->\n)(.*?)(<!-- /table -->)", re.S)
-FIGURE = re.compile(r"(<!-- figure: ([^{>\n]+?) (\{[^>\n]*?) -->)(.*?)(<!-- /figure -->)")
+PATTERN = re.compile(r"(<!-- table: (\S+) -->\n)(.*?)(<!-- /table -->)", re.DOTALL)
+#: A figure's name: ``family.what_it_is``, lower case, digits and underscores.
+NAME = r"[a-z0-9_]+(?:\.[a-z0-9_]+)+"
+FIGURE = re.compile(rf"(<!-- figure: ({NAME}) -->)(.*?)(<!-- /figure -->)")
+#: The longest a marker may be, its value and closing marker included.
+MAX_MARKER = 80
 
 
 def tables(text: str) -> list[tuple[str, str]]:
@@ -69,13 +79,33 @@ def tables(text: str) -> list[tuple[str, str]]:
     return [_reference(m.group(2))[:2] for m in PATTERN.finditer(text)]
 
 
+def figure_names(text: str) -> list[str]:
+    """The name of every figure marker in ``text``, in order."""
+    return [m.group(2) for m in FIGURE.finditer(text)]
+
+
+def lookup(name: str) -> "registry.Figure":
+    """The registry's figure ``name``; ``KeyError`` naming the fix when there is none."""
+    try:
+        return registry.FIGURES[name]
+    except KeyError:
+        raise KeyError(
+            f"figure {name!r} is not in benchmarks/figures.py: add it to FIGURES there "
+            "(expression, format, description) or fix the marker's name"
+        ) from None
+
+
+def references(expression: str) -> list[str]:
+    """The references ``BENCHMARK[/VARIANT]#PATH`` of an expression, in order."""
+    return [token for token in shlex.split(expression) if "#" in token]
+
+
 def figures(text: str) -> list[tuple[str, str]]:
     """``(benchmark, variant)`` of every reference of every figure in ``text``, in order."""
     return [
         _reference(token)[:2]
-        for m in FIGURE.finditer(text)
-        for token in shlex.split(m.group(2))
-        if "#" in token
+        for name in figure_names(text)
+        for token in references(lookup(name).expression)
     ]
 
 
@@ -182,7 +212,8 @@ def render(expression: str, fmt: str) -> str:
 
 def fill(text: str) -> str:
     """``text`` with every table replaced by its variant's ``"markdown"`` (missing ones
-    kept) and every figure by its value (a missing one raises ``KeyError``)."""
+    kept) and every figure by its value (a name not in the registry, or a value not in
+    the JSON, raises ``KeyError``)."""
 
     def table(match):
         benchmark, variant, field = _reference(match.group(2))
@@ -193,7 +224,8 @@ def fill(text: str) -> str:
         return f"{match.group(1)}{markdown}\n{match.group(4)}"
 
     def figure(match):
-        return f"{match.group(1)}{render(match.group(2), match.group(3))}{match.group(5)}"
+        found = lookup(match.group(2))
+        return f"{match.group(1)}{render(found.expression, found.format)}{match.group(4)}"
 
     return FIGURE.sub(figure, PATTERN.sub(table, text))
 
@@ -240,11 +272,13 @@ LOOSE = re.compile(
     r"|\s(?:times)\s(?:faster|slower|as))(?![\w])"
 )
 _SKIPPED = [
-    re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M),  # fenced code: output of the code
+    re.compile(
+        r"^(```|~~~).*?^\1[ \t]*$", re.DOTALL | re.MULTILINE
+    ),  # fenced code: output of the code
     PATTERN,  # tables filled from the JSON
     FIGURE,  # figures filled from the JSON
-    re.compile(r"<!--.*?-->", re.S),  # other comments
-    re.compile(r"(`+).+?\1", re.S),  # inline code: names, settings
+    re.compile(r"<!--.*?-->", re.DOTALL),  # other comments
+    re.compile(r"(`+).+?\1", re.DOTALL),  # inline code: names, settings
     re.compile(r"\]\([^)]*\)"),  # link targets
 ]
 
@@ -282,7 +316,7 @@ def check_prose(pages=FIGURE_PAGES) -> list[str]:
         name, text = page_name(page), page.read_text()
         allowed = [phrase for phrase, _ in not_measured(name)]
         problems += [
-            f"{name}:{line}: {figure!r} is not in a <!-- figure: ... --> marker"
+            f"{name}:{line}: {figure!r} is not in a <!-- figure: NAME --> marker"
             for line, figure in loose_figures(text, allowed)
         ]
         problems += [
@@ -290,31 +324,78 @@ def check_prose(pages=FIGURE_PAGES) -> list[str]:
             for phrase in allowed
             if not _phrase(phrase).search(text)
         ]
-        problems += [f"{name}: {problem}" for problem in marker_problems(text)]
+    return problems
+
+
+def check_markers(pages=PAGES) -> list[str]:
+    """One line per broken figure marker in ``pages`` (:func:`marker_problems`), per
+    malformed entry of the registry and per registry entry that no page quotes."""
+    problems, quoted = [], set()
+    for page in pages:
+        name, text = page_name(page), page.read_text()
+        problems += [f"{name}:{problem}" for problem in marker_problems(text)]
+        quoted.update(figure_names(text))
+    problems += [f"benchmarks/figures.py: {problem}" for problem in registry_problems()]
+    problems += [
+        f"benchmarks/figures.py: figure {name!r} is quoted on no page; remove it from "
+        "FIGURES or quote it"
+        for name in registry.FIGURES
+        if name not in quoted
+    ]
+    return problems
+
+
+def registry_problems() -> list[str]:
+    """Entries of ``benchmarks/figures.py`` that a marker could not quote or a reader
+    could not follow: a name that is not ``family.what_it_is``, a format without a
+    ``{}`` field, a description that is not one short line."""
+    problems = []
+    for name, found in registry.FIGURES.items():
+        if not re.fullmatch(NAME, name):
+            problems.append(f"{name!r}: a name is family.what_it_is (a-z, 0-9, _)")
+        if "{" not in found.format:
+            problems.append(f"{name!r}: the format {found.format!r} has no {{}} field")
+        if not 10 <= len(found.description) <= 100 or "\n" in found.description:
+            problems.append(f"{name!r}: the description is one line of 10-100 characters")
     return problems
 
 
 def marker_problems(text: str) -> list[str]:
-    """Figure markers that would not be filled, or would break the page (code, where
-    a marker may be shown as an example, aside)."""
+    """``LINE: problem`` for each figure marker that would not be filled, would break
+    the page, names no figure of the registry or runs over :data:`MAX_MARKER`
+    characters (code, where a marker may be shown as an example, aside)."""
     for pattern in (_SKIPPED[0], _SKIPPED[4]):  # fenced and inline code
         text = pattern.sub(_blank, text)
+
+    def line(match):
+        return text.count("\n", 0, match.start()) + 1
+
     problems = []
-    opened = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(r"<!-- figure:", text)]
-    filled = {text.count("\n", 0, m.start()) + 1 for m in FIGURE.finditer(text)}
+    filled = {line(m) for m in FIGURE.finditer(text)}
     problems += [
-        f"{line}: a figure marker that is not <!-- figure: EXPRESSION {{FORMAT}} -->"
-        "VALUE<!-- /figure --> on one line"
-        for line in opened
-        if line not in filled
+        f"{line(m)}: a figure marker that is not <!-- figure: NAME -->VALUE<!-- /figure --> "
+        "on one line, NAME a key of FIGURES in benchmarks/figures.py"
+        for m in re.finditer(r"<!-- figure:", text)
+        if line(m) not in filled
     ]
     # CommonMark reads a line that starts with "<!--" as an HTML block: the paragraph
     # would end before the figure.
     problems += [
-        f"{text.count(chr(10), 0, m.start()) + 1}: a figure marker starts the line "
-        "(it would end the paragraph); move a word before it"
-        for m in re.finditer(r"^[ \t]*<!-- figure:", text, re.M)
+        f"{line(m)}: a figure marker starts the line (it would end the paragraph); "
+        "move a word before it"
+        for m in re.finditer(r"^[ \t]*<!-- figure:", text, re.MULTILINE)
     ]
+    for m in FIGURE.finditer(text):
+        if m.group(2) not in registry.FIGURES:
+            problems.append(
+                f"{line(m)}: figure {m.group(2)!r} is not in benchmarks/figures.py; add it "
+                "to FIGURES there or fix the name"
+            )
+        if len(m.group(0)) > MAX_MARKER:
+            problems.append(
+                f"{line(m)}: the marker of {m.group(2)!r} is {len(m.group(0))} characters, "
+                f"over {MAX_MARKER}; give the figure a shorter name"
+            )
     return problems
 
 
@@ -358,8 +439,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="change nothing; exit 1 if a table or figure differs from its "
-        "JSON or a figure in the prose has no marker",
+        help="change nothing; exit 1 if a table or figure differs from its JSON, a "
+        "figure in the prose has no marker, a marker names no figure of "
+        "benchmarks/figures.py or a figure there is quoted nowhere",
     )
     parser.add_argument(
         "--machines",
@@ -371,24 +453,27 @@ def main(argv=None) -> int:
         for row in machines():
             print("  ".join(row))
         return 0
-    stale = []
+    problems = []
     for page in PAGES:
         text = page.read_text()
-        filled = fill(text)
+        try:
+            filled = fill(text)
+        except KeyError as err:
+            problems.append(f"{page_name(page)}: {err.args[0]}")
+            continue
         if filled != text:
-            stale.append(page)
-            if not args.check:
+            if args.check:
+                problems.append(
+                    f"{page_name(page)}: tables or figures differ from benchmarks/results/; "
+                    "run python benchmarks/report.py"
+                )
+            else:
                 page.write_text(filled)
     if args.check:
-        problems = [
-            f"{page}: tables or figures differ from benchmarks/results/; run python "
-            "benchmarks/report.py"
-            for page in stale
-        ] + check_prose()
-        for problem in problems:
-            print(problem)
-        return 1 if problems else 0
-    return 0
+        problems += check_prose() + check_markers()
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ build fetches nothing from the network.  What a reader meets is checked too: no
 docstring, comment or page cites a file outside the repository, none sells the
 p-values as per-feature evidence, every API summary is a whole sentence, every
 estimator parameter is described, wide tables scroll, no page shows an empty
-sidebar, and the front page opens with an example and a figure.  The pages'
-Python blocks run in ``tests/test_readme.py``.
+sidebar, the front page opens with an example and a figure, and no prose line of a
+page runs over 200 characters.  The pages' Python blocks run in
+``tests/test_readme.py``.
 """
 
 import importlib.util
@@ -96,6 +97,49 @@ def test_the_readme_is_a_front_page():
     assert len(text.splitlines()) <= 220, "the README is a front page: move material to docs/"
     assert "`make test` is the test command; `.ci/run` calls it" in text
     assert "make docs" in text and "benchmarks/README.md" in text
+
+
+#: The longest a line of a page's prose may be (MyST joins a paragraph's lines, so a
+#: paragraph rewrapped reads the same).
+MAX_PROSE_LINE = 200
+
+
+def prose_lines(text: str) -> list[tuple[int, str]]:
+    """``(number, line)`` of every prose line of a Markdown page: fenced code (MyST's
+    directives among it), Markdown tables and the tables report.py pastes aside."""
+    out, fence, pasted = [], None, False
+    for number, line in enumerate(text.splitlines(), 1):
+        opened = re.match(r"^\s*(`{3,}|~{3,})", line)
+        if fence:
+            fence = None if opened and opened.group(1).startswith(fence) else fence
+        elif opened:
+            fence = opened.group(1)
+        elif line.startswith(("<!-- table:", "<!-- /table -->")):
+            pasted = line.startswith("<!-- table:")
+        elif not pasted and not line.lstrip().startswith("|"):
+            out.append((number, line))
+    return out
+
+
+@pytest.mark.parametrize(
+    "page", [REPO / "README.md", *PAGES], ids=lambda p: p.relative_to(REPO).as_posix()
+)
+def test_no_prose_line_is_over_200_characters(page):
+    long = [
+        f"{page.relative_to(REPO)}:{n}: {len(line)} characters"
+        for n, line in prose_lines(page.read_text())
+        if len(line) > MAX_PROSE_LINE
+    ]
+    assert not long, "rewrap these paragraphs (the page renders the same):\n" + "\n".join(long)
+
+
+def test_prose_lines_leave_code_and_tables_aside():
+    text = (
+        "A paragraph.\n```python\nx = 1  # " + "a" * 300 + "\n```\n| " + "b" * 300 + " |\n"
+        "<!-- table: bench -->\n" + "c" * 300 + "\n<!-- /table -->\n" + "d" * 201 + "\n"
+    )
+    assert [n for n, _ in prose_lines(text)] == [1, 9]
+    assert [len(line) for _, line in prose_lines(text)] == [12, 201]
 
 
 @pytest.mark.parametrize("name", ["README.md", "CONTRIBUTING.md"])

@@ -1,13 +1,16 @@
 """Every figure the README and the docs quote is its benchmark JSON's.
 
 A measured figure in the prose of ``README.md`` or of a page under ``docs/`` sits in
-a ``<!-- figure: EXPRESSION FORMAT -->VALUE<!-- /figure -->`` marker, which
-``python benchmarks/report.py`` fills from ``benchmarks/results/`` as it fills the
+a ``<!-- figure: NAME -->VALUE<!-- /figure -->`` marker.  NAME is a key of the one
+registry of quoted figures, ``benchmarks/figures.py``, which holds its expression
+(references into ``benchmarks/results/`` and arithmetic), its format and a line saying
+what it is; ``python benchmarks/report.py`` fills the markers from it as it fills the
 tables (its docstring has the syntax).  These tests check that every such value is
-what report.py would write, that no number with a unit of measurement stands in the
-prose outside a marker (settings and limits aside: ``report.NOT_MEASURED``, each with
-its reason), and -- on altered copies of the pages -- that the checks fail when
-they should.
+what report.py would write, that every marker names a registered figure and every
+registered figure is quoted, that no marker runs over 80 characters, that no number
+with a unit of measurement stands in the prose outside a marker (settings and limits
+aside: ``report.NOT_MEASURED``, each with its reason), and -- on altered copies of the
+pages and of the registry -- that the checks fail when they should.
 """
 
 import json
@@ -23,6 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 report = _report()  # benchmarks/report.py, loaded as tests/test_docs.py loads it
 PAGES = {report.page_name(page): page for page in report.FIGURE_PAGES}
+#: Every page whose markers are filled: the above and benchmarks/README.md.
+ALL_PAGES = {report.page_name(page): page for page in report.PAGES}
+Figure = report.registry.Figure
 
 
 # --------------------------------------------------------------------------- #
@@ -55,6 +61,33 @@ def test_no_figure_in_the_prose_is_outside_a_marker():
     assert not problems, "\n".join(problems)
 
 
+def test_every_marker_names_a_figure_and_every_figure_is_quoted():
+    problems = report.check_markers()
+    assert not problems, "\n".join(problems)
+    quoted = {name for page in ALL_PAGES.values() for name in report.figure_names(page.read_text())}
+    assert quoted == set(report.registry.FIGURES)
+    assert len(quoted) >= 80
+
+
+@pytest.mark.parametrize("name", sorted(ALL_PAGES))
+def test_every_marker_is_a_name_of_at_most_80_characters(name):
+    text = ALL_PAGES[name].read_text()
+    for code in (report._SKIPPED[0], report._SKIPPED[4]):  # an example in code is no marker
+        text = code.sub(report._blank, text)
+    markers = [m.group(0) for m in report.FIGURE.finditer(text)]
+    assert text.count("<!-- figure:") == len(markers)  # every marker is a named one
+    too_long = [marker for marker in markers if len(marker) > report.MAX_MARKER == 80]
+    assert not too_long, too_long
+
+
+def test_every_figure_says_what_it_is():
+    assert report.registry_problems() == []
+    for name, figure in report.registry.FIGURES.items():
+        assert re.fullmatch(r"[a-z0-9_]+\.[a-z0-9_]+", name), name  # family.what_it_is
+        assert report.references(figure.expression), name  # it quotes the JSON
+        assert figure.description and "{" in figure.format, name
+
+
 def test_the_exceptions_are_few_and_give_their_reason():
     assert len(report.NOT_MEASURED) <= 8
     for page, phrase, reason in report.NOT_MEASURED:
@@ -69,8 +102,7 @@ def test_the_exceptions_are_few_and_give_their_reason():
 def test_an_altered_figure_is_caught_and_restored():
     text = PAGES["docs/relief_peers.md"].read_text()
     marker = re.search(
-        r"(<!-- figure: surf_speed#targets/multisurf_skrebate_over_dmargin "
-        r"[^>]*-->)(\d+)x(<!-- /figure -->)",
+        r"(<!-- figure: surf\.multisurf_over_skrebate -->)(\d+)x(<!-- /figure -->)",
         text,
     )
     assert marker, "the page quotes MultiSURF's ratio to skrebate in a figure marker"
@@ -133,14 +165,70 @@ def test_an_exception_is_exempt_only_where_it_is_listed():
 
 
 def test_broken_markers_are_caught():
-    good = "about <!-- figure: a#b {:.0f} s -->2 s<!-- /figure --> here\n"
+    good = "about <!-- figure: first_fit.wall_s -->2 s<!-- /figure --> here\n"
     assert report.marker_problems(good) == []
-    at_line_start = "about\n<!-- figure: a#b {:.0f} s -->2 s<!-- /figure --> here\n"
+    at_line_start = "about\n<!-- figure: first_fit.wall_s -->2 s<!-- /figure --> here\n"
     assert any("starts the line" in p for p in report.marker_problems(at_line_start))
-    unclosed = "about <!-- figure: a#b {:.0f} s -->2 s here\n"
+    unclosed = "about <!-- figure: first_fit.wall_s -->2 s here\n"
     assert any("not <!-- figure:" in p for p in report.marker_problems(unclosed))
-    shown = "write `<!-- figure: BENCHMARK#PATH FORMAT -->` before the value\n"
+    shown = "write `<!-- figure: family.what_it_is -->` before the value\n"
     assert report.marker_problems(shown) == []  # in code: an example, not a marker
+
+
+def test_an_expression_in_a_page_is_refused():
+    # The expression lives in benchmarks/figures.py, never in the page.
+    inline = (
+        "about <!-- figure: first_fit#targets/first_fit_wall_s {:.0f} s -->2 s<!-- /figure -->\n"
+    )
+    assert report.figure_names(inline) == []
+    problems = report.marker_problems(inline)
+    assert problems and "NAME a key of FIGURES in benchmarks/figures.py" in problems[0]
+
+
+def test_a_name_not_in_the_registry_is_caught(tmp_path):
+    text = "about <!-- figure: first_fit.wal_s -->2 s<!-- /figure --> here\n"
+    assert any("'first_fit.wal_s' is not in benchmarks/figures.py" in p
+               for p in report.marker_problems(text))  # fmt: skip
+    with pytest.raises(KeyError, match="not in benchmarks/figures.py: add it to FIGURES"):
+        report.fill(text)
+    page = tmp_path / "page.md"
+    page.write_text(text)
+    report.harness.REPO, saved = tmp_path, report.harness.REPO
+    try:
+        assert any("first_fit.wal_s" in p for p in report.check_markers([page]))
+    finally:
+        report.harness.REPO = saved
+
+
+def test_a_figure_no_page_quotes_is_caught(monkeypatch):
+    extra = Figure("first_fit#targets/first_fit_wall_s", "{:.1f} s", "the first fit, to a tenth")
+    monkeypatch.setitem(report.registry.FIGURES, "first_fit.wall_s_tenths", extra)
+    problems = report.check_markers()
+    dead = (
+        "benchmarks/figures.py: figure 'first_fit.wall_s_tenths' is quoted on no page; "
+        "remove it from FIGURES or quote it"
+    )
+    assert problems == [dead]
+
+
+def test_a_long_marker_and_a_malformed_entry_are_caught(monkeypatch):
+    name = "first_fit.the_wall_time_of_the_first_fit_after_installing"
+    monkeypatch.setitem(report.registry.FIGURES, name, report.registry.FIGURES["first_fit.wall_s"])
+    text = f"about <!-- figure: {name} -->2 s<!-- /figure --> here\n"
+    assert any("over 80; give the figure a shorter name" in p for p in report.marker_problems(text))
+    monkeypatch.setitem(report.registry.FIGURES, "Wall", Figure("a#b", "%d", "short"))
+    assert report.registry_problems() == [
+        "'Wall': a name is family.what_it_is (a-z, 0-9, _)",
+        "'Wall': the format '%d' has no {} field",
+        "'Wall': the description is one line of 10-100 characters",
+    ]
+
+
+def test_check_exits_1_on_a_problem_and_0_on_the_pages(monkeypatch, capsys):
+    assert report.main(["--check"]) == 0
+    monkeypatch.setitem(report.registry.FIGURES, "first_fit.unused", Figure("a#b", "{}", "x" * 20))
+    assert report.main(["--check"]) == 1
+    assert "'first_fit.unused' is quoted on no page" in capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------- #
@@ -184,9 +272,10 @@ def results(tmp_path, monkeypatch):
         ("min ( demo#a , demo#rows/0/t ) * 2", "{:g}", "4"),
     ],
 )
-def test_expressions(results, expression, fmt, expected):
+def test_expressions(results, monkeypatch, expression, fmt, expected):
     assert report.render(expression, fmt) == expected
-    marker = f"<!-- figure: {expression} {fmt} -->"
+    monkeypatch.setattr(report.registry, "FIGURES", {"demo.it": Figure(expression, fmt, "a test")})
+    marker = "<!-- figure: demo.it -->"
     text = f"it took {marker}?<!-- /figure --> here"
     assert report.fill(text) == f"it took {marker}{expected}<!-- /figure --> here"
 
@@ -194,9 +283,11 @@ def test_expressions(results, expression, fmt, expected):
 @pytest.mark.parametrize(
     "expression", ["demo#c", "demo/none#a", "demo#rows/5/t", "demo#rows/n=7/t", "missing#a"]
 )
-def test_a_figure_the_json_does_not_hold_fails(results, expression):
+def test_a_figure_the_json_does_not_hold_fails(results, monkeypatch, expression):
+    figure = Figure(expression, "{:.0f} s", "a test")
+    monkeypatch.setattr(report.registry, "FIGURES", {"demo.it": figure})
     with pytest.raises(KeyError, match="not in benchmarks/results"):
-        report.fill(f"it took <!-- figure: {expression} {{:.0f}} s -->3 s<!-- /figure -->")
+        report.fill("it took <!-- figure: demo.it -->3 s<!-- /figure -->")
 
 
 @pytest.mark.parametrize(
