@@ -4,13 +4,16 @@ from .boosting._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
 from ._cost import FitCost, LongFitWarning, fit_cost
 from .knockoffs._filter import KnockoffSelector
 from .knockoffs._sampler import KnockoffSampler
-from .immigrate._immigrate import IM4E, BoostedImmigrate, IM4EImmigrate, Immigrate
-from .ldm._ldm import LDM, LDMRFE, SVMRFE
+from .immigrate._boosted import BoostedImmigrate
+from .immigrate._immigrate import IM4E, IM4EImmigrate, Immigrate
+from .ldm._machine import LDM
+from .ldm._rfe import LDMRFE, SVMRFE
 from .irelief._online import OnlineIRelief
 from .io._parquet import iter_parquet, read_parquet
 from ._registry import estimator_names
 from .relief._regression import RReliefF
-from .relief._relief import IRelief, Relief, ReliefF
+from .irelief._irelief import IRelief
+from .relief._relief import Relief, ReliefF
 from .relief._simba import Simba
 from ._pvalues import PValuesUnavailableError, UncalibratedPValuesWarning
 from .surf._surf import SURF, MultiSURF, MultiSURFstar, SURFstar

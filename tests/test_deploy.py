@@ -32,7 +32,7 @@ from dask.utils import parse_bytes
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from dmargin.relief._relief import IRelief
+from dmargin.irelief._irelief import IRelief
 
 try:
     from . import test_live_cluster as live

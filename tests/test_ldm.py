@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from dmargin.ldm._ldm import LDM, LDMRFE, SVMRFE
+from dmargin.ldm._machine import LDM
+from dmargin.ldm._rfe import LDMRFE, SVMRFE
 from dmargin.ldm._solvers import dual_matrices, fit_machines
 from dmargin.engine import _numba, quadratic
 from dmargin.engine.kernels import rbf

@@ -16,10 +16,12 @@ from sklearn.feature_selection import RFE
 from sklearn.svm import LinearSVC
 
 import dmargin
-from dmargin.ldm import _ldm, _solvers as _ldm_solvers
-from dmargin.ldm._ldm import LDM, LDMRFE, SVMRFE
-from dmargin.ldm._solvers import fit_machines, ldm_primal_objective, ldm_quadratic
 from dmargin.engine import linear_gram, prepare_rows
+from dmargin.ldm import _machine, _rfe
+from dmargin.ldm import _solvers as _ldm_solvers
+from dmargin.ldm._machine import LDM
+from dmargin.ldm._rfe import LDMRFE, SVMRFE
+from dmargin.ldm._solvers import fit_machines, ldm_primal_objective, ldm_quadratic
 
 TIGHT = dict(tol=1e-10, max_iter=100_000)
 
@@ -209,8 +211,8 @@ def test_ldmrfe_rounds_start_from_the_last_machines(monkeypatch):
         )
     warm = LDMRFE(4, kernel="linear", solver="newton").fit(X, y)
     n_warm = len(passes)
-    machines = _ldm.newton_machines
-    monkeypatch.setattr(_ldm, "newton_machines", lambda *a, start=None: machines(*a, start=None))
+    machines = _rfe.newton_machines
+    monkeypatch.setattr(_rfe, "newton_machines", lambda *a, start=None: machines(*a, start=None))
     passes.clear()
     cold = LDMRFE(4, kernel="linear", solver="newton").fit(X, y)
     np.testing.assert_array_equal(warm.ranking_, cold.ranking_)
@@ -229,7 +231,7 @@ def test_auto_picks_newton_for_dask_input_and_many_rows(monkeypatch, threaded):
     local = LDM(kernel="linear", solver="newton").fit(X, y)
     np.testing.assert_allclose(on_dask.coef_, local.coef_, rtol=0, atol=1e-10)
     np.testing.assert_allclose(on_dask.intercept_, local.intercept_, rtol=0, atol=1e-10)
-    monkeypatch.setattr(_ldm, "NEWTON_MIN_ROWS", 150)
+    monkeypatch.setattr(_machine, "NEWTON_MIN_ROWS", 150)
     assert LDM(kernel="linear").fit(X, y).solver_ == "newton"
     assert LDM(kernel="rbf").fit(X, y).solver_ == "dual"
 
@@ -240,7 +242,7 @@ def test_auto_picks_newton_for_dask_input_and_many_rows(monkeypatch, threaded):
     ids=["LDM-rbf", "LDM-linear-cd", "LDMRFE-rbf", "SVMRFE-rbf"],
 )
 def test_in_memory_solvers_refuse_large_dask_input(make, monkeypatch, threaded):
-    monkeypatch.setattr(_ldm, "GATHER_MAX_ROWS", 120)
+    monkeypatch.setattr(_machine, "GATHER_MAX_ROWS", 120)
     X, y = _data(n=200)
     Xd, yd = da.from_array(X, chunks=(50, X.shape[1])), da.from_array(y, chunks=50)
     with pytest.raises(

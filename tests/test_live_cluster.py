@@ -24,7 +24,8 @@ import pytest
 from dmargin import LDMRFE, SBSMF
 from dmargin.immigrate._immigrate import Immigrate
 from dmargin.io._parquet import read_parquet
-from dmargin.relief._relief import IRelief, ReliefF
+from dmargin.irelief._irelief import IRelief
+from dmargin.relief._relief import ReliefF
 
 from .test_modes import assert_estimator_equal
 

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dmargin.io._parquet import iter_parquet, parquet_features, read_parquet
-from dmargin.relief._relief import IRelief, Relief
+from dmargin.irelief._irelief import IRelief
+from dmargin.relief._relief import Relief
 
 
 def spark_like(tmp_path, frame, partition_cols, rows_per_group=7):

@@ -1,7 +1,7 @@
 """LDM's solvers, and the decision values of the machines they fit.
 
 Arrays and scalars in, arrays out -- no estimator objects: the estimators of
-:mod:`dmargin.ldm._ldm` choose a solver and pass their parameters.  One binary
+:mod:`dmargin.ldm._machine` and :mod:`dmargin.ldm._rfe` choose a solver and pass their parameters.  One binary
 machine per pair of classes (:func:`ovo_pairs`), trained
 
 - in memory by dual coordinate descent in the well-conditioned ``A^-1``
