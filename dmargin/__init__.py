@@ -1,31 +1,28 @@
-"""dmargin: margin-based feature selection, from a laptop to a Dask cluster."""
+"""dmargin: margin-based feature selection, from a laptop to a Dask cluster.
 
-from .boosting._boosting import BDSFS, SBSMF, AdaBoostCR, AdaBoostStumps
+The estimators are the registry's (``dmargin/_registry.py``): each entry's class is
+imported from the module it names, in the registry's order, and listed in ``__all__``,
+so that a registry line alone exports an estimator.
+
+They are imported at once, in a loop, rather than on first access (a module
+``__getattr__``): ``from dmargin import ReliefF``, ``dir(dmargin)``, pickles, the
+doctests and the API pages meet the classes as module attributes, as with one import
+line each; an estimator module that cannot be imported fails ``import dmargin`` itself,
+not a later attribute access; and nothing is slower, since every estimator module was
+imported before too.  Interactive completion (IPython, Jupyter, Jedi) reads the loaded
+module and offers every estimator; a checker that reads the source without running it
+does not see the loop's names, and finds them in the registry.
+"""
+
 from ._cost import FitCost, LongFitWarning, fit_cost
-from .knockoffs._filter import KnockoffSelector
-from .knockoffs._sampler import KnockoffSampler
-from .immigrate._boosted import BoostedImmigrate
-from .immigrate._immigrate import IM4E, IM4EImmigrate, Immigrate
-from .ldm._machine import LDM
-from .ldm._rfe import LDMRFE, SVMRFE
-from .irelief._online import OnlineIRelief
-from .io._parquet import iter_parquet, read_parquet
-from ._registry import estimator_names
-from .relief._regression import RReliefF
-from .irelief._irelief import IRelief
-from .relief._relief import Relief, ReliefF
-from .relief._simba import Simba
 from ._pvalues import PValuesUnavailableError, UncalibratedPValuesWarning
-from .surf._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
-from .surf._swrf import SWRF, MultiSWRF, MultiSWRFDB, MultiSWRFDBstar, MultiSWRFstar, SWRFstar
-from .wrappers._turf import TuRF
-from .relief._murelief import MuRelief
-from .wrappers._iter import Iter
-from .wrappers._vls import VLS
+from ._registry import ESTIMATORS, estimator_class
+from .io._parquet import iter_parquet, read_parquet
+from .knockoffs._sampler import KnockoffSampler
 
-# The estimators are the registry's (imported above by name, so that tools and readers see
-# them; tests/test_registry.py checks that the two agree).
-__all__ = list(estimator_names()) + [
+globals().update({entry.name: estimator_class(entry) for entry in ESTIMATORS})
+
+__all__ = [entry.name for entry in ESTIMATORS] + [
     "KnockoffSampler",
     "UncalibratedPValuesWarning",
     "PValuesUnavailableError",
@@ -36,3 +33,4 @@ __all__ = list(estimator_names()) + [
     "read_parquet",
 ]
 __version__ = "0.1.0"
+del ESTIMATORS, estimator_class  # the registry's, not the package's names

@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import dmargin
+from dmargin._registry import ESTIMATORS, SECTIONS, example
 
 project = "dmargin"
 copyright = "the dmargin developers"
@@ -21,11 +22,14 @@ extensions = [
 # so no remote inventory can be fetched.
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build"]
+#: The registry's estimators for autosummary to generate pages of (see ``write_registry_list``).
+REGISTRY_LIST = "generated/registry_estimators.rst"
+exclude_patterns = ["_build", REGISTRY_LIST]
 templates_path = ["_templates"]
 
-# The API reference: one generated page per public name (docs/api.rst).
-autosummary_generate = True
+# The API reference: one generated page per public name (docs/api.rst); the estimators'
+# lists are the registry's (``fill_api_page``).
+autosummary_generate = ["api.rst", REGISTRY_LIST]
 autodoc_typehints = "none"  # the numpydoc sections give the types
 # A class page documents its methods, those of dmargin's base classes included
 # (``skip_scikit_learn_methods`` below leaves out scikit-learn's); numpydoc's own
@@ -131,7 +135,70 @@ def literal_fitted_names_in_types(app, what, name, obj, options, lines):
             lines[i] = field[1] + _FITTED_NAME.sub(r"``\1``", field[2])
 
 
+# -- The API page's estimators, from the registry ----------------------------------------
+#
+# ``docs/api.rst`` names no estimator: ``.. dmargin-estimators:: SECTION`` stands for the
+# registry's estimators of that section (``dmargin/_registry.py``) and
+# ``.. dmargin-cost-table::`` for their costs, so that an estimator added to the registry
+# is documented without an edit here or there.
+
+_ESTIMATORS_HERE = re.compile(r"^\.\. dmargin-estimators:: (\w+)[ \t]*$", re.MULTILINE)
+_COST_TABLE_HERE = re.compile(r"^\.\. dmargin-cost-table::[ \t]*$", re.MULTILINE)
+#: The size the cost table is computed at.
+COST_TABLE_SIZE = (100_000, 50)
+
+
+def estimator_list(section, toctree="generated/"):
+    """An autosummary of the registry's estimators of ``section`` (a key of ``SECTIONS``)."""
+    if section not in SECTIONS:
+        raise ValueError(f"docs/api.rst: no section {section!r}; the registry has {list(SECTIONS)}")
+    names = [entry.name for entry in ESTIMATORS if entry.section == section]
+    lines = [".. autosummary::", f"   :toctree: {toctree}", "   :template: class.rst", ""]
+    return "\n".join(lines + [f"   {name}" for name in names]) + "\n"
+
+
+def cost_table():
+    """A table of what ``dmargin.fit_cost`` says of each registered estimator, as the
+    registry builds it, at :data:`COST_TABLE_SIZE`."""
+    n, a = COST_TABLE_SIZE
+    lines = [
+        ".. list-table::",
+        "   :header-rows: 1",
+        "",
+        "   * - estimator",
+        f"     - ``fit_cost(estimator, {n:_}, {a})``",
+    ]
+    for entry in ESTIMATORS:
+        est = example(entry.name)
+        cost = dmargin.fit_cost(est, n, a)
+        said = "``None``: no model of its cost" if cost is None else str(cost).replace("*", r"\*")
+        lines += [f"   * - ``{est!r}``", f"     - {said}"]
+    return "\n".join(lines) + "\n"
+
+
+def expand_registry(text):
+    """``text`` (docs/api.rst) with the registry's lists and cost table in place."""
+    text = _ESTIMATORS_HERE.sub(lambda m: estimator_list(m[1]), text)
+    return _COST_TABLE_HERE.sub(lambda m: cost_table(), text)
+
+
+def fill_api_page(app, docname, source):
+    if docname == "api":
+        source[0] = expand_registry(source[0])
+
+
+def write_registry_list(app):
+    """Write :data:`REGISTRY_LIST` for autosummary: it generates the class pages from the
+    files on disk, before any page is read (and so before ``fill_api_page``)."""
+    path = Path(app.srcdir) / REGISTRY_LIST
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(estimator_list(section, toctree=".") for section in SECTIONS))
+
+
 def setup(app):
+    # Before autosummary's own handler (priority 500) reads the files.
+    app.connect("builder-inited", write_registry_list, priority=400)
+    app.connect("source-read", fill_api_page)
     app.connect("autodoc-skip-member", skip_scikit_learn_methods)
     # Before numpydoc's own handler (priority 500), on the docstring as written.
     app.connect("autodoc-process-docstring", literal_fitted_names_in_types, priority=400)

@@ -57,8 +57,17 @@ def _fake_fit(record):
 
 def test_every_ranking_estimator_is_a_cli_method():
     reachable = {name for name, _ in cli.METHODS.values()}
+    # A variant (a subclass of an estimator the command line fits) is the Python API's
+    # until its registry line gives it a --method.
+    variants = {
+        e.name
+        for e in ESTIMATORS
+        if any(k.__name__ in reachable for k in getattr(dmargin, e.name).__mro__[1:])
+    }
     missing = [
-        e.name for e in ESTIMATORS if e.name not in reachable and e.name not in NOT_ON_THE_CLI
+        e.name
+        for e in ESTIMATORS
+        if e.name not in reachable | variants and e.name not in NOT_ON_THE_CLI
     ]
     assert not missing, f"no --method for {missing}"
     for name in ("Relief", "MuRelief", "TuRF", "Simba"):

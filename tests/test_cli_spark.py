@@ -407,4 +407,8 @@ def test_the_spark_page_has_a_row_for_every_public_estimator():
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "spark.md").read_text()
     rows = {m.group(1) for m in re.finditer(r"^\| `(\w+)` \|", text, re.M)}
-    assert rows == {e.name for e in ESTIMATORS}
+    public = {e.name for e in ESTIMATORS}
+    assert rows <= public
+    # A variant (a subclass of an estimator with a row) runs on Spark as that estimator.
+    unlisted = [n for n in public if not {k.__name__ for k in getattr(dmargin, n).__mro__} & rows]
+    assert not unlisted, f"docs/spark.md has no row for {unlisted}"

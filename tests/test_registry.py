@@ -7,7 +7,14 @@ from sklearn.base import BaseEstimator
 
 import dmargin
 from dmargin import cli
-from dmargin._registry import ESTIMATORS, cli_methods, estimator_names, estimators
+from dmargin._registry import (
+    ESTIMATORS,
+    SECTIONS,
+    cli_methods,
+    estimator_names,
+    estimators,
+    example,
+)
 
 NAMES = estimator_names()
 
@@ -29,6 +36,12 @@ def test_the_package_exports_exactly_the_registered_estimators():
     assert set(NAMES) <= set(dmargin.__all__)
     for name, cls in estimators():  # a registry entry without an import fails here
         assert cls is getattr(dmargin, name) and cls.__name__ == name
+    for entry in ESTIMATORS:  # each entry names the module that defines its class
+        assert getattr(dmargin, entry.name).__module__ == f"dmargin.{entry.module}", entry
+
+
+def test_every_entry_is_in_a_section_of_the_api_page():
+    assert {entry.section for entry in ESTIMATORS} <= set(SECTIONS)
 
 
 def test_every_registered_estimator_is_covered_in_every_execution_mode():
@@ -59,16 +72,16 @@ def test_the_cli_methods_are_the_registrys():
 @pytest.mark.parametrize("name", NAMES)
 def test_every_estimator_states_its_cost(name):
     """``fit_cost`` asks the estimator; one that does not answer is this failure, never a
-    silent ``None``.  The answer is its own family's (defined in its own module), not a
-    default inherited from the shared base."""
+    silent ``None``.  The answer is its own family's (defined in its own module, or by
+    the registered estimator it is a variant of), not a default inherited from a
+    shared base."""
     cls = getattr(dmargin, name)
     owner = next((k for k in cls.__mro__ if "_fit_cost" in vars(k)), None)
     assert owner is not None, f"{name} has no _fit_cost method"
-    assert owner.__module__ == cls.__module__, (
+    assert owner.__module__ == cls.__module__ or owner is getattr(dmargin, owner.__name__, None), (
         f"{name} inherits _fit_cost from {owner.__qualname__}"
     )
-    est = cls(dmargin.ReliefF()) if name in ("TuRF", "Iter", "VLS", "KnockoffSelector") else cls()
-    cost = dmargin.fit_cost(est, 1000, 10)
+    cost = dmargin.fit_cost(example(name), 1000, 10)
     assert cost is None or isinstance(cost, dmargin.FitCost)
 
 
