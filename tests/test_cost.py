@@ -271,3 +271,32 @@ def test_the_warning_comes_once_per_fit_and_never_for_small_ones(make, monkeypat
         warnings.filterwarnings("ignore", category=dmargin.LongFitWarning)
         make().fit(X, y)
     assert not [w for w in caught if issubclass(w.category, dmargin.LongFitWarning)]
+
+
+# -- the registry's cost table; each family's formula in its family -----------------------
+
+
+def test_the_api_page_gives_the_cost_of_every_registered_estimator():
+    import runpy
+    from pathlib import Path
+
+    from dmargin._registry import ESTIMATORS, example
+
+    conf = runpy.run_path(str(Path(__file__).resolve().parents[1] / "docs" / "conf.py"))
+    table = conf["cost_table"]()
+    for entry in ESTIMATORS:
+        row = f"   * - ``{example(entry.name)!r}``\n     - "
+        assert table.count(row) == 1, entry.name
+    n, a = conf["COST_TABLE_SIZE"]
+    said = str(fit_cost(dmargin.ReliefF(), n, a))
+    assert f"   * - ``ReliefF()``\n     - {said}\n" in table
+
+
+def test_the_core_holds_no_familys_formula():
+    """``dmargin/_cost.py`` is the generic part; a family's formula and rates live in its
+    subpackage's ``_cost.py``, beside the estimators that call it."""
+    from dmargin import _cost
+
+    formulas = [n for n in vars(_cost) if n.endswith("_cost") and n not in ("fit_cost",)]
+    assert formulas == ["repeated_cost"]  # a wrapper's fits, any family's
+    assert not [n for n in vars(_cost) if n.endswith("_RATE")]

@@ -103,10 +103,11 @@ def test_wide_data_hint_on_estimated_time(monkeypatch):
     """Few features but an estimate over a minute (here: a 10,000 times slower machine)."""
     X, y = load_dataset("heart")
     from dmargin import _cost
+    from dmargin.immigrate import _cost as rates
 
-    monkeypatch.setattr(_cost, "PAIR_RATE", _cost.PAIR_RATE / 1e4)
-    monkeypatch.setattr(_cost, "EIGH_RATE", _cost.EIGH_RATE / 1e4)
-    seconds = _cost.immigrate_seconds(270, 13, 10)
+    monkeypatch.setattr(rates, "PAIR_RATE", rates.PAIR_RATE / 1e4)
+    monkeypatch.setattr(rates, "EIGH_RATE", rates.EIGH_RATE / 1e4)
+    seconds = rates.immigrate_seconds(270, 13, 10)
     assert seconds > _immigrate._WIDE_SECONDS  # the warning's threshold
     estimate = re.escape(_cost.format_seconds(seconds))
     with pytest.warns(

@@ -310,7 +310,7 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
 
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost`: ``n_estimators`` rounds of passes over the rows."""
-        from .._cost import boosting_cost
+        from ._cost import boosting_cost
 
         return boosting_cost(self, n_samples, n_features, eliminates=False)
 
@@ -467,7 +467,7 @@ class _BackwardSelector(_RankingSelector):
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost` of SBS-MF and AdaBoost-CR: the boosting rounds of
         every elimination round (at most)."""
-        from .._cost import boosting_cost
+        from ._cost import boosting_cost
 
         return boosting_cost(self, n_samples, n_features, eliminates=True)
 

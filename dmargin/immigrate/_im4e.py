@@ -212,6 +212,6 @@ class IM4E(SoftminClassifier):
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost`: I-RELIEF's, a pass over the pairs of rows per
         iteration."""
-        from .._cost import irelief_cost
+        from ..irelief._cost import irelief_cost
 
         return irelief_cost(self, n_samples, n_features)

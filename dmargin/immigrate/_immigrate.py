@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, anchors_for
-from .._cost import format_seconds, immigrate_seconds
+from .._cost import format_seconds
+from ._cost import immigrate_seconds
 from .._start import start_fit
 from .._utils import make_rng, user_stacklevel
 from .._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
@@ -264,7 +265,7 @@ class Immigrate(SoftminClassifier):
 
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost`: ``N^2 A^2`` outer-product terms a step."""
-        from .._cost import immigrate_cost
+        from ._cost import immigrate_cost
 
         return immigrate_cost(self, n_samples, n_features)
 

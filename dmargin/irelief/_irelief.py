@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors
-from .._cost import irelief_cost
+from ._cost import irelief_cost
 from .._start import start_fit
 from .._utils import logger, make_rng, timer, user_stacklevel
 from .._validation import ARRAY, BOOLEAN, RANDOM_STATE, Interval, Options

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import N_FEATURES_TO_SELECT, WeightSelector, miss_priors
 from .._start import Stream, start_fit
 from .._utils import make_rng, timer
-from .._cost import online_cost
+from ._cost import online_cost
 from ._checkpoint import read_online_state, write_online_state
 from .._dask import compute
 from ..io._training import Scaling, iter_row_blocks

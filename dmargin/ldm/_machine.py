@@ -423,6 +423,6 @@ class LDM(UnfittedOnInterrupt, ClassifierMixin, BaseEstimator):
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost`: passes of the linear primal solver over the rows;
         ``None`` for the in-memory solvers."""
-        from .._cost import linear_primal_cost
+        from ._cost import linear_primal_cost
 
         return linear_primal_cost(self, n_samples, n_features)

@@ -329,7 +329,7 @@ class LDMRFE(_KernelRFE):
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost`: LDM's linear primal passes in each elimination
         round; ``None`` for the in-memory solvers."""
-        from .._cost import linear_primal_cost
+        from ._cost import linear_primal_cost
 
         return linear_primal_cost(self, n_samples, n_features, eliminates=True)
 
@@ -404,6 +404,6 @@ class SVMRFE(_KernelRFE):
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost`: the squared-hinge SVM's primal passes in each
         elimination round; ``None`` for the in-memory solvers."""
-        from .._cost import linear_primal_cost
+        from ._cost import linear_primal_cost
 
         return linear_primal_cost(self, n_samples, n_features, svm=True, eliminates=True)

@@ -19,7 +19,7 @@ import numbers
 import numpy as np
 
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
-from .._cost import murelief_cost
+from ._cost import murelief_cost
 from ._regression import hit_bound, set_target
 from .._start import start_fit
 from ..surf._terms import surf_terms
@@ -234,4 +234,4 @@ class MuRelief(WeightSelector):
 
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost`: two passes over the pairs (class means, neighbours)."""
-        return murelief_cost(self, n_samples, n_features)
+        return murelief_cost(self, n_samples, n_features, ranked=self._ranked)

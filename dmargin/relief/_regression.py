@@ -19,7 +19,7 @@ import numpy as np
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
 from .._start import start_fit
 from .._utils import make_rng, timer
-from .._cost import relief_cost
+from ._cost import relief_cost
 from .._validation import NONE, RANDOM_STATE, Interval, Options
 from ._terms import relieff_continuous_agg, rrelieff_agg
 from .._pvalues import not_asked, set_pvalues

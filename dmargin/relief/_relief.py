@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors
-from .._cost import relief_cost
+from ._cost import relief_cost
 from .._pvalues import (
     PERMUTATION_T,
     PValues,

@@ -22,7 +22,7 @@ import numpy as np
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
 from .._start import start_fit
 from .._utils import make_rng, timer
-from .._cost import surf_cost
+from ._cost import surf_cost
 from ..relief._terms import stir_shares
 from ..relief._regression import hit_bound, set_target
 from .._pvalues import (

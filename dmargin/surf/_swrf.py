@@ -26,7 +26,7 @@ with weighted neighbours: the distance moments, then the weighted sums.
 
 from __future__ import annotations
 
-from .._cost import swrf_cost
+from ._cost import swrf_cost
 from ._surf import SURF_NOTES, SURF_PARAMS, ThresholdSelector
 from ._terms import (
     FAR_NONE,
