@@ -13,7 +13,8 @@ import pandas as pd
 from numba.core.event import install_timer
 
 from . import IRelief, ReliefF
-from ._dask import from_pandas, local_cluster
+from ._cluster import local_cluster
+from ._dask import from_pandas
 from .datasets import load_dataset
 
 

@@ -461,7 +461,7 @@ def test_data_errors_are_one_line(csv_file, tmp_path, monkeypatch, capsys):
 
 @pytest.mark.parametrize("error", ["stalled", "memory"])
 def test_cluster_faults_are_one_line(error, csv_file, monkeypatch, capsys):
-    from dmargin._dask import ClusterStalledError, WorkerMemoryError
+    from dmargin._cluster import ClusterStalledError, WorkerMemoryError
 
     def fail(self, X, y):
         if error == "stalled":

@@ -81,7 +81,7 @@ def test_command_line_page_lists_every_method():
 
 
 def test_help_explains_every_option_and_names_the_default(capsys):
-    parser = cli._parser()
+    parser = cli._parser.build_parser()
     select = next(a for a in parser._actions if a.dest == "command").choices["select"]
     silent = [a.option_strings for a in select._actions if a.option_strings and not a.help]
     assert not silent, f"options without help text: {silent}"
@@ -205,8 +205,8 @@ def test_the_default_method_is_relieff(csv_file, tmp_path, capsys):
 
 
 def test_the_default_samples_anchors_beyond_the_row_limit(csv_file, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_EXACT_ROWS", 100)
-    monkeypatch.setattr(cli, "_DEFAULT_ANCHORS", 40)
+    monkeypatch.setattr(cli, "EXACT_ROWS", 100)
+    monkeypatch.setattr(cli, "DEFAULT_ANCHORS", 40)
     seen = []
     monkeypatch.setattr(dmargin.ReliefF, "fit", _fake_fit(seen))
     assert (
@@ -288,7 +288,7 @@ def test_a_long_fit_is_refused_without_yes_and_a_setting_that_fits_is_named(
     assert "~16 min" in err and "--yes" in err
     m = int(re.search(r"pass --anchors (\d+)", err).group(1))
     cheaper = dmargin.fit_cost(dmargin.IRelief(n_anchors=m), 40_000, 20)
-    assert cheaper.seconds <= cli._ADVICE_SECONDS and str(cheaper) in err
+    assert cheaper.seconds <= cli._parser.ADVICE_SECONDS and str(cheaper) in err
     # The named setting starts without asking; so does the long fit with --yes.
     assert main(args + ["--anchors", str(m)]) == 0 and seen[-1]["n_anchors"] == m
     assert main(args + ["--yes"]) == 0 and seen[-1]["n_anchors"] is None
@@ -344,8 +344,8 @@ def test_a_long_fit_on_parquet_is_refused_before_the_rows_are_read(
 
 def test_a_method_without_anchors_is_pointed_to_relieff_with_anchors():
     with pytest.raises(cli.UserError, match=r"--method relieff --anchors \d+ would take"):
-        cli._cost_lines(dmargin.SBSMF(), 10**8, 50)
-    lines = cli._cost_lines(dmargin.SBSMF(), 10**8, 50, yes=True)
+        cli._plan.cost_lines(dmargin.SBSMF(), 10**8, 50)
+    lines = cli._plan.cost_lines(dmargin.SBSMF(), 10**8, 50, yes=True)
     assert lines[0].startswith("estimated") and "faster: --method relieff --anchors" in lines[1]
 
 

@@ -1,6 +1,6 @@
 """Cluster faults end, with a message that says what happened and how to resume.
 
-- every worker killed mid-fit: :class:`dmargin._dask.ClusterStalledError`
+- every worker killed mid-fit: :class:`dmargin._cluster.ClusterStalledError`
   within ``dmargin.stall-timeout``; a refit on new workers gives the
   in-process result;
 - worker memory limits below what the fit holds: an error before anything is
@@ -21,7 +21,7 @@ import pytest
 from dmargin import IRelief, OnlineIRelief
 
 # _stall_message: the paused-workers text needs a scheduler state no test cluster reaches
-from dmargin._dask import ClusterStalledError, WorkerMemoryError, _stall_message, stall_timeout
+from dmargin._cluster import ClusterStalledError, WorkerMemoryError, _stall_message, stall_timeout
 
 from .test_live_cluster import CliCluster, connect, start_cli_cluster, start_worker
 from .test_modes import assert_estimator_equal

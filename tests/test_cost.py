@@ -47,7 +47,7 @@ def test_the_cli_says_the_cost_and_the_faster_setting_before_it_starts(
         label=rng.integers(0, 2, 300)
     )
     frame.to_csv(tmp_path / "d.csv", index=False)
-    monkeypatch.setattr(cli, "_SLOW_SECONDS", 0.0)  # as if 300 rows were 10^6
+    monkeypatch.setattr(cli._plan, "SLOW_SECONDS", 0.0)  # as if 300 rows were 10^6
     assert (
         cli.main(
             [

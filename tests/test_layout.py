@@ -1,9 +1,11 @@
 """The layering the package promises, checked on its source.
 
-- dask and distributed are imported only by ``_dask.py`` (the one place that
-  asks "is this dask?", also for the command line's ``Client``),
-  ``engine/execution.py`` (where graphs run), ``io/_parquet.py`` (reading) and the
-  Spark backend's scheduler, source and fit (``spark/``: dask graphs run on Spark);
+- dask and distributed are imported only by the dask adapter (``_dask.py``: "is
+  this dask?", persist and compute; ``_cluster.py``: the wait on a cluster and the
+  command line's ``Client``), ``engine/execution.py`` (where graphs run),
+  ``io/_parquet.py`` (reading) and the Spark backend's scheduler, source and fit
+  (``spark/``: dask graphs run on Spark) -- by an import statement, by name
+  (``importlib.import_module``, ``__import__``) or from ``sys.modules``;
 - no module imports another module's underscored name;
 - the algorithm modules hold the papers' driver loops only: no numba;
 - outside the engine, the engine is reached through its public names
@@ -27,6 +29,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dmargin"
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
 DASK_ALLOWED = {
     "_dask.py",
+    "_cluster.py",
     "engine/execution.py",
     "io/_parquet.py",
     "spark/_scheduler.py",
@@ -49,16 +52,67 @@ def _imports(tree):
                 yield node.module or "", alias.name, node.lineno, node.level
 
 
-@pytest.mark.parametrize("path", MODULES, ids=_name)
-def test_dask_is_imported_only_where_graphs_run(path):
-    tree = ast.parse(path.read_text())
+def _is_dask(name):
+    return isinstance(name, str) and name.split(".")[0] in ("dask", "distributed")
+
+
+def _dask_by_name(tree):
+    """``(line, name)`` of each dask module reached without an import statement:
+    ``importlib.import_module("dask.config")``, ``__import__("distributed")``,
+    ``sys.modules["distributed"]`` or ``sys.modules.get("distributed")``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            name, func = node.args[0].value, node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            on_modules = isinstance(func, ast.Attribute) and ast.unparse(func.value).endswith(
+                "modules"
+            )
+            if _is_dask(name) and (
+                called in ("import_module", "__import__", "find_spec", "importorskip") or on_modules
+            ):
+                yield node.lineno, name
+        elif (
+            isinstance(node, ast.Subscript)
+            and ast.unparse(node.value).endswith("modules")
+            and isinstance(node.slice, ast.Constant)
+            and _is_dask(node.slice.value)
+        ):
+            yield node.lineno, node.slice.value
+
+
+def _dask_uses(source):
+    tree = ast.parse(source)
     found = [
         f"line {item[2]}: {item[0]}"
         for item in _imports(tree)
-        if item[0].split(".")[0] in ("dask", "distributed") and (len(item) == 3 or item[3] == 0)
+        if _is_dask(item[0]) and (len(item) == 3 or item[3] == 0)
     ]
+    return found + [f"line {line}: {name} (by name)" for line, name in _dask_by_name(tree)]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_name)
+def test_dask_is_imported_only_where_graphs_run(path):
+    found = _dask_uses(path.read_text())
     if _name(path) not in DASK_ALLOWED:
-        assert not found, f"{_name(path)} imports dask: {found}"
+        assert not found, f"{_name(path)} imports dask (use dmargin._dask): {found}"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "import dask.config",
+        "from distributed import Client",
+        "importlib.import_module('dask.config')",
+        "import_module('distributed')",
+        "__import__('distributed')",
+        "sys.modules.get('distributed')",
+        "sys.modules['distributed.worker']",
+        "importlib.util.find_spec('dask')",
+    ],
+)
+def test_the_dask_rule_sees_every_form_of_import(line):
+    assert _dask_uses(line), line
+    assert not _dask_uses(line.replace("dask", "numpy").replace("distributed", "numpy"))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)

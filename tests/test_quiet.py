@@ -1,6 +1,6 @@
 """What a new user sees besides the results: no warning that is not about them.
 
-- ``make demo``'s cluster (``_compat.local_cluster``) neither warns that port 8787 is
+- ``make demo``'s cluster (``_cluster.local_cluster``) neither warns that port 8787 is
   taken nor kills its workers after distributed's 4 s when they are slow to exit (a
   loaded machine): "Worker process still alive after 4.0 seconds, killing".
 - ``pip install`` prints no setuptools deprecation block: ``project.license`` is an
@@ -25,7 +25,7 @@ _CLUSTER = textwrap.dedent("""
 
     from distributed.diagnostics.plugin import WorkerPlugin
 
-    from dmargin._dask import local_cluster
+    from dmargin._cluster import local_cluster
 
 
     class SlowToClose(WorkerPlugin):

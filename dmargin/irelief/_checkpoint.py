@@ -1,47 +1,46 @@
-"""Checkpoint files: written atomically, read as untrusted input.
+"""Checkpoint files: their format, and the reader that takes them as untrusted input.
 
 A checkpoint of :class:`dmargin.OnlineIRelief` (``save_state`` /
 ``load_state``) is an uncompressed zip of ``.npy`` members as
 :func:`numpy.savez` writes it: ``header`` -- a JSON document in a 0-d
-unicode array -- and the stream's arrays.  This module holds
+unicode array -- and the stream's arrays.  This module holds the format
+(:func:`array_specs`: the members and shapes a header implies) and
+:func:`read_online_state`, the reader; :mod:`dmargin.irelief._checkpoint_write`
+writes the files, atomically.
 
-- :func:`write_atomic`: a save never leaves a partial file at ``path``
-  (temporary file in the same directory, ``fsync``, ``os.replace``,
-  ``fsync`` of the directory) and keeps the file it replaces as
-  ``path + ".prev"``;
-- :func:`read_online_state`: the reader.  Nothing in the file is trusted,
-  neither the header's counts nor the zip directory's sizes, and nothing
-  large is allocated before both agree with each other and with the file:
+The reader trusts nothing in the file, neither the header's counts nor the zip
+directory's sizes, and allocates nothing large before both agree with each other
+and with the file:
 
-  0. the path: a regular file, opened without blocking (a FIFO or a device
-     is refused, never waited on);
-  1. the zip directory: known member names, compressed sizes that fit in
-     the file, uncompressed sizes that the compressed bytes can produce
-     and that stay within a small multiple of the members' compressed
-     bytes (no zip bombs; bytes outside the members, padding, count for
-     nothing);
-  2. the header (a bounded read), then its counts against the file: the
-     arrays the counts imply must fit in the members' compressed bytes
-     (see ``_DEFLATE_MAX_RATIO``), so a header that claims a billion
-     features in a small file is refused before any array is read;
-  3. the ``.npy`` preamble of every member (dtype, shape, order), against
-     the header and against the member's declared size;
-  4. the arrays' bytes, smallest member first, each streamed in bounded
-     chunks into an array of the checked shape (never more bytes than the
-     checked size, whatever the member's deflate stream would expand to,
-     and never more than a small multiple of the bytes read from the file
-     so far: a deflate stream that ends early inside its member's bytes
-     is refused as it expands);
-  5. every value the online kernel relies on (finite, in range, the
-     invariants of the weights) and the parameters (through the
-     estimator's own checks): :mod:`dmargin.irelief._online_state`.
+0. the path: a regular file, opened without blocking (a FIFO or a device
+   is refused, never waited on);
+1. the zip directory: known member names, compressed sizes that fit in
+   the file, uncompressed sizes that the compressed bytes can produce
+   and that stay within a small multiple of the members' compressed
+   bytes (no zip bombs; bytes outside the members, padding, count for
+   nothing);
+2. the header (a bounded read), then its counts against the file: the
+   arrays the counts imply must fit in the members' compressed bytes
+   (see ``_DEFLATE_MAX_RATIO``), so a header that claims a billion
+   features in a small file is refused before any array is read;
+3. the ``.npy`` preamble of every member (dtype, shape, order), against
+   the header and against the member's declared size;
+4. the arrays' bytes, smallest member first, each streamed in bounded
+   chunks into an array of the checked shape (never more bytes than the
+   checked size, whatever the member's deflate stream would expand to,
+   and never more than a small multiple of the bytes read from the file
+   so far: a deflate stream that ends early inside its member's bytes
+   is refused as it expands);
+5. every value the online kernel relies on (finite, in range, the
+   invariants of the weights) and the parameters (through the
+   estimator's own checks): :mod:`dmargin.irelief._online_state`.
 
-  The numba kernels have no bounds checks, so a shape that slipped through
-  would read or write out of bounds; every problem is instead one
-  ``ValueError`` naming the file, the member and the problem.  Members are
-  read with :mod:`zipfile` and :mod:`numpy.lib.format`, not
-  :func:`numpy.load`, which allocates whatever shape a member declares
-  before reading it.
+The numba kernels have no bounds checks, so a shape that slipped through
+would read or write out of bounds; every problem is instead one
+``ValueError`` naming the file, the member and the problem.  Members are
+read with :mod:`zipfile` and :mod:`numpy.lib.format`, not
+:func:`numpy.load`, which allocates whatever shape a member declares
+before reading it.
 """
 
 from __future__ import annotations
@@ -51,21 +50,20 @@ import io
 import json
 import math
 import os
-import secrets
-import shutil
 import struct
 import zipfile
 import zlib
 
 import numpy as np
 
+from ..io._special_files import open_regular
 from ._online_state import Problem, check_online_state, short
-from ..io._special_files import open_regular, refuse_special_file
 
 #: Suffix of the copy of the checkpoint a save replaced.
 PREVIOUS_SUFFIX = ".prev"
 
-_HEADER = "header"
+#: The member holding the JSON header.
+HEADER = "header"
 # Bytes of the header member (JSON as UTF-32: 4 bytes a character; feature
 # names dominate) and of the labels array: far above any real checkpoint.
 _MAX_HEADER_BYTES = 64 << 20
@@ -113,130 +111,9 @@ _READ_ERRORS = (
 
 
 def previous_path(path):
-    """Where :func:`write_atomic` keeps the file it replaced: ``path + ".prev"``."""
+    """Where a save keeps the file it replaced: ``path + ".prev"``
+    (:func:`dmargin.irelief._checkpoint_write.write_atomic`)."""
     return os.fspath(path) + PREVIOUS_SUFFIX
-
-
-# ---------------------------------------------------------------------------
-# Writing
-# ---------------------------------------------------------------------------
-
-
-def write_atomic(path, write):
-    """Write a file with ``write(fh)`` so that ``path`` always holds a complete file.
-
-    The bytes go to a temporary file in the same directory (same file
-    system, so the rename is atomic), which is flushed and ``fsync``-ed;
-    the current ``path``, if any, is hard-linked (copied where links are
-    not supported) to ``path + ".prev"``; the temporary file is renamed
-    onto ``path`` with ``os.replace`` and the directory is ``fsync``-ed.
-    A process killed at any moment leaves ``path`` either as it was or
-    complete and new (and possibly a stray ``.<name>.*.tmp`` file, safe to
-    delete); ``path + ".prev"`` holds the save before the last one.
-
-    Parameters
-    ----------
-    path : str or path-like
-    write : callable
-        ``write(fh)`` writes the whole content to the binary file ``fh``.
-    """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    refuse_special_file(path)
-    tmp = _unique_sibling(path, "tmp")
-    # O_EXCL: never write through someone else's file; 0o666 lets the umask
-    # decide the permissions, as a plain open() would.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        refuse_special_file(path)  # again: it may have appeared meanwhile
-        _keep_previous(path)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_directory(directory)
-
-
-def _unique_sibling(path, kind):
-    head, name = os.path.split(path)
-    return os.path.join(head, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.{kind}")
-
-
-def _keep_previous(path):
-    """Make ``path + ".prev"`` the current ``path`` (``path`` itself stays in place)."""
-    if not os.path.isfile(path):
-        return
-    staged = _unique_sibling(path, "prev")
-    try:
-        try:
-            os.link(path, staged)  # no copy: the replaced file's blocks live on as .prev
-        except OSError:
-            shutil.copyfile(path, staged)
-            with open(staged, "rb+") as fh:
-                os.fsync(fh.fileno())
-        os.replace(staged, previous_path(path))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(staged)
-        raise
-
-
-def _fsync_directory(directory):
-    """Make the renames durable where the file system allows it.
-
-    Best effort: the new file is complete and in place already; some file
-    systems (and Windows) cannot sync a directory.
-    """
-    if not hasattr(os, "O_DIRECTORY"):
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def write_online_state(path, header, arrays, estimator_cls):
-    """Check an OnlineIRelief state as :func:`read_online_state` would, then write it.
-
-    A state the reader would refuse is not written (``path`` and its
-    ``.prev`` stay as they were): a checkpoint that cannot be resumed is
-    worse than none.  Arrays in ``header`` (a bit generator's state) are
-    stored as lists.
-
-    Raises
-    ------
-    ValueError
-        The state breaks one of the checks; nothing was written.
-    """
-    try:
-        specs = _array_specs(header)
-        if set(specs) != set(arrays):
-            raise Problem(f"arrays {sorted(arrays)} do not match the header's {sorted(specs)}")
-        for key, (dtype, shape, _, why) in specs.items():
-            _check_layout(key, arrays[key].dtype, arrays[key].shape, dtype, shape, why)
-        check_online_state(header, arrays, estimator_cls)
-    except Problem as exc:
-        raise ValueError(
-            f"{estimator_cls.__name__}.save_state: the stream's state is not "
-            f"valid ({exc}); nothing was written to {os.fspath(path)}."
-        ) from exc.__cause__
-    text = json.dumps(header, allow_nan=False, default=_json_default)
-    write_atomic(path, lambda fh: np.savez(fh, **{_HEADER: np.array(text)}, **arrays))
-
-
-def _json_default(value):
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} cannot be stored in a checkpoint header")
 
 
 # ---------------------------------------------------------------------------
@@ -315,12 +192,12 @@ def _read_npz(fh, expected_format):
         ) from exc
     with archive, contextlib.ExitStack() as streams:
         members = _check_directory(archive.infolist(), size)
-        if _HEADER not in members:
+        if HEADER not in members:
             raise Problem("it has no 'header' member")
-        header = _read_header(archive, members[_HEADER], expected_format)
-        specs = _array_specs(header)
+        header = _read_header(archive, members[HEADER], expected_format)
+        specs = array_specs(header)
         missing = sorted(set(specs) - set(members))
-        extra = sorted(set(members) - set(specs) - {_HEADER})
+        extra = sorted(set(members) - set(specs) - {HEADER})
         if missing or extra:
             raise Problem(
                 f"its members do not match its header: missing {missing}, unexpected {extra}"
@@ -557,7 +434,7 @@ def _read_preamble(stream, info, key, dtype, shape, limit, why):
         )
     preamble = start + raw_length + _read_exact(stream, info, length, "its .npy header")
     got_shape, fortran, got_dtype, offset = _npy_preamble(preamble, key)
-    _check_layout(key, got_dtype, got_shape, dtype, shape, why)
+    check_layout(key, got_dtype, got_shape, dtype, shape, why)
     size = offset + math.prod(shape) * got_dtype.itemsize
     if info.file_size != size:
         raise Problem(
@@ -620,7 +497,7 @@ def _npy_preamble(data, key):
 
 def _read_header(archive, info, expected_format):
     data = _read_member(archive, info, _MAX_HEADER_BYTES)
-    shape, _, dtype, start = _npy_preamble(data, _HEADER)
+    shape, _, dtype, start = _npy_preamble(data, HEADER)
     if shape != () or dtype.kind != "U" or not dtype.isnative or dtype.itemsize == 0:
         raise Problem(
             f"the header is an array of dtype {dtype} and shape {shape}, not one JSON string"
@@ -673,7 +550,7 @@ _HEADER_KEYS = {
     "reference_missing": int,
 }
 _KNOWN_MEMBERS = {
-    _HEADER,
+    HEADER,
     "nu",
     "w",
     "classes",
@@ -694,7 +571,7 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _array_specs(header):
+def array_specs(header):
     """Member -> (dtype or None for the labels, exact shape, byte limit, why), from the header."""
     keys = set(header)
     if keys != set(_HEADER_KEYS):
@@ -754,7 +631,7 @@ def _array_specs(header):
     }
 
 
-def _check_layout(key, got_dtype, got_shape, dtype, shape, why):
+def check_layout(key, got_dtype, got_shape, dtype, shape, why):
     if dtype is None:  # labels: numbers, or unicode strings
         if got_dtype.kind not in "biufU" or not got_dtype.isnative or got_dtype.itemsize == 0:
             raise Problem(

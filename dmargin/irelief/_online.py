@@ -19,7 +19,8 @@ from .._base import N_FEATURES_TO_SELECT, WeightSelector, miss_priors
 from .._start import Stream, start_fit
 from .._utils import make_rng, timer
 from ._cost import online_cost
-from ._checkpoint import read_online_state, write_online_state
+from ._checkpoint import read_online_state
+from ._checkpoint_write import write_online_state
 from .._dask import compute
 from ..io._training import Scaling, iter_row_blocks
 from .._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y

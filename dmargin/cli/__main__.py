@@ -1,0 +1,7 @@
+"""``python -m dmargin.cli``: the ``dmargin`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
