@@ -192,7 +192,8 @@ def write_registry_list(app):
     files on disk, before any page is read (and so before ``fill_api_page``)."""
     path = Path(app.srcdir) / REGISTRY_LIST
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(estimator_list(section, toctree=".") for section in SECTIONS))
+    lists = [estimator_list(section, toctree=".") for section in SECTIONS]
+    path.write_text("\n".join([".. currentmodule:: dmargin\n", *lists]))
 
 
 def setup(app):

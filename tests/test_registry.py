@@ -2,6 +2,9 @@
 must agree with it: the package's exports, the command line's methods, the cost
 model, the conformance checks and the execution-mode coverage."""
 
+import re
+from pathlib import Path
+
 import pytest
 from sklearn.base import BaseEstimator
 
@@ -42,6 +45,13 @@ def test_the_package_exports_exactly_the_registered_estimators():
 
 def test_every_entry_is_in_a_section_of_the_api_page():
     assert {entry.section for entry in ESTIMATORS} <= set(SECTIONS)
+    # docs/conf.py puts each section's estimators where docs/api.rst asks, under its title.
+    page = (Path(__file__).resolve().parents[1] / "docs" / "api.rst").read_text()
+    asked = re.findall(r"^\.\. dmargin-estimators:: (\w+)$", page, re.MULTILINE)
+    assert asked == list(SECTIONS)
+    for key, title in SECTIONS.items():
+        heading = page.index(f"\n{title}\n{'-' * len(title)}\n")
+        assert page.index(f".. dmargin-estimators:: {key}\n") > heading, key
 
 
 def test_every_registered_estimator_is_covered_in_every_execution_mode():
