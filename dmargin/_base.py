@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._capabilities import sklearn_tags
 from ._dask import is_dask_collection
 from ._interrupt import UnfittedOnInterrupt
 from ._validation import NONE, Interval
@@ -112,9 +113,6 @@ class WeightSelector(DaskSelectorMixin, BaseEstimator):
     weights' absolute values (``None``: the nonzero ones).
     """
 
-    #: Whether ``fit`` takes NaN as missing values (the Relief family's distance).
-    _allow_nan = False
-
     def _declared_discrete(self, n_features):
         """A boolean mask of the features declared discrete, or ``None``: the Relief
         family counts their distinct values (``discrete_threshold``).
@@ -138,7 +136,4 @@ class WeightSelector(DaskSelectorMixin, BaseEstimator):
         return mask
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        tags.input_tags.allow_nan = self._allow_nan
-        return tags
+        return sklearn_tags(self, super().__sklearn_tags__())

@@ -3,37 +3,12 @@ scaling and the engine's rows, once.
 
 Every fit path goes through :func:`start_fit`, so bad input gets the same
 message whichever estimator or method it is given to.  What an estimator
-takes is declared on its class, not passed by its ``fit``:
-
-==================  =============  ================================================
-declaration         default        meaning
-==================  =============  ================================================
-``_allow_nan``      ``False``      NaN in ``X`` are missing values it handles
-                                   (infinite values are still refused)
-``_targets``        ``("classes",)``  the targets it takes: ``"classes"`` and/or
-                                   ``"continuous"`` (a float target, not all
-                                   integers, as ``type_of_target`` says)
-``_target_rule``    ``None``       a method ``rule(y) -> bool`` deciding whether
-                                   ``y`` is a continuous target, instead of
-                                   ``type_of_target`` (skrebate's rules, in
-                                   :mod:`dmargin.skrebate`; given ``y`` as is)
-``_binary``         ``None``       why it needs exactly two classes
-``_distances``      ``True``       it computes distances between rows: without
-                                   scaling, values whose squares overflow are
-                                   refused
-``_engine_rows``    ``True``       the rows are laid out for the engine
-                                   (persisted once for dask input)
-``_keep_float32``   ``False``      ``float32`` ``X`` gives ``float32`` rows (with
-                                   class labels)
-``_compact_rows``   ``False``      integer ``X`` of discrete features within
-                                   ``[0, 255]`` stays bytes (genotypes); the
-                                   estimator has a ``discrete_threshold``
-``_one_pass``       ``False``      with a sample of anchors its fit reads the rows
-                                   once: dask rows stream from their source
-                                   instead of being persisted (a bool, or a method
-                                   of ``continuous`` for a fit that depends on the
-                                   target)
-==================  =============  ================================================
+takes is declared on its class, not passed by its ``fit``: one
+:class:`~dmargin._capabilities.Capabilities` (``allow_nan``, ``targets``,
+``target_rule``, ``binary``, ``distances``, ``engine_rows``, ``keep_float32``,
+``compact_rows``, ``one_pass``; :mod:`dmargin._capabilities` says what each
+means and its default), read here through
+:func:`~dmargin._capabilities.capabilities`.
 
 A fit that takes feature weights in its distance (``fit(X, y,
 feature_weights=w)``, the Relief family) hands them to the door too: it
@@ -53,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._capabilities import capabilities
 from ._dask import compute, is_dask_collection, persist_with_known_rows
 from ._cost import anchor_count, fit_started
 from .io._training import Scaling, TrainingData, prepare_training_data
@@ -76,24 +52,6 @@ from .engine import (
     split_chunks,
 )
 
-#: What an estimator may declare, and what it means when it does not.
-DECLARATIONS = {
-    "_allow_nan": False,
-    "_targets": ("classes",),
-    "_target_rule": None,
-    "_binary": None,
-    "_distances": True,
-    "_engine_rows": True,
-    "_keep_float32": False,
-    "_compact_rows": False,
-    "_one_pass": False,
-}
-
-
-def declared(estimator, name):
-    """What ``estimator`` declares as ``name`` (one of :data:`DECLARATIONS`)."""
-    return getattr(estimator, name, DECLARATIONS[name])
-
 
 class Stream(NamedTuple):
     """A chunk of a stream (``partial_fit``): computed at the door and checked
@@ -111,7 +69,7 @@ class FitStart(NamedTuple):
 
     #: Scaled rows, class codes, classes, counts, scaling, missing values per feature.
     data: TrainingData
-    #: The engine's rows (``None`` unless the estimator declares ``_engine_rows``).
+    #: The engine's rows (``None`` unless the estimator's capabilities say ``engine_rows``).
     rows: Rows | None
     #: A continuous target (float64, numpy) or ``None`` for class labels.
     target: np.ndarray | None
@@ -146,7 +104,7 @@ def start_fit(estimator, X, y, *, stream: Stream | None = None, feature_weights=
     shape = _known_shape(X) if stream is None else None
     if shape is not None:
         fit_started(estimator, *shape)
-    compact = declared(estimator, "_compact_rows") and feature_weights is None
+    compact = capabilities(estimator).compact(estimator) and feature_weights is None
     start = _start(estimator, X, y, stream, compact=compact)
     if stream is None and shape is None and _known_shape(start.data.X) is not None:
         fit_started(estimator, *_known_shape(start.data.X))
@@ -239,16 +197,16 @@ def _start(estimator, X, y, stream, compact):
     if stream is not None:  # the driver processes a chunk whole
         X, y = compute(X, y, what=f"the rows given to {type(estimator).__name__}")
     given = X, y
-    allow_nan = declared(estimator, "_allow_nan")
-    float32 = declared(estimator, "_keep_float32")
+    declared = capabilities(estimator)
+    allow_nan = declared.allow_nan
+    float32 = declared.keep_float32
     # The target's kind: a continuous target is decided here for a target in
     # memory, and in the data's one pass for a dask one (whose values travel to
     # the driver only if it is continuous).
-    targets = declared(estimator, "_targets")
-    rule = declared(estimator, "_target_rule")
+    targets, rule = declared.targets, declared.target_rule
     continuous = False
     if rule is not None and stream is None:
-        continuous = bool(rule(y))
+        continuous = bool(rule(estimator, y))
         if continuous:  # a continuous target's values come to the driver, as below
             y = target_values(
                 estimator, compute(y, what="the target")[0] if is_dask_collection(y) else y
@@ -281,7 +239,7 @@ def _start(estimator, X, y, stream, compact):
         X,
         y,
         getattr(estimator, "scale", None),
-        distances=declared(estimator, "_distances"),
+        distances=declared.distances,
         names=getattr(estimator, "feature_names_in_", None),
         classes=None if stream is None else stream.classes,
         scaling=None if stream is None else stream.scaling,
@@ -292,7 +250,7 @@ def _start(estimator, X, y, stream, compact):
     )
     if continuous is None and data.target is not None:  # found continuous in the pass
         data.target = target_values(estimator, data.target)
-    why = declared(estimator, "_binary")
+    why = declared.binary
     if why is not None:
         check_binary(estimator, data.classes, why)
     if data.X.dtype == np.uint8:
@@ -301,10 +259,9 @@ def _start(estimator, X, y, stream, compact):
             return FitStart(data, rows, None, kinds)
         # Bytes, but not every feature discrete: the float rows (one more pass on dask).
         return _start(estimator, *given, stream, compact=False)
-    if not declared(estimator, "_engine_rows"):
+    if not declared.engine_rows:
         return FitStart(data, None, data.target, None)
-    once = declared(estimator, "_one_pass")
-    once = once(data.target is not None) if callable(once) else once
+    once = declared.streams(estimator, data.target is not None)
     stream_rows = (
         once and anchor_count(getattr(estimator, "n_anchors", None), data.X.shape[0]) is not None
     )

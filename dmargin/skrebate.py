@@ -47,10 +47,12 @@ and ``num_scores_to_return`` are :class:`dmargin.TuRF`'s ``pct`` and
 from __future__ import annotations
 
 import numbers
+from dataclasses import replace
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._capabilities import capabilities
 from ._dask import compute, distinct_values, is_dask_collection
 from .wrappers._iter import Iter as DmarginIter
 from .relief._murelief import MuRelief as DmarginMuRelief
@@ -125,6 +127,30 @@ def _skrebate_transform(est, X, n_features_to_select):
     return columns(X, est.top_features_[:n_features_to_select])
 
 
+def _skrebate_target(est, y):
+    """skrebate's target type: whether ``y`` is a continuous target."""
+    return est._continuous(_distinct(y))
+
+
+def _no_declared_discrete(est):
+    # Genotype bytes count every feature discrete by its values: not when declared.
+    return est.categorical_features is None
+
+
+def _skrebate_capabilities(base):
+    """``base``'s capabilities under skrebate's rules: the target typed by skrebate's
+    (``label_type``, ``multiclass_threshold``), and genotype bytes only when
+    ``categorical_features`` declares no feature."""
+    declared = capabilities(base)
+    if callable(declared.compact_rows):
+        raise TypeError(f"{base.__name__}: skrebate's rule needs compact_rows as a bool.")
+    return replace(
+        declared,
+        target_rule=_skrebate_target,
+        compact_rows=_no_declared_discrete if declared.compact_rows else False,
+    )
+
+
 class _SkrebateRelief:
     """skrebate's parameters and rules on a dmargin Relief estimator (a mixin before it)."""
 
@@ -138,11 +164,6 @@ class _SkrebateRelief:
     @property
     def discrete_threshold(self):
         return self.categorical_threshold
-
-    @property
-    def _compact_rows(self):
-        # Genotype bytes count every feature discrete by its values: not when declared.
-        return getattr(super(), "_compact_rows", False) and self.categorical_features is None
 
     def _declared_discrete(self, n_features):
         if self.categorical_features is None:
@@ -158,10 +179,6 @@ class _SkrebateRelief:
         mask = np.zeros(n_features, dtype=np.bool_)
         mask[index] = True
         return mask
-
-    def _target_rule(self, y):
-        """skrebate's target type: whether ``y`` is a continuous target."""
-        return self._continuous(_distinct(y))
 
     def _continuous(self, distinct):
         """skrebate's rule on ``y``'s distinct values."""
@@ -296,6 +313,7 @@ class ReliefF(_SkrebateRelief, DmarginMuRelief):
     rules: the module's docstring and skrebate 0.8.4's ``ReliefF``.
     """
 
+    _capabilities = _skrebate_capabilities(DmarginMuRelief)
     _ranked = False
     _parameter_constraints = {**_RELIEF_CONSTRAINTS, **_NEIGHBOURS}
     __init__ = _init
@@ -304,6 +322,7 @@ class ReliefF(_SkrebateRelief, DmarginMuRelief):
 class MuRelief(_SkrebateRelief, DmarginMuRelief):
     """skrebate's MuRelief (:class:`dmargin.MuRelief` under skrebate's parameters)."""
 
+    _capabilities = _skrebate_capabilities(DmarginMuRelief)
     _parameter_constraints = {**_RELIEF_CONSTRAINTS, **_NEIGHBOURS}
     __init__ = _init
 
@@ -326,6 +345,7 @@ def _threshold_class(base, neighbours):
             "__module__": __name__,
             "__qualname__": name,
             "_parameter_constraints": constraints,
+            "_capabilities": _skrebate_capabilities(base),
         },
     )
 

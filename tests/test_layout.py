@@ -357,3 +357,58 @@ def test_every_fit_enters_by_the_one_door():
         or any("prepare_training_data" in f for f in found)
     }
     assert not extra, f"fit data prepared outside dmargin._start.start_fit: {extra}"
+
+
+#: The private declarations one ``Capabilities`` object replaced: no class declares them
+#: and no module reads them.
+RETIRED_DECLARATIONS = {
+    "_allow_nan",
+    "_targets",
+    "_target_rule",
+    "_binary",
+    "_distances",
+    "_engine_rows",
+    "_keep_float32",
+    "_compact_rows",
+    "_one_pass",
+}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_name)
+def test_capabilities_are_read_by_the_door_alone(path):
+    """An estimator declares what it takes in one ``Capabilities`` (``_capabilities``);
+    only ``_capabilities.py`` reads that attribute (the door, the tags and the Spark
+    reader call ``capabilities(estimator)``), and no private capability attribute is
+    declared or read anywhere, by name or by ``getattr``."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        read = None
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            read = node.attr
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) in ("getattr", "hasattr", "setattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+        ):
+            read = node.args[1].value
+        if read in RETIRED_DECLARATIONS or (
+            read == "_capabilities" and _name(path) != "_capabilities.py"
+        ):
+            bad.append(f"line {node.lineno}: reads {read}")
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                targets = (
+                    [t for t in item.targets if isinstance(t, ast.Name)]
+                    if isinstance(item, ast.Assign)
+                    else []
+                )
+                named = [t.id for t in targets] + (
+                    [item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+                )
+                bad += [
+                    f"line {item.lineno}: {node.name} declares {name}"
+                    for name in named
+                    if name in RETIRED_DECLARATIONS
+                ]
+    assert not bad, f"{_name(path)}: a capability outside its one object: {bad}"

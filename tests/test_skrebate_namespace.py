@@ -17,6 +17,7 @@ from sklearn.base import clone
 
 import dmargin
 import dmargin.skrebate as dsk
+from dmargin._capabilities import capabilities
 from tests.test_skrebate_reference import dataset
 
 skrebate = pytest.importorskip("skrebate")
@@ -286,11 +287,17 @@ def test_dask_labels_are_typed_where_they_live():
     local = dsk.MultiSURF().fit(X, labels)
     Xd = da.from_array(X, chunks=20)
     for yd in (da.from_array(labels, chunks=20), dd.from_pandas(pd.Series(labels), npartitions=3)):
-        assert not dsk.MultiSURF()._target_rule(yd)
+        assert not _continuous_target(dsk.MultiSURF(), yd)
         est = dsk.MultiSURF().fit(Xd, yd)
         assert est.target_type_ == "multiclass"
         np.testing.assert_array_equal(est.classes_, [0.5, 1.25, 2.75])
         np.testing.assert_allclose(
             est.feature_importances_, local.feature_importances_, rtol=0, atol=ATOL
         )
-    assert dsk.MultiSURF(multiclass_threshold=2)._target_rule(da.from_array(labels, chunks=20))
+    est = dsk.MultiSURF(multiclass_threshold=2)
+    assert _continuous_target(est, da.from_array(labels, chunks=20))
+
+
+def _continuous_target(est, y):
+    """What skrebate's rule, declared in the estimator's capabilities, says of ``y``."""
+    return capabilities(est).target_rule(est, y)

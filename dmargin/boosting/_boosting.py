@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._capabilities import Capabilities, sklearn_tags
 from .._base import N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector
 from .._start import start_fit
 from .._utils import logger, make_rng, timer, user_stacklevel
@@ -36,6 +37,8 @@ _BINARY = (
     "the margins, contribution ratios and margin fractions of the SBS-MF paper are "
     "defined for two classes"
 )
+#: Stumps compare values, never distances: any finite values, unscaled, two classes.
+_STUMPS = Capabilities(binary=_BINARY, distances=False, engine_rows=False)
 
 
 def _prepare(est, X, y):
@@ -145,7 +148,7 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
     """
 
     # Stumps compare values, never distances: any finite values, unscaled, two classes.
-    _binary, _distances, _engine_rows = _BINARY, False, False
+    _capabilities = _STUMPS
     _parameter_constraints = {**_BOOST_CONSTRAINTS, "n_features_to_select": N_FEATURES_TO_SELECT}
 
     def __init__(
@@ -305,8 +308,7 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.estimator_type = "classifier"
-        tags.classifier_tags.multi_class = False
-        return tags
+        return sklearn_tags(self, tags)  # after ClassifierMixin's: two classes only
 
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost`: ``n_estimators`` rounds of passes over the rows."""
@@ -354,18 +356,14 @@ def _feature_margin_block(X, y, stumps, classes, n_features):
 
 
 class _RankingSelector(DaskSelectorMixin, BaseEstimator):
-    # Stumps compare values, never distances: any finite values, unscaled, two classes.
-    _binary, _distances, _engine_rows = _BINARY, False, False
+    _capabilities = _STUMPS
 
     def _get_support_mask(self):
         check_is_fitted(self, "support_")
         return self.support_
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        tags.input_tags.allow_nan = False
-        return tags
+        return sklearn_tags(self, super().__sklearn_tags__())
 
 
 class _BackwardSelector(_RankingSelector):

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, anchors_for
 from .._cost import format_seconds
 from ._cost import immigrate_seconds
@@ -374,7 +375,7 @@ class IM4EImmigrate(SoftminClassifier):
         ``n_iter_`` and ``history_`` are IMMIGRATE's.
     """
 
-    _engine_rows = False  # IM4E and IMMIGRATE lay out their own rows
+    _capabilities = Capabilities(engine_rows=False)  # IM4E and IMMIGRATE lay out their own rows
     _parameter_constraints = {
         "threshold": [NONE, Interval(numbers.Real, 0, None)],
         "sigma": [Interval(numbers.Real, 0, None, closed="neither")],

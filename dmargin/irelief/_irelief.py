@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors
 from ._cost import irelief_cost
 from .._start import start_fit
@@ -156,7 +157,7 @@ class IRelief(WeightSelector):
         "random_state": [RANDOM_STATE],
     }
 
-    _allow_nan = True
+    _capabilities = Capabilities(allow_nan=True)
 
     def __init__(
         self,

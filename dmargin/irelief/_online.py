@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._capabilities import Capabilities
 from .._base import N_FEATURES_TO_SELECT, WeightSelector, miss_priors
 from .._start import Stream, start_fit
 from .._utils import make_rng, timer
@@ -148,7 +149,8 @@ class OnlineIRelief(WeightSelector):
     (6,)
     """
 
-    _engine_rows = False  # the rows stream through the driver, a block at a time
+    #: The rows stream through the driver, a block at a time; NaN are missing values.
+    _capabilities = Capabilities(allow_nan=True, engine_rows=False)
     _parameter_constraints = {
         "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
         "a": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -195,8 +197,6 @@ class OnlineIRelief(WeightSelector):
         self.shuffle = shuffle
         self.n_features_to_select = n_features_to_select
         self.random_state = random_state
-
-    _allow_nan = True
 
     def _start(self, n_features, classes, counts):
         self.classes_ = np.asarray(classes)

@@ -23,6 +23,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
+from .._capabilities import Capabilities
 from .._base import WeightSelector
 from .._cost import FitCost, repeated_cost
 from ._groups import GROUP_THRESHOLD, group_sums
@@ -308,7 +309,8 @@ class KnockoffSelector(WeightSelector):
     array([], dtype=int64)
     """
 
-    _engine_rows = False  # checks the data; the wrapped estimator fits [F, F~]
+    #: It checks the data; the wrapped estimator fits [F, F~].
+    _capabilities = Capabilities(engine_rows=False)
     _parameter_constraints = {
         "estimator": [ESTIMATOR],
         "q": [Interval(numbers.Real, 0, 1, closed="neither")],

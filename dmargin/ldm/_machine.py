@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._dask import gather, is_dask_collection
 from .._interrupt import UnfittedOnInterrupt
 from .._predict import check_new_rows, predict_blocks
+from .._capabilities import Capabilities, sklearn_tags
 from .._start import start_fit
 from .._utils import make_rng
 from .._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
@@ -243,7 +244,8 @@ class LDM(UnfittedOnInterrupt, ClassifierMixin, BaseEstimator):
     True
     """
 
-    _engine_rows = False  # the solver picks its rows (the Newton solver on the engine)
+    #: The solver picks its rows (the Newton solver on the engine).
+    _capabilities = Capabilities(engine_rows=False)
     _parameter_constraints: ClassVar[dict] = {
         "C": [Interval(numbers.Real, 0, None, closed="neither")],
         "lambda1": [Interval(numbers.Real, 0, None)],
@@ -416,9 +418,7 @@ class LDM(UnfittedOnInterrupt, ClassifierMixin, BaseEstimator):
         return ovo_labels(self.decision_function(X), self.classes_)
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        return tags
+        return sklearn_tags(self, super().__sklearn_tags__())
 
     def _fit_cost(self, n_samples, n_features):
         """:func:`~dmargin.fit_cost`: passes of the linear primal solver over the rows;

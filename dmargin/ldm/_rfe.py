@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._capabilities import sklearn_tags
 from .._base import DaskSelectorMixin
 from .._elimination import N_FEATURES_TO_KEEP, STEP, eliminate
 from .._start import start_fit
@@ -134,10 +135,7 @@ class _KernelRFE(DaskSelectorMixin, BaseEstimator):
         return self.support_
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        tags.input_tags.allow_nan = False
-        return tags
+        return sklearn_tags(self, super().__sklearn_tags__())
 
 
 _RFE_CONSTRAINTS = {

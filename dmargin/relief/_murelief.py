@@ -18,6 +18,7 @@ import numbers
 
 import numpy as np
 
+from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
 from ._cost import murelief_cost
 from ._regression import hit_bound, set_target
@@ -149,12 +150,15 @@ class MuRelief(WeightSelector):
     (569, 5)
     """
 
-    _allow_nan = True
+    #: Class labels or a continuous target (skrebate's continuous endpoint).
+    _capabilities = Capabilities(allow_nan=True, targets=("classes", "continuous"))
     #: Neighbours by distance from their class's mean distance (``False``: the
     #: nearest, skrebate's ``ReliefF`` in :mod:`dmargin.skrebate`).
     _ranked = True
-    #: Class labels or a continuous target (skrebate's continuous endpoint).
-    _targets = ("classes", "continuous")
+    #: The per-anchor term, ``agg(dist, idx, z, ya) -> (A,)``: an anchor block's share
+    #: of the score from its chosen rows of each class (hits and misses of a
+    #: continuous target as two classes).
+    _agg = staticmethod(murelief_agg)
     _parameter_constraints = {
         "n_neighbors": [
             Interval(numbers.Integral, 1, None),
@@ -218,7 +222,7 @@ class MuRelief(WeightSelector):
             total = knn_statistic(
                 rows,
                 k,
-                murelief_agg,
+                self._agg,
                 anchors=anchors,
                 kinds=kinds,
                 ranked=self._ranked,

@@ -16,12 +16,13 @@ import numbers
 
 import numpy as np
 
+from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
 from .._start import start_fit
 from .._utils import make_rng, timer
 from ._cost import relief_cost
 from .._validation import NONE, RANDOM_STATE, Interval, Options
-from ._terms import relieff_continuous_agg, rrelieff_agg
+from ._terms import relieff_agg, relieff_continuous_agg, rrelieff_agg
 from .._pvalues import not_asked, set_pvalues
 from ..engine import Anchors, feature_kinds, knn_target_statistic, merge, rows_at
 from ..progress import fit_steps
@@ -94,8 +95,11 @@ def hit_counts(y, index, bound):
 # ---------------------------------------------------------------------------
 
 
-def continuous_relieff_sum(rows, y, n_neighbors, bound, anchors=None, kinds=None):
-    """``(sum of the anchors' terms, passes)`` of skrebate's continuous-endpoint ReliefF.
+def continuous_relieff_sum(
+    rows, y, n_neighbors, bound, anchors=None, kinds=None, agg=relieff_continuous_agg
+):
+    """``(sum of the anchors' terms, passes)`` of skrebate's continuous-endpoint ReliefF
+    (``agg``: the per-anchor term, :func:`relieff_continuous_agg` or a variant's).
 
     A first pass asks for each anchor's ``FIRST_REACH * k`` nearest rows; an
     anchor among whose nearest rows fewer than ``k`` hits (or misses) turn up
@@ -113,7 +117,7 @@ def continuous_relieff_sum(rows, y, n_neighbors, bound, anchors=None, kinds=None
             rows,
             y,
             reach,
-            relieff_continuous_agg,
+            agg,
             (n_neighbors, bound),
             (n_hits, n_misses),
             anchors=anchors,
@@ -147,7 +151,21 @@ def fit_continuous_relieff(est, start):
     ``n_permutations=B`` gives permutation p-values from B more fits with the
     target permuted (the same anchors); STIR's p-values are for two classes
     only.
+
+    The per-anchor term is the estimator's ``_continuous_agg``; a variant whose
+    class-label term ``_agg`` is its own while ``_continuous_agg`` is ReliefF's is
+    refused (``ValueError``): its scores on a continuous target would be
+    ReliefF's, not the variant's.
     """
+    agg = type(est)._continuous_agg
+    if type(est)._agg is not relieff_agg and agg is relieff_continuous_agg:
+        name = type(est).__name__
+        raise ValueError(
+            f"{name} scores class labels with its own per-anchor term (_agg), but has no "
+            "term for a continuous target: y is continuous, and ReliefF's "
+            "relieff_continuous_agg would score it, not the variant. Fit class labels, or "
+            f"give {name} a _continuous_agg (the signature of relieff_continuous_agg)."
+        )
     rows, y = start.rows, start.target
     # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
     kinds = feature_kinds(rows, est.discrete_threshold, missing=start.data.missing).weighted(
@@ -158,7 +176,7 @@ def fit_continuous_relieff(est, start):
     m = rows.n_samples if anchors is None else anchors.n_samples
     k = est.n_neighbors
     with fit_steps(est, "pass", 1 + est.n_permutations) as steps, timer("ReliefF (continuous)"):
-        total, _ = continuous_relieff_sum(rows, y, k, bound, anchors, kinds)
+        total, _ = continuous_relieff_sum(rows, y, k, bound, anchors, kinds, agg)
         steps.step()
         weights = total / m
         reached = np.zeros(weights.size)
@@ -166,7 +184,8 @@ def fit_continuous_relieff(est, start):
         for _ in range(est.n_permutations):
             permuted = y[rng.permutation(y.size)]
             reached += (
-                continuous_relieff_sum(rows, permuted, k, bound, anchors, kinds)[0] / m >= weights
+                continuous_relieff_sum(rows, permuted, k, bound, anchors, kinds, agg)[0] / m
+                >= weights
             )
             steps.step()
     set_target(est, bound=bound)
@@ -267,8 +286,7 @@ class RReliefF(WeightSelector):
     """
 
     #: Any numeric ``y`` is a target; with a sample of anchors the rows are read once.
-    _targets = ("continuous",)
-    _one_pass = True
+    _capabilities = Capabilities(targets=("continuous",), one_pass=True)
 
     _parameter_constraints = {
         "n_neighbors": [Interval(numbers.Integral, 1, None)],

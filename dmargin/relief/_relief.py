@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors
 from ._cost import relief_cost
 from .._pvalues import (
@@ -37,6 +38,7 @@ from ._stir import sample_moments, sample_rows_note, sample_shape, stir, uncalib
 from ._terms import (
     relief_agg,
     relieff_agg,
+    relieff_continuous_agg,
     relieff_stir_agg,
     stir_combine,
     stir_finish,
@@ -52,6 +54,12 @@ def positive_unit(nu):
     pos = np.maximum(nu, 0.0)
     norm = np.linalg.norm(pos)
     return pos / norm if norm > 0 else None
+
+
+def _reads_rows_once(est, continuous):
+    """With a sample of anchors, a ReliefF fit on class labels without permutations
+    reads the rows once (the door streams dask rows instead of persisting them)."""
+    return not continuous and est.n_permutations == 0
 
 
 class ReliefF(PValues, WeightSelector):
@@ -262,13 +270,17 @@ class ReliefF(PValues, WeightSelector):
     0.01
     """
 
-    _allow_nan = True
+    _capabilities = Capabilities(
+        allow_nan=True, targets=("classes", "continuous"), one_pass=_reads_rows_once
+    )
     #: The per-anchor term: ``agg(dist, idx, z, ya, miss_prior, missing)`` turns an
     #: anchor block's ``k`` nearest rows of each class (:func:`dmargin.engine.knn_statistic`)
     #: into its share of the score.  A Relief variant that weighs the neighbours
     #: otherwise is a subclass with its own (``docs/contributing/adding_an_estimator.md``).
     _agg = staticmethod(relieff_agg)
-    _targets = ("classes", "continuous")
+    #: The per-anchor term for a continuous target (:func:`relieff_continuous_agg`); a
+    #: variant with its own ``_agg`` and not this one is refused on a continuous target.
+    _continuous_agg = staticmethod(relieff_continuous_agg)
     _parameter_constraints = {
         "n_neighbors": [Interval(numbers.Integral, 1, None)],
         "discrete_threshold": [Interval(numbers.Integral, 0, None)],
@@ -303,11 +315,6 @@ class ReliefF(PValues, WeightSelector):
         self.n_features_to_select = n_features_to_select
         self.rank_absolute = rank_absolute
         self.random_state = random_state
-
-    def _one_pass(self, continuous):
-        """With a sample of anchors, a fit on class labels without permutations reads
-        the rows once (the door streams dask rows instead of persisting them)."""
-        return not continuous and self.n_permutations == 0
 
     def fit(self, X, y, feature_weights=None):
         """Compute the ReliefF weights.

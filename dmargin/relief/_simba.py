@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from .._capabilities import Capabilities
 from .._base import N_FEATURES_TO_SELECT, WeightSelector
 from .._start import start_fit
 from .._utils import logger, make_rng, timer, user_stacklevel
@@ -92,7 +93,7 @@ class Simba(WeightSelector):
     theory and algorithms", ICML 2004.
     """
 
-    _engine_rows = False  # it reads the rows in its own passes
+    _capabilities = Capabilities(engine_rows=False)  # it reads the rows in its own passes
     _parameter_constraints = {
         "n_starts": [Interval(numbers.Integral, 1, None)],
         "n_passes": [Interval(numbers.Integral, 1, None)],

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from .._start import declared
+from .._capabilities import capabilities
 from ._scheduler import spark_get
 from ._source import read_spark
 
@@ -72,7 +72,7 @@ def fit(estimator, df, label="label", *, features=None, features_col=None):
         label,
         features=features,
         features_col=features_col,
-        allow_nan=declared(estimator, "_allow_nan"),
+        allow_nan=capabilities(estimator).allow_nan,
         who=who,
     )
     try:

@@ -19,6 +19,7 @@ import numbers
 
 import numpy as np
 
+from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
 from .._start import start_fit
 from .._utils import make_rng, timer
@@ -268,10 +269,10 @@ _STIR_NOTES = """
 class ThresholdSelector(WeightSelector):
     """The SURF family: one engine statistic; subclasses set the thresholds and the far set."""
 
-    _allow_nan = True
     #: Class labels or a continuous target; float32 rows stay float32, genotypes bytes.
-    _targets = ("classes", "continuous")
-    _keep_float32 = _compact_rows = True
+    _capabilities = Capabilities(
+        allow_nan=True, targets=("classes", "continuous"), keep_float32=True, compact_rows=True
+    )
     _thresholds = staticmethod(surf_thresholds)
     _far_rule = FAR_NONE
     #: An anchor block's share of the score from its pass-2 partials, and whether
@@ -353,12 +354,16 @@ class ThresholdSelector(WeightSelector):
                     "shown calibrated for the unweighted distance only; fit "
                     "without feature_weights, or use n_permutations=B."
                 )
-            reason = uncalibrated(
-                "MultiSURF",
-                data.counts,
-                shape=sample_shape(rows, anchors),
-                names=getattr(self, "feature_names_in_", None),
-                where=sample_rows_note(rows, anchors),
+            reason = (
+                _OWN_TERM
+                if type(self)._agg is not surf_agg or self._soft
+                else uncalibrated(
+                    "MultiSURF",
+                    data.counts,
+                    shape=sample_shape(rows, anchors),
+                    names=getattr(self, "feature_names_in_", None),
+                    where=sample_rows_note(rows, anchors),
+                )
             )
             if reason is not None:
                 declined = warn_uncalibrated(self, reason, rows.n_features)
@@ -391,7 +396,7 @@ class ThresholdSelector(WeightSelector):
         def scores(rows, anchors, agg, sample, with_p):
             if compact and not rows.on_dask:
                 # 0/1 differences are their own squares (no squares summed)
-                args = (self._far_rule, False, False) if with_p else (self._far_rule, False)
+                args = self._agg_args(kinds) + ((False,) if with_p else ())
                 return compact_threshold_statistic(
                     rows, self._thresholds, agg, args, far=far, anchors=anchors, graph_sample=sample
                 )
@@ -421,7 +426,7 @@ class ThresholdSelector(WeightSelector):
                     permuted = permuted_rows(rows, data.counts, rng)
                     reached += (
                         np.asarray(
-                            scores(permuted, anchors_for(self, permuted), surf_agg, None, False),
+                            scores(permuted, anchors_for(self, permuted), self._agg, None, False),
                             dtype=np.float64,
                         )
                         / m
@@ -467,6 +472,10 @@ class ThresholdSelector(WeightSelector):
         """:func:`~dmargin.fit_cost` of the SURF family: two passes over the pairs of
         rows (a third for STIR's p-values, all again per permutation)."""
         return surf_cost(self, n_samples, n_features)
+
+
+#: Why a variant with its own per-anchor term gets no STIR p-values.
+_OWN_TERM = "a per-anchor term other than MultiSURF's (the law is that of MultiSURF's own term)"
 
 
 def _check_stir(estimator, target, n_classes, kinds):

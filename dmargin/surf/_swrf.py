@@ -26,6 +26,9 @@ with weighted neighbours: the distance moments, then the weighted sums.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from .._capabilities import capabilities
 from ._cost import swrf_cost
 from ._surf import SURF_NOTES, SURF_PARAMS, ThresholdSelector
 from ._terms import (
@@ -43,7 +46,7 @@ class _SoftThresholdSelector(ThresholdSelector):
     """The SWRF family: the SURF family's statistic with weighted neighbours."""
 
     #: The float64 rows only: the weights are not integers, genotypes gain nothing.
-    _keep_float32 = _compact_rows = False
+    _capabilities = replace(capabilities(ThresholdSelector), keep_float32=False, compact_rows=False)
     _agg = staticmethod(swrf_agg)
     _soft = True
 

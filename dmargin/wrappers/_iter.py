@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 from sklearn.base import clone
 
+from .._capabilities import Capabilities
 from .._base import N_FEATURES_TO_SELECT, WeightSelector
 from .._cost import repeated_cost
 from .._start import start_fit
@@ -111,9 +112,10 @@ class Iter(WeightSelector):
     True
     """
 
-    _engine_rows = False  # checks the data; the inner estimator fits it
-    _allow_nan = True
-    _targets = ("classes", "continuous")
+    #: It checks the data; the inner estimator fits it.
+    _capabilities = Capabilities(
+        allow_nan=True, targets=("classes", "continuous"), engine_rows=False
+    )
     _parameter_constraints = {
         "estimator": [WEIGHTED_ESTIMATOR],
         "max_iter": [Interval(numbers.Integral, 1, None)],

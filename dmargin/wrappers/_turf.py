@@ -18,6 +18,7 @@ import numbers
 import numpy as np
 from sklearn.base import clone
 
+from .._capabilities import Capabilities
 from .._base import N_FEATURES_TO_SELECT, WeightSelector
 from .._cost import repeated_cost
 from .._start import start_fit
@@ -113,7 +114,7 @@ class TuRF(WeightSelector):
     8
     """
 
-    _engine_rows = False  # checks the data; the inner estimator fits it
+    _capabilities = Capabilities(engine_rows=False)  # checks the data; the inner estimator fits it
     _parameter_constraints = {
         "estimator": [ESTIMATOR],
         "pct": [Interval(numbers.Real, 0, 1, closed="neither")],

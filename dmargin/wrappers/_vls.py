@@ -21,6 +21,7 @@ import random
 import numpy as np
 from sklearn.base import clone
 
+from .._capabilities import Capabilities
 from .._base import N_FEATURES_TO_SELECT, WeightSelector
 from .._dask import active_client, is_dask_collection, map_calls
 from .._cost import repeated_cost
@@ -117,10 +118,14 @@ class VLS(WeightSelector):
     6
     """
 
-    _engine_rows = False  # checks the data; the subset fits read it
-    _allow_nan = True
-    _targets = ("classes", "continuous")
-    _keep_float32 = _compact_rows = True  # the subset fits keep genotypes as bytes
+    #: It checks the data; the subset fits read it (and keep genotypes as bytes).
+    _capabilities = Capabilities(
+        allow_nan=True,
+        targets=("classes", "continuous"),
+        engine_rows=False,
+        keep_float32=True,
+        compact_rows=True,
+    )
     _parameter_constraints = {
         "estimator": [ESTIMATOR],
         "num_feature_subset": [Interval(numbers.Integral, 1, None)],
