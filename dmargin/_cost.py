@@ -19,10 +19,9 @@ it, in its subpackage's ``_cost.py`` (``relief/``, ``irelief/``, ``surf/``,
 from __future__ import annotations
 
 import numbers
-import warnings
 from dataclasses import dataclass
 
-from ._utils import user_stacklevel
+from ._utils import warn
 from .progress import expect_seconds, in_fit
 
 #: Seconds a ReliefF or SURF-family pass costs beyond its pairwise work (threads,
@@ -158,13 +157,12 @@ def fit_started(estimator, n_samples, n_features):
         return
     cheaper = cheaper_setting(estimator, n_samples, n_features)
     advice = "" if cheaper is None else f" With {cheaper[0]}: {cheaper[1]}."
-    warnings.warn(
+    warn(
         f"{type(estimator).__name__}.fit on {n_samples:,} x {n_features:,} is estimated at "
         f"{cost} on this project's 2-core reference machine.{advice} (dmargin.fit_cost "
         "estimates a setting before fitting; warnings.filterwarnings('ignore', "
         "category=dmargin.LongFitWarning) silences this.)",
         LongFitWarning,
-        stacklevel=user_stacklevel(),
     )
 
 

@@ -12,12 +12,11 @@ to the labels); :func:`signal_found` is STIR's check for partial nulls.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from scipy.stats import false_discovery_control
 
-from ._utils import user_stacklevel
+from ._utils import warn
 
 
 class UncalibratedPValuesWarning(UserWarning):
@@ -193,7 +192,7 @@ def warn_declined(estimator, why, n_features):
     """:func:`warn_uncalibrated` with the whole reason ``why``."""
     name = type(estimator).__name__
     need = math.ceil(n_features / 0.05)
-    warnings.warn(
+    warn(
         f"{name}(pvalues=True) returns no per-feature p-values for these data: {why}. Use "
         f"{name}(n_permutations=B) for permutation p-values of the global null (no feature "
         f"related to the labels), exact for any data (B + 1 >= {need}, n_features / 0.05, "
@@ -201,6 +200,5 @@ def warn_declined(estimator, why, n_features):
         "features that matter (the false discovery rate controlled given the other "
         "features), or pvalues=False for the scores alone.",
         UncalibratedPValuesWarning,
-        stacklevel=user_stacklevel(),
     )
     return f"{name}(pvalues=True) declined them: {why}"

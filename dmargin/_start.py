@@ -23,16 +23,14 @@ in :class:`FitStart`.
 from __future__ import annotations
 
 import numbers
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from ._capabilities import capabilities
-from ._dask import compute, is_dask_collection, persist_with_known_rows
 from ._cost import anchor_count, fit_started
-from .io._training import Scaling, TrainingData, prepare_training_data
-from ._utils import user_stacklevel
+from ._dask import compute, is_dask_collection, persist_with_known_rows
+from ._utils import warn
 from ._validation import (
     check_binary,
     check_params,
@@ -51,6 +49,7 @@ from .engine import (
     rows_per_block,
     split_chunks,
 )
+from .io._training import Scaling, TrainingData, prepare_training_data
 
 
 class Stream(NamedTuple):
@@ -182,13 +181,12 @@ def _warn_single_row_classes(estimator, data):
     the scores measure no class structure."""
     counts = np.asarray(data.counts)
     if data.target is None and counts.size >= 2 and counts.max() == 1:
-        warnings.warn(
+        warn(
             f"{type(estimator).__name__}: every class has a single row (y has {counts.size} "
             "distinct labels for as many rows), so no row has a hit and the scores measure "
             "nothing; y looks like an id column. Pass the class labels as y, or a numeric "
             "target as floats.",
             UserWarning,
-            stacklevel=user_stacklevel(),
         )
 
 
@@ -289,11 +287,10 @@ def _warn_n_features_to_select(estimator, n_features):
         and isinstance(n_features, numbers.Integral)
         and k > n_features
     ):
-        warnings.warn(
+        warn(
             f"n_features_to_select={k} exceeds the {n_features} features; all "
             f"{n_features} are kept.",
             UserWarning,
-            stacklevel=user_stacklevel(),
         )
 
 

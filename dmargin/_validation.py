@@ -25,7 +25,7 @@ from ._dask import (
     is_dask_series,
     persist_with_known_rows,
 )
-from ._utils import user_stacklevel
+from ._utils import warn
 
 # ---------------------------------------------------------------------------
 # Parameter constraints
@@ -481,10 +481,9 @@ def check_X_y(
     if is_dask_array(y):
         _check_known_rows(y, "y")
     if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn(
+        warn(
             "A column-vector y was passed when a 1d array was expected; it is raveled.",
             DataConversionWarning,
-            stacklevel=user_stacklevel(),
         )
         y = y[:, 0]
     if y.ndim != 1:

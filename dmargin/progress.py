@@ -51,7 +51,6 @@ import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
-
 __all__ = ["ProgressEvent", "on_progress", "tqdm_bar", "set_auto_bar"]
 
 logger = logging.getLogger("dmargin.progress")
@@ -177,10 +176,6 @@ class _Steps:
             self.expected = expected_steps(self.changes, tol, self.done, self.total)
         if self.emit:
             _log(self.event())
-
-    def grow(self, total):
-        """A better bound on the total (e.g. an elimination schedule)."""
-        self.total = total
 
 
 def _log(event):

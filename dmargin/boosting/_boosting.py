@@ -14,23 +14,21 @@ fractions are defined for ``y`` in {-1, +1}.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._capabilities import Capabilities, sklearn_tags
 from .._base import N_FEATURES_TO_SELECT, DaskSelectorMixin, WeightSelector
-from .._start import start_fit
-from .._utils import logger, make_rng, timer, user_stacklevel
+from .._capabilities import Capabilities, sklearn_tags
 from .._dask import is_dask_collection
 from .._elimination import N_FEATURES_TO_KEEP, STEP, eliminate, n_to_select
 from .._predict import check_new_rows, predict_blocks
-from ._stumps import boost, information_gain, initial_class_weight
+from .._start import start_fit
+from .._utils import logger, make_rng, timer, warn
 from .._validation import NONE, RANDOM_STATE, Interval, Options
 from ..engine import WeightedHistograms, bin_rows, counts
-
+from ._stumps import boost, information_gain, initial_class_weight
 
 #: Why the estimators here refuse other than two classes (the fit's error says it).
 _BINARY = (
@@ -182,11 +180,10 @@ class AdaBoostStumps(ClassifierMixin, WeightSelector):
         a = binned.n_features
         stumps = boost(binned, np.arange(a), self.n_estimators, class_weight, count_cum)
         if stumps.alpha.size == 0:
-            warnings.warn(
+            warn(
                 "No stump has a positive weighted edge (constant features or "
                 "inseparable labels); the committee is empty.",
                 RuntimeWarning,
-                stacklevel=user_stacklevel(),
             )
         self._stumps = stumps
         self.classes_ = data.classes

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import N_FEATURES_TO_SELECT, WeightSelector
 from .._dask import gather, is_dask_collection
 from .._start import start_fit
-from .._utils import logger, user_stacklevel
+from .._utils import logger, warn
 from .._validation import Interval
 from ..progress import fit_steps
 from ._immigrate import fitted_immigrate
@@ -167,11 +167,10 @@ class BoostedImmigrate(ClassifierMixin, WeightSelector):
                 kept.append(learner)
                 alphas.append(alpha)
         if not kept:
-            warnings.warn(
+            warn(
                 "Every boosting round was discarded (training error 0 or >= 1/2); "
                 "keeping the learner with the smallest error.",
                 RuntimeWarning,
-                stacklevel=user_stacklevel(),
             )
             kept, alphas = [fallback[0]], [1.0]
         alphas = np.asarray(alphas)

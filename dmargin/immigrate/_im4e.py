@@ -12,12 +12,15 @@ prescreens the features of IM4E-IMMIGRATE.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, anchors_for
 from .._start import start_fit
+from .._utils import timer, warn
+from .._validation import RANDOM_STATE, Interval, Options
+from ..engine import im4e_agg, lse_statistic
+from ..progress import fit_steps
 from ._softmin import (
     HISTORY,
     SCALE,
@@ -26,10 +29,6 @@ from ._softmin import (
     sample_weights,
     warn_not_converged,
 )
-from .._utils import timer, user_stacklevel
-from .._validation import RANDOM_STATE, Interval, Options
-from ..engine import im4e_agg, lse_statistic
-from ..progress import fit_steps
 
 
 def _simplex_projection(v):
@@ -185,11 +184,10 @@ class IM4E(SoftminClassifier):
                 else:
                     pos = np.maximum(m, 0.0)
                     if not pos.any():
-                        warnings.warn(
+                        warn(
                             "m+ is zero: no feature separates misses from hits; "
                             "keeping the previous weights.",
                             RuntimeWarning,
-                            stacklevel=user_stacklevel(),
                         )
                         break
                     w_new = pos / pos.sum()

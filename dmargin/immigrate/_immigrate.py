@@ -15,20 +15,19 @@ each class (:mod:`dmargin.immigrate._softmin`).
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 import pandas as pd
 
-from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, anchors_for
+from .._capabilities import Capabilities
 from .._cost import format_seconds
-from ._cost import immigrate_seconds
 from .._start import start_fit
-from .._utils import make_rng, user_stacklevel
+from .._utils import make_rng, warn
 from .._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from ..engine import prepare_rows
 from ..progress import fit_steps
+from ._cost import immigrate_seconds
 from ._im4e import IM4E
 from ._softmin import (
     HISTORY,
@@ -285,13 +284,12 @@ def _wide_data_hint(n_samples, n_features, max_iter, n_anchors=None):
     seconds = immigrate_seconds(n_samples, n_features, max_iter, n_anchors)
     if seconds <= _WIDE_SECONDS and n_features <= _WIDE_FEATURES:
         return
-    warnings.warn(
+    warn(
         f"Immigrate on {n_samples} x {n_features} costs about N^2 A^2 per step (every pair of "
         f"rows adds an A x A matrix) plus an A x A eigendecomposition: ~{format_seconds(seconds)} "
         f"for max_iter={max_iter} on one core. IM4EImmigrate prescreens features with IM4E "
         "first and is made for wide data (thousands of features, few rows).",
         UserWarning,
-        stacklevel=user_stacklevel(),
     )
 
 
@@ -466,11 +464,10 @@ class IM4EImmigrate(SoftminClassifier):
         threshold = 2.0 / w.size if self.threshold is None else self.threshold
         keep = np.flatnonzero(w > threshold)
         if keep.size == 0:
-            warnings.warn(
+            warn(
                 f"No feature has an IM4E weight above threshold={threshold:.3g} "
                 f"(largest {w.max():.3g}); keeping the largest.",
                 RuntimeWarning,
-                stacklevel=user_stacklevel(),
             )
             keep = np.flatnonzero(w == w.max())
         return keep

@@ -15,7 +15,6 @@ tiles as the fit does; for dask rows, block by block where they live
 from __future__ import annotations
 
 import functools
-import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin
@@ -25,8 +24,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import WeightSelector
 from .._dask import is_dask_collection
 from .._predict import check_new_rows, new_dask_rows
+from .._utils import warn
 from .._validation import NONE, Options
-from .._utils import user_stacklevel
 from ..engine import anchor_partials, new_rows_softmin, row_partials
 
 #: ``scale``: standardised features (as the papers) or the numbers as given.
@@ -60,12 +59,11 @@ def anchor_weights(weight, anchors):
 def warn_not_converged(name, max_iter, history, tol):
     """ConvergenceWarning after max_iter steps; ``tol=0`` asks for exactly max_iter."""
     if tol > 0 and history:
-        warnings.warn(
+        warn(
             f"{name} did not converge in max_iter={max_iter} steps (last change "
             f"{history[-1][1]:.3g} >= tol={tol}); the update may be cycling -- see "
             "history_['change'] -- or need more steps.",
             ConvergenceWarning,
-            stacklevel=user_stacklevel(),
         )
 
 

@@ -12,15 +12,12 @@ scalars in, arrays out: the estimators of :mod:`dmargin.immigrate._immigrate`
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.linalg
 
-from ._softmin import warn_not_converged
-from .._utils import logger, timer, user_stacklevel
+from .._utils import logger, timer, warn
 from ..engine import quad_statistic, softmin_coef
-
+from ._softmin import warn_not_converged
 
 # ---------------------------------------------------------------------------
 # W: its eigen-factor for the engine, and the M-step
@@ -108,11 +105,10 @@ def immigrate_loop(rows, W, weight, sigma, max_iter, tol, prune, on_step=None, a
             )
         W_new, factor = _eigen_update(Sigma)
         if W_new is None:
-            warnings.warn(
+            warn(
                 "Sigma has no negative eigenvalue: no direction separates misses "
                 "from hits; keeping the previous W.",
                 RuntimeWarning,
-                stacklevel=user_stacklevel(),
             )
             break
         if prune is not None and t >= max_iter // 2:

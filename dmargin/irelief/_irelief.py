@@ -7,16 +7,14 @@ Online I-RELIEF, which streams rows instead, is in :mod:`dmargin.irelief._online
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors
-from ._cost import irelief_cost
+from .._capabilities import Capabilities
 from .._start import start_fit
-from .._utils import logger, make_rng, timer, user_stacklevel
+from .._utils import logger, make_rng, timer, warn
 from .._validation import ARRAY, BOOLEAN, RANDOM_STATE, Interval, Options
 from ..engine import (
     MISSING,
@@ -27,6 +25,7 @@ from ..engine import (
 )
 from ..progress import fit_steps
 from ..relief._relief import SCALE, positive_unit
+from ._cost import irelief_cost
 
 
 class IRelief(WeightSelector):
@@ -239,11 +238,10 @@ class IRelief(WeightSelector):
                     )
                 w_new = positive_unit(nu)
                 if w_new is None:
-                    warnings.warn(
+                    warn(
                         "nu+ is zero: no feature separates the classes under these "
                         "weights; returning all-zero weights.",
                         RuntimeWarning,
-                        stacklevel=user_stacklevel(),
                     )
                     w_new = np.zeros_like(w)
                     history.append(np.linalg.norm(w_new - w))
@@ -257,11 +255,10 @@ class IRelief(WeightSelector):
                     break
             else:
                 if self.tol > 0:
-                    warnings.warn(
+                    warn(
                         f"I-RELIEF did not converge in max_iter={self.max_iter} iterations (last "
                         f"change {history[-1]:.3g} >= tol={self.tol}); increase max_iter or sigma.",
                         ConvergenceWarning,
-                        stacklevel=user_stacklevel(),
                     )
 
         # Final attributes

@@ -19,7 +19,6 @@ and evaluated on new rows with the one-vs-one vote (:class:`LinearModel`,
 from __future__ import annotations
 
 import itertools
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +26,7 @@ import scipy.linalg
 import scipy.optimize
 from sklearn.exceptions import ConvergenceWarning
 
-from .._utils import logger, timer, user_stacklevel
+from .._utils import logger, timer, warn
 from ..engine import (
     hinge_band,
     hinge_violations,
@@ -37,7 +36,6 @@ from ..engine import (
     linear_loss,
     prepare_rows,
 )
-
 
 #: Rows of new points per kernel block in ``decision_function``.
 _PREDICT_BLOCK = 2048
@@ -138,12 +136,6 @@ def _fit_primal(X, y, C, lambda1, lambda2, tol, max_iter, seed):
     return w, beta, passes, ok
 
 
-def dual_objective(H, beta, lambda2):
-    """``f(beta) = 1/2 beta^T H beta + ((lambda2 / m) H e - e)^T beta``, the LDM dual."""
-    m = len(beta)
-    return 0.5 * beta @ H @ beta + ((lambda2 / m) * H.sum(axis=1) - 1.0) @ beta
-
-
 def ovo_pairs(n_classes):
     """The class pairs ``(a, b)``, ``a < b``, of the one-vs-one machines, in their order."""
     return list(itertools.combinations(range(n_classes), 2))
@@ -238,12 +230,11 @@ def fit_machines(
                 intercept[p] = alpha[p].sum() if fit_intercept else 0.0
         logger.debug("LDM machine %s: %d passes", pair, passes)
         if not ok:
-            warnings.warn(
+            warn(
                 f"LDM coordinate descent did not reach tol={tol} in max_iter={max_iter} "
                 f"passes (classes {classes[list(pair)]}); increase max_iter, or scale the "
                 "features.",
                 ConvergenceWarning,
-                stacklevel=user_stacklevel(),
             )
         betas.append(beta)
         n_iter.append(passes)
@@ -563,12 +554,11 @@ def primal_machines(rows, cols, n_classes, *, C, lambdas=None, intercept=0.0, st
                 intercepts[p] = w[cols.size] * s if s else 0.0
         n_iter.append(nit)
         if not ok:
-            warnings.warn(
+            warn(
                 f"The primal Newton solver of machine {pair} did not reach the exact "
                 f"solution ({nit} iterations); the weights are those of the smoothed problem. "
                 "Scale the features (scale='minmax'), or use solver='cd' on a sample.",
                 ConvergenceWarning,
-                stacklevel=user_stacklevel(),
             )
     return coef, intercepts, np.asarray(n_iter)
 

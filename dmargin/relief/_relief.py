@@ -8,13 +8,11 @@ Robnik-Sikonja & Kononenko 2003).  I-RELIEF is in :mod:`dmargin.irelief`.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 
-from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for, miss_priors
-from ._cost import relief_cost
+from .._capabilities import Capabilities
 from .._pvalues import (
     PERMUTATION_T,
     PValues,
@@ -24,7 +22,7 @@ from .._pvalues import (
     warn_uncalibrated,
 )
 from .._start import start_fit
-from .._utils import make_rng, timer, user_stacklevel
+from .._utils import make_rng, timer, warn
 from .._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ..engine import (
     MISSING,
@@ -33,6 +31,7 @@ from ..engine import (
     permuted_rows,
 )
 from ..progress import fit_steps
+from ._cost import relief_cost
 from ._regression import fit_continuous_relieff, set_target
 from ._stir import sample_moments, sample_rows_note, sample_shape, stir, uncalibrated
 from ._terms import (
@@ -505,11 +504,10 @@ class Relief(WeightSelector):
         z = np.asarray(knn_statistic(rows, 1, relief_agg))
         w = positive_unit(z)
         if w is None:
-            warnings.warn(
+            warn(
                 "z+ is zero: no feature separates nearest hits from nearest "
                 "misses; returning all-zero weights.",
                 RuntimeWarning,
-                stacklevel=user_stacklevel(),
             )
             w = np.zeros_like(z)
         self.classes_ = data.classes

@@ -10,17 +10,16 @@ exact O(N d) scan.  Dask input is gathered once to the driver.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 
-from .._capabilities import Capabilities
 from .._base import N_FEATURES_TO_SELECT, WeightSelector
+from .._capabilities import Capabilities
+from .._dask import gather
 from .._start import start_fit
-from .._utils import logger, make_rng, timer, user_stacklevel
+from .._utils import logger, make_rng, timer, warn
 from .._validation import NONE, RANDOM_STATE, Interval, Options
 from ..engine import simba_margins, simba_run
-from .._dask import gather
 from ..progress import fit_steps
 
 
@@ -160,9 +159,7 @@ class Simba(WeightSelector):
         best = int(np.argmax(scores))
         w, v = runs[best]
         if not np.any(v > 0):
-            warnings.warn(
-                "Every Simba weight is zero.", RuntimeWarning, stacklevel=user_stacklevel()
-            )
+            warn("Every Simba weight is zero.", RuntimeWarning)
         self.classes_ = data.classes
         self.weights_ = w
         self.scores_ = np.asarray(scores)

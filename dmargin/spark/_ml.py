@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.base import clone
@@ -45,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - the spark extra is missing
     ) from exc
 
 from .._registry import estimators
+from .._utils import warn
 from ._fit import fit as spark_fit
 
 #: The estimator a selector fits when given none.
@@ -502,11 +502,11 @@ class MarginSelector(Estimator, _MarginSelectorParams, _Persisted):
             names = [str(n) for n in estimator.feature_names_in_]
         selected = _select(self, estimator, scores)
         if not selected:
-            warnings.warn(
+            warn(
                 f"{type(estimator).__name__} selected no feature: transform will "
                 "write empty vectors; set numTopFeatures or a lower threshold.",
                 UserWarning,
-                stacklevel=3,
+                skip=("pyspark",),
             )
         model = MarginSelectorModel(
             scores=scores.tolist(), selectedFeatures=selected, featureNames=names

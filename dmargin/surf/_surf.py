@@ -390,7 +390,6 @@ class ThresholdSelector(WeightSelector):
         # One statistic: distance moments, thresholds, neighbours scored
         # (and with p-values, STIR's neighbour graph)
         name = type(self).__name__
-        missing = kinds.kind == MISSING
         far = self._far_rule != FAR_NONE
 
         def scores(rows, anchors, agg, sample, with_p):
