@@ -385,8 +385,15 @@ def test_capabilities_are_read_by_the_door_alone(path):
         read = None
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             read = node.attr
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            read = node.value  # getattr(est, "_allow_nan"), a table of names
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) in ("getattr", "hasattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+        ):
+            read = node.args[1].value
+        elif isinstance(node, ast.Constant) and node.value in RETIRED_DECLARATIONS:
+            read = node.value  # declared(est, "_allow_nan"), a table of names
         if read in RETIRED_DECLARATIONS or (
             read == "_capabilities" and _name(path) != "_capabilities.py"
         ):
