@@ -145,6 +145,47 @@ def test_no_module_imports_another_modules_private_name(path):
     assert not bad, f"{_name(path)} reaches into another module: {bad}"
 
 
+def _own_warnings(source):
+    """Lines where a module raises a warning itself: ``warnings.warn``, ``warn_explicit``,
+    an import of either from ``warnings``, or a ``stacklevel=`` of its own."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == "warnings":
+            bad += [
+                f"line {node.lineno}: from warnings import {a.name}"
+                for a in node.names
+                if a.name in ("warn", "warn_explicit")
+            ]
+        elif isinstance(node, ast.Call):
+            func = ast.unparse(node.func)
+            if func in ("warnings.warn", "warnings.warn_explicit") or any(
+                k.arg == "stacklevel" for k in node.keywords
+            ):
+                bad.append(f"line {node.lineno}: {func}(...)")
+    return bad
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_name)
+def test_every_warning_goes_through_the_one_helper(path):
+    # dmargin._utils.warn points a warning at the user's line whatever lies between
+    # (a wrapper, a Pipeline); a stacklevel of one's own points inside dmargin.
+    if _name(path) == "_utils.py":
+        return
+    bad = _own_warnings(path.read_text())
+    assert not bad, f"{_name(path)} warns by itself (use dmargin._utils.warn): {bad}"
+
+
+def test_the_warning_rule_sees_every_form():
+    for line in (
+        "warnings.warn('x', UserWarning, stacklevel=2)",
+        "warnings.warn('x')",
+        "from warnings import warn",
+        "warn('x', UserWarning, stacklevel=user_stacklevel())",
+    ):
+        assert _own_warnings(line), line
+    assert not _own_warnings("warn('x', UserWarning)")
+
+
 #: Outside the engine, only these may import numba (``demo.py``: numba's compile
 #: events, to show what a first fit costs).
 NUMBA_OUTSIDE_THE_ENGINE = {"demo.py"}
