@@ -302,8 +302,8 @@ def test_yes_is_not_followed_by_the_librarys_long_fit_warning(
     import warnings
 
     def fit(self, X, y):
-        warnings.warn("This fit is estimated at ~16 min.", dmargin.LongFitWarning)
-        warnings.warn("something else", UserWarning)
+        warnings.warn("This fit is estimated at ~16 min.", dmargin.LongFitWarning, stacklevel=2)
+        warnings.warn("something else", UserWarning, stacklevel=2)
         self.feature_importances_ = np.zeros(np.shape(X)[1])
         return self
 

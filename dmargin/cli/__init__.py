@@ -324,7 +324,3 @@ def main(argv=None):
             raise
     print("dmargin: interrupted", file=sys.stderr)
     return 130
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

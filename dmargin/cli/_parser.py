@@ -113,7 +113,7 @@ def seeded_keys(est):
     return [key for key in ("random_state", "estimator__random_state") if key in params]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def takers(param):
     """The ``--method`` values an option setting ``param`` applies to, as text."""
     return ", ".join(

@@ -42,7 +42,7 @@ def scheduler_address(address: str | None) -> str | None:
             f"'dask scheduler --scheduler-file {address}'; start the scheduler first "
             "or pass its tcp:// address."
         )
-    for attempt in range(10):  # the scheduler may be writing it right now
+    for _ in range(10):  # the scheduler may be writing it right now
         try:
             found = json.loads(path.read_text()).get("address")
         except (ValueError, AttributeError):

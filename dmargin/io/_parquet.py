@@ -28,7 +28,6 @@ import numpy as np
 from .._dask import compute
 from ._parquet_plan import file_versions, one_line, plan_blocks, plan_dataset
 
-
 # ---------------------------------------------------------------------------
 # The block reader
 # ---------------------------------------------------------------------------
@@ -104,7 +103,7 @@ def _arrays(table, spec, where):
         # Nulls become NaN (fit then asks for imputation); int64 beyond 2**53 rounds to
         # the nearest float64 as pandas does, where pyarrow's safe cast refuses.
         X[:, j] = pc.cast(col, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
-    if spec.y_dtype == object:
+    if spec.y_dtype.kind == "O":
         y = np.empty(table.num_rows, dtype=object)
         y[:] = labels.to_pylist()  # Python str / None, as pandas' object columns
     elif spec.y_dtype == np.float64:

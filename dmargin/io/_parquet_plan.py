@@ -236,8 +236,9 @@ def _type_class(arrow_type, is_label):
 
 def _footers(fragments):
     """``(physical schema, row groups)`` of every fragment, one footer read each."""
-    import pyarrow as pa
     from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
 
     def one(fragment):
         try:
