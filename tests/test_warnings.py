@@ -107,3 +107,23 @@ def test_outside_dmargin_the_caller_itself_is_the_user():
 
     assert _reported(UserWarning, call, "plain") == [(__file__, lines[0])]
     assert user_stacklevel() == 1  # this frame
+
+
+@pytest.mark.spark
+def test_a_spark_stage_warns_at_the_users_line_also_inside_a_pyspark_pipeline(spark):
+    # pyspark.ml's Estimator.fit calls the stage's _fit; a Pipeline adds its own frames.
+    import pandas as pd
+    from pyspark.ml import Pipeline
+
+    from dmargin.spark import MarginSelector
+
+    X, y = _data(n=60, a=4)
+    names = [f"f{j}" for j in range(X.shape[1])]
+    df = spark.createDataFrame(pd.DataFrame(X, columns=names).assign(label=y))
+    stage = MarginSelector(estimator=ReliefF(), inputCols=names, threshold=1e6)
+    text = "selected no feature"
+    line = _here()
+    assert set(_reported(UserWarning, lambda: stage.fit(df), text)) == {(__file__, line)}
+    pipeline = Pipeline(stages=[stage])
+    line = _here()
+    assert set(_reported(UserWarning, lambda: pipeline.fit(df), text)) == {(__file__, line)}
