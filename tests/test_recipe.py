@@ -123,11 +123,10 @@ def test_a_two_process_cluster_equals_in_process(data, n_anchors, local_cluster)
     from distributed import Client, get_task_stream
 
     X, y = data
-    make = lambda: RankWeightedReliefF(
-        n_neighbors=K,
-        n_anchors=n_anchors,
-        random_state=1,
-    )
+
+    def make():
+        return RankWeightedReliefF(n_neighbors=K, n_anchors=n_anchors, random_state=1)
+
     local = make().fit(X, y)
     Xd, yd = da.from_array(X, chunks=(30, -1)), da.from_array(y, chunks=30)
     with Client(local_cluster) as client:
