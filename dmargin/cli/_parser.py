@@ -14,7 +14,7 @@ import functools
 from pathlib import Path
 
 from .._cost import format_seconds
-from .._registry import cli_methods, estimator_names
+from .._registry import build, cli_methods
 
 #: ``--method`` -> (estimator, the parameters it sets): the registry's (TuRF, Iter and
 #: VLS around MultiSURF).
@@ -87,14 +87,7 @@ def _names(text):
 def build_estimator(name, params):
     """The registry's estimator ``name`` with ``params`` (a registered class name as a
     value is that estimator with its defaults: TuRF's inner estimator)."""
-    import dmargin
-
-    known = set(estimator_names())
-    params = {
-        key: getattr(dmargin, value)() if isinstance(value, str) and value in known else value
-        for key, value in params.items()
-    }
-    return getattr(dmargin, name)(**params)  # the registry's estimators are all exported
+    return build(name, params)
 
 
 def settable(est):
