@@ -1,5 +1,6 @@
 """Sphinx configuration of dmargin's documentation (``make docs``)."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -196,7 +197,48 @@ def write_registry_list(app):
     path.write_text("\n".join([".. currentmodule:: dmargin\n", *lists]))
 
 
+#: Where docs/contributing/layout.md takes the package's tree.
+_LAYOUT_HERE = re.compile(r"^<!-- dmargin-layout-tree -->[ \t]*$", re.MULTILINE)
+PACKAGE = Path(dmargin.__file__).resolve().parent
+
+
+def module_summary(path):
+    """The first sentence of a module's docstring, as plain text."""
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    sentence = re.match(r"(.+?\.)(?:\s|$)", paragraph)
+    text = sentence.group(1) if sentence else paragraph
+    return re.sub(r":\w+:`~?([^`]+)`", r"\1", text).replace("``", "")
+
+
+def layout_tree(folder=PACKAGE, depth=0):
+    """``[(indent, name, summary)]`` of the package: its modules, then its subpackages
+    (a subpackage's line is its ``__init__.py``'s), each folder's modules indented."""
+    rows = []
+    for path in sorted(folder.glob("*.py")):
+        if not (path.name == "__init__.py" and depth):
+            rows.append(("  " * depth, path.name, module_summary(path)))
+    for sub in sorted(p for p in folder.iterdir() if (p / "__init__.py").exists()):
+        rows.append(("  " * depth, sub.name + "/", module_summary(sub / "__init__.py")))
+        rows += layout_tree(sub, depth + 1)
+    return rows
+
+
+def layout_block():
+    """The package's tree as a text block, each line the module's own first sentence."""
+    rows = layout_tree()
+    width = max(len(indent + name) for indent, name, _ in rows) + 2
+    lines = [f"  {(indent + name).ljust(width)}{summary}" for indent, name, summary in rows]
+    return "```text\ndmargin/\n" + "\n".join(lines) + "\n```\n"
+
+
+def fill_layout_page(app, docname, source):
+    if docname == "contributing/layout":
+        source[0] = _LAYOUT_HERE.sub(lambda m: layout_block(), source[0])
+
+
 def setup(app):
+    app.connect("source-read", fill_layout_page)
     # Before autosummary's own handler (priority 500) reads the files.
     app.connect("builder-inited", write_registry_list, priority=400)
     app.connect("source-read", fill_api_page)

@@ -1,6 +1,5 @@
 """I-RELIEF: iterative RELIEF with soft neighbours, in batch and online.
 
-The batch estimator (``_irelief``), online I-RELIEF for streams over very large N
-(``_online``), what a valid online state is (``_online_state``) and its checkpoint files
-(``_checkpoint``).  The public names are exported by :mod:`dmargin`.
+Online I-RELIEF streams very large N, and its state survives in checked, atomically
+written checkpoint files.  The public names are exported by :mod:`dmargin`.
 """

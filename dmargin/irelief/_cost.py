@@ -1,5 +1,6 @@
-"""What a fit of I-RELIEF costs (:func:`dmargin.fit_cost`): a pass over the pairs of rows
-per iteration (also IM4E's), or for online I-RELIEF every row against the reference rows
+"""What a fit of I-RELIEF costs (:func:`dmargin.fit_cost`).
+
+A pass over the pairs of rows per iteration (also IM4E's), or for online I-RELIEF every row against the reference rows
 per pass.  The rates were measured on this project's 2-core development machine
 (``dmargin._cost`` says how to read them)."""
 

@@ -1,5 +1,6 @@
-"""What a valid :class:`~dmargin.OnlineIRelief` state is: the values the online
-kernel relies on (finite, in range, the invariants of the weights) and the
+"""What a valid :class:`~dmargin.OnlineIRelief` state is.
+
+The values the online kernel relies on (finite, in range, the invariants of the weights) and the
 parameters, checked on a checkpoint read back (:mod:`dmargin.irelief._checkpoint`) and
 before a save."""
 

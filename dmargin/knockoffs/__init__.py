@@ -1,6 +1,5 @@
 """Model-X knockoffs: features selected at a false discovery rate.
 
-The knockoff sampler (``_sampler``), its groups of near-copied features (``_groups``) and the
-filter around any estimator with feature importances (``_filter``).  The public names are
-exported by :mod:`dmargin`.
+The knockoff sampler, groups of near-copied features, and the knockoff filter around any
+estimator with feature importances.  The public names are exported by :mod:`dmargin`.
 """

@@ -1,5 +1,6 @@
-"""What a fit of the Relief family's estimators costs (:func:`dmargin.fit_cost`): ReliefF,
-Relief and RReliefF, one pass over the pairs of rows; MuRelief, two on the general
+"""What a fit of the Relief family's estimators costs (:func:`dmargin.fit_cost`).
+
+ReliefF, Relief and RReliefF: one pass over the pairs of rows; MuRelief, two on the general
 nearest-neighbour kernel.  The rates were measured on this project's 2-core development
 machine (``dmargin._cost`` says how to read them)."""
 

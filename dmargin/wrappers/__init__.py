@@ -1,5 +1,4 @@
 """Meta-estimators around any dmargin weight estimator.
 
-TuRF (``_turf``), Iter (``_iter``) and VLS (``_vls``).  The public names are exported by
-:mod:`dmargin`.
+TuRF, Iter and VLS.  The public names are exported by :mod:`dmargin`.
 """
