@@ -11,8 +11,7 @@ import pytest
 
 from dmargin._base import miss_priors
 from dmargin.engine import execution, grid, merge, neighbours, quadratic
-from dmargin.engine.kernels import terms
-from dmargin.engine.kernels import knn, lse, quad
+from dmargin.engine.kernels import knn, lse, quad, terms
 
 try:
     from . import reference_immigrate as ref
@@ -54,7 +53,7 @@ def test_lse_tile_matches_brute_force(rows_data):
     X, y, k = rows_data
     w = np.random.default_rng(0).random(X.shape[1])
     ia, ic = np.arange(20, 40), np.arange(57)
-    for kernel in neighbours.KERNELS["lse"]:
+    for kernel in (lse.KERNEL.serial, lse.KERNEL.threaded):
         got = kernel(X[20:40], ia, X, y, ic, w, 0.7, k)
         want = _brute_lse(X[20:40], ia, X, y, ic, w, 0.7, k)
         for g, e in zip(got, want):
@@ -170,10 +169,10 @@ def test_tiles_over_anchor_groups_and_candidate_blocks(kernel):
     ia = rng.choice(700, 150, replace=False)  # anchors among the candidates: no self-match
     Xa = Xc[ia]
     w = rng.random(9)
-    got = neighbours.KERNELS["lse"][kernel](Xa, ia, Xc, yc, ic, w, 0.3, 3)
+    got = (lse.KERNEL.serial, lse.KERNEL.threaded)[kernel](Xa, ia, Xc, yc, ic, w, 0.3, 3)
     for g, e in zip(got, _brute_lse(Xa, ia, Xc, yc, ic, w, 0.3, 3)):
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
-    d, idx, z = knn.TWINS[kernel](Xa, ia, Xc, yc, ic, 3, 5)
+    d, idx, z = (knn.KERNEL.serial, knn.KERNEL.threaded)[kernel](Xa, ia, Xc, yc, ic, 3, 5)
     for a in range(150):
         full = np.abs(Xc - Xa[a]).sum(axis=1)
         full[ia[a]] = np.inf
@@ -381,8 +380,8 @@ def test_block_reduce_and_exact_bin_edges_on_dask_rows():
     # (200,000 rows) cannot see them all.
     import dask.array as da
 
-    from dmargin.engine.binning import find_bin_edges
     from dmargin.engine import block_reduce
+    from dmargin.engine.binning import find_bin_edges
 
     X = np.arange(40.0).reshape(20, 2)
     total = block_reduce(da.from_array(X, chunks=5), lambda b: b.sum(axis=0), sum, "sum")

@@ -400,6 +400,107 @@ def test_every_fit_enters_by_the_one_door():
     assert not extra, f"fit data prepared outside dmargin._start.start_fit: {extra}"
 
 
+# ---------------------------------------------------------------------------
+# Partials by name
+# ---------------------------------------------------------------------------
+
+#: What the engine and the families call a tile's partial, a merge of partials or the
+#: sums a statistic returns (``P`` pass 2's neighbour sums, ``G`` STIR's graph pass,
+#: ``moments`` pass 1's or STIR's difference moments, ``graph`` STIR's graph sums,
+#: ``coef`` IMMIGRATE's pair coefficients, ``thr`` the thresholds, ...).
+PARTIAL_NAMES = {
+    "P",
+    "G",
+    "M",
+    "coef",
+    "coefs",
+    "graph",
+    "merged",
+    "moments",
+    "partial",
+    "partials",
+    "previous",
+    "shares",
+    "thr",
+    "thresholds",
+}
+#: Calls that return partials or a statistic's sums: whatever a variable bound to
+#: one of them is named, it is a partial too.
+PARTIAL_PRODUCERS = {
+    "anchor_partials",
+    "compact_threshold_statistic",
+    "graph_from_sums",
+    "graph_pairs",
+    "graph_row_sums",
+    "knn_statistic",
+    "knn_target_statistic",
+    "lse_statistic",
+    "moment_total",
+    "moments_pairs",
+    "pair_graph_sums",
+    "pair_moments",
+    "qlse_pairs",
+    "quad_statistic",
+    "relieff_stir_agg",
+    "sample_graph_sums",
+    "sample_moments",
+    "score_pairs",
+    "sigma_pairs",
+    "stir_finish",
+    "surf_stir_agg",
+    "threshold_statistic",
+}
+
+
+def _bound_to_producers(tree):
+    """Names assigned (or unpacked) from a call of a :data:`PARTIAL_PRODUCERS` function."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in PARTIAL_PRODUCERS:
+                for target in node.targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            names.add(name.id)
+    return names
+
+
+def _positional(index):
+    """Whether a subscript's index holds a number: ``[7]``, ``[:, 0]``, ``[1:9]``, ``[3 * s]``."""
+    return any(
+        isinstance(n, ast.Constant) and type(n.value) is int and not isinstance(n.value, bool)
+        for n in ast.walk(index)
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in MODULES if "kernels" not in p.relative_to(PACKAGE).parts], ids=_name
+)
+def test_no_positional_index_into_a_partial_outside_its_kernel_module(path):
+    """A tile's partial, a merge's and a statistic's sums are read by the names their
+    kernel module (``engine/kernels/``) or their producer defines next to them --
+    named tuples, named columns (:func:`dmargin.engine.kernels.surf.moment_columns`,
+    ``NEAR``/``FAR``) -- never by position: ``graph[7]``, ``moments[:, 0]``,
+    ``total[1:9]`` break silently when a kernel's layout changes.  Caught: a
+    subscript holding a number of a variable named as a partial
+    (:data:`PARTIAL_NAMES`) or bound to a call of a producer
+    (:data:`PARTIAL_PRODUCERS`); a column count in a slice (``P[..., :a]``) is a
+    name, and shapes (``P.shape[-1]``) are not partials."""
+    tree = ast.parse(path.read_text())
+    partials = PARTIAL_NAMES | _bound_to_producers(tree)
+    bad = [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in partials
+        and _positional(node.slice)
+    ]
+    assert not bad, f"{_name(path)} reads partials by position: {bad}"
+
+
 #: The private declarations one ``Capabilities`` object replaced: no class declares them
 #: and no module reads them.
 RETIRED_DECLARATIONS = {

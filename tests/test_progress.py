@@ -186,7 +186,7 @@ def test_a_tile_is_reported_before_the_next_one_runs(monkeypatch):
     monkeypatch.setattr(grid, "TILE_WORK", 500 * 2000 * 10)
     monkeypatch.setattr(grid, "MIN_TILE_ANCHORS", 1)
     reported, started, late = threading.Event(), [], []
-    tile = neighbours._tile
+    tile = neighbours.tile
 
     def waiting_tile(*args):
         started.append(1)
@@ -194,7 +194,7 @@ def test_a_tile_is_reported_before_the_next_one_runs(monkeypatch):
             late.append("the first tile was not reported before the second ran")
         return tile(*args)
 
-    monkeypatch.setattr(neighbours, "_tile", waiting_tile)
+    monkeypatch.setattr(neighbours, "tile", waiting_tile)
     with on_progress(lambda e: e.fraction and reported.set()):
         dmargin.IRelief(max_iter=1, tol=0).fit(X, y)
     assert len(started) == 4 and late == []

@@ -26,8 +26,9 @@ submodules (``tests/test_layout.py``).
 """
 
 # Numba's cache locator for the engine's kernels, registered before any kernel compiles.
-from ._numba import EngineCacheLocator  # noqa: F401
+from ._numba import EngineCacheLocator  # noqa: F401, I001
 from . import merge
+from ._numba import TileKernel
 from .binning import BinnedRows, bin_rows
 from .blocks import (
     WeightedHistograms,
@@ -50,7 +51,9 @@ from .execution import (
 )
 from .features import FeatureKinds, column_summary, compact_distinct, feature_kinds
 from .kernels.distance import MASKED, MISSING, scored_differences
-from .kernels.terms import im4e_agg, irelief_agg, irelief_agg_missing, softmin_coef
+from .kernels.surf import FAR, NEAR, moment_columns
+from .kernels.lse import KERNEL as LSE_KERNEL
+from .kernels.quad import KERNEL as QLSE_KERNEL
 from .kernels.sequential import (
     ldm_dcd,
     ldm_dcd_linear,
@@ -59,6 +62,7 @@ from .kernels.sequential import (
     simba_margins,
     simba_run,
 )
+from .kernels.terms import im4e_agg, im4e_share, irelief_agg, irelief_agg_missing, softmin_coef
 from .neighbours import (
     anchor_partials,
     knn_statistic,
@@ -75,23 +79,30 @@ from .sampling import sample_anchors
 from .thresholds import compact_threshold_statistic, threshold_statistic
 
 __all__ = [
+    "LSE_KERNEL",
+    "FAR",
     "MASKED",
     "MISSING",
+    "NEAR",
+    "QLSE_KERNEL",
     "Anchors",
     "BinnedRows",
     "FeatureKinds",
     "Rows",
+    "TileKernel",
     "WeightedHistograms",
     "anchor_partials",
     "bin_rows",
     "block_reduce",
     "column_summary",
     "compact_distinct",
+    "compact_threshold_statistic",
     "counts",
     "feature_kinds",
     "hinge_band",
     "hinge_violations",
     "im4e_agg",
+    "im4e_share",
     "irelief_agg",
     "irelief_agg_missing",
     "is_tile_key",
@@ -104,6 +115,7 @@ __all__ = [
     "lse_statistic",
     "map_row_blocks",
     "merge",
+    "moment_columns",
     "new_row_blocks",
     "new_rows_softmin",
     "online_irelief_steps",
@@ -117,11 +129,10 @@ __all__ = [
     "rows_per_block",
     "sample_anchors",
     "scored_differences",
-    "split_chunks",
     "simba_margins",
     "simba_run",
     "softmin_coef",
+    "split_chunks",
     "summary_of_rows_at",
-    "compact_threshold_statistic",
     "threshold_statistic",
 ]

@@ -10,7 +10,9 @@ that chooses between them.
 import functools
 import hashlib
 import os
+import sys
 import types
+from dataclasses import dataclass
 
 import numba
 from numba.core import caching
@@ -85,7 +87,7 @@ class EngineCacheLocator(caching._CacheLocator):
 
 # Before any kernel below or in the kernel modules is decorated (the locator
 # is chosen when ``cache=True`` is).
-_IMPL = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+_IMPL = getattr(caching, "CacheImpl", None) or caching._CacheImpl
 if EngineCacheLocator not in _IMPL._locator_classes:
     _IMPL._locator_classes.insert(0, EngineCacheLocator)
 
@@ -115,6 +117,96 @@ def twins(fn, fastmath=True):
     twin.__doc__ = fn.__doc__
     parallel = numba.njit(cache=True, parallel=True, **flags)(twin)
     return serial, parallel
+
+
+@dataclass(frozen=True, eq=False)
+class TileKernel:
+    """A tile kernel as its statistic receives it: nothing to register.
+
+    ``serial`` and ``threaded`` are its twins (:func:`twins`; one function
+    twice for a kernel that never threads inside).  ``cost``: one of its
+    steps (a pair-feature, for the pairwise kernels) relative to one of the
+    soft-neighbour tile, read by :func:`pick`; ``speed``: how many times
+    faster a step runs than the soft tile's, so that a call of it may hold
+    that many more steps between checks for a stop; ``blas``: the kernel's
+    products are BLAS calls and it threads over tasks, not inside (one BLAS
+    thread a task).  A task of the graph carries the object itself: its key
+    hashes the kernel's module and name, and it pickles by reference.
+    ``partial``: the named tuple the kernel's tuple of arrays is read as
+    (defined beside the kernel), or ``None`` for a kernel returning one array.
+    """
+
+    serial: object
+    threaded: object
+    cost: float = 1.0
+    speed: float = 1.0
+    blas: bool = False
+    partial: object = None
+
+    @classmethod
+    def compile(cls, fn, fastmath=True, **how):
+        """Both twins of ``fn`` (:func:`twins`) as a :class:`TileKernel`."""
+        return cls(*twins(fn, fastmath), **how)
+
+    @property
+    def source(self):
+        """``(module, name)`` of the function the kernel was compiled from."""
+        fn = getattr(self.serial, "py_func", self.serial)
+        return fn.__module__, fn.__qualname__
+
+    def pick(self, work, threads=True):
+        """The twin for ``work`` steps (:func:`pick`)."""
+        return pick((self.serial, self.threaded), work, self.cost, threads)
+
+    def is_threaded(self, kernel):
+        """Whether ``kernel`` (a twin :meth:`pick` gave) is the threaded one."""
+        return kernel is self.threaded and self.threaded is not self.serial
+
+    def __dask_tokenize__(self):
+        serial = _identity(self.serial)
+        # The threaded twin is compiled from the serial one's code: named by it.
+        twin = getattr(self.threaded, "py_func", self.threaded)
+        same_code = getattr(twin, "__code__", None) is getattr(
+            getattr(self.serial, "py_func", self.serial), "__code__", False
+        )
+        threaded = ("twin", serial) if same_code else _identity(self.threaded)
+        partial = None if self.partial is None else _identity(self.partial)
+        return ("TileKernel", serial, threaded, self.cost, self.speed, self.blas, partial)
+
+    def __reduce__(self):
+        module = sys.modules.get(self.source[0])
+        for name, value in vars(module or object()).items():
+            if value is self:
+                return _kernel_named, (self.source[0], name)
+        return TileKernel, (
+            self.serial,
+            self.threaded,
+            self.cost,
+            self.speed,
+            self.blas,
+            self.partial,
+        )
+
+
+def _identity(obj):
+    """``(module, qualified name)`` of a function or class importable by that name, else
+    a hash of it by value (a closure by its code and cells)."""
+    base = getattr(obj, "py_func", obj)
+    module, name = getattr(base, "__module__", None), getattr(base, "__qualname__", "")
+    found = sys.modules.get(module)
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    if found is base or found is obj:
+        return module, name
+    import cloudpickle
+
+    return hashlib.sha256(cloudpickle.dumps(base)).hexdigest()
+
+
+def _kernel_named(module, name):
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 def use_threads(work, cost=1.0):

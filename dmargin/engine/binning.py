@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._dask import gather, persist_spread, worker_addresses
-from .execution import Rows, prepare_rows, use_dask_for
 from .blocks import block_reduce
+from .execution import Rows, prepare_rows, use_dask_for
 
 #: Rows used to place quantile bin edges (as sklearn's ``subsample``).
 SUBSAMPLE = 200_000

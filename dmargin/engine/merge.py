@@ -11,6 +11,9 @@ shares) turns the merged partial of an anchor block into that block's share.
 
 import numpy as np
 
+from .kernels.knn import NearestPartial
+from .kernels.lse import SoftPartial
+
 
 def add(parts):
     """Sum of partials that simply add (histograms, kernel sums, shares), in order."""
@@ -32,19 +35,20 @@ def lse_combine(parts):
     ``v`` is a vector per anchor and class (I-RELIEF), a scalar per anchor
     and class (IMMIGRATE's expected distance), or ``None`` (``(m, s)`` only).
     """
-    m = parts[0][0]
+    parts = [SoftPartial(*p) for p in parts]
+    m = parts[0].m
     for p in parts[1:]:
-        m = np.maximum(m, p[0])
+        m = np.maximum(m, p.m)
     s = 0.0
     v = None
     for p in parts:
         # exp(-inf - -inf) would be nan: an empty class stays empty.
-        r = np.where(np.isneginf(p[0]), 0.0, np.exp(p[0] - np.where(np.isneginf(m), 0.0, m)))
-        s = s + p[1] * r
-        if p[2] is not None:
-            term = p[2] * (r if p[2].ndim == r.ndim else r[..., None])
+        r = np.where(np.isneginf(p.m), 0.0, np.exp(p.m - np.where(np.isneginf(m), 0.0, m)))
+        s = s + p.s * r
+        if p.v is not None:
+            term = p.v * (r if p.v.ndim == r.ndim else r[..., None])
             v = term if v is None else v + term
-    return m, s, v
+    return SoftPartial(m, s, v)
 
 
 # ---------------------------------------------------------------------------
@@ -54,14 +58,15 @@ def lse_combine(parts):
 
 def knn_combine(parts):
     """Merge top-k partials ``(dist, idx, z)``: keep the k smallest (dist, idx)."""
-    k = parts[0][0].shape[-1]
-    dist = np.concatenate([p[0] for p in parts], axis=-1)
-    idx = np.concatenate([p[1] for p in parts], axis=-1)
-    z = np.concatenate([p[2] for p in parts], axis=-2)
+    parts = [NearestPartial(*p) for p in parts]
+    k = parts[0].dist.shape[-1]
+    dist = np.concatenate([p.dist for p in parts], axis=-1)
+    idx = np.concatenate([p.idx for p in parts], axis=-1)
+    z = np.concatenate([p.z for p in parts], axis=-2)
     # Unfilled slots (idx -1, dist inf) must sort last among equal distances.
     key_idx = np.where(idx < 0, np.iinfo(np.int64).max, idx)
     order = np.lexsort((key_idx, dist), axis=-1)[..., :k]
-    return (
+    return NearestPartial(
         np.take_along_axis(dist, order, axis=-1),
         np.take_along_axis(idx, order, axis=-1),
         np.take_along_axis(z, order[..., None], axis=-2),

@@ -20,40 +20,18 @@ from __future__ import annotations
 import numpy as np
 
 from . import grid, merge
-from ._numba import blas_single_thread, n_threads, pick
+from ._numba import TileKernel, blas_single_thread, n_threads
 from .execution import Anchors, Rows
-from .local import interrupt_count, stop_if_interrupted
 from .features import FeatureKinds
-from .kernels import distance, knn, lse, quad
+from .kernels import distance, knn, lse
+from .local import interrupt_count, stop_if_interrupted
 
-#: The tile kernels by name: ``(serial, threaded)`` twins.
-KERNELS = {
-    "lse": lse.TWINS,
-    "lse-general": lse.GENERAL_TWINS,
-    "knn": knn.TWINS,
-    "knn-general": knn.GENERAL_TWINS,
-    "class-moments": knn.CLASS_MOMENTS_TWINS,
-    "qlse": quad.TWINS,
-}
-#: Cost of one step of each family relative to a pair-feature of ``lse``:
-#: the quadratic kernels count flops (BLAS: fast per flop).
-COST = {
-    "lse": 1.0,
-    "lse-general": 2.0,
-    "knn": 1.0,
-    "knn-general": 2.0,
-    "class-moments": 2.0,
-    "qlse": 0.05,
-}
 #: Pair-features of one kernel call at most: between calls a tile stops if a
 #: ``KeyboardInterrupt`` stopped its run.  A call of the soft tile (an exp per
 #: pair) takes about 0.3 s on two threads.  Each call costs a pass over the
 #: candidates and a wait for its slowest thread: ReliefF on 8,000 x 100 took
 #: 30 % longer in calls of 1e8 and 20 % in calls of 1e9 than in one call.
 CALL_WORK = 1e9
-#: Kernels faster per pair-feature than the soft tile take calls this many times
-#: larger (the same time a call): the hard k-nearest tile runs about 4x faster.
-CALL_SPEED = {"knn": 4.0}
 #: The fewest anchors of one call, per numba thread: each call sorts the
 #: candidates by class once (about one pass over them).
 CALL_ANCHORS = 256
@@ -63,21 +41,30 @@ _BY_DISTANCE = np.empty((0, 0, 2))
 _NO_TARGET = np.empty(0)
 
 
-def _tile(Xa, ya, start_a, Xc, yc, start_c, name, threads, *params):
+def tile(Xa, ya, start_a, Xc, yc, start_c, kernel: TileKernel, threads, *params):
+    """The ordered grid's tile task: ``kernel(Xa, ia, Xc, yc, ic, *params)``.
+
+    ``kernel`` (a :class:`~dmargin.engine._numba.TileKernel`) is the object
+    itself: its twin is picked by the tile's work and its cost (``threads``:
+    in-process, where a kernel may thread inside); a BLAS kernel runs under
+    one BLAS thread on dask's tasks; any other runs in calls between which
+    an interrupted run stops (:func:`_in_calls`).
+    """
     # A block of rows starts at ``start_a``; a sample (or new anchors) carries its indices.
     ia = np.asarray(start_a) if np.ndim(start_a) else np.arange(start_a, start_a + Xa.shape[0])
     ic = np.arange(start_c, start_c + Xc.shape[0])
     work = Xa.shape[0] * Xc.shape[0] * Xc.shape[1]
-    kernel = pick(KERNELS[name], work, COST[name], threads=threads)
-    if name == "qlse":
-        if threads:
-            return kernel(Xa, ia, Xc, yc, ic, *params)
+    twin = kernel.pick(work, threads=threads)
+    if kernel.blas and not threads:
         with blas_single_thread():  # the tasks are the parallelism
-            return kernel(Xa, ia, Xc, yc, ic, *params)
-    least = CALL_ANCHORS * (n_threads() if kernel is KERNELS[name][1] else 1)
-    return _in_calls(
-        kernel, Xa, ia, Xc, yc, ic, params, work * COST[name] / CALL_SPEED.get(name, 1.0), least
-    )
+            out = twin(Xa, ia, Xc, yc, ic, *params)
+    elif kernel.blas:
+        out = twin(Xa, ia, Xc, yc, ic, *params)
+    else:
+        least = CALL_ANCHORS * (n_threads() if kernel.is_threaded(twin) else 1)
+        steps = work * kernel.cost / kernel.speed
+        out = _in_calls(twin, Xa, ia, Xc, yc, ic, params, steps, least)
+    return out if kernel.partial is None else kernel.partial(*out)
 
 
 def _in_calls(kernel, Xa, ia, Xc, yc, ic, params, work, least):
@@ -107,8 +94,7 @@ def _in_calls(kernel, Xa, ia, Xc, yc, ic, params, work, least):
 
 
 def _agg_task(agg, partial, ya, weight, agg_args):
-    m, s, v = partial
-    return agg(m, s, v, ya, weight, *agg_args)
+    return agg(partial.m, partial.s, partial.v, ya, weight, *agg_args)
 
 
 def lse_statistic(
@@ -122,19 +108,19 @@ def lse_statistic(
     sample scoring against all rows instead of every row.  ``kinds``: the
     :class:`~dmargin.engine.features.FeatureKinds` of the rows; discrete
     features or missing values run the general kernel
-    (:data:`lse.GENERAL_TWINS`, whose ``v`` has ``2 A`` entries per class
+    (:data:`lse.GENERAL_KERNEL`, whose ``v`` has ``2 A`` entries per class
     with missing values).
     """
     a, k = rows.n_features, rows.n_classes
     n = rows.n_samples if anchors is None else anchors.n_samples
     w = np.asarray(w, dtype=np.float64)
     weight = np.full(n, 1.0 / n) if anchor_weight is None else np.asarray(anchor_weight, float)
-    name, params, width = "lse", (w, sigma, k), a
+    kernel, params, width = lse.KERNEL, (w, sigma, k), a
     if kinds is not None and kinds.kind != distance.PLAIN:
-        name, params = "lse-general", (w, sigma, k, kinds.discrete, kinds.kind)
+        kernel, params = lse.GENERAL_KERNEL, (w, sigma, k, kinds.discrete, kinds.kind)
         width = 2 * a if kinds.kind == distance.MISSING else a
-    g = grid.graph(rows, name, per_row=k * (width + 2), sample=anchors)
-    merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.lse_combine)
+    g = grid.graph(rows, "lse", per_row=k * (width + 2), sample=anchors)
+    merged = grid.ordered(g, tile, kernel, g.local, *params, combine=merge.lse_combine)
     shares = [
         g.add("agg", _agg_task, agg, merged[i], g.anchor(i)[1], weight[start:stop], agg_args)
         for i, (start, stop) in enumerate(g.anchors)
@@ -169,7 +155,7 @@ def knn_statistic(
     ``anchors``: an :class:`~execution.Anchors` sample instead of every row.
     ``kinds``: the :class:`~dmargin.engine.features.FeatureKinds` of the rows;
     discrete features or missing values run the general kernel
-    (:data:`knn.GENERAL_TWINS`), whose ``z`` are the scored differences (NaN
+    (:data:`knn.GENERAL_KERNEL`), whose ``z`` are the scored differences (NaN
     where a value is missing).  ``combine``: how the anchor blocks' shares
     merge (a sum by default); ``finish``: a last step on the merged value,
     where it was merged (a worker), so that only its result comes back.
@@ -183,20 +169,20 @@ def knn_statistic(
     every anchor's own) and its misses (skrebate's continuous endpoint).
     """
     a, k = rows.n_features, rows.n_classes
-    name, params = "knn", (k, n_neighbors)
+    kernel, params = knn.KERNEL, (k, n_neighbors)
     if target is not None and k != 1:
         raise ValueError("a target needs every row in one class")
     general = ranked or target is not None
     if general or (kinds is not None and kinds.kind != distance.PLAIN):
         kinds = kinds if kinds is not None else FeatureKinds.continuous(a)
-        name, params = "knn-general", (k, n_neighbors, *kinds.params)
-    g = grid.graph(rows, name, per_row=max(k, 2) * n_neighbors * (a + 2), sample=anchors)
+        kernel, params = knn.GENERAL_KERNEL, (k, n_neighbors, *kinds.params)
+    g = grid.graph(rows, "knn", per_row=max(k, 2) * n_neighbors * (a + 2), sample=anchors)
     tail = (_NO_TARGET, 0.0) if target is None else (grid.hold_target(g, target), float(bound))
     if ranked:
         centres = grid.ordered(
             g,
-            _tile,
-            "class-moments",
+            tile,
+            knn.CLASS_MOMENTS_KERNEL,
             g.local,
             k,
             *kinds.params[:2],
@@ -207,19 +193,19 @@ def knn_statistic(
         )
         merged = grid.ordered(
             g,
-            _tile,
-            name,
+            tile,
+            kernel,
             g.local,
             *params,
             combine=merge.knn_combine,
             each=lambda i: (centres[i], *tail),
         )
-    elif name == "knn-general":
+    elif kernel is knn.GENERAL_KERNEL:
         merged = grid.ordered(
-            g, _tile, name, g.local, *params, _BY_DISTANCE, *tail, combine=merge.knn_combine
+            g, tile, kernel, g.local, *params, _BY_DISTANCE, *tail, combine=merge.knn_combine
         )
     else:
-        merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine)
+        merged = grid.ordered(g, tile, kernel, g.local, *params, combine=merge.knn_combine)
     shares = []
     for i in range(len(g.anchors)):
         _, codes, first = g.anchor(i)
@@ -263,12 +249,13 @@ def knn_target_statistic(
     slice of each ``per_anchor`` array (one value per anchor, in the order of
     the anchors).  ``kinds``: as :func:`knn_statistic`.
     """
-    name, params = "knn", (1, n_neighbors)
+    kernel, params = knn.KERNEL, (1, n_neighbors)
     if kinds is not None and kinds.kind != distance.PLAIN:
-        name, params = "knn-general", (1, n_neighbors, *kinds.params, _BY_DISTANCE, _NO_TARGET, 0.0)
+        kernel = knn.GENERAL_KERNEL
+        params = (1, n_neighbors, *kinds.params, _BY_DISTANCE, _NO_TARGET, 0.0)
     g = grid.graph(rows, "knn-target", per_row=n_neighbors * (rows.n_features + 2), sample=anchors)
     target = grid.hold_target(g, y)
-    merged = grid.ordered(g, _tile, name, g.local, *params, combine=merge.knn_combine)
+    merged = grid.ordered(g, tile, kernel, g.local, *params, combine=merge.knn_combine)
     shares = []
     for i, (start, stop) in enumerate(g.anchors):
         ia = np.arange(start, stop) if anchors is None else anchors.index[start:stop]
@@ -293,7 +280,7 @@ def knn_target_statistic(
 
 
 def _concat_partials(parts):
-    return tuple(np.concatenate(items) for items in zip(*parts))
+    return type(parts[0])(*(np.concatenate(items) for items in zip(*parts)))
 
 
 def anchor_partials(rows: Rows, kernel, Xa, ia, params, block=1024):
@@ -301,15 +288,16 @@ def anchor_partials(rows: Rows, kernel, Xa, ia, params, block=1024):
 
     ``ia`` are the anchors' global indices (a training row excludes itself;
     new points get negative indices).  Returns the merged partial of
-    ``kernel`` ("lse" or "qlse") for every anchor -- small (anchors x classes
+    ``kernel`` (a :class:`~dmargin.engine._numba.TileKernel` of ``(m, s, v)``
+    partials: :data:`LSE_KERNEL`, :data:`QLSE_KERNEL`) for every anchor -- small (anchors x classes
     [x features]) -- used for predictions and leave-one-out predictions.
     """
     Xa = np.ascontiguousarray(Xa, dtype=np.float64)
     ia = np.asarray(ia, dtype=np.int64)
     new = Anchors(Xa, np.zeros(ia.size, dtype=np.int64), ia)
-    g = grid.graph(rows, f"{kernel}-new", sample=new, anchor_rows=block)
-    merged = grid.ordered(g, _tile, kernel, g.local, *params, combine=merge.lse_combine)
-    return grid.run(g, g.add("concat", _concat_partials, merged), blas_limit=kernel == "qlse")
+    g = grid.graph(rows, "new-anchors", sample=new, anchor_rows=block)
+    merged = grid.ordered(g, tile, kernel, g.local, *params, combine=merge.lse_combine)
+    return grid.run(g, g.add("concat", _concat_partials, merged), blas_limit=kernel.blas)
 
 
 def _reduce_task(reduce, partial):
@@ -325,20 +313,20 @@ def row_partials(rows: Rows, kernel, params, reduce):
     the rows.
     """
     a, k = rows.n_features, rows.n_classes
-    g = grid.graph(rows, f"{kernel}-rows", per_row=k * (a + 2))
-    merged = grid.ordered(g, _tile, kernel, g.local, *params, combine=merge.lse_combine)
+    g = grid.graph(rows, "left-out-rows", per_row=k * (a + 2))
+    merged = grid.ordered(g, tile, kernel, g.local, *params, combine=merge.lse_combine)
     blocks = [g.add("reduce", _reduce_task, reduce, m) for m in merged]
-    return grid.run(g, g.add("concat", np.concatenate, blocks), blas_limit=kernel == "qlse")
+    return grid.run(g, g.add("concat", np.concatenate, blocks), blas_limit=kernel.blas)
 
 
-def _new_rows_tile(Xa, Xc, yc, start_c, name, params):
+def _new_rows_tile(Xa, Xc, yc, start_c, kernel, params):
     # New points get negative indices: never a training row's own.
-    return _tile(Xa, None, -1 - np.arange(Xa.shape[0]), Xc, yc, start_c, name, False, *params)
+    return tile(Xa, None, -1 - np.arange(Xa.shape[0]), Xc, yc, start_c, kernel, False, *params)
 
 
 def _softmin_task(partial, weights):
-    m, s, v = partial
-    num = v if weights is None else v @ weights
+    s = partial.s
+    num = partial.v if weights is None else partial.v @ weights
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(s > 0, num / np.where(s > 0, s, 1.0), np.inf)
 
@@ -362,7 +350,7 @@ def new_rows_softmin(rows: Rows, kernel, params, X_new, prepare, weights=None):
         rows = prepare_rows(
             rows.X, rows.codes, rows.n_classes, use_dask=True, what="Predictions against"
         )
-    g = grid.graph(rows, f"{kernel}-predict")
+    g = grid.graph(rows, "predict")
     new = [(g.add("new", prepare, (X_new.name, i, 0)),) for i in range(X_new.numblocks[0])]
     merged = grid.ordered(g, _new_rows_tile, kernel, params, combine=merge.lse_combine, anchors=new)
     parts = [g.add("softmin", _softmin_task, m, weights) for m in merged]
@@ -408,8 +396,7 @@ def summary_of_rows_at(rows: Rows, index, fn, *args):
 
 
 __all__ = [
-    "COST",
-    "KERNELS",
+    "CALL_WORK",
     "anchor_partials",
     "knn_statistic",
     "knn_target_statistic",
@@ -418,4 +405,5 @@ __all__ = [
     "row_partials",
     "rows_at",
     "summary_of_rows_at",
+    "tile",
 ]

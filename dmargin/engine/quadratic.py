@@ -17,7 +17,7 @@ from ._numba import blas_single_thread, pick
 from .execution import TILE_BUDGET, Rows
 from .kernels import quad, rbf
 from .kernels.modes import CROSS, ORDERED, WITHIN, block_pair
-from .neighbours import COST
+from .kernels.terms import PairCoefficients
 
 
 def _in_blas_limit(limit, fn, *args):
@@ -53,27 +53,21 @@ def _sigma_pair(Xp, yp, start_p, Xq, yq, start_q, limit_blas, U, lam, sigma, coe
         U,
         lam,
         sigma,
-        coef_p[0],
-        coef_p[1],
-        coef_q[0],
-        coef_q[1],
+        coef_p.log_z,
+        coef_p.coef,
+        coef_q.log_z,
+        coef_q.coef,
         mode,
         store,
     )
 
 
-def _side(partials, side):
-    """The ``(m, s, u)`` of the first (0) or second (1) row set of a pair."""
-    return partials[3 * side : 3 * side + 3]
-
-
 def _quad_coef_task(coef, partial, ya, weight, sigma):
-    m, s, u = partial
-    return coef(m, s, u, ya, weight, sigma)
+    return PairCoefficients(*coef(partial.m, partial.s, partial.v, ya, weight, sigma))
 
 
 def _entropy_of(coef):
-    return coef[2]
+    return coef.entropy
 
 
 def _pair_of(a, b):
@@ -82,7 +76,7 @@ def _pair_of(a, b):
 
 def _qlse_ordered(Xa, ya, ia, Xc, yc, start_c, limit_blas, U, lam, sigma, n_classes):
     ic = np.arange(start_c, start_c + Xc.shape[0])
-    return _in_blas_limit(
+    pairs = _in_blas_limit(
         limit_blas,
         quad.qlse_pairs,
         Xa,
@@ -97,12 +91,13 @@ def _qlse_ordered(Xa, ya, ia, Xc, yc, start_c, limit_blas, U, lam, sigma, n_clas
         n_classes,
         ORDERED,
         np.empty(0),
-    )[:3]
+    )
+    return quad.pair_side(pairs, 0)
 
 
 def _sigma_ordered(Xa, ya, ia, Xc, yc, start_c, limit_blas, U, lam, sigma, coef):
     ic = np.arange(start_c, start_c + Xc.shape[0])
-    log_z, c = coef[0], coef[1]
+    log_z, c = coef.log_z, coef.coef
     # The candidates carry no coefficient in the ORDERED mode: empty stand-ins.
     return _in_blas_limit(
         limit_blas,
@@ -129,7 +124,7 @@ def _quad_sampled(rows: Rows, U, lam, sigma, weight, coef, anchors):
     """:func:`quad_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
     n, a, k = rows.n_samples, rows.n_features, rows.n_classes
     threads, blocks = grid.threaded_blocks(
-        rows, anchors.n_samples * n * a * (a + U.shape[1]), COST["qlse"]
+        rows, anchors.n_samples * n * a * (a + U.shape[1]), quad.KERNEL.cost
     )
     g = grid.graph(rows, "quad-anchors", per_row=k * (a + 3), sample=anchors, candidates=blocks)
     limit = not g.local
@@ -183,7 +178,7 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, anchors=None)
         return _quad_sampled(rows, U, lam, sigma, weight, coef, anchors)
     n, a, k = rows.n_samples, rows.n_features, rows.n_classes
     threads, blocks = grid.threaded_blocks(
-        rows, n * n * a * (a + U.shape[1]), COST["qlse"], most=max(1, n // quad.SEG)
+        rows, n * n * a * (a + U.shape[1]), quad.KERNEL.cost, most=max(1, n // quad.SEG)
     )
     g = grid.graph(rows, "quad", candidates=blocks)
     bounds = g.candidates
@@ -200,7 +195,7 @@ def quad_statistic(rows: Rows, U, lam, sigma, anchor_weight, coef, anchors=None)
     tiles = grid.symmetric(
         g, _qlse_pair, limit, U, lam, sigma, k, each=lambda i, j: (stores[i, j],), tag="qlse"
     )
-    merged = grid.sides(g, tiles, merge.lse_combine, take=_side)
+    merged = grid.sides(g, tiles, merge.lse_combine, take=quad.pair_side)
     coefs = [
         g.add("coef", _quad_coef_task, coef, merged[i], g.block(i)[1], weight[start:stop], sigma)
         for i, (start, stop) in enumerate(bounds)

@@ -9,6 +9,8 @@ against every row, without a float64 copy of the rows.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import grid, merge
@@ -16,6 +18,7 @@ from ._numba import n_threads, pick
 from .execution import Rows
 from .features import FeatureKinds
 from .kernels import compact, distance, surf
+from .kernels import graph as stir_graph
 from .kernels.modes import block_pair
 
 #: The kernels' stand-in for "no target" (class labels): never read.
@@ -34,18 +37,19 @@ def moment_total(moments):
     """``(sum_a (count_a + 1), sum_a sum_j d_aj, sum_a sum_j d_aj^2)``: the cells of
     the anchors' rows of the full distance matrix (its zero diagonal included, as
     skrebate's mean) and their distance sum and sum of squares."""
-    return np.array([np.sum(moments[:, 0] + 1.0), np.sum(moments[:, 1]), np.sum(moments[:, 2])])
+    cols = surf.moment_columns(moments)
+    return np.array([np.sum(cols.count + 1.0), np.sum(cols.total), np.sum(cols.squares)])
 
 
 def graph_finders(P, ya, thresholds, n_features):
     """Each anchor's entry for STIR's graph pass (:mod:`.kernels.surf`, pass 3):
     ``(near, 1 / h, 1 / m)`` from its thresholds and the hits and misses of
     pass 2 (two classes; ``0`` for a side with none)."""
-    counts = P[:, 0, :, n_features]
+    counts = P[:, surf.NEAR, :, surf.score_columns(n_features).counts.start]
     rows = np.arange(len(ya))
     ya = np.asarray(ya)
     hits, misses = counts[rows, ya], counts[rows, 1 - ya]
-    near = np.where(np.isnan(thresholds[0]), -np.inf, thresholds[0])
+    near = np.where(np.isnan(thresholds.near), -np.inf, thresholds.near)
     return np.column_stack([near, _inverse(hits), _inverse(misses)])
 
 
@@ -65,15 +69,16 @@ def graph_row_sums(G):
     ``[sum C^2, sum C^3, sum_e W_e^2, sum_e W_e^3, mutual hit slots, mutual miss
     slots, sum r^2]`` (each edge's powers were added at both of its ends;
     ``r_i = sum_j W_ij^2``)."""
-    c, r = G[:, 0], G[:, 1]
+    cols = stir_graph.graph_columns(G)
+    c, r = cols.w, cols.w2
     return np.array(
         [
             c @ c,
             (c * c) @ c,
             0.5 * r.sum(),
-            0.5 * G[:, 2].sum(),
-            G[:, 3].sum(),
-            G[:, 4].sum(),
+            0.5 * cols.w3.sum(),
+            cols.mutual_hits.sum(),
+            cols.mutual_misses.sum(),
             r @ r,
         ]
     )
@@ -123,52 +128,17 @@ def _pair_moments(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind):
     return surf.moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode)
 
 
-def _pair_score(
-    Xp,
-    yp,
-    start_p,
-    Xq,
-    yq,
-    start_q,
-    n_classes,
-    n_sets,
-    dm,
-    dw,
-    ramp,
-    kind,
-    target,
-    bound,
-    squares,
-    thr_p,
-    thr_q,
-):
+def _pair_score(Xp, yp, start_p, Xq, yq, start_q, n_classes, n_sets, how, target, thr_p, thr_q):
     ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
+    tp, tq = _target_at(target, ip), _target_at(target, iq)
     return surf.score_pairs(
-        Xp,
-        ip,
-        yp,
-        Xq,
-        iq,
-        yq,
-        n_classes,
-        n_sets,
-        dm,
-        dw,
-        ramp,
-        kind,
-        *thr_p,
-        *thr_q,
-        mode,
-        _target_at(target, ip),
-        _target_at(target, iq),
-        bound,
-        squares,
+        Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq
     )
 
 
 def _pair_graph(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind, fp, fq):
     ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
-    return surf.graph_pairs(Xp, ip, yp, Xq, iq, yq, dm, dw, kind, mode, fp, fq)
+    return stir_graph.graph_pairs(Xp, ip, yp, Xq, iq, yq, dm, dw, kind, mode, fp, fq)
 
 
 # -- tiles of the ordered grid (a sample of anchors) --------------------------------
@@ -180,51 +150,17 @@ def _moments_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind):
     return kernel(Xa, ia, Xc, ic, dm, dw, kind)
 
 
-def _score_tile(
-    Xa,
-    ya,
-    ia,
-    Xc,
-    yc,
-    start_c,
-    threads,
-    n_classes,
-    n_sets,
-    dm,
-    dw,
-    ramp,
-    kind,
-    target,
-    bound,
-    squares,
-    thr,
-):
+def _score_tile(Xa, ya, ia, Xc, yc, start_c, threads, n_classes, n_sets, how, target, thr):
     ic = np.arange(start_c, start_c + Xc.shape[0])
     kernel = pick(surf.SCORE_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
-    return kernel(
-        Xa,
-        ia,
-        Xc,
-        yc,
-        ic,
-        n_classes,
-        n_sets,
-        dm,
-        dw,
-        ramp,
-        kind,
-        *thr,
-        _target_at(target, ia),
-        _target_at(target, ic),
-        bound,
-        squares,
-    )
+    ta, tc = _target_at(target, ia), _target_at(target, ic)
+    return kernel(Xa, ia, Xc, yc, ic, n_classes, n_sets, how, thr, ta, tc)
 
 
 def _graph_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind, fa, fc):
     ic = np.arange(start_c, start_c + Xc.shape[0])
-    kernel = pick(surf.GRAPH_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
-    parts = n_threads() if kernel is surf.GRAPH_TWINS[1] else 1
+    kernel = pick(stir_graph.GRAPH_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+    parts = n_threads() if kernel is stir_graph.GRAPH_TWINS[1] else 1
     return kernel(Xa, ia, ya, Xc, ic, yc, dm, dw, kind, fa, fc, parts)
 
 
@@ -232,7 +168,7 @@ def _graph_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind, fa, fc):
 
 
 def _thresholds_task(thresholds, moments, total, far):
-    return thresholds(moments, total, far)
+    return surf.Thresholds(*thresholds(moments, total, far))
 
 
 def _agg_task(agg, partial, ya, agg_args):
@@ -264,7 +200,7 @@ def _picked_graph_rows(X, codes, start, local, finders, G):
         np.asarray(X[local], dtype=np.float64),
         np.asarray(codes)[local],
         finders[local],
-        G[local, 0],
+        stir_graph.graph_columns(G).w[local],
     )
 
 
@@ -357,21 +293,8 @@ def threshold_statistic(
         bound = 0.0
     elif not bound > 0:
         raise ValueError(f"bound must be positive with a target; got {bound}.")
-    common = (
-        thresholds,
-        agg,
-        agg_args,
-        far,
-        dm,
-        dw,
-        rp,
-        kind,
-        n_sets,
-        per_row,
-        target,
-        bound,
-        graph_sample,
-    )
+    how = surf.Scoring(dm, dw, rp, kind, bound, squares)
+    common = (thresholds, agg, agg_args, far, how, n_sets, per_row, target, graph_sample)
     if anchors is not None:
         return _sampled(rows, anchors, *common)
     n = rows.n_samples
@@ -390,13 +313,8 @@ def threshold_statistic(
         _pair_score,
         rows.n_classes,
         n_sets,
-        dm,
-        dw,
-        rp,
-        kind,
+        how,
         target,
-        bound,
-        squares,
         each=lambda i, j: (thr[i], thr[j]),
         tag="score",
     )
@@ -425,19 +343,15 @@ def _sampled(
     agg,
     agg_args,
     far,
-    dm,
-    dw,
-    rp,
-    kind,
+    how,
     n_sets,
     per_row,
     target,
-    bound,
     graph_sample,
 ):
     """:func:`threshold_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
     k = rows.n_classes
-    squares = graph_sample is not None
+    dm, dw, kind, squares = how.dm, how.dw, how.kind, how.squares
     g = grid.graph(rows, "surf-anchors", per_row=per_row, sample=anchors)
     target = grid.hold_target(g, target)
     n_anchor = len(g.anchors)
@@ -450,13 +364,8 @@ def _sampled(
         g.local,
         k,
         n_sets,
-        dm,
-        dw,
-        rp,
-        kind,
+        how,
         target,
-        bound,
-        squares,
         each=lambda i: (thr[i],),
         combine=merge.add,
         tag="score",
@@ -569,14 +478,14 @@ def compact_threshold_statistic(
         each=lambda i: (thr[i],),
         tag="score",
     )
-    result = g.add("share", _item, last, 0)
+    result = g.add("share", _chain_share, last)
     if stir:
         # Pass 3: STIR's graph (a pair-feature of the mismatch count, as pass 1).
         index = [
             g.add("index", _anchor_index, b[2], b[1])
             for b in (g.anchor(i) for i in range(len(g.anchors)))
         ]
-        found = g.add("finders", _finder_rows, n, index, g.add("finder", _item, last, 1))
+        found = g.add("finders", _finder_rows, n, index, g.add("finder", _chain_finders, last))
         X_all, codes_all, _ = g.block(0)
         result = g.add(
             "stir",
@@ -623,19 +532,32 @@ def _compact_score_tile(
         index,
         n_classes,
         n_sets,
-        thr[0],
-        thr[1],
+        thr.near,
+        thr.far,
     )
     ya = np.asarray(ya)
     share = agg(P, ya, *agg_args)
     found = [graph_finders(P, ya, thr, Xc.shape[1])] if stir else []
     if previous is None:
-        return share, found
-    return previous[0] + share, previous[1] + found
+        return _Chain(share, found)
+    return _Chain(previous.share + share, previous.finders + found)
 
 
-def _item(values, i):
-    return values[i]
+class _Chain(NamedTuple):
+    """The blocks of anchors so far of :func:`_compact_score_tile`."""
+
+    #: Their shares, added.
+    share: object
+    #: Their finder entries, one array per block (STIR).
+    finders: list
+
+
+def _chain_share(chain):
+    return chain.share
+
+
+def _chain_finders(chain):
+    return chain.finders
 
 
 def _finder_rows(n_rows, index, finders):
@@ -660,17 +582,19 @@ def _compact_graph(total, planes, index, codes, found, X, n_bits, graph_sample):
     return (
         total,
         graph_row_sums(G),
-        sample_graph_sums(D, codes[sample], found[sample], G[sample, 0], v),
+        sample_graph_sums(
+            D, codes[sample], found[sample], stir_graph.graph_columns(G).w[sample], v
+        ),
     )
 
 
 __all__ = [
     "COMPACT_TILE_BYTES",
-    "graph_row_sums",
-    "outside_finders",
-    "sample_graph_sums",
     "compact_threshold_statistic",
     "graph_finders",
+    "graph_row_sums",
     "moment_total",
+    "outside_finders",
+    "sample_graph_sums",
     "threshold_statistic",
 ]

@@ -19,7 +19,7 @@ from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, anchors_for
 from .._start import start_fit
 from .._utils import timer, warn
 from .._validation import RANDOM_STATE, Interval, Options
-from ..engine import im4e_agg, lse_statistic
+from ..engine import LSE_KERNEL, im4e_agg, im4e_share, lse_statistic
 from ..progress import fit_steps
 from ._softmin import (
     HISTORY,
@@ -140,7 +140,7 @@ class IM4E(SoftminClassifier):
         return self.sigma
 
     def _kernel_params(self):
-        return "lse", (self.feature_importances_, float(self.sigma), len(self.classes_))
+        return LSE_KERNEL, (self.feature_importances_, float(self.sigma), len(self.classes_))
 
     def _partial_expectation(self, v):
         return v @ self.feature_importances_
@@ -178,7 +178,7 @@ class IM4E(SoftminClassifier):
                         anchor_weight=weight,
                         anchors=anchors,
                     )
-                m, entropy = out[:-1], out[-1]
+                m, entropy = im4e_share(out)
                 if self.weight_update == "simplex":
                     w_new = _simplex_projection(m / (2 * self.lam))
                 else:

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.linalg
 
 from .._utils import logger, timer, warn
-from ..engine import quad_statistic, softmin_coef
+from ..engine import QLSE_KERNEL, quad_statistic, softmin_coef
 from ._softmin import warn_not_converged
 
 # ---------------------------------------------------------------------------
@@ -81,7 +81,7 @@ def _eigen_update(sigma_matrix, rtol=1e-13):
 def immigrate_kernel(W, sigma, n_classes):
     """The engine kernel and parameters of IMMIGRATE's rule under ``W``."""
     U, lam = _factor(W)
-    return "qlse", (U, lam, float(sigma), n_classes)
+    return QLSE_KERNEL, (U, lam, float(sigma), n_classes)
 
 
 # ---------------------------------------------------------------------------

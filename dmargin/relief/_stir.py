@@ -17,7 +17,7 @@ phi(x_i, x_j)`` is a weighted sum over the graph's edges (``w_e = -1/k_a``
 for a hit, ``+1/k_a`` for a miss, ``k_a`` the anchor's neighbours on that
 side, the two findings of a pair added: ReliefF's graph in
 :func:`dmargin.relief._terms.pair_graph_sums`, MultiSURF's in the third pass
-of :mod:`dmargin.engine.kernels.surf`).  Hoeffding's decomposition ``phi =
+of :mod:`dmargin.engine.kernels.graph`).  Hoeffding's decomposition ``phi =
 mu + g(x_i) + g(x_j) + h(x_i, x_j)`` gives, with ``C_i = sum_j w_ij``::
 
     m^2 Var S  = sigma_g^2 sum C_i^2 + sigma_h^2 sum w_e^2
@@ -56,12 +56,14 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import norm, pearson3
 from scipy.stats import t as student_t
 
 from ..engine import scored_differences, summary_of_rows_at
+from ._terms import GraphSums
 
 #: At most this many rows estimate a feature's difference moments.
 SAMPLE_ROWS = 200
@@ -240,6 +242,28 @@ def _tuples(n_rows, n_features):
     return drawn[:, distinct][:, :wanted]
 
 
+class PairMoments(NamedTuple):
+    """The rows of :func:`pair_moments`' ``(11, A)`` array, by name:
+    ``PairMoments(*moments)``."""
+
+    #: ``E g^2``, ``E g^3`` over the rows.
+    g2: np.ndarray
+    g3: np.ndarray
+    #: ``E[g_i g_j h_ij]``, ``E[g_i h_ij^2]``, ``E h^2``, ``E h^3`` over the pairs.
+    ggh: np.ndarray
+    ghh: np.ndarray
+    h2: np.ndarray
+    h3: np.ndarray
+    #: ``E[h_ij h_jl h_li]`` over the triples.
+    tri: np.ndarray
+    #: ``E h^4 - 3 (E h^2)^2``, ``E[h_ij^2 h_il^2] - (E h^2)^2``, ``E[h_ij^2 h_jl h_li]``,
+    #: ``E[h_ij h_jl h_lo h_oi]``.
+    k4h: np.ndarray
+    c22: np.ndarray
+    e211: np.ndarray
+    e4: np.ndarray
+
+
 def pair_moments(X, discrete, ramp):
     """Moments of each feature's scored difference between independent rows.
 
@@ -371,8 +395,9 @@ def graph_from_sums(exact, sampled, found):
     found per side."""
     c2, c3, w2, w3, mutual_h, mutual_m, r2 = exact
     wcc, w2c, trace3, w4, side_twice, trace4 = sampled
-    pairs = np.array([[found[0], mutual_h], [found[1], mutual_m]])
-    return pairs, np.array([c2, w2, c3, w3, wcc, w2c, trace3, w4, r2, side_twice, trace4])
+    found_h, found_m = found
+    pairs = np.array([[found_h, mutual_h], [found_m, mutual_m]])
+    return pairs, np.array(GraphSums(c2, w2, c3, w3, wcc, w2c, trace3, w4, r2, side_twice, trace4))
 
 
 def shared_row_variance(anchor_sums, graph, m):
@@ -384,16 +409,22 @@ def shared_row_variance(anchor_sums, graph, m):
     with np.errstate(invalid="ignore", divide="ignore"):
         c = (cross - total_h * total_m / both) / (both - 1.0)
     c = np.where(both > 1, c, 0.0)
-    return c * (graph[0] - 2.0 * graph[1]) / float(m) ** 2
+    graph = GraphSums(*graph)
+    return c * (graph.c2 - 2.0 * graph.w2) / float(m) ** 2
 
 
 def skewness(graph, moments):
     """The score's skewness under the model (module docstring); 0 where the
     moments are undefined."""
-    c2, w2, c3, w3, wcc, w2c, trace = graph[:7]
-    g2, g3, ggh, ghh, h2, h3, tri = moments[:7]
-    var = g2 * c2 + h2 * w2
-    k3 = g3 * c3 + 6.0 * ggh * wcc + 3.0 * ghh * w2c + h3 * w3 + tri * trace
+    g, mo = GraphSums(*graph), PairMoments(*moments)
+    var = mo.g2 * g.c2 + mo.h2 * g.w2
+    k3 = (
+        mo.g3 * g.c3
+        + 6.0 * mo.ggh * g.wcc
+        + 3.0 * mo.ghh * g.w2c
+        + mo.h3 * g.w3
+        + mo.tri * g.trace3
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         gamma = k3 / var**1.5
     return np.where(np.isfinite(gamma) & (var > 0), gamma, 0.0)
@@ -411,14 +442,22 @@ def kurtosis(graph, moments):
     a degenerate ``h`` vanishes.  The ``g`` parts are left out (a few per cent
     of the variance in neighbour graphs).  0 where the moments are undefined.
     """
-    c2, w2, w4, r2, t2, trace4 = graph[0], graph[1], graph[7], graph[8], graph[9], graph[10]
+    graph, moments = GraphSums(*graph), PairMoments(*moments)
+    c2, w2, w4, r2, t2, trace4 = (
+        graph.c2,
+        graph.w2,
+        graph.w4,
+        graph.r2,
+        graph.side_twice,
+        graph.trace4,
+    )
     g2, h2, k4h, c22, e211, e4 = (
-        moments[0],
-        moments[4],
-        moments[7],
-        moments[8],
-        moments[9],
-        moments[10],
+        moments.g2,
+        moments.h2,
+        moments.k4h,
+        moments.c22,
+        moments.e211,
+        moments.e4,
     )
     var = g2 * c2 + h2 * w2
     k4 = (

@@ -123,6 +123,34 @@ def _signed_edges(codes, sign):
     return anchor, neighbour, sign / per_anchor[inverse]
 
 
+class GraphSums(NamedTuple):
+    """The entries of :func:`pair_graph_sums`' array (and of
+    :func:`dmargin.relief._stir.graph_from_sums`'), by name: ``GraphSums(*graph)``."""
+
+    #: ``sum C_i^2``.
+    c2: float
+    #: ``sum w_e^2``.
+    w2: float
+    #: ``sum C_i^3``.
+    c3: float
+    #: ``sum w_e^3``.
+    w3: float
+    #: ``sum w_e C_i C_j``.
+    wcc: float
+    #: ``sum w_e^2 (C_i + C_j)``.
+    w2c: float
+    #: ``trace(W^3)``.
+    trace3: float
+    #: ``sum w_e^4``.
+    w4: float
+    #: ``sum r_i^2``.
+    r2: float
+    #: ``sum_ij W_ij^2 (W^2)_ij``.
+    side_twice: float
+    #: ``trace(W^4)``.
+    trace4: float
+
+
 def pair_graph_sums(hit_codes, miss_codes):
     """Sums over STIR's neighbour graph that its score's variance, skewness and
     kurtosis take.
@@ -133,8 +161,8 @@ def pair_graph_sums(hit_codes, miss_codes):
     add up.  With ``W`` the symmetric matrix of the summed weights, ``C = W 1``
     its row sums and ``r_i = sum_j W_ij^2``, returns ``[sum C_i^2, sum w_e^2,
     sum C_i^3, sum w_e^3, sum w_e C_i C_j, sum w_e^2 (C_i + C_j), trace(W^3),
-    sum w_e^4, sum r_i^2, sum_ij W_ij^2 (W^2)_ij, trace(W^4)]``, ``e`` over the
-    distinct pairs ``{i, j}``.  The last three and ``trace(W^3)`` (six times
+    sum w_e^4, sum r_i^2, sum_ij W_ij^2 (W^2)_ij, trace(W^4)]`` (:class:`GraphSums`),
+    ``e`` over the distinct pairs ``{i, j}``.  The last three and ``trace(W^3)`` (six times
     the weighted triangles) are exact up to :data:`TRACE_ROWS` rows with an
     edge, beyond them the mean of their rows' terms over that many of them,
     drawn with a fixed seed, times their number (the trace measured within

@@ -7,6 +7,7 @@ into its share of the score (:func:`dmargin.engine.threshold_statistic`).
 
 import numpy as np
 
+from ..engine import FAR, NEAR, moment_columns
 from ..relief._terms import stir_anchor_sums, stir_sums
 
 # ---------------------------------------------------------------------------
@@ -18,7 +19,7 @@ from ..relief._terms import stir_anchor_sums, stir_sums
 # per-anchor, per-set, per-class sums ``P[a, s, c, :A]`` of the differences
 # and the neighbour counts ``P[a, s, c, A]``; both merge with :func:`add`.
 
-#: How the far set (``P[:, 1]``) enters the score: not at all (SURF,
+#: How the far set (``P[:, FAR]``) enters the score: not at all (SURF,
 #: MultiSURF); SURF*'s near scoring of the far set, subtracted; MultiSURF*'s
 #: far scoring (``1 - diff``), added.
 FAR_NONE, FAR_SUBTRACT, FAR_SIMILARITY = 0, 1, 2
@@ -32,7 +33,8 @@ def surf_thresholds(moments, total, far):
     Returns ``(near, far, no spread)``: near ``d < mean``; far (SURF*) ``d >
     mean``, or ``+inf`` (no far set).
     """
-    mean = total[1] / total[0]
+    cells = moment_columns(total)
+    mean = cells.total / cells.count
     n = moments.shape[0]
     return np.full(n, mean), np.full(n, mean if far else np.inf), _HARD
 
@@ -58,7 +60,7 @@ _HARD = np.empty(0)
 def _anchor_moments(moments):
     """Each anchor's mean and standard deviation (ddof 0) of its distances to the
     other rows (``nan`` without any)."""
-    count, s1, s2 = moments[:, 0], moments[:, 1], moments[:, 2]
+    count, s1, s2 = moment_columns(moments)
     with np.errstate(invalid="ignore", divide="ignore"):
         mu = s1 / count
         sigma = np.sqrt(np.maximum(s2 / count - mu * mu, 0.0))
@@ -118,10 +120,10 @@ def swrf_agg(P, ya, far, missing, discrete):
         counts = S[..., a : 2 * a] if missing else S[..., a : a + 1]
         return surf_terms(np.concatenate([sums, counts], axis=-1), ya, missing)
 
-    near = P[:, 0]
+    near = P[:, NEAR]
     terms = scored(near, near[..., :a])
     if far:
-        S = P[:, 1]
+        S = P[:, FAR]
         weights = S[..., 2 * a :] if missing else S[..., a + 1 : a + 2]
         counts = S[..., a : 2 * a] if missing else S[..., a : a + 1]
         sims = np.where(discrete, weights, counts) - S[..., :a]
@@ -148,7 +150,8 @@ def surf_terms(P, ya, missing=False):
         return _surf_terms_per_feature(P, ya)
     n_anchors, n_classes, width = P.shape
     rows = np.arange(n_anchors)
-    counts, sums = P[..., -1], P[..., :-1]
+    a = width - 1  # the differences' sums, then the count
+    counts, sums = P[..., a], P[..., :a]
     n_hit = counts[rows, ya]
     n_miss = counts.sum(axis=1) - n_hit
     own = np.arange(n_classes)[None, :] == np.asarray(ya)[:, None]
@@ -186,11 +189,11 @@ def surf_agg(P, ya, far_rule, missing=False):
     (skrebate's ``SURFstar_compute_scores``); MultiSURF* adds it with every
     difference replaced by ``1 - diff`` (``compute_score(near=False)``).
     """
-    terms = surf_terms(P[:, 0], ya, missing)
+    terms = surf_terms(P[:, NEAR], ya, missing)
     if far_rule == FAR_SUBTRACT:
-        terms = terms - surf_terms(P[:, 1], ya, missing)
+        terms = terms - surf_terms(P[:, FAR], ya, missing)
     elif far_rule == FAR_SIMILARITY:
-        far = P[:, 1].copy()
+        far = P[:, FAR].copy()
         if missing:
             a = far.shape[-1] // 2
             far[..., :a] = far[..., a:] - far[..., :a]
@@ -214,7 +217,7 @@ def surf_stir_agg(P, ya, far_rule, missing=False, squares=True):
         else (width // 2 if missing else width - 1)
     )
     base = 2 * a if missing else a + 1
-    near = P[:, 0]
+    near = P[:, NEAR]
     counts = near[..., a : 2 * a] if missing else near[..., a : a + 1]
     first = near[..., :a]
     second = near[..., base:] if squares else first

@@ -17,9 +17,8 @@ import numpy as np
 
 from .._numba import helper, inline, twins
 from .distance import mismatches
+from .graph import GRAPH_WIDTH, graph_row
 from .lse import filled
-from .surf import GRAPH_WIDTH, graph_row
-
 
 #: Anchors that share one read of each candidate's bit planes.
 GROUP = 8

@@ -12,7 +12,6 @@ import numpy as np
 
 from .._numba import strict, twins
 
-
 #: Rows per sub-block of the histogram: the sub-block's weights and labels
 #: stay in cache while every feature's codes stream past them.
 _HIST_ROWS = 4096

@@ -1,9 +1,11 @@
 """Hard nearest-neighbour tiles (Relief, ReliefF): k nearest per anchor and class."""
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
-from .._numba import inline, twins
+from .._numba import TileKernel, inline
 from .distance import distance, distances32, feature_diff, pair_distance
 from .lse import ANCHOR_GROUP, CAND_BLOCK, by_class, filled
 
@@ -94,8 +96,22 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
     return dist, idx, z
 
 
-TWINS = twins(_knn_tile)
-knn_tile = TWINS[0]
+class NearestPartial(NamedTuple):
+    """What the k-nearest tiles return, per anchor, class and rank (nearest
+    first), and what :func:`dmargin.engine.merge.knn_combine` merges."""
+
+    #: Distances ``(anchors, classes, k)``, ``inf`` in a slot not filled.
+    dist: np.ndarray
+    #: The neighbours' global row indices, ``-1`` in a slot not filled.
+    idx: np.ndarray
+    #: Their difference rows ``(anchors, classes, k, A)``.
+    z: np.ndarray
+
+
+#: The hard k-nearest tile: partials :class:`NearestPartial`; about 4x faster per
+#: pair-feature than the soft tile.
+KERNEL = TileKernel.compile(_knn_tile, speed=4.0, partial=NearestPartial)
+knn_tile = KERNEL.serial
 
 
 @inline
@@ -164,7 +180,7 @@ def _knn_tile_general(
 
 
 #: Compiled on first use by data with discrete features or missing values.
-GENERAL_TWINS = twins(_knn_tile_general)
+GENERAL_KERNEL = TileKernel.compile(_knn_tile_general, cost=2.0, partial=NearestPartial)
 
 
 def _class_moments_tile(Xa, ia, Xc, yc, ic, n_classes, dm, dw, kind, target, bound):
@@ -191,4 +207,4 @@ def _class_moments_tile(Xa, ia, Xc, yc, ic, n_classes, dm, dw, kind, target, bou
     return out
 
 
-CLASS_MOMENTS_TWINS = twins(_class_moments_tile)
+CLASS_MOMENTS_KERNEL = TileKernel.compile(_class_moments_tile, cost=2.0)

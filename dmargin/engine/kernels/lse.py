@@ -20,11 +20,12 @@ candidates of one class, branch-free and vectorised over features, and
 """
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from .._numba import helper, inline, twins
+from .._numba import TileKernel, helper, inline
 from .distance import MISSING, distances, masked_distance, split_missing
 
 # Candidates per inner block: the distance and weight buffers stay in L1.
@@ -233,8 +234,21 @@ def _lse_tile(Xa, ia, Xc, yc, ic, w, sigma, n_classes):
     return m, s, v
 
 
-TWINS = twins(_lse_tile)
-lse_tile = TWINS[0]
+class SoftPartial(NamedTuple):
+    """What the softmax tiles return per anchor and class, and what
+    :func:`dmargin.engine.merge.lse_combine` merges (split-K softmax)."""
+
+    #: The largest logit met, ``-inf`` for a class with no candidate.
+    m: np.ndarray
+    #: ``sum_j exp(l_j - m)``.
+    s: np.ndarray
+    #: ``sum_j exp(l_j - m) z_j`` (per feature), or IMMIGRATE's ``sum_j exp(l_j - m) q_j``.
+    v: np.ndarray
+
+
+#: The soft-neighbour tile: partials :class:`SoftPartial`.
+KERNEL = TileKernel.compile(_lse_tile, partial=SoftPartial)
+lse_tile = KERNEL.serial
 
 
 # ---------------------------------------------------------------------------
@@ -347,4 +361,4 @@ def _lse_tile_general(Xa, ia, Xc, yc, ic, w, sigma, n_classes, dm, kind):
 
 
 #: Compiled on first use by data with discrete features or missing values.
-GENERAL_TWINS = twins(_lse_tile_general)
+GENERAL_KERNEL = TileKernel.compile(_lse_tile_general, cost=2.0, partial=SoftPartial)

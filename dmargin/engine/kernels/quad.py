@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from .._numba import EXP_FLOOR, helper
-from .lse import by_class, class_order
-from .modes import CROSS, ORDERED, WITHIN  # noqa: F401  (the modes of qlse_pairs)
+from .._numba import EXP_FLOOR, TileKernel, helper
+from .lse import SoftPartial, by_class, class_order
+from .modes import CROSS, ORDERED, WITHIN
 
 # W = U diag(lam) U^T.  The kernels are GEMM-bound.  Both row sets are sorted
 # by class and cut into segments of rows of one class; a pair of segments is a
@@ -146,10 +146,9 @@ def _term(e, factor, lg, shift_to):
 
 
 @helper
-def _fold_block(
-    q, r0, r1, t0, t1, upper, both, keep, op, oq, cs, ct, inv_sigma, mp, sp, up, mq, sq, uq, col
-):
-    """Fold a block's distances into the softmax partials of its anchors.
+def _fold_block(q, r0, r1, t0, t1, upper, both, keep, op, oq, cs, ct, inv_sigma, Pp, Pq, col):
+    """Fold a block's distances into the softmax partials of its anchors
+    (``Pp``, ``Pq``: the two row sets' :class:`SoftPartial` arrays ``(m, s, u)``).
 
     Row ``i`` (class ``cs``) gains the pair with ``j`` in its partial for class
     ``ct``; with ``both``, ``j`` gains it in its partial for class ``cs``.
@@ -158,6 +157,8 @@ def _fold_block(
     row by ``e^(M - m_i)`` (:func:`_shift_factor`).
     """
     nt = t1 - t0
+    mp, sp, up = Pp.m, Pp.s, Pp.v
+    mq, sq, uq = Pq.m, Pq.s, Pq.v
     col_max, col_s, col_u, col_f = col[0], col[1], col[2], col[3]
     col_max[:nt] = -np.inf
     top = -np.inf
@@ -271,6 +272,7 @@ def qlse_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store):
     keep = np.ones(SEG * SEG, dtype=np.bool_)
     col = np.empty((4, SEG))
     inv_sigma = 1.0 / sigma
+    Pp, Pq = SoftPartial(mp, sp, up), SoftPartial(mq, sq, uq)
     offset = 0
     for a, b in _blocks(seg_p, seg_q, mode):
         r0, r1, cs = seg_p[a]
@@ -297,12 +299,8 @@ def qlse_pairs(Xp, ip, yp, Xq, iq, yq, U, lam, sigma, n_classes, mode, store):
             cs,
             ct,
             inv_sigma,
-            mp,
-            sp,
-            up,
-            mq,
-            sq,
-            uq,
+            Pp,
+            Pq,
             col,
         )
     return mp, sp, up, mq, sq, uq
@@ -413,5 +411,12 @@ def qlse_tile(Xa, ia, Xc, yc, ic, U, lam, sigma, n_classes):
     return m, s, u
 
 
-#: Serial only: BLAS-bound, threaded by the caller over pairs of row sets.
-TWINS = (qlse_tile, qlse_tile)
+#: Serial only: BLAS-bound, threaded by the caller over pairs of row sets; its
+#: cost counts flops (BLAS: fast per flop).
+KERNEL = TileKernel(qlse_tile, qlse_tile, cost=0.05, blas=True, partial=SoftPartial)
+
+
+def pair_side(partials, side) -> SoftPartial:
+    """The ``(m, s, u)`` partials of the first (0) or second (1) row set of a pair
+    (:func:`qlse_pairs`' six arrays)."""
+    return SoftPartial(*partials[3 * side : 3 * side + 3])

@@ -14,9 +14,9 @@ import numba
 import numpy as np
 
 from .._numba import helper, pick, strict, twins
-from .terms import irelief_anchor_term, irelief_anchor_term_missing
 from .distance import MISSING, split_missing
 from .lse import CAND_BLOCK, by_class, general_rows, lse_anchor, lse_anchor_general
+from .terms import irelief_anchor_term, irelief_anchor_term_missing
 
 
 @numba.njit(cache=True, nogil=True, inline="always")  # strict arithmetic, as its callers

@@ -52,6 +52,7 @@ skrebate's.
 """
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -66,9 +67,113 @@ from .modes import CROSS, ORDERED, WITHIN
 TILE = 128
 __all__ = ["MASKED", "MISSING", "PLAIN"]  # the difference kinds (:mod:`.distance`)
 
+# -- the kernels' argument bundles (named tuples: numba passes them as one argument) --
+
+
+class Scoring(NamedTuple):
+    """How pass 2 scores a pair: the distance (:mod:`.distance`'s ``dm``, ``dw``,
+    ``ramp``, ``kind``: ``FeatureKinds.params``), a continuous target's
+    ``bound`` (``0``: class labels) and whether the squared differences are
+    summed too (STIR)."""
+
+    dm: np.ndarray
+    dw: float
+    ramp: np.ndarray
+    kind: int
+    bound: float
+    squares: bool
+
+
+class _Side(NamedTuple):
+    """One row set of a pair in pass 2, sorted by class."""
+
+    X: np.ndarray
+    ids: np.ndarray
+    #: Class ``c`` holds rows ``starts[c]:starts[c + 1]``.
+    starts: np.ndarray
+    near: np.ndarray
+    far: np.ndarray
+    spread: np.ndarray
+    #: The rows' targets (``bound > 0``), else not read.
+    target: np.ndarray
+
+
+class _Candidates(NamedTuple):
+    """The candidates of one row's neighbours: a range of a :class:`_Side` from ``first``."""
+
+    X: np.ndarray
+    ids: np.ndarray
+    target: np.ndarray
+    starts: np.ndarray
+    first: int
+
+
+class _Scratch(NamedTuple):
+    """A sub-tile's buffers: compacted positions, masks, weights."""
+
+    rows: np.ndarray
+    keep: np.ndarray
+    wts: np.ndarray
+
+
+# -- the partials by name (read outside this module by these names only) -------------
+
+
+class MomentColumns(NamedTuple):
+    """Pass 1's partials ``M`` (:func:`moments_pairs`), ``(rows, 3)``, by column."""
+
+    #: The other rows at a distance.
+    count: np.ndarray
+    #: ``sum_j d_aj``.
+    total: np.ndarray
+    #: ``sum_j d_aj^2``.
+    squares: np.ndarray
+
+
+def moment_columns(M) -> MomentColumns:
+    """The columns of pass-1 partials ``M`` (or of their totals, one row) by name."""
+    return MomentColumns(M[..., 0], M[..., 1], M[..., 2])
+
+
+class Thresholds(NamedTuple):
+    """Each anchor's thresholds of pass 2 (:func:`score_pairs`): near ``d < near``, far
+    ``d > far`` (``+inf``: no far set) and the spread of the SWRF family's weights
+    (empty: every neighbour weighs 1)."""
+
+    near: np.ndarray
+    far: np.ndarray
+    spread: np.ndarray
+
+
+#: The neighbour sets of pass 2's partials ``P[row, set, class, column]``.
+NEAR, FAR = 0, 1
+
+
+class ScoreColumns(NamedTuple):
+    """Pass 2's columns (the last axis of ``P``) by name, as slices."""
+
+    #: The (weighted) difference sums, one per feature.
+    sums: slice
+    #: The neighbour count, or one per feature (missing values).
+    counts: slice
+    #: The SWRF family's weight sums, one or one per feature (else empty).
+    weights: slice
+    #: STIR's squared difference sums, one per feature (else empty).
+    squares: slice
+
+
+def score_columns(n_features, missing=False, squares=False, soft=False) -> ScoreColumns:
+    """Where each of pass 2's sums lies in a partial of :func:`partial_width` columns."""
+    a = n_features
+    counts = slice(a, 2 * a) if missing else slice(a, a + 1)
+    end = counts.stop
+    weights = slice(end, end + (a if missing else 1)) if soft else slice(end, end)
+    end = weights.stop
+    return ScoreColumns(slice(0, a), counts, weights, slice(end, end + a if squares else end))
+
 
 @inline
-def _transpose(Xq, q0, q1, XT):
+def transpose(Xq, q0, q1, XT):
     """``XT[f, t] = Xq[q0 + t, f]``: a sub-tile of candidates, features by rows."""
     for t in range(q1 - q0):
         for f in range(Xq.shape[1]):
@@ -227,7 +332,7 @@ def moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode):
     cnt = np.empty(TILE)
     for q0 in range(0, n_q, TILE):
         q1 = min(q0 + TILE, n_q)
-        _transpose(Xq, q0, q1, XT)
+        transpose(Xq, q0, q1, XT)
         for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
             p1 = min(p0 + TILE, n_p)
             tile_distances(Xp, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
@@ -299,7 +404,7 @@ def _moments_tile(Xa, ia, Xc, ic, dm, dw, kind):
         cnt = np.empty(TILE)
         for q0 in range(0, Xc.shape[0], TILE):
             q1 = min(q0 + TILE, Xc.shape[0])
-            _transpose(Xc, q0, q1, XT)
+            transpose(Xc, q0, q1, XT)
             tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
             _fold_moments(D, p0, p1, q0, q1, ia, ic, ORDERED, kind, M, M, cols)
     return M
@@ -333,48 +438,28 @@ def _compact(drow, t0, t1, s, near, far, self_idx, ids, keep, out):
 
 
 @inline
-def _score_row(
-    x,
-    drow,
-    t0,
-    t1,
-    near,
-    far,
-    spread,
-    self_idx,
-    ids,
-    Xo,
-    o0,
-    starts,
-    dm,
-    ramp,
-    kind,
-    P,
-    rows,
-    ta,
-    to,
-    bound,
-    keep,
-    squares,
-    wts,
-):
-    """One row's neighbours among the class-sorted rows ``o0 + [t0, t1)`` of ``Xo``,
-    added to ``P[set, class]``: per set and class, one compaction over that
-    class's positions, then one sum (:func:`_add_rows`).  ``spread`` ``>= 0``
-    (the SWRF family): each neighbour weighs :func:`soft_weight` of its
-    distance around the set's threshold (:func:`_add_rows_soft`, ``wts`` its
-    buffer); ``spread < 0``: every neighbour weighs 1.
+def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
+    """One row's neighbours among the class-sorted candidates ``cand.first + [t0, t1)``
+    (:class:`_Candidates`), added to ``P[set, class]``: per set and class, one
+    compaction over that class's positions, then one sum (:func:`_add_rows`).
+    ``lim``: the row's ``(near, far, spread)``; ``spread >= 0`` (the SWRF
+    family): each neighbour weighs :func:`soft_weight` of its distance around
+    the set's threshold (:func:`_add_rows_soft`, ``buf.wts`` its buffer);
+    ``spread < 0``: every neighbour weighs 1.
 
-    ``bound > 0`` (a continuous target ``ta`` of the row, ``to`` of the
-    others; every row in sort class 0): the classes are the hits
-    ``|ta - to[t]| < bound`` and the misses, ``keep[0]`` and ``keep[1]``;
-    otherwise ``keep[0]`` is all true.
+    ``how.bound > 0`` (a continuous target ``ta`` of the row, ``cand.target``
+    of the others; every row in sort class 0): the classes are the hits
+    ``|ta - to[t]| < bound`` and the misses, ``buf.keep[0]`` and
+    ``buf.keep[1]``; otherwise ``buf.keep[0]`` is all true.
     """
+    near, far, spread = lim
+    rows, keep = buf.rows, buf.keep
+    o0, starts = cand.first, cand.starts
     n_sets, n_classes = P.shape[0], P.shape[1]
-    split = bound > 0.0
+    split = how.bound > 0.0
     if split:
         for t in range(t0, t1):
-            hit = abs(ta - to[t]) < bound
+            hit = abs(ta - cand.target[t]) < how.bound
             keep[0, t] = hit
             keep[1, t] = not hit
     for s in range(n_sets):
@@ -384,104 +469,74 @@ def _score_row(
             hi = min(t1, starts[sort_class + 1] - o0)
             if lo >= hi:
                 continue
-            m = _compact(drow, lo, hi, s, near, far, self_idx, ids, keep[c if split else 0], rows)
+            m = _compact(
+                drow, lo, hi, s, near, far, self_idx, cand.ids, keep[c if split else 0], rows
+            )
             if m:
                 if spread >= 0.0:
                     centre = near if s == 0 else far
                     for r in range(m):
-                        wts[r] = soft_weight(drow[rows[r]], centre, spread)
+                        buf.wts[r] = soft_weight(drow[rows[r]], centre, spread)
                 for r in range(m):
                     rows[r] += o0
                 if spread >= 0.0:
-                    _add_rows_soft(x, Xo, rows, wts, m, dm, ramp, kind, P[s, c])
+                    _add_rows_soft(x, cand.X, rows, buf.wts, m, how.dm, how.ramp, how.kind, P[s, c])
                 else:
-                    _add_rows(x, Xo, rows, m, dm, ramp, kind, P[s, c], squares)
+                    _add_rows(x, cand.X, rows, m, how.dm, how.ramp, how.kind, P[s, c], how.squares)
 
 
 @inline
-def _fold_scores(
-    D,
-    DT,
-    Xp,
-    ip,
-    sp,
-    Xq,
-    iq,
-    sq,
-    p0,
-    p1,
-    q0,
-    q1,
-    dm,
-    ramp,
-    kind,
-    lim_p,
-    lim_q,
-    mode,
-    Pp,
-    Pq,
-    rows,
-    tp,
-    tq,
-    bound,
-    keep,
-    squares,
-    wts,
-):
-    """Add a sub-tile's neighbours to both sides' partials (rows sorted by class,
-    ``sp``/``sq`` the class starts; ``tp``/``tq`` their targets when ``bound >
-    0``; ``lim_p``/``lim_q`` their ``(near, far, spread)`` thresholds: a
-    call of 30 arguments or more would be compiled as a ``*args`` call, which
-    numba does not inline).  The candidates' side reads the transposed
-    distances ``DT``; both sides run the same code (one copy to compile)."""
+def _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf):
+    """Add a sub-tile's neighbours to both sides' partials: ``p`` and ``q`` are the
+    two row sets (:class:`_Side`, sorted by class), ``how`` the scoring
+    (:class:`Scoring`), ``buf`` the scratch (:class:`_Scratch`).  The
+    candidates' side reads the transposed distances ``DT``; both sides run
+    the same code (one copy to compile: the sides' fields are unified one by
+    one, as two named tuples of different array types would not be)."""
     same = p0 == q0 and mode == WITHIN
     if mode != ORDERED:
         for a in range(p1 - p0):
             for t in range(q1 - q0):
                 DT[t, a] = D[a, t]
-    near_p, far_p, spread_p = lim_p
-    near_q, far_q, spread_q = lim_q
-    soft = spread_p.shape[0] > 0
+    soft = p.spread.shape[0] > 0
     for side in range(1 if mode == ORDERED else 2):
         if side == 0:  # anchors p against candidates q
-            M, X, i0, i1, near, far, spread, P, T = D, Xp, p0, p1, near_p, far_p, spread_p, Pp, tp
-            Xo, ids, o0, o1, starts, To = Xq, iq, q0, q1, sq, tq
+            M, X, i0, i1, near, far, spread, P, T = (
+                D,
+                p.X,
+                p0,
+                p1,
+                p.near,
+                p.far,
+                p.spread,
+                Pp,
+                p.target,
+            )
+            Xo, ids, o0, o1, starts, To = q.X, q.ids, q0, q1, q.starts, q.target
         else:  # candidates q against anchors p
-            M, X, i0, i1, near, far, spread, P, T = DT, Xq, q0, q1, near_q, far_q, spread_q, Pq, tq
-            Xo, ids, o0, o1, starts, To = Xp, ip, p0, p1, sp, tp
+            M, X, i0, i1, near, far, spread, P, T = (
+                DT,
+                q.X,
+                q0,
+                q1,
+                q.near,
+                q.far,
+                q.spread,
+                Pq,
+                q.target,
+            )
+            Xo, ids, o0, o1, starts, To = p.X, p.ids, p0, p1, p.starts, p.target
+        cand = _Candidates(Xo, ids[o0:o1], To[o0:o1], starts, o0)
         for i in range(i0, i1):
             # Each unordered pair of the diagonal sub-tile once: j > a.
             if same:
                 t0, t1 = (i - o0 + 1, o1 - o0) if side == 0 else (0, min(o1, i) - o0)
             else:
                 t0, t1 = 0, o1 - o0
-            self_idx = ip[i] if mode == ORDERED else -1
-            ta = T[i] if bound > 0.0 else 0.0
-            _score_row(
-                X[i],
-                M[i - i0],
-                t0,
-                t1,
-                near[i],
-                far[i],
-                spread[i] if soft else -1.0,
-                self_idx,
-                ids[o0:o1],
-                Xo,
-                o0,
-                starts,
-                dm,
-                ramp,
-                kind,
-                P[i],
-                rows,
-                ta,
-                To[o0:o1],
-                bound,
-                keep,
-                squares,
-                wts,
-            )
+            self_idx = p.ids[i] if mode == ORDERED else -1
+            ta = T[i] if how.bound > 0.0 else 0.0
+            lim = (near[i], far[i], spread[i] if soft else -1.0)
+            _score_row(X[i], M[i - i0], t0, t1, lim, self_idx, ta, cand, how, P[i], buf)
 
 
 @inline
@@ -507,40 +562,16 @@ def partial_classes(n_classes, bound):
 
 
 @inline
-def _keep_buffer(bound):
-    """The compaction's per-candidate masks: hits and misses (``bound > 0``),
-    else all true."""
+def _scratch(bound):
+    """A sub-tile's :class:`_Scratch`; the compaction's per-candidate masks are hits
+    and misses (``bound > 0``), else all true."""
     keep = np.empty(2 * TILE, dtype=np.bool_).reshape((2, TILE))
     keep[:] = bound <= 0.0
-    return keep
+    return _Scratch(np.empty(TILE, dtype=np.int64), keep, np.empty(TILE))
 
 
 @helper
-def score_pairs(
-    Xp,
-    ip,
-    yp,
-    Xq,
-    iq,
-    yq,
-    n_classes,
-    n_sets,
-    dm,
-    dw,
-    ramp,
-    kind,
-    near_p,
-    far_p,
-    spread_p,
-    near_q,
-    far_q,
-    spread_q,
-    mode,
-    tp,
-    tq,
-    bound,
-    squares,
-):
+def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq):
     """Per-row neighbour partials ``P[row, set, class, :A+1]`` of both row sets of a pair.
 
     .. math:: P_{as c} = \\sum_{j \\ne a:\\, j \\in s(a),\\, y_j = c}
@@ -550,9 +581,10 @@ def score_pairs(
     ``n_sets == 2``, the far set ``d_aj > far_a`` (``s = 1``).  With
     ``bound > 0`` the rows' targets ``tp``, ``tq`` class each pair instead
     (``c = 0`` when ``|t_a - t_j| < bound``, else 1; ``n_classes == 1``);
-    otherwise ``tp``, ``tq`` are not read.  ``squares``: the squared
-    differences too (:func:`partial_width`).  Non-empty ``spread_p``,
-    ``spread_q`` (the SWRF family): each neighbour weighs
+    otherwise ``tp``, ``tq`` are not read.  ``how``: the distance and what
+    is summed (:class:`Scoring`; ``how.squares``: the squared differences
+    too, :func:`partial_width`).  ``thr_p``, ``thr_q``: the rows'
+    :class:`Thresholds`; a non-empty ``spread`` (the SWRF family): each neighbour weighs
     :func:`soft_weight` of its distance around its set's threshold with
     its row's spread, and the partials carry the weighted difference sums,
     the counts and the weight sums (:func:`_add_rows_soft`).  Returns ``(Pp, Pq)``; ``Pq`` is
@@ -562,12 +594,12 @@ def score_pairs(
     neighbours of one class are one compaction of one range of positions.
     """
     n_features = Xp.shape[1]
-    split = bound > 0.0
+    split = how.bound > 0.0
     Xps, ips, sp = by_class(Xp, yp, ip, n_classes)
     order_p = class_order(yp, n_classes)[0]
-    near_ps, far_ps = near_p[order_p], far_p[order_p]
-    soft = spread_p.shape[0] > 0
-    spread_ps = spread_p[order_p] if soft else spread_p
+    near_ps, far_ps = thr_p.near[order_p], thr_p.far[order_p]
+    soft = thr_p.spread.shape[0] > 0
+    spread_ps = thr_p.spread[order_p] if soft else thr_p.spread
     tps = tp[order_p] if split else tp
     if mode == WITHIN:
         Xqs, iqs, sq, order_q, near_qs, far_qs, tqs = Xps, ips, sp, order_p, near_ps, far_ps, tps
@@ -575,276 +607,60 @@ def score_pairs(
     else:
         Xqs, iqs, sq = by_class(Xq, yq, iq, n_classes)
         order_q = class_order(yq, n_classes)[0]
-        near_qs, far_qs = near_q[order_q], far_q[order_q]
-        spread_qs = spread_q[order_q] if soft else spread_q
+        near_qs, far_qs = thr_q.near[order_q], thr_q.far[order_q]
+        spread_qs = thr_q.spread[order_q] if soft else thr_q.spread
         tqs = tq[order_q] if split else tq
     n_p, n_q = Xps.shape[0], Xqs.shape[0]
-    width = partial_width(n_features, kind, squares, soft)
-    n_out = partial_classes(n_classes, bound)
+    width = partial_width(n_features, how.kind, how.squares, soft)
+    n_out = partial_classes(n_classes, how.bound)
     Pp = filled((n_p, n_sets, n_out, width), 0.0)
     Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_out, width), 0.0)
+    p = _Side(Xps, ips, sp, near_ps, far_ps, spread_ps, tps)
+    q = _Side(Xqs, iqs, sq, near_qs, far_qs, spread_qs, tqs)
     XT = np.empty((n_features, TILE))
     D = np.empty((TILE, TILE))
     DT = np.empty((TILE, TILE))
-    rows = np.empty(TILE, dtype=np.int64)
-    wts = np.empty(TILE)
     cnt = np.empty(TILE)
-    keep = _keep_buffer(bound)
+    buf = _scratch(how.bound)
     for q0 in range(0, n_q, TILE):
         q1 = min(q0 + TILE, n_q)
-        _transpose(Xqs, q0, q1, XT)
+        transpose(Xqs, q0, q1, XT)
         for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
             p1 = min(p0 + TILE, n_p)
-            tile_distances(Xps, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
-            _fold_scores(
-                D,
-                DT,
-                Xps,
-                ips,
-                sp,
-                Xqs,
-                iqs,
-                sq,
-                p0,
-                p1,
-                q0,
-                q1,
-                dm,
-                ramp,
-                kind,
-                (near_ps, far_ps, spread_ps),
-                (near_qs, far_qs, spread_qs),
-                mode,
-                Pp,
-                Pq,
-                rows,
-                tps,
-                tqs,
-                bound,
-                keep,
-                squares,
-                wts,
-            )
+            tile_distances(Xps, p0, p1, XT, q1 - q0, how.dm, how.dw, how.kind, D, cnt)
+            _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf)
     Pp_out = _unsort(Pp, order_p)
     if mode == WITHIN:
         return Pp_out, Pp_out
     return Pp_out, _unsort(Pq, order_q) if mode == CROSS else Pq
 
 
-def _score_tile(
-    Xa,
-    ia,
-    Xc,
-    yc,
-    ic,
-    n_classes,
-    n_sets,
-    dm,
-    dw,
-    ramp,
-    kind,
-    near,
-    far,
-    spread,
-    ta,
-    tc,
-    bound,
-    squares,
-):
+def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, how, thr, ta, tc):
     """Pass 2 for anchors against candidates (``ORDERED``), threads over anchor sub-tiles
-    (``spread``, ``ta``, ``tc``, ``bound``, ``squares``: :func:`score_pairs`')."""
+    (``how``, ``thr``, ``ta``, ``tc``: :func:`score_pairs`')."""
     n_a, n_features = Xa.shape
     Xcs, ics, sc = by_class(Xc, yc, ic, n_classes)
-    tcs = tc[class_order(yc, n_classes)[0]] if bound > 0.0 else tc
-    P = filled(
-        (
-            n_a,
-            n_sets,
-            partial_classes(n_classes, bound),
-            partial_width(n_features, kind, squares, spread.shape[0] > 0),
-        ),
-        0.0,
-    )
+    tcs = tc[class_order(yc, n_classes)[0]] if how.bound > 0.0 else tc
+    soft = thr.spread.shape[0] > 0
+    width = partial_width(n_features, how.kind, how.squares, soft)
+    P = filled((n_a, n_sets, partial_classes(n_classes, how.bound), width), 0.0)
+    # (ORDERED: the candidates' side is not scored; no class starts of anchors.)
+    p = _Side(Xa, ia, sc, thr.near, thr.far, thr.spread, ta)
+    q = _Side(Xcs, ics, sc, thr.near, thr.far, thr.spread, tcs)
     n_tiles = (n_a + TILE - 1) // TILE
     for i in numba.prange(n_tiles):
         p0 = i * TILE
         p1 = min(p0 + TILE, n_a)
         XT = np.empty((n_features, TILE))
         D = np.empty((TILE, TILE))
-        rows = np.empty(TILE, dtype=np.int64)
-        wts = np.empty(TILE)
         cnt = np.empty(TILE)
-        keep = _keep_buffer(bound)
+        buf = _scratch(how.bound)
         for q0 in range(0, Xcs.shape[0], TILE):
             q1 = min(q0 + TILE, Xcs.shape[0])
-            _transpose(Xcs, q0, q1, XT)
-            tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
-            # (ORDERED: the candidates' side is not scored; no class starts of anchors.)
-            _fold_scores(
-                D,
-                D,
-                Xa,
-                ia,
-                sc,
-                Xcs,
-                ics,
-                sc,
-                p0,
-                p1,
-                q0,
-                q1,
-                dm,
-                ramp,
-                kind,
-                (near, far, spread),
-                (near, far, spread),
-                ORDERED,
-                P,
-                P,
-                rows,
-                ta,
-                tcs,
-                bound,
-                keep,
-                squares,
-                wts,
-            )
+            transpose(Xcs, q0, q1, XT)
+            tile_distances(Xa, p0, p1, XT, q1 - q0, how.dm, how.dw, how.kind, D, cnt)
+            _fold_scores(D, D, p, q, p0, p1, q0, q1, how, ORDERED, P, P, buf)
     return P
-
-
-# ---------------------------------------------------------------------------
-# Pass 3: STIR's neighbour graph (two classes)
-# ---------------------------------------------------------------------------
-#
-# With every anchor's neighbours counted (pass 2), a pair ``{a, j}`` is an edge
-# of weight ``W_aj = w_aj + w_ja``: ``w_aj = -1 / h_a`` when ``a`` finds ``j``
-# as a hit (same class), ``+1 / m_a`` as a miss, 0 when it does not find it
-# (``h_a``, ``m_a``: ``a``'s hits and misses).  A row's *finder* entry is
-# ``(near_a, 1 / h_a, 1 / m_a)``; a row that is not an anchor has ``near =
-# -inf`` and finds nothing.  Per row the pass sums ``G = (sum_j W_aj,
-# sum_j W_aj^2, sum_j W_aj^3, mutual hits, mutual misses)``: the row sums
-# ``C_a`` of the graph, each edge's powers once at each of its ends, and the
-# pairs found from both rows, by side (:func:`dmargin.engine.merge.graph_row_sums`).
-
-#: Columns of the pass-3 partials.
-GRAPH_WIDTH = 5
-
-
-@inline
-def graph_row(row, t0, t1, j0, ya, ia, fa, yq, iq, fq, ordered, cols, Ga):
-    """One row's pairs with the candidates ``j0 + t``, ``t`` in ``[t0, t1)`` at
-    distances ``row[t]`` (``fa``: the row's finder entry, ``fq``: the
-    candidates', transposed to ``(3, n)``): the row's sums added to ``Ga``, each candidate's to
-    ``cols[:, t]``.  Branch-free over the candidates (every pair adds, a pair
-    neither row finds adds 0).  ``ordered``: the row itself is skipped, and a
-    candidate that is an anchor (finite ``near``) is taken only from the row of
-    lower index, so each pair counts once."""
-    near_a, hit_a, miss_a = fa[0], -fa[1], fa[2]
-    near_q, hit_q, miss_q = fq[0], fq[1], fq[2]
-    s0, s1, s2, s3, s4 = 0.0, 0.0, 0.0, 0.0, 0.0
-    for t in range(t0, t1):
-        # Every value loaded unconditionally and tested with & and |: the
-        # loop stays free of branches, so the compiler vectorises it.
-        j = j0 + t
-        d, near, hit_j, miss_j = row[t], near_q[j], -hit_q[j], miss_q[j]
-        same = yq[j] == ya
-        found_a = d < near_a
-        found_j = d < near
-        if ordered:  # (a loop invariant: the compiler takes it out of the loop)
-            i = iq[j]
-            keep = (i != ia) & ((near == -np.inf) | (i > ia))
-            found_a = found_a & keep
-            found_j = found_j & keep
-        w = ((hit_a if same else miss_a) if found_a else 0.0) + (
-            (hit_j if same else miss_j) if found_j else 0.0
-        )
-        w2 = w * w
-        w3 = w2 * w
-        mutual = 1.0 if found_a & found_j else 0.0
-        hit = mutual if same else 0.0
-        miss = mutual - hit
-        s0 += w
-        s1 += w2
-        s2 += w3
-        s3 += hit
-        s4 += miss
-        cols[0, t] += w
-        cols[1, t] += w2
-        cols[2, t] += w3
-        cols[3, t] += hit
-        cols[4, t] += miss
-    Ga[0] += s0
-    Ga[1] += s1
-    Ga[2] += s2
-    Ga[3] += s3
-    Ga[4] += s4
-
-
-@inline
-def _fold_graph(D, p0, p1, q0, q1, ip, iq, yp, yq, fp, fq, mode, Gp, Gq, cols):
-    """Add a sub-tile's pairs to both sides' graph partials (``fp``, ``fq``: finder
-    entries transposed, ``(3, n)``; ``cols``: scratch ``(GRAPH_WIDTH, TILE)`` for
-    the candidates' sums)."""
-    same = p0 == q0 and mode == WITHIN
-    nq = q1 - q0
-    cols[:, :nq] = 0.0
-    for a in range(p0, p1):
-        t0 = a - q0 + 1 if same else 0
-        graph_row(
-            D[a - p0], t0, nq, q0, yp[a], ip[a], fp[:, a], yq, iq, fq, mode == ORDERED, cols, Gp[a]
-        )
-    for t in range(nq):
-        for k in range(GRAPH_WIDTH):
-            Gq[q0 + t, k] += cols[k, t]
-
-
-@helper
-def graph_pairs(Xp, ip, yp, Xq, iq, yq, dm, dw, kind, mode, fp, fq):
-    """Per-row graph partials ``(n, GRAPH_WIDTH)`` of both row sets of a pair
-    (``fp``, ``fq``: the rows' finder entries).  Returns ``(Gp, Gq)``; ``Gq``
-    is ``Gp`` itself in the ``WITHIN`` mode."""
-    n_p, n_q = Xp.shape[0], Xq.shape[0]
-    Gp = filled((n_p, GRAPH_WIDTH), 0.0)
-    Gq = Gp if mode == WITHIN else filled((n_q, GRAPH_WIDTH), 0.0)
-    fp, fq = np.ascontiguousarray(fp.T), np.ascontiguousarray(fq.T)
-    XT = np.empty((Xq.shape[1], TILE))
-    D = np.empty((TILE, TILE))
-    cnt = np.empty(TILE)
-    cols = np.empty((GRAPH_WIDTH, TILE))
-    for q0 in range(0, n_q, TILE):
-        q1 = min(q0 + TILE, n_q)
-        _transpose(Xq, q0, q1, XT)
-        for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
-            p1 = min(p0 + TILE, n_p)
-            tile_distances(Xp, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
-            _fold_graph(D, p0, p1, q0, q1, ip, iq, yp, yq, fp, fq, mode, Gp, Gq, cols)
-    return Gp, Gq
-
-
-def _graph_tile(Xa, ia, ya, Xc, ic, yc, dm, dw, kind, fa, fc, n_parts):
-    """Pass 3 for a sample of anchors against candidates (``ORDERED``): both sides'
-    partials ``(Ga, Gc)``, ``n_parts`` threads over anchor sub-tiles, each adding
-    its candidates' partials into its own copy."""
-    n_a, n_c = Xa.shape[0], Xc.shape[0]
-    n_tiles = (n_a + TILE - 1) // TILE
-    n_parts = max(1, min(n_tiles, n_parts))
-    fa, fc = np.ascontiguousarray(fa.T), np.ascontiguousarray(fc.T)
-    Ga = filled((n_a, GRAPH_WIDTH), 0.0)
-    Gc = filled((n_parts, n_c, GRAPH_WIDTH), 0.0)
-    for part in numba.prange(n_parts):
-        XT = np.empty((Xc.shape[1], TILE))
-        D = np.empty((TILE, TILE))
-        cnt = np.empty(TILE)
-        cols = np.empty((GRAPH_WIDTH, TILE))
-        for i in range(part, n_tiles, n_parts):
-            p0 = i * TILE
-            p1 = min(p0 + TILE, n_a)
-            for q0 in range(0, n_c, TILE):
-                q1 = min(q0 + TILE, n_c)
-                _transpose(Xc, q0, q1, XT)
-                tile_distances(Xa, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
-                _fold_graph(D, p0, p1, q0, q1, ia, ic, ya, yc, fa, fc, ORDERED, Ga, Gc[part], cols)
-    return Ga, Gc.sum(axis=0)
 
 
 @helper
@@ -858,7 +674,7 @@ def distance_matrix(Xp, Xq, dm, dw, kind):
     cnt = np.empty(TILE)
     for q0 in range(0, n_q, TILE):
         q1 = min(q0 + TILE, n_q)
-        _transpose(Xq, q0, q1, XT)
+        transpose(Xq, q0, q1, XT)
         for p0 in range(0, n_p, TILE):
             p1 = min(p0 + TILE, n_p)
             tile_distances(Xp, p0, p1, XT, q1 - q0, dm, dw, kind, D, cnt)
@@ -868,4 +684,3 @@ def distance_matrix(Xp, Xq, dm, dw, kind):
 
 MOMENTS_TWINS = twins(_moments_tile)
 SCORE_TWINS = twins(_score_tile)
-GRAPH_TWINS = twins(_graph_tile)

@@ -10,6 +10,7 @@ equal.
 """
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -234,6 +235,31 @@ def _hit_miss(m, s, y):
         if c != y and s[c] > 0.0:
             tot += s[c] * math.exp(m[c] - mx)
     return log_h, mx + math.log(tot)
+
+
+class PairCoefficients(NamedTuple):
+    """:func:`softmin_coef`'s result for an anchor block, by name."""
+
+    #: Per anchor and class, the log-normaliser of its hits' or misses' softmax.
+    log_z: np.ndarray
+    #: Per anchor and class, ``+D_n`` (hits), ``-D_n`` (misses) or 0.
+    coef: np.ndarray
+    #: The block's share of the entropy term.
+    entropy: float
+
+
+class Im4eShare(NamedTuple):
+    """:func:`im4e_agg`'s share, by name."""
+
+    #: ``sum_n D_n (mbar_n - hbar_n)``, per feature.
+    margin: np.ndarray
+    #: The entropy term.
+    entropy: float
+
+
+def im4e_share(out) -> Im4eShare:
+    """The summed :func:`im4e_agg` shares ``[margin..., entropy]`` by name."""
+    return Im4eShare(out[:-1], out[-1])
 
 
 @numba.njit(cache=True, nogil=True)
