@@ -453,13 +453,14 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
     ``buf.keep[1]``; otherwise ``buf.keep[0]`` is all true.
     """
     near, far, spread = lim
-    rows, keep = buf.rows, buf.keep
-    o0, starts = cand.first, cand.starts
+    rows, keep, wts = buf
+    Xo, ids, to, starts, o0 = cand
+    dm, dw, ramp, kind, bound, squares = how
     n_sets, n_classes = P.shape[0], P.shape[1]
-    split = how.bound > 0.0
+    split = bound > 0.0
     if split:
         for t in range(t0, t1):
-            hit = abs(ta - cand.target[t]) < how.bound
+            hit = abs(ta - to[t]) < bound
             keep[0, t] = hit
             keep[1, t] = not hit
     for s in range(n_sets):
@@ -469,20 +470,18 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
             hi = min(t1, starts[sort_class + 1] - o0)
             if lo >= hi:
                 continue
-            m = _compact(
-                drow, lo, hi, s, near, far, self_idx, cand.ids, keep[c if split else 0], rows
-            )
+            m = _compact(drow, lo, hi, s, near, far, self_idx, ids, keep[c if split else 0], rows)
             if m:
                 if spread >= 0.0:
                     centre = near if s == 0 else far
                     for r in range(m):
-                        buf.wts[r] = soft_weight(drow[rows[r]], centre, spread)
+                        wts[r] = soft_weight(drow[rows[r]], centre, spread)
                 for r in range(m):
                     rows[r] += o0
                 if spread >= 0.0:
-                    _add_rows_soft(x, cand.X, rows, buf.wts, m, how.dm, how.ramp, how.kind, P[s, c])
+                    _add_rows_soft(x, Xo, rows, wts, m, dm, ramp, kind, P[s, c])
                 else:
-                    _add_rows(x, cand.X, rows, m, how.dm, how.ramp, how.kind, P[s, c], how.squares)
+                    _add_rows(x, Xo, rows, m, dm, ramp, kind, P[s, c], squares)
 
 
 @inline
