@@ -175,7 +175,8 @@ def tile_distances(Xp, p0, p1, XT, nq, dm, dw, kind, D, cnt):
                     r2[t] += abs(x2 - v)
                     r3[t] += abs(x3 - v)
             a += 4
-    for a in range(a, p1):
+    rest = a  # the anchors after the sweeps of four
+    for a in range(rest, p1):
         row = D[a - p0]
         for t in range(nq):
             row[t] = 0.0
