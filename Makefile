@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 BENCHMARKS = $(sort $(wildcard benchmarks/bench_*.py))
 
-.PHONY: demo test docs bench bench-full clean
+.PHONY: demo test lint docs bench bench-full clean
 
 $(BIN)/dmargin-ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ demo: $(BIN)/dmargin-ready
 
 test: $(BIN)/dmargin-ready
 	$(BIN)/python -m pytest
+
+# ruff (pinned in the test extra): the lint rules and the layout of pyproject.toml's [tool.ruff].
+lint: $(BIN)/dmargin-ready
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # The documentation site in docs/_build/html; any warning fails the build.
 docs: $(BIN)/docs-ready

@@ -733,7 +733,7 @@ class CpuMonitor:
     (``other_cores_busy``; near 0 on a quiet machine).  Needs psutil.
     """
 
-    def start(self) -> "CpuMonitor":
+    def start(self) -> CpuMonitor:
         import psutil
 
         self._proc = psutil.Process()

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from scipy import stats
@@ -164,7 +164,7 @@ def labels_from(score, minority, rng):
     return y
 
 
-@lru_cache(maxsize=None)
+@cache
 def real_data(name: str):
     """A real data set's rows and 0/1 labels (read once a process)."""
     if name == "wdbc":

@@ -472,9 +472,10 @@ def uci_fold_task(
     sigmas=tuple(SIGMA_GRID),
     ceiling=True,
 ):
-    import dmargin
     from sklearn.model_selection import StratifiedKFold
     from sklearn.neighbors import KNeighborsClassifier
+
+    import dmargin
 
     ds = loader()
     X, y = ds.X, ds.y
@@ -616,10 +617,11 @@ def uci_fold_task(
 
 
 def micro_fold_task(name, loader, rep, fold, seed, folds=10):
-    import dmargin
     from sklearn.model_selection import StratifiedKFold
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.preprocessing import StandardScaler
+
+    import dmargin
 
     ds = loader()
     X, y = ds.X, ds.y

@@ -49,11 +49,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
 from _synthetic import (  # noqa: E402
-    A,
     GENERATOR,
     N_INFORMATIVE,
     ROW_GROUP,
     SEED,
+    A,
     layout,
     make_batch,
     write_parquet,

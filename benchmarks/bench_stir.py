@@ -113,8 +113,8 @@ def _null_sets(kind, draws, seed=0):
 @contextlib.contextmanager
 def _papers_test():
     """STIR as the paper tests it: every found pair an independent draw, no skewness."""
-    from dmargin.relief import _terms as relief_terms
     from dmargin.relief import _stir
+    from dmargin.relief import _terms as relief_terms
     from dmargin.surf import _surf
 
     def no_mutual_pairs(exact, sampled, found):
@@ -154,8 +154,8 @@ def _ablated(terms):
     """dmargin's law with ``terms`` switched off: a pair found from both rows counted
     twice, no covariance of pairs sharing a row, no skewness (Student's t alone, or
     Johnson's SU law of the kurtosis), no kurtosis (the Pearson III law of the skewness)."""
-    from dmargin.relief import _terms as relief_terms
     from dmargin.relief import _stir
+    from dmargin.relief import _terms as relief_terms
     from dmargin.surf import _surf
 
     def no_mutual_pairs(exact, sampled, found):

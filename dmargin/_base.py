@@ -10,11 +10,11 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._capabilities import sklearn_tags
+from ._cost import anchor_count
 from ._dask import is_dask_collection
 from ._interrupt import UnfittedOnInterrupt
-from ._validation import NONE, Interval
-from ._cost import anchor_count
 from ._utils import make_rng
+from ._validation import NONE, Interval
 from .engine import sample_anchors
 
 N_FEATURES_TO_SELECT = [

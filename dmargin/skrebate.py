@@ -54,13 +54,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._capabilities import capabilities
 from ._dask import compute, distinct_values, is_dask_collection
-from .wrappers._iter import Iter as DmarginIter
+from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Kind, Options, is_continuous
 from .relief._murelief import MuRelief as DmarginMuRelief
 from .surf._surf import SURF, MultiSURF, MultiSURFstar, SURFstar
 from .surf._swrf import SWRF, MultiSWRF, MultiSWRFDB, MultiSWRFDBstar, MultiSWRFstar, SWRFstar
+from .wrappers._iter import Iter as DmarginIter
 from .wrappers._turf import ESTIMATOR, TuRF, columns
 from .wrappers._vls import VLS as DmarginVLS
-from ._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Kind, Options, is_continuous
 
 #: ``categorical_features``: column indices (any iterable of ints).
 _INDICES = Kind(

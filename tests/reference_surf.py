@@ -73,7 +73,7 @@ def compute_score(X, codes, n_classes, i, neighbours, f, discrete, span, std, mi
     diff_hit = -sum(diff(j) for j in hits)
     score = 0.0
     if count_miss > 0:
-        for c, members in misses.items():
+        for members in misses.values():
             score += sum(diff(j) for j in members) * (len(members) / count_miss) * len(misses)
         score /= count_miss
     if count_hit > 0:

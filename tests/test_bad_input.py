@@ -226,7 +226,7 @@ def test_bad_input(est_name, defect, path, tmp_path):
 def table(tmp_path):
     """Markdown rows: input, paths, and the first estimator's message per path."""
     rows = ["| input | paths | what the user gets |", "| --- | --- | --- |"]
-    for name, _, paths, expected in DEFECTS:
+    for name, _, paths, _ in DEFECTS:
         with dask.config.set(scheduler="threads"):
             kind, value = outcome("IRelief", name, paths[0], tmp_path)
         first = re.split(r"\.\s+(?=[A-Z])", " ".join(str(value).split()))[0].rstrip(".")

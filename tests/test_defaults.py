@@ -10,8 +10,8 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import dmargin
-from dmargin.immigrate import _immigrate
 from dmargin.datasets import load_dataset
+from dmargin.immigrate import _immigrate
 
 BUNDLED = ["wdbc", "heart"]
 

@@ -24,10 +24,10 @@ import sys
 import time
 from pathlib import Path
 
+import dask.config
 import numpy as np
 import pytest
 import yaml
-import dask.config
 from dask.utils import parse_bytes
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -338,7 +338,7 @@ def test_dockerfile_hardening():
     for stage in ("worker", "notebook"):
         user = _effective(stages, stage, "USER")
         assert user in (f"{uid}:{uid}", "${DMARGIN_UID}:${DMARGIN_UID}"), (stage, user)
-    assert re.search(rf"useradd [^\n]*--uid \"?\$DMARGIN_UID", text)
+    assert re.search(r"useradd [^\n]*--uid \"?\$DMARGIN_UID", text)
     # Every pip install is constrained by the pinned file.
     installs = re.findall(r"pip install [^\n&]*", text)
     assert len(installs) >= 3

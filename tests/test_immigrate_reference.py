@@ -64,7 +64,7 @@ def _held_out(rng, X):
     return np.vstack([near, X[3], far])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _data(name):
     """Return ``(X, y, X_new, sample_weight)`` for a named data set (read-only arrays)."""
     if name == "binary":
@@ -118,7 +118,7 @@ def dataset(request):
     return request.param
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference_immigrate(name, sigma, weighted=False, scale=None, max_iter=5, tol=0.0):
     """Cached ``reference.immigrate`` on a named data set (no pruning, default W0)."""
     X, y, _, sample_weight = _data(name)
@@ -133,7 +133,7 @@ def _reference_immigrate(name, sigma, weighted=False, scale=None, max_iter=5, to
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference_im4e(name, sigma, lam=1.0, weight_update="reference", scale=None, weighted=False):
     """Cached five-step ``reference.im4e`` (tol = 0) on a named data set."""
     X, y, _, sample_weight = _data(name)
@@ -587,7 +587,7 @@ def test_reference_im4e_immigrate_is_the_two_stages(dataset):
     np.testing.assert_array_equal(result["importances"], expected)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference_bim(name, n_estimators, max_iter=2, scale=None):
     """Cached ``reference.bim`` on a named data set."""
     X, y, _, _ = _data(name)

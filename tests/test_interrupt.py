@@ -212,7 +212,7 @@ def test_an_interrupt_inside_a_kernel_is_an_interrupt():
         try:
             raise KeyboardInterrupt
         except KeyboardInterrupt:
-            raise SystemError("returned a result with an exception set")
+            raise SystemError("returned a result with an exception set")  # noqa: B904
     except SystemError as exc:
         assert is_interrupt(exc)
     assert not is_interrupt(SystemError("other"))
@@ -406,8 +406,8 @@ def test_tiles_in_short_calls_give_the_same_weights(monkeypatch, missing):
 
 def test_sequential_walks_in_short_calls_give_the_same_weights(monkeypatch):
     from dmargin import OnlineIRelief, Simba
-    from dmargin.irelief import _online
     from dmargin.engine.kernels import sequential
+    from dmargin.irelief import _online
 
     rng = np.random.default_rng(4)
     X = rng.normal(size=(300, 6))

@@ -12,7 +12,6 @@ the mid-ranks, ``(rank - 1/2) / N``.
 import importlib.util
 import sys
 
-import dask
 import dask.array as da
 import numpy as np
 import pandas as pd

@@ -6,12 +6,12 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
+from dmargin.engine import _numba, quadratic
+from dmargin.engine.execution import prepare_rows
+from dmargin.engine.kernels import rbf
 from dmargin.ldm._machine import LDM
 from dmargin.ldm._rfe import LDMRFE, SVMRFE
 from dmargin.ldm._solvers import dual_matrices, fit_machines
-from dmargin.engine import _numba, quadratic
-from dmargin.engine.kernels import rbf
-from dmargin.engine.execution import prepare_rows
 
 try:  # tests/ as a package (tests/__init__.py present)
     from . import reference_ldm as ref

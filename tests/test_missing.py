@@ -45,7 +45,7 @@ MISSING_FILE = (
 ATOL = 1e-10
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def gametes_missing(n=240):
     """A seeded sample of ``n`` rows of the GAMETES missing-value file (0/1/2, NaN)."""
     frame = pd.read_csv(GAMETES / MISSING_FILE, sep="\t")
@@ -54,7 +54,7 @@ def gametes_missing(n=240):
     return X, frame["Class"].to_numpy()[rows]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def wpbc():
     """wpbc: 198 x 33 (Time, 30 nuclear features, tumour size, lymph nodes with 4 '?')."""
     frame = pd.read_csv(DATA / "breast-cancer" / "wpbc.data", header=None, na_values="?")
@@ -246,7 +246,7 @@ def test_estimators_without_a_missing_value_rule_name_the_column_and_the_imputer
 # ---------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def mixed_with_missing(n=90, classes=2):
     """GAMETES' mixed-attribute file (11 discrete, 9 continuous), 6 % NaN."""
     frame = pd.read_csv(

@@ -19,7 +19,6 @@ import pandas as pd
 import pytest
 
 import dmargin
-
 from tests.test_missing import ATOL, skrebate_scores
 
 MIXED_FILE = (
@@ -30,7 +29,7 @@ MIXED_FILE = (
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def gametes_mixed(n=300):
     frame = pd.read_csv(MIXED_FILE, sep="\t")
     rows = np.sort(np.random.default_rng(1).choice(len(frame), n, replace=False))

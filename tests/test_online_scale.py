@@ -10,10 +10,9 @@ import pytest
 from dask.callbacks import Callback
 
 from dmargin import OnlineIRelief
-
-from dmargin.irelief import _online
-from dmargin.io._training import iter_row_blocks
 from dmargin.io._parquet import iter_parquet, read_parquet
+from dmargin.io._training import iter_row_blocks
+from dmargin.irelief import _online
 
 try:  # tests/ as a package
     from . import reference

@@ -24,8 +24,8 @@ import skrebate.relieff
 
 import dmargin
 from dmargin import ReliefF, RReliefF
-from dmargin.relief._regression import continuous_relieff_sum, hit_counts
 from dmargin._start import start_fit
+from dmargin.relief._regression import continuous_relieff_sum, hit_counts
 from tests import reference_regression as ref
 
 GAMETES = (

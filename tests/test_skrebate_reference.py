@@ -221,7 +221,6 @@ def test_the_data_cover_skrebates_branches():
         "mixed",
         "binary",
         "multiclass",
-        "continuous",
         ("missing", True),
         ("missing", False),
         ("nan-distance", True),

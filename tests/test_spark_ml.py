@@ -334,8 +334,9 @@ def test_a_model_on_the_wrong_input_says_what_differs(spark, data, columns_df):
 
 
 def test_an_estimator_round_trips_through_its_json():
-    from dmargin.spark._ml import decode_estimator, encode_estimator
     import json
+
+    from dmargin.spark._ml import decode_estimator, encode_estimator
 
     est = dmargin.Iter(estimator=dmargin.MultiSURF(n_anchors=0.5, random_state=np.int64(3)))
     spec = json.loads(json.dumps(encode_estimator(est)))

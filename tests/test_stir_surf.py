@@ -12,7 +12,6 @@ GAMETES the two predictive SNPs get the smallest.
 
 import dask.array as da
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
 

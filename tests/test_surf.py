@@ -23,8 +23,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dmargin
 from dmargin.datasets import load_dataset
-from dmargin.surf import _terms as surf_terms
 from dmargin.engine import prepare_rows, threshold_statistic
+from dmargin.surf import _terms as surf_terms
 from tests import reference_surf as ref
 
 skrebate = pytest.importorskip("skrebate")

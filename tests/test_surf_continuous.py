@@ -27,8 +27,8 @@ import pytest
 
 import dmargin
 from dmargin._start import start_fit
-from dmargin.surf import _terms as surf_terms
 from dmargin.engine import feature_kinds, threshold_statistic
+from dmargin.surf import _terms as surf_terms
 from tests import reference_surf as ref
 from tests.test_missing import skrebate_scores as skrebate_scores_missing
 

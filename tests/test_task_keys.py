@@ -37,7 +37,6 @@ from dmargin.engine.execution import Graph, Rows
 
 from .test_modes import CASES, on_dask
 
-
 # ---------------------------------------------------------------------------
 # What builds graphs
 # ---------------------------------------------------------------------------

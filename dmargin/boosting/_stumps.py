@@ -18,7 +18,6 @@ import numpy as np
 from .._utils import timer
 from ..engine import WeightedHistograms
 
-
 #: A stump's edge is capped below 1 so that alpha stays finite (spec 8.1).
 _EDGE_CAP = 1.0 - 1e-10
 #: Edges at or below this are no better than a constant: boosting stops.

@@ -15,15 +15,11 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._capabilities import Capabilities
 from .._base import N_FEATURES_TO_SELECT, WeightSelector, miss_priors
+from .._capabilities import Capabilities
+from .._dask import compute
 from .._start import Stream, start_fit
 from .._utils import make_rng, timer
-from ._cost import online_cost
-from ._checkpoint import read_online_state
-from ._checkpoint_write import write_online_state
-from .._dask import compute
-from ..io._training import Scaling, iter_row_blocks
 from .._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options, check_params, check_X_y
 from ..engine import (
     MASKED,
@@ -33,7 +29,11 @@ from ..engine import (
     online_irelief_steps,
     online_irelief_steps_general,
 )
+from ..io._training import Scaling, iter_row_blocks
 from ..progress import fit_steps
+from ._checkpoint import read_online_state
+from ._checkpoint_write import write_online_state
+from ._cost import online_cost
 
 _SCALE = [Options(("minmax",)), NONE]
 

@@ -23,16 +23,16 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
-from .._capabilities import Capabilities
 from .._base import WeightSelector
+from .._capabilities import Capabilities
 from .._cost import FitCost, repeated_cost
-from ._groups import GROUP_THRESHOLD, group_sums
-from ._sampler import KnockoffSampler
 from .._start import start_fit
-from ..wrappers._turf import ESTIMATOR
 from .._utils import make_rng
 from .._validation import ARRAY, NONE, RANDOM_STATE, Interval, Options
 from ..progress import fit_steps
+from ..wrappers._turf import ESTIMATOR
+from ._groups import GROUP_THRESHOLD, group_sums
+from ._sampler import KnockoffSampler
 
 #: Parameters of the wrapped estimator that give each feature its own value: the
 #: knockoff statistic needs a feature and its knockoff treated alike.

@@ -45,13 +45,6 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._dask import is_dask_array, is_dask_frame
-from ._groups import (
-    GROUP_THRESHOLD,
-    check_groups,
-    cluster_groups,
-    first_seen_labels,
-    knockpy_groups,
-)
 from .._utils import make_rng
 from .._validation import (
     ARRAY,
@@ -63,6 +56,13 @@ from .._validation import (
     non_numeric_error,
 )
 from ..engine import Rows, block_reduce, map_row_blocks, rows_at
+from ._groups import (
+    GROUP_THRESHOLD,
+    check_groups,
+    cluster_groups,
+    first_seen_labels,
+    knockpy_groups,
+)
 
 #: Rows of one noise stream: rows ``[c CHUNK_ROWS, (c + 1) CHUNK_ROWS)`` draw from
 #: ``np.random.default_rng([SALT, seed, c])``.

@@ -18,10 +18,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._capabilities import Capabilities, sklearn_tags
 from .._dask import gather, is_dask_collection
 from .._interrupt import UnfittedOnInterrupt
 from .._predict import check_new_rows, predict_blocks
-from .._capabilities import Capabilities, sklearn_tags
 from .._start import start_fit
 from .._utils import make_rng
 from .._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options

@@ -16,8 +16,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._capabilities import sklearn_tags
 from .._base import DaskSelectorMixin
+from .._capabilities import sklearn_tags
 from .._elimination import N_FEATURES_TO_KEEP, STEP, eliminate
 from .._start import start_fit
 from .._utils import make_rng

@@ -18,15 +18,15 @@ import numbers
 
 import numpy as np
 
-from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
-from ._cost import murelief_cost
-from ._regression import hit_bound, set_target
+from .._capabilities import Capabilities
 from .._start import start_fit
-from ..surf._terms import surf_terms
 from .._utils import timer
 from .._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ..engine import feature_kinds, knn_statistic
+from ..surf._terms import surf_terms
+from ._cost import murelief_cost
+from ._regression import hit_bound, set_target
 
 
 def murelief_agg(dist, idx, z, ya):

@@ -16,16 +16,16 @@ import numbers
 
 import numpy as np
 
-from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
+from .._capabilities import Capabilities
+from .._pvalues import not_asked, set_pvalues
 from .._start import start_fit
 from .._utils import make_rng, timer
-from ._cost import relief_cost
 from .._validation import NONE, RANDOM_STATE, Interval, Options
-from ._terms import relieff_agg, relieff_continuous_agg, rrelieff_agg
-from .._pvalues import not_asked, set_pvalues
 from ..engine import Anchors, feature_kinds, knn_target_statistic, merge, rows_at
 from ..progress import fit_steps
+from ._cost import relief_cost
+from ._terms import relieff_agg, relieff_continuous_agg, rrelieff_agg
 
 #: Nearest rows asked for per anchor in the first pass of continuous-endpoint ReliefF,
 #: in multiples of ``n_neighbors``: enough for k hits and k misses for most anchors.

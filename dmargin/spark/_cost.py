@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._cost import FitCost, anchor_count, fit_cost as _in_process_cost, format_seconds
+from .._cost import FitCost, anchor_count, format_seconds
+from .._cost import fit_cost as _in_process_cost
 
 #: Seconds Spark adds to each job of a fit (scheduling a wave's tasks on
 #: local[2], reading the broadcast): 0.2-0.5 s measured on this project's 2-core

@@ -19,39 +19,18 @@ import numbers
 
 import numpy as np
 
-from .._capabilities import Capabilities
 from .._base import N_ANCHORS, N_FEATURES_TO_SELECT, WeightSelector, anchors_for
-from .._start import start_fit
-from .._utils import make_rng, timer
-from ._cost import surf_cost
-from ..relief._terms import stir_shares
-from ..relief._regression import hit_bound, set_target
+from .._capabilities import Capabilities
 from .._pvalues import (
     PERMUTATION_T,
     PValues,
     not_asked,
     set_pvalues,
-    warn_uncalibrated,
     set_stir_pvalues,
+    warn_uncalibrated,
 )
-from ..relief._stir import (
-    graph_from_sums,
-    graph_sample,
-    sample_moments,
-    sample_rows_note,
-    sample_shape,
-    stir,
-    uncalibrated,
-)
-from ._terms import (
-    FAR_NONE,
-    FAR_SIMILARITY,
-    FAR_SUBTRACT,
-    multisurf_thresholds,
-    surf_agg,
-    surf_stir_agg,
-    surf_thresholds,
-)
+from .._start import start_fit
+from .._utils import make_rng, timer
 from .._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ..engine import (
     MISSING,
@@ -61,6 +40,27 @@ from ..engine import (
     threshold_statistic,
 )
 from ..progress import fit_steps
+from ..relief._regression import hit_bound, set_target
+from ..relief._stir import (
+    graph_from_sums,
+    graph_sample,
+    sample_moments,
+    sample_rows_note,
+    sample_shape,
+    stir,
+    uncalibrated,
+)
+from ..relief._terms import stir_shares
+from ._cost import surf_cost
+from ._terms import (
+    FAR_NONE,
+    FAR_SIMILARITY,
+    FAR_SUBTRACT,
+    multisurf_thresholds,
+    surf_agg,
+    surf_stir_agg,
+    surf_thresholds,
+)
 
 SURF_PARAMS = """
     Parameters

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .._capabilities import capabilities
+from ..engine import MISSING
 from ._cost import swrf_cost
 from ._surf import SURF_NOTES, SURF_PARAMS, ThresholdSelector
 from ._terms import (
@@ -39,7 +40,6 @@ from ._terms import (
     swrf_agg,
     swrf_thresholds,
 )
-from ..engine import MISSING
 
 
 class _SoftThresholdSelector(ThresholdSelector):

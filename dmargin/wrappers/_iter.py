@@ -15,13 +15,13 @@ import numbers
 import numpy as np
 from sklearn.base import clone
 
-from .._capabilities import Capabilities
 from .._base import N_FEATURES_TO_SELECT, WeightSelector
+from .._capabilities import Capabilities
 from .._cost import repeated_cost
 from .._start import start_fit
-from ._turf import ESTIMATOR
 from .._validation import BOOLEAN, Interval, Kind
 from ..progress import fit_steps
+from ._turf import ESTIMATOR
 
 
 def relief_weights(scores, rank_absolute=False):

@@ -18,12 +18,12 @@ import numbers
 import numpy as np
 from sklearn.base import clone
 
-from .._capabilities import Capabilities
 from .._base import N_FEATURES_TO_SELECT, WeightSelector
+from .._capabilities import Capabilities
 from .._cost import repeated_cost
-from .._start import start_fit
 from .._dask import is_dask_collection, is_dask_frame
 from .._elimination import eliminate
+from .._start import start_fit
 from .._validation import Interval, Kind
 from ..progress import fit_steps
 

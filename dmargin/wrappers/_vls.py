@@ -21,15 +21,15 @@ import random
 import numpy as np
 from sklearn.base import clone
 
-from .._capabilities import Capabilities
 from .._base import N_FEATURES_TO_SELECT, WeightSelector
-from .._dask import active_client, is_dask_collection, map_calls
+from .._capabilities import Capabilities
 from .._cost import repeated_cost
+from .._dask import active_client, is_dask_collection, map_calls
 from .._start import start_fit
-from ._turf import ESTIMATOR, columns
 from .._utils import make_rng
 from .._validation import BOOLEAN, RANDOM_STATE, Interval
 from ..progress import inner_fits
+from ._turf import ESTIMATOR, columns
 
 
 def feature_subsets(n_features, num_feature_subset, size_feature_subset, random_state):
