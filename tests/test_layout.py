@@ -453,13 +453,19 @@ PARTIAL_PRODUCERS = {
 
 
 def _bound_to_producers(tree):
-    """Names assigned (or unpacked) from a call of a :data:`PARTIAL_PRODUCERS` function."""
+    """Names assigned (or unpacked) from a call of a :data:`PARTIAL_PRODUCERS` function,
+    also through another call (``np.asarray(knn_statistic(...))``)."""
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            func = node.value.func
-            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if called in PARTIAL_PRODUCERS:
+            called = {
+                call.func.attr
+                if isinstance(call.func, ast.Attribute)
+                else getattr(call.func, "id", "")
+                for call in ast.walk(node.value)
+                if isinstance(call, ast.Call)
+            }
+            if called & PARTIAL_PRODUCERS:
                 for target in node.targets:
                     for name in ast.walk(target):
                         if isinstance(name, ast.Name):

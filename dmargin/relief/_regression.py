@@ -25,7 +25,7 @@ from .._validation import NONE, RANDOM_STATE, Interval, Options
 from ..engine import Anchors, feature_kinds, knn_target_statistic, merge, rows_at
 from ..progress import fit_steps
 from ._cost import relief_cost
-from ._terms import relieff_agg, relieff_continuous_agg, rrelieff_agg
+from ._terms import relieff_agg, relieff_continuous_agg, rrelieff_agg, rrelieff_sums
 
 #: Nearest rows asked for per anchor in the first pass of continuous-endpoint ReliefF,
 #: in multiples of ``n_neighbors``: enough for k hits and k misses for most anchors.
@@ -335,13 +335,12 @@ class RReliefF(WeightSelector):
         influence = np.ones(k) if self.sigma is None else np.exp(-((rank / self.sigma) ** 2))
         span = float(y.max() - y.min())
         with fit_steps(self, "pass", 1) as steps, timer("RReliefF"):
-            sums = np.asarray(
+            sums = rrelieff_sums(
                 knn_target_statistic(rows, y, k, rrelieff_agg, (span, influence), anchors=anchors)
             )
             steps.step()
         m = rows.n_samples if anchors is None else anchors.n_samples
-        a = rows.n_features
-        n_dc, n_da, n_dcda = sums[0], sums[1 : a + 1], sums[a + 1 :]
+        n_dc, n_da, n_dcda = sums
         with np.errstate(invalid="ignore", divide="ignore"):
             hit = np.where(n_dc > 0, n_dcda / n_dc, 0.0)
             miss = np.where(m - n_dc > 0, (n_da - n_dcda) / (m - n_dc), 0.0)

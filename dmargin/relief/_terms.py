@@ -336,6 +336,24 @@ def relieff_continuous_agg(dist, idx, z, ia, y, n_hits, n_misses, k, bound):
     return term[resolved].sum(axis=0), np.asarray(ia)[~resolved]
 
 
+class RReliefFSums(NamedTuple):
+    """:func:`rrelieff_agg`'s shares, summed, by name (:func:`rrelieff_sums`)."""
+
+    #: ``N_dC``.
+    n_dc: float
+    #: ``N_dA``, per feature.
+    n_da: np.ndarray
+    #: ``N_dC&dA``, per feature.
+    n_dcda: np.ndarray
+
+
+def rrelieff_sums(sums) -> RReliefFSums:
+    """The summed :func:`rrelieff_agg` shares ``[N_dC, N_dA[:], N_dC&dA[:]]`` by name."""
+    sums = np.asarray(sums)
+    a = (sums.size - 1) // 2
+    return RReliefFSums(sums[0], sums[1 : a + 1], sums[a + 1 :])
+
+
 def rrelieff_agg(dist, idx, z, ia, y, span, influence):
     """Anchor block's sums of RReliefF (Robnik-Sikonja & Kononenko 2003, Fig. 3).
 
@@ -343,7 +361,8 @@ def rrelieff_agg(dist, idx, z, ia, y, span, influence):
     neighbours ``j`` (rank ``r``, 1 for the nearest): ``d(a, j) =
     influence[r] / sum_r' influence[r']`` over the neighbours found,
     ``diff(C) = |y_a - y_j| / span`` and ``diff(A) = z``:
-    ``N_dC += diff(C) d``, ``N_dA += diff(A) d``, ``N_dC&dA += diff(C) diff(A) d``.
+    ``N_dC += diff(C) d``, ``N_dA += diff(A) d``, ``N_dC&dA += diff(C) diff(A) d``
+    (read by :func:`rrelieff_sums`).
     """
     j, z = idx[:, 0], z[:, 0]
     found = j >= 0
