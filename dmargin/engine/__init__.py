@@ -51,7 +51,7 @@ from .execution import (
 )
 from .features import FeatureKinds, column_summary, compact_distinct, feature_kinds
 from .kernels.distance import MASKED, MISSING, scored_differences
-from .kernels.surf import FAR, NEAR, moment_columns
+from .kernels.surf import FAR, NEAR, columns_of, moment_columns
 from .kernels.lse import KERNEL as LSE_KERNEL
 from .kernels.quad import KERNEL as QLSE_KERNEL
 from .kernels.sequential import (
@@ -84,6 +84,7 @@ __all__ = [
     "MASKED",
     "MISSING",
     "NEAR",
+    "columns_of",
     "QLSE_KERNEL",
     "Anchors",
     "BinnedRows",

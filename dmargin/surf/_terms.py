@@ -7,7 +7,7 @@ into its share of the score (:func:`dmargin.engine.threshold_statistic`).
 
 import numpy as np
 
-from ..engine import FAR, NEAR, moment_columns
+from ..engine import FAR, NEAR, columns_of, moment_columns
 from ..relief._terms import stir_anchor_sums, stir_sums
 
 # ---------------------------------------------------------------------------
@@ -114,19 +114,16 @@ def swrf_agg(P, ya, far, missing, discrete):
     continuous feature and ``sum w (1 - diff)`` for a discrete one
     (skrebate's two far rules).
     """
-    a = P.shape[-1] // 3 if missing else P.shape[-1] - 2
+    c = columns_of(P.shape[-1], missing, soft=True)
 
     def scored(S, sums):
-        counts = S[..., a : 2 * a] if missing else S[..., a : a + 1]
-        return surf_terms(np.concatenate([sums, counts], axis=-1), ya, missing)
+        return surf_terms(np.concatenate([sums, S[..., c.counts]], axis=-1), ya, missing)
 
     near = P[:, NEAR]
-    terms = scored(near, near[..., :a])
+    terms = scored(near, near[..., c.sums])
     if far:
         S = P[:, FAR]
-        weights = S[..., 2 * a :] if missing else S[..., a + 1 : a + 2]
-        counts = S[..., a : 2 * a] if missing else S[..., a : a + 1]
-        sims = np.where(discrete, weights, counts) - S[..., :a]
+        sims = np.where(discrete, S[..., c.weights], S[..., c.counts]) - S[..., c.sums]
         terms = terms + scored(S, sims)
     return terms.sum(axis=0)
 
@@ -150,8 +147,8 @@ def surf_terms(P, ya, missing=False):
         return _surf_terms_per_feature(P, ya)
     n_anchors, n_classes, width = P.shape
     rows = np.arange(n_anchors)
-    a = width - 1  # the differences' sums, then the count
-    counts, sums = P[..., a], P[..., :a]
+    c = columns_of(width)
+    counts, sums = P[..., c.counts.start], P[..., c.sums]
     n_hit = counts[rows, ya]
     n_miss = counts.sum(axis=1) - n_hit
     own = np.arange(n_classes)[None, :] == np.asarray(ya)[:, None]
@@ -167,9 +164,9 @@ def surf_terms(P, ya, missing=False):
 def _surf_terms_per_feature(P, ya):
     """:func:`surf_terms` with a neighbour count per feature."""
     n_anchors, n_classes, width = P.shape
-    a = width // 2
+    c = columns_of(width, missing=True)
     rows = np.arange(n_anchors)
-    sums, counts = P[..., :a], P[..., a:]
+    sums, counts = P[..., c.sums], P[..., c.counts]
     n_hit = counts[rows, ya]  # (anchors, A)
     n_miss = counts.sum(axis=1) - n_hit
     own = (np.arange(n_classes)[None, :] == np.asarray(ya)[:, None])[..., None]
@@ -194,11 +191,8 @@ def surf_agg(P, ya, far_rule, missing=False):
         terms = terms - surf_terms(P[:, FAR], ya, missing)
     elif far_rule == FAR_SIMILARITY:
         far = P[:, FAR].copy()
-        if missing:
-            a = far.shape[-1] // 2
-            far[..., :a] = far[..., a:] - far[..., :a]
-        else:
-            far[..., :-1] = far[..., -1:] - far[..., :-1]
+        c = columns_of(far.shape[-1], missing)
+        far[..., c.sums] = far[..., c.counts] - far[..., c.sums]  # 1 - diff, summed
         terms = terms + surf_terms(far, ya, missing)
     return terms.sum(axis=0)
 
@@ -210,19 +204,13 @@ def surf_stir_agg(P, ya, far_rule, missing=False, squares=True):
     the sums and counts (``A + 1 + A`` columns, ``3 A`` with ``missing``);
     ``squares=False``: it does not, the differences being 0 or 1 (compact
     rows), so that they are their own squares."""
-    width = P.shape[-1]
-    a = (
-        (width // 3 if missing else (width - 1) // 2)
-        if squares
-        else (width // 2 if missing else width - 1)
-    )
-    base = 2 * a if missing else a + 1
+    c = columns_of(P.shape[-1], missing, squares=squares)
     near = P[:, NEAR]
-    counts = near[..., a : 2 * a] if missing else near[..., a : a + 1]
-    first = near[..., :a]
-    second = near[..., base:] if squares else first
+    counts = near[..., c.counts]
+    first = near[..., c.sums]
+    second = near[..., c.squares] if squares else first
     ya = np.asarray(ya)
-    share = surf_agg(P[..., :base], ya, far_rule, missing)
+    share = surf_agg(P[..., : c.counts.stop], ya, far_rule, missing)
     return np.vstack(
         [
             share[None, :],

@@ -172,6 +172,13 @@ def score_columns(n_features, missing=False, squares=False, soft=False) -> Score
     return ScoreColumns(slice(0, a), counts, weights, slice(end, end + a if squares else end))
 
 
+def columns_of(width, missing=False, squares=False, soft=False) -> ScoreColumns:
+    """:func:`score_columns` of a partial (or a neighbour set of one) ``width`` columns wide."""
+    per_feature = 1 + missing + (soft and missing) + squares
+    fixed = (not missing) + (soft and not missing)
+    return score_columns((width - fixed) // per_feature, missing, squares, soft)
+
+
 @inline
 def transpose(Xq, q0, q1, XT):
     """``XT[f, t] = Xq[q0 + t, f]``: a sub-tile of candidates, features by rows."""
