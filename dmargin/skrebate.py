@@ -142,12 +142,14 @@ def _skrebate_capabilities(base):
     (``label_type``, ``multiclass_threshold``), and genotype bytes only when
     ``categorical_features`` declares no feature."""
     declared = capabilities(base)
-    if callable(declared.compact_rows):
-        raise TypeError(f"{base.__name__}: skrebate's rule needs compact_rows as a bool.")
+
+    def compact(estimator):
+        return declared.compact(estimator) and _no_declared_discrete(estimator)
+
     return replace(
         declared,
         target_rule=_skrebate_target,
-        compact_rows=_no_declared_discrete if declared.compact_rows else False,
+        compact_rows=compact if declared.compact_rows else False,
     )
 
 

@@ -281,3 +281,25 @@ def test_each_hook_is_an_attribute_of_its_base(entry):
         assert hasattr(base, hook.name), f"{entry.base} has no hook {hook.name}"
     stock, variant, _ = CASES[entry.name]
     assert issubclass(variant, base) or issubclass(stock, base)
+
+
+def test_a_soft_surf_variant_never_takes_the_compact_rows():
+    """The compact kernels count neighbours: a SURF subclass that weighs them (``_soft``)
+    without declaring anything else reads float rows."""
+    from dmargin._capabilities import capabilities
+    from dmargin.surf._terms import multiswrf_thresholds
+
+    class SoftMultiSURF(dmargin.MultiSURF):
+        _soft = True
+        _agg = staticmethod(swrf_agg)
+        _agg_args = dmargin.MultiSWRF._agg_args
+        _thresholds = staticmethod(multiswrf_thresholds)
+
+    assert capabilities(dmargin.MultiSURF).compact(dmargin.MultiSURF())
+    assert not capabilities(SoftMultiSURF).compact(SoftMultiSURF())
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, size=(80, 6))
+    y = (X[:, 0] + rng.integers(0, 2, size=80) > 1).astype(int)
+    est = SoftMultiSURF().fit(X, y)
+    # On the compact path the weighted partials were read as counted ones: one score short.
+    assert est.compact_dtype_ is None and est.feature_importances_.shape == (6,)

@@ -266,12 +266,22 @@ _STIR_NOTES = """
 """
 
 
+def _counts_neighbours(estimator):
+    """Whether genotype rows may stay bytes: the compact kernels count the neighbours, so a
+    variant that weighs them (``_soft``) reads float rows."""
+    return not estimator._soft
+
+
 class ThresholdSelector(WeightSelector):
     """The SURF family: one engine statistic; subclasses set the thresholds and the far set."""
 
-    #: Class labels or a continuous target; float32 rows stay float32, genotypes bytes.
+    #: Class labels or a continuous target; float32 rows stay float32, genotypes bytes
+    #: unless the neighbours are weighed.
     _capabilities = Capabilities(
-        allow_nan=True, targets=("classes", "continuous"), keep_float32=True, compact_rows=True
+        allow_nan=True,
+        targets=("classes", "continuous"),
+        keep_float32=True,
+        compact_rows=_counts_neighbours,
     )
     _thresholds = staticmethod(surf_thresholds)
     _far_rule = FAR_NONE
