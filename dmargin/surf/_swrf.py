@@ -31,7 +31,8 @@ from dataclasses import replace
 from .._capabilities import capabilities
 from ..engine import MISSING
 from ._cost import swrf_cost
-from ._surf import SURF_NOTES, SURF_PARAMS, ThresholdSelector
+from ._docstrings import SURF_NOTES, SURF_PARAMS
+from ._surf import ThresholdSelector
 from ._terms import (
     FAR_NONE,
     FAR_SIMILARITY,
