@@ -62,17 +62,6 @@ def distances(xa, Xs, c0, c1, w, d):
 
 
 @inline
-def distances32(xa, Xs, c0, c1, d):
-    """Unweighted Manhattan distances in float32 (8 lanes per vector)."""
-    n_features = Xs.shape[1]
-    for j in range(c0, c1):
-        acc = np.float32(0.0)
-        for k in range(n_features):
-            acc += abs(xa[k] - Xs[j, k])
-        d[j - c0] = acc
-
-
-@inline
 def distance(xa, Xs, j):
     """Unweighted Manhattan distance of ``xa`` and row ``j`` of ``Xs``."""
     acc = 0.0
@@ -213,6 +202,105 @@ def tile_distances(Xp, p0, p1, XT, nq, dm, dw, kind, D, cnt):
             else:
                 for t in range(nq):
                     row[t] += wf if x != xt[t] else 0.0
+
+
+@inline
+def transpose(Xq, q0, q1, XT):
+    """``XT[f, t] = Xq[q0 + t, f]``: a sub-tile of candidates, features by rows (in
+    ``XT``'s dtype: a float32 ``XT`` rounds the rows once)."""
+    for t in range(q1 - q0):
+        for f in range(Xq.shape[1]):
+            XT[f, t] = Xq[q0 + t, f]
+
+
+# ---------------------------------------------------------------------------
+# Float32 sub-tiles: a prefilter whose decisions are rechecked in float64
+# ---------------------------------------------------------------------------
+#
+# Where a distance only decides something (a neighbour's rank, a side of a
+# threshold), it is first measured in float32, at twice the float64 rate, and
+# remeasured in float64 only when the float32 value is within
+# :func:`float32_error_bound` of the decision: every decision is the one the
+# float64 distance makes, so the results do not change.
+
+
+@inline
+def float32_error_bound(scale, n_features):
+    """A bound on ``|d32 - d|`` for the plain distance of two rows whose values
+    are at most ``scale`` in magnitude: ``d32`` as :func:`tile_distances32`
+    computes it from the rows rounded to float32, ``d`` the exact distance.
+
+    With ``u = 2^-24``: rounding a value moves it by at most ``u scale``, so a
+    difference by at most ``2 u scale`` before its own rounding and ``4 u
+    scale`` after; a sum of ``A`` terms of at most ``2 scale`` each, in any
+    order, adds at most ``(A - 1) u 2 A scale``.  In all ``u scale (4 A + 2
+    A^2)`` to first order; doubled, which covers the second-order terms and
+    the float64 distance's own rounding, ``A 2^-53`` of it.
+    """
+    return 2.0 * 2.0**-24 * scale * (4 * n_features + 2 * n_features * n_features)
+
+
+@inline
+def tile_distances32(Xp, p0, p1, XT, t0, nq, D):
+    """``D[a - p0, t]``: the plain distance of ``Xp[a]`` and candidate ``t0 + t`` of
+    ``XT`` (features by rows, :func:`transpose`) for ``t < nq``, in float32 (``Xp``,
+    ``XT``, ``D`` float32).
+
+    Register tiles of four anchors by two features: each sweep reads two rows
+    of ``XT`` once for four anchors, and adds two differences to each of
+    their running sums (half the loads and stores of one feature a sweep).
+    Vectorised over the candidates, 16 to a vector.  The anchors after the
+    last sweep of four pair their features the same way.
+    """
+    n_features = Xp.shape[1]
+    zero = np.float32(0.0)
+    a = p0
+    while a + 4 <= p1:
+        r0, r1, r2, r3 = D[a - p0], D[a - p0 + 1], D[a - p0 + 2], D[a - p0 + 3]
+        for t in range(nq):
+            r0[t] = zero
+            r1[t] = zero
+            r2[t] = zero
+            r3[t] = zero
+        f = 0
+        while f + 2 <= n_features:
+            x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
+            y0, y1, y2, y3 = Xp[a, f + 1], Xp[a + 1, f + 1], Xp[a + 2, f + 1], Xp[a + 3, f + 1]
+            xt, yt = XT[f, t0 : t0 + nq], XT[f + 1, t0 : t0 + nq]
+            for t in range(nq):
+                v, u = xt[t], yt[t]
+                r0[t] += abs(x0 - v) + abs(y0 - u)
+                r1[t] += abs(x1 - v) + abs(y1 - u)
+                r2[t] += abs(x2 - v) + abs(y2 - u)
+                r3[t] += abs(x3 - v) + abs(y3 - u)
+            f += 2
+        if f < n_features:
+            x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
+            xt = XT[f, t0 : t0 + nq]
+            for t in range(nq):
+                v = xt[t]
+                r0[t] += abs(x0 - v)
+                r1[t] += abs(x1 - v)
+                r2[t] += abs(x2 - v)
+                r3[t] += abs(x3 - v)
+        a += 4
+    rest = a  # the anchors after the sweeps of four
+    for a in range(rest, p1):
+        row = D[a - p0]
+        for t in range(nq):
+            row[t] = zero
+        f = 0
+        while f + 2 <= n_features:
+            x, y = Xp[a, f], Xp[a, f + 1]
+            xt, yt = XT[f, t0 : t0 + nq], XT[f + 1, t0 : t0 + nq]
+            for t in range(nq):
+                row[t] += abs(x - xt[t]) + abs(y - yt[t])
+            f += 2
+        if f < n_features:
+            x = Xp[a, f]
+            xt = XT[f, t0 : t0 + nq]
+            for t in range(nq):
+                row[t] += abs(x - xt[t])
 
 
 # ---------------------------------------------------------------------------

@@ -18,10 +18,10 @@ import numba
 import numpy as np
 
 from .._numba import helper, inline, twins
-from .distance import tile_distances
+from .distance import tile_distances, transpose
 from .lse import filled
 from .modes import ORDERED, WITHIN
-from .surf import TILE, transpose
+from .surf import TILE
 
 #: Columns of the pass-3 partials.
 GRAPH_WIDTH = 5

@@ -58,7 +58,7 @@ import numba
 import numpy as np
 
 from .._numba import helper, inline, twins
-from .distance import MASKED, MISSING, PLAIN, feature_diff, tile_distances
+from .distance import MASKED, MISSING, PLAIN, feature_diff, tile_distances, transpose
 from .lse import by_class, class_order, filled
 from .modes import CROSS, ORDERED, WITHIN
 
@@ -177,14 +177,6 @@ def columns_of(width, missing=False, squares=False, soft=False) -> ScoreColumns:
     per_feature = 1 + missing + (soft and missing) + squares
     fixed = (not missing) + (soft and not missing)
     return score_columns((width - fixed) // per_feature, missing, squares, soft)
-
-
-@inline
-def transpose(Xq, q0, q1, XT):
-    """``XT[f, t] = Xq[q0 + t, f]``: a sub-tile of candidates, features by rows."""
-    for t in range(q1 - q0):
-        for f in range(Xq.shape[1]):
-            XT[f, t] = Xq[q0 + t, f]
 
 
 @inline
