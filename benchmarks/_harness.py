@@ -22,7 +22,8 @@ Parent side:
                      thread-count environment variables set, and return the JSON
                      result the worker printed.
     ``machine_info`` CPU model, core count, library versions, numba threading
-                     layer, date.
+                     layer, date, and the machine's peak for pair-features
+                     (``machine_peak``: ``_peak.py``, once per run).
     ``wait_until_quiet``  on a shared machine, wait (bounded) until other
                      processes leave the cores alone.
     ``write_variant``  store a run as one variant of ``results/<benchmark>.json``
@@ -36,6 +37,8 @@ fresh subprocess; ``bench_surf_speed.py``, ``bench_skrebate08_speed.py``):
                      thread, from a size on); ``launch_cells`` runs them;
     ``fit_cell``     the worker's measurement: a first fit with JIT, then the
                      best of a few steady fits;
+    ``interleaved_rounds``  several estimators in one process, a warm-up fit
+                     each, then rounds fitting each once, the order alternating;
     ``find_cell``, ``cell_label``, ``top_features`` read the results.
 
 Worker side:
@@ -323,9 +326,15 @@ def git_revision(repo: Path) -> dict:
     return {"commit": _git("rev-parse", "HEAD"), "dirty": bool(_git("status", "--porcelain"))}
 
 
-def machine_info(packages: list[str]) -> dict:
-    """Hardware, software and date facts to store next to the numbers."""
-    return {
+def machine_info(packages: list[str], *, peak: bool = True, quick: bool | None = None) -> dict:
+    """Hardware, software and date facts to store next to the numbers.
+
+    With ``peak`` (the default) the entry ``"peak"`` holds the machine's peak for
+    Manhattan pair-features on one core, float32 and float64 (``machine_peak``):
+    what every kernel's rate is quoted against.  ``quick`` (default: ``--quick``
+    on the command line) measures it with fewer repeats.
+    """
+    info = {
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "cpu_model": cpu_model(),
         "logical_cores": os.cpu_count(),
@@ -336,6 +345,82 @@ def machine_info(packages: list[str]) -> dict:
         "numba_threading_layer": numba_threading_layer(),
         "versions": {name: package_version(name) for name in packages},
     }
+    if peak:
+        info["peak"] = machine_peak("--quick" in sys.argv[1:] if quick is None else quick)
+    return info
+
+
+#: The environment variable through which a benchmark hands its measured peak to the
+#: subprocesses it starts (they inherit it and measure nothing again).
+PEAK_ENV = "DMARGIN_BENCH_PEAK"
+_PEAK = None
+
+
+def machine_peak(quick: bool = False) -> dict:
+    """The machine's peak for Manhattan pair-features (``_peak.measure_in_subprocess``),
+    measured once per run: cached in this process and handed to its subprocesses
+    through :data:`PEAK_ENV`.
+
+    A full run (``quick`` false) first waits up to :data:`PEAK_IDLE_WAIT_S` for a quiet
+    machine, and measures again (up to :data:`PEAK_ATTEMPTS` in all, keeping the fastest)
+    when other processes kept a core busy meanwhile.
+
+    ``{"float32": {"pair_features_per_s", "blocking", "features", "by_width"},
+    "float64": {...}, "rows", "repeats", "launch", "other_cores_busy", ...}``, or
+    ``{"ok": False, "error"}``.
+    """
+    global _PEAK
+    if _PEAK is None and os.environ.get(PEAK_ENV):
+        _PEAK = json.loads(os.environ[PEAK_ENV])
+    if _PEAK is None:
+        if str(HERE) not in sys.path:
+            sys.path.insert(0, str(HERE))
+        import _peak
+
+        for _ in range(1 if quick else PEAK_ATTEMPTS):
+            quiet = wait_until_quiet(0.3, 0.0 if quick else PEAK_IDLE_WAIT_S)
+            print(
+                f"[bench] measuring the machine's peak (one core; busy at launch: "
+                f"{quiet['busy_cores_at_launch']} cores) ...",
+                file=sys.stderr,
+                flush=True,
+            )
+            monitor = CpuMonitor().start()
+            found = _peak.measure_in_subprocess(quick=quick)
+            found.update(launch=quiet, other_cores_busy=monitor.stop()["other_cores_busy"])
+            if _PEAK is None or (found.get("ok") and _faster(found, _PEAK)):
+                _PEAK = found  # another process can only have slowed a run: keep the fastest
+            if found.get("ok") and (found["other_cores_busy"] or 0) < 0.3:
+                break
+        if _PEAK.get("ok"):
+            os.environ[PEAK_ENV] = json.dumps(_PEAK)
+    return _PEAK
+
+
+#: A full run waits up to this long for a quiet machine before measuring the peak, and
+#: measures it up to this many times while other processes kept a core busy.
+PEAK_IDLE_WAIT_S = 60.0
+PEAK_ATTEMPTS = 2
+
+
+def _faster(new: dict, old: dict) -> bool:
+    if not old.get("ok"):
+        return True
+    return new["float32"]["pair_features_per_s"] > old["float32"]["pair_features_per_s"]
+
+
+def peak_rate(peak: dict | None, dtype: str = "float32") -> float | None:
+    """The ``dtype`` peak in pair-features per second, or ``None`` when it was not measured."""
+    if not peak or not peak.get("ok", True) or dtype not in peak:
+        return None
+    return peak[dtype]["pair_features_per_s"]
+
+
+def peak_fraction(rate, peak: dict | None, dtype: str = "float32", threads: int = 1):
+    """``rate`` (pair-features/s on ``threads`` threads) over ``threads`` times the one-core
+    ``dtype`` peak, or ``None`` when either is unknown."""
+    top = peak_rate(peak, dtype)
+    return None if rate is None or top is None else rate / (threads * top)
 
 
 def _memory_total_gib() -> float | None:
@@ -587,6 +672,52 @@ def fit_cell(
     if memory is not None:
         result.update(memory(rss_before, peak_before))
     return result
+
+
+def interleaved_rounds(builds: dict, X, y, rounds: int) -> dict:
+    """Time several estimators against each other in this process, in interleaved rounds.
+
+    One warm-up fit of each (any JIT compilation), then ``rounds`` rounds, each
+    fitting every estimator once on a fresh instance, in the order of ``builds``
+    in the even rounds and the reverse order in the odd ones (who goes first
+    alternates, so a drift of the machine's speed falls on all alike).  Compare
+    the best fits: noise only ever adds time.
+
+    Parameters
+    ----------
+    builds : dict
+        ``{name: () -> estimator}``.
+    X, y : array-like
+        The data, the same for every estimator.
+    rounds : int
+
+    Returns
+    -------
+    dict
+        ``{name: {"warmup_s", "times_s", "best_s", "top10", "feature_importances"}}``
+        and ``"order"``: the names in the order each round fitted them.
+    """
+    import numpy as np
+
+    out = {name: {"times_s": []} for name in builds}
+    for name, build in builds.items():
+        seconds, est = timed(build().fit, X, y)
+        out[name]["warmup_s"] = round(seconds, 4)
+    names, orders, last = list(builds), [], {}
+    for r in range(rounds):
+        order = names if r % 2 == 0 else names[::-1]
+        orders.append(order)
+        for name in order:
+            seconds, last[name] = timed(builds[name]().fit, X, y)
+            out[name]["times_s"].append(round(seconds, 5))
+    for name in names:
+        times = out[name]["times_s"]
+        out[name]["best_s"] = min(times) if times else None
+        scores = np.asarray(last[name].feature_importances_, dtype=np.float64)
+        out[name]["top10"] = top_features(scores, 10)
+        out[name]["feature_importances"] = [float(v) for v in scores]
+    out["order"] = orders
+    return out
 
 
 def _plain(value):

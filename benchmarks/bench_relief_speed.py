@@ -23,23 +23,39 @@ What is measured (all in one run; results go to ``benchmarks/results/relief_spee
    the fused loop.
 3. Memory at scale: ``dmargin.IRelief(max_iter=2, tol=0)`` on N = 50,000, A = 20 in
    a subprocess using all cores: wall time and peak RSS (target: < 2 GB).
-4. A markdown summary (also stored in the JSON under ``"markdown"``).
+4. Interleaved rounds against fast-select (one fresh process, one thread, the
+   spambase-like rows of ``_spambase_like.py`` at N = 2000, 4000, 8000, A = 57):
+   ``dmargin.ReliefF(n_neighbors=10, pvalues=False)`` and fast-select's
+   ``ReliefF(n_neighbors=10, backend="cpu", n_jobs=1)``, one warm-up fit each, then
+   5 rounds fitting both (who goes first alternating); the best of 5 each and
+   fast-select's over dmargin's (targets: 3.0x at N = 8000, 2.5x at N = 2000).
+5. Kernel rates in a fit (one fresh process, one thread, N = 8000, A = 57): every
+   Relief-family estimator's ``dmargin.fit_cost(...).operations`` over its best fit,
+   as a share of the machine's float32 and float64 peak (target: 60 % of float32).
+6. The machine's peak (``_peak.py``: Manhattan pair-features per second on one core,
+   float32 and float64, the best blocking), measured once with ``machine_info``;
+   every speed table quotes dmargin's rate as a share of it.
+7. A markdown summary (also stored in the JSON under ``"markdown"``).
 
 Data: ``sklearn.datasets.make_classification`` (arguments in ``dataset_args``),
 min-max scaled to [0, 1] once, so every library gets the same already-normalised
-float64 matrix (their own normalisation is then a no-op up to rounding).
+float64 matrix (their own normalisation is then a no-op up to rounding); the rounds
+and the kernel rates use the spambase-like rows (a synthetic stand-in for UCI
+spambase, which is not stored here; ``_spambase_like.py`` says what it imitates).
 
 Usage::
 
     python benchmarks/bench_relief_speed.py            # full run (~10 min on a quiet 2-core machine)
     python benchmarks/bench_relief_speed.py --quick    # fits at N = 1000, 1 thread, one steady
-                                                       # fit; limit at N = 2000, scale at N = 5000
+                                                       # fit; limit at N = 2000, scale at N = 5000;
+                                                       # rounds and kernel rates at N = 2000
 
-Only the public API of dmargin is used (``dmargin.ReliefF``, ``dmargin.IRelief``).
+Only the public API of dmargin is used (its estimators and ``dmargin.fit_cost``).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 from pathlib import Path
@@ -48,6 +64,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as harness  # noqa: E402
+import _spambase_like as spambase  # noqa: E402
 
 N_FULL = (1000, 2000, 4000, 8000)
 N_QUICK = (1000,)
@@ -70,6 +87,19 @@ QUIET_BUSY_CORES = 0.3  # "quiet machine": everything else together uses less th
 # Project targets
 TARGET_SKREBATE_SPEEDUP = 30.0
 TARGET_ESTEP_FRACTION = 0.30
+
+# Interleaved rounds against fast-select and the kernels' rates in a fit: one thread, one
+# fresh process each, spambase-like data (57 features; _spambase_like.py).
+N_ROUNDS, N_ROUNDS_QUICK = (2000, 4000, 8000), (2000,)
+ROUNDS, ROUNDS_QUICK = 5, 2
+N_KERNELS, N_KERNELS_QUICK = 8000, 2000
+#: IMMIGRATE's step costs N^2 A^2: its row is measured at this N (one step about 1.5 s).
+N_KERNELS_IMMIGRATE = 2000
+KERNEL_REPEATS, KERNEL_REPEATS_QUICK = 3, 1
+#: fast-select's time over dmargin's in the interleaved rounds, by N (ReliefF and MultiSURF).
+TARGET_ROUNDS_RATIO = {8000: 3.0, 2000: 2.5}
+#: Each Relief-family kernel's rate in a fit against the float32 peak of one core.
+TARGET_PEAK_FRACTION = 0.60
 
 SPEED_METHODS = ("dmargin.ReliefF", "skrebate.ReliefF", "fast_select.ReliefF", "dmargin.IRelief")
 
@@ -318,7 +348,198 @@ def worker_scale(spec: dict) -> dict:
     return out
 
 
-WORKERS = {"fit": worker_fit, "limit": worker_limit, "estep": worker_estep, "scale": worker_scale}
+def round_builds(pair: str) -> dict:
+    """``{"dmargin": build, "fast-select": build}``: the two estimators the interleaved
+    rounds of ``pair`` ("ReliefF" or "MultiSURF") compare, each at one thread.
+
+    dmargin's ReliefF is given ``pvalues=False`` (its default) by name: the peers compute
+    weights only."""
+    import fast_select
+
+    import dmargin
+
+    peer = {"n_features_to_select": 10, "backend": "cpu", "n_jobs": 1}
+    if pair == "ReliefF":
+        return {
+            "dmargin": lambda: dmargin.ReliefF(n_neighbors=N_NEIGHBORS, pvalues=False),
+            "fast-select": lambda: fast_select.ReliefF(n_neighbors=N_NEIGHBORS, **peer),
+        }
+    if pair == "MultiSURF":
+        return {
+            "dmargin": lambda: dmargin.MultiSURF(),
+            "fast-select": lambda: fast_select.MultiSURF(**peer),
+        }
+    raise ValueError(f"unknown pair {pair!r}")
+
+
+def worker_rounds(spec: dict) -> dict:
+    """dmargin against fast-select in interleaved rounds (``harness.interleaved_rounds``),
+    one process, on the spambase-like rows at each N of ``spec["ns"]``."""
+    import numba
+
+    import dmargin
+
+    rows = []
+    for n in spec["ns"]:
+        X, y = spambase.make_spambase_like(n)
+        builds = round_builds(spec["pair"])
+        monitor = harness.CpuMonitor().start()
+        timing = harness.interleaved_rounds(builds, X, y, spec["rounds"])
+        cpu = monitor.stop()
+        dm, fs = timing["dmargin"], timing["fast-select"]
+        w_dm, w_fs = (np.asarray(t.pop("feature_importances")) for t in (dm, fs))
+        ops = dmargin.fit_cost(builds["dmargin"](), n, X.shape[1]).operations
+        rows.append(
+            {
+                "n": n,
+                "features": X.shape[1],
+                "data": spambase.describe(X, y),
+                "dmargin": dm,
+                "fast-select": fs,
+                "order": timing["order"],
+                "fast_select_over_dmargin": ratio(fs["best_s"], dm["best_s"]),
+                "dmargin_operations": ops,
+                "dmargin_pair_features_per_s": ratio(ops, dm["best_s"]),
+                "top10_common": len(set(dm["top10"]) & set(fs["top10"])),
+                "max_abs_diff_weights": float(np.max(np.abs(w_dm - w_fs))),
+                "max_abs_weight": float(np.max(np.abs(w_dm))),
+                "cpu_during_rounds": cpu,
+            }
+        )
+    return {
+        "pair": spec["pair"],
+        "rows": rows,
+        "numba_threads": numba.get_num_threads(),
+        "other_cores_busy": max(r["cpu_during_rounds"]["other_cores_busy"] or 0 for r in rows),
+    }
+
+
+#: The kernels' rates in a fit: ``(row, estimator, parameters, target)``; the target is
+#: "class" (the spambase-like labels), "continuous" (:func:`continuous_target`) or
+#: "balanced" (uniform rows with :func:`balanced_labels`: STIR's p-values are returned, and
+#: its pass run, only where its law is calibrated, classes of at least 45 % and features of
+#: skewness under 1; spambase's are not).
+KERNEL_ROWS = (
+    ("ReliefF", "ReliefF", {"n_neighbors": N_NEIGHBORS}, "class"),
+    ("RReliefF", "RReliefF", {}, "continuous"),
+    ("MuRelief", "MuRelief", {}, "class"),
+    ("SURF", "SURF", {}, "class"),
+    ("SURF*", "SURFstar", {}, "class"),
+    ("MultiSURF", "MultiSURF", {}, "class"),
+    ("MultiSURF*", "MultiSURFstar", {}, "class"),
+    ("SWRF", "SWRF", {}, "class"),
+    ("SWRF*", "SWRFstar", {}, "class"),
+    ("MultiSWRF", "MultiSWRF", {}, "class"),
+    ("MultiSWRF*", "MultiSWRFstar", {}, "class"),
+    ("MultiSURF, uniform rows", "MultiSURF", {}, "balanced"),
+    ("MultiSURF(pvalues=True), uniform rows", "MultiSURF", {"pvalues": True}, "balanced"),
+    ("IRelief, one iteration", "IRelief", {"max_iter": 1, "tol": 0}, "class"),
+    ("Immigrate, one step", "Immigrate", {"max_iter": 1}, "class"),
+)
+#: The row whose time less MultiSURF's is STIR's pass (its third, over the same pairs).
+STIR_ROW = "STIR's pass (MultiSURF(pvalues=True) - MultiSURF(), uniform rows)"
+#: Rows whose operations are not pair-features: no share of the Manhattan peak.
+NOT_PAIR_FEATURES = ("Immigrate, one step",)
+#: Rows measured for STIR's pass only (the whole fit with p-values is not one kernel): not
+#: judged against the target.
+STIR_HELPER_ROWS = ("MultiSURF, uniform rows", "MultiSURF(pvalues=True), uniform rows")
+
+
+def balanced_labels(n: int, seed: int = 0) -> np.ndarray:
+    """Labels with exactly ``n // 2`` ones, in random order (STIR's pass runs on them)."""
+    y = np.zeros(n, dtype=np.int64)
+    y[: n // 2] = 1
+    return y[np.random.default_rng(seed).permutation(n)]
+
+
+def kernel_data(n: int, kind: str):
+    """``(X, {target: y})`` of the kernel rates: the spambase-like rows with their labels and
+    :func:`continuous_target`, or ("uniform") uniform [0, 1) rows of the same width with
+    :func:`balanced_labels`, where STIR's law is calibrated and its pass runs."""
+    if kind == "uniform":
+        X = np.random.default_rng(1).random((n, len(spambase.NAMES)))
+        return X, {"balanced": balanced_labels(n)}
+    X, y = spambase.make_spambase_like(n)
+    return X, {"class": y, "continuous": continuous_target(X)}
+
+
+def continuous_target(X: np.ndarray, seed: int = 0) -> np.ndarray:
+    """RReliefF's target on the spambase-like rows: the first ten columns' sum plus noise."""
+    rng = np.random.default_rng(seed)
+    return X[:, :10].sum(axis=1) + rng.normal(0.0, 0.05, X.shape[0])
+
+
+def worker_kernels(spec: dict) -> dict:
+    """Each Relief-family estimator's rate in a fit: ``fit_cost(...).operations`` over the
+    best of ``spec["repeats"]`` fits after a warm-up, one thread, spambase-like rows."""
+    import numba
+
+    import dmargin
+
+    data = {}
+    rows = []
+    for label, name, params, target in KERNEL_ROWS:
+        n = N_KERNELS_IMMIGRATE if name == "Immigrate" else spec["n"]
+        kind = "uniform" if target == "balanced" else "spambase-like"
+        if (n, kind) not in data:
+            data[n, kind] = kernel_data(n, kind)
+        X, targets_of = data[n, kind]
+        build = functools.partial(getattr(dmargin, name), **params)
+        target_y = targets_of[target]
+        first_s, _ = harness.timed(build().fit, X, target_y)
+        monitor = harness.CpuMonitor().start()
+        times = [harness.timed(build().fit, X, target_y)[0] for _ in range(spec["repeats"])]
+        cpu = monitor.stop()
+        cost = dmargin.fit_cost(build(), n, X.shape[1])
+        best = min(times)
+        rows.append(
+            {
+                "estimator": label,
+                "n": n,
+                "features": X.shape[1],
+                "data": kind,
+                "first_fit_s": round(first_s, 4),
+                "times_s": [round(t, 5) for t in times],
+                "best_s": best,
+                "operations": cost.operations,
+                "formula": cost.formula,
+                "pair_features_per_s": cost.operations / best,
+                "cpu_during_fits": cpu,
+            }
+        )
+    stir = next(r for r in rows if r["estimator"] == "MultiSURF(pvalues=True), uniform rows")
+    plain = next(r for r in rows if r["estimator"] == "MultiSURF, uniform rows")
+    extra = stir["best_s"] - plain["best_s"]
+    ops = plain["operations"] / 2  # one of the family's two passes over the unordered pairs
+    rows.append(
+        {
+            "estimator": STIR_ROW,
+            "n": plain["n"],
+            "features": plain["features"],
+            "best_s": extra,
+            "operations": ops,
+            "data": "uniform",
+            "formula": "N^2 A / 2, one pass over the unordered pairs",
+            "pair_features_per_s": ops / extra if extra > 0 else None,
+        }
+    )
+    return {
+        "rows": rows,
+        "numba_threads": numba.get_num_threads(),
+        "other_cores_busy": max(
+            r["cpu_during_fits"]["other_cores_busy"] or 0 for r in rows if "cpu_during_fits" in r
+        ),
+    }
+
+
+WORKERS = {
+    "fit": worker_fit,
+    "limit": worker_limit,
+    "estep": worker_estep,
+    "scale": worker_scale,
+    "rounds": worker_rounds,
+    "kernels": worker_kernels,
+}
 
 
 # --------------------------------------------------------------------------- #
@@ -382,6 +603,191 @@ def run_scale(n: int, args) -> dict:
     return launch({"kind": "scale", "n": n, "features": A_SCALE, "threads": max(THREADS)}, args)
 
 
+def run_rounds(script, pair: str, ns, rounds: int, args) -> dict:
+    """``pair``'s interleaved rounds in one fresh one-thread subprocess of ``script``."""
+    spec = {"kind": "rounds", "pair": pair, "ns": list(ns), "rounds": rounds, "threads": 1}
+    return harness.launch(
+        script,
+        spec,
+        threads=1,
+        timeout=WORKER_TIMEOUT_S,
+        quiet_cores=QUIET_BUSY_CORES,
+        idle_wait=args.idle_wait,
+        attempts=args.attempts,
+    )
+
+
+def run_kernels(n: int, repeats: int, args) -> dict:
+    return launch({"kind": "kernels", "n": n, "repeats": repeats, "threads": 1}, args)
+
+
+def with_peak_fractions(rows: list[dict], peak: dict, rate_key: str) -> list[dict]:
+    """``rows`` with ``fraction_of_peak_float32`` / ``_float64``: each row's ``rate_key``
+    (pair-features/s on one thread) over the one-core peak (none for the rows of
+    :data:`NOT_PAIR_FEATURES`)."""
+    for row in rows:
+        if row.get("estimator") in NOT_PAIR_FEATURES:
+            continue
+        for dtype in ("float32", "float64"):
+            row[f"fraction_of_peak_{dtype}"] = harness.peak_fraction(row.get(rate_key), peak, dtype)
+    return rows
+
+
+def rounds_targets(rounds: dict, pair: str) -> dict:
+    """``<pair>_rounds_ratio_<N>`` and ``<pair>_rounds_met_<N>`` for the target sizes, and
+    the ratio at every N measured (``<pair>_rounds_ratio_<N>``)."""
+    key = pair.lower()
+    out = {}
+    rows = rounds.get("rows", []) if rounds.get("ok") else []
+    for row in rows:
+        out[f"{key}_rounds_ratio_{row['n']}"] = row["fast_select_over_dmargin"]
+    for n, target in TARGET_ROUNDS_RATIO.items():
+        value = out.get(f"{key}_rounds_ratio_{n}")
+        out[f"{key}_rounds_target_{n}"] = target
+        out[f"{key}_rounds_met_{n}"] = None if value is None else value >= target
+    return out
+
+
+def kernels_targets(kernels: dict) -> dict:
+    """The lowest and highest kernel share of the float32 peak, and whether each row is
+    over :data:`TARGET_PEAK_FRACTION`."""
+    rows = kernels.get("rows", []) if kernels.get("ok") else []
+    shares = {
+        r["estimator"]: r.get("fraction_of_peak_float32")
+        for r in rows
+        if r.get("fraction_of_peak_float32") is not None and judged(r)
+    }
+    return {
+        "kernel_fraction_f32_min": min(shares.values(), default=None),
+        "kernel_fraction_f32_max": max(shares.values(), default=None),
+        "kernel_fraction_f32_target": TARGET_PEAK_FRACTION,
+        "kernels_below_target": sorted(k for k, v in shares.items() if v < TARGET_PEAK_FRACTION),
+        "kernels_all_met": None if not shares else min(shares.values()) >= TARGET_PEAK_FRACTION,
+    }
+
+
+def judged(row: dict) -> bool:
+    """Whether a kernel row counts for :data:`TARGET_PEAK_FRACTION`."""
+    return row["estimator"] not in NOT_PAIR_FEATURES + STIR_HELPER_ROWS
+
+
+def pct(value) -> str | None:
+    return None if value is None else f"{value:.0%}"
+
+
+def peak_line(peak: dict) -> str:
+    """The machine's peak as the markdown states it."""
+    if not peak or not peak.get("ok", True) or "float32" not in peak:
+        return f"The machine's peak was not measured ({(peak or {}).get('error', 'no entry')})."
+    f32, f64 = peak["float32"], peak["float64"]
+    return (
+        f"Machine's peak, one core (`benchmarks/_peak.py`: Manhattan distances between two "
+        f"blocks of {peak['rows']:,} rows, the best of {len(f32['by_width'][str(f32['features'])])} "
+        f"blockings and widths {', '.join(f32['by_width'])}): float32 "
+        f"{f32['pair_features_per_s']:.3g} pair-features/s ({f32['blocking']}, A = "
+        f"{f32['features']}), float64 {f64['pair_features_per_s']:.3g} ({f64['blocking']}, "
+        f"A = {f64['features']})."
+    )
+
+
+def rounds_markdown(rounds: dict, pair: str, label: str) -> str:
+    """The interleaved rounds' table of ``pair``."""
+    title = (
+        f"#### {pair} against fast-select 0.3.0, interleaved rounds (one process, one thread, "
+        f"spambase-like data, A = 57)"
+    )
+    if not rounds.get("ok"):
+        return f"{title}\n\nFAILED: {rounds.get('error', '')[-300:]}"
+    rows = []
+    for r in rounds["rows"]:
+        target = TARGET_ROUNDS_RATIO.get(r["n"])
+        met = (
+            None if target is None else ("yes" if r["fast_select_over_dmargin"] >= target else "NO")
+        )
+        rows.append(
+            [
+                f"{r['n']:,}",
+                f"{r['dmargin']['best_s']:.3g}",
+                f"{r['fast-select']['best_s']:.3g}",
+                f"{r['fast_select_over_dmargin']:.2f}x",
+                None if target is None else f">= {target:g}x",
+                met,
+                sci(r["dmargin_pair_features_per_s"]),
+                pct(r.get("fraction_of_peak_float32")),
+                pct(r.get("fraction_of_peak_float64")),
+                r["top10_common"],
+            ]
+        )
+    n_rounds = len(rounds["rows"][0]["dmargin"]["times_s"]) if rounds["rows"] else 0
+    headers = [
+        "N",
+        f"dmargin {label} s",
+        f"fast-select {pair} s",
+        "fast-select / dmargin",
+        "target",
+        "met",
+        "dmargin pf/s",
+        "of f32 peak",
+        "of f64 peak",
+        "top-10 common",
+    ]
+    note = (
+        f"Best of {n_rounds} rounds after a warm-up fit of each; each round fits both on fresh "
+        "estimators, who goes first alternating.  pf/s: `dmargin.fit_cost(...).operations` "
+        "over dmargin's best fit; the peak is one core's."
+    )
+    return "\n\n".join([title, harness.markdown_table(headers, rows), note])
+
+
+def kernels_markdown(kernels: dict) -> str:
+    """The table "Kernel rates in a fit"."""
+    if not kernels.get("ok"):
+        return f"#### Kernel rates in a fit\n\nFAILED: {kernels.get('error', '')[-300:]}"
+    n = kernels["spec"]["n"]
+    title = f"#### Kernel rates in a fit (one thread, N = {n:,}, A = 57)"
+    rows = [
+        [
+            r["estimator"],
+            f"{r['n']:,}",
+            f"{r['best_s']:.3g}",
+            sci(r["operations"]),
+            sci(r["pair_features_per_s"]),
+            pct(r.get("fraction_of_peak_float32")),
+            pct(r.get("fraction_of_peak_float64")),
+            None
+            if r.get("fraction_of_peak_float32") is None or not judged(r)
+            else ("yes" if r["fraction_of_peak_float32"] >= TARGET_PEAK_FRACTION else "NO"),
+        ]
+        for r in kernels["rows"]
+    ]
+    headers = [
+        "estimator",
+        "N",
+        "best fit s",
+        "operations",
+        "rate /s",
+        "of f32 peak",
+        "of f64 peak",
+        f">= {TARGET_PEAK_FRACTION:.0%} of f32 peak",
+    ]
+    caption = (
+        "Spambase-like rows (`_spambase_like.py`), one fresh one-thread process, a warm-up fit "
+        f"then the best of {kernels['spec']['repeats']}.  operations: `dmargin.fit_cost`'s "
+        "pair-features (one `|x_ak - x_jk|` added to a distance): N^2 A for ReliefF, RReliefF "
+        "(continuous target: the first ten columns' sum plus noise) and I-RELIEF's iteration "
+        "(every ordered pair once); the SURF and SWRF families' two passes over the unordered "
+        "pairs together N^2 A, MuRelief's two passes N^2 A; STIR's pass N^2 A / 2, its time "
+        "MultiSURF(pvalues=True)'s less MultiSURF()'s on uniform [0, 1) rows of the same shape "
+        "with 1:1 labels (STIR's pass runs only where its law is calibrated: classes of 45 % or "
+        "more, features of skewness under 1; not on these rows); IMMIGRATE: N^2 A^2 "
+        "outer-product terms of its step (multiply-adds, not pair-features: no share of the "
+        f"Manhattan peak), at N = {N_KERNELS_IMMIGRATE:,}.  The two MultiSURF rows on uniform "
+        "rows only time STIR's pass and are not judged.  The whole fit is "
+        "timed, so a rate is the kernel's in a fit, with the fit's other work counted against it."
+    )
+    return "\n\n".join([title, harness.markdown_table(headers, rows), caption])
+
+
 # --------------------------------------------------------------------------- #
 # summary
 # --------------------------------------------------------------------------- #
@@ -420,7 +826,7 @@ def ratio(numerator, denominator):
     return numerator / denominator
 
 
-def speed_rows(speed: list[dict], ns) -> tuple[list[str], list[list]]:
+def speed_rows(speed: list[dict], ns, peak: dict | None = None) -> tuple[list[str], list[list]]:
     headers = [
         "N",
         "thr",
@@ -430,6 +836,7 @@ def speed_rows(speed: list[dict], ns) -> tuple[list[str], list[list]]:
         "dmargin IRelief s (first) [n_iter]",
         "skrebate / dmargin",
         "fast-select / dmargin",
+        "dmargin ReliefF of f32 peak",
     ]
     rows = []
     for n in ns:
@@ -446,9 +853,23 @@ def speed_rows(speed: list[dict], ns) -> tuple[list[str], list[list]]:
                     with_first(ir) and f"{with_first(ir)} [{n_iter_label(ir)}]",
                     fmt_ratio(ratio(sk_s, dm_s)),
                     fmt_ratio(ratio(fs_s, dm_s)),
+                    pct(peak_share("dmargin.ReliefF", n, A_SPEED, dm_s, t, peak)),
                 ]
             )
     return headers, rows
+
+
+def peak_share(method: str, n: int, features: int, seconds, threads: int, peak: dict | None):
+    """A dmargin fit's rate (``fit_cost(...).operations / seconds``) over ``threads`` times the
+    one-core float32 peak; ``None`` when either is unknown."""
+    if seconds is None or not seconds > 0:
+        return None
+    import dmargin
+
+    cost = dmargin.fit_cost(build_estimator(method, threads), n, features)
+    if cost is None:
+        return None
+    return harness.peak_fraction(cost.operations / seconds, peak, "float32", threads)
 
 
 def with_first(result) -> str | None:
@@ -660,7 +1081,9 @@ def targets(speed, limit, scale, largest_n) -> dict:
     return out
 
 
-def render_markdown(machine, speed, limit, scale, ns, top5, goals) -> str:
+def render_markdown(
+    machine, speed, limit, scale, ns, top5, goals, rounds=None, kernels=None
+) -> str:
     versions = machine["versions"]
     parts = [
         f"{machine['cpu_model']}, {machine['logical_cores']} cores, numba {versions['numba']} "
@@ -670,11 +1093,19 @@ def render_markdown(machine, speed, limit, scale, ns, top5, goals) -> str:
     parts += [
         f"#### ReliefF / IRelief fit time, A = {A_SPEED}, k = {N_NEIGHBORS} (steady-state best, first fit with JIT in parentheses)"
     ]
-    parts.append(harness.markdown_table(*speed_rows(speed, ns)))
+    parts.append(harness.markdown_table(*speed_rows(speed, ns, machine.get("peak"))))
     parts.append(
         f"`*` skrebate at N >= {SKREBATE_SINGLE_FIT_FROM_N}: a single fit (no JIT in skrebate). "
-        "Ratios use steady-state times; > 1 means dmargin is faster."
+        "Ratios use steady-state times; > 1 means dmargin is faster.  Of f32 peak: "
+        "`dmargin.fit_cost(...).operations` (N^2 A) over the steady fit, against the thread "
+        "count times one core's float32 peak (below)."
     )
+    parts.append(peak_line(machine.get("peak")))
+    for pair, label in (("ReliefF", "ReliefF(n_neighbors=10, pvalues=False)"),):
+        if rounds is not None:
+            parts.append(rounds_markdown(rounds, pair, label))
+    if kernels is not None:
+        parts.append(kernels_markdown(kernels))
     parts.append(
         f"#### Pairwise limit, N = {limit[0]['fused']['spec']['n']}, A = {A_LIMIT} (pf/s = N*N*A / seconds)"
     )
@@ -701,18 +1132,25 @@ def render_markdown(machine, speed, limit, scale, ns, top5, goals) -> str:
     parts.append(f"All methods agree on the top-5 set: {top5['all_methods_agree']}")
     parts.append("#### Targets")
     parts.append(harness.markdown_table(*targets_rows(goals)))
-    parts.append(contention_note(speed, limit, scale))
+    parts.append(contention_note(speed, limit, scale, (rounds, kernels)))
     return "\n\n".join(parts)
 
 
-def busy_readings(speed, limit, scale):
-    """``(label, other_cores_busy)`` for every measurement that ran."""
+def busy_readings(speed, limit, scale, extra=()):
+    """``(label, other_cores_busy)`` for every measurement that ran (``extra``: more results)."""
     results = list(speed) + [r for entry in limit for r in (entry["fused"], entry["estep"])]
     results += [scale] if scale else []
+    results += [r for r in extra if r]
     return [(_label(r["spec"]), r["other_cores_busy"]) for r in results if r.get("ok")]
 
 
+def _rounds_label(spec: dict) -> str:
+    return f"{spec.get('pair', 'kernel rates')} N={spec.get('ns', spec.get('n'))} thr=1"
+
+
 def _label(spec: dict) -> str:
+    if spec["kind"] in ("rounds", "kernels"):
+        return _rounds_label(spec)
     name = spec.get(
         "method",
         {"limit": "fused loop", "estep": "IRelief E-step", "scale": "IRelief"}.get(spec["kind"]),
@@ -720,8 +1158,8 @@ def _label(spec: dict) -> str:
     return f"{name} N={spec['n']} thr={spec['threads']}"
 
 
-def contention_note(speed, limit, scale) -> str:
-    readings = busy_readings(speed, limit, scale)
+def contention_note(speed, limit, scale, extra=()) -> str:
+    readings = busy_readings(speed, limit, scale, extra)
     noisy = [
         f"{label} ({busy})"
         for label, busy in readings
@@ -764,6 +1202,26 @@ def targets_rows(goals: dict) -> tuple[list[str], list[list]]:
                     met(goals[f"estep_at_least_30pct_{t}thr"]),
                 ]
             )
+    for n, target in TARGET_ROUNDS_RATIO.items():
+        if f"relieff_rounds_met_{n}" in goals:
+            rows.append(
+                [
+                    f"dmargin ReliefF >= {target:g}x fast-select, interleaved rounds, "
+                    f"spambase-like N={n:,}, 1 thr",
+                    f"fast-select / dmargin = {fmt_ratio(goals.get(f'relieff_rounds_ratio_{n}'))}",
+                    met(goals[f"relieff_rounds_met_{n}"]),
+                ]
+            )
+    if "kernels_all_met" in goals:
+        below = ", ".join(goals["kernels_below_target"]) or "none"
+        rows.append(
+            [
+                f"every Relief-family kernel >= {TARGET_PEAK_FRACTION:.0%} of the f32 peak in a fit",
+                f"{pct(goals['kernel_fraction_f32_min'])} to "
+                f"{pct(goals['kernel_fraction_f32_max'])}; below: {below}",
+                met(goals["kernels_all_met"]),
+            ]
+        )
     if "scale_under_2gb" in goals:
         rows.append(
             [
@@ -812,13 +1270,32 @@ def main(argv=None) -> int:
     )
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
+    peak = machine["peak"]
+    rounds = run_rounds(
+        __file__,
+        "ReliefF",
+        N_ROUNDS_QUICK if args.quick else N_ROUNDS,
+        ROUNDS_QUICK if args.quick else ROUNDS,
+        args,
+    )
+    if rounds.get("ok"):
+        with_peak_fractions(rounds["rows"], peak, "dmargin_pair_features_per_s")
+    kernels = run_kernels(
+        N_KERNELS_QUICK if args.quick else N_KERNELS,
+        KERNEL_REPEATS_QUICK if args.quick else KERNEL_REPEATS,
+        args,
+    )
+    if kernels.get("ok"):
+        with_peak_fractions(kernels["rows"], peak, "pair_features_per_s")
     speed = run_speed(ns, SPEED_THREADS_QUICK if args.quick else THREADS, steady_repeats, args)
     limit = run_limit(n_limit, limit_repeats, args)
     scale = run_scale(n_scale, args)
 
     top5 = top5_summary(speed, max(ns))
     goals = targets(speed, limit, scale, max(ns))
-    markdown = render_markdown(machine, speed, limit, scale, ns, top5, goals)
+    goals.update(rounds_targets(rounds, "ReliefF"))
+    goals.update(kernels_targets(kernels))
+    markdown = render_markdown(machine, speed, limit, scale, ns, top5, goals, rounds, kernels)
 
     report = {
         "benchmark": "relief_speed",
@@ -851,6 +1328,16 @@ def main(argv=None) -> int:
             "memory_limit_mib": round(MEMORY_LIMIT_MIB, 1),
         },
         "input_handling": INPUT_HANDLING,
+        "spambase_like": {
+            "generator": "benchmarks/_spambase_like.py: make_spambase_like(N, seed=0), a "
+            "synthetic stand-in for UCI spambase (no copy here): 57 continuous features, "
+            "39.4 % positive",
+            "preprocessing": "per-column min-max scaling to [0, 1], float64, C-contiguous",
+            "rounds_sizes": rounds["spec"]["ns"],
+            "kernels_size": kernels["spec"]["n"],
+        },
+        "rounds": rounds,
+        "kernels": kernels,
         "speed": speed,
         "limit": limit,
         "scale": scale,

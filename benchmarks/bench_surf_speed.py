@@ -20,9 +20,17 @@ What is measured (results go to ``benchmarks/results/surf_speed.json``):
 2. Agreement on the same data: the top-10 features of every method against
    dmargin's (same algorithm), and ``max |w - w_skrebate|`` for dmargin and
    fast-select (skrebate defines the semantics; fast-select computes in float32).
-3. A markdown summary (also stored in the JSON under ``"markdown"``), with the
+3. Interleaved rounds (``bench_relief_speed.worker_rounds``: one fresh process, one
+   thread, the spambase-like rows of ``_spambase_like.py`` at N = 2000, 4000, 8000,
+   A = 57): ``dmargin.MultiSURF()`` and fast-select's ``MultiSURF(backend="cpu",
+   n_jobs=1)``, a warm-up fit each, then 5 rounds fitting both, who goes first
+   alternating; the best of 5 each and their ratio.
+4. The machine's peak (``_peak.py``, in ``machine_info``): every dmargin cell's rate
+   (``dmargin.fit_cost(...).operations`` over its steady fit) as a share of it.
+5. A markdown summary (also stored in the JSON under ``"markdown"``), with the
    project's targets: MultiSURF at N = 8000, A = 50, one thread at least 2x
-   fast-select and 30x skrebate.
+   fast-select and 30x skrebate; in the interleaved rounds at least 3.0x fast-select
+   at N = 8000 and 2.5x at N = 2000.
 
 Data: ``sklearn.datasets.make_classification`` as in ``bench_relief_speed.py``
 (5 informative of 50 features, 2 classes), min-max scaled to [0, 1] once, so
@@ -31,7 +39,8 @@ every library gets the same float64 matrix.
 Usage::
 
     python benchmarks/bench_surf_speed.py            # full run (about 20 min on a quiet 2-core machine)
-    python benchmarks/bench_surf_speed.py --quick    # N = 1000, 1 thread, one steady fit
+    python benchmarks/bench_surf_speed.py --quick    # N = 1000, 1 thread, one steady fit;
+                                                     # rounds at N = 2000, 2 rounds
 
 Only public APIs are used.
 """
@@ -173,7 +182,7 @@ def worker_fit(spec: dict) -> dict:
     return {**result, "informative_columns": informative}
 
 
-WORKERS = {"fit": worker_fit}
+WORKERS = {"fit": worker_fit, "rounds": relief.worker_rounds}
 
 
 # --------------------------------------------------------------------------- #
@@ -251,8 +260,23 @@ def targets(results, n) -> dict:
     }
 
 
-def render_markdown(machine, results, ns, threads, agree, goals) -> str:
+def peak_share(result, method: str, n: int, threads: int, peak) -> float | None:
+    """dmargin's cell's rate (``fit_cost(...).operations`` over its steady fit) over
+    ``threads`` times the one-core float32 peak."""
+    if result is None:
+        return None
+    import dmargin
+
+    cost = dmargin.fit_cost(build_estimator(method, threads), n, A_SPEED)
+    seconds = steady_time(result)
+    if cost is None or not seconds:
+        return None
+    return harness.peak_fraction(cost.operations / seconds, peak, "float32", threads)
+
+
+def render_markdown(machine, results, ns, threads, agree, goals, rounds=None) -> str:
     versions = machine["versions"]
+    peak = machine.get("peak")
     parts = [
         f"{machine['cpu_model']}, {machine['logical_cores']} cores, numba {versions['numba']}, "
         f"dmargin {versions['dmargin']}, skrebate {versions['skrebate']}, fast-select "
@@ -269,6 +293,7 @@ def render_markdown(machine, results, ns, threads, agree, goals) -> str:
         "skrebate",
         "fast-select / dmargin",
         "skrebate / dmargin",
+        "dmargin of f32 peak",
     ]
     rows = []
     for algorithm in ALGORITHMS:
@@ -287,13 +312,19 @@ def render_markdown(machine, results, ns, threads, agree, goals) -> str:
                         harness.cell_label(sk),
                         relief.fmt_ratio(relief.ratio(steady_time(fs), steady_time(dm))),
                         relief.fmt_ratio(relief.ratio(steady_time(sk), steady_time(dm))),
+                        relief.pct(peak_share(dm, ALGORITHMS[algorithm]["dmargin"], n, t, peak)),
                     ]
                 )
     parts.append(harness.markdown_table(headers, rows))
     parts.append(
         f"`*` a single fit (skrebate from N = {SKREBATE_SINGLE_FIT_FROM_N}, where it also "
-        "runs at one thread only).  Ratios > 1: dmargin is faster."
+        "runs at one thread only).  Ratios > 1: dmargin is faster.  Of f32 peak: "
+        "`dmargin.fit_cost(...).operations` (N^2 A: the two passes over the unordered pairs) "
+        "over the steady fit, against the thread count times one core's float32 peak (below)."
     )
+    parts.append(relief.peak_line(peak))
+    if rounds is not None:
+        parts.append(relief.rounds_markdown(rounds, "MultiSURF", "MultiSURF()"))
     parts.append(
         f"#### Agreement on the same data (top-{TOP} features in common with dmargin; "
         "largest |w - w_skrebate|)"
@@ -342,6 +373,16 @@ def render_markdown(machine, results, ns, threads, agree, goals) -> str:
                     relief.fmt_ratio(goals["multisurf_skrebate_over_dmargin"]),
                     met[goals["multisurf_at_least_30x_skrebate"]],
                 ],
+                *[
+                    [
+                        f"dmargin >= {target:g}x fast-select, interleaved rounds, spambase-like "
+                        f"N = {n:,}",
+                        relief.fmt_ratio(goals.get(f"multisurf_rounds_ratio_{n}")),
+                        met[goals.get(f"multisurf_rounds_met_{n}")],
+                    ]
+                    for n, target in relief.TARGET_ROUNDS_RATIO.items()
+                    if f"multisurf_rounds_met_{n}" in goals
+                ],
             ],
         )
     )
@@ -351,6 +392,9 @@ def render_markdown(machine, results, ns, threads, agree, goals) -> str:
         for s, b in busy
         if b is not None and b >= QUIET_BUSY_CORES
     ]
+    if rounds is not None and rounds.get("ok") and rounds.get("other_cores_busy") is not None:
+        if rounds["other_cores_busy"] >= QUIET_BUSY_CORES:
+            noisy.append(f"interleaved rounds ({rounds['other_cores_busy']})")
     parts.append(
         "Other processes kept < 0.3 cores busy during every measurement."
         if not noisy
@@ -396,6 +440,15 @@ def main(argv=None) -> int:
     )
     machine["dmargin_git"] = harness.git_revision(harness.REPO)
 
+    rounds = relief.run_rounds(
+        __file__,
+        "MultiSURF",
+        relief.N_ROUNDS_QUICK if args.quick else relief.N_ROUNDS,
+        relief.ROUNDS_QUICK if args.quick else relief.ROUNDS,
+        args,
+    )
+    if rounds.get("ok"):
+        relief.with_peak_fractions(rounds["rows"], machine["peak"], "dmargin_pair_features_per_s")
     results = harness.launch_cells(
         __file__,
         cells(ns, threads, steady_repeats),
@@ -405,7 +458,8 @@ def main(argv=None) -> int:
     )
     agree = agreement(results, ns, threads)
     goals = targets(results, max(ns))
-    markdown = render_markdown(machine, results, ns, threads, agree, goals)
+    goals.update(relief.rounds_targets(rounds, "MultiSURF"))
+    markdown = render_markdown(machine, results, ns, threads, agree, goals, rounds)
     report = {
         "benchmark": "surf_speed",
         "mode": "quick" if args.quick else "full",
@@ -428,6 +482,14 @@ def main(argv=None) -> int:
             f"run up to {args.attempts} times, the least disturbed kept",
         },
         "input_handling": INPUT_HANDLING,
+        "spambase_like": {
+            "generator": "benchmarks/_spambase_like.py: make_spambase_like(N, seed=0), a "
+            "synthetic stand-in for UCI spambase (no copy here): 57 continuous features, "
+            "39.4 % positive",
+            "preprocessing": "per-column min-max scaling to [0, 1], float64, C-contiguous",
+            "rounds_sizes": rounds["spec"]["ns"],
+        },
+        "rounds": rounds,
         "speed": results,
         "agreement": agree,
         "targets": goals,

@@ -1,0 +1,142 @@
+"""The benchmarks' measuring tools: the machine's peak, the spambase-like rows, the rounds.
+
+``benchmarks/_peak.py`` measures the most Manhattan pair-features per second one core
+reaches (the reference every kernel's rate is quoted against), ``_harness.machine_info``
+records it once per run, ``_spambase_like.py`` generates the speed comparisons' data and
+``_harness.interleaved_rounds`` times estimators against each other.  Sizes here are
+tiny: a test checks what they return, never a speed.
+"""
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name):
+    """A module of ``benchmarks/``, imported as the scripts import it (by its bare name)."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module(name)
+
+
+peak = _load("_peak")
+harness = _load("_harness")
+spambase = _load("_spambase_like")
+
+
+def test_measure_peak_names_its_blocking_and_rates_in_both_precisions():
+    found = peak.measure_peak(features=(9, 16), rows=64, repeats=1, blockings=list(peak.BLOCKINGS))
+    for dtype in ("float32", "float64"):
+        entry = found[dtype]
+        assert entry["pair_features_per_s"] > 0
+        assert entry["blocking"] in peak.BLOCKINGS and entry["features"] in (9, 16)
+        assert set(entry["by_width"]) == {"9", "16"}
+        rates = [r for width in entry["by_width"].values() for r in width.values()]
+        assert len(rates) == 2 * len(peak.BLOCKINGS) and min(rates) > 0
+        assert entry["pair_features_per_s"] == max(rates)
+    assert found["rows"] == 64 and found["repeats"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(peak.BLOCKINGS))
+def test_every_blocking_computes_the_manhattan_distances(name, dtype):
+    rng = np.random.default_rng(3)
+    XA, XB = rng.random((16, 11)).astype(dtype), rng.random((24, 11)).astype(dtype)
+    layout, call = peak.BLOCKINGS[name]
+    A, B = peak._operands(XA, XB, layout, dtype)
+    out = np.full((16, 24), np.nan, dtype=dtype)
+    call(A, B, out)
+    expected = np.abs(XA[:, None, :].astype(float) - XB[None, :, :]).sum(axis=2)
+    np.testing.assert_allclose(out, expected, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_measure_peak_refuses_rows_the_tiles_cannot_cover_and_unknown_blockings():
+    with pytest.raises(ValueError, match="multiple of 8"):
+        peak.measure_peak(rows=60)
+    with pytest.raises(ValueError, match="unknown blockings"):
+        peak.measure_peak(rows=64, blockings=["strawman"])
+
+
+def test_machine_info_records_the_peak_measured_once_per_run(monkeypatch):
+    calls = []
+
+    def fake(quick=False, timeout=600.0):
+        calls.append(quick)
+        return {"ok": True, "float32": {"pair_features_per_s": 2e10}, "float64": {}}
+
+    monkeypatch.setattr(peak, "measure_in_subprocess", fake)
+    monkeypatch.setattr(harness, "_PEAK", None)
+    monkeypatch.delenv(harness.PEAK_ENV, raising=False)
+    first = harness.machine_info(["numpy"], quick=True)
+    second = harness.machine_info(["numpy"])
+    assert calls == [True]
+    assert (
+        first["peak"] == second["peak"] and first["peak"]["float32"]["pair_features_per_s"] == 2e10
+    )
+    # the subprocesses a benchmark starts inherit it through the environment
+    assert json.loads(harness.os.environ[harness.PEAK_ENV]) == first["peak"]
+    monkeypatch.setattr(harness, "_PEAK", None)
+    assert harness.machine_info([])["peak"] == first["peak"] and calls == [True]
+    assert "peak" not in harness.machine_info([], peak=False)
+
+
+def test_peak_fraction_is_the_rate_over_the_threads_peak():
+    found = {"float32": {"pair_features_per_s": 2e10}, "float64": {"pair_features_per_s": 1e10}}
+    assert harness.peak_fraction(1.5e10, found) == pytest.approx(0.75)
+    assert harness.peak_fraction(1.5e10, found, "float64", threads=2) == pytest.approx(0.75)
+    assert harness.peak_fraction(None, found) is None
+    assert harness.peak_fraction(1e9, {"ok": False, "error": "timeout"}) is None
+
+
+@pytest.mark.parametrize("n", spambase.SIZES)
+def test_spambase_like_rows_have_spambase_shape_and_are_continuous(n):
+    X, y = spambase.make_spambase_like(n)
+    assert X.shape == (n, 57) and X.dtype == np.float64 and X.flags.c_contiguous
+    assert X.min() == 0.0 and X.max() == 1.0
+    assert y.sum() == round(0.394 * n)
+    raw, _ = spambase.make_spambase_like(n, scale=False)
+    zeros = (raw[:, :54] == 0).mean(axis=0)
+    assert zeros.min() > 0.25 and zeros.max() < 0.97
+    assert (raw[:, 54:] >= 1).all() and (raw[:, 55:] == np.round(raw[:, 55:])).all()
+    assert min(len(np.unique(X[:, j])) for j in range(57)) > spambase.DISCRETE_LIMIT
+    # the same rows for the same seed, so every library and round fits the same matrix
+    np.testing.assert_array_equal(spambase.make_spambase_like(n)[0], X)
+
+
+def test_spambase_like_refuses_too_few_rows_for_continuous_columns():
+    with pytest.raises(ValueError, match="distinct values"):
+        spambase.make_spambase_like(40)
+
+
+class _Clock:
+    """An estimator that records the order it was fitted in."""
+
+    log: list = []
+
+    def __init__(self, name):
+        self.name = name
+
+    def fit(self, X, y):
+        self.log.append(self.name)
+        self.feature_importances_ = np.arange(X.shape[1], dtype=float)
+        return self
+
+
+def test_interleaved_rounds_warm_up_each_then_alternate_who_goes_first():
+    _Clock.log = []
+    X, y = np.zeros((4, 3)), np.zeros(4)
+    out = harness.interleaved_rounds(
+        {"a": lambda: _Clock("a"), "b": lambda: _Clock("b")}, X, y, rounds=3
+    )
+    assert _Clock.log == ["a", "b", "a", "b", "b", "a", "a", "b"]
+    assert out["order"] == [["a", "b"], ["b", "a"], ["a", "b"]]
+    for name in ("a", "b"):
+        assert len(out[name]["times_s"]) == 3
+        assert out[name]["best_s"] == min(out[name]["times_s"])
+        assert out[name]["top10"] == [2, 1, 0]
