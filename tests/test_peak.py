@@ -140,3 +140,40 @@ def test_interleaved_rounds_warm_up_each_then_alternate_who_goes_first():
         assert len(out[name]["times_s"]) == 3
         assert out[name]["best_s"] == min(out[name]["times_s"])
         assert out[name]["top10"] == [2, 1, 0]
+
+
+relief_speed = _load("bench_relief_speed")
+
+
+def test_rounds_targets_flag_each_size_against_its_target():
+    rounds = {
+        "ok": True,
+        "rows": [
+            {"n": 2000, "fast_select_over_dmargin": 2.4},
+            {"n": 8000, "fast_select_over_dmargin": 3.2},
+        ],
+    }
+    goals = relief_speed.rounds_targets(rounds, "ReliefF")
+    assert goals["relieff_rounds_ratio_8000"] == 3.2 and goals["relieff_rounds_met_8000"] is True
+    assert goals["relieff_rounds_ratio_2000"] == 2.4 and goals["relieff_rounds_met_2000"] is False
+    failed = relief_speed.rounds_targets({"ok": False, "error": "x"}, "MultiSURF")
+    assert failed["multisurf_rounds_met_8000"] is None
+    assert "FAILED" in relief_speed.rounds_markdown({"ok": False, "error": "x"}, "ReliefF", "R")
+
+
+def test_kernel_targets_judge_the_pair_feature_kernels_only():
+    found = {"float32": {"pair_features_per_s": 1e10}, "float64": {"pair_features_per_s": 5e9}}
+    rows = [
+        {"estimator": "ReliefF", "pair_features_per_s": 7e9},
+        {"estimator": "MultiSURF", "pair_features_per_s": 5e9},
+        {"estimator": "Immigrate, one step", "pair_features_per_s": 3e10},
+        {"estimator": relief_speed.STIR_HELPER_ROWS[1], "pair_features_per_s": 1e9},
+    ]
+    relief_speed.with_peak_fractions(rows, found, "pair_features_per_s")
+    assert rows[0]["fraction_of_peak_float32"] == pytest.approx(0.7)
+    assert rows[0]["fraction_of_peak_float64"] == pytest.approx(1.4)
+    assert "fraction_of_peak_float32" not in rows[2]  # outer-product terms, not pair-features
+    goals = relief_speed.kernels_targets({"ok": True, "rows": rows})
+    assert goals["kernel_fraction_f32_min"] == pytest.approx(0.5)
+    assert goals["kernel_fraction_f32_max"] == pytest.approx(0.7)
+    assert goals["kernels_below_target"] == ["MultiSURF"] and goals["kernels_all_met"] is False
