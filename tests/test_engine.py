@@ -156,6 +156,59 @@ def test_knn_tile_exact_despite_float32_prefilter():
         np.testing.assert_allclose(d[i, 0], full[order], rtol=1e-14)
 
 
+def _brute_knn(Xa, ia, Xc, yc, ic, n_classes, k):
+    """Every anchor's k nearest per class, ordered by (distance, index), from all pairs."""
+    dist = np.full((len(Xa), n_classes, k), np.inf)
+    idx = np.full((len(Xa), n_classes, k), -1)
+    for a in range(len(Xa)):
+        full = np.abs(Xc - Xa[a]).sum(axis=1)
+        for c in range(n_classes):
+            members = np.flatnonzero((yc == c) & (ic != ia[a]))
+            order = members[np.lexsort((ic[members], full[members]))][:k]
+            dist[a, c, : len(order)] = full[order]
+            idx[a, c, : len(order)] = ic[order]
+    return dist, idx
+
+
+@pytest.mark.parametrize("kernel", [0, 1], ids=["serial", "threaded"])
+@pytest.mark.parametrize("case", ["ties", "offset", "wide-k", "small-class", "sample"])
+def test_knn_tile_float32_prefilter_changes_no_neighbour(kernel, case):
+    """The float32 prefilter with its float64 recheck gives exactly the float64 search.
+
+    Values on a grid of eighths make every distance exact in any summation
+    order, so ties are real and go to the lower row index: ``ties`` (4 values
+    a feature: most rows have many rows at the same distance, and duplicate
+    rows), ``offset`` (the same grid at 1e6, where the float32 error bound
+    exceeds every distance and nothing may be dropped), ``wide-k`` (k = 40:
+    the pool of candidates overflows), ``small-class`` (a class with fewer
+    rows than k), ``sample`` (anchors that are not candidates).
+    """
+    rng = np.random.default_rng(11)
+    n, a, k, n_classes = 700, 9, 6, 3
+    X = rng.integers(0, 4, (n, a)) / 8.0
+    y = rng.integers(0, n_classes, n)
+    if case == "offset":
+        X = X + 1e6
+    if case == "wide-k":
+        X = rng.integers(0, 64, (n, a)) / 8.0
+        k = 40
+    if case == "small-class":
+        y[y == 2] = 0
+        y[rng.choice(n, 4, replace=False)] = 2
+    ic = np.arange(n) + 1000  # global indices other than positions
+    ia, Xa = ic[::3], X[::3]
+    if case == "sample":
+        Xa = rng.integers(0, 4, (90, a)) / 8.0
+        ia = np.arange(90) + 5000
+    d, idx, z = (knn.KERNEL.serial, knn.KERNEL.threaded)[kernel](Xa, ia, X, y, ic, n_classes, k)
+    want_d, want_idx = _brute_knn(Xa, ia, X, y, ic, n_classes, k)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(d, want_d)
+    filled = want_idx >= 0
+    rows = X[np.where(filled, want_idx - 1000, 0)]
+    np.testing.assert_array_equal(z[filled], np.abs(Xa[:, None, None, :] - rows)[filled])
+
+
 @pytest.mark.parametrize("kernel", [0, 1], ids=["serial", "threaded"])
 def test_tiles_over_anchor_groups_and_candidate_blocks(kernel):
     """150 anchors (groups of 64, 64 and 22) against 700 candidates of 3 classes

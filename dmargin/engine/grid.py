@@ -42,7 +42,14 @@ MIN_TILE_ANCHORS = 512
 
 
 def graph(
-    rows: Rows, name: str, *, per_row=None, sample=None, candidates=None, anchor_rows=None
+    rows: Rows,
+    name: str,
+    *,
+    per_row=None,
+    sample=None,
+    candidates=None,
+    anchor_rows=None,
+    local_budget=TILE_BUDGET,
 ) -> Graph:
     """A :class:`Graph` over ``rows`` for one statistic.
 
@@ -54,10 +61,13 @@ def graph(
     :class:`~execution.Anchors`): that sample is the anchors, cut by the
     same budget (or into blocks of ``anchor_rows``).  ``candidates``:
     in-process candidate blocks (default: all rows, one block).
+    ``local_budget``: the bytes of an in-process block's partial, when less
+    than :data:`TILE_BUDGET`.
     """
     anchors = None
     if anchor_rows is None and per_row is not None:
-        anchor_rows = TILE_BUDGET // (8 * per_row)
+        budget = TILE_BUDGET if rows.on_dask else min(TILE_BUDGET, local_budget)
+        anchor_rows = budget // (8 * per_row)
         # A tile's work bounded too (TILE_WORK), against the widest candidate block.
         blocks = rows.bounds if rows.on_dask else candidates or [(0, rows.n_samples)]
         widest = max((stop - start for start, stop in blocks), default=0)

@@ -35,6 +35,12 @@ CALL_WORK = 1e9
 #: The fewest anchors of one call, per numba thread: each call sorts the
 #: candidates by class once (about one pass over them).
 CALL_ANCHORS = 256
+#: In-process bytes of an anchor block's k-nearest partial (its neighbours'
+#: difference rows).  The C allocator serves a block under 32 MiB from memory
+#: freed by the block before; a larger one is mapped fresh, and its first
+#: writes fault page by page (45 ms for 8,000 anchors x 2 classes x 10
+#: neighbours x 57 features, as long as the distances themselves).
+NEAREST_BYTES = 16 * 2**20
 #: The general k-nearest tile's ``centres`` when candidates rank by distance.
 _BY_DISTANCE = np.empty((0, 0, 2))
 #: The general tiles' ``target`` for class labels.
@@ -136,6 +142,13 @@ def _knn_agg_task(agg, partial, ya, first, agg_args):
     return agg(*partial, ya, ia, *agg_args)
 
 
+def _nearest_share(Xa, ya, start_a, Xc, yc, start_c, kernel, agg, anchor_index, agg_args, *params):
+    """In-process: an anchor block's k-nearest tile against every row, then its ``agg``
+    (``params``: the kernel's, a key among them resolved by the runner)."""
+    partial = tile(Xa, ya, start_a, Xc, yc, start_c, kernel, True, *params)
+    return _knn_agg_task(agg, partial, ya, start_a if anchor_index else None, agg_args)
+
+
 def knn_statistic(
     rows: Rows,
     n_neighbors: int,
@@ -176,7 +189,8 @@ def knn_statistic(
     if general or (kinds is not None and kinds.kind != distance.PLAIN):
         kinds = kinds if kinds is not None else FeatureKinds.continuous(a)
         kernel, params = knn.GENERAL_KERNEL, (k, n_neighbors, *kinds.params)
-    g = grid.graph(rows, "knn", per_row=max(k, 2) * n_neighbors * (a + 2), sample=anchors)
+    per_row = max(k, 2) * n_neighbors * (a + 2)
+    g = grid.graph(rows, "knn", per_row=per_row, sample=anchors, local_budget=NEAREST_BYTES)
     tail = (_NO_TARGET, 0.0) if target is None else (grid.hold_target(g, target), float(bound))
     if ranked:
         centres = grid.ordered(
@@ -200,11 +214,27 @@ def knn_statistic(
             combine=merge.knn_combine,
             each=lambda i: (centres[i], *tail),
         )
-    elif kernel is knn.GENERAL_KERNEL:
-        merged = grid.ordered(
-            g, tile, kernel, g.local, *params, _BY_DISTANCE, *tail, combine=merge.knn_combine
-        )
     else:
+        if kernel is knn.GENERAL_KERNEL:
+            params = (*params, _BY_DISTANCE, *tail)
+        if g.local and len(g.candidates) == 1:
+            # Tile and agg in one task: a block's partial is freed before the next is made.
+            shares = [
+                g.tile(
+                    "nearest",
+                    _nearest_share,
+                    *g.anchor(i),
+                    *g.block(0),
+                    kernel,
+                    agg,
+                    anchor_index,
+                    agg_args,
+                    *params,
+                )
+                for i in range(len(g.anchors))
+            ]
+            total = g.tree(shares, combine, "total")
+            return grid.run(g, total if finish is None else g.add("finish", finish, total))
         merged = grid.ordered(g, tile, kernel, g.local, *params, combine=merge.knn_combine)
     shares = []
     for i in range(len(g.anchors)):

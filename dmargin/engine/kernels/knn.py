@@ -6,8 +6,19 @@ import numba
 import numpy as np
 
 from .._numba import TileKernel, inline
-from .distance import distance, distances32, feature_diff, pair_distance
-from .lse import ANCHOR_GROUP, CAND_BLOCK, by_class, filled
+from .distance import (
+    distance,
+    feature_diff,
+    float32_error_bound,
+    pair_distance,
+    tile_distances32,
+    transpose,
+)
+from .lse import ANCHOR_GROUP, by_class, filled
+
+#: Candidates per float32 block: the block's rows (features by rows) and a
+#: group's distances to it stay in L1/L2 while the group's sweeps run.
+KNN_BLOCK = 128
 
 
 @inline
@@ -30,6 +41,50 @@ def _insert(dc, ix, loc, d, g, pos):
     return True
 
 
+@inline
+def _smallest(row, nq, buf):
+    """The ``len(buf)``-th smallest of ``row[:nq]`` (``buf``: scratch, left sorted)."""
+    m = buf.shape[0]
+    buf[:] = np.inf
+    for j in range(nq):
+        v = row[j]
+        if v < buf[m - 1]:
+            i = m - 1
+            while i > 0 and buf[i - 1] > v:
+                buf[i] = buf[i - 1]
+                i -= 1
+            buf[i] = v
+    return buf[m - 1]
+
+
+@inline
+def _pool_add(pool_d, pool_j, n, d, j):
+    """Insert candidate ``j`` at float32 distance ``d`` into the pool, ascending in
+    ``pool_d[:n]``; returns the pool's new size."""
+    i = n
+    while i > 0 and pool_d[i - 1] > d:
+        pool_d[i] = pool_d[i - 1]
+        pool_j[i] = pool_j[i - 1]
+        i -= 1
+    pool_d[i] = d
+    pool_j[i] = j
+    return n + 1
+
+
+@inline
+def _flush(pool_d, pool_j, n, limit, xa, Xs, ics, dc, ix, loc, bound):
+    """Remeasure in float64 the pooled candidates (float32 distance ``pool_d``,
+    position ``pool_j``) still within ``limit`` and insert them into the k-nearest
+    lists ``dc, ix, loc``; returns the new limit."""
+    k = dc.shape[0]
+    for e in range(n):
+        if pool_d[e] <= limit:
+            j = pool_j[e]
+            if _insert(dc, ix, loc, distance(xa, Xs, j), ics[j], j):
+                limit = min(limit, dc[k - 1] + bound)
+    return limit
+
+
 def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
     """Hard k nearest candidates per anchor and class (unweighted Manhattan).
 
@@ -38,22 +93,31 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
     class ``c``, ordered by (distance, index) so ties go to the lower row
     index.  Unfilled slots hold ``dist = inf, idx = -1, z = 0``.
 
-    Exact in float64: distances are first computed in float32, and a
-    candidate is dropped only when its float32 distance minus a rigorous
-    bound on the float32 rounding error exceeds the current k-th float64
-    distance; every other candidate is re-measured in float64.
+    Exact in float64.  A group of anchors measures each block of candidates
+    in float32 (:func:`~.distance.tile_distances32`, error at most
+    ``bound``, :func:`~.distance.float32_error_bound`).  Each anchor keeps a
+    limit ``L`` such that ``k`` candidates other than itself lie within
+    ``L - bound`` in float64: a candidate farther than ``L`` in float32 is
+    farther than ``L - bound`` in float64, so it cannot be one of the ``k``
+    nearest (nor tie with the k-th) and is dropped.  The others go to a pool
+    sorted by float32 distance, whose k-th smallest plus ``2 bound`` is the
+    new ``L``.  The pool's survivors within ``L``, about ``k``, are
+    remeasured in float64 and ranked by that.
     """
     n_anchors, n_features = Xa.shape
     Xs, ics, starts = by_class(Xc, yc, ic, n_classes)
-    Xs32 = Xs.astype(np.float32)
+    n_cand = Xs.shape[0]
+    # The candidates once in float32, features by rows: each block a slice of every row.
+    XT = np.empty(n_features * n_cand, dtype=np.float32).reshape((n_features, n_cand))
+    transpose(Xs, 0, n_cand, XT)
     scale = 0.0
     for v in Xs.ravel():
         scale = max(scale, abs(v))
     for v in Xa.ravel():
         scale = max(scale, abs(v))
-    # |fl32(d) - d| <= 2^-24 M (4A + 2A^2) for |x| <= M; doubled for margin.
-    bound = 2.0 * 2.0**-24 * scale * (4 * n_features + 2 * n_features * n_features)
+    bound = float32_error_bound(scale, n_features)
     k = n_neighbors
+    n_pool = max(4 * (k + 1), 32)
     dist = filled((n_anchors, n_classes, k), np.inf)
     idx = np.empty(n_anchors * n_classes * k, dtype=np.int64).reshape((n_anchors, n_classes, k))
     idx[:] = -1
@@ -62,37 +126,83 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
     for g in numba.prange((n_anchors + ANCHOR_GROUP - 1) // ANCHOR_GROUP):
         a0 = g * ANCHOR_GROUP
         n_a = min(ANCHOR_GROUP, n_anchors - a0)
-        buf = np.empty(CAND_BLOCK, dtype=np.float32)
+        D = np.empty(n_a * KNN_BLOCK, dtype=np.float32).reshape((n_a, KNN_BLOCK))
         Xa32 = np.empty(n_a * n_features, dtype=np.float32).reshape((n_a, n_features))
         for r in range(n_a):
             for f in range(n_features):
                 Xa32[r, f] = Xa[a0 + r, f]
         loc = np.empty(n_a * k, dtype=np.int64).reshape((n_a, k))
-        # Candidates whose float32 distance exceeds ``cut[r]`` cannot enter.
-        cut = np.empty(n_a)
+        cut = np.empty(n_a)  # each anchor's limit L
+        pool_d = np.empty(n_a * n_pool, dtype=np.float32).reshape((n_a, n_pool))
+        pool_j = np.empty(n_a * n_pool, dtype=np.int64).reshape((n_a, n_pool))
+        pooled = np.zeros(n_a, dtype=np.int64)
+        small = np.empty(k + 1, dtype=np.float32)
         for c in range(n_classes):
-            for r in range(n_a):
-                cut[r] = np.inf
-            for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
-                c1 = min(c0 + CAND_BLOCK, starts[c + 1])
+            cut[:] = np.inf
+            pooled[:] = 0
+            for c0 in range(starts[c], starts[c + 1], KNN_BLOCK):
+                c1 = min(c0 + KNN_BLOCK, starts[c + 1])
+                nq = c1 - c0
+                tile_distances32(Xa32, 0, n_a, XT, c0, nq, D)
                 for r in range(n_a):
                     a = a0 + r
-                    distances32(Xa32[r], Xs32, c0, c1, buf)
-                    dc = dist[a, c]
-                    ix = idx[a, c]
-                    for j in range(c1 - c0):
-                        if buf[j] > cut[r]:
-                            continue
-                        gj = ics[c0 + j]
-                        if gj == ia[a]:
-                            continue
-                        if _insert(dc, ix, loc[r], distance(Xa[a], Xs, c0 + j), gj, c0 + j):
-                            cut[r] = dc[k - 1] + bound
+                    row = D[r]
+                    limit = cut[r]
+                    if limit == np.inf and nq > k:
+                        # k of the block's k + 1 nearest in float32 are not the anchor.
+                        limit = _smallest(row, nq, small) + 2.0 * bound
+                    n = pooled[r]
+                    passing = 0
+                    for j in range(nq):
+                        passing += row[j] <= limit
+                    if passing > 0:
+                        for j in range(nq):
+                            if row[j] > limit or ics[c0 + j] == ia[a]:
+                                continue
+                            if n == n_pool:
+                                while n > 0 and pool_d[r, n - 1] > limit:
+                                    n -= 1
+                                if n == n_pool:  # all within L (ties): rank them in float64
+                                    limit = _flush(
+                                        pool_d[r],
+                                        pool_j[r],
+                                        n,
+                                        limit,
+                                        Xa[a],
+                                        Xs,
+                                        ics,
+                                        dist[a, c],
+                                        idx[a, c],
+                                        loc[r],
+                                        bound,
+                                    )
+                                    n = 0
+                                    if row[j] > limit:
+                                        continue
+                            n = _pool_add(pool_d[r], pool_j[r], n, row[j], c0 + j)
+                            if n >= k:
+                                limit = min(limit, pool_d[r, k - 1] + 2.0 * bound)
+                    pooled[r] = n
+                    cut[r] = limit
             for r in range(n_a):
+                a = a0 + r
+                _flush(
+                    pool_d[r],
+                    pool_j[r],
+                    pooled[r],
+                    cut[r],
+                    Xa[a],
+                    Xs,
+                    ics,
+                    dist[a, c],
+                    idx[a, c],
+                    loc[r],
+                    bound,
+                )
                 for q in range(k):
-                    if idx[a0 + r, c, q] >= 0:
+                    if idx[a, c, q] >= 0:
                         for f in range(n_features):
-                            z[a0 + r, c, q, f] = abs(Xa[a0 + r, f] - Xs[loc[r, q], f])
+                            z[a, c, q, f] = abs(Xa[a, f] - Xs[loc[r, q], f])
     return dist, idx, z
 
 
