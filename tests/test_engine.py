@@ -210,6 +210,39 @@ def test_knn_tile_float32_prefilter_changes_no_neighbour(kernel, case):
 
 
 @pytest.mark.parametrize("kernel", [0, 1], ids=["serial", "threaded"])
+@pytest.mark.parametrize("case", ["ties", "offset", "wide-k", "small-class", "one-block"])
+def test_all_pairs_lists_equal_the_float64_search(kernel, case):
+    """Every pair measured once for both its rows (:data:`knn.ALL_PAIRS`, blocks of
+    one class paired in rounds) gives every row the lists of the float64 search:
+    the data of the test above, and a class within one block (``one-block``)."""
+    rng = np.random.default_rng(12)
+    n, a, k, n_classes = 900, 7, 6, 3
+    X = rng.integers(0, 4, (n, a)) / 8.0
+    y = rng.integers(0, n_classes, n)
+    if case == "offset":
+        X = X + 1e6
+    if case == "wide-k":
+        X = rng.integers(0, 64, (n, a)) / 8.0
+        k = 40
+    if case == "small-class":
+        y[y == 2] = 0
+        y[rng.choice(n, 4, replace=False)] = 2
+    if case == "one-block":
+        n = knn.KNN_BLOCK - 3
+        X, y = X[:n], y[:n]
+    ids = np.arange(n) + 1000
+    d, idx = (knn.ALL_PAIRS.serial, knn.ALL_PAIRS.threaded)[kernel](X, ids, y, n_classes, k)
+    want_d, want_idx = _brute_knn(X, ids, X, y, ids, n_classes, k)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(d, want_d)
+    z = knn.neighbour_differences(X, X, idx, 1000)
+    filled = want_idx >= 0
+    rows = X[np.where(filled, want_idx - 1000, 0)]
+    np.testing.assert_array_equal(z[filled], np.abs(X[:, None, None, :] - rows)[filled])
+    assert not z[~filled].any()
+
+
+@pytest.mark.parametrize("kernel", [0, 1], ids=["serial", "threaded"])
 def test_tiles_over_anchor_groups_and_candidate_blocks(kernel):
     """150 anchors (groups of 64, 64 and 22) against 700 candidates of 3 classes
     (several CAND_BLOCKs per class): each anchor's hard and soft neighbours as

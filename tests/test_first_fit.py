@@ -70,7 +70,7 @@ def _env(**extra):
     return env
 
 
-_USED = ("dmargin.engine.kernels.lse.lse_tile", "dmargin.engine.kernels.knn.knn_tile")
+_USED = ("dmargin.engine.kernels.lse.lse_tile", "dmargin.engine.kernels.knn.all_pairs")
 
 
 def _assert_warm(cold, warm):
@@ -84,7 +84,7 @@ def _assert_warm(cold, warm):
 
 @pytest.mark.slow
 def test_first_fit_compiles_once_then_loads_from_the_cache(tmp_path):
-    """Cold: the demo's fits compile their two kernels; warm: nothing compiles.
+    """Cold: the demo's fits compile their two kernels and helpers; warm: nothing compiles.
 
     Importing dmargin neither compiles nor loads a kernel (no dispatcher holds
     a signature after the import).
@@ -92,10 +92,16 @@ def test_first_fit_compiles_once_then_loads_from_the_cache(tmp_path):
     env = _env(NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     cold = _first_fit(env, tmp_path)
     warm = _first_fit(env, tmp_path)
-    # Two kernels of dmargin's, their helpers inlined (I-RELIEF's agg is numpy).
+    # Two kernels of dmargin's (I-RELIEF's agg is numpy) and the k-nearest kernel's
+    # helpers: its float32 tile, its pool and its lists' difference rows.
     assert {n for n in cold["compiled"] if n.startswith("dmargin.")} == {
         "dmargin.engine.kernels.lse._lse_tile",
-        "dmargin.engine.kernels.knn._knn_tile",
+        "dmargin.engine.kernels.knn._knn_all_pairs",
+        "dmargin.engine.kernels.knn._pair_tile",
+        "dmargin.engine.kernels.knn._take",
+        "dmargin.engine.kernels.knn._flush",
+        "dmargin.engine.kernels.knn.neighbour_differences",
+        "dmargin.engine.kernels.distance.tile_distances32",
     }
     # A small fit runs the serial twins only: no parallel kernel is compiled.
     assert not any(name.endswith("_parallel") for name in cold["compiled"]), cold["compiled"]

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import grid, merge
 from ._numba import TileKernel, blas_single_thread, n_threads
-from .execution import Anchors, Rows
+from .execution import TILE_BUDGET, Anchors, Rows
 from .features import FeatureKinds
 from .kernels import distance, knn, lse
 from .local import interrupt_count, stop_if_interrupted
@@ -41,6 +41,10 @@ CALL_ANCHORS = 256
 #: writes fault page by page (45 ms for 8,000 anchors x 2 classes x 10
 #: neighbours x 57 features, as long as the distances themselves).
 NEAREST_BYTES = 16 * 2**20
+#: The most pair-features of one in-process call of :data:`knn.ALL_PAIRS` (about a
+#: second on one core); a larger fit runs the anchor blocks in calls of
+#: :data:`CALL_WORK`, between which an interrupted run stops.
+ALL_PAIRS_WORK = 1e10
 #: The general k-nearest tile's ``centres`` when candidates rank by distance.
 _BY_DISTANCE = np.empty((0, 0, 2))
 #: The general tiles' ``target`` for class labels.
@@ -149,6 +153,34 @@ def _nearest_share(Xa, ya, start_a, Xc, yc, start_c, kernel, agg, anchor_index, 
     return _knn_agg_task(agg, partial, ya, start_a if anchor_index else None, agg_args)
 
 
+def _all_pairs_fit(g, anchors, n_classes, n_neighbors):
+    """Whether :data:`knn.ALL_PAIRS` serves this graph: in-process, every row an
+    anchor and a candidate, its pools and lists within :data:`TILE_BUDGET` and its
+    work within :data:`ALL_PAIRS_WORK` (one call: an interrupt waits for it)."""
+    if not g.local or anchors is not None or len(g.candidates) != 1:
+        return False
+    n = g.rows.n_samples
+    pool = max(4 * (n_neighbors + 1), 32)
+    per_row = n_classes * (12 * pool + 24 * n_neighbors + 8)
+    return n * per_row <= TILE_BUDGET and n * n * g.rows.n_features <= ALL_PAIRS_WORK
+
+
+def _all_pairs(Xc, yc, start_c, n_classes, n_neighbors):
+    ids = np.arange(start_c, start_c + Xc.shape[0])
+    twin = knn.ALL_PAIRS.pick(Xc.shape[0] ** 2 * Xc.shape[1], threads=True)
+    return twin(Xc, ids, yc, n_classes, n_neighbors)
+
+
+def _share_from_lists(lists, Xa, ya, start_a, Xc, yc, start_c, agg, anchor_index, agg_args):
+    """An anchor block's share from every row's k-nearest lists: its rows of the
+    lists, their difference rows taken from the candidates, then ``agg``."""
+    dist, idx = lists
+    stop = start_a + Xa.shape[0]
+    dist, idx = dist[start_a:stop], idx[start_a:stop]
+    partial = knn.NearestPartial(dist, idx, knn.neighbour_differences(Xa, Xc, idx, start_c))
+    return _knn_agg_task(agg, partial, ya, start_a if anchor_index else None, agg_args)
+
+
 def knn_statistic(
     rows: Rows,
     n_neighbors: int,
@@ -217,22 +249,37 @@ def knn_statistic(
     else:
         if kernel is knn.GENERAL_KERNEL:
             params = (*params, _BY_DISTANCE, *tail)
-        if g.local and len(g.candidates) == 1:
-            # Tile and agg in one task: a block's partial is freed before the next is made.
+        if kernel is knn.KERNEL and _all_pairs_fit(g, anchors, k, n_neighbors):
+            # Every pair measured once for both its rows, then each block's share.
+            (lists,) = grid.per_block(g, _all_pairs, k, n_neighbors, fields=3, tag="nearest-pairs")
             shares = [
-                g.tile(
-                    "nearest",
-                    _nearest_share,
+                g.add(
+                    "agg",
+                    _share_from_lists,
+                    lists,
                     *g.anchor(i),
                     *g.block(0),
-                    kernel,
                     agg,
                     anchor_index,
                     agg_args,
-                    *params,
                 )
                 for i in range(len(g.anchors))
             ]
+            total = g.tree(shares, combine, "total")
+            return grid.run(g, total if finish is None else g.add("finish", finish, total))
+        if g.local and len(g.candidates) == 1:
+            # Tile and agg in one task: a block's partial is freed before the next is made.
+            shares = grid.ordered(
+                g,
+                _nearest_share,
+                kernel,
+                agg,
+                anchor_index,
+                agg_args,
+                *params,
+                combine=merge.add,
+                tag="nearest",
+            )
             total = g.tree(shares, combine, "total")
             return grid.run(g, total if finish is None else g.add("finish", finish, total))
         merged = grid.ordered(g, tile, kernel, g.local, *params, combine=merge.knn_combine)

@@ -5,7 +5,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .._numba import TileKernel, inline
+from .._numba import TileKernel, helper, inline
 from .distance import (
     distance,
     feature_diff,
@@ -14,7 +14,7 @@ from .distance import (
     tile_distances32,
     transpose,
 )
-from .lse import ANCHOR_GROUP, by_class, filled
+from .lse import ANCHOR_GROUP, by_class, class_order, filled
 
 #: Candidates per float32 block: the block's rows (features by rows) and a
 #: group's distances to it stay in L1/L2 while the group's sweeps run.
@@ -71,7 +71,7 @@ def _pool_add(pool_d, pool_j, n, d, j):
     return n + 1
 
 
-@inline
+@helper
 def _flush(pool_d, pool_j, n, limit, xa, Xs, ics, dc, ix, loc, bound):
     """Remeasure in float64 the pooled candidates (float32 distance ``pool_d``,
     position ``pool_j``) still within ``limit`` and insert them into the k-nearest
@@ -83,6 +83,29 @@ def _flush(pool_d, pool_j, n, limit, xa, Xs, ics, dc, ix, loc, bound):
             if _insert(dc, ix, loc, distance(xa, Xs, j), ics[j], j):
                 limit = min(limit, dc[k - 1] + bound)
     return limit
+
+
+@helper
+def _take(v, j, limit, pool_d, pool_j, n, xa, Xs, ics, dc, ix, loc, bound):
+    """Offer candidate ``j`` (position in ``Xs``) at float32 distance ``v`` to an
+    anchor's pool (``pool_d[:n]`` ascending, ``pool_j``) under its limit; returns
+    ``(n, limit)``.  A full pool first drops what lies beyond the limit; full of
+    ties within it, it is ranked in float64 into the lists ``dc, ix, loc``."""
+    if v > limit:
+        return n, limit
+    k = dc.shape[0]
+    if n == pool_d.shape[0]:
+        while n > 0 and pool_d[n - 1] > limit:
+            n -= 1
+        if n == pool_d.shape[0]:
+            limit = _flush(pool_d, pool_j, n, limit, xa, Xs, ics, dc, ix, loc, bound)
+            n = 0
+            if v > limit:
+                return n, limit
+    n = _pool_add(pool_d, pool_j, n, v, j)
+    if n >= k:
+        limit = min(limit, pool_d[k - 1] + 2.0 * bound)
+    return n, limit
 
 
 def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
@@ -117,7 +140,7 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
         scale = max(scale, abs(v))
     bound = float32_error_bound(scale, n_features)
     k = n_neighbors
-    n_pool = max(4 * (k + 1), 32)
+    n_pool = k + 2
     dist = filled((n_anchors, n_classes, k), np.inf)
     idx = np.empty(n_anchors * n_classes * k, dtype=np.int64).reshape((n_anchors, n_classes, k))
     idx[:] = -1
@@ -157,31 +180,11 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
                         passing += row[j] <= limit
                     if passing > 0:
                         for j in range(nq):
-                            if row[j] > limit or ics[c0 + j] == ia[a]:
-                                continue
-                            if n == n_pool:
-                                while n > 0 and pool_d[r, n - 1] > limit:
-                                    n -= 1
-                                if n == n_pool:  # all within L (ties): rank them in float64
-                                    limit = _flush(
-                                        pool_d[r],
-                                        pool_j[r],
-                                        n,
-                                        limit,
-                                        Xa[a],
-                                        Xs,
-                                        ics,
-                                        dist[a, c],
-                                        idx[a, c],
-                                        loc[r],
-                                        bound,
-                                    )
-                                    n = 0
-                                    if row[j] > limit:
-                                        continue
-                            n = _pool_add(pool_d[r], pool_j[r], n, row[j], c0 + j)
-                            if n >= k:
-                                limit = min(limit, pool_d[r, k - 1] + 2.0 * bound)
+                            if row[j] <= limit and ics[c0 + j] != ia[a]:
+                                n, limit = _take(
+                                    row[j], c0 + j, limit, pool_d[r], pool_j[r], n,
+                                    Xa[a], Xs, ics, dist[a, c], idx[a, c], loc[r], bound,
+                                )  # fmt: skip
                     pooled[r] = n
                     cut[r] = limit
             for r in range(n_a):
@@ -204,6 +207,161 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
                         for f in range(n_features):
                             z[a, c, q, f] = abs(Xa[a, f] - Xs[loc[r, q], f])
     return dist, idx, z
+
+
+@inline
+def _class_blocks(starts, size):
+    """Blocks of at most ``size`` consecutive rows, none across a class boundary:
+    ``(first rows, ends, classes)``."""
+    n_classes = starts.shape[0] - 1
+    n = 0
+    for c in range(n_classes):
+        n += (starts[c + 1] - starts[c] + size - 1) // size
+    b0 = np.empty(n, dtype=np.int64)
+    b1 = np.empty(n, dtype=np.int64)
+    bc = np.empty(n, dtype=np.int64)
+    i = 0
+    for c in range(n_classes):
+        for s in range(starts[c], starts[c + 1], size):
+            b0[i], b1[i], bc[i] = s, min(s + size, starts[c + 1]), c
+            i += 1
+    return b0, b1, bc
+
+
+def _knn_all_pairs(X, ids, y, n_classes, n_neighbors):
+    """Every row's k nearest other rows per class, each distance measured once.
+
+    The in-process form of :func:`_knn_tile` with every row an anchor and a
+    candidate: ``(dist, idx)`` as its (global indices ``ids``; the caller
+    takes ``z`` from ``idx``).  The rows, sorted by class, are cut into
+    blocks of one class; the float32 tile of a pair of blocks ``I < J``
+    serves the anchors of ``I`` (its rows) and those of ``J`` (its columns),
+    so each pair's distance is measured once where :func:`_knn_tile`
+    measures it from both ends.  The limits, pools and float64 recheck are
+    :func:`_knn_tile`'s, per row and class, so the result is the same.
+    Threads take the pairs of a round of a round-robin schedule: no two
+    pairs of a round share a block, so no two threads touch one row's pool.
+    """
+    n, n_features = X.shape
+    Xs, ics, starts = by_class(X, y, ids, n_classes)
+    XT = np.empty(n_features * n, dtype=np.float32).reshape((n_features, n))
+    transpose(Xs, 0, n, XT)
+    X32 = np.empty(n * n_features, dtype=np.float32).reshape((n, n_features))
+    scale = 0.0
+    for r in range(n):
+        for f in range(n_features):
+            X32[r, f] = Xs[r, f]
+            scale = max(scale, abs(Xs[r, f]))
+    bound = float32_error_bound(scale, n_features)
+    k = n_neighbors
+    n_pool = k + 2
+    dist = filled((n, n_classes, k), np.inf)
+    idx = np.empty(n * n_classes * k, dtype=np.int64).reshape((n, n_classes, k))
+    idx[:] = -1
+    loc = np.empty(n * n_classes * k, dtype=np.int64).reshape((n, n_classes, k))
+    lim = filled((n, n_classes), np.inf)
+    pool_d = np.empty(n * n_classes * n_pool, dtype=np.float32).reshape((n, n_classes, n_pool))
+    pool_j = np.empty(n * n_classes * n_pool, dtype=np.int64).reshape((n, n_classes, n_pool))
+    pooled = np.zeros(n * n_classes, dtype=np.int64).reshape((n, n_classes))
+    b0, b1, bc = _class_blocks(starts, KNN_BLOCK)
+    n_blocks = b0.shape[0]
+    # Rounds of the circle method over an even number of slots (a slot past the
+    # last block is a rest): each round pairs every slot once, so the pairs of a
+    # round share no block.  The pair of the last slot with slot ``rnd`` also runs
+    # the diagonal pair of ``rnd`` (and in round 0 that of the last slot).
+    slots = n_blocks + n_blocks % 2
+    for rnd in range(slots - 1):
+        for h in numba.prange(slots // 2):
+            p, q = slots - 1, rnd
+            if h > 0:
+                p, q = (rnd + h) % (slots - 1), (rnd - h + slots - 1) % (slots - 1)
+            for e in range(3):
+                I, J = min(p, q), max(p, q)
+                if e == 1:
+                    I = J = q
+                if e == 2:
+                    I = J = p
+                if J >= n_blocks or (e > 0 and h > 0) or (e == 2 and rnd > 0):
+                    continue
+                _pair_tile(
+                    I, J, b0, b1, bc, X32, XT, Xs, ics, k, bound,
+                    lim, pool_d, pool_j, pooled, dist, idx, loc,
+                )  # fmt: skip
+    for s in numba.prange(n):
+        for c in range(n_classes):
+            _flush(
+                pool_d[s, c], pool_j[s, c], pooled[s, c], lim[s, c],
+                Xs[s], Xs, ics, dist[s, c], idx[s, c], loc[s, c], bound,
+            )  # fmt: skip
+    # Back to the rows' own order.
+    order = class_order(y, n_classes)[0]
+    out_d = filled((n, n_classes, k), 0.0)
+    out_i = np.empty(n * n_classes * k, dtype=np.int64).reshape((n, n_classes, k))
+    for s in range(n):
+        for c in range(n_classes):
+            for r in range(k):  # element by element: no shape checks to compile
+                out_d[order[s], c, r] = dist[s, c, r]
+                out_i[order[s], c, r] = idx[s, c, r]
+    return out_d, out_i
+
+
+@helper
+def _pair_tile(
+    I, J, b0, b1, bc, X32, XT, Xs, ics, k, bound, lim, pool_d, pool_j, pooled, dist, idx, loc
+):
+    """One pair of blocks of :func:`_knn_all_pairs`: its float32 tile, offered to
+    the anchors of ``I`` along its rows and, when ``I < J``, to those of ``J``
+    along its columns."""
+    i0, n_i, j0, n_j = b0[I], b1[I] - b0[I], b0[J], b1[J] - b0[J]
+    ci, cj = bc[I], bc[J]
+    D = np.empty(n_i * n_j, dtype=np.float32).reshape((n_i, n_j))
+    small = np.empty(k + 1, dtype=np.float32)
+    tile_distances32(X32, i0, i0 + n_i, XT, j0, n_j, D)
+    for r in range(n_i):
+        s = i0 + r
+        row = D[r]
+        limit = lim[s, cj]
+        if limit == np.inf and n_j > k:
+            limit = _smallest(row, n_j, small) + 2.0 * bound
+        passing = 0
+        for t in range(n_j):
+            passing += row[t] <= limit
+        if passing > 0:
+            n = pooled[s, cj]
+            for t in range(n_j):
+                if row[t] <= limit and j0 + t != s:
+                    n, limit = _take(
+                        row[t], j0 + t, limit, pool_d[s, cj], pool_j[s, cj], n,
+                        Xs[s], Xs, ics, dist[s, cj], idx[s, cj], loc[s, cj], bound,
+                    )  # fmt: skip
+            pooled[s, cj] = n
+        lim[s, cj] = limit
+    if I == J:
+        return
+    # The columns: the anchors of J, their limits side by side for a vectorised count.
+    limits = np.empty(n_j)
+    counts = np.zeros(n_j, dtype=np.int64)
+    for t in range(n_j):
+        limits[t] = lim[j0 + t, ci]
+        if limits[t] == np.inf and n_i > k:
+            limits[t] = _smallest(D[:, t], n_i, small) + 2.0 * bound
+    for r in range(n_i):
+        row = D[r]
+        for t in range(n_j):
+            counts[t] += row[t] <= limits[t]
+    for t in range(n_j):
+        s = j0 + t
+        limit = limits[t]
+        if counts[t] > 0:
+            n = pooled[s, ci]
+            for r in range(n_i):
+                if D[r, t] <= limit:
+                    n, limit = _take(
+                        D[r, t], i0 + r, limit, pool_d[s, ci], pool_j[s, ci], n,
+                        Xs[s], Xs, ics, dist[s, ci], idx[s, ci], loc[s, ci], bound,
+                    )  # fmt: skip
+            pooled[s, ci] = n
+        lim[s, ci] = limit
 
 
 class NearestPartial(NamedTuple):
@@ -318,3 +476,26 @@ def _class_moments_tile(Xa, ia, Xc, yc, ic, n_classes, dm, dw, kind, target, bou
 
 
 CLASS_MOMENTS_KERNEL = TileKernel.compile(_class_moments_tile, cost=2.0)
+
+
+#: The k-nearest lists of every row against every row, each pair measured once:
+#: ``(dist, idx)`` as :data:`KERNEL`'s (in-process; see :func:`_knn_all_pairs`).
+ALL_PAIRS = TileKernel.compile(_knn_all_pairs, speed=8.0)
+all_pairs = ALL_PAIRS.serial
+
+
+@helper
+def neighbour_differences(Xa, Xc, idx, start_c):
+    """``z[a, c, r] = |x_a - x_idx|`` for the lists ``idx`` (global indices, rows of
+    ``Xc`` from ``start_c``), zeros where a slot is empty (``-1``)."""
+    n_a, n_classes, k = idx.shape
+    n_features = Xa.shape[1]
+    z = np.empty(n_a * n_classes * k * n_features).reshape((n_a, n_classes, k, n_features))
+    for a in range(n_a):
+        for c in range(n_classes):
+            for r in range(k):
+                j = idx[a, c, r] - start_c
+                found = idx[a, c, r] >= 0
+                for f in range(n_features):
+                    z[a, c, r, f] = abs(Xa[a, f] - Xc[j, f]) if found else 0.0
+    return z
