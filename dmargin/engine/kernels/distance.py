@@ -37,7 +37,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-from .._numba import inline
+from .._numba import helper, inline
 
 PLAIN, MASKED, MISSING = 0, 1, 2
 
@@ -240,7 +240,7 @@ def float32_error_bound(scale, n_features):
     return 2.0 * 2.0**-24 * scale * (4 * n_features + 2 * n_features * n_features)
 
 
-@inline
+@helper
 def tile_distances32(Xp, p0, p1, XT, t0, nq, D):
     """``D[a - p0, t]``: the plain distance of ``Xp[a]`` and candidate ``t0 + t`` of
     ``XT`` (features by rows, :func:`transpose`) for ``t < nq``, in float32 (``Xp``,
