@@ -85,7 +85,7 @@ def _flush(pool_d, pool_j, n, limit, xa, Xs, ics, dc, ix, loc, bound):
     return limit
 
 
-@helper
+@inline
 def _take(v, j, limit, pool_d, pool_j, n, xa, Xs, ics, dc, ix, loc, bound):
     """Offer candidate ``j`` (position in ``Xs``) at float32 distance ``v`` to an
     anchor's pool (``pool_d[:n]`` ascending, ``pool_j``) under its limit; returns
