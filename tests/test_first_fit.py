@@ -98,7 +98,6 @@ def test_first_fit_compiles_once_then_loads_from_the_cache(tmp_path):
         "dmargin.engine.kernels.lse._lse_tile",
         "dmargin.engine.kernels.knn._knn_all_pairs",
         "dmargin.engine.kernels.knn._pair_tile",
-        "dmargin.engine.kernels.knn._take",
         "dmargin.engine.kernels.knn._flush",
         "dmargin.engine.kernels.knn.neighbour_differences",
         "dmargin.engine.kernels.distance.tile_distances32",
