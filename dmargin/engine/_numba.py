@@ -99,7 +99,10 @@ helper = numba.njit(fastmath=FASTMATH, cache=True, nogil=True)
 # FASTMATH, or that do no floating-point arithmetic, are inlined.
 inline = numba.njit(fastmath=FASTMATH, cache=True, nogil=True, inline="always")
 #: Kernels whose arithmetic must not be reassociated (exact sums, solvers).
-strict = numba.njit(cache=True, nogil=True)
+#: ``fastmath=False`` said, not left unset: numba compiles a callee whose
+#: option is unset with its caller's, so a fast-math kernel calling it first
+#: would make it a fast-math function for every later caller.
+strict = numba.njit(cache=True, nogil=True, fastmath=False)
 
 
 def twins(fn, fastmath=True):

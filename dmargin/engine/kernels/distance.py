@@ -37,7 +37,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-from .._numba import helper, inline
+from .._numba import helper, inline, strict
 
 PLAIN, MASKED, MISSING = 0, 1, 2
 
@@ -133,39 +133,101 @@ def pair_distance(xa, xb, w, dm, dw, kind):
 # ---------------------------------------------------------------------------
 
 
+@strict
+def plain_tile(Xp, p0, p1, XT, nq, D):
+    """``D[a - p0, t] = sum_f |Xp[a, f] - XT[f, t]|``: :func:`tile_distances` of the
+    ``PLAIN`` kind.
+
+    Register tiles of four anchors by two features: each sweep reads two rows
+    of ``XT`` once for four anchors and adds ``|x_f - v_f| + |x_{f+1} -
+    v_{f+1}|`` to each of their running rows (half the loads and stores of
+    those rows of a feature a sweep).  The anchors after the last sweep of
+    four, and :func:`plain_distance`, pair the features the same way: every
+    distance is the same sum.  Compiled on its own without fast-math (the
+    loop over the candidates vectorises without reassociation, which could
+    regroup the pairs' sums differently in different loops).
+    """
+    n_features = Xp.shape[1]
+    a = p0
+    while a + 4 <= p1:
+        r0, r1, r2, r3 = D[a - p0], D[a - p0 + 1], D[a - p0 + 2], D[a - p0 + 3]
+        for t in range(nq):
+            r0[t] = 0.0
+            r1[t] = 0.0
+            r2[t] = 0.0
+            r3[t] = 0.0
+        f = 0
+        while f + 2 <= n_features:
+            x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
+            y0, y1, y2, y3 = Xp[a, f + 1], Xp[a + 1, f + 1], Xp[a + 2, f + 1], Xp[a + 3, f + 1]
+            xt, yt = XT[f], XT[f + 1]
+            for t in range(nq):
+                v, u = xt[t], yt[t]
+                r0[t] += abs(x0 - v) + abs(y0 - u)
+                r1[t] += abs(x1 - v) + abs(y1 - u)
+                r2[t] += abs(x2 - v) + abs(y2 - u)
+                r3[t] += abs(x3 - v) + abs(y3 - u)
+            f += 2
+        if f < n_features:
+            x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
+            xt = XT[f]
+            for t in range(nq):
+                v = xt[t]
+                r0[t] += abs(x0 - v)
+                r1[t] += abs(x1 - v)
+                r2[t] += abs(x2 - v)
+                r3[t] += abs(x3 - v)
+        a += 4
+    rest = a  # the anchors after the sweeps of four
+    for a in range(rest, p1):
+        row = D[a - p0]
+        for t in range(nq):
+            row[t] = 0.0
+        f = 0
+        while f + 2 <= n_features:
+            x, y = Xp[a, f], Xp[a, f + 1]
+            xt, yt = XT[f], XT[f + 1]
+            for t in range(nq):
+                row[t] += abs(x - xt[t]) + abs(y - yt[t])
+            f += 2
+        if f < n_features:
+            x = Xp[a, f]
+            xt = XT[f]
+            for t in range(nq):
+                row[t] += abs(x - xt[t])
+
+
+@strict
+def plain_distance(xa, xb):
+    """The ``PLAIN`` distance of rows ``xa`` and ``xb``, bit for bit
+    :func:`plain_tile`'s (the features summed two at a time, in order)."""
+    n_features = xa.shape[0]
+    acc = 0.0
+    f = 0
+    while f + 2 <= n_features:
+        acc += abs(xa[f] - xb[f]) + abs(xa[f + 1] - xb[f + 1])
+        f += 2
+    if f < n_features:
+        acc += abs(xa[f] - xb[f])
+    return acc
+
+
 @inline
 def tile_distances(Xp, p0, p1, XT, nq, dm, dw, kind, D, cnt):
     """``D[a - p0, t] = d(Xp[a], candidate t)`` for a sub-tile, from the candidates
     transposed to features by rows (``XT[f, t]``).
 
     Vectorised over the candidates, summed over the features in their order:
-    every distance is the same sequential sum in every kernel and mode, and
-    ``d(a, j) == d(j, a)`` exactly.  ``PLAIN``: four anchors per sweep share
-    each load of ``XT``.  ``MISSING`` counts the features present in both
-    rows in ``cnt`` (scratch of length ``nq``) and divides by it.
+    every distance is the same sum in every kernel and mode, and ``d(a, j)
+    == d(j, a)`` exactly.  ``PLAIN``: :func:`plain_tile` (four anchors by two
+    features a sweep).  ``MISSING`` counts the features present in both rows
+    in ``cnt`` (scratch of length ``nq``) and divides by it.
     """
-    n_features = Xp.shape[1]
-    a = p0
     if kind == PLAIN:
-        while a + 4 <= p1:
-            r0, r1, r2, r3 = D[a - p0], D[a - p0 + 1], D[a - p0 + 2], D[a - p0 + 3]
-            for t in range(nq):
-                r0[t] = 0.0
-                r1[t] = 0.0
-                r2[t] = 0.0
-                r3[t] = 0.0
-            for f in range(n_features):
-                x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
-                xt = XT[f]
-                for t in range(nq):
-                    v = xt[t]
-                    r0[t] += abs(x0 - v)
-                    r1[t] += abs(x1 - v)
-                    r2[t] += abs(x2 - v)
-                    r3[t] += abs(x3 - v)
-            a += 4
-    rest = a  # the anchors after the sweeps of four
-    for a in range(rest, p1):
+        plain_tile(Xp, p0, p1, XT, nq, D)
+        return
+    n_features = Xp.shape[1]
+    for a in range(p0, p1):
         row = D[a - p0]
         for t in range(nq):
             row[t] = 0.0
@@ -193,10 +255,7 @@ def tile_distances(Xp, p0, p1, XT, nq, dm, dw, kind, D, cnt):
             x = Xp[a, f]
             xt = XT[f]
             wf = dw[f]
-            if kind == PLAIN:
-                for t in range(nq):
-                    row[t] += abs(x - xt[t])
-            elif not dm[f]:
+            if not dm[f]:
                 for t in range(nq):
                     row[t] += wf * abs(x - xt[t])
             else:

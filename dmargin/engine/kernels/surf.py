@@ -40,15 +40,25 @@ computes every distance once per pass instead of twice.
 
 Layout: the pairs are visited in sub-tiles of :data:`TILE` x :data:`TILE`
 rows.  A sub-tile's distances are computed vectorised over its candidates
-(transposed to features by rows), then folded into the moments (pass 1) or
-into neighbour lists (pass 2).  Pass 2 first sorts both row sets by class,
-so that a row's neighbours of one class are one branch-free compaction of a
-range of positions, summed four rows per sweep.
+(transposed to features by rows), four anchors by two features a sweep
+(:func:`.distance.plain_tile`: each load of two candidate features serves
+four anchors, each load and store of an anchor's running row two
+features), then folded into the moments (pass 1) or into neighbour lists
+(pass 2).  Pass 2 first sorts both row sets by class, so that a row's
+neighbours of one class are one branch-free compaction of a range of
+positions, summed four rows per sweep (:mod:`.surf_rows`).
 
-Exact in float64: every distance is the same sequential sum over the
-features in both passes, every mode and either order of the pair (one
-inlined function), and the neighbour tests are strict (``<``, ``>``) as
-skrebate's.
+Exact in float64: every distance is the same sum over the features, two at
+a time in order, in every pass, mode and either order of the pair
+(:func:`.distance.plain_tile`, :func:`.distance.plain_distance`), and the
+neighbour tests are strict (``<``, ``>``) as skrebate's.  Pass 1 sums every
+distance and its square, so it measures them in float64.  Pass 2 only
+decides sides of thresholds: on ``PLAIN`` rows, every neighbour weighing 1,
+it measures its sub-tiles in float32 (:func:`.distance.tile_distances32`,
+twice the pairs a vector), compacts the candidates whose float32 distance is
+within the error bound (:func:`.distance.float32_error_bound`) of the set's
+side, and places those within the bound of the threshold by their float64
+distance (:func:`_recheck`): the neighbours are the float64 distances' own.
 """
 
 import math
@@ -58,9 +68,19 @@ import numba
 import numpy as np
 
 from .._numba import helper, inline, twins
-from .distance import MASKED, MISSING, PLAIN, feature_diff, tile_distances, transpose
+from .distance import (
+    MASKED,
+    MISSING,
+    PLAIN,
+    float32_error_bound,
+    plain_distance,
+    tile_distances,
+    tile_distances32,
+    transpose,
+)
 from .lse import by_class, class_order, filled
 from .modes import CROSS, ORDERED, WITHIN
+from .surf_rows import add_rows, add_rows_soft
 
 #: Rows of each side per sub-tile: its distances, the transposed candidates and
 #: both sides' partials stay in the L1/L2 caches.
@@ -177,113 +197,6 @@ def columns_of(width, missing=False, squares=False, soft=False) -> ScoreColumns:
     per_feature = 1 + missing + (soft and missing) + squares
     fixed = (not missing) + (soft and not missing)
     return score_columns((width - fixed) // per_feature, missing, squares, soft)
-
-
-@inline
-def _add_rows(x, Xo, rows, m, dm, ramp, kind, out, squares):
-    """``out[:A] += sum_r diff(x, Xo[rows[r]])`` over ``r < m`` (scoring differences,
-    ramped, in float64 whatever the rows' float type), ``out[A] += m``; ``MISSING``: a difference with a missing side is
-    left out, and ``out[A + f]`` counts the rows scored on feature ``f``.
-    ``squares``: the squared differences are summed after those, from
-    ``out[partial_width(A, kind, False)]`` on (STIR's variances).
-
-    Four rows per sweep over ``out``: one load and store of ``out`` serves
-    four pair-features.
-    """
-    n_features = x.shape[0]
-    sq = 2 * n_features if kind == MISSING else n_features + 1
-    r = 0
-    if kind == PLAIN:
-        while r + 4 <= m:
-            j0, j1, j2, j3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
-            if squares:
-                for f in range(n_features):
-                    v = float(x[f])
-                    z0, z1 = abs(v - Xo[j0, f]), abs(v - Xo[j1, f])
-                    z2, z3 = abs(v - Xo[j2, f]), abs(v - Xo[j3, f])
-                    out[f] += z0 + z1 + z2 + z3
-                    out[sq + f] += z0 * z0 + z1 * z1 + z2 * z2 + z3 * z3
-            else:
-                for f in range(n_features):
-                    v = float(x[f])
-                    out[f] += (
-                        abs(v - Xo[j0, f])
-                        + abs(v - Xo[j1, f])
-                        + abs(v - Xo[j2, f])
-                        + abs(v - Xo[j3, f])
-                    )
-            r += 4
-        while r < m:
-            j0 = rows[r]
-            for f in range(n_features):
-                z = abs(float(x[f]) - Xo[j0, f])
-                out[f] += z
-                if squares:
-                    out[sq + f] += z * z
-            r += 1
-    elif kind == MISSING:
-        while r < m:
-            j0 = rows[r]
-            for f in range(n_features):
-                z = feature_diff(float(x[f]), float(Xo[j0, f]), dm[f], ramp[f])
-                if z == z:
-                    out[f] += z
-                    out[n_features + f] += 1.0
-                    if squares:
-                        out[sq + f] += z * z
-            r += 1
-        return
-    else:
-        while r < m:
-            j0 = rows[r]
-            for f in range(n_features):
-                z = feature_diff(float(x[f]), float(Xo[j0, f]), dm[f], ramp[f])
-                out[f] += z
-                if squares:
-                    out[sq + f] += z * z
-            r += 1
-    out[n_features] += m
-
-
-@inline
-def _add_rows_soft(x, Xo, rows, wts, m, dm, ramp, kind, out):
-    """:func:`_add_rows` with a weight ``wts[r]`` per row (the SWRF family):
-    ``out[:A] += sum_r w_r diff(x, Xo[rows[r]])``, then the (unweighted)
-    neighbour count ``out[A]`` and the weight sum ``out[A + 1]``; ``MISSING``:
-    per feature, of the rows scored on it, in ``out[A:2A]`` and ``out[2A:3A]``."""
-    n_features = x.shape[0]
-    r = 0
-    if kind == PLAIN:  # four rows per sweep over ``out``, as :func:`_add_rows`
-        while r + 4 <= m:
-            j0, j1, j2, j3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
-            w0, w1, w2, w3 = wts[r], wts[r + 1], wts[r + 2], wts[r + 3]
-            for f in range(n_features):
-                v = float(x[f])
-                out[f] += (
-                    w0 * abs(v - Xo[j0, f])
-                    + w1 * abs(v - Xo[j1, f])
-                    + w2 * abs(v - Xo[j2, f])
-                    + w3 * abs(v - Xo[j3, f])
-                )
-            out[n_features + 1] += w0 + w1 + w2 + w3
-            r += 4
-    while r < m:
-        j0 = rows[r]
-        w = wts[r]
-        r += 1
-        if kind == MISSING:
-            for f in range(n_features):
-                z = feature_diff(float(x[f]), float(Xo[j0, f]), dm[f], ramp[f])
-                if z == z:
-                    out[f] += w * z
-                    out[n_features + f] += 1.0
-                    out[2 * n_features + f] += w
-        else:
-            for f in range(n_features):
-                out[f] += w * feature_diff(float(x[f]), float(Xo[j0, f]), dm[f], ramp[f])
-            out[n_features + 1] += w
-    if kind != MISSING:
-        out[n_features] += m
 
 
 @inline
@@ -415,35 +328,70 @@ def _moments_tile(Xa, ia, Xc, ic, dm, dw, kind):
 
 
 @inline
-def _compact(drow, t0, t1, s, near, far, self_idx, ids, keep, out):
-    """``out[:m]`` = the ``t`` in ``[t0, t1)`` with ``keep[t]`` whose distance
-    ``drow[t]`` puts them in set ``s`` (0: ``d < near``, 1: ``d > far``); returns ``m``.
+def _compact(drow, t0, t1, s, edge, masked, self_idx, ids, keep, out):
+    """``out[:m]`` = the ``t`` in ``[t0, t1)`` whose distance ``drow[t]`` puts them in
+    set ``s`` (0: ``d < edge``, 1: ``d > edge``); returns ``m``.  ``masked``: only
+    those with ``keep[t]``, and not the candidate with ``ids[t] == self_idx``
+    (the anchor itself, ORDERED mode).
 
     Branch-free (every ``t`` is written, the count moves by the test), so the
-    loop costs the same whatever the neighbours' pattern.  The candidate with
-    ``ids[t] == self_idx`` (the anchor itself, ORDERED mode; ``-1``
-    otherwise) is left out.
+    loop costs the same whatever the neighbours' pattern; without the masks
+    (every pair of a symmetric grid, class labels) it reads the distances only.
     """
     m = 0
-    if s == 0:
+    if masked:
+        if s == 0:
+            for t in range(t0, t1):
+                out[m] = t
+                m += (drow[t] < edge) & (ids[t] != self_idx) & keep[t]
+        else:
+            for t in range(t0, t1):
+                out[m] = t
+                m += (drow[t] > edge) & (ids[t] != self_idx) & keep[t]
+    elif s == 0:
         for t in range(t0, t1):
             out[m] = t
-            m += (drow[t] < near) & (ids[t] != self_idx) & keep[t]
+            m += drow[t] < edge
     else:
         for t in range(t0, t1):
             out[m] = t
-            m += (drow[t] > far) & (ids[t] != self_idx) & keep[t]
+            m += drow[t] > edge
     return m
+
+
+@inline
+def _recheck(x, Xo, o0, drow, rows, m, s, thr, eps):
+    """Of the candidates ``rows[:m]``, found by float32 distances within ``eps`` of
+    their float64 ones, keep those in set ``s`` of threshold ``thr``: where the
+    float32 value is within ``eps`` of ``thr``, the float64 distance
+    (:func:`.distance.plain_distance`, bit for bit pass 1's) decides.  Returns
+    the new count; the order is kept."""
+    lo, hi = thr - eps, thr + eps
+    k = 0
+    for r in range(m):
+        t = rows[r]
+        d = drow[t]
+        inside = True
+        if d >= lo and d <= hi:
+            e = plain_distance(x, Xo[o0 + t])
+            inside = e < thr if s == 0 else e > thr
+        rows[k] = t
+        k += inside
+    return k
 
 
 @inline
 def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
     """One row's neighbours among the class-sorted candidates ``cand.first + [t0, t1)``
     (:class:`_Candidates`), added to ``P[set, class]``: per set and class, one
-    compaction over that class's positions, then one sum (:func:`_add_rows`).
-    ``lim``: the row's ``(near, far, spread)``; ``spread >= 0`` (the SWRF
+    compaction over that class's positions, then one sum (:func:`~.surf_rows.add_rows`).
+    ``lim``: the row's ``(near, far, spread, eps)``; ``eps > 0``: ``drow`` holds
+    float32 distances within ``eps`` of the float64 ones (``PLAIN`` rows): the
+    candidates within ``eps`` of the set's side are compacted, and those the
+    float32 value cannot place are placed by their float64 distance
+    (:func:`_recheck`); ``spread >= 0`` (the SWRF
     family): each neighbour weighs :func:`soft_weight` of its distance around
-    the set's threshold (:func:`_add_rows_soft`, ``buf.wts`` its buffer);
+    the set's threshold (:func:`~.surf_rows.add_rows_soft`, ``buf.wts`` its buffer);
     ``spread < 0``: every neighbour weighs 1.
 
     ``how.bound > 0`` (a continuous target ``ta`` of the row, ``cand.target``
@@ -451,12 +399,13 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
     ``|ta - to[t]| < bound`` and the misses, ``buf.keep[0]`` and
     ``buf.keep[1]``; otherwise ``buf.keep[0]`` is all true.
     """
-    near, far, spread = lim
+    near, far, spread, eps = lim
     rows, keep, wts = buf
     Xo, ids, to, starts, o0 = cand
     dm, dw, ramp, kind, bound, squares = how
     n_sets, n_classes = P.shape[0], P.shape[1]
     split = bound > 0.0
+    masked = split or self_idx >= 0
     if split:
         for t in range(t0, t1):
             hit = abs(ta - to[t]) < bound
@@ -469,7 +418,12 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
             hi = min(t1, starts[sort_class + 1] - o0)
             if lo >= hi:
                 continue
-            m = _compact(drow, lo, hi, s, near, far, self_idx, ids, keep[c if split else 0], rows)
+            thr = near if s == 0 else far
+            mask = keep[c if split else 0]
+            edge = thr + eps if s == 0 else thr - eps
+            m = _compact(drow, lo, hi, s, edge, masked, self_idx, ids, mask, rows)
+            if eps > 0.0:
+                m = _recheck(x, Xo, o0, drow, rows, m, s, thr, eps)
             if m:
                 if spread >= 0.0:
                     centre = near if s == 0 else far
@@ -478,24 +432,26 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
                 for r in range(m):
                     rows[r] += o0
                 if spread >= 0.0:
-                    _add_rows_soft(x, Xo, rows, wts, m, dm, ramp, kind, P[s, c])
+                    add_rows_soft(x, Xo, rows, wts, m, dm, ramp, kind, P[s, c])
                 else:
-                    _add_rows(x, Xo, rows, m, dm, ramp, kind, P[s, c], squares)
+                    add_rows(x, Xo, rows, m, dm, ramp, kind, P[s, c], squares)
 
 
 @inline
-def _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf):
+def _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, eps):
     """Add a sub-tile's neighbours to both sides' partials: ``p`` and ``q`` are the
     two row sets (:class:`_Side`, sorted by class), ``how`` the scoring
     (:class:`Scoring`), ``buf`` the scratch (:class:`_Scratch`).  The
     candidates' side reads the transposed distances ``DT``; both sides run
     the same code (one copy to compile: the sides' fields are unified one by
-    one, as two named tuples of different array types would not be)."""
+    one, as two named tuples of different array types would not be).  ``eps``:
+    the float32 distances' error bound, 0 for float64 distances (:func:`_score_row`)."""
     same = p0 == q0 and mode == WITHIN
     if mode != ORDERED:
-        for a in range(p1 - p0):
+        for a0 in range(0, p1 - p0, 8):  # eight rows of D a sweep: whole lines of DT
             for t in range(q1 - q0):
-                DT[t, a] = D[a, t]
+                for a in range(a0, min(a0 + 8, p1 - p0)):
+                    DT[t, a] = D[a, t]
     soft = p.spread.shape[0] > 0
     for side in range(1 if mode == ORDERED else 2):
         if side == 0:  # anchors p against candidates q
@@ -533,7 +489,7 @@ def _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf):
                 t0, t1 = 0, o1 - o0
             self_idx = p.ids[i] if mode == ORDERED else -1
             ta = T[i] if how.bound > 0.0 else 0.0
-            lim = (near[i], far[i], spread[i] if soft else -1.0)
+            lim = (near[i], far[i], spread[i] if soft else -1.0, eps)
             _score_row(X[i], M[i - i0], t0, t1, lim, self_idx, ta, cand, how, P[i], buf)
 
 
@@ -568,6 +524,26 @@ def _scratch(bound):
     return _Scratch(np.empty(TILE, dtype=np.int64), keep, np.empty(TILE))
 
 
+@inline
+def _float32_decides(how, soft):
+    """Whether pass 2 measures its distances in float32 and rechecks the undecided in
+    float64: ``PLAIN`` rows, every neighbour weighing 1 (the SWRF family's weights
+    need each neighbour's float64 distance)."""
+    return how.kind == PLAIN and not soft
+
+
+@inline
+def _error_bound(Xp, Xq):
+    """:func:`.distance.float32_error_bound` of the distances between two row sets;
+    ``inf`` for values float32 cannot hold (their distances stay float64)."""
+    scale = 0.0
+    for X in (Xp, Xq):
+        for i in range(X.shape[0]):
+            for f in range(X.shape[1]):
+                scale = max(scale, abs(X[i, f]))
+    return float32_error_bound(scale, Xp.shape[1]) if scale < 1e30 else np.inf
+
+
 @helper
 def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq):
     """Per-row neighbour partials ``P[row, set, class, :A+1]`` of both row sets of a pair.
@@ -585,8 +561,9 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mo
     :class:`Thresholds`; a non-empty ``spread`` (the SWRF family): each neighbour weighs
     :func:`soft_weight` of its distance around its set's threshold with
     its row's spread, and the partials carry the weighted difference sums,
-    the counts and the weight sums (:func:`_add_rows_soft`).  Returns ``(Pp, Pq)``; ``Pq`` is
-    empty in the ``ORDERED`` mode and ``Pp`` itself in the ``WITHIN`` mode.
+    the counts and the weight sums (:func:`~.surf_rows.add_rows_soft`).
+    Returns ``(Pp, Pq)``; ``Pq`` is empty in the ``ORDERED`` mode and ``Pp``
+    itself in the ``WITHIN`` mode.
 
     Both row sets are first sorted by class (stable), so that a row's
     neighbours of one class are one compaction of one range of positions.
@@ -615,18 +592,28 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mo
     Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_out, width), 0.0)
     p = _Side(Xps, ips, sp, near_ps, far_ps, spread_ps, tps)
     q = _Side(Xqs, iqs, sq, near_qs, far_qs, spread_qs, tqs)
-    XT = np.empty((n_features, TILE))
-    D = np.empty((TILE, TILE))
-    DT = np.empty((TILE, TILE))
+    eps = _error_bound(Xps, Xqs) if _float32_decides(how, soft) else np.inf
+    fast = eps < np.inf
+    Xps32 = Xps.astype(np.float32) if fast else np.empty((0, n_features), dtype=np.float32)
+    XT, XT32 = np.empty((n_features, TILE)), np.empty((n_features, TILE), dtype=np.float32)
+    D, DT = np.empty((TILE, TILE)), np.empty((TILE, TILE))
+    D32, DT32 = np.empty((TILE, TILE), dtype=np.float32), np.empty((TILE, TILE), dtype=np.float32)
     cnt = np.empty(TILE)
     buf = _scratch(how.bound)
     for q0 in range(0, n_q, TILE):
         q1 = min(q0 + TILE, n_q)
-        transpose(Xqs, q0, q1, XT)
+        if fast:
+            transpose(Xqs, q0, q1, XT32)
+        else:
+            transpose(Xqs, q0, q1, XT)
         for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
             p1 = min(p0 + TILE, n_p)
-            tile_distances(Xps, p0, p1, XT, q1 - q0, how.dm, how.dw, how.kind, D, cnt)
-            _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf)
+            if fast:
+                tile_distances32(Xps32, p0, p1, XT32, 0, q1 - q0, D32)
+                _fold_scores(D32, DT32, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, eps)
+            else:
+                tile_distances(Xps, p0, p1, XT, q1 - q0, how.dm, how.dw, how.kind, D, cnt)
+                _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, 0.0)
     Pp_out = _unsort(Pp, order_p)
     if mode == WITHIN:
         return Pp_out, Pp_out
@@ -647,18 +634,32 @@ def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, how, thr, ta, tc):
     q = _Side(Xcs, ics, sc, thr.near, thr.far, thr.spread, tcs)
     n_tiles = (n_a + TILE - 1) // TILE
     for i in numba.prange(n_tiles):
-        p0 = i * TILE
-        p1 = min(p0 + TILE, n_a)
-        XT = np.empty((n_features, TILE))
-        D = np.empty((TILE, TILE))
-        cnt = np.empty(TILE)
-        buf = _scratch(how.bound)
-        for q0 in range(0, Xcs.shape[0], TILE):
-            q1 = min(q0 + TILE, Xcs.shape[0])
-            transpose(Xcs, q0, q1, XT)
-            tile_distances(Xa, p0, p1, XT, q1 - q0, how.dm, how.dw, how.kind, D, cnt)
-            _fold_scores(D, D, p, q, p0, p1, q0, q1, how, ORDERED, P, P, buf)
+        _anchor_tile_scores(i * TILE, min((i + 1) * TILE, n_a), p, q, how, P)
     return P
+
+
+@helper
+def _anchor_tile_scores(p0, p1, p, q, how, P):
+    """:func:`_score_tile`'s anchors ``[p0, p1)`` against every candidate: a function of
+    its own, whose body numba's parallel analysis does not read (it fails on it)."""
+    n_features = p.X.shape[1]
+    eps = _error_bound(p.X[p0:p1], q.X) if _float32_decides(how, p.spread.shape[0] > 0) else np.inf
+    fast = eps < np.inf
+    Xa32 = p.X[p0:p1].astype(np.float32) if fast else np.empty((0, n_features), dtype=np.float32)
+    XT, XT32 = np.empty((n_features, TILE)), np.empty((n_features, TILE), dtype=np.float32)
+    D, D32 = np.empty((TILE, TILE)), np.empty((TILE, TILE), dtype=np.float32)
+    cnt = np.empty(TILE)
+    buf = _scratch(how.bound)
+    for q0 in range(0, q.X.shape[0], TILE):
+        q1 = min(q0 + TILE, q.X.shape[0])
+        if fast:
+            transpose(q.X, q0, q1, XT32)
+            tile_distances32(Xa32, 0, p1 - p0, XT32, 0, q1 - q0, D32)
+            _fold_scores(D32, D32, p, q, p0, p1, q0, q1, how, ORDERED, P, P, buf, eps)
+        else:
+            transpose(q.X, q0, q1, XT)
+            tile_distances(p.X, p0, p1, XT, q1 - q0, how.dm, how.dw, how.kind, D, cnt)
+            _fold_scores(D, D, p, q, p0, p1, q0, q1, how, ORDERED, P, P, buf, 0.0)
 
 
 @helper
