@@ -159,9 +159,10 @@ def _all_pairs_fit(g, anchors, n_classes, n_neighbors):
     work within :data:`ALL_PAIRS_WORK` (one call: an interrupt waits for it)."""
     if not g.local or anchors is not None or len(g.candidates) != 1:
         return False
-    n = g.rows.n_samples
-    pool = max(4 * (n_neighbors + 1), 32)
-    per_row = n_classes * (12 * pool + 24 * n_neighbors + 8)
+    n, k = g.rows.n_samples, n_neighbors
+    # Per row and class: its pool (float32 and int64), limit, count and lists (distance,
+    # index, position; and the lists returned); per row its copies (sorted, float32 twice).
+    per_row = n_classes * (12 * (k + 2) + 16 + 40 * k) + 16 * g.rows.n_features
     return n * per_row <= TILE_BUDGET and n * n * g.rows.n_features <= ALL_PAIRS_WORK
 
 
