@@ -7,10 +7,12 @@ import numpy as np
 
 from .._numba import TileKernel, helper, inline
 from .distance import (
+    PLAIN,
     distance,
     feature_diff,
     float32_error_bound,
     pair_distance,
+    plain_tile,
     tile_distances32,
     transpose,
 )
@@ -423,6 +425,36 @@ def _knn_tile_general(
     idx[:] = -1
     z = filled((n_anchors, n_out, k, n_features), 0.0)
     ranked = centres.shape[0] > 0
+    if kind == PLAIN:  # continuous rows: their distances in float64 sub-tiles
+        for grp in numba.prange((n_anchors + ANCHOR_GROUP - 1) // ANCHOR_GROUP):
+            a0 = grp * ANCHOR_GROUP
+            n_a = min(ANCHOR_GROUP, n_anchors - a0)
+            XT = np.empty(n_features * KNN_BLOCK).reshape((n_features, KNN_BLOCK))
+            D = np.empty(n_a * KNN_BLOCK).reshape((n_a, KNN_BLOCK))
+            loc = np.empty(n_a * n_out * k, dtype=np.int64).reshape((n_a, n_out, k))
+            for c in range(n_classes):
+                for c0 in range(starts[c], starts[c + 1], KNN_BLOCK):
+                    c1 = min(c0 + KNN_BLOCK, starts[c + 1])
+                    transpose(Xs, c0, c1, XT)
+                    plain_tile(Xa, a0, a0 + n_a, XT, c1 - c0, D)
+                    for r in range(n_a):
+                        a = a0 + r
+                        for t in range(c1 - c0):
+                            g = ics[c0 + t]
+                            if g == ia[a]:
+                                continue
+                            cc = _group(c, target, bound, ia[a], g)
+                            d = D[r, t]
+                            if ranked:
+                                d = -abs(centres[a, cc, 0] * d - centres[a, cc, 1])
+                            _insert(dist[a, cc], idx[a, cc], loc[r, cc], d, g, c0 + t)
+            for r in range(n_a):
+                for cc in range(n_out):
+                    for q in range(k):
+                        if idx[a0 + r, cc, q] >= 0:
+                            for f in range(n_features):
+                                z[a0 + r, cc, q, f] = abs(Xa[a0 + r, f] - Xs[loc[r, cc, q], f])
+        return dist, idx, z
     for a in numba.prange(n_anchors):
         loc = np.empty(n_out * k, dtype=np.int64).reshape((n_out, k))
         xa = Xa[a]
@@ -459,6 +491,24 @@ def _class_moments_tile(Xa, ia, Xc, yc, ic, n_classes, dm, dw, kind, target, bou
     ones[:] = 1.0
     n_out = n_classes if target.shape[0] == 0 else 2
     out = filled((n_anchors, n_out, 2), 0.0)
+    if kind == PLAIN:  # continuous rows: their distances in float64 sub-tiles
+        for grp in numba.prange((n_anchors + ANCHOR_GROUP - 1) // ANCHOR_GROUP):
+            a0 = grp * ANCHOR_GROUP
+            n_a = min(ANCHOR_GROUP, n_anchors - a0)
+            XT = np.empty(n_features * KNN_BLOCK).reshape((n_features, KNN_BLOCK))
+            D = np.empty(n_a * KNN_BLOCK).reshape((n_a, KNN_BLOCK))
+            for c0 in range(0, Xc.shape[0], KNN_BLOCK):
+                c1 = min(c0 + KNN_BLOCK, Xc.shape[0])
+                transpose(Xc, c0, c1, XT)
+                plain_tile(Xa, a0, a0 + n_a, XT, c1 - c0, D)
+                for r in range(n_a):
+                    a = a0 + r
+                    for t in range(c1 - c0):
+                        if ic[c0 + t] != ia[a]:
+                            cc = _group(yc[c0 + t], target, bound, ia[a], ic[c0 + t])
+                            out[a, cc, 0] += 1.0
+                            out[a, cc, 1] += D[r, t]
+        return out
     for a in numba.prange(n_anchors):
         xa = Xa[a]
         for j in range(Xc.shape[0]):
