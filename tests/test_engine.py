@@ -290,6 +290,50 @@ def test_lse_statistic_over_chunkings(rows_data, rows, threaded):
     np.testing.assert_allclose(got, local, rtol=1e-12, atol=1e-15)
 
 
+def _class_sums_agg(dist, idx, z, ya):
+    """Per class of the neighbours, the sum of their difference rows and their count."""
+    found = idx >= 0
+    return np.concatenate([z.sum(axis=(0, 2)).ravel(), found.sum(axis=(0, 2))]).astype(float)
+
+
+@pytest.mark.parametrize("rows", [5, 19])
+def test_knn_statistic_in_process_all_pairs_equals_the_blocks_on_dask(rows_data, rows, monkeypatch):
+    """In-process (every pair measured once: :data:`knn.ALL_PAIRS`), in-process past
+    its work limit (anchor blocks against every row) and on dask (row blocks merged)
+    give the same neighbour sums; the first path is the one a default fit takes."""
+    import dask.array as da
+
+    X, y, k = rows_data
+    calls = []
+    monkeypatch.setattr(knn, "ALL_PAIRS", _Counting(knn.ALL_PAIRS, calls))
+    local = neighbours.knn_statistic(execution.prepare_rows(X, y, k), 4, _class_sums_agg)
+    assert len(calls) == 1
+    monkeypatch.setattr(neighbours, "ALL_PAIRS_WORK", 0)
+    blocks = neighbours.knn_statistic(execution.prepare_rows(X, y, k), 4, _class_sums_agg)
+    on_dask = execution.prepare_rows(
+        da.from_array(X, chunks=(rows, 6)), da.from_array(y, chunks=rows), k
+    )
+    dask_sums = neighbours.knn_statistic(on_dask, 4, _class_sums_agg)
+    assert len(calls) == 1
+    # The same neighbours (their counts equal); the sums added up block by block.
+    a = X.shape[1] * k
+    np.testing.assert_array_equal(blocks[a:], local[a:])
+    np.testing.assert_array_equal(dask_sums[a:], local[a:])
+    np.testing.assert_allclose(blocks, local, rtol=1e-13)
+    np.testing.assert_allclose(dask_sums, local, rtol=1e-13)
+
+
+class _Counting:
+    """A kernel object whose ``pick`` records each call."""
+
+    def __init__(self, kernel, calls):
+        self._kernel, self._calls = kernel, calls
+
+    def pick(self, *args, **kwargs):
+        self._calls.append(args)
+        return self._kernel.pick(*args, **kwargs)
+
+
 def test_in_process_anchor_blocks_equal_one_block(rows_data, monkeypatch):
     X, y, k = rows_data
     w = np.random.default_rng(2).random(X.shape[1])
