@@ -39,12 +39,12 @@ Pair modes, as IMMIGRATE's quadratic kernels (:mod:`.modes`): ``ORDERED``,
 computes every distance once per pass instead of twice.
 
 Layout: the pairs are visited in sub-tiles of :data:`TILE` x :data:`TILE`
-rows.  A sub-tile's distances are computed vectorised over its candidates
-(transposed to features by rows), four anchors by two features a sweep
-(:func:`.distance.plain_tile`: each load of two candidate features serves
-four anchors, each load and store of an anchor's running row two
-features), then folded into the moments (pass 1) or into neighbour lists
-(pass 2).  Pass 2 first sorts both row sets by class, so that a row's
+rows (pass 2: :data:`SCORE_TILE`).  A sub-tile's distances are computed
+vectorised over its candidates (transposed to features by rows), four
+anchors by two features a sweep (:func:`.distance.plain_tile`: each load of
+two candidate features serves four anchors, each load and store of an
+anchor's running row two features), then folded into the moments (pass 1)
+or into neighbour lists (pass 2).  Pass 2 first sorts both row sets by class, so that a row's
 neighbours of one class are one branch-free compaction of a range of
 positions, summed four rows per sweep (:mod:`.surf_rows`).
 
@@ -58,7 +58,7 @@ it measures its sub-tiles in float32 (:func:`.distance.tile_distances32`,
 twice the pairs a vector), compacts the candidates whose float32 distance is
 within the error bound (:func:`.distance.float32_error_bound`) of the set's
 side, and places those within the bound of the threshold by their float64
-distance (:func:`_recheck`): the neighbours are the float64 distances' own.
+distance (:func:`~.surf_rows.recheck`): the neighbours are the float64 distances' own.
 """
 
 import math
@@ -68,23 +68,17 @@ import numba
 import numpy as np
 
 from .._numba import helper, inline, twins
-from .distance import (
-    MASKED,
-    MISSING,
-    PLAIN,
-    float32_error_bound,
-    plain_distance,
-    tile_distances,
-    tile_distances32,
-    transpose,
-)
+from .distance import MASKED, MISSING, PLAIN, tile_distances, tile_distances32, transpose
 from .lse import by_class, class_order, filled
 from .modes import CROSS, ORDERED, WITHIN
-from .surf_rows import add_rows, add_rows_soft
+from .surf_rows import add_rows, add_rows_soft, error_bound, recheck
 
 #: Rows of each side per sub-tile: its distances, the transposed candidates and
 #: both sides' partials stay in the L1/L2 caches.
 TILE = 128
+#: Pass 2's sub-tiles: larger, as each row's neighbour lists cost a setup per
+#: sub-tile and its float32 distances take half the bytes.
+SCORE_TILE = 256
 __all__ = ["MASKED", "MISSING", "PLAIN"]  # the difference kinds (:mod:`.distance`)
 
 # -- the kernels' argument bundles (named tuples: numba passes them as one argument) --
@@ -360,27 +354,6 @@ def _compact(drow, t0, t1, s, edge, masked, self_idx, ids, keep, out):
 
 
 @inline
-def _recheck(x, Xo, o0, drow, rows, m, s, thr, eps):
-    """Of the candidates ``rows[:m]``, found by float32 distances within ``eps`` of
-    their float64 ones, keep those in set ``s`` of threshold ``thr``: where the
-    float32 value is within ``eps`` of ``thr``, the float64 distance
-    (:func:`.distance.plain_distance`, bit for bit pass 1's) decides.  Returns
-    the new count; the order is kept."""
-    lo, hi = thr - eps, thr + eps
-    k = 0
-    for r in range(m):
-        t = rows[r]
-        d = drow[t]
-        inside = True
-        if d >= lo and d <= hi:
-            e = plain_distance(x, Xo[o0 + t])
-            inside = e < thr if s == 0 else e > thr
-        rows[k] = t
-        k += inside
-    return k
-
-
-@inline
 def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
     """One row's neighbours among the class-sorted candidates ``cand.first + [t0, t1)``
     (:class:`_Candidates`), added to ``P[set, class]``: per set and class, one
@@ -389,7 +362,7 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
     float32 distances within ``eps`` of the float64 ones (``PLAIN`` rows): the
     candidates within ``eps`` of the set's side are compacted, and those the
     float32 value cannot place are placed by their float64 distance
-    (:func:`_recheck`); ``spread >= 0`` (the SWRF
+    (:func:`~.surf_rows.recheck`); ``spread >= 0`` (the SWRF
     family): each neighbour weighs :func:`soft_weight` of its distance around
     the set's threshold (:func:`~.surf_rows.add_rows_soft`, ``buf.wts`` its buffer);
     ``spread < 0``: every neighbour weighs 1.
@@ -423,7 +396,7 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
             edge = thr + eps if s == 0 else thr - eps
             m = _compact(drow, lo, hi, s, edge, masked, self_idx, ids, mask, rows)
             if eps > 0.0:
-                m = _recheck(x, Xo, o0, drow, rows, m, s, thr, eps)
+                m = recheck(x, Xo, o0, drow, rows, m, s, thr, eps)
             if m:
                 if spread >= 0.0:
                     centre = near if s == 0 else far
@@ -519,9 +492,9 @@ def partial_classes(n_classes, bound):
 def _scratch(bound):
     """A sub-tile's :class:`_Scratch`; the compaction's per-candidate masks are hits
     and misses (``bound > 0``), else all true."""
-    keep = np.empty(2 * TILE, dtype=np.bool_).reshape((2, TILE))
+    keep = np.empty(2 * SCORE_TILE, dtype=np.bool_).reshape((2, SCORE_TILE))
     keep[:] = bound <= 0.0
-    return _Scratch(np.empty(TILE, dtype=np.int64), keep, np.empty(TILE))
+    return _Scratch(np.empty(SCORE_TILE, dtype=np.int64), keep, np.empty(SCORE_TILE))
 
 
 @inline
@@ -532,19 +505,6 @@ def _float32_decides(how, soft):
     return how.kind == PLAIN and not soft
 
 
-@inline
-def _error_bound(Xp, Xq):
-    """:func:`.distance.float32_error_bound` of the distances between two row sets;
-    ``inf`` for values float32 cannot hold (their distances stay float64)."""
-    scale = 0.0
-    for X in (Xp, Xq):
-        for i in range(X.shape[0]):
-            for f in range(X.shape[1]):
-                scale = max(scale, abs(X[i, f]))
-    return float32_error_bound(scale, Xp.shape[1]) if scale < 1e30 else np.inf
-
-
-@helper
 def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq):
     """Per-row neighbour partials ``P[row, set, class, :A+1]`` of both row sets of a pair.
 
@@ -567,7 +527,21 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mo
 
     Both row sets are first sorted by class (stable), so that a row's
     neighbours of one class are one compaction of one range of positions.
+    ``PLAIN`` rows whose neighbours weigh 1 (and whose values float32 holds)
+    are measured in float32 and rechecked (:func:`_score_pairs32`), the
+    others in float64 (:func:`_score_pairs64`): two kernels, so that a fit
+    compiles the one it runs.
     """
+    scale = max(abs(float(X.max(initial=0.0))) + abs(float(X.min(initial=0.0))) for X in (Xp, Xq))
+    plain = how.kind == PLAIN and thr_p.spread.shape[0] == 0 and scale < 1e30
+    kernel = _score_pairs32 if plain else _score_pairs64
+    return kernel(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq)
+
+
+@inline
+def _sorted_sides(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq):
+    """:func:`score_pairs`' two row sets sorted by class (:class:`_Side`), their
+    partials and the orders: ``(p, q, Pp, Pq, order_p, order_q)``."""
     n_features = Xp.shape[1]
     split = how.bound > 0.0
     Xps, ips, sp = by_class(Xp, yp, ip, n_classes)
@@ -592,32 +566,64 @@ def score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mo
     Pq = Pp if mode == WITHIN else filled((n_q if mode == CROSS else 0, n_sets, n_out, width), 0.0)
     p = _Side(Xps, ips, sp, near_ps, far_ps, spread_ps, tps)
     q = _Side(Xqs, iqs, sq, near_qs, far_qs, spread_qs, tqs)
-    eps = _error_bound(Xps, Xqs) if _float32_decides(how, soft) else np.inf
-    fast = eps < np.inf
-    Xps32 = Xps.astype(np.float32) if fast else np.empty((0, n_features), dtype=np.float32)
-    XT, XT32 = np.empty((n_features, TILE)), np.empty((n_features, TILE), dtype=np.float32)
-    D, DT = np.empty((TILE, TILE)), np.empty((TILE, TILE))
-    D32, DT32 = np.empty((TILE, TILE), dtype=np.float32), np.empty((TILE, TILE), dtype=np.float32)
-    cnt = np.empty(TILE)
-    buf = _scratch(how.bound)
-    for q0 in range(0, n_q, TILE):
-        q1 = min(q0 + TILE, n_q)
-        if fast:
-            transpose(Xqs, q0, q1, XT32)
-        else:
-            transpose(Xqs, q0, q1, XT)
-        for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, TILE):
-            p1 = min(p0 + TILE, n_p)
-            if fast:
-                tile_distances32(Xps32, p0, p1, XT32, 0, q1 - q0, D32)
-                _fold_scores(D32, DT32, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, eps)
-            else:
-                tile_distances(Xps, p0, p1, XT, q1 - q0, how.dm, how.dw, how.kind, D, cnt)
-                _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, 0.0)
+    return p, q, Pp, Pq, order_p, order_q
+
+
+@inline
+def _in_row_order(Pp, Pq, order_p, order_q, mode):
+    """:func:`score_pairs`' partials back in the rows' order."""
     Pp_out = _unsort(Pp, order_p)
     if mode == WITHIN:
         return Pp_out, Pp_out
     return Pp_out, _unsort(Pq, order_q) if mode == CROSS else Pq
+
+
+@helper
+def _score_pairs64(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq):
+    """:func:`score_pairs` in float64 (every kind, weighted neighbours)."""
+    sides = _sorted_sides(
+        Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq
+    )
+    p, q, Pp, Pq, order_p, order_q = sides
+    n_features, n_p, n_q = p.X.shape[1], p.X.shape[0], q.X.shape[0]
+    XT = np.empty((n_features, SCORE_TILE))
+    D, DT = np.empty((SCORE_TILE, SCORE_TILE)), np.empty((SCORE_TILE, SCORE_TILE))
+    cnt = np.empty(SCORE_TILE)
+    buf = _scratch(how.bound)
+    for q0 in range(0, n_q, SCORE_TILE):
+        q1 = min(q0 + SCORE_TILE, n_q)
+        transpose(q.X, q0, q1, XT)
+        for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, SCORE_TILE):
+            p1 = min(p0 + SCORE_TILE, n_p)
+            tile_distances(p.X, p0, p1, XT, q1 - q0, how.dm, how.dw, how.kind, D, cnt)
+            _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, 0.0)
+    return _in_row_order(Pp, Pq, order_p, order_q, mode)
+
+
+@helper
+def _score_pairs32(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq):
+    """:func:`score_pairs` of ``PLAIN`` rows whose neighbours weigh 1: float32
+    sub-tiles, the candidates within their error bound of a threshold placed
+    by their float64 distance (:func:`~.surf_rows.recheck`)."""
+    sides = _sorted_sides(
+        Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq
+    )
+    p, q, Pp, Pq, order_p, order_q = sides
+    n_features, n_p, n_q = p.X.shape[1], p.X.shape[0], q.X.shape[0]
+    eps = error_bound(p.X, q.X)
+    Xps32 = p.X.astype(np.float32)
+    XT32 = np.empty((n_features, SCORE_TILE), dtype=np.float32)
+    D32 = np.empty((SCORE_TILE, SCORE_TILE), dtype=np.float32)
+    DT32 = np.empty((SCORE_TILE, SCORE_TILE), dtype=np.float32)
+    buf = _scratch(how.bound)
+    for q0 in range(0, n_q, SCORE_TILE):
+        q1 = min(q0 + SCORE_TILE, n_q)
+        transpose(q.X, q0, q1, XT32)
+        for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, SCORE_TILE):
+            p1 = min(p0 + SCORE_TILE, n_p)
+            tile_distances32(Xps32, p0, p1, XT32, 0, q1 - q0, D32)
+            _fold_scores(D32, DT32, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, eps)
+    return _in_row_order(Pp, Pq, order_p, order_q, mode)
 
 
 def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, how, thr, ta, tc):
@@ -632,9 +638,9 @@ def _score_tile(Xa, ia, Xc, yc, ic, n_classes, n_sets, how, thr, ta, tc):
     # (ORDERED: the candidates' side is not scored; no class starts of anchors.)
     p = _Side(Xa, ia, sc, thr.near, thr.far, thr.spread, ta)
     q = _Side(Xcs, ics, sc, thr.near, thr.far, thr.spread, tcs)
-    n_tiles = (n_a + TILE - 1) // TILE
+    n_tiles = (n_a + SCORE_TILE - 1) // SCORE_TILE
     for i in numba.prange(n_tiles):
-        _anchor_tile_scores(i * TILE, min((i + 1) * TILE, n_a), p, q, how, P)
+        _anchor_tile_scores(i * SCORE_TILE, min((i + 1) * SCORE_TILE, n_a), p, q, how, P)
     return P
 
 
@@ -643,15 +649,21 @@ def _anchor_tile_scores(p0, p1, p, q, how, P):
     """:func:`_score_tile`'s anchors ``[p0, p1)`` against every candidate: a function of
     its own, whose body numba's parallel analysis does not read (it fails on it)."""
     n_features = p.X.shape[1]
-    eps = _error_bound(p.X[p0:p1], q.X) if _float32_decides(how, p.spread.shape[0] > 0) else np.inf
+    eps = error_bound(p.X[p0:p1], q.X) if _float32_decides(how, p.spread.shape[0] > 0) else np.inf
     fast = eps < np.inf
     Xa32 = p.X[p0:p1].astype(np.float32) if fast else np.empty((0, n_features), dtype=np.float32)
-    XT, XT32 = np.empty((n_features, TILE)), np.empty((n_features, TILE), dtype=np.float32)
-    D, D32 = np.empty((TILE, TILE)), np.empty((TILE, TILE), dtype=np.float32)
-    cnt = np.empty(TILE)
+    XT, XT32 = (
+        np.empty((n_features, SCORE_TILE)),
+        np.empty((n_features, SCORE_TILE), dtype=np.float32),
+    )
+    D, D32 = (
+        np.empty((SCORE_TILE, SCORE_TILE)),
+        np.empty((SCORE_TILE, SCORE_TILE), dtype=np.float32),
+    )
+    cnt = np.empty(SCORE_TILE)
     buf = _scratch(how.bound)
-    for q0 in range(0, q.X.shape[0], TILE):
-        q1 = min(q0 + TILE, q.X.shape[0])
+    for q0 in range(0, q.X.shape[0], SCORE_TILE):
+        q1 = min(q0 + SCORE_TILE, q.X.shape[0])
         if fast:
             transpose(q.X, q0, q1, XT32)
             tile_distances32(Xa32, 0, p1 - p0, XT32, 0, q1 - q0, D32)

@@ -1,13 +1,17 @@
-"""A row's differences to its neighbours summed into its partial: the SURF family's pass-2 sums.
+"""A row's neighbours in the SURF family's pass 2: placed exactly, and their differences summed.
 
 :func:`add_rows` adds the scoring differences of one row to a list of
 neighbours (every neighbour weighing 1), :func:`add_rows_soft` with a weight
 per neighbour (the SWRF family); :mod:`.surf` finds the neighbours and calls
-them once per row, neighbour set and class of a sub-tile.
+them once per row, neighbour set and class of a sub-tile.  Where it finds
+them by float32 distances, :func:`recheck` places those within
+:func:`error_bound` of a threshold by their float64 distance.
 """
 
+import numpy as np
+
 from .._numba import inline
-from .distance import MISSING, PLAIN, feature_diff
+from .distance import MISSING, PLAIN, feature_diff, float32_error_bound, plain_distance
 
 
 @inline
@@ -115,3 +119,36 @@ def add_rows_soft(x, Xo, rows, wts, m, dm, ramp, kind, out):
             out[n_features + 1] += w
     if kind != MISSING:
         out[n_features] += m
+
+
+@inline
+def recheck(x, Xo, o0, drow, rows, m, s, thr, eps):
+    """Of the candidates ``rows[:m]``, found by float32 distances within ``eps`` of
+    their float64 ones, keep those in set ``s`` of threshold ``thr``: where the
+    float32 value is within ``eps`` of ``thr``, the float64 distance
+    (:func:`.distance.plain_distance`, bit for bit pass 1's) decides.  Returns
+    the new count; the order is kept."""
+    lo, hi = thr - eps, thr + eps
+    k = 0
+    for r in range(m):
+        t = rows[r]
+        d = drow[t]
+        inside = True
+        if d >= lo and d <= hi:
+            e = plain_distance(x, Xo[o0 + t])
+            inside = e < thr if s == 0 else e > thr
+        rows[k] = t
+        k += inside
+    return k
+
+
+@inline
+def error_bound(Xp, Xq):
+    """:func:`.distance.float32_error_bound` of the distances between two row sets;
+    ``inf`` for values float32 cannot hold (their distances stay float64)."""
+    scale = 0.0
+    for X in (Xp, Xq):
+        for i in range(X.shape[0]):
+            for f in range(X.shape[1]):
+                scale = max(scale, abs(X[i, f]))
+    return float32_error_bound(scale, Xp.shape[1]) if scale < 1e30 else np.inf
