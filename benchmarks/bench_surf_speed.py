@@ -417,6 +417,12 @@ def main(argv=None) -> int:
         attempts=2,
         worker=True,
     )
+    parser.add_argument(
+        "--rounds-only",
+        action="store_true",
+        help="only the interleaved rounds against fast-select (store it under its own "
+        "--variant: the cells and their tables are absent)",
+    )
     args = harness.parse_args(parser, argv)
     if args.worker:
         harness.serve_worker(args.worker, WORKERS)
@@ -449,12 +455,9 @@ def main(argv=None) -> int:
     )
     if rounds.get("ok"):
         relief.with_peak_fractions(rounds["rows"], machine["peak"], "dmargin_pair_features_per_s")
+    specs = [] if args.rounds_only else list(cells(ns, threads, steady_repeats))
     results = harness.launch_cells(
-        __file__,
-        cells(ns, threads, steady_repeats),
-        args,
-        timeout=WORKER_TIMEOUT_S,
-        quiet_cores=QUIET_BUSY_CORES,
+        __file__, specs, args, timeout=WORKER_TIMEOUT_S, quiet_cores=QUIET_BUSY_CORES
     )
     agree = agreement(results, ns, threads)
     goals = targets(results, max(ns))
