@@ -212,26 +212,29 @@ def transposed4_kernel(XA, XT, out, block):
 @njit(fastmath=FASTMATH, cache=True, nogil=True, boundscheck=False)
 def transposed4x2_kernel(XA, XT, out, block):
     """As :func:`transposed4_kernel`, two features a sweep: each sweep adds
-    ``|x0 - y| + |x1 - u|`` to each of the 4 accumulator rows, half their loads and
-    stores per pair-feature (the engine's ``tile_distances32``)."""
+    ``|x0 - y| + |x1 - u|`` to each of 4 accumulator rows, half their loads and
+    stores per pair-feature.  The accumulators are one compact scratch block
+    (4 rows of ``block``), copied to ``out`` after the sweep, as the engine's
+    ``tile_distances32`` keeps a group's distances: rows of ``out`` itself lie
+    8 KiB apart and would share cache sets."""
     na, a = XA.shape
     nb = XT.shape[1]
-    zero = out.dtype.type(0)
+    acc = np.zeros((4, block), dtype=out.dtype)
     for j0 in range(0, nb, block):
-        j1 = min(j0 + block, nb)
+        w = min(block, nb - j0)
         for i in range(0, na, 4):
-            o0, o1, o2, o3 = out[i, j0:j1], out[i + 1, j0:j1], out[i + 2, j0:j1], out[i + 3, j0:j1]
-            for t in range(j1 - j0):
-                o0[t] = zero
-                o1[t] = zero
-                o2[t] = zero
-                o3[t] = zero
+            o0, o1, o2, o3 = acc[0], acc[1], acc[2], acc[3]
+            for t in range(w):
+                o0[t] = 0
+                o1[t] = 0
+                o2[t] = 0
+                o3[t] = 0
             k = 0
             while k + 2 <= a:
                 x0, x1, x2, x3 = XA[i, k], XA[i + 1, k], XA[i + 2, k], XA[i + 3, k]
                 v0, v1, v2, v3 = XA[i, k + 1], XA[i + 1, k + 1], XA[i + 2, k + 1], XA[i + 3, k + 1]
-                xt, ut = XT[k, j0:j1], XT[k + 1, j0:j1]
-                for t in range(j1 - j0):
+                xt, ut = XT[k, j0 : j0 + w], XT[k + 1, j0 : j0 + w]
+                for t in range(w):
                     y, u = xt[t], ut[t]
                     o0[t] += abs(x0 - y) + abs(v0 - u)
                     o1[t] += abs(x1 - y) + abs(v1 - u)
@@ -240,13 +243,16 @@ def transposed4x2_kernel(XA, XT, out, block):
                 k += 2
             if k < a:
                 x0, x1, x2, x3 = XA[i, k], XA[i + 1, k], XA[i + 2, k], XA[i + 3, k]
-                xt = XT[k, j0:j1]
-                for t in range(j1 - j0):
+                xt = XT[k, j0 : j0 + w]
+                for t in range(w):
                     y = xt[t]
                     o0[t] += abs(x0 - y)
                     o1[t] += abs(x1 - y)
                     o2[t] += abs(x2 - y)
                     o3[t] += abs(x3 - y)
+            for r in range(4):
+                for t in range(w):
+                    out[i + r, j0 + t] = acc[r, t]
 
 
 @njit(fastmath=FASTMATH, cache=True, nogil=True, boundscheck=False)
