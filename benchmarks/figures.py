@@ -386,6 +386,37 @@ FIGURES: dict[str, Figure] = {
         "{:.0f}x",
         "skrebate's MultiSURF time over dmargin's at N = 8,000 on one thread",
     ),
+    # ------------------------------------------------------------ fast-select, interleaved rounds
+    "relief.rounds_relieff_8000": Figure(
+        "relief_speed#targets/relieff_rounds_ratio_8000",
+        "{:.1f}x",
+        "fast-select's ReliefF time over dmargin's, interleaved rounds, N = 8,000, one thread",
+    ),
+    "relief.rounds_relieff_2000": Figure(
+        "relief_speed#targets/relieff_rounds_ratio_2000",
+        "{:.1f}x",
+        "fast-select's ReliefF time over dmargin's, interleaved rounds, N = 2,000, one thread",
+    ),
+    "surf.rounds_multisurf_8000": Figure(
+        "surf_speed/rounds#targets/multisurf_rounds_ratio_8000",
+        "{:.1f}x",
+        "fast-select's MultiSURF time over dmargin's, interleaved rounds, N = 8,000, one thread",
+    ),
+    "surf.rounds_multisurf_2000": Figure(
+        "surf_speed/rounds#targets/multisurf_rounds_ratio_2000",
+        "{:.1f}x",
+        "fast-select's MultiSURF time over dmargin's, interleaved rounds, N = 2,000, one thread",
+    ),
+    "relief.kernel_peak_min": Figure(
+        "relief_speed#targets/kernel_fraction_f32_min * 100",
+        "{:.0f} %",
+        "lowest Relief-family kernel rate in a fit, share of one core's float32 peak",
+    ),
+    "relief.kernel_peak_max": Figure(
+        "relief_speed#targets/kernel_fraction_f32_max * 100",
+        "{:.0f} %",
+        "highest Relief-family kernel rate in a fit, share of one core's float32 peak",
+    ),
     "skrebate08.speedup_min": Figure(
         f"{_SK08}/skrebate_over_dmargin_min",
         "{:.0f}x",

@@ -127,7 +127,9 @@ def test_a_figure_without_a_marker_is_caught():
     text = PAGES["docs/getting_started.md"].read_text()
     assert report.loose_figures(text) == []
     unmarked = re.sub(r"<!-- figure: [^>]*-->(.*?)<!-- /figure -->", r"\1", text)
-    assert [figure for _, figure in report.loose_figures(unmarked)] == ["2 s", "4 s"]
+    marked = re.findall(r"<!-- figure: [^>]*-->(.*?)<!-- /figure -->", text)
+    assert len(marked) == 2  # the first fit's times, whatever the last run measured
+    assert [figure for _, figure in report.loose_figures(unmarked)] == marked
     added = text.replace(
         "## A first fit\n",
         "## A first fit\n\nIt is about 25x faster, 1.80x on 2 workers, "
