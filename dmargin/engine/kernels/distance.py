@@ -37,7 +37,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-from .._numba import helper, inline, strict
+from .._numba import inline, strict
 
 PLAIN, MASKED, MISSING = 0, 1, 2
 
@@ -134,9 +134,10 @@ def pair_distance(xa, xb, w, dm, dw, kind):
 
 
 @strict
-def plain_tile(Xp, p0, p1, XT, nq, D):
-    """``D[a - p0, t] = sum_f |Xp[a, f] - XT[f, t]|``: :func:`tile_distances` of the
-    ``PLAIN`` kind.
+def plain_tile(Xp, p0, p1, XT, t0, nq, D):
+    """``D[a - p0, t] = sum_f |Xp[a, f] - XT[f, t0 + t]|`` for ``t < nq``: :func:`tile_distances`
+    of the ``PLAIN`` kind, in the arrays' own float type (float64, or float32 for the
+    prefilters of :func:`float32_error_bound`).
 
     Register tiles of four anchors by two features: each sweep reads two rows
     of ``XT`` once for four anchors and adds ``|x_f - v_f| + |x_{f+1} -
@@ -152,15 +153,15 @@ def plain_tile(Xp, p0, p1, XT, nq, D):
     while a + 4 <= p1:
         r0, r1, r2, r3 = D[a - p0], D[a - p0 + 1], D[a - p0 + 2], D[a - p0 + 3]
         for t in range(nq):
-            r0[t] = 0.0
-            r1[t] = 0.0
-            r2[t] = 0.0
-            r3[t] = 0.0
+            r0[t] = 0
+            r1[t] = 0
+            r2[t] = 0
+            r3[t] = 0
         f = 0
         while f + 2 <= n_features:
             x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
             y0, y1, y2, y3 = Xp[a, f + 1], Xp[a + 1, f + 1], Xp[a + 2, f + 1], Xp[a + 3, f + 1]
-            xt, yt = XT[f], XT[f + 1]
+            xt, yt = XT[f, t0 : t0 + nq], XT[f + 1, t0 : t0 + nq]
             for t in range(nq):
                 v, u = xt[t], yt[t]
                 r0[t] += abs(x0 - v) + abs(y0 - u)
@@ -170,7 +171,7 @@ def plain_tile(Xp, p0, p1, XT, nq, D):
             f += 2
         if f < n_features:
             x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
-            xt = XT[f]
+            xt = XT[f, t0 : t0 + nq]
             for t in range(nq):
                 v = xt[t]
                 r0[t] += abs(x0 - v)
@@ -182,17 +183,17 @@ def plain_tile(Xp, p0, p1, XT, nq, D):
     for a in range(rest, p1):
         row = D[a - p0]
         for t in range(nq):
-            row[t] = 0.0
+            row[t] = 0
         f = 0
         while f + 2 <= n_features:
             x, y = Xp[a, f], Xp[a, f + 1]
-            xt, yt = XT[f], XT[f + 1]
+            xt, yt = XT[f, t0 : t0 + nq], XT[f + 1, t0 : t0 + nq]
             for t in range(nq):
                 row[t] += abs(x - xt[t]) + abs(y - yt[t])
             f += 2
         if f < n_features:
             x = Xp[a, f]
-            xt = XT[f]
+            xt = XT[f, t0 : t0 + nq]
             for t in range(nq):
                 row[t] += abs(x - xt[t])
 
@@ -224,7 +225,7 @@ def tile_distances(Xp, p0, p1, XT, nq, dm, dw, kind, D, cnt):
     in ``cnt`` (scratch of length ``nq``) and divides by it.
     """
     if kind == PLAIN:
-        plain_tile(Xp, p0, p1, XT, nq, D)
+        plain_tile(Xp, p0, p1, XT, 0, nq, D)
         return
     n_features = Xp.shape[1]
     for a in range(p0, p1):
@@ -286,7 +287,7 @@ def transpose(Xq, q0, q1, XT):
 @inline
 def float32_error_bound(scale, n_features):
     """A bound on ``|d32 - d|`` for the plain distance of two rows whose values
-    are at most ``scale`` in magnitude: ``d32`` as :func:`tile_distances32`
+    are at most ``scale`` in magnitude: ``d32`` as :func:`plain_tile` on float32 rows
     computes it from the rows rounded to float32, ``d`` the exact distance.
 
     With ``u = 2^-24``: rounding a value moves it by at most ``u scale``, so a
@@ -297,69 +298,6 @@ def float32_error_bound(scale, n_features):
     the float64 distance's own rounding, ``A 2^-53`` of it.
     """
     return 2.0 * 2.0**-24 * scale * (4 * n_features + 2 * n_features * n_features)
-
-
-@helper
-def tile_distances32(Xp, p0, p1, XT, t0, nq, D):
-    """``D[a - p0, t]``: the plain distance of ``Xp[a]`` and candidate ``t0 + t`` of
-    ``XT`` (features by rows, :func:`transpose`) for ``t < nq``, in float32 (``Xp``,
-    ``XT``, ``D`` float32).
-
-    Register tiles of four anchors by two features: each sweep reads two rows
-    of ``XT`` once for four anchors, and adds two differences to each of
-    their running sums (half the loads and stores of one feature a sweep).
-    Vectorised over the candidates, 16 to a vector.  The anchors after the
-    last sweep of four pair their features the same way.
-    """
-    n_features = Xp.shape[1]
-    zero = np.float32(0.0)
-    a = p0
-    while a + 4 <= p1:
-        r0, r1, r2, r3 = D[a - p0], D[a - p0 + 1], D[a - p0 + 2], D[a - p0 + 3]
-        for t in range(nq):
-            r0[t] = zero
-            r1[t] = zero
-            r2[t] = zero
-            r3[t] = zero
-        f = 0
-        while f + 2 <= n_features:
-            x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
-            y0, y1, y2, y3 = Xp[a, f + 1], Xp[a + 1, f + 1], Xp[a + 2, f + 1], Xp[a + 3, f + 1]
-            xt, yt = XT[f, t0 : t0 + nq], XT[f + 1, t0 : t0 + nq]
-            for t in range(nq):
-                v, u = xt[t], yt[t]
-                r0[t] += abs(x0 - v) + abs(y0 - u)
-                r1[t] += abs(x1 - v) + abs(y1 - u)
-                r2[t] += abs(x2 - v) + abs(y2 - u)
-                r3[t] += abs(x3 - v) + abs(y3 - u)
-            f += 2
-        if f < n_features:
-            x0, x1, x2, x3 = Xp[a, f], Xp[a + 1, f], Xp[a + 2, f], Xp[a + 3, f]
-            xt = XT[f, t0 : t0 + nq]
-            for t in range(nq):
-                v = xt[t]
-                r0[t] += abs(x0 - v)
-                r1[t] += abs(x1 - v)
-                r2[t] += abs(x2 - v)
-                r3[t] += abs(x3 - v)
-        a += 4
-    rest = a  # the anchors after the sweeps of four
-    for a in range(rest, p1):
-        row = D[a - p0]
-        for t in range(nq):
-            row[t] = zero
-        f = 0
-        while f + 2 <= n_features:
-            x, y = Xp[a, f], Xp[a, f + 1]
-            xt, yt = XT[f, t0 : t0 + nq], XT[f + 1, t0 : t0 + nq]
-            for t in range(nq):
-                row[t] += abs(x - xt[t]) + abs(y - yt[t])
-            f += 2
-        if f < n_features:
-            x = Xp[a, f]
-            xt = XT[f, t0 : t0 + nq]
-            for t in range(nq):
-                row[t] += abs(x - xt[t])
 
 
 # ---------------------------------------------------------------------------

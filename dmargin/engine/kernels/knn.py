@@ -13,7 +13,6 @@ from .distance import (
     float32_error_bound,
     pair_distance,
     plain_tile,
-    tile_distances32,
     transpose,
 )
 from .lse import ANCHOR_GROUP, by_class, class_order, filled
@@ -119,7 +118,7 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
     index.  Unfilled slots hold ``dist = inf, idx = -1, z = 0``.
 
     Exact in float64.  A group of anchors measures each block of candidates
-    in float32 (:func:`~.distance.tile_distances32`, error at most
+    in float32 (:func:`~.distance.plain_tile`, error at most
     ``bound``, :func:`~.distance.float32_error_bound`).  Each anchor keeps a
     limit ``L`` such that ``k`` candidates other than itself lie within
     ``L - bound`` in float64: a candidate farther than ``L`` in float32 is
@@ -168,7 +167,7 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
             for c0 in range(starts[c], starts[c + 1], KNN_BLOCK):
                 c1 = min(c0 + KNN_BLOCK, starts[c + 1])
                 nq = c1 - c0
-                tile_distances32(Xa32, 0, n_a, XT, c0, nq, D)
+                plain_tile(Xa32, 0, n_a, XT, c0, nq, D)
                 for r in range(n_a):
                     a = a0 + r
                     row = D[r]
@@ -315,7 +314,7 @@ def _pair_tile(
     ci, cj = bc[I], bc[J]
     D = np.empty(n_i * n_j, dtype=np.float32).reshape((n_i, n_j))
     small = np.empty(k + 1, dtype=np.float32)
-    tile_distances32(X32, i0, i0 + n_i, XT, j0, n_j, D)
+    plain_tile(X32, i0, i0 + n_i, XT, j0, n_j, D)
     for r in range(n_i):
         s = i0 + r
         row = D[r]
@@ -436,7 +435,7 @@ def _knn_tile_general(
                 for c0 in range(starts[c], starts[c + 1], KNN_BLOCK):
                     c1 = min(c0 + KNN_BLOCK, starts[c + 1])
                     transpose(Xs, c0, c1, XT)
-                    plain_tile(Xa, a0, a0 + n_a, XT, c1 - c0, D)
+                    plain_tile(Xa, a0, a0 + n_a, XT, 0, c1 - c0, D)
                     for r in range(n_a):
                         a = a0 + r
                         for t in range(c1 - c0):
@@ -500,7 +499,7 @@ def _class_moments_tile(Xa, ia, Xc, yc, ic, n_classes, dm, dw, kind, target, bou
             for c0 in range(0, Xc.shape[0], KNN_BLOCK):
                 c1 = min(c0 + KNN_BLOCK, Xc.shape[0])
                 transpose(Xc, c0, c1, XT)
-                plain_tile(Xa, a0, a0 + n_a, XT, c1 - c0, D)
+                plain_tile(Xa, a0, a0 + n_a, XT, 0, c1 - c0, D)
                 for r in range(n_a):
                     a = a0 + r
                     for t in range(c1 - c0):

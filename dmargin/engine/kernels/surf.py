@@ -54,7 +54,7 @@ a time in order, in every pass, mode and either order of the pair
 neighbour tests are strict (``<``, ``>``) as skrebate's.  Pass 1 sums every
 distance and its square, so it measures them in float64.  Pass 2 only
 decides sides of thresholds: on ``PLAIN`` rows, every neighbour weighing 1,
-it measures its sub-tiles in float32 (:func:`.distance.tile_distances32`,
+it measures its sub-tiles in float32 (:func:`.distance.plain_tile` on float32 rows,
 twice the pairs a vector), compacts the candidates whose float32 distance is
 within the error bound (:func:`.distance.float32_error_bound`) of the set's
 side, and places those within the bound of the threshold by their float64
@@ -68,7 +68,7 @@ import numba
 import numpy as np
 
 from .._numba import helper, inline, twins
-from .distance import MASKED, MISSING, PLAIN, tile_distances, tile_distances32, transpose
+from .distance import MASKED, MISSING, PLAIN, plain_tile, tile_distances, transpose
 from .lse import by_class, class_order, filled
 from .modes import CROSS, ORDERED, WITHIN
 from .surf_rows import add_rows, add_rows_soft, error_bound, recheck
@@ -621,7 +621,7 @@ def _score_pairs32(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q,
         transpose(q.X, q0, q1, XT32)
         for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, SCORE_TILE):
             p1 = min(p0 + SCORE_TILE, n_p)
-            tile_distances32(Xps32, p0, p1, XT32, 0, q1 - q0, D32)
+            plain_tile(Xps32, p0, p1, XT32, 0, q1 - q0, D32)
             _fold_scores(D32, DT32, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, eps)
     return _in_row_order(Pp, Pq, order_p, order_q, mode)
 
@@ -666,7 +666,7 @@ def _anchor_tile_scores(p0, p1, p, q, how, P):
         q1 = min(q0 + SCORE_TILE, q.X.shape[0])
         if fast:
             transpose(q.X, q0, q1, XT32)
-            tile_distances32(Xa32, 0, p1 - p0, XT32, 0, q1 - q0, D32)
+            plain_tile(Xa32, 0, p1 - p0, XT32, 0, q1 - q0, D32)
             _fold_scores(D32, D32, p, q, p0, p1, q0, q1, how, ORDERED, P, P, buf, eps)
         else:
             transpose(q.X, q0, q1, XT)
