@@ -17,6 +17,8 @@ By layer, bottom up:
   :mod:`~dmargin.engine.blocks` (histograms, linear machines),
   :mod:`~dmargin.engine.features` (what each feature is),
   :mod:`~dmargin.engine.sampling` (a sample of anchors);
+- :mod:`~dmargin.engine.device` -- where the tiles run (the CPU, or a CUDA
+  GPU for the kernels that have a GPU twin);
 - :mod:`~dmargin.engine.execution` -- the graph, run in-process or on dask
   (the only engine module that imports dask);
 - :mod:`~dmargin.engine.binning` (boosting's bin codes).
@@ -49,8 +51,9 @@ from .execution import (
     rows_per_block,
     split_chunks,
 )
+from .device import DEVICES, check_device, cuda_status
 from .features import FeatureKinds, column_summary, compact_distinct, feature_kinds
-from .kernels.distance import MASKED, MISSING, scored_differences
+from .kernels.distance import MASKED, MISSING, PLAIN, scored_differences
 from .kernels.surf import FAR, NEAR, columns_of, moment_columns
 from .kernels.lse import KERNEL as LSE_KERNEL
 from .kernels.quad import KERNEL as QLSE_KERNEL
@@ -83,10 +86,12 @@ __all__ = [
     "FAR",
     "MASKED",
     "MISSING",
+    "PLAIN",
     "NEAR",
     "columns_of",
     "QLSE_KERNEL",
     "Anchors",
+    "DEVICES",
     "BinnedRows",
     "FeatureKinds",
     "Rows",
@@ -95,10 +100,12 @@ __all__ = [
     "anchor_partials",
     "bin_rows",
     "block_reduce",
+    "check_device",
     "column_summary",
     "compact_distinct",
     "compact_threshold_statistic",
     "counts",
+    "cuda_status",
     "feature_kinds",
     "hinge_band",
     "hinge_violations",

@@ -105,6 +105,17 @@ inline = numba.njit(fastmath=FASTMATH, cache=True, nogil=True, inline="always")
 strict = numba.njit(cache=True, nogil=True, fastmath=False)
 
 
+def restore_numpy_aliases():
+    """Put back ``np.row_stack`` (an alias of ``np.vstack``) where numpy 2.5 removed
+    it: numba-cuda 0.30 registers an overload of it when ``numba.cuda`` is
+    imported and fails without it (NVIDIA/numba-cuda#907).  Called before every
+    import of ``numba.cuda``."""
+    import numpy as np
+
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+
+
 def twins(fn, fastmath=True):
     """Compile ``fn`` twice: ``(serial, parallel)``.
 

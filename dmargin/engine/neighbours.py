@@ -21,6 +21,7 @@ import numpy as np
 
 from . import grid, merge
 from ._numba import TileKernel, blas_single_thread, n_threads
+from .device import knn_kernel
 from .execution import TILE_BUDGET, Anchors, Rows
 from .features import FeatureKinds
 from .kernels import distance, knn, lse
@@ -195,6 +196,7 @@ def knn_statistic(
     ranked=False,
     target=None,
     bound=0.0,
+    device="cpu",
 ):
     """``combine_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours).
 
@@ -213,6 +215,9 @@ def knn_statistic(
     ``-|n_c d - s_c|``).  ``target`` (every row in one class): each anchor's
     candidates are two classes, its hits (``|y_a - y_j| < bound``, class 0,
     every anchor's own) and its misses (skrebate's continuous endpoint).
+    ``device``: ``"cuda"`` runs the plain tiles on the GPU
+    (:mod:`~dmargin.engine.kernels.cuda_knn`; the caller checked that one is
+    usable), the same lists.
     """
     a, k = rows.n_features, rows.n_classes
     kernel, params = knn.KERNEL, (k, n_neighbors)
@@ -220,8 +225,15 @@ def knn_statistic(
         raise ValueError("a target needs every row in one class")
     general = ranked or target is not None
     if general or (kinds is not None and kinds.kind != distance.PLAIN):
+        if device != "cpu":
+            raise ValueError(
+                f"device={device!r} measures continuous rows without missing values; "
+                "these rows have discrete features or missing values, or rank by a "
+                "target or class means: fit with device='cpu'."
+            )
         kinds = kinds if kinds is not None else FeatureKinds.continuous(a)
         kernel, params = knn.GENERAL_KERNEL, (k, n_neighbors, *kinds.params)
+    kernel = knn_kernel(device) or kernel
     per_row = max(k, 2) * n_neighbors * (a + 2)
     g = grid.graph(rows, "knn", per_row=per_row, sample=anchors, local_budget=NEAREST_BYTES)
     tail = (_NO_TARGET, 0.0) if target is None else (grid.hold_target(g, target), float(bound))

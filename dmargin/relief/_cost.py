@@ -24,6 +24,8 @@ def relief_cost(estimator, n_samples, n_features):
     permutations, again = permutation_passes(estimator)
     ops = pairs * a * (1 + permutations)
     formula = ("N^2 A, one pass" if m is None else f"m N A with m = {m}, one pass") + again
+    if getattr(estimator, "device", "cpu") != "cpu":
+        formula += "; the time at the CPU's rate (no GPU rate is measured)"
     return FitCost(ops, ops / RELIEFF_RATE + permutations * PASS_S, formula)
 
 

@@ -25,7 +25,10 @@ from .._start import start_fit
 from .._utils import make_rng, timer, warn
 from .._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ..engine import (
+    DEVICES,
     MISSING,
+    PLAIN,
+    check_device,
     feature_kinds,
     knn_statistic,
     permuted_rows,
@@ -139,6 +142,14 @@ class ReliefF(PValues, WeightSelector):
         feature whose score is not 0.
     random_state : int, Generator or None, default=None
         Seeds the sample of anchors and the permutations.
+    device : {"cpu", "cuda"}, default="cpu"
+        Where the distance tiles run.  ``"cuda"``: on the GPU (numba.cuda), in
+        float32 with every neighbour's rank rechecked in float64 where the
+        float32 error bound cannot settle it, so the weights are the CPU's;
+        for class labels on continuous features without missing values
+        (other data are refused with the reason).  On dask each task's tile
+        runs on its worker's GPU.  A machine without a usable GPU is refused
+        at ``fit`` with one line saying why.
 
     Attributes
     ----------
@@ -290,6 +301,7 @@ class ReliefF(PValues, WeightSelector):
         "n_features_to_select": N_FEATURES_TO_SELECT,
         "rank_absolute": [BOOLEAN],
         "random_state": [RANDOM_STATE],
+        "device": [Options(DEVICES)],
     }
 
     def __init__(
@@ -304,6 +316,7 @@ class ReliefF(PValues, WeightSelector):
         n_features_to_select=None,
         rank_absolute=False,
         random_state=None,
+        device="cpu",
     ):
         self.n_neighbors = n_neighbors
         self.discrete_threshold = discrete_threshold
@@ -314,6 +327,7 @@ class ReliefF(PValues, WeightSelector):
         self.n_features_to_select = n_features_to_select
         self.rank_absolute = rank_absolute
         self.random_state = random_state
+        self.device = device
 
     def fit(self, X, y, feature_weights=None):
         """Compute the ReliefF weights.
@@ -333,6 +347,7 @@ class ReliefF(PValues, WeightSelector):
         self : ReliefF
         """
         start = start_fit(self, X, y, feature_weights=feature_weights)
+        check_device(type(self).__name__, self.device)
         if self.pvalues and start.feature_weights is not None:
             raise ValueError(
                 "ReliefF(pvalues=True): STIR's law has been shown calibrated "
@@ -347,12 +362,24 @@ class ReliefF(PValues, WeightSelector):
                     "pvalues=False, or use n_permutations=B for permutation "
                     "p-values."
                 )
+            if self.device != "cpu":
+                raise ValueError(
+                    f"{type(self).__name__}(device={self.device!r}) ranks neighbours by class "
+                    "labels; y is a continuous target. Fit with device='cpu'."
+                )
             return fit_continuous_relieff(self, start)
         data, rows = start.data, start.rows
         # Feature kinds (a pass over the rows only for discrete_threshold > 0 or NaN)
         kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing).weighted(
             start.feature_weights
         )
+        if self.device != "cpu" and kinds.kind != PLAIN:
+            raise ValueError(
+                f"{type(self).__name__}(device={self.device!r}) measures continuous features "
+                "without missing values; X has "
+                + ("missing values" if kinds.kind == MISSING else "discrete or weighted features")
+                + ". Fit with device='cpu'."
+            )
         anchors = anchors_for(self, rows)
         # STIR's p-values only where its law has been shown calibrated (else a warning)
         reason, declined = None, not_asked(self)
@@ -387,10 +414,17 @@ class ReliefF(PValues, WeightSelector):
                     combine=stir_combine,
                     finish=stir_finish,
                     anchor_index=True,
+                    device=self.device,
                 )
             else:
                 total = knn_statistic(
-                    rows, self.n_neighbors, self._agg, priors, anchors=anchors, kinds=kinds
+                    rows,
+                    self.n_neighbors,
+                    self._agg,
+                    priors,
+                    anchors=anchors,
+                    kinds=kinds,
+                    device=self.device,
                 )
             total = np.asarray(total)
             steps.step()
@@ -411,6 +445,7 @@ class ReliefF(PValues, WeightSelector):
                             priors,
                             anchors=sample,
                             kinds=kinds,
+                            device=self.device,
                         )
                     )
                     / m
