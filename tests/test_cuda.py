@@ -25,6 +25,8 @@ CHECKS = [
     "small_classes",
     "relieff_weights",
     "relieff_dask",
+    "general_tile",
+    "relieff_general",
     "refused",
 ]
 

@@ -52,10 +52,13 @@ def check_device(who, device):
         )
 
 
-def knn_kernel(device):
-    """The plain k-nearest tile kernel for ``device``: ``None`` for the CPU's own."""
-    if device != "cuda":
-        return None
-    from .kernels import cuda_knn
+def on_device(kernel, device):
+    """The twin of the CPU tile ``kernel`` that runs on ``device`` (itself on the CPU)."""
+    if device == "cpu":
+        return kernel
+    from .kernels import cuda_knn, knn
 
-    return cuda_knn.KERNEL
+    twins = {knn.KERNEL: cuda_knn.KERNEL, knn.GENERAL_KERNEL: cuda_knn.GENERAL}
+    if kernel not in twins:
+        raise ValueError(f"the tile {kernel.source[1]} has no twin on device={device!r}")
+    return twins[kernel]

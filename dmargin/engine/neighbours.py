@@ -21,7 +21,7 @@ import numpy as np
 
 from . import grid, merge
 from ._numba import TileKernel, blas_single_thread, n_threads
-from .device import knn_kernel
+from .device import on_device
 from .execution import TILE_BUDGET, Anchors, Rows
 from .features import FeatureKinds
 from .kernels import distance, knn, lse
@@ -215,9 +215,9 @@ def knn_statistic(
     ``-|n_c d - s_c|``).  ``target`` (every row in one class): each anchor's
     candidates are two classes, its hits (``|y_a - y_j| < bound``, class 0,
     every anchor's own) and its misses (skrebate's continuous endpoint).
-    ``device``: ``"cuda"`` runs the plain tiles on the GPU
+    ``device``: ``"cuda"`` runs the tiles on the GPU
     (:mod:`~dmargin.engine.kernels.cuda_knn`; the caller checked that one is
-    usable), the same lists.
+    usable), the same lists; not with ``ranked`` or ``target``.
     """
     a, k = rows.n_features, rows.n_classes
     kernel, params = knn.KERNEL, (k, n_neighbors)
@@ -225,15 +225,13 @@ def knn_statistic(
         raise ValueError("a target needs every row in one class")
     general = ranked or target is not None
     if general or (kinds is not None and kinds.kind != distance.PLAIN):
-        if device != "cpu":
+        if device != "cpu" and general:
             raise ValueError(
-                f"device={device!r} measures continuous rows without missing values; "
-                "these rows have discrete features or missing values, or rank by a "
-                "target or class means: fit with device='cpu'."
+                f"device={device!r} ranks candidates by distance among class labels; "
+                "this statistic ranks by a target or by class means: fit with device='cpu'."
             )
         kinds = kinds if kinds is not None else FeatureKinds.continuous(a)
         kernel, params = knn.GENERAL_KERNEL, (k, n_neighbors, *kinds.params)
-    kernel = knn_kernel(device) or kernel
     per_row = max(k, 2) * n_neighbors * (a + 2)
     g = grid.graph(rows, "knn", per_row=per_row, sample=anchors, local_budget=NEAREST_BYTES)
     tail = (_NO_TARGET, 0.0) if target is None else (grid.hold_target(g, target), float(bound))
@@ -262,6 +260,7 @@ def knn_statistic(
     else:
         if kernel is knn.GENERAL_KERNEL:
             params = (*params, _BY_DISTANCE, *tail)
+        kernel = on_device(kernel, device)
         if kernel is knn.KERNEL and _all_pairs_fit(g, anchors, k, n_neighbors):
             # Every pair measured once for both its rows, then each block's share.
             (lists,) = grid.per_block(g, _all_pairs, k, n_neighbors, fields=3, tag="nearest-pairs")

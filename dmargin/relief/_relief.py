@@ -27,7 +27,6 @@ from .._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ..engine import (
     DEVICES,
     MISSING,
-    PLAIN,
     check_device,
     feature_kinds,
     knn_statistic,
@@ -143,13 +142,13 @@ class ReliefF(PValues, WeightSelector):
     random_state : int, Generator or None, default=None
         Seeds the sample of anchors and the permutations.
     device : {"cpu", "cuda"}, default="cpu"
-        Where the distance tiles run.  ``"cuda"``: on the GPU (numba.cuda), in
-        float32 with every neighbour's rank rechecked in float64 where the
-        float32 error bound cannot settle it, so the weights are the CPU's;
-        for class labels on continuous features without missing values
-        (other data are refused with the reason).  On dask each task's tile
-        runs on its worker's GPU.  A machine without a usable GPU is refused
-        at ``fit`` with one line saying why.
+        Where the distance tiles run.  ``"cuda"``: on the GPU (numba.cuda):
+        continuous features in float32 with every neighbour's rank rechecked
+        in float64 where the float32 error bound cannot settle it, discrete
+        features and missing values in float64, so the weights are the CPU's.
+        For class labels (a continuous target is refused with the reason).
+        On dask each task's tile runs on its worker's GPU.  A machine without
+        a usable GPU is refused at ``fit`` with one line saying why.
 
     Attributes
     ----------
@@ -373,13 +372,6 @@ class ReliefF(PValues, WeightSelector):
         kinds = feature_kinds(rows, self.discrete_threshold, missing=data.missing).weighted(
             start.feature_weights
         )
-        if self.device != "cpu" and kinds.kind != PLAIN:
-            raise ValueError(
-                f"{type(self).__name__}(device={self.device!r}) measures continuous features "
-                "without missing values; X has "
-                + ("missing values" if kinds.kind == MISSING else "discrete or weighted features")
-                + ". Fit with device='cpu'."
-            )
         anchors = anchors_for(self, rows)
         # STIR's p-values only where its law has been shown calibrated (else a warning)
         reason, declined = None, not_asked(self)

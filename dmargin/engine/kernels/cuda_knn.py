@@ -1,8 +1,9 @@
-"""The k-nearest tile on a CUDA GPU: float32 distances, every decision rechecked in float64.
+"""The k-nearest tiles on a CUDA GPU: float32 distances, every decision rechecked in float64.
 
 The GPU twin of :func:`dmargin.engine.kernels.knn._knn_tile` for continuous
 rows without missing values (the ``PLAIN`` kind): the same arguments, the same
-``(dist, idx, z)``, the same neighbours.  Imported only when a fit asks for
+``(dist, idx, z)``, the same neighbours.  Rows with discrete features or
+missing values run :func:`knn_tile_general_cuda`, in float64.  Imported only when a fit asks for
 ``device="cuda"`` (:mod:`dmargin.engine.device`), since importing
 ``numba.cuda`` costs a second and needs its toolkit.
 
@@ -37,8 +38,8 @@ import threading
 import numpy as np
 
 from .._numba import TileKernel, restore_numpy_aliases
-from .distance import float32_error_bound
-from .knn import NearestPartial, knn_tile
+from .distance import MISSING, float32_error_bound, scored_differences
+from .knn import GENERAL_KERNEL, NearestPartial, knn_tile
 
 restore_numpy_aliases()  # before numba.cuda imports
 from numba import cuda, float32, float64  # noqa: E402
@@ -46,6 +47,7 @@ from numba import cuda, float32, float64  # noqa: E402
 # The host code's names for them: numba's simulator swaps the module's name ``cuda``
 # while a kernel runs, which another thread's host code would meet.
 device_array, to_device = cuda.device_array, cuda.to_device
+
 
 #: Anchors per block (threads), tile rows and tile features staged in shared memory.
 ANCHORS = 128
@@ -195,6 +197,56 @@ def _recheck_kernel(Xa, Xs, ics, survivors, count, dist, idx, loc):
             loc[a, c, r] = j
 
 
+@cuda.jit(device=True)
+def _pair_distance(Xa, a, Xs, j, dm, dw, missing):
+    """:func:`~.distance.pair_distance` (unit feature weights) of anchor ``a`` and
+    row ``j``: the same sum in the same order (a product ``dw z`` may be fused
+    into it here and not there, or the reverse: a last-bit difference, none
+    where the products are exact, as for unit and mismatch weights)."""
+    acc = 0.0
+    count = 0.0
+    for f in range(Xa.shape[1]):
+        z = abs(Xa[a, f] - Xs[j, f])
+        if missing and z != z:
+            continue
+        if dm[f]:
+            z = 1.0 if z != 0.0 else 0.0
+        acc += dw[f] * z
+        count += dw[f]
+    if missing:
+        return acc / count if count > 0.0 else math.nan
+    return acc
+
+
+@cuda.jit
+def _general_kernel(Xa, ia, Xs, starts, ics, dm, dw, missing, dist, idx, loc):
+    """Discrete features or missing values: each anchor's k nearest of class ``c`` by
+    (float64 distance, index), a NaN distance (no feature in common) never one."""
+    a = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    c = cuda.blockIdx.y
+    if a >= Xa.shape[0]:
+        return
+    k = dist.shape[2]
+    for j in range(starts[c], starts[c + 1]):
+        g = ics[j]
+        if g == ia[a]:
+            continue
+        d = _pair_distance(Xa, a, Xs, j, dm, dw, missing)
+        last = idx[a, c, k - 1]
+        if d < dist[a, c, k - 1] or (d == dist[a, c, k - 1] and (last < 0 or g < last)):
+            r = k - 1
+            while r > 0 and (
+                dist[a, c, r - 1] > d or (dist[a, c, r - 1] == d and idx[a, c, r - 1] > g)
+            ):
+                dist[a, c, r] = dist[a, c, r - 1]
+                idx[a, c, r] = idx[a, c, r - 1]
+                loc[a, c, r] = loc[a, c, r - 1]
+                r -= 1
+            dist[a, c, r] = d
+            idx[a, c, r] = g
+            loc[a, c, r] = j
+
+
 def _lists(Xa, ia, Xs, ics, starts, k, bound):
     """The three launches: ``(dist, idx, loc, count)`` of every anchor and class."""
     n_a, n_classes = Xa.shape[0], starts.shape[0] - 1
@@ -246,5 +298,50 @@ def knn_tile_cuda(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
     return dist, idx, z
 
 
-#: The GPU k-nearest tile as the grid runs it (one host function: the GPU threads inside).
+def knn_tile_general_cuda(
+    Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, kind, centres, target, bound
+):
+    """:func:`~.knn._knn_tile_general` on the GPU for discrete features or missing
+    values (``MASKED``, ``MISSING``), ranked by distance among class labels: the
+    same lists, in float64 (no float32 prefilter: its bound assumes the plain sum).
+    ``z`` holds the scored differences, NaN where a value is missing."""
+    args = (Xa, ia, Xc, yc, ic, n_classes, n_neighbors, dm, dw, ramp, kind, centres, target, bound)
+    k = int(n_neighbors)
+    if centres.shape[0] or target.shape[0] or k > MAX_NEIGHBORS or len(Xa) == 0:
+        return GENERAL_KERNEL.serial(*args)
+    Xa = np.ascontiguousarray(Xa, dtype=np.float64)
+    ia = np.asarray(ia, dtype=np.int64)
+    order, starts = _class_order(np.asarray(yc, dtype=np.int64), n_classes)
+    Xs = np.ascontiguousarray(Xc, dtype=np.float64)[order]
+    ics = np.asarray(ic, dtype=np.int64)[order]
+    n_a = Xa.shape[0]
+    with _ONE_AT_A_TIME:
+        d_dist = to_device(np.full((n_a, n_classes, k), np.inf))
+        d_idx = to_device(np.full((n_a, n_classes, k), -1, dtype=np.int64))
+        d_loc = to_device(np.zeros((n_a, n_classes, k), dtype=np.int64))
+        _general_kernel[((n_a + ANCHORS - 1) // ANCHORS, n_classes), ANCHORS](
+            to_device(Xa),
+            to_device(ia),
+            to_device(Xs),
+            to_device(starts),
+            to_device(ics),
+            to_device(np.asarray(dm, dtype=np.bool_)),
+            to_device(np.asarray(dw, dtype=np.float64)),
+            kind == MISSING,
+            d_dist,
+            d_idx,
+            d_loc,
+        )
+        dist, idx, loc = d_dist.copy_to_host(), d_idx.copy_to_host(), d_loc.copy_to_host()
+    with np.errstate(invalid="ignore"):
+        z = scored_differences(Xa[:, None, None, :], Xs[loc], dm, ramp)
+    z[idx < 0] = 0.0
+    return dist, idx, z
+
+
+#: The GPU k-nearest tiles as the grid runs them (host functions: the GPU threads
+#: inside), the twins of :data:`~.knn.KERNEL` and :data:`~.knn.GENERAL_KERNEL`.
 KERNEL = TileKernel(knn_tile_cuda, knn_tile_cuda, speed=1000.0, partial=NearestPartial)
+GENERAL = TileKernel(
+    knn_tile_general_cuda, knn_tile_general_cuda, speed=100.0, partial=NearestPartial
+)
