@@ -228,17 +228,98 @@ def relieff_general():
         assert np.allclose(gpu, cpu, rtol=0, atol=1e-10), np.abs(gpu - cpu).max()
 
 
+def surf_passes():
+    """The SURF family's passes on the GPU equal the CPU's for every pair mode: the
+    moments exactly on eighths (every sum exact), the neighbour sums and counts
+    with thresholds placed on distances (ties at a threshold: strict sides),
+    near and far sets, STIR's squares."""
+    from dmargin.engine.kernels import cuda_surf, distance, surf
+    from dmargin.engine.kernels.modes import CROSS, ORDERED, WITHIN
+
+    rng = np.random.default_rng(19)
+    a = 5
+    Xp, Xq = rng.integers(0, 4, (40, a)) / 8.0, rng.integers(0, 4, (30, a)) / 8.0
+    yp, yq = rng.integers(0, 2, 40), rng.integers(0, 2, 30)
+    ip, iq = np.arange(40), np.arange(100, 130)
+    dm, dw = np.zeros(a, bool), np.ones(a)
+    ramp = np.full(a, np.inf)
+    for mode in (ORDERED, WITHIN, CROSS):
+        q, yy, ii = (Xp, yp, ip) if mode == WITHIN else (Xq, yq, iq)
+        gpu = cuda_surf.moments_pairs_cuda(Xp, ip, q, ii, dm, dw, distance.PLAIN, mode)
+        cpu = surf.moments_pairs(Xp, ip, q, ii, dm, dw, distance.PLAIN, mode)
+        for g, c in zip(gpu, cpu):
+            assert g.shape == c.shape and np.array_equal(g, c), (mode, np.abs(g - c).max())
+        # thresholds on distances of the grid: many pairs lie exactly on one
+        thr_p = surf.Thresholds(
+            rng.integers(2, 8, 40) / 8.0, rng.integers(3, 9, 40) / 8.0, np.empty(0)
+        )
+        n_q = len(q)
+        thr_q = surf.Thresholds(
+            rng.integers(2, 8, n_q) / 8.0, rng.integers(3, 9, n_q) / 8.0, np.empty(0)
+        )
+        if mode == WITHIN:
+            thr_q = thr_p
+        for n_sets, squares in ((1, False), (2, True)):
+            how = surf.Scoring(dm, dw, ramp, distance.PLAIN, 0.0, squares)
+            args = (Xp, ip, yp, q, ii, yy, 2, n_sets, how, thr_p, thr_q, mode, yp, yy)
+            gpu = cuda_surf.score_pairs_cuda(*args)
+            cpu = surf.score_pairs(*args)
+            for g, c in zip(gpu, cpu):
+                assert g.shape == c.shape, (mode, g.shape, c.shape)
+                assert np.array_equal(g, c), (mode, n_sets, squares, np.abs(g - c).max())
+
+
+def surf_weights():
+    """``device="cuda"`` fits of SURF, SURF*, MultiSURF and MultiSURF* equal the CPU
+    fits to 1e-10: every row an anchor in process (the symmetric grid), on dask
+    blocks (MultiSURF*, near and far sets: pairs of different blocks), sampled
+    anchors (the ordered tiles), and MultiSURF's permutation p-values."""
+    import dask.array as da
+
+    import dmargin
+
+    X, y = _data()
+    Xd, yd = da.from_array(X, chunks=(50, 8)), da.from_array(y, chunks=50)
+    for name in ("SURF", "SURFstar", "MultiSURF", "MultiSURFstar"):
+        cls = getattr(dmargin, name)
+        cpu = cls().fit(X, y).feature_importances_
+        for data in ((X, y), (Xd, yd)) if name == "MultiSURFstar" else ((X, y),):
+            gpu = cls(device="cuda").fit(*data).feature_importances_
+            assert np.allclose(gpu, cpu, rtol=0, atol=1e-10), (name, np.abs(gpu - cpu).max())
+    sampled = dict(n_anchors=30, random_state=1)
+    gpu = dmargin.MultiSURF(device="cuda", **sampled).fit(X, y).feature_importances_
+    cpu = dmargin.MultiSURF(**sampled).fit(X, y).feature_importances_
+    assert np.allclose(gpu, cpu, rtol=0, atol=1e-10)
+    perm = dict(n_permutations=2, random_state=2)
+    gpu = dmargin.MultiSURF(device="cuda", **perm).fit(X, y)
+    cpu = dmargin.MultiSURF(**perm).fit(X, y)
+    assert np.allclose(gpu.feature_importances_, cpu.feature_importances_, atol=1e-10)
+    assert np.array_equal(gpu.pvalues_, cpu.pvalues_)
+
+
 def refused():
-    """What the GPU tiles do not rank (a continuous target: hits and misses by the
-    target) is refused with the reason, before any work."""
+    """What the GPU does not run is refused with the reason, before any work: a
+    continuous target (ReliefF, MultiSURF), the SWRF family's weighted neighbours,
+    STIR's p-values and missing values in the SURF family."""
+    import dmargin
+
     rng = np.random.default_rng(13)
     X = rng.random((30, 4))
-    try:
-        ReliefF(device="cuda").fit(X, rng.random(30))
-    except ValueError as exc:
-        assert "continuous target" in str(exc) and "device='cpu'" in str(exc), str(exc)
-    else:
-        raise AssertionError("a continuous target: not refused")
+    y = np.arange(30) % 2
+    cases = [
+        (ReliefF(device="cuda"), X, rng.random(30), "continuous target"),
+        (dmargin.MultiSURF(device="cuda"), X, rng.random(30), "continuous target"),
+        (dmargin.MultiSWRF(device="cuda"), X, y, "weighs each neighbour"),
+        (dmargin.MultiSURF(device="cuda", pvalues=True), X, y, "STIR's p-values"),
+        (dmargin.SURF(device="cuda"), np.where(X > 0.9, np.nan, X), y, "missing values"),
+    ]
+    for est, Xc, yc, words in cases:
+        try:
+            est.fit(Xc, yc)
+        except ValueError as exc:
+            assert words in str(exc) and "device='cpu'" in str(exc), str(exc)
+        else:
+            raise AssertionError(f"{type(est).__name__}: {words}: not refused")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ CHECKS = [
     "relieff_dask",
     "general_tile",
     "relieff_general",
+    "surf_passes",
+    "surf_weights",
     "refused",
 ]
 

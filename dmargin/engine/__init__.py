@@ -53,7 +53,7 @@ from .execution import (
 )
 from .device import DEVICES, check_device, cuda_status
 from .features import FeatureKinds, column_summary, compact_distinct, feature_kinds
-from .kernels.distance import MASKED, MISSING, scored_differences
+from .kernels.distance import MASKED, MISSING, PLAIN, scored_differences
 from .kernels.surf import FAR, NEAR, columns_of, moment_columns
 from .kernels.lse import KERNEL as LSE_KERNEL
 from .kernels.quad import KERNEL as QLSE_KERNEL
@@ -86,6 +86,7 @@ __all__ = [
     "FAR",
     "MASKED",
     "MISSING",
+    "PLAIN",
     "NEAR",
     "columns_of",
     "QLSE_KERNEL",

@@ -62,3 +62,13 @@ def on_device(kernel, device):
     if kernel not in twins:
         raise ValueError(f"the tile {kernel.source[1]} has no twin on device={device!r}")
     return twins[kernel]
+
+
+def surf_gpu(device):
+    """The GPU twins of the SURF family's passes (:mod:`.kernels.cuda_surf`), or
+    ``None`` on the CPU."""
+    if device == "cpu":
+        return None
+    from .kernels import cuda_surf
+
+    return cuda_surf

@@ -42,6 +42,10 @@ CALL_ANCHORS = 256
 #: writes fault page by page (45 ms for 8,000 anchors x 2 classes x 10
 #: neighbours x 57 features, as long as the distances themselves).
 NEAREST_BYTES = 16 * 2**20
+#: The same with the tiles on a GPU (``device="cuda"``): each call sends the
+#: candidates to the device and sorts them by class, so an anchor block is as
+#: large as :data:`TILE_BUDGET` allows.
+GPU_NEAREST_BYTES = TILE_BUDGET
 #: The most pair-features of one in-process call of :data:`knn.ALL_PAIRS` (about a
 #: second on one core); a larger fit runs the anchor blocks in calls of
 #: :data:`CALL_WORK`, between which an interrupted run stops.
@@ -233,7 +237,9 @@ def knn_statistic(
         kinds = kinds if kinds is not None else FeatureKinds.continuous(a)
         kernel, params = knn.GENERAL_KERNEL, (k, n_neighbors, *kinds.params)
     per_row = max(k, 2) * n_neighbors * (a + 2)
-    g = grid.graph(rows, "knn", per_row=per_row, sample=anchors, local_budget=NEAREST_BYTES)
+    # A GPU call costs a copy of the candidates to the device: fewer, larger anchor blocks.
+    budget = NEAREST_BYTES if device == "cpu" else GPU_NEAREST_BYTES
+    g = grid.graph(rows, "knn", per_row=per_row, sample=anchors, local_budget=budget)
     tail = (_NO_TARGET, 0.0) if target is None else (grid.hold_target(g, target), float(bound))
     if ranked:
         centres = grid.ordered(

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import grid, merge
 from ._numba import n_threads, pick
+from .device import surf_gpu
 from .execution import Rows
 from .features import FeatureKinds
 from .kernels import compact, distance, surf
@@ -123,17 +124,21 @@ def sample_graph_sums(D, y, finders, C, v):
 # -- tiles of the symmetric grid (every row an anchor) ------------------------------
 
 
-def _pair_moments(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind):
+def _pair_moments(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind, device):
     ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
-    return surf.moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode)
+    gpu = surf_gpu(device)
+    moments_pairs = surf.moments_pairs if gpu is None else gpu.moments_pairs_cuda
+    return moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode)
 
 
-def _pair_score(Xp, yp, start_p, Xq, yq, start_q, n_classes, n_sets, how, target, thr_p, thr_q):
+def _pair_score(
+    Xp, yp, start_p, Xq, yq, start_q, n_classes, n_sets, how, target, device, thr_p, thr_q
+):
     ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
     tp, tq = _target_at(target, ip), _target_at(target, iq)
-    return surf.score_pairs(
-        Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq
-    )
+    gpu = surf_gpu(device)
+    score_pairs = surf.score_pairs if gpu is None else gpu.score_pairs_cuda
+    return score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq)
 
 
 def _pair_graph(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind, fp, fq):
@@ -144,15 +149,25 @@ def _pair_graph(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind, fp, fq):
 # -- tiles of the ordered grid (a sample of anchors) --------------------------------
 
 
-def _moments_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind):
+def _moments_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind, device):
     ic = np.arange(start_c, start_c + Xc.shape[0])
-    kernel = pick(surf.MOMENTS_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+    gpu = surf_gpu(device)
+    kernel = (
+        pick(surf.MOMENTS_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+        if gpu is None
+        else gpu.moments_tile_cuda
+    )
     return kernel(Xa, ia, Xc, ic, dm, dw, kind)
 
 
-def _score_tile(Xa, ya, ia, Xc, yc, start_c, threads, n_classes, n_sets, how, target, thr):
+def _score_tile(Xa, ya, ia, Xc, yc, start_c, threads, n_classes, n_sets, how, target, device, thr):
     ic = np.arange(start_c, start_c + Xc.shape[0])
-    kernel = pick(surf.SCORE_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+    gpu = surf_gpu(device)
+    kernel = (
+        pick(surf.SCORE_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
+        if gpu is None
+        else gpu.score_tile_cuda
+    )
     ta, tc = _target_at(target, ia), _target_at(target, ic)
     return kernel(Xa, ia, Xc, yc, ic, n_classes, n_sets, how, thr, ta, tc)
 
@@ -237,6 +252,7 @@ def threshold_statistic(
     bound=0.0,
     graph_sample=None,
     soft=False,
+    device="cpu",
 ):
     """``sum_I agg(pass2_I(thresholds(pass1_I, total)), y_I, *agg_args)``, two passes.
 
@@ -275,6 +291,10 @@ def threshold_statistic(
     neighbour graph (:mod:`.kernels.surf`); returns ``(total, exact,
     sampled)``: :func:`graph_row_sums` over every row and
     :func:`sample_graph_sums` of the sample.
+
+    ``device``: ``"cuda"`` runs passes 1 and 2 on the GPU
+    (:mod:`~dmargin.engine.kernels.cuda_surf`; the caller checked that one is
+    usable): continuous rows, class labels, neighbours weighing 1, no graph.
     """
     a = rows.n_features
     k = 2 if target is not None else rows.n_classes  # the partials' classes
@@ -294,7 +314,14 @@ def threshold_statistic(
     elif not bound > 0:
         raise ValueError(f"bound must be positive with a target; got {bound}.")
     how = surf.Scoring(dm, dw, rp, kind, bound, squares)
-    common = (thresholds, agg, agg_args, far, how, n_sets, per_row, target, graph_sample)
+    gpu = surf_gpu(device)
+    if gpu is not None and (not gpu.plain_scoring(how, soft) or graph_sample is not None):
+        raise ValueError(
+            f"device={device!r} runs the SURF family's passes on continuous features "
+            "without missing values, with class labels, neighbours weighing 1 and no "
+            "neighbour graph (STIR's p-values): fit with device='cpu'."
+        )
+    common = (thresholds, agg, agg_args, far, how, n_sets, per_row, target, graph_sample, device)
     if anchors is not None:
         return _sampled(rows, anchors, *common)
     n = rows.n_samples
@@ -303,7 +330,7 @@ def threshold_statistic(
     n_blocks = len(g.candidates)
     target = grid.hold_target(g, target)
     # Pass 1: per-anchor distance moments, then the thresholds.
-    moments = grid.symmetric(g, _pair_moments, dm, dw, kind, tag="moments")
+    moments = grid.symmetric(g, _pair_moments, dm, dw, kind, device, tag="moments")
     merged = grid.sides(g, moments, merge.add)
     total = g.tree([g.add("total", moment_total, m) for m in merged], merge.add, "moment-total")
     thr = [g.add("thresholds", _thresholds_task, thresholds, m, total, far) for m in merged]
@@ -315,6 +342,7 @@ def threshold_statistic(
         n_sets,
         how,
         target,
+        device,
         each=lambda i, j: (thr[i], thr[j]),
         tag="score",
     )
@@ -348,6 +376,7 @@ def _sampled(
     per_row,
     target,
     graph_sample,
+    device,
 ):
     """:func:`threshold_statistic` for a sample of anchors: ordered tiles (sample x all rows)."""
     k = rows.n_classes
@@ -355,7 +384,9 @@ def _sampled(
     g = grid.graph(rows, "surf-anchors", per_row=per_row, sample=anchors)
     target = grid.hold_target(g, target)
     n_anchor = len(g.anchors)
-    merged = grid.ordered(g, _moments_tile, g.local, dm, dw, kind, combine=merge.add, tag="moments")
+    merged = grid.ordered(
+        g, _moments_tile, g.local, dm, dw, kind, device, combine=merge.add, tag="moments"
+    )
     total = g.tree([g.add("total", moment_total, m) for m in merged], merge.add, "moment-total")
     thr = [g.add("thresholds", _thresholds_task, thresholds, m, total, far) for m in merged]
     P = grid.ordered(
@@ -366,6 +397,7 @@ def _sampled(
         n_sets,
         how,
         target,
+        device,
         each=lambda i: (thr[i],),
         combine=merge.add,
         tag="score",

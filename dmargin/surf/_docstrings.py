@@ -34,6 +34,14 @@ SURF_PARAMS = """
         feature whose score is not 0.
     random_state : int, Generator or None, default=None
         Seeds the sample of anchors.
+    device : {{"cpu", "cuda"}}, default="cpu"
+        Where the two passes run.  ``"cuda"``: on the GPU (numba.cuda), in
+        float64, each side of a threshold decided on the CPU's own distance,
+        so the scores are the CPU's to rounding; for class labels on
+        continuous features without missing values, neighbours weighing 1 and
+        no STIR p-values (the SWRF family's weighted neighbours, other data and
+        ``pvalues=True`` are refused with the reason).  A machine without a
+        usable GPU is refused at ``fit`` with one line saying why.
 
     Attributes
     ----------

@@ -33,7 +33,10 @@ from .._start import start_fit
 from .._utils import make_rng, timer
 from .._validation import BOOLEAN, NONE, RANDOM_STATE, Interval, Options
 from ..engine import (
+    DEVICES,
     MISSING,
+    PLAIN,
+    check_device,
     compact_threshold_statistic,
     feature_kinds,
     permuted_rows,
@@ -102,6 +105,7 @@ class ThresholdSelector(WeightSelector):
         "n_features_to_select": N_FEATURES_TO_SELECT,
         "rank_absolute": [BOOLEAN],
         "random_state": [RANDOM_STATE],
+        "device": [Options(DEVICES)],
     }
 
     def __init__(
@@ -113,6 +117,7 @@ class ThresholdSelector(WeightSelector):
         n_features_to_select=None,
         rank_absolute=False,
         random_state=None,
+        device="cpu",
     ):
         self.discrete_threshold = discrete_threshold
         self.scale = scale
@@ -120,6 +125,21 @@ class ThresholdSelector(WeightSelector):
         self.n_features_to_select = n_features_to_select
         self.rank_absolute = rank_absolute
         self.random_state = random_state
+        self.device = device
+
+    def _off_the_gpu(self, target, kinds, with_p, compact):
+        """Why ``device="cuda"`` cannot run this fit, or ``None``."""
+        if self._soft:
+            return "weighs each neighbour by its distance (the GPU passes count them)"
+        if target is not None:
+            return "is given a continuous target (the GPU passes take class labels)"
+        if with_p:
+            return "is asked for STIR's p-values (their neighbour graph runs on the CPU)"
+        if compact or kinds.kind != PLAIN:
+            return (
+                "is given discrete features or missing values (the GPU passes take continuous ones)"
+            )
+        return None
 
     def fit(self, X, y, feature_weights=None):
         """Compute the scores.
@@ -157,6 +177,7 @@ class ThresholdSelector(WeightSelector):
             ).weighted(start.feature_weights)
         )
         bound = None if target is None else hit_bound(target)
+        check_device(type(self).__name__, self.device)
         anchors = anchors_for(self, rows)
         permutations = getattr(self, "n_permutations", 0)
         with_p = getattr(self, "pvalues", False) and not permutations
@@ -201,6 +222,11 @@ class ThresholdSelector(WeightSelector):
             else None
         )
         agg = surf_stir_agg if with_p else self._agg
+        why = self.device != "cpu" and self._off_the_gpu(target, kinds, with_p, compact)
+        if why:
+            raise ValueError(
+                f"{type(self).__name__}(device={self.device!r}) {why}: fit with device='cpu'."
+            )
 
         # One statistic: distance moments, thresholds, neighbours scored
         # (and with p-values, STIR's neighbour graph)
@@ -226,6 +252,7 @@ class ThresholdSelector(WeightSelector):
                 bound=bound or 0.0,
                 graph_sample=sample,
                 soft=self._soft,
+                device=self.device,
             )
 
         with fit_steps(self, "pass", 1 + permutations) as steps, timer(name):
@@ -460,6 +487,7 @@ class MultiSURF(PValues, ThresholdSelector):
         n_features_to_select=None,
         rank_absolute=False,
         random_state=None,
+        device="cpu",
     ):
         super().__init__(
             discrete_threshold=discrete_threshold,
@@ -468,6 +496,7 @@ class MultiSURF(PValues, ThresholdSelector):
             n_features_to_select=n_features_to_select,
             rank_absolute=rank_absolute,
             random_state=random_state,
+            device=device,
         )
         self.pvalues = pvalues
         self.n_permutations = n_permutations
