@@ -185,12 +185,15 @@ def _lse_block(xa, self_idx, Xs, ics, c, c0, c1, w, inv_sigma, m, s, v, buf):
     _weighted_absdiff(xa, Xs, c0, c1, buf, v[c])
 
 
-@inline
+@helper
 def lse_anchor(xa, self_idx, Xs, ics, starts, w, inv_sigma, m, s, v, buf):
     """Fold the class-sorted candidates into one anchor's running ``(m, s, v)``.
 
     ``buf`` is scratch of length ``CAND_BLOCK``; ``starts`` and ``ics`` come
-    from :func:`by_class`.
+    from :func:`by_class`.  Compiled on its own with fast-math: its callers
+    (the online kernels) are strict, and inlined it took their flags, its
+    distance and ``exp`` loops unvectorised (the online pass took twice as
+    long).
     """
     for c in range(starts.shape[0] - 1):
         for c0 in range(starts[c], starts[c + 1], CAND_BLOCK):
