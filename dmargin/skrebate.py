@@ -162,6 +162,7 @@ class _SkrebateRelief:
     random_state = None
     pvalues = False
     n_permutations = 0
+    device = "cpu"
 
     @property
     def discrete_threshold(self):
