@@ -86,6 +86,7 @@ class PValuedMultiSWRF(PValues, dmargin.MultiSWRF):
         n_features_to_select=None,
         rank_absolute=False,
         random_state=None,
+        device="cpu",
     ):
         super().__init__(
             discrete_threshold=discrete_threshold,
@@ -94,6 +95,7 @@ class PValuedMultiSWRF(PValues, dmargin.MultiSWRF):
             n_features_to_select=n_features_to_select,
             rank_absolute=rank_absolute,
             random_state=random_state,
+            device=device,
         )
         self.pvalues = pvalues
         self.n_permutations = n_permutations

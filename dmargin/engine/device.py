@@ -64,7 +64,7 @@ def on_device(kernel, device):
     return twins[kernel]
 
 
-def surf_gpu(device):
+def threshold_twins(device):
     """The GPU twins of the SURF family's passes (:mod:`.kernels.cuda_surf`), or
     ``None`` on the CPU."""
     if device == "cpu":

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import grid, merge
 from ._numba import n_threads, pick
-from .device import surf_gpu
+from .device import threshold_twins
 from .execution import Rows
 from .features import FeatureKinds
 from .kernels import compact, distance, surf
@@ -126,7 +126,7 @@ def sample_graph_sums(D, y, finders, C, v):
 
 def _pair_moments(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind, device):
     ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
-    gpu = surf_gpu(device)
+    gpu = threshold_twins(device)
     moments_pairs = surf.moments_pairs if gpu is None else gpu.moments_pairs_cuda
     return moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode)
 
@@ -136,7 +136,7 @@ def _pair_score(
 ):
     ip, iq, mode = block_pair(Xp, start_p, Xq, start_q)
     tp, tq = _target_at(target, ip), _target_at(target, iq)
-    gpu = surf_gpu(device)
+    gpu = threshold_twins(device)
     score_pairs = surf.score_pairs if gpu is None else gpu.score_pairs_cuda
     return score_pairs(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q, mode, tp, tq)
 
@@ -151,7 +151,7 @@ def _pair_graph(Xp, yp, start_p, Xq, yq, start_q, dm, dw, kind, fp, fq):
 
 def _moments_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind, device):
     ic = np.arange(start_c, start_c + Xc.shape[0])
-    gpu = surf_gpu(device)
+    gpu = threshold_twins(device)
     kernel = (
         pick(surf.MOMENTS_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
         if gpu is None
@@ -162,7 +162,7 @@ def _moments_tile(Xa, ya, ia, Xc, yc, start_c, threads, dm, dw, kind, device):
 
 def _score_tile(Xa, ya, ia, Xc, yc, start_c, threads, n_classes, n_sets, how, target, device, thr):
     ic = np.arange(start_c, start_c + Xc.shape[0])
-    gpu = surf_gpu(device)
+    gpu = threshold_twins(device)
     kernel = (
         pick(surf.SCORE_TWINS, Xa.shape[0] * Xc.shape[0] * Xc.shape[1], threads=threads)
         if gpu is None
@@ -314,7 +314,7 @@ def threshold_statistic(
     elif not bound > 0:
         raise ValueError(f"bound must be positive with a target; got {bound}.")
     how = surf.Scoring(dm, dw, rp, kind, bound, squares)
-    gpu = surf_gpu(device)
+    gpu = threshold_twins(device)
     if gpu is not None and (not gpu.plain_scoring(how, soft) or graph_sample is not None):
         raise ValueError(
             f"device={device!r} runs the SURF family's passes on continuous features "
