@@ -24,26 +24,12 @@ from dmargin import ReliefF  # noqa: E402
 from dmargin.engine.kernels import cuda_knn, knn  # noqa: E402
 
 
-def _brute_knn(Xa, ia, Xc, yc, ic, n_classes, k):
-    """Every anchor's k nearest per class by (distance, index), from all pairs."""
-    dist = np.full((len(Xa), n_classes, k), np.inf)
-    idx = np.full((len(Xa), n_classes, k), -1)
-    for a in range(len(Xa)):
-        full = np.abs(Xc - Xa[a]).sum(axis=1)
-        for c in range(n_classes):
-            members = np.flatnonzero((yc == c) & (ic != ia[a]))
-            order = members[np.lexsort((ic[members], full[members]))][:k]
-            dist[a, c, : len(order)] = full[order]
-            idx[a, c, : len(order)] = ic[order]
-    return dist, idx
-
-
 def _same_lists(Xa, ia, Xc, yc, ic, n_classes, k):
     """The GPU tile's lists are the CPU tile's and all pairs' (indices exactly,
     distances to rounding: the sums run in another order), ``z`` the same."""
     dist, idx, z = cuda_knn.knn_tile_cuda(Xa, ia, Xc, yc, ic, n_classes, k)
     cpu_dist, cpu_idx, cpu_z = knn.knn_tile(Xa, ia, Xc, yc, ic, n_classes, k)
-    bf_dist, bf_idx = _brute_knn(Xa, ia, Xc, yc, ic, n_classes, k)
+    bf_dist, bf_idx = reference.knn_lists(Xa, ia, Xc, yc, ic, n_classes, k)
     assert np.array_equal(idx, bf_idx), np.argwhere(idx != bf_idx)[:5]
     assert np.array_equal(idx, cpu_idx)
     finite = np.isfinite(bf_dist)
@@ -90,7 +76,7 @@ def kth_bound():
         k,
         kth,
     )
-    exact, _ = _brute_knn(X, ids, X, y, ids, 2, k)
+    exact, _ = reference.knn_lists(X, ids, X, y, ids, 2, k)
     assert np.all(np.abs(kth.copy_to_host() - exact[:, :, k - 1]) <= float32_error_bound(1.0, a))
 
 

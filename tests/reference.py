@@ -44,6 +44,22 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
+def knn_lists(Xa, ia, Xc, yc, ic, n_classes, k):
+    """Every anchor's ``k`` nearest rows of each class by (Manhattan distance, index),
+    the anchor itself left out, from all pairs: ``(dist, idx)``, ``inf`` / ``-1`` in
+    slots not filled (the k-nearest tiles' lists)."""
+    dist = np.full((len(Xa), n_classes, k), np.inf)
+    idx = np.full((len(Xa), n_classes, k), -1)
+    for a in range(len(Xa)):
+        full = np.abs(Xc - Xa[a]).sum(axis=1)
+        for c in range(n_classes):
+            members = np.flatnonzero((yc == c) & (ic != ia[a]))
+            order = members[np.lexsort((ic[members], full[members]))][:k]
+            dist[a, c, : len(order)] = full[order]
+            idx[a, c, : len(order)] = ic[order]
+    return dist, idx
+
+
 def _logsumexp(values):
     """Return ``log(sum(exp(values)))`` computed stably; ``-inf`` for no values.
 

@@ -14,8 +14,10 @@ from dmargin.engine import execution, grid, merge, neighbours, quadratic
 from dmargin.engine.kernels import knn, lse, quad, terms
 
 try:
+    from . import reference
     from . import reference_immigrate as ref
 except ImportError:
+    import reference
     import reference_immigrate as ref
 
 
@@ -156,20 +158,6 @@ def test_knn_tile_exact_despite_float32_prefilter():
         np.testing.assert_allclose(d[i, 0], full[order], rtol=1e-14)
 
 
-def _brute_knn(Xa, ia, Xc, yc, ic, n_classes, k):
-    """Every anchor's k nearest per class, ordered by (distance, index), from all pairs."""
-    dist = np.full((len(Xa), n_classes, k), np.inf)
-    idx = np.full((len(Xa), n_classes, k), -1)
-    for a in range(len(Xa)):
-        full = np.abs(Xc - Xa[a]).sum(axis=1)
-        for c in range(n_classes):
-            members = np.flatnonzero((yc == c) & (ic != ia[a]))
-            order = members[np.lexsort((ic[members], full[members]))][:k]
-            dist[a, c, : len(order)] = full[order]
-            idx[a, c, : len(order)] = ic[order]
-    return dist, idx
-
-
 @pytest.mark.parametrize("kernel", [0, 1], ids=["serial", "threaded"])
 @pytest.mark.parametrize("case", ["ties", "offset", "wide-k", "small-class", "sample"])
 def test_knn_tile_float32_prefilter_changes_no_neighbour(kernel, case):
@@ -201,7 +189,7 @@ def test_knn_tile_float32_prefilter_changes_no_neighbour(kernel, case):
         Xa = rng.integers(0, 4, (90, a)) / 8.0
         ia = np.arange(90) + 5000
     d, idx, z = (knn.KERNEL.serial, knn.KERNEL.threaded)[kernel](Xa, ia, X, y, ic, n_classes, k)
-    want_d, want_idx = _brute_knn(Xa, ia, X, y, ic, n_classes, k)
+    want_d, want_idx = reference.knn_lists(Xa, ia, X, y, ic, n_classes, k)
     np.testing.assert_array_equal(idx, want_idx)
     np.testing.assert_array_equal(d, want_d)
     filled = want_idx >= 0
@@ -232,7 +220,7 @@ def test_all_pairs_lists_equal_the_float64_search(kernel, case):
         X, y = X[:n], y[:n]
     ids = np.arange(n) + 1000
     d, idx = (knn.ALL_PAIRS.serial, knn.ALL_PAIRS.threaded)[kernel](X, ids, y, n_classes, k)
-    want_d, want_idx = _brute_knn(X, ids, X, y, ids, n_classes, k)
+    want_d, want_idx = reference.knn_lists(X, ids, X, y, ids, n_classes, k)
     np.testing.assert_array_equal(idx, want_idx)
     np.testing.assert_array_equal(d, want_d)
     z = knn.neighbour_differences(X, X, idx, 1000)

@@ -159,6 +159,41 @@ def _survivor_kernel(XaT, Xs, starts, ia, ics, limit, survivors, count):
         count[a, c] = n
 
 
+@cuda.jit(device=True)
+def plain_distance(Xa, a, Xs, j):
+    """The plain float64 distance of anchor ``a`` and row ``j``: the CPU's sum
+    (:func:`~.distance.plain_distance`, the features two at a time, in order;
+    additions only, nothing to fuse), so ``d(a, j) == d(j, a)`` bit for bit."""
+    n_features = Xa.shape[1]
+    acc = 0.0
+    f = 0
+    while f + 2 <= n_features:
+        acc += abs(Xa[a, f] - Xs[j, f]) + abs(Xa[a, f + 1] - Xs[j, f + 1])
+        f += 2
+    if f < n_features:
+        acc += abs(Xa[a, f] - Xs[j, f])
+    return acc
+
+
+@cuda.jit(device=True)
+def _insert(dc, ix, lc, d, g, j):
+    """:func:`~.knn._insert` on the device: row ``g`` (position ``j``) at distance ``d``
+    into the sorted lists ``dc, ix, lc``, ordered by (distance, index); a NaN
+    distance never enters."""
+    k = dc.shape[0]
+    if not (d < dc[k - 1] or (d == dc[k - 1] and (ix[k - 1] < 0 or g < ix[k - 1]))):
+        return
+    r = k - 1
+    while r > 0 and (dc[r - 1] > d or (dc[r - 1] == d and ix[r - 1] > g)):
+        dc[r] = dc[r - 1]
+        ix[r] = ix[r - 1]
+        lc[r] = lc[r - 1]
+        r -= 1
+    dc[r] = d
+    ix[r] = g
+    lc[r] = j
+
+
 @cuda.jit
 def _recheck_kernel(Xa, Xs, ics, survivors, count, dist, idx, loc):
     """Each anchor and class: its survivors' float64 distances (the features two at
@@ -167,34 +202,12 @@ def _recheck_kernel(Xa, Xs, ics, survivors, count, dist, idx, loc):
     not fit are left to the caller."""
     a = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     c = cuda.blockIdx.y
-    n_a, n_features = Xa.shape
     room = survivors.shape[2]
-    k = dist.shape[2]
-    if a >= n_a or count[a, c] > room:
+    if a >= Xa.shape[0] or count[a, c] > room:
         return
     for s in range(count[a, c]):
         j = survivors[a, c, s]
-        acc = 0.0
-        f = 0
-        while f + 2 <= n_features:
-            acc += abs(Xa[a, f] - Xs[j, f]) + abs(Xa[a, f + 1] - Xs[j, f + 1])
-            f += 2
-        if f < n_features:
-            acc += abs(Xa[a, f] - Xs[j, f])
-        g = ics[j]
-        last = idx[a, c, k - 1]
-        if acc < dist[a, c, k - 1] or (acc == dist[a, c, k - 1] and (last < 0 or g < last)):
-            r = k - 1
-            while r > 0 and (
-                dist[a, c, r - 1] > acc or (dist[a, c, r - 1] == acc and idx[a, c, r - 1] > g)
-            ):
-                dist[a, c, r] = dist[a, c, r - 1]
-                idx[a, c, r] = idx[a, c, r - 1]
-                loc[a, c, r] = loc[a, c, r - 1]
-                r -= 1
-            dist[a, c, r] = acc
-            idx[a, c, r] = g
-            loc[a, c, r] = j
+        _insert(dist[a, c], idx[a, c], loc[a, c], plain_distance(Xa, a, Xs, j), ics[j], j)
 
 
 @cuda.jit(device=True)
@@ -226,25 +239,13 @@ def _general_kernel(Xa, ia, Xs, starts, ics, dm, dw, missing, dist, idx, loc):
     c = cuda.blockIdx.y
     if a >= Xa.shape[0]:
         return
-    k = dist.shape[2]
     for j in range(starts[c], starts[c + 1]):
         g = ics[j]
         if g == ia[a]:
             continue
-        d = _pair_distance(Xa, a, Xs, j, dm, dw, missing)
-        last = idx[a, c, k - 1]
-        if d < dist[a, c, k - 1] or (d == dist[a, c, k - 1] and (last < 0 or g < last)):
-            r = k - 1
-            while r > 0 and (
-                dist[a, c, r - 1] > d or (dist[a, c, r - 1] == d and idx[a, c, r - 1] > g)
-            ):
-                dist[a, c, r] = dist[a, c, r - 1]
-                idx[a, c, r] = idx[a, c, r - 1]
-                loc[a, c, r] = loc[a, c, r - 1]
-                r -= 1
-            dist[a, c, r] = d
-            idx[a, c, r] = g
-            loc[a, c, r] = j
+        _insert(
+            dist[a, c], idx[a, c], loc[a, c], _pair_distance(Xa, a, Xs, j, dm, dw, missing), g, j
+        )
 
 
 def _lists(Xa, ia, Xs, ics, starts, k, bound):

@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from .._numba import restore_numpy_aliases
+from .cuda_knn import plain_distance
 from .distance import PLAIN
 from .modes import CROSS, ORDERED, WITHIN
 from .surf import partial_width
@@ -40,20 +41,6 @@ ANCHORS = 128
 _ONE_AT_A_TIME = threading.Lock()
 
 
-@cuda.jit(device=True)
-def _distance(Xa, a, Xs, j):
-    """The plain distance of anchor ``a`` and row ``j``, the features two at a time."""
-    n_features = Xa.shape[1]
-    acc = 0.0
-    f = 0
-    while f + 2 <= n_features:
-        acc += abs(Xa[a, f] - Xs[j, f]) + abs(Xa[a, f + 1] - Xs[j, f + 1])
-        f += 2
-    if f < n_features:
-        acc += abs(Xa[a, f] - Xs[j, f])
-    return acc
-
-
 @cuda.jit
 def _moments_kernel(Xa, ia, Xs, ics, M):
     """``M[a] = (count, sum d, sum d^2)`` over the rows other than anchor ``a``."""
@@ -63,7 +50,7 @@ def _moments_kernel(Xa, ia, Xs, ics, M):
     count, s1, s2 = 0.0, 0.0, 0.0
     for j in range(Xs.shape[0]):
         if ics[j] != ia[a]:
-            d = _distance(Xa, a, Xs, j)
+            d = plain_distance(Xa, a, Xs, j)
             count += 1.0
             s1 += d
             s2 += d * d
@@ -86,7 +73,7 @@ def _score_kernel(Xa, ia, Xs, ics, starts, near, far, n_sets, squares, P):
         for j in range(starts[c], starts[c + 1]):
             if ics[j] == ia[a]:
                 continue
-            d = _distance(Xa, a, Xs, j)
+            d = plain_distance(Xa, a, Xs, j)
             for s in range(n_sets):
                 if (s == 0 and d < near[a]) or (s == 1 and d > far[a]):
                     for f in range(n_features):
