@@ -534,3 +534,34 @@ def test_one_thread_takes_the_serial_twin():
     if before > 1:
         assert pick(twins, 100 * PARALLEL_MIN_WORK) == "threaded"
     assert pick(twins, 100 * PARALLEL_MIN_WORK, threads=False) == "serial"
+
+
+def test_blas_limit_holds_under_a_users_limit_on_another_thread():
+    """The kernels' one-thread BLAS limit is taken on the in-process runner's thread,
+    while the user may hold a limit on the main thread: threadpoolctl (>= 3.8) lets
+    one Python thread control a pthreads OpenBLAS and ignores the others' limits, so
+    the kernels' GEMMs ran threaded on top of their own threads (the LDM-RFE score
+    step 6x slower on two threads).  The user's limit is back afterwards."""
+    import threading
+
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from dmargin.engine._numba import blas_single_thread
+
+    def blas_threads():
+        info = threadpoolctl.threadpool_info()
+        return {i["num_threads"] for i in info if i["user_api"] == "blas"}
+
+    if not blas_threads():
+        pytest.skip("no BLAS library that threadpoolctl can limit")
+    seen = {}
+
+    def kernel():
+        with blas_single_thread():
+            seen["inside"] = blas_threads()
+
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        runner = threading.Thread(target=kernel)
+        runner.start()
+        runner.join()
+        seen["after"] = blas_threads()
+    assert seen == {"inside": {1}, "after": {2}}

@@ -7,10 +7,12 @@ waking a thread pool costs more than it saves).  :func:`pick` is the one rule
 that chooses between them.
 """
 
+import contextlib
 import functools
 import hashlib
 import os
 import sys
+import threading
 import types
 from dataclasses import dataclass
 
@@ -259,6 +261,41 @@ def _threadpool_controller():
     return ThreadpoolController()  # finding the libraries once is the slow part
 
 
+# One BLAS limit for the whole process, counted: the kernels of several threads share
+# OpenBLAS's one thread pool, so the first to enter sets it and the last to leave restores.
+_BLAS_LOCK = threading.Lock()
+_BLAS_LIMIT = {"users": 0, "limiter": None}
+
+
+def _release_blas_control():
+    """Let any thread set OpenBLAS's threads.  threadpoolctl (>= 3.8) gives a pthreads
+    OpenBLAS to the first Python thread that limits it and silently ignores every
+    other thread's limit, so a limit the user took on the main thread would leave
+    the kernels' BLAS calls threaded on top of the kernels' own threads."""
+    from threadpoolctl import OpenBLASController
+
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
+
+
+@contextlib.contextmanager
 def blas_single_thread():
-    """One BLAS thread per kernel thread while kernels that call BLAS run."""
-    return _threadpool_controller().limit(limits=1, user_api="blas")
+    """One BLAS thread while kernels that call BLAS run (their threads are the
+    parallelism), whichever thread asks and whatever limit the user holds; the
+    user's limit is back when the last kernel is done."""
+    with _BLAS_LOCK:
+        if _BLAS_LIMIT["users"] == 0:
+            _release_blas_control()
+            _BLAS_LIMIT["limiter"] = _threadpool_controller().limit(limits=1, user_api="blas")
+        _BLAS_LIMIT["users"] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS_LIMIT["users"] -= 1
+            if _BLAS_LIMIT["users"] == 0:
+                _release_blas_control()
+                _BLAS_LIMIT["limiter"].restore_original_limits()
+                _BLAS_LIMIT["limiter"] = None
+                _release_blas_control()  # control goes back to whoever limits next
