@@ -39,7 +39,7 @@ import numpy as np
 
 from .._numba import TileKernel, restore_numpy_aliases
 from .distance import MISSING, float32_error_bound, scored_differences
-from .knn import GENERAL_KERNEL, NearestPartial, knn_tile
+from .knn import GENERAL_KERNEL, NearestPartial, insert_nearest, knn_tile
 
 restore_numpy_aliases()  # before numba.cuda imports
 from numba import cuda, float32, float64  # noqa: E402
@@ -175,23 +175,9 @@ def plain_distance(Xa, a, Xs, j):
     return acc
 
 
-@cuda.jit(device=True)
-def _insert(dc, ix, lc, d, g, j):
-    """:func:`~.knn._insert` on the device: row ``g`` (position ``j``) at distance ``d``
-    into the sorted lists ``dc, ix, lc``, ordered by (distance, index); a NaN
-    distance never enters."""
-    k = dc.shape[0]
-    if not (d < dc[k - 1] or (d == dc[k - 1] and (ix[k - 1] < 0 or g < ix[k - 1]))):
-        return
-    r = k - 1
-    while r > 0 and (dc[r - 1] > d or (dc[r - 1] == d and ix[r - 1] > g)):
-        dc[r] = dc[r - 1]
-        ix[r] = ix[r - 1]
-        lc[r] = lc[r - 1]
-        r -= 1
-    dc[r] = d
-    ix[r] = g
-    lc[r] = j
+#: :func:`~.knn.insert_nearest` compiled for the device, the same body: row ``g`` (position
+#: ``j``) at distance ``d`` into the sorted lists, ordered by (distance, index).
+_insert = cuda.jit(device=True)(insert_nearest.py_func)
 
 
 @cuda.jit

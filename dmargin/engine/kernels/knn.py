@@ -23,7 +23,7 @@ KNN_BLOCK = 128
 
 
 @inline
-def _insert(dc, ix, loc, d, g, pos):
+def insert_nearest(dc, ix, loc, d, g, pos):
     """Insert candidate ``g`` (position ``pos``) at distance ``d`` into the sorted
     k-nearest lists ``dc, ix, loc``, ordered by (distance, index); returns
     whether it entered.  A NaN distance (no feature in common) never does."""
@@ -81,7 +81,7 @@ def _flush(pool_d, pool_j, n, limit, xa, Xs, ics, dc, ix, loc, bound):
     for e in range(n):
         if pool_d[e] <= limit:
             j = pool_j[e]
-            if _insert(dc, ix, loc, distance(xa, Xs, j), ics[j], j):
+            if insert_nearest(dc, ix, loc, distance(xa, Xs, j), ics[j], j):
                 limit = min(limit, dc[k - 1] + bound)
     return limit
 
@@ -446,7 +446,7 @@ def _knn_tile_general(
                             d = D[r, t]
                             if ranked:
                                 d = -abs(centres[a, cc, 0] * d - centres[a, cc, 1])
-                            _insert(dist[a, cc], idx[a, cc], loc[r, cc], d, g, c0 + t)
+                            insert_nearest(dist[a, cc], idx[a, cc], loc[r, cc], d, g, c0 + t)
             for r in range(n_a):
                 for cc in range(n_out):
                     for q in range(k):
@@ -466,7 +466,7 @@ def _knn_tile_general(
                 d = pair_distance(xa, Xs[j], ones, dm, dw, kind)
                 if ranked:
                     d = -abs(centres[a, cc, 0] * d - centres[a, cc, 1])
-                _insert(dist[a, cc], idx[a, cc], loc[cc], d, g, j)
+                insert_nearest(dist[a, cc], idx[a, cc], loc[cc], d, g, j)
         for cc in range(n_out):
             for r in range(k):
                 if idx[a, cc, r] >= 0:
