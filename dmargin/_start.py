@@ -203,6 +203,7 @@ def _start(estimator, X, y, stream, compact):
     # the driver only if it is continuous).
     targets, rule = declared.targets, declared.target_rule
     continuous = False
+    labels_typed = False  # type_of_target has said "not continuous"
     if rule is not None and stream is None:
         continuous = bool(rule(estimator, y))
         if continuous:  # a continuous target's values come to the driver, as below
@@ -216,6 +217,7 @@ def _start(estimator, X, y, stream, compact):
         )
     elif "continuous" in targets and stream is None:
         continuous = None if is_dask_collection(y) else is_continuous(y)
+        labels_typed = continuous is False
         if continuous:
             y = target_values(estimator, y)
     float32 = float32 and continuous is not True  # a continuous target's rows: float64
@@ -232,6 +234,7 @@ def _start(estimator, X, y, stream, compact):
         keep_integers=compact,
         keep_float32=float32,
         continuous=bool(continuous),
+        labels_typed=labels_typed,
     )
     data = prepare_training_data(
         X,

@@ -407,6 +407,7 @@ def check_X_y(
     keep_integers=False,
     keep_float32=False,
     continuous=False,
+    labels_typed=False,
 ):
     """Validate ``X, y``; returns ``(X, y)`` as numpy or dask arrays.
 
@@ -418,6 +419,8 @@ def check_X_y(
     ``keep_float32``: so does ``float32`` ``X`` (the SURF family's float32 rows).
     ``continuous``: ``y`` is a continuous target, checked by
     :func:`target_values` (the class-label checks do not apply).
+    ``labels_typed``: :func:`is_continuous` has already said that ``y`` is not
+    a continuous target (``type_of_target`` is not asked again).
 
     numpy / pandas ``X`` goes through scikit-learn's ``validate_data`` (NaN,
     inf, dtype, ``feature_names_in_``); dask ``X`` is checked on metadata and
@@ -500,7 +503,8 @@ def check_X_y(
         if missing:
             raise missing_labels_error(missing)
         check_one_label_type(y)
-        check_label_values(y)
+        if not labels_typed:
+            check_label_values(y)
     return X, y
 
 
@@ -551,23 +555,23 @@ def check_classes(classes, counts):
 # ---------------------------------------------------------------------------
 
 
-def is_continuous(y) -> bool:
+def is_continuous(y) -> bool | None:
     """Whether in-memory ``y`` is a continuous target as scikit-learn's
     ``type_of_target`` says: float values of which at least one is not an
     integer.
 
-    Labels that ``type_of_target`` refuses (NaN, mixed types) are left to the
-    classification checks, which name the problem.  A dask target is decided
-    in the pass that reads the data (:func:`dmargin.io._training.prepare_training_data`),
-    not here.
+    ``None`` for labels that ``type_of_target`` refuses (NaN, mixed types): they
+    are left to the classification checks, which name the problem.  A dask
+    target is decided in the pass that reads the data
+    (:func:`dmargin.io._training.prepare_training_data`), not here.
     """
     values = _as_label_array(y)
     if values.dtype.kind in "fO" and missing_label_mask(values).any():
-        return False  # scikit-learn would warn about the cast before the labels' error
+        return None  # scikit-learn would warn about the cast before the labels' error
     try:
         return type_of_target(y) == "continuous"
     except (ValueError, TypeError):
-        return False
+        return None
 
 
 def target_values(estimator, y):

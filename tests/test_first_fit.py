@@ -93,13 +93,13 @@ def test_first_fit_compiles_once_then_loads_from_the_cache(tmp_path):
     cold = _first_fit(env, tmp_path)
     warm = _first_fit(env, tmp_path)
     # Two kernels of dmargin's (I-RELIEF's agg is numpy) and the k-nearest kernel's
-    # helpers: its float32 tile, its pool and its lists' difference rows.
+    # helpers: its float32 tile, its pool and its lists' difference sums.
     assert {n for n in cold["compiled"] if n.startswith("dmargin.")} == {
         "dmargin.engine.kernels.lse._lse_tile",
         "dmargin.engine.kernels.knn._knn_all_pairs",
         "dmargin.engine.kernels.knn._pair_tile",
         "dmargin.engine.kernels.knn._flush",
-        "dmargin.engine.kernels.knn.neighbour_differences",
+        "dmargin.engine.kernels.knn.neighbour_sums",
         "dmargin.engine.kernels.distance.plain_tile",
     }
     # A small fit runs the serial twins only: no parallel kernel is compiled.

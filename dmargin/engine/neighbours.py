@@ -177,12 +177,18 @@ def _all_pairs(Xc, yc, start_c, n_classes, n_neighbors):
     return twin(Xc, ids, yc, n_classes, n_neighbors)
 
 
-def _share_from_lists(lists, Xa, ya, start_a, Xc, yc, start_c, agg, anchor_index, agg_args):
+def _share_from_lists(
+    lists, Xa, ya, start_a, Xc, yc, start_c, agg, anchor_index, agg_args, sums_agg
+):
     """An anchor block's share from every row's k-nearest lists: its rows of the
-    lists, their difference rows taken from the candidates, then ``agg``."""
+    lists, their difference rows taken from the candidates, then ``agg``; or,
+    with ``sums_agg``, the differences summed per class without the rows."""
     dist, idx = lists
     stop = start_a + Xa.shape[0]
     dist, idx = dist[start_a:stop], idx[start_a:stop]
+    if sums_agg is not None:
+        found, sums = knn.neighbour_sums(Xa, Xc, idx, start_c)
+        return sums_agg(found, sums, ya, *agg_args)
     partial = knn.NearestPartial(dist, idx, knn.neighbour_differences(Xa, Xc, idx, start_c))
     return _knn_agg_task(agg, partial, ya, start_a if anchor_index else None, agg_args)
 
@@ -201,6 +207,7 @@ def knn_statistic(
     target=None,
     bound=0.0,
     device="cpu",
+    sums_agg=None,
 ):
     """``combine_I agg(topk_J knn_tile(I, J), y_I, *agg_args)`` (hard neighbours).
 
@@ -222,6 +229,11 @@ def knn_statistic(
     ``device``: ``"cuda"`` runs the tiles on the GPU
     (:mod:`~dmargin.engine.kernels.cuda_knn`; the caller checked that one is
     usable), the same lists; not with ``ranked`` or ``target``.
+    ``sums_agg``: ``agg`` from the neighbours' differences summed per anchor and
+    class, ``sums_agg(found, sums, y_I, *agg_args)`` (``(anchors, classes, 1)``
+    and ``(anchors, classes, A)``), the same share; where every row's lists are
+    made in process at once, the engine sums the differences without writing
+    them out (``N k A`` floats per class).
     """
     a, k = rows.n_features, rows.n_classes
     kernel, params = knn.KERNEL, (k, n_neighbors)
@@ -280,6 +292,7 @@ def knn_statistic(
                     agg,
                     anchor_index,
                     agg_args,
+                    None if anchor_index else sums_agg,
                 )
                 for i in range(len(g.anchors))
             ]

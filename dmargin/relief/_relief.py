@@ -39,6 +39,7 @@ from ._stir import sample_moments, sample_rows_note, sample_shape, stir, uncalib
 from ._terms import (
     relief_agg,
     relieff_agg,
+    relieff_class_share,
     relieff_continuous_agg,
     relieff_stir_agg,
     stir_combine,
@@ -394,6 +395,8 @@ class ReliefF(PValues, WeightSelector):
                 declined = warn_uncalibrated(self, reason, rows.n_features)
         binary = len(data.classes) == 2 and self.pvalues and reason is None  # STIR's extras
         priors = (miss_priors(data.counts), kinds.kind == MISSING)
+        # ReliefF's own term also from the neighbours' class sums (a changed one: its own rows)
+        sums_agg = relieff_class_share if type(self)._agg is relieff_agg else None
         with fit_steps(self, "pass", 1 + self.n_permutations) as steps, timer("ReliefF"):
             if binary:  # STIR's sums and neighbour pairs come with the weights
                 total, pairs, graph = knn_statistic(
@@ -417,6 +420,7 @@ class ReliefF(PValues, WeightSelector):
                     anchors=anchors,
                     kinds=kinds,
                     device=self.device,
+                    sums_agg=sums_agg,
                 )
             total = np.asarray(total)
             steps.step()
@@ -438,6 +442,7 @@ class ReliefF(PValues, WeightSelector):
                             anchors=sample,
                             kinds=kinds,
                             device=self.device,
+                            sums_agg=sums_agg,
                         )
                     )
                     / m

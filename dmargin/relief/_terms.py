@@ -49,6 +49,13 @@ def relieff_agg(dist, idx, z, ya, miss_prior, missing=False):
     return _relieff_share(n_found, sums, np.asarray(ya), miss_prior)
 
 
+def relieff_class_share(n_found, sums, ya, miss_prior, missing=False):
+    """:func:`relieff_agg` from the neighbours' differences already summed per anchor
+    and class (``n_found``, ``sums``: :func:`_class_sums`' first two), where the
+    engine sums them itself (:func:`dmargin.engine.knn_statistic`'s ``sums_agg``)."""
+    return _relieff_share(n_found, sums, np.asarray(ya), miss_prior)
+
+
 def stir_sums(n_found, first, second, ya):
     """Anchor block's sums for STIR's pseudo t-test (two classes), from
     :func:`_class_sums`.

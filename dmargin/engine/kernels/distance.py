@@ -34,6 +34,7 @@ only for data that need them.
 import math
 
 import numpy as np
+from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
@@ -322,6 +323,17 @@ def popcount(typingctx, x):
 
     def codegen(context, builder, signature, args):
         return builder.ctpop(args[0])
+
+    return types.int64(types.uint64), codegen
+
+
+@intrinsic
+def trailing_zeros(typingctx, x):
+    """The index of the lowest set bit of a nonzero ``uint64`` (LLVM's ``cttz``: one
+    instruction), as ``int64``."""
+
+    def codegen(context, builder, signature, args):
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
 
     return types.int64(types.uint64), codegen
 

@@ -13,6 +13,7 @@ from .distance import (
     float32_error_bound,
     pair_distance,
     plain_tile,
+    trailing_zeros,
     transpose,
 )
 from .lse import ANCHOR_GROUP, by_class, class_order, filled
@@ -56,6 +57,17 @@ def _smallest(row, nq, buf):
                 i -= 1
             buf[i] = v
     return buf[m - 1]
+
+
+@inline
+def _within(row, t0, t1, limit):
+    """Bit ``t - t0`` set for each ``t`` in ``[t0, t1)`` (at most 64) with ``row[t] <=
+    limit``: a branch-free pass the compiler vectorises, after which only the few
+    candidates within an anchor's limit are visited (:func:`trailing_zeros`)."""
+    word = np.uint64(0)
+    for t in range(t0, t1):
+        word |= np.uint64(row[t] <= limit) << np.uint64(t - t0)
+    return word
 
 
 @inline
@@ -176,12 +188,12 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
                         # k of the block's k + 1 nearest in float32 are not the anchor.
                         limit = _smallest(row, nq, small) + 2.0 * bound
                     n = pooled[r]
-                    passing = 0
-                    for j in range(nq):
-                        passing += row[j] <= limit
-                    if passing > 0:
-                        for j in range(nq):
-                            if row[j] <= limit and ics[c0 + j] != ia[a]:
+                    for w0 in range(0, nq, 64):
+                        word = _within(row, w0, min(w0 + 64, nq), limit)
+                        while word:
+                            j = w0 + trailing_zeros(word)
+                            word &= word - np.uint64(1)
+                            if ics[c0 + j] != ia[a]:
                                 n, limit = _take(
                                     row[j], c0 + j, limit, pool_d[r], pool_j[r], n,
                                     Xa[a], Xs, ics, dist[a, c], idx[a, c], loc[r], bound,
@@ -321,44 +333,50 @@ def _pair_tile(
         limit = lim[s, cj]
         if limit == np.inf and n_j > k:
             limit = _smallest(row, n_j, small) + 2.0 * bound
-        passing = 0
-        for t in range(n_j):
-            passing += row[t] <= limit
-        if passing > 0:
-            n = pooled[s, cj]
-            for t in range(n_j):
-                if row[t] <= limit and j0 + t != s:
+        n = pooled[s, cj]
+        for w0 in range(0, n_j, 64):
+            word = _within(row, w0, min(w0 + 64, n_j), limit)
+            while word:
+                t = w0 + trailing_zeros(word)
+                word &= word - np.uint64(1)
+                if j0 + t != s:
                     n, limit = _take(
                         row[t], j0 + t, limit, pool_d[s, cj], pool_j[s, cj], n,
                         Xs[s], Xs, ics, dist[s, cj], idx[s, cj], loc[s, cj], bound,
                     )  # fmt: skip
-            pooled[s, cj] = n
+        pooled[s, cj] = n
         lim[s, cj] = limit
     if I == J:
         return
-    # The columns: the anchors of J, their limits side by side for a vectorised count.
+    # The columns: the anchors of J, their limits side by side, and per anchor the bits
+    # of the rows within its limit, set a row at a time for every anchor (vectorised).
     limits = np.empty(n_j)
-    counts = np.zeros(n_j, dtype=np.int64)
     for t in range(n_j):
         limits[t] = lim[j0 + t, ci]
         if limits[t] == np.inf and n_i > k:
             limits[t] = _smallest(D[:, t], n_i, small) + 2.0 * bound
+    n_words = (n_i + 63) // 64
+    words = np.zeros(n_words * n_j, dtype=np.uint64).reshape((n_words, n_j))
     for r in range(n_i):
         row = D[r]
+        bits = words[r // 64]
+        shift = np.uint64(r % 64)
         for t in range(n_j):
-            counts[t] += row[t] <= limits[t]
+            bits[t] |= np.uint64(row[t] <= limits[t]) << shift
     for t in range(n_j):
         s = j0 + t
         limit = limits[t]
-        if counts[t] > 0:
-            n = pooled[s, ci]
-            for r in range(n_i):
-                if D[r, t] <= limit:
-                    n, limit = _take(
-                        D[r, t], i0 + r, limit, pool_d[s, ci], pool_j[s, ci], n,
-                        Xs[s], Xs, ics, dist[s, ci], idx[s, ci], loc[s, ci], bound,
-                    )  # fmt: skip
-            pooled[s, ci] = n
+        n = pooled[s, ci]
+        for w in range(n_words):
+            word = words[w, t]
+            while word:
+                r = 64 * w + trailing_zeros(word)
+                word &= word - np.uint64(1)
+                n, limit = _take(
+                    D[r, t], i0 + r, limit, pool_d[s, ci], pool_j[s, ci], n,
+                    Xs[s], Xs, ics, dist[s, ci], idx[s, ci], loc[s, ci], bound,
+                )  # fmt: skip
+        pooled[s, ci] = n
         lim[s, ci] = limit
 
 
@@ -545,3 +563,25 @@ def neighbour_differences(Xa, Xc, idx, start_c):
                 for f in range(n_features):
                     z[a, c, r, f] = abs(Xa[a, f] - Xc[j, f]) if found else 0.0
     return z
+
+
+@helper
+def neighbour_sums(Xa, Xc, idx, start_c):
+    """:func:`neighbour_differences` summed over the ranks, without the rows: per
+    anchor and class the neighbours found ``(anchors, classes, 1)`` and the sums
+    of their differences ``(anchors, classes, A)``, added in rank order as numpy
+    sums the rows (the same values, bit for bit)."""
+    n_a, n_classes, k = idx.shape
+    n_features = Xa.shape[1]
+    found = filled((n_a, n_classes, 1), 0.0)
+    sums = filled((n_a, n_classes, n_features), 0.0)
+    for a in range(n_a):
+        for c in range(n_classes):
+            out = sums[a, c]
+            for r in range(k):
+                if idx[a, c, r] >= 0:
+                    j = idx[a, c, r] - start_c
+                    found[a, c, 0] += 1.0
+                    for f in range(n_features):
+                        out[f] += abs(Xa[a, f] - Xc[j, f])
+    return found, sums
