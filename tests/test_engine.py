@@ -284,6 +284,37 @@ def _class_sums_agg(dist, idx, z, ya):
     return np.concatenate([z.sum(axis=(0, 2)).ravel(), found.sum(axis=(0, 2))]).astype(float)
 
 
+def _from_class_sums(found, sums, ya):
+    """:func:`_class_sums_agg` from the engine's per-class sums (``sums_agg``)."""
+    return np.concatenate([sums.sum(axis=0).ravel(), found.sum(axis=0).ravel()])
+
+
+def test_knn_statistic_sums_agg_is_agg_from_the_same_lists(rows_data):
+    """``sums_agg`` on the in-process lists gives ``agg``'s share (the same neighbours,
+    their sums added in another order), and is not used where the difference rows
+    come from the tiles (dask rows)."""
+    import dask.array as da
+
+    X, y, k = rows_data
+    rows = execution.prepare_rows(X, y, k)
+    plain = neighbours.knn_statistic(rows, 4, _class_sums_agg)
+    used = []
+
+    def counted(*args):
+        used.append(len(args[0]))
+        return _from_class_sums(*args)
+
+    summed = neighbours.knn_statistic(rows, 4, _class_sums_agg, sums_agg=counted)
+    assert sum(used) == len(y)  # every anchor through sums_agg
+    a = X.shape[1] * k
+    np.testing.assert_array_equal(summed[a:], plain[a:])
+    np.testing.assert_allclose(summed, plain, rtol=1e-13)
+    refused = []
+    on_dask = execution.prepare_rows(da.from_array(X, chunks=(7, 6)), da.from_array(y, chunks=7), k)
+    neighbours.knn_statistic(on_dask, 4, _class_sums_agg, sums_agg=lambda *a: refused.append(a))
+    assert not refused
+
+
 @pytest.mark.parametrize("rows", [5, 19])
 def test_knn_statistic_in_process_all_pairs_equals_the_blocks_on_dask(rows_data, rows, monkeypatch):
     """In-process (every pair measured once: :data:`knn.ALL_PAIRS`), in-process past
