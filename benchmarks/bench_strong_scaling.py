@@ -217,7 +217,8 @@ def model(one, two, n):
         "text": (
             f"One iteration at N = {n} is {one['n_tasks_per_fit']} tasks: {n_tiles} tile tasks "
             f"({n_blocks} row blocks of {block_mib:.1f} MiB) plus their merges. With 1 worker the "
-            f"tiles compute for {t_tiles:.2f} s of a {one['best_iteration_s']:.2f} s iteration. "
+            f"tasks compute for {t_tiles:.2f} s a fit (the mean over its fits; the best "
+            f"iteration takes {one['best_iteration_s']:.2f} s). "
             f"Beside its tasks the 1-worker iteration leaves {1000 * residual:.0f} ms (the "
             f"median over its fits); on tiny data (N = {N_TINY}) an iteration of "
             f"{two['tiny']['tasks_per_iteration']:g} tasks takes "
