@@ -280,7 +280,8 @@ def test_a_python_worker_killed_mid_job_is_retried_with_the_same_result(spark, m
     from dmargin.spark import _scheduler
 
     rng = np.random.default_rng(5)
-    X = rng.normal(size=(30_000, 8))
+    # A pair of partitions' tile long enough (about a second) to be caught inside it.
+    X = rng.normal(size=(40_000, 16))
     y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
     reference = dmargin.ReliefF(n_neighbors=5).fit(X, y)
     df = spark_frame(spark, X, y, 2).cache()
