@@ -293,13 +293,29 @@ def package_version(name: str) -> str | None:
 
 
 def cpu_model() -> str:
+    """The CPU's model name, with its family, model and widest vector extension where
+    ``/proc/cpuinfo`` has them: virtual machines often name only the vendor's line
+    ("AMD EPYC"), which two generations of different speed share."""
     try:
+        fields = {}
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if not key and fields:
+                break  # the first processor's block is enough
+            fields.setdefault(key, value.strip())
     except OSError:
-        pass
-    return platform.processor() or "unknown"
+        fields = {}
+    name = fields.get("model name") or platform.processor() or "unknown"
+    flags = set(fields.get("flags", "").split())
+    vector = next(
+        (label for flag, label in (("avx512f", "AVX-512"), ("avx2", "AVX2")) if flag in flags), None
+    )
+    detail = (
+        [f"family {fields['cpu family']} model {fields['model']}"] if "cpu family" in fields else []
+    )
+    detail += [vector] if vector else []
+    return f"{name} ({', '.join(detail)})" if detail else name
 
 
 def numba_threading_layer() -> str:

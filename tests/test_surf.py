@@ -117,6 +117,26 @@ def test_feature_kinds_are_skrebates(name, n_discrete):
     assert est.discrete_features_.sum() == n_discrete
 
 
+def test_feature_kinds_count_the_whole_column_not_its_first_rows():
+    """A column whose first rows repeat few values but whose later ones do not, one
+    with more than 10 values from its first rows, one with exactly 10 and one with
+    a missing value: each counted over all its rows, as ``np.unique``."""
+    rng = np.random.default_rng(3)
+    n = 600
+    X = np.column_stack(
+        [
+            np.r_[np.zeros(300), rng.normal(size=300)],  # few values in its head only
+            rng.normal(size=n),  # continuous from its first rows
+            rng.integers(0, 10, n).astype(float),  # 10 values: discrete
+            np.r_[rng.integers(0, 3, n - 1).astype(float), np.nan],  # 3 values, one NaN
+            rng.normal(size=n),
+        ]
+    )
+    y = rng.integers(0, 2, n)
+    est = dmargin.MultiSURF().fit(X, y)
+    np.testing.assert_array_equal(est.discrete_features_, [False, False, True, True, False])
+
+
 def test_variants_differ_where_the_far_rows_count():
     """Each variant is its own rule: the four score vectors are pairwise different."""
     X, y = dataset("wdbc")

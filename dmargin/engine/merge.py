@@ -79,7 +79,8 @@ def column_summary_chunk(X, cap):
     value: ``n`` counts the values per column when the block has any."""
     X = np.asarray(X, dtype=np.float64)  # float32 rows: the same statistics as float64's
     missing = np.isnan(X)
-    if missing.any():
+    any_missing = missing.any()
+    if any_missing:
         n = (~missing).sum(axis=0).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(n > 0, np.nansum(X, axis=0) / n, 0.0)
@@ -88,12 +89,24 @@ def column_summary_chunk(X, cap):
         n = X.shape[0]
         mean = X.mean(axis=0) if n else np.zeros(X.shape[1])
         m2 = ((X - mean) ** 2).sum(axis=0)
+    # A continuous column shows more than ``cap`` values in its first rows: a
+    # column is sorted whole only when its head cannot decide.
+    head = np.sort(X[:_HEAD], axis=0)
+    head_distinct = 1 + (head[1:] != head[:-1]).sum(axis=0)
+    decided = (head_distinct > cap) & (X.shape[0] > _HEAD) & ~any_missing
     uniques = []
     for j in range(X.shape[1]):
+        if decided[j]:
+            uniques.append(None)
+            continue
         col = X[:, j]
-        u = np.unique(col[~missing[:, j]] if missing.any() else col)
+        u = np.unique(col[~missing[:, j]] if any_missing else col)
         uniques.append(u if u.size <= cap else None)
     return uniques, n, mean, m2, cap
+
+
+#: Rows of a column looked at first by :func:`column_summary_chunk`.
+_HEAD = 128
 
 
 def column_summary_combine(parts):
