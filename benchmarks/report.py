@@ -413,14 +413,8 @@ def machine(benchmark: str, variant: str = "default") -> str:
 
 def machines(pages=PAGES) -> list[tuple[str, str, str, str]]:
     """``(page, kind, benchmark/variant, cpu)`` of every quoted table and figure whose
-    variant's machine differs from the one most results were measured on."""
-    counts = collections.Counter()
-    for path in sorted(harness.RESULTS.glob("*.json")):
-        doc = harness.load_results(path.stem)
-        for variant in doc.get("variants", {"default": None}):
-            counts[machine(path.stem, variant)] += 1
-    usual = counts.most_common(1)[0][0]
-    rows = []
+    variant's machine differs from the one most of the quoted results were measured on."""
+    quoted = []
     for page in pages:
         text = page.read_text()
         for kind, refs in (("table", tables(text)), ("figure", figures(text))):
@@ -429,9 +423,10 @@ def machines(pages=PAGES) -> list[tuple[str, str, str, str]]:
                     cpu = machine(benchmark, variant)
                 except KeyError:
                     cpu = "no results yet"
-                if cpu != usual:
-                    rows.append((page_name(page), kind, f"{benchmark}/{variant}", cpu))
-    return rows
+                quoted.append((page_name(page), kind, f"{benchmark}/{variant}", cpu))
+    counts = collections.Counter(cpu for *_, cpu in quoted)
+    usual = counts.most_common(1)[0][0] if counts else None
+    return [row for row in quoted if row[3] != usual]
 
 
 def main(argv=None) -> int:
