@@ -6,6 +6,8 @@ associativity on random split points, and both modes of the softmax
 (one-pass merge and two passes) against each other.
 """
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -228,6 +230,38 @@ def test_all_pairs_lists_equal_the_float64_search(kernel, case):
     rows = X[np.where(filled, want_idx - 1000, 0)]
     np.testing.assert_array_equal(z[filled], np.abs(X[:, None, None, :] - rows)[filled])
     assert not z[~filled].any()
+
+
+def _prange_lines(fn):
+    """The source lines of ``fn`` that open a ``numba.prange`` loop."""
+    lines, first = inspect.getsourcelines(fn)
+    return {first + i for i, line in enumerate(lines) if "numba.prange(" in line}
+
+
+def _parallel_lines(dispatcher):
+    """The source lines of the loops numba made parallel in ``dispatcher``'s one compiled
+    signature (its parfors before fusion)."""
+    (metadata,) = dispatcher.get_metadata().values()
+    parfors = metadata["parfor_diagnostics"].initial_parfors
+    source = inspect.getsourcefile(dispatcher.py_func)
+    return {p.loc.line for p in parfors if p.loc.filename == source}
+
+
+@pytest.mark.parametrize("name", ["ALL_PAIRS", "KERNEL"])
+def test_every_prange_of_a_threaded_knn_kernel_runs_in_parallel(name):
+    """numba turns a ``prange`` it cannot make parallel into a plain loop, silently: a
+    threaded twin would then run on one thread.  Each of the k-nearest kernels'
+    ``prange`` loops must be one of its parallel loops."""
+    kernel = getattr(knn, name)
+    rng = np.random.default_rng(0)
+    X, y = rng.random((300, 5)), rng.integers(0, 2, 300)
+    ids = np.arange(300)
+    if name == "ALL_PAIRS":
+        kernel.threaded(X, ids, y, 2, 3)
+    else:
+        kernel.threaded(X[:50], ids[:50], X, y, ids, 2, 3)
+    want = _prange_lines(kernel.serial.py_func)
+    assert want and want <= _parallel_lines(kernel.threaded)
 
 
 @pytest.mark.parametrize("kernel", [0, 1], ids=["serial", "threaded"])

@@ -278,18 +278,20 @@ def _knn_all_pairs(X, ids, y, n_classes, n_neighbors):
     pooled = np.zeros(n * n_classes, dtype=np.int64).reshape((n, n_classes))
     b0, b1, bc = _class_blocks(starts, KNN_BLOCK)
     n_blocks = b0.shape[0]
-    # Round -1 pairs each block with itself; the others are the rounds of the circle
-    # method over an even number of slots (a slot past the last block is a rest): each
-    # round pairs every slot once, so the pairs of a round share no block, and each
-    # costs one tile.  One call of the tile, so that it is compiled into this kernel once.
+    for I in numba.prange(n_blocks):  # the diagonal pairs, one block each
+        _pair_tile(
+            I, I, b0, b1, bc, X32, XT, Xs, ics, k, bound,
+            lim, pool_d, pool_j, pooled, dist, idx, loc,
+        )  # fmt: skip
+    # The others in rounds of the circle method over an even number of slots (a
+    # slot past the last block is a rest): each round pairs every slot once, so
+    # the pairs of a round share no block, and each costs one tile.
     slots = n_blocks + n_blocks % 2
-    for rnd in range(-1, slots - 1):
-        for h in numba.prange(n_blocks if rnd < 0 else slots // 2):
-            p, q = h, h
-            if rnd >= 0:
-                p, q = slots - 1, rnd
-                if h > 0:
-                    p, q = (rnd + h) % (slots - 1), (rnd - h + slots - 1) % (slots - 1)
+    for rnd in range(slots - 1):
+        for h in numba.prange(slots // 2):
+            p, q = slots - 1, rnd
+            if h > 0:
+                p, q = (rnd + h) % (slots - 1), (rnd - h + slots - 1) % (slots - 1)
             if p < n_blocks and q < n_blocks:
                 _pair_tile(
                     min(p, q), max(p, q), b0, b1, bc, X32, XT, Xs, ics, k, bound,
