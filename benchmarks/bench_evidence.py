@@ -83,12 +83,14 @@ REFUSED_FIRST = 3
 NORMAL_SHAPES = ("normal", "correlated")
 
 
-def _inner(name, cell, **params):
+def _inner(name, cell, seed, **params):
+    """The estimator a method wraps; its ``random_state`` is the draw's ``seed``, so
+    that a cell's sampled anchors are the same in every run."""
     import dmargin
 
     if cell.anchors is not None:
         params["n_anchors"] = cell.anchors
-    return getattr(dmargin, name)(**params)
+    return getattr(dmargin, name)(random_state=seed, **params)
 
 
 def _construction(cell):
@@ -120,7 +122,7 @@ def _knockoffs(name, knockoffs=None, n_draws=1, groups=None):
         from dmargin.knockoffs._filter import knockoff_threshold
 
         sel = dmargin.KnockoffSelector(
-            _inner(name, cell),
+            _inner(name, cell, seed),
             knockoffs=knockoffs or _construction(cell),
             smatrix=smatrix(cell),
             n_draws=n_draws,
@@ -168,13 +170,13 @@ def _stir(name):
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UncalibratedPValuesWarning)
-            est = _inner(name, cell, pvalues=True).fit(X, y)
+            est = _inner(name, cell, seed, pvalues=True).fit(X, y)
         declined = any(issubclass(w.category, UncalibratedPValuesWarning) for w in caught)
         raw = _raw_pvalues(est)
         if raw is None:  # declined before STIR ran (outside its domain): run it anyway
             with _domain_off(), warnings.catch_warnings():
                 warnings.simplefilter("ignore", UncalibratedPValuesWarning)
-                est = _inner(name, cell, pvalues=True).fit(X, y)
+                est = _inner(name, cell, seed, pvalues=True).fit(X, y)
             raw = _raw_pvalues(est)
         if raw is None:
             raise RuntimeError(f"{name}: no STIR p-values even with the domain check off")
@@ -198,7 +200,7 @@ def _raw_pvalues(est):
 
 
 def _permutations(cell, X, y, seed):
-    est = _inner("ReliefF", cell, n_permutations=PERMUTATIONS, random_state=seed).fit(X, y)
+    est = _inner("ReliefF", cell, seed, n_permutations=PERMUTATIONS).fit(X, y)
     return _bh(est.pvalues_), {}
 
 
@@ -483,7 +485,7 @@ def large(n_rows, n_features, informative=5, chunk=125_000):
     )
     y = ((X[:, :informative] - 0.5).sum(axis=1) > 0).astype(np.int64).persist()
     peak_before = harness.peak_rss_mib()
-    inner = dmargin.ReliefF(n_anchors=500)
+    inner = dmargin.ReliefF(n_anchors=500, random_state=0)
     out = {
         "n_rows": n_rows,
         "n_features": n_features,
@@ -497,11 +499,11 @@ def large(n_rows, n_features, informative=5, chunk=125_000):
     augmented = sampler.augment(X, 0).persist()
     out["augment_s"] = round(time.perf_counter() - t, 2)
     t = time.perf_counter()
-    dmargin.ReliefF(n_anchors=500).fit(augmented, y)
+    dmargin.ReliefF(n_anchors=500, random_state=0).fit(augmented, y)
     out["inner_fit_s"] = round(time.perf_counter() - t, 2)
     del augmented
     t = time.perf_counter()
-    dmargin.ReliefF(n_anchors=500).fit(X, y)
+    dmargin.ReliefF(n_anchors=500, random_state=0).fit(X, y)
     out["plain_relieff_s"] = round(time.perf_counter() - t, 2)
     t = time.perf_counter()
     sel = dmargin.KnockoffSelector(inner, q=0.2, random_state=0).fit(X, y)
