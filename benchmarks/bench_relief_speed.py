@@ -87,6 +87,8 @@ QUIET_BUSY_CORES = 0.3  # "quiet machine": everything else together uses less th
 # Project targets
 TARGET_SKREBATE_SPEEDUP = 30.0
 TARGET_ESTEP_FRACTION = 0.30
+#: dmargin ReliefF's steady fit on 1 thread over 2 threads, at the largest N.
+TARGET_THREADS_SPEEDUP = 1.9
 
 # Interleaved rounds against fast-select and the kernels' rates in a fit: one thread, one
 # fresh process each, spambase-like data (57 features; _spambase_like.py).
@@ -1065,6 +1067,10 @@ def targets(speed, limit, scale, largest_n) -> dict:
         "fast_select_over_dmargin_steady": ratio(fs, dm),
         "relieff_no_slower_than_fast_select": None if dm is None or fs is None else dm <= fs,
     }
+    dm_two = steady_time(lookup(speed, "dmargin.ReliefF", largest_n, 2))
+    if dm_two is not None:
+        out["relieff_two_threads_over_one"] = ratio(dm, dm_two)
+        out["relieff_threads_met"] = dm is not None and dm / dm_two >= TARGET_THREADS_SPEEDUP
     for entry in limit:
         t, fused, estep = entry["fused"]["spec"]["threads"], entry["fused"], entry["estep"]
         if fused.get("ok") and estep.get("ok"):
@@ -1192,6 +1198,14 @@ def targets_rows(goals: dict) -> tuple[list[str], list[list]]:
             met(goals["relieff_no_slower_than_fast_select"]),
         ],
     ]
+    if "relieff_threads_met" in goals:
+        rows.append(
+            [
+                f"dmargin ReliefF on 2 threads >= {TARGET_THREADS_SPEEDUP:g}x 1 thread (N={n})",
+                f"1 thr / 2 thr = {fmt_ratio(goals['relieff_two_threads_over_one'])}",
+                met(goals["relieff_threads_met"]),
+            ]
+        )
     for t in THREADS:
         if f"estep_fraction_per_iter_{t}thr" in goals:
             rows.append(

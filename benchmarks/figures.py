@@ -407,6 +407,11 @@ FIGURES: dict[str, Figure] = {
         "{:.1f}x",
         "fast-select's MultiSURF time over dmargin's, interleaved rounds, N = 2,000, one thread",
     ),
+    "relief.threads_relieff_8000": Figure(
+        "relief_speed#targets/relieff_two_threads_over_one",
+        "{:.2f}x",
+        "dmargin ReliefF's steady fit on one thread over two, N = 8,000",
+    ),
     "relief.kernel_peak_min": Figure(
         "relief_speed#targets/kernel_fraction_f32_min * 100",
         "{:.0f} %",

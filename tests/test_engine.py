@@ -201,12 +201,15 @@ def test_knn_tile_float32_prefilter_changes_no_neighbour(kernel, case):
     np.testing.assert_array_equal(z[filled], np.abs(Xa[:, None, None, :] - rows)[filled])
 
 
+@pytest.mark.parametrize("threads", [1, 4], ids=["groups-of-blocks", "a-block-a-group"])
 @pytest.mark.parametrize("kernel", [0, 1], ids=["serial", "threaded"])
 @pytest.mark.parametrize("case", ["ties", "offset", "wide-k", "small-class", "one-block"])
-def test_all_pairs_lists_equal_the_float64_search(kernel, case):
+def test_all_pairs_lists_equal_the_float64_search(kernel, case, threads):
     """Every pair measured once for both its rows (:data:`knn.ALL_PAIRS`, blocks of
-    one class paired in rounds) gives every row the lists of the float64 search:
-    the data of the test above, and a class within one block (``one-block``)."""
+    one class in groups, the groups paired in rounds) gives every row the lists of
+    the float64 search: the data of the test above, and a class within one block
+    (``one-block``).  ``threads`` sets the groups: 4 of two or three blocks (the
+    blocks of a group of different classes) or one block each."""
     rng = np.random.default_rng(12)
     n, a, k, n_classes = 900, 7, 6, 3
     X = rng.integers(0, 4, (n, a)) / 8.0
@@ -223,7 +226,11 @@ def test_all_pairs_lists_equal_the_float64_search(kernel, case):
         n = knn.KNN_BLOCK - 3
         X, y = X[:n], y[:n]
     ids = np.arange(n) + 1000
-    d, idx = (knn.ALL_PAIRS.serial, knn.ALL_PAIRS.threaded)[kernel](X, ids, y, n_classes, k)
+    if case != "one-block":
+        assert 4 < -(-n // knn.KNN_BLOCK) < 16  # more blocks than 4 groups, fewer than 16
+    d, idx = (knn.ALL_PAIRS.serial, knn.ALL_PAIRS.threaded)[kernel](
+        X, ids, y, n_classes, k, threads
+    )
     want_d, want_idx = reference.knn_lists(X, ids, X, y, ids, n_classes, k)
     np.testing.assert_array_equal(idx, want_idx)
     np.testing.assert_array_equal(d, want_d)
@@ -262,7 +269,7 @@ def test_every_prange_of_a_threaded_knn_kernel_runs_in_parallel(name):
     X, y = rng.random((300, 5)), rng.integers(0, 2, 300)
     ids = np.arange(300)
     if name == "ALL_PAIRS":
-        threaded(X, ids, y, 2, 3)
+        threaded(X, ids, y, 2, 3, 2)
     else:
         threaded(X[:50], ids[:50], X, y, ids, 2, 3)
     want = _prange_lines(fn)
@@ -390,6 +397,9 @@ class _Counting:
     def pick(self, *args, **kwargs):
         self._calls.append(args)
         return self._kernel.pick(*args, **kwargs)
+
+    def is_threaded(self, twin):
+        return self._kernel.is_threaded(twin)
 
 
 def test_in_process_anchor_blocks_equal_one_block(rows_data, monkeypatch):

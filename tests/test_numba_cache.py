@@ -49,3 +49,35 @@ def test_a_constant_changed_in_another_file_recompiles(tmp_path):
     numba_py.write_text(source.replace("EXP_FLOOR = -700.0", "EXP_FLOOR = -1.0"))
     # quad.py is unchanged: numba's own stamp would load the code compiled with -700.
     assert _run(tmp_path) == 0.0
+
+
+UNCACHABLE = """
+import numba
+
+from ._numba import helper
+
+
+@helper
+def threads_now():
+    return numba.get_num_threads()  # a pointer into numba's runtime: not cachable
+"""
+
+
+def test_an_engine_kernel_numba_cannot_cache_warns_and_runs(tmp_path):
+    """Numba refuses to cache a kernel that holds a dynamic global and says so in a
+    warning that names the kernel's file: the engine's cache locator must give it that
+    file, not fail the fit with an ``AttributeError``."""
+    package = Path(dmargin.__file__).parent
+    shutil.copytree(package, tmp_path / "dmargin", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "dmargin" / "engine" / "_uncachable.py").write_text(UNCACHABLE)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = str(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-W", "always", "-c",
+         "from dmargin.engine import _uncachable; print(_uncachable.threads_now())"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) >= 1
+    assert "Cannot cache compiled function" in out.stderr
+    assert "_uncachable.py" in out.stderr

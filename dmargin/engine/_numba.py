@@ -75,6 +75,11 @@ class EngineCacheLocator(caching._CacheLocator):
     def get_disambiguator(self):
         return self._inner.get_disambiguator()
 
+    @property
+    def _py_file(self):
+        # Where numba points its warning about a kernel it cannot cache.
+        return self._inner._py_file
+
     @classmethod
     def from_function(cls, py_func, py_file):
         if not os.path.abspath(py_file).startswith(_ENGINE + os.sep):

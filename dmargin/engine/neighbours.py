@@ -174,7 +174,8 @@ def _all_pairs_fit(g, anchors, n_classes, n_neighbors):
 def _all_pairs(Xc, yc, start_c, n_classes, n_neighbors):
     ids = np.arange(start_c, start_c + Xc.shape[0])
     twin = knn.ALL_PAIRS.pick(Xc.shape[0] ** 2 * Xc.shape[1], threads=True)
-    return twin(Xc, ids, yc, n_classes, n_neighbors)
+    threads = n_threads() if knn.ALL_PAIRS.is_threaded(twin) else 1
+    return twin(Xc, ids, yc, n_classes, n_neighbors, threads)
 
 
 def _share_from_lists(
@@ -187,7 +188,8 @@ def _share_from_lists(
     stop = start_a + Xa.shape[0]
     dist, idx = dist[start_a:stop], idx[start_a:stop]
     if sums_agg is not None:
-        found, sums = knn.neighbour_sums(Xa, Xc, idx, start_c)
+        sums_of = knn.NEIGHBOUR_SUMS.pick(Xa.shape[0] * Xc.shape[0] * Xc.shape[1])
+        found, sums = sums_of(Xa, Xc, idx, start_c)
         return sums_agg(found, sums, ya, *agg_args)
     partial = knn.NearestPartial(dist, idx, knn.neighbour_differences(Xa, Xc, idx, start_c))
     return _knn_agg_task(agg, partial, ya, start_a if anchor_index else None, agg_args)

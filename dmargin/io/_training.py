@@ -53,7 +53,10 @@ class Scaling:
         """Scale numpy or dask rows of shape (n, n_features)."""
         if np.any(self.prescale != 1.0):
             X = X / self.prescale
-        return (X - self.offset) / self.span
+        scaled = X - self.offset
+        if isinstance(scaled, np.ndarray):  # one new array, not two (each faulted in)
+            return np.divide(scaled, self.span, out=scaled)
+        return scaled / self.span
 
 
 @dataclass

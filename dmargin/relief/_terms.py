@@ -31,10 +31,12 @@ def _class_sums(dist, z, missing, squares=False):
 
 def _relieff_share(n_found, sums, ya, miss_prior):
     """:func:`relieff_agg` from :func:`_class_sums`."""
-    per_class = np.divide(sums, n_found, out=np.zeros_like(sums), where=n_found > 0)
-    weight = miss_prior[ya].copy()  # (anchors, classes), zero on the own class
+    weight = miss_prior[ya]  # (anchors, classes), zero on the own class (a copy)
     weight[np.arange(len(ya)), ya] = -1.0
-    return np.einsum("ac,acf->f", weight, per_class)
+    # No neighbour found: its sums are 0, and 0 / 1 is the 0 it scores.
+    if n_found.shape[-1] == 1:  # one count per class: into the weights, not the sums
+        return np.einsum("ac,acf->f", weight / np.maximum(n_found[..., 0], 1.0), sums)
+    return np.einsum("ac,acf->f", weight, sums / np.maximum(n_found, 1.0))
 
 
 def relieff_agg(dist, idx, z, ya, miss_prior, missing=False):

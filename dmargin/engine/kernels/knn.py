@@ -241,7 +241,7 @@ def _class_blocks(starts, size):
     return b0, b1, bc
 
 
-def _knn_all_pairs(X, ids, y, n_classes, n_neighbors):
+def _knn_all_pairs(X, ids, y, n_classes, n_neighbors, threads):
     """Every row's k nearest other rows per class, each distance measured once.
 
     The in-process form of :func:`_knn_tile` with every row an anchor and a
@@ -252,8 +252,9 @@ def _knn_all_pairs(X, ids, y, n_classes, n_neighbors):
     so each pair's distance is measured once where :func:`_knn_tile`
     measures it from both ends.  The limits, pools and float64 recheck are
     :func:`_knn_tile`'s, per row and class, so the result is the same.
-    Threads take the pairs of a round of a round-robin schedule: no two
-    pairs of a round share a block, so no two threads touch one row's pool.
+    Threads take the pairs of a round of a round-robin schedule over groups
+    of blocks (``4 * threads`` groups): no two pairs of a round share a
+    block, so no two threads touch one row's pool.
     """
     n, n_features = X.shape
     Xs, ics, starts = by_class(X, y, ids, n_classes)
@@ -278,25 +279,37 @@ def _knn_all_pairs(X, ids, y, n_classes, n_neighbors):
     pooled = np.zeros(n * n_classes, dtype=np.int64).reshape((n, n_classes))
     b0, b1, bc = _class_blocks(starts, KNN_BLOCK)
     n_blocks = b0.shape[0]
-    for I in numba.prange(n_blocks):  # the diagonal pairs, one block each
-        _pair_tile(
-            I, I, b0, b1, bc, X32, XT, Xs, ics, k, bound,
-            lim, pool_d, pool_j, pooled, dist, idx, loc,
-        )  # fmt: skip
-    # The others in rounds of the circle method over an even number of slots (a
-    # slot past the last block is a rest): each round pairs every slot once, so
-    # the pairs of a round share no block, and each costs one tile.
-    slots = n_blocks + n_blocks % 2
+    # Consecutive blocks in groups, a few per thread: a thread takes a group's pairs,
+    # or all the pairs between two groups, so that the threads meet at a barrier once
+    # per round of groups, not once per round of blocks (each costs tens of
+    # microseconds when the caller is not the main thread).
+    n_groups = max(1, min(n_blocks, 4 * threads))
+    g0 = np.empty(n_groups + 1, dtype=np.int64)
+    for g in range(n_groups + 1):
+        g0[g] = g * n_blocks // n_groups
+    for g in numba.prange(n_groups):  # the pairs within a group, the diagonal ones too
+        for I in range(g0[g], g0[g + 1]):
+            for J in range(I, g0[g + 1]):
+                _pair_tile(
+                    I, J, b0, b1, bc, X32, XT, Xs, ics, k, bound,
+                    lim, pool_d, pool_j, pooled, dist, idx, loc,
+                )  # fmt: skip
+    # The pairs between groups in rounds of the circle method over an even number of
+    # slots (a slot past the last group is a rest): each round pairs every slot once,
+    # so the group pairs of a round share no block.
+    slots = n_groups + n_groups % 2
     for rnd in range(slots - 1):
         for h in numba.prange(slots // 2):
             p, q = slots - 1, rnd
             if h > 0:
                 p, q = (rnd + h) % (slots - 1), (rnd - h + slots - 1) % (slots - 1)
-            if p < n_blocks and q < n_blocks:
-                _pair_tile(
-                    min(p, q), max(p, q), b0, b1, bc, X32, XT, Xs, ics, k, bound,
-                    lim, pool_d, pool_j, pooled, dist, idx, loc,
-                )  # fmt: skip
+            if p < n_groups and q < n_groups:
+                for I in range(g0[min(p, q)], g0[min(p, q) + 1]):
+                    for J in range(g0[max(p, q)], g0[max(p, q) + 1]):
+                        _pair_tile(
+                            I, J, b0, b1, bc, X32, XT, Xs, ics, k, bound,
+                            lim, pool_d, pool_j, pooled, dist, idx, loc,
+                        )  # fmt: skip
     for s in numba.prange(n):
         for c in range(n_classes):
             _flush(
@@ -565,7 +578,6 @@ def neighbour_differences(Xa, Xc, idx, start_c):
     return z
 
 
-@helper
 def neighbour_sums(Xa, Xc, idx, start_c):
     """:func:`neighbour_differences` summed over the ranks, without the rows: per
     anchor and class the neighbours found ``(anchors, classes, 1)`` and the sums
@@ -575,7 +587,7 @@ def neighbour_sums(Xa, Xc, idx, start_c):
     n_features = Xa.shape[1]
     found = filled((n_a, n_classes, 1), 0.0)
     sums = filled((n_a, n_classes, n_features), 0.0)
-    for a in range(n_a):
+    for a in numba.prange(n_a):
         for c in range(n_classes):
             out = sums[a, c]
             for r in range(k):
@@ -585,3 +597,8 @@ def neighbour_sums(Xa, Xc, idx, start_c):
                     for f in range(n_features):
                         out[f] += abs(Xa[a, f] - Xc[j, f])
     return found, sums
+
+
+#: :func:`neighbour_sums` threaded over anchors where the lists came from threads
+#: (picked by the same work as the all-pairs tile of the anchors).
+NEIGHBOUR_SUMS = TileKernel.compile(neighbour_sums)
