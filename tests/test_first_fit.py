@@ -99,7 +99,7 @@ def test_first_fit_compiles_once_then_loads_from_the_cache(tmp_path):
         "dmargin.engine.kernels.knn._knn_all_pairs",
         "dmargin.engine.kernels.knn._pair_tile",
         "dmargin.engine.kernels.knn._flush",
-        "dmargin.engine.kernels.knn.neighbour_sums",
+        "dmargin.engine.kernels.knn._neighbour_sums",
         "dmargin.engine.kernels.distance.plain_tile",
     }
     # A small fit runs the serial twins only: no parallel kernel is compiled.

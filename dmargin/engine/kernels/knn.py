@@ -578,7 +578,7 @@ def neighbour_differences(Xa, Xc, idx, start_c):
     return z
 
 
-def neighbour_sums(Xa, Xc, idx, start_c):
+def _neighbour_sums(Xa, Xc, idx, start_c):
     """:func:`neighbour_differences` summed over the ranks, without the rows: per
     anchor and class the neighbours found ``(anchors, classes, 1)`` and the sums
     of their differences ``(anchors, classes, A)``, added in rank order as numpy
@@ -599,6 +599,7 @@ def neighbour_sums(Xa, Xc, idx, start_c):
     return found, sums
 
 
-#: :func:`neighbour_sums` threaded over anchors where the lists came from threads
+#: :func:`_neighbour_sums`, threaded over anchors where the lists came from threads
 #: (picked by the same work as the all-pairs tile of the anchors).
-NEIGHBOUR_SUMS = TileKernel.compile(neighbour_sums)
+NEIGHBOUR_SUMS = TileKernel.compile(_neighbour_sums)
+neighbour_sums = NEIGHBOUR_SUMS.serial
