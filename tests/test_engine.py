@@ -241,6 +241,21 @@ def test_all_pairs_lists_equal_the_float64_search(kernel, case, threads):
     assert not z[~filled].any()
 
 
+@pytest.mark.parametrize("twin", ["serial", "threaded"])
+def test_neighbour_sums_are_the_difference_rows_summed_bit_for_bit(twin):
+    """Both twins of :data:`knn.NEIGHBOUR_SUMS` (the threaded one runs a fit's share
+    on the all-pairs kernel's threads) give numpy's sums of the difference rows over
+    the ranks, bit for bit, and count the filled slots; an empty slot adds nothing."""
+    rng = np.random.default_rng(5)
+    Xc, Xa = rng.random((400, 9)), rng.random((70, 9))
+    idx = rng.integers(0, 400, (70, 3, 5)) + 1000
+    idx[rng.random(idx.shape) < 0.2] = -1
+    found, sums = getattr(knn.NEIGHBOUR_SUMS, twin)(Xa, Xc, idx, 1000)
+    z = knn.neighbour_differences(Xa, Xc, idx, 1000)
+    np.testing.assert_array_equal(sums, z.sum(axis=2))
+    np.testing.assert_array_equal(found[..., 0], (idx >= 0).sum(axis=2))
+
+
 def _prange_lines(fn):
     """The source lines of ``fn`` that open a ``numba.prange`` loop."""
     lines, first = inspect.getsourcelines(fn)
