@@ -1070,7 +1070,8 @@ def targets(speed, limit, scale, largest_n) -> dict:
     dm_two = steady_time(lookup(speed, "dmargin.ReliefF", largest_n, 2))
     if dm_two is not None:
         out["relieff_two_threads_over_one"] = ratio(dm, dm_two)
-        out["relieff_threads_met"] = dm is not None and dm / dm_two >= TARGET_THREADS_SPEEDUP
+        speedup = out["relieff_two_threads_over_one"]
+        out["relieff_threads_met"] = None if speedup is None else speedup >= TARGET_THREADS_SPEEDUP
     for entry in limit:
         t, fused, estep = entry["fused"]["spec"]["threads"], entry["fused"], entry["estep"]
         if fused.get("ok") and estep.get("ok"):
