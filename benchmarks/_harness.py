@@ -339,7 +339,9 @@ def git_revision(repo: Path) -> dict:
         out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
         return out.stdout.strip() if out.returncode == 0 else None
 
-    return {"commit": _git("rev-parse", "HEAD"), "dirty": bool(_git("status", "--porcelain"))}
+    # Results an earlier run wrote are not a change to the code measured.
+    status = _git("status", "--porcelain", "--", ".", ":(exclude)benchmarks/results")
+    return {"commit": _git("rev-parse", "HEAD"), "dirty": bool(status)}
 
 
 def machine_info(packages: list[str], *, peak: bool = True, quick: bool | None = None) -> dict:

@@ -170,8 +170,8 @@ def wait_watching(client, futures, what):
         try:
             wait(futures, timeout=poll)
             return
-        except TimeoutError:
-            pass
+        except TimeoutError as exc:
+            _drop_frames(exc)
         workers = _workers(client)
         if workers and any(w.get("status") == "running" for w in workers.values()):
             stalled_since = None
@@ -187,6 +187,21 @@ def wait_watching(client, futures, what):
             )
         elif now - stalled_since > timeout:
             raise ClusterStalledError(_stall_message(client, workers, what, timeout))
+
+
+def _drop_frames(exc):
+    """Clear the tracebacks of ``exc`` and the exceptions behind it.
+
+    ``distributed.wait`` raises its timeout from frames that hold the futures,
+    and the traceback closes a cycle through them that only the cyclic
+    collector frees.  Until it runs, the results stay on the workers, and a
+    refit whose tasks have the same keys is handed them instead of running.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc.__traceback__ = None
+        exc = exc.__cause__ or exc.__context__
 
 
 def _stall_message(client, workers, what, timeout):

@@ -161,3 +161,33 @@ def test_paused_workers_message_names_the_memory():
     assert "paused" in text and "1.0 GiB" in text and "--memory-limit" in text
     assert "were lost" in _stall_message(FakeClient, {}, "x", 60.0)
     assert "did not answer" in _stall_message(FakeClient, None, "x", 60.0)
+
+
+def _slow(seconds):
+    time.sleep(seconds)
+    return np.ones(3)
+
+
+def test_a_wait_that_timed_out_leaves_no_result_on_the_workers(client):
+    """A wait polls ``distributed.wait`` with a timeout; each timeout's traceback
+    once held the futures in a cycle, so that the results stayed on the workers
+    until Python's cyclic collector ran, and an identical refit was handed them
+    instead of running (a refit's time measured nothing)."""
+    import gc
+
+    from dmargin._dask import compute
+
+    task = dask.delayed(_slow, pure=True)(0.5)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with dask.config.set({"dmargin.stall-timeout": "0.25s"}):  # polls every 0.05 s
+            (value,) = compute(task)
+        assert value.tolist() == [1.0, 1.0, 1.0]
+        deadline = time.monotonic() + 5
+        while any(client.has_what().values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(client.has_what().values()), client.has_what()
+    finally:
+        if enabled:
+            gc.enable()

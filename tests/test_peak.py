@@ -177,3 +177,27 @@ def test_kernel_targets_judge_the_pair_feature_kernels_only():
     assert goals["kernel_fraction_f32_min"] == pytest.approx(0.5)
     assert goals["kernel_fraction_f32_max"] == pytest.approx(0.7)
     assert goals["kernels_below_target"] == ["MultiSURF"] and goals["kernels_all_met"] is False
+
+
+def test_git_revision_is_dirty_for_code_not_for_results_an_earlier_run_wrote(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    repo = tmp_path / "repo"
+    (repo / "benchmarks" / "results").mkdir(parents=True)
+    (repo / "code.py").write_text("x = 1\n")
+    (repo / "benchmarks" / "results" / "r.json").write_text("{}\n")
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "start")
+    assert harness.git_revision(repo)["dirty"] is False
+    (repo / "benchmarks" / "results" / "r.json").write_text('{"a": 1}\n')
+    assert harness.git_revision(repo)["dirty"] is False
+    (repo / "code.py").write_text("x = 2\n")
+    assert harness.git_revision(repo)["dirty"] is True
