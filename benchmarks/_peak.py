@@ -25,6 +25,11 @@ by far in both precisions (about 1.8e10 float32 and 1.15e10 float64 pair-feature
 at A = 64); the transposed sweeps reach half of that or less, and the row-major
 reduction falls behind at widths that are not a multiple of the vector.
 
+Beside the one-core peak, the fastest blocking of :data:`TWO_CORE_BLOCKINGS` also
+runs on two cores at once (:func:`measure_two_cores`): how much two threads can
+gain on this machine when they share nothing but the hardware.  A fit's speed-up
+from 2 threads is judged beside that figure.
+
 Every loop is ``@njit(fastmath={"reassoc", "contract", "arcp"})``, as the engine's
 kernels, serial, accumulating in the data's own precision.  :func:`measure_peak`
 runs them in this process (it must be a one-thread one: numba's serial kernels use
@@ -322,6 +327,13 @@ DEFAULT_BLOCKINGS = (
 )
 
 
+#: The blockings :func:`measure_two_cores` picks from: those whose speed does not hang
+#: on where the allocator put ``out``.  ``t4_b256`` adds into 4 rows of ``out`` 8 KiB
+#: apart, and its rate swings by 2x from one allocation to the next (1e10 to 2e10
+#: float32 pair-features/s on the 2-core AMD EPYC with AVX2).
+TWO_CORE_BLOCKINGS = ("tile4x4", "tile4x4_pad", "tile8x2_pad", "t4x2_b128", "t8_b256")
+
+
 def _operands(XA, XB, layout, dtype):
     if layout == "padded":
         return _padded(XA, dtype), _padded(XB, dtype)
@@ -354,7 +366,9 @@ def measure_peak(
         ``{"float32": {...}, "float64": {...}, "rows", "features", "repeats",
         "numba_threads", "seconds"}``; per dtype ``pair_features_per_s`` (the best
         over blockings and widths: the peak), ``blocking`` and ``features`` (who won),
-        and ``by_width`` (``{width: {blocking: pair-features/s}}``).  A distance is
+        ``by_width`` (``{width: {blocking: pair-features/s}}``) and ``two_cores``
+        (the fastest of :data:`TWO_CORE_BLOCKINGS` measured, on two cores at once:
+        :func:`measure_two_cores`).  A distance is
         counted at the real width, never at a padded one; every blocking's distances
         are checked against the first's.
     """
@@ -403,8 +417,77 @@ def measure_peak(
             "features": int(width),
             "by_width": by_width,
         }
+    for dtype in ("float32", "float64"):
+        by_width = result[dtype]["by_width"]
+        steady = [(w, n) for w in by_width for n in by_width[w] if n in TWO_CORE_BLOCKINGS]
+        if steady:
+            width, name = max(steady, key=lambda wn: by_width[wn[0]][wn[1]])
+            result[dtype]["two_cores"] = measure_two_cores(
+                name, int(width), dtype, rows, repeats, seed
+            )
     result["seconds"] = round(time.perf_counter() - start, 2)
     return result
+
+
+def measure_two_cores(name, a, dtype, rows=ROWS, repeats=REPEATS, seed=0) -> dict:
+    """A blocking on two cores at once: what a fit on 2 threads can expect.
+
+    Two Python threads each call the blocking (a ``nogil`` kernel) on operands of
+    their own, released together; a round's time is the later thread's.  Beside it,
+    the same calls one after the other on one thread, interleaved with the rounds,
+    so that a drift of the host's speed shows in both.  ``scaling`` is the one-core
+    time of the two calls over the two-core round's (2.0 when the cores share
+    nothing: caches, memory bandwidth or a physical core behind two virtual ones).
+    """
+    import threading
+
+    rng = np.random.default_rng(seed + 1)
+    layout, call = BLOCKINGS[name]
+    jobs = []
+    for _ in range(2):
+        A, B = _operands(
+            rng.random((rows, a)).astype(dtype), rng.random((rows, a)).astype(dtype), layout, dtype
+        )
+        jobs.append((A, B, np.empty((rows, rows), dtype=dtype)))
+    for job in jobs:
+        call(*job)
+    go, done = threading.Barrier(3), threading.Barrier(3)
+    stop = [False]
+
+    def worker(job):
+        while True:
+            go.wait()
+            if stop[0]:
+                return
+            call(*job)
+            done.wait()
+
+    threads = [threading.Thread(target=worker, args=(job,), daemon=True) for job in jobs]
+    for t in threads:
+        t.start()
+    both, one = [], []
+    try:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            go.wait()
+            done.wait()
+            both.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            for job in jobs:
+                call(*job)
+            one.append(time.perf_counter() - t0)
+    finally:
+        stop[0] = True
+        go.wait()
+        for t in threads:
+            t.join()
+    return {
+        "pair_features_per_s": 2 * rows * rows * a / min(both),
+        "one_core_pair_features_per_s": 2 * rows * rows * a / min(one),
+        "scaling": min(one) / min(both),
+        "blocking": name,
+        "features": int(a),
+    }
 
 
 def _timed(call, A, B, out) -> float:
@@ -446,6 +529,12 @@ def markdown(peak: dict) -> str:
             f"{dtype}: peak {entry['pair_features_per_s']:.3g} pair-features/s "
             f"({entry['blocking']}, A = {entry['features']})"
         )
+        two = entry.get("two_cores")
+        if two:
+            lines.append(
+                f"on two cores at once: {two['pair_features_per_s']:.3g} pair-features/s, "
+                f"{two['scaling']:.2f}x one core"
+            )
         lines.append("| blocking | " + " | ".join(f"A = {w}" for w in widths) + " |")
         lines.append("|---|" + "---|" * len(widths))
         for name in entry["by_width"][widths[0]]:

@@ -41,6 +41,38 @@ def test_measure_peak_names_its_blocking_and_rates_in_both_precisions():
         assert len(rates) == 2 * len(peak.BLOCKINGS) and min(rates) > 0
         assert entry["pair_features_per_s"] == max(rates)
     assert found["rows"] == 64 and found["repeats"] == 1
+    for dtype in ("float32", "float64"):
+        two = found[dtype]["two_cores"]
+        # the fastest steady blocking, on two threads at once and one after the other
+        steady = {
+            (name, int(width)): rate
+            for width, rates in found[dtype]["by_width"].items()
+            for name, rate in rates.items()
+            if name in peak.TWO_CORE_BLOCKINGS
+        }
+        assert (two["blocking"], two["features"]) == max(steady, key=steady.get)
+        assert two["pair_features_per_s"] > 0 and two["one_core_pair_features_per_s"] > 0
+        assert two["scaling"] == pytest.approx(
+            two["pair_features_per_s"] / two["one_core_pair_features_per_s"]
+        )
+
+
+def test_two_cores_run_the_blocking_on_two_threads_at_once(monkeypatch):
+    import threading
+
+    seen = []
+    layout, call = peak.BLOCKINGS["tile4x4"]
+
+    def watched(A, B, out):
+        seen.append(threading.get_ident())
+        call(A, B, out)
+
+    monkeypatch.setitem(peak.BLOCKINGS, "tile4x4", (layout, watched))
+    two = peak.measure_two_cores("tile4x4", 12, "float64", rows=32, repeats=2)
+    # 2 warm-up calls, then per repeat 2 threads at once and 2 calls on this thread
+    assert len(seen) == 2 + 2 * 4
+    assert len(set(seen) - {threading.get_ident()}) == 2
+    assert two["scaling"] > 0
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -201,3 +233,22 @@ def test_git_revision_is_dirty_for_code_not_for_results_an_earlier_run_wrote(tmp
     assert harness.git_revision(repo)["dirty"] is False
     (repo / "code.py").write_text("x = 2\n")
     assert harness.git_revision(repo)["dirty"] is True
+
+
+def test_relief_speed_puts_the_machines_two_core_scaling_beside_its_threads_target():
+    relief = _load("bench_relief_speed")
+    spec = {"method": "dmargin.ReliefF", "n": 8000}
+    speed = [
+        {"spec": {**spec, "threads": t}, "threads": t, "ok": True, "steady_best_s": s}
+        for t, s in ((1, 0.2), (2, 0.11))
+    ]
+    two = {"scaling": 1.81, "blocking": "tile8x2_pad", "features": 64}
+    found = {"float32": {"two_cores": two}, "float64": {}}
+    goals = relief.targets(speed, [], None, 8000, found)
+    assert goals["machine_two_cores_float32"] == 1.81 and goals["relieff_threads_met"] is False
+    row = [r for r in relief.targets_rows(goals)[1] if "2 threads" in r[0]][0]
+    assert "1.82" in row[1] and "two cores at once: 1.81x one core" in row[1]
+    # a run without the figure says nothing of it
+    goals = relief.targets(speed, [], None, 8000, None)
+    row = [r for r in relief.targets_rows(goals)[1] if "2 threads" in r[0]][0]
+    assert "two cores" not in row[1]
