@@ -412,6 +412,11 @@ FIGURES: dict[str, Figure] = {
         "{:.2f}x",
         "dmargin ReliefF's steady fit on one thread over two, N = 8,000",
     ),
+    "relief.two_cores_f32": Figure(
+        "relief_speed#targets/machine_two_cores_float32",
+        "{:.2f}x",
+        "the machine's float32 distance tile on two cores at once over one (_peak.py)",
+    ),
     "relief.kernel_peak_min": Figure(
         "relief_speed#targets/kernel_fraction_f32_min * 100",
         "{:.0f} %",

@@ -315,3 +315,28 @@ def test_read_parquet_exclude_names_an_unknown_column_and_lists_the_columns(tmp_
         read_parquet(root, "label", features=["f0"], exclude=["rid"])
     with pytest.raises(ValueError, match=r"exclude= must list column names \(strings\)"):
         read_parquet(root, "label", exclude=[0])
+
+
+@pytest.mark.parametrize("filters", [None, [("count", ">", 2)]])
+def test_x_and_y_are_one_getitem_a_block_on_the_shared_read(tmp_path, frame, filters):
+    """Each block of X and of y is one task on its read, and both read the same task:
+    no from-value or concatenate tasks for a cluster to schedule in every pass."""
+    root = spark_like(tmp_path, frame.drop(columns="region"), [], rows_per_group=7)
+    X, y = read_parquet(root, "label", ["rid", "f0", "count"], filters=filters)
+    n_blocks = X.numblocks[0]
+    assert n_blocks > 1 and y.numblocks == (n_blocks,)
+    x_graph, y_graph = dict(X.__dask_graph__()), dict(y.__dask_graph__())
+    reads = {k for k in x_graph if isinstance(k, str) and k.startswith("dmargin-read-parquet-")}
+    assert len(reads) == n_blocks and len(x_graph) == len(y_graph) == 2 * n_blocks
+    assert reads == {k for k in y_graph if k in reads}
+    # the rows are those of the file, in both
+    expected = frame if filters is None else frame[frame["count"] > 2]
+    got = np.asarray(X)
+    order = np.argsort(got[:, 0])
+    np.testing.assert_array_equal(got[order, 0], np.sort(expected["rid"].to_numpy()))
+    labels = dict(zip(expected["rid"], expected["label"]))
+    assert [labels[r] for r in got[order, 0]] == list(np.asarray(y)[order])
+    # a refit's arrays get the same keys, another selection other keys
+    again = read_parquet(root, "label", ["rid", "f0", "count"], filters=filters)[0]
+    other = read_parquet(root, "label", ["rid", "f1", "count"], filters=filters)[0]
+    assert again.name == X.name and other.name != X.name

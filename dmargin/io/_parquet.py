@@ -23,6 +23,8 @@ segments were available for field ...").
 
 from __future__ import annotations
 
+from operator import getitem
+
 import numpy as np
 
 from .._dask import compute
@@ -164,6 +166,25 @@ def _read_block(spec, path, pieces, partition_expression, n_rows):
     return X, y
 
 
+def _view(reads, lengths, item, tail, dtype, prefix):
+    """A dask array whose block ``i`` is item ``item`` of read task ``i``.
+
+    One ``getitem`` task a block, straight on the read: ``da.from_delayed`` and
+    ``da.concatenate`` would add two more a block, which a cluster schedules one
+    by one, in every pass over the rows.
+    """
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    name = prefix + tokenize([r.key for r in reads], item)
+    zeros = (0,) * len(tail)
+    layer = {(name, i, *zeros): (getitem, r.key, item) for i, r in enumerate(reads)}
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=reads)
+    chunks = (tuple(int(n) for n in lengths), *((t,) for t in tail))
+    return da.Array(graph, name, chunks, dtype=dtype)
+
+
 # ---------------------------------------------------------------------------
 # Public functions
 # ---------------------------------------------------------------------------
@@ -297,7 +318,6 @@ def read_parquet(
     ['a']
     """
     import dask
-    import dask.array as da
     from dask.base import tokenize
 
     spec, groups = plan_dataset(
@@ -339,13 +359,8 @@ def read_parquet(
                 "filtering and dropping rows with missing labels."
             )
         reads, lengths = [reads[i] for i in kept], [lengths[i] for i in kept]
-    a = len(spec.features)
-    X = da.concatenate(
-        [da.from_delayed(r[0], shape=(n, a), dtype=np.float64) for r, n in zip(reads, lengths)]
-    )
-    y = da.concatenate(
-        [da.from_delayed(r[1], shape=(n,), dtype=spec.y_dtype) for r, n in zip(reads, lengths)]
-    )
+    X = _view(reads, lengths, 0, (len(spec.features),), np.float64, "dmargin-parquet-X-")
+    y = _view(reads, lengths, 1, (), spec.y_dtype, "dmargin-parquet-y-")
     if as_frame:
         import dask.dataframe as dd
 
