@@ -451,16 +451,22 @@ def measure_two_cores(name, a, dtype, rows=ROWS, repeats=REPEATS, seed=0) -> dic
         jobs.append((A, B, np.empty((rows, rows), dtype=dtype)))
     for job in jobs:
         call(*job)
-    go, done = threading.Barrier(3), threading.Barrier(3)
-    stop = [False]
+    # A timeout, and an abort on a failed call: an error never leaves a barrier waiting.
+    go, done = threading.Barrier(3, timeout=600), threading.Barrier(3, timeout=600)
+    errors = []
 
     def worker(job):
-        while True:
-            go.wait()
-            if stop[0]:
-                return
-            call(*job)
-            done.wait()
+        try:
+            while True:
+                go.wait()
+                call(*job)
+                done.wait()
+        except threading.BrokenBarrierError:
+            return  # released (the rounds are over) or another thread failed
+        except BaseException as exc:
+            errors.append(exc)
+            go.abort()
+            done.abort()
 
     threads = [threading.Thread(target=worker, args=(job,), daemon=True) for job in jobs]
     for t in threads:
@@ -476,9 +482,12 @@ def measure_two_cores(name, a, dtype, rows=ROWS, repeats=REPEATS, seed=0) -> dic
             for job in jobs:
                 call(*job)
             one.append(time.perf_counter() - t0)
+    except threading.BrokenBarrierError:
+        if errors:
+            raise errors[0] from None
+        raise
     finally:
-        stop[0] = True
-        go.wait()
+        go.abort()  # the threads wait at go: released, they return
         for t in threads:
             t.join()
     return {

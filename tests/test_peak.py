@@ -75,6 +75,25 @@ def test_two_cores_run_the_blocking_on_two_threads_at_once(monkeypatch):
     assert two["scaling"] > 0
 
 
+def test_two_cores_raise_a_failed_call_instead_of_waiting(monkeypatch):
+    import threading
+
+    layout, call = peak.BLOCKINGS["tile4x4"]
+    calls = []
+
+    def fails_on_a_thread(A, B, out):
+        calls.append(1)
+        if len(calls) > 2 and threading.current_thread() is not threading.main_thread():
+            raise FloatingPointError("kernel failed")
+        call(A, B, out)
+
+    monkeypatch.setitem(peak.BLOCKINGS, "tile4x4", (layout, fails_on_a_thread))
+    before = threading.active_count()
+    with pytest.raises(FloatingPointError, match="kernel failed"):
+        peak.measure_two_cores("tile4x4", 12, "float64", rows=32, repeats=2)
+    assert threading.active_count() == before  # both threads joined
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", sorted(peak.BLOCKINGS))
 def test_every_blocking_computes_the_manhattan_distances(name, dtype):

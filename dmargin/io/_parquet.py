@@ -170,8 +170,9 @@ def _view(reads, lengths, item, tail, dtype, prefix):
     """A dask array whose block ``i`` is item ``item`` of read task ``i``.
 
     One ``getitem`` task a block, straight on the read: ``da.from_delayed`` and
-    ``da.concatenate`` would add two more a block, which a cluster schedules one
-    by one, in every pass over the rows.
+    ``da.concatenate`` would add two more a block to each of X and y (7 tasks a
+    block for both, against 3), which a cluster schedules one by one in every
+    pass over the rows.
     """
     import dask.array as da
     from dask.base import tokenize
