@@ -50,9 +50,17 @@ _FIT = textwrap.dedent("""
             import dask.array as da
             X = da.from_array(X, chunks=(3000, 30)); y = da.from_array(y, chunks=3000)
         if mode == "cluster":
+            # As the README writes it: the with-block closes the workers before the
+            # scheduler, also on Ctrl-C (a cluster left to the interpreter's exit may
+            # close its scheduler under a worker's heartbeat, and distributed logs that).
             from distributed import Client, LocalCluster
-            client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                         dashboard_address=None))
+            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                              dashboard_address=None) as cluster, Client(cluster):
+                return fit(X, y)
+        return fit(X, y)
+
+
+    def fit(X, y):
         IRelief(max_iter=1, tol=0).fit(X[:2000], y[:2000])
         est = IRelief(max_iter=1, tol=0).fit(X[:1000], y[:1000])  # a refit is interrupted
         est.set_params(max_iter=50)
