@@ -350,10 +350,11 @@ def _from_class_sums(found, sums, ya):
     return np.concatenate([sums.sum(axis=0).ravel(), found.sum(axis=0).ravel()])
 
 
-def test_knn_statistic_sums_agg_is_agg_from_the_same_lists(rows_data):
+def test_knn_statistic_sums_agg_is_agg_from_the_same_lists(rows_data, monkeypatch):
     """``sums_agg`` on the in-process lists gives ``agg``'s share (the same neighbours,
-    their sums added in another order), and is not used where the difference rows
-    come from the tiles (dask rows)."""
+    their sums added in another order), from one sums call for every row whatever
+    the anchor blocks, and is not used where the difference rows come from the
+    tiles (dask rows)."""
     import dask.array as da
 
     X, y, k = rows_data
@@ -365,11 +366,23 @@ def test_knn_statistic_sums_agg_is_agg_from_the_same_lists(rows_data):
         used.append(len(args[0]))
         return _from_class_sums(*args)
 
+    calls = []
+    monkeypatch.setattr(knn, "NEIGHBOUR_SUMS", _Counting(knn.NEIGHBOUR_SUMS, calls))
     summed = neighbours.knn_statistic(rows, 4, _class_sums_agg, sums_agg=counted)
-    assert sum(used) == len(y)  # every anchor through sums_agg
+    assert used == [len(y)] and len(calls) == 1  # every anchor through sums_agg
     a = X.shape[1] * k
     np.testing.assert_array_equal(summed[a:], plain[a:])
     np.testing.assert_allclose(summed, plain, rtol=1e-13)
+    # Anchor blocks of 10 rows: still one sums call for every row (one parallel region,
+    # not one a block), each block's share from its rows; a row's sums do not depend
+    # on the blocks, so the blocks' shares add up as the plain fit's blocks do.
+    monkeypatch.setattr(neighbours, "NEAREST_BYTES", 10 * 8 * k * 4 * (X.shape[1] + 2))
+    used.clear()
+    blocked_plain = neighbours.knn_statistic(rows, 4, _class_sums_agg)
+    blocked = neighbours.knn_statistic(rows, 4, _class_sums_agg, sums_agg=counted)
+    assert used == [10] * 5 + [7] and len(calls) == 2
+    np.testing.assert_array_equal(blocked[a:], blocked_plain[a:])
+    np.testing.assert_allclose(blocked, summed, rtol=1e-13)
     refused = []
     on_dask = execution.prepare_rows(da.from_array(X, chunks=(7, 6)), da.from_array(y, chunks=7), k)
     neighbours.knn_statistic(on_dask, 4, _class_sums_agg, sums_agg=lambda *a: refused.append(a))
@@ -629,6 +642,24 @@ def test_one_thread_takes_the_serial_twin():
     if before > 1:
         assert pick(twins, 100 * PARALLEL_MIN_WORK) == "threaded"
     assert pick(twins, 100 * PARALLEL_MIN_WORK, threads=False) == "serial"
+
+
+def test_in_process_tasks_run_with_the_callers_numba_threads():
+    """numba's thread count is per thread: the runner reads the caller's once and
+    each task of its pool threads runs with it (not with numba's default)."""
+    import numba
+
+    from dmargin.engine.local import run_local
+
+    before = numba.get_num_threads()
+    dsk = {("count", i): (numba.get_num_threads,) for i in range(4)}
+    try:
+        numba.set_num_threads(1)
+        got = run_local(dsk, set(), 2)
+    finally:
+        numba.set_num_threads(before)
+    assert [got["count", i] for i in range(4)] == [1] * 4
+    assert run_local(dsk, set(), 2)["count", 0] == before
 
 
 def test_blas_limit_holds_under_a_users_limit_on_another_thread():

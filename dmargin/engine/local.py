@@ -84,6 +84,9 @@ def run_local(dsk, tiles, threads, wanted=None):
             by_level.setdefault(lv, []).append(key)
     n_tiles, done = len(tiles), 0
     pool, in_pool = _local_pool(threads)
+    # Read once: numba's getter is a foreign call that gives up the GIL, and taking it
+    # back waits for a worker thread's Python (up to the switch interval, per task).
+    numba_threads = n_threads()
 
     def run(key):
         fn, *args = dsk[key]
@@ -93,7 +96,9 @@ def run_local(dsk, tiles, threads, wanted=None):
         for lv in sorted(by_level):
             keys = by_level[lv]
             if in_pool or (pool and len(keys) > 1):
-                results = _results([pool.submit(_in_context(run, key)) for key in keys])
+                results = _results(
+                    [pool.submit(_in_context(run, key, numba_threads)) for key in keys]
+                )
             else:
                 results = map(run, keys)
             for key, value in zip(keys, results):
@@ -149,10 +154,10 @@ def _local_pool(threads):
     return (ThreadPoolExecutor(workers, thread_name_prefix="dmargin") if workers else None, in_pool)
 
 
-def _in_context(run, key):
+def _in_context(run, key, numba_threads):
     """``run(key)`` in the caller's context (its progress, numpy's error state)
     and with its number of numba threads."""
-    context, numba_threads = contextvars.copy_context(), n_threads()
+    context = contextvars.copy_context()
 
     def call():
         set_threads(numba_threads)

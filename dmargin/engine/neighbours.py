@@ -158,24 +158,35 @@ def _nearest_share(Xa, ya, start_a, Xc, yc, start_c, kernel, agg, anchor_index, 
     return _knn_agg_task(agg, partial, ya, start_a if anchor_index else None, agg_args)
 
 
-def _all_pairs_fit(g, anchors, n_classes, n_neighbors):
+def _all_pairs_fit(g, anchors, n_classes, n_neighbors, sums=False):
     """Whether :data:`knn.ALL_PAIRS` serves this graph: in-process, every row an
-    anchor and a candidate, its pools and lists within :data:`TILE_BUDGET` and its
-    work within :data:`ALL_PAIRS_WORK` (one call: an interrupt waits for it)."""
+    anchor and a candidate, its pools and lists (or, with ``sums``, every row's
+    class sums) within :data:`TILE_BUDGET` and its work within
+    :data:`ALL_PAIRS_WORK` (one call: an interrupt waits for it)."""
     if not g.local or anchors is not None or len(g.candidates) != 1:
         return False
-    n, k = g.rows.n_samples, n_neighbors
+    n, k, a = g.rows.n_samples, n_neighbors, g.rows.n_features
     # Per row and class: its pool (float32 and int64), limit, count and lists (distance,
     # index, position; and the lists returned); per row its copies (sorted, float32 twice).
-    per_row = n_classes * (12 * (k + 2) + 16 + 40 * k) + 16 * g.rows.n_features
-    return n * per_row <= TILE_BUDGET and n * n * g.rows.n_features <= ALL_PAIRS_WORK
+    per_row = n_classes * (12 * (k + 2) + 16 + 40 * k) + 16 * a
+    if sums:
+        per_row += n_classes * 8 * (a + 1)
+    return n * per_row <= TILE_BUDGET and n * n * a <= ALL_PAIRS_WORK
 
 
-def _all_pairs(Xc, yc, start_c, n_classes, n_neighbors):
+def _all_pairs(Xc, yc, start_c, n_classes, n_neighbors, sums=False):
+    """Every row's k-nearest lists ``(dist, idx)``; with ``sums``, every row's
+    :data:`knn.NEIGHBOUR_SUMS` ``(found, sums)`` from them instead (one call for
+    all the rows: a threaded call from a task's thread costs a parallel region's
+    start, which one call an anchor block would pay again for each)."""
     ids = np.arange(start_c, start_c + Xc.shape[0])
-    twin = knn.ALL_PAIRS.pick(Xc.shape[0] ** 2 * Xc.shape[1], threads=True)
+    work = Xc.shape[0] ** 2 * Xc.shape[1]
+    twin = knn.ALL_PAIRS.pick(work, threads=True)
     threads = n_threads() if knn.ALL_PAIRS.is_threaded(twin) else 1
-    return twin(Xc, ids, yc, n_classes, n_neighbors, threads)
+    dist, idx = twin(Xc, ids, yc, n_classes, n_neighbors, threads)
+    if not sums:
+        return dist, idx
+    return knn.NEIGHBOUR_SUMS.pick(work)(Xc, Xc, idx, start_c)
 
 
 def _share_from_lists(
@@ -183,14 +194,13 @@ def _share_from_lists(
 ):
     """An anchor block's share from every row's k-nearest lists: its rows of the
     lists, their difference rows taken from the candidates, then ``agg``; or,
-    with ``sums_agg``, the differences summed per class without the rows."""
-    dist, idx = lists
+    with ``sums_agg``, its rows of every row's class sums (``lists`` are those)."""
     stop = start_a + Xa.shape[0]
-    dist, idx = dist[start_a:stop], idx[start_a:stop]
     if sums_agg is not None:
-        sums_of = knn.NEIGHBOUR_SUMS.pick(Xa.shape[0] * Xc.shape[0] * Xc.shape[1])
-        found, sums = sums_of(Xa, Xc, idx, start_c)
-        return sums_agg(found, sums, ya, *agg_args)
+        found, sums = lists
+        return sums_agg(found[start_a:stop], sums[start_a:stop], ya, *agg_args)
+    dist, idx = lists
+    dist, idx = dist[start_a:stop], idx[start_a:stop]
     partial = knn.NearestPartial(dist, idx, knn.neighbour_differences(Xa, Xc, idx, start_c))
     return _knn_agg_task(agg, partial, ya, start_a if anchor_index else None, agg_args)
 
@@ -281,9 +291,20 @@ def knn_statistic(
         if kernel is knn.GENERAL_KERNEL:
             params = (*params, _BY_DISTANCE, *tail)
         kernel = on_device(kernel, device)
-        if kernel is knn.KERNEL and _all_pairs_fit(g, anchors, k, n_neighbors):
+        sums_agg = None if anchor_index else sums_agg
+        if kernel is knn.KERNEL and _all_pairs_fit(
+            g, anchors, k, n_neighbors, sums_agg is not None
+        ):
             # Every pair measured once for both its rows, then each block's share.
-            (lists,) = grid.per_block(g, _all_pairs, k, n_neighbors, fields=3, tag="nearest-pairs")
+            (lists,) = grid.per_block(
+                g,
+                _all_pairs,
+                k,
+                n_neighbors,
+                sums_agg is not None,
+                fields=3,
+                tag="nearest-pairs" if sums_agg is None else "nearest-sums",
+            )
             shares = [
                 g.add(
                     "agg",
@@ -294,7 +315,7 @@ def knn_statistic(
                     agg,
                     anchor_index,
                     agg_args,
-                    None if anchor_index else sums_agg,
+                    sums_agg,
                 )
                 for i in range(len(g.anchors))
             ]
