@@ -1293,6 +1293,20 @@ def merge_report(
     return report
 
 
+def stop_deadline(hh_mm: str, now=None) -> float:
+    """The POSIX time of the next ``HH:MM`` UTC after ``now``: a time of day already
+    past today is tomorrow's (a run started at 23:30 with ``--stop-at 00:25``)."""
+    try:
+        hh, mm = map(int, hh_mm.split(":"))
+        now = now or _dt.datetime.now(_dt.timezone.utc)
+        at = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+    except ValueError:
+        raise SystemExit(f"bench_gametes: --stop-at {hh_mm!r} is not a time HH:MM (UTC)") from None
+    if at <= now:
+        at += _dt.timedelta(days=1)
+    return at.timestamp()
+
+
 def main(argv=None) -> int:
     parser = harness.options(__doc__, quick="4 files (N 200-1600), every method, skrebate too")
     parser.add_argument(
@@ -1390,11 +1404,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"bench_gametes: no GAMETES file found under {root}")
     if names is not None and not any(m.skrebate for m in select(names)):
         sk_files = []
-    deadline = None
-    if args.stop_at:
-        hh, mm = map(int, args.stop_at.split(":"))
-        now = _dt.datetime.now(_dt.timezone.utc)
-        deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
+    deadline = None if args.stop_at is None else stop_deadline(args.stop_at)
 
     # replicate by replicate (a run stopped early has every configuration, with fewer replicates),
     # the largest files of a replicate first; dmargin before skrebate

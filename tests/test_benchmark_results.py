@@ -63,3 +63,20 @@ def test_write_variant_replaces_its_variant_and_keeps_the_others(tmp_path, monke
         "demo.json",
         "quick",
     ]  # no temporary file left
+
+
+def test_gametes_stop_at_is_the_next_time_the_clock_reads_it():
+    """``bench_gametes --stop-at HH:MM`` (UTC): later today, or tomorrow when that time
+    of day has passed (a run started at 23:30 with ``--stop-at 00:25`` runs ~55 min,
+    it does not stop before its first file); a malformed time is one line."""
+    import datetime as dt
+
+    import pytest
+
+    gametes = _load("bench_gametes")
+    now = dt.datetime(2026, 11, 30, 23, 30, 5, tzinfo=dt.timezone.utc)
+    after_midnight = gametes.stop_deadline("00:25", now=now) - now.timestamp()
+    assert after_midnight == 55 * 60 - 5
+    assert gametes.stop_deadline("23:45", now=now) - now.timestamp() == 15 * 60 - 5
+    with pytest.raises(SystemExit, match="'25' is not a time HH:MM"):
+        gametes.stop_deadline("25", now=now)
