@@ -652,6 +652,8 @@ def test_in_process_tasks_run_with_the_callers_numba_threads():
     from dmargin.engine.local import run_local
 
     before = numba.get_num_threads()
+    if before == 1:
+        pytest.skip("one numba thread: a task would count 1 whatever the runner passed")
     dsk = {("count", i): (numba.get_num_threads,) for i in range(4)}
     try:
         numba.set_num_threads(1)
