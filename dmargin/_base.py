@@ -30,11 +30,15 @@ def anchors_for(estimator, rows):
     """The sample of anchors ``estimator.n_anchors`` asks for, or ``None`` (every row).
 
     Drawn once per fit, stratified by class, seeded by ``random_state``; a
-    count at or above the number of rows is every row (the exact fit).
+    count at or above the number of rows is every row (the exact fit).  Rows
+    whose door drew them already (``rows.draw``, a streamed fit) give that draw.
     """
     m = anchor_count(estimator.n_anchors, rows.n_samples)
     if m is None:
         return None
+    draw = rows.draw
+    if draw is not None and draw.m == m:
+        return draw.anchors if draw.anchors is not None else sample_anchors(rows, m, seed=draw.seed)
     return sample_anchors(rows, m, make_rng(estimator.random_state))
 
 

@@ -6,7 +6,7 @@ reader and the Spark backend that imports dask or distributed: the type tests
 (:func:`is_dask_collection`, :func:`is_dask_array`, :func:`is_dask_frame`,
 :func:`is_dask_series`), the few dask calls the data layer needs
 (:func:`as_dask_array`, :func:`persist_spread`, :func:`persist_with_known_rows`,
-:func:`from_pandas`), the active client (:func:`active_client`,
+:func:`from_pandas`, :func:`per_row_block`), the active client (:func:`active_client`,
 :func:`client_for`) and the calls that bring values back (:func:`compute`,
 :func:`gather`, :func:`map_calls`).
 
@@ -380,3 +380,38 @@ def distinct_values(y):
     import dask.array as da
 
     return np.asarray(compute(da.unique(y), what="the labels")[0])
+
+
+def per_row_block(fn, X, y, *args):
+    """A lazy dask array of one object per row block of ``X`` (known row chunks):
+    ``fn(rows, labels, start, *args)`` with the block's whole rows, its ``y`` and
+    its first row's index, computed in whatever pass computes the array.
+
+    One task a block, its start a constant in it: the task depends on the row
+    block and its labels alone, so it runs where they are.
+    """
+    import dask.array as da
+    import numpy as np
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    if X.numblocks[1] != 1:
+        X = X.rechunk({1: -1})
+    if y.chunks[0] != X.chunks[0]:
+        y = y.rechunk((X.chunks[0],))
+    name = "dmargin-per-row-block-" + tokenize(fn, X.name, y.name, args)
+    starts = np.concatenate([[0], np.cumsum(X.chunks[0][:-1])]).astype(np.int64).tolist()
+    layer = {
+        (name, i): (_one_object, fn, (X.name, i, 0), (y.name, i), start, *args)
+        for i, start in enumerate(starts)
+    }
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=[X, y])
+    return da.Array(graph, name, ((1,) * len(starts),), dtype=object, meta=np.empty(0, object))
+
+
+def _one_object(fn, rows, labels, start, *args):
+    import numpy as np
+
+    out = np.empty(1, dtype=object)
+    out[0] = fn(rows, labels, start, *args)
+    return out

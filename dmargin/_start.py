@@ -22,6 +22,7 @@ in :class:`FitStart`.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from typing import NamedTuple
 
@@ -30,7 +31,7 @@ import numpy as np
 from ._capabilities import capabilities
 from ._cost import anchor_count, fit_started
 from ._dask import compute, is_dask_collection, persist_with_known_rows
-from ._utils import warn
+from ._utils import make_rng, warn
 from ._validation import (
     check_binary,
     check_params,
@@ -41,15 +42,19 @@ from ._validation import (
 )
 from .engine import (
     MASKED,
+    Anchors,
+    Draw,
     FeatureKinds,
     Rows,
     compact_distinct,
+    draw_seed,
     feature_kinds,
     prepare_rows,
+    resolve_pool,
     rows_per_block,
     split_chunks,
 )
-from .io._training import Scaling, TrainingData, prepare_training_data
+from .io._training import Scaling, TrainingData, encode_labels, prepare_training_data
 
 
 class Stream(NamedTuple):
@@ -236,6 +241,7 @@ def _start(estimator, X, y, stream, compact):
         continuous=bool(continuous),
         labels_typed=labels_typed,
     )
+    request = _anchor_request(estimator, X, declared) if stream is None and not compact else None
     data = prepare_training_data(
         X,
         y,
@@ -248,6 +254,7 @@ def _start(estimator, X, y, stream, compact):
         compact=compact,
         keep_float32=float32,
         continuous=continuous,
+        anchor_pool=request,
     )
     if continuous is None and data.target is not None:  # found continuous in the pass
         data.target = target_values(estimator, data.target)
@@ -273,8 +280,43 @@ def _start(estimator, X, y, stream, compact):
         persist=not stream_rows,
         block_counts=data.block_counts,
         dtype=np.float32 if data.X.dtype == np.float32 else np.float64,
+        draw=None if request is None else _drawn(data, *request, pooled=stream_rows),
     )
     return FitStart(data, rows, data.target, None)
+
+
+def _anchor_request(estimator, X, declared):
+    """``(m, seed)`` when a fit on dask rows would stream them past a sample of
+    ``m`` anchors: the seed is drawn here, once, and the scaling pass draws each
+    block's pool too (the sample then needs no pass of its own), else ``None``."""
+    shape = _known_shape(X)
+    if not is_dask_collection(X) or shape is None or not declared.engine_rows:
+        return None
+    if not (declared.streams(estimator, False) or declared.streams(estimator, True)):
+        return None
+    m = anchor_count(getattr(estimator, "n_anchors", None), shape[0])
+    return None if m is None else (m, draw_seed(make_rng(estimator.random_state)))
+
+
+def _drawn(data, m, seed, pooled):
+    """The fit's :class:`~dmargin.engine.Draw`: its anchors read off the blocks'
+    pools (scaled as the rows are, bit for bit) when the rows stream and the pools
+    hold the sample, else its seed alone."""
+    if not pooled or data.pool is None:
+        return Draw(m, seed)
+    plan, pools = data.pool
+    if data.target is not None:  # one class: the target's values are no labels
+        codes_of = lambda labels: np.zeros(len(labels), dtype=np.int64)  # noqa: E731
+    else:
+        codes_of = functools.partial(encode_labels, classes=data.classes)
+    found = resolve_pool(pools, codes_of, data.counts, m, *plan)
+    if found is None:
+        return Draw(m, seed)
+    raw, codes, index = found
+    X = raw if data.scaling is None else data.scaling.apply(raw)
+    return Draw(
+        m, seed, Anchors(np.asarray(X, dtype=data.X.dtype).astype(np.float64), codes, index)
+    )
 
 
 def _warn_n_features_to_select(estimator, n_features):

@@ -6,6 +6,7 @@ for bit; the sample is the same whether the rows are numpy or dask blocks of any
 size; in-process = threaded dask = a 2-process cluster.
 """
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -347,3 +348,120 @@ def test_sampled_relieff_streams_the_rows_instead_of_persisting_them(data, n_anc
         est.feature_importances_, expected.feature_importances_, rtol=0, atol=1e-12
     )
     assert held.most <= 2 if streams else held.most == 12
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """2,400 rows of three classes, one of them 30 rows: enough rows for a pool."""
+    rng = np.random.default_rng(5)
+    y = rng.choice(np.array(["x", "y", "z"]), size=2400, p=[0.6, 0.3875, 0.0125])
+    X = rng.random((2400, 5))
+    X[:, 0] += (y == "y") * 0.4
+    return X, y
+
+
+def test_a_rows_key_depends_on_its_index_alone():
+    keys = sampling.row_keys(12345, 0, 1000)
+    np.testing.assert_array_equal(sampling.row_keys(12345, 300, 200), keys[300:500])
+    assert len(np.unique(keys)) == 1000
+    assert not np.array_equal(sampling.row_keys(12346, 0, 1000), keys)
+    # Uniform: the top bits split the rows evenly (a binomial's 6 sigma).
+    high = np.count_nonzero(sampling.row_keys(7, 0, 100_000) >= np.uint64(2**63))
+    assert abs(high - 50_000) < 6 * np.sqrt(25_000)
+
+
+def test_the_sample_is_each_classs_smallest_keys(wide):
+    """The rule, brute force: class c's share[c] rows of smallest (key, index)."""
+    X, y = wide
+    codes = _codes(y)
+    rng_seed = sampling.draw_seed(np.random.default_rng(9))
+    got = sample_anchors(execution.prepare_rows(X, codes, 3), 100, seed=rng_seed)
+    keys = sampling.row_keys(rng_seed, 0, len(y))
+    share = sampling._stratified_share(np.bincount(codes), 100)
+    want = np.sort(
+        np.concatenate(
+            [
+                np.flatnonzero(codes == c)[np.argsort(keys[codes == c], kind="stable")[:s]]
+                for c, s in enumerate(share)
+            ]
+        )
+    )
+    np.testing.assert_array_equal(got.index, want)
+    np.testing.assert_array_equal(got.X, X[want])
+    np.testing.assert_array_equal(got.codes, codes[want])
+    # The same seed drawn from the same random_state: the same sample.
+    again = sample_anchors(execution.prepare_rows(X, codes, 3), 100, np.random.default_rng(9))
+    np.testing.assert_array_equal(again.index, want)
+
+
+@pytest.mark.parametrize("starve", ["threshold", "threshold-and-smallest"])
+def test_a_pool_that_cannot_tell_falls_back_to_the_same_sample(wide, monkeypatch, starve):
+    X, y = wide
+    codes = _codes(y)
+    rows = execution.prepare_rows(
+        da.from_array(X, chunks=(300, 5)), da.from_array(codes, chunks=300), 3
+    )
+    want = sample_anchors(execution.prepare_rows(X, codes, 3), 120, seed=4)
+    calls = []
+    smallest = sampling._block_smallest
+    monkeypatch.setattr(sampling, "_block_smallest", lambda *a: calls.append(1) or smallest(*a))
+    with dask.config.set(scheduler="sync"):
+        assert not calls and sample_anchors(rows, 120, seed=4).index.tolist() == want.index.tolist()
+        assert calls == []  # the pool held the sample
+        # A pool of about 10 rows under the threshold: the large classes cannot be
+        # read off it (and with one smallest key a block, nor the small one).
+        plan = (2**64 // 240, 8 if starve == "threshold" else 1)
+        monkeypatch.setattr(sampling, "pool_plan", lambda m, n, b: plan)
+        pools = [
+            sampling.pool_chunk(X[s : s + 300], codes[s : s + 300], s, 4, *plan)
+            for s in range(0, 2400, 300)
+        ]
+        assert sampling.resolve_pool(pools, lambda c: c, np.bincount(codes), 120, *plan) is None
+        got = sample_anchors(rows, 120, seed=4)
+    assert len(calls) == 8  # each block's smallest keys
+    np.testing.assert_array_equal(got.index, want.index)
+    np.testing.assert_array_equal(got.X, want.X)
+    np.testing.assert_array_equal(got.codes, want.codes)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: dmargin.ReliefF(n_anchors=150, random_state=3),
+        lambda: dmargin.ReliefF(n_anchors=0.05, random_state=3, scale=None, n_neighbors=3),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_streamed_fit_draws_its_anchors_in_the_scaling_pass(wide, make, dtype):
+    """Streamed rows are read twice, not three times: the scaling pass draws each
+    block's pool, and the anchors read off it are the in-process sample, scaled
+    bit for bit as the rows."""
+    import dask
+
+    X, y = wide
+    X = X.astype(dtype)
+    reads = []
+
+    def read(s):
+        reads.append(s)
+        return X[s : s + 300]
+
+    blocks = [
+        dask.delayed(read, pure=True)(s, dask_key_name=f"read-{s}") for s in range(0, 2400, 300)
+    ]
+    source = da.concatenate([da.from_delayed(b, shape=(300, 5), dtype=dtype) for b in blocks])
+    with dask.config.set(scheduler="sync"):
+        start = dmargin._start.start_fit(make(), source, da.from_array(y, chunks=300))
+        assert start.rows.streamed and start.rows.draw.anchors is not None
+        assert len(reads) == 8  # the scaling pass, the pool with it
+        local = dmargin._start.start_fit(make(), X, y)
+        want = dmargin._base.anchors_for(make(), local.rows)
+        got = dmargin._base.anchors_for(make(), start.rows)
+        assert len(reads) == 8  # no pass of its own
+        np.testing.assert_array_equal(got.index, want.index)
+        np.testing.assert_array_equal(got.X, want.X)
+        np.testing.assert_array_equal(got.codes, want.codes)
+        reads.clear()
+        est = make().fit(source, da.from_array(y, chunks=300))
+    assert len(reads) == 16  # the scaling pass and the tiles' pass
+    np.testing.assert_array_equal(est.feature_importances_, make().fit(X, y).feature_importances_)

@@ -78,7 +78,7 @@ from .neighbours import (
 )
 from .permute import permuted_rows
 from .quadratic import quad_statistic, rbf_left_out_sums
-from .sampling import sample_anchors
+from .sampling import Draw, draw_seed, pool_chunk, pool_plan, resolve_pool, sample_anchors
 from .thresholds import compact_threshold_statistic, threshold_statistic
 
 __all__ = [
@@ -136,6 +136,11 @@ __all__ = [
     "rows_at",
     "rows_per_block",
     "sample_anchors",
+    "Draw",
+    "draw_seed",
+    "pool_chunk",
+    "pool_plan",
+    "resolve_pool",
     "scored_differences",
     "simba_margins",
     "simba_run",

@@ -102,6 +102,8 @@ class Rows:
     streamed: bool = False
     #: Class counts per block (n_blocks x K) when known before any pass here.
     block_counts: np.ndarray | None = None
+    #: The fit's anchor draw when the door made it (:class:`~sampling.Draw`), else None.
+    draw: object = None
 
     @property
     def n_samples(self):
@@ -133,6 +135,7 @@ def prepare_rows(
     what="A fit on",
     persist=True,
     block_counts=None,
+    draw=None,
 ) -> Rows:
     """Put ``X`` and ``codes`` where the fit will read them, once.
 
@@ -145,7 +148,8 @@ def prepare_rows(
     ``persist=False`` (dask) leaves the blocks lazy: a fit that reads every row
     once streams them from their source (a Parquet file) through its tasks,
     and the workers never hold all rows at once.  ``block_counts``: the class
-    counts of the blocks of dask ``X``, kept when the blocks are.  Without
+    counts of the blocks of dask ``X``, kept when the blocks are.  ``draw``: the
+    fit's anchor draw made at the door (:class:`~sampling.Draw`).  Without
     ``block``, ``dtype`` is the rows' (``float32`` rows for the kernels that
     read them, else ``float64``).
     """
@@ -154,7 +158,7 @@ def prepare_rows(
     if not use_dask_for(X, use_dask):
         X = np.ascontiguousarray(X, dtype=rows_dtype)
         X = X if block is None else block(X)
-        return Rows(X, np.asarray(codes, dtype=np.int64), n_classes, False, [(0, n)])
+        return Rows(X, np.asarray(codes, dtype=np.int64), n_classes, False, [(0, n)], draw=draw)
     import dask.array as da
 
     cap = rows_per_block(a, n_classes) if max_rows is None else max_rows
@@ -197,6 +201,7 @@ def prepare_rows(
         list(itertools.pairwise(edges)),
         streamed=not persist,
         block_counts=block_counts,
+        draw=draw,
     )
 
 

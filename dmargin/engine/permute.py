@@ -93,4 +93,4 @@ def permuted_rows(rows, counts, rng):
     counts are the permuted labels': a sample of anchors trusts them."""
     codes, (per_segment, seed) = permuted_codes(rows.codes, counts, rng)
     known = block_counts(per_segment, seed, rows.bounds) if rows.on_dask else None
-    return replace(rows, codes=codes, block_counts=known)
+    return replace(rows, codes=codes, block_counts=known, draw=None)  # a draw of its own

@@ -1,34 +1,186 @@
 """A sample of anchors, drawn where the rows are: stratified by class, only the
-sampled rows come to the driver."""
+sampled rows (and a few more) come to the driver.
+
+The rule: a fit's seed gives every row a 64-bit key, a hash of the seed and
+the row's global index (:func:`row_keys`); class ``c`` contributes its
+``share[c]`` rows of smallest key (``share``: :func:`_stratified_share`).
+A key depends on the row's index alone, so the sample does not depend on how
+the rows are cut into blocks, and a block can offer its candidates before the
+class totals are known: every row whose key lies under a threshold set for
+about twice the sample, and each class's few smallest keys.  That is the
+*pool* (:func:`pool_chunk`), which the streamed fits draw in the same pass as
+the scaling statistics (:mod:`dmargin.io._training`).  :func:`resolve_pool` reads
+the sample off a pool when the pool is sure to hold it; when it is not (a
+class far smaller than its share's odds), :func:`sample_anchors` draws the
+same rows in two small passes: the smallest keys, then those rows.
+"""
 
 from __future__ import annotations
+
+import math
+from typing import NamedTuple
 
 import numpy as np
 
 from . import grid
 from .execution import Anchors, Rows
 
+#: The pool holds every row whose key is below ``POOL_ROWS(m) / N`` of the key range:
+#: about twice the sample, so that a class holds its share with overwhelming odds.
+POOL_FACTOR = 2.0
+#: Each block also offers each class's ``min(MAX_SMALLEST, POOL_SMALLEST // blocks)``
+#: smallest keys (a small class's share is then drawn from the pool whatever the odds) ...
+MAX_SMALLEST = 8
+POOL_SMALLEST = 4096
+#: ... when the block holds at most this many distinct labels (else only the threshold).
+MAX_POOL_LABELS = 64
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+class Draw(NamedTuple):
+    """A fit's draw of ``m`` anchors: its seed, and the anchors when the door
+    drew them in its own pass (``None``: :func:`sample_anchors` draws them)."""
+
+    m: int
+    seed: int
+    anchors: Anchors | None = None
+
+
+def draw_seed(rng) -> int:
+    """The seed of a fit's anchor keys: one draw from ``rng``."""
+    return int(rng.integers(0, 2**63, dtype=np.int64))
+
+
+def row_keys(seed: int, start: int, n: int) -> np.ndarray:
+    """The keys of rows ``start .. start + n - 1``: splitmix64 of the seed and the
+    global row index (uniform, independent 64-bit values)."""
+    z = (np.arange(start, start + n, dtype=np.uint64) + np.uint64(1)) * _GOLDEN + np.uint64(seed)
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+def pool_plan(m: int, n: int, n_blocks: int):
+    """``(threshold, smallest)`` of a pool for ``m`` of ``n`` rows in ``n_blocks``
+    blocks, or ``None`` when a pool would not be much smaller than the rows."""
+    want = POOL_FACTOR * m + 8.0 * math.sqrt(m) + 16.0
+    if want > n / 2:
+        return None
+    threshold = min(int(want / n * 2.0**64), 2**64 - 1)
+    return threshold, max(1, min(MAX_SMALLEST, POOL_SMALLEST // max(1, n_blocks)))
+
+
+class Pool(NamedTuple):
+    """A block's candidates: rows (float64, as read), labels, keys, global indices,
+    and whether each label's ``smallest`` keys are among them (``complete``)."""
+
+    X: np.ndarray
+    labels: np.ndarray
+    keys: np.ndarray
+    index: np.ndarray
+    complete: bool
+
+
+def pool_chunk(X, labels, start, seed, threshold, smallest) -> Pool:
+    """The pool of one block: its rows with a key under ``threshold``, and each
+    label's ``smallest`` keys (when the block has at most
+    :data:`MAX_POOL_LABELS` labels that sort; else ``complete`` is False).
+
+    Never raises on odd labels: the scaling pass's label checks name them.
+    """
+    labels = np.asarray(labels)
+    n = labels.shape[0]
+    keys = row_keys(seed, start, n)
+    take = keys < np.uint64(threshold)
+    complete = False
+    try:
+        values, inverse = np.unique(labels, return_inverse=True)
+    except TypeError:  # labels of mixed types: refused by the label checks
+        values = None
+    if values is not None and len(values) <= MAX_POOL_LABELS:
+        inverse = inverse.ravel()
+        for v in range(len(values)):
+            own = np.flatnonzero(inverse == v)
+            if own.size > smallest:
+                own = own[np.argpartition(keys[own], smallest - 1)[:smallest]]
+            take[own] = True
+        complete = True
+    local = np.flatnonzero(take)
+    return Pool(
+        np.asarray(X[local], dtype=np.float64),
+        labels[local],
+        keys[local],
+        local + start,
+        complete,
+    )
+
+
+def resolve_pool(pools, codes_of, totals, m, threshold, smallest):
+    """``(X, codes, index)`` of the sample from the blocks' pools (index sorted),
+    or ``None`` when a class's share may lie outside them.
+
+    ``codes_of(labels)`` gives the class codes of the pools' labels.  Class
+    ``c``'s ``share[c]`` smallest keys are all in the pools when at least that
+    many of its rows are under the threshold (every such row is there), or
+    when its share is at most ``smallest`` and every block offered its
+    ``smallest`` keys of each class.
+    """
+    share = _stratified_share(totals, m)
+    X = np.concatenate([p.X for p in pools])
+    codes = codes_of(np.concatenate([p.labels for p in pools]))
+    keys = np.concatenate([p.keys for p in pools])
+    index = np.concatenate([p.index for p in pools])
+    complete = all(p.complete for p in pools)
+    for c, s in enumerate(share):
+        under = int(np.count_nonzero((codes == c) & (keys < np.uint64(threshold))))
+        if s > under and not (complete and s <= smallest):
+            return None
+    chosen = _pick(keys, index, codes, share)
+    return X[chosen], codes[chosen], index[chosen]
+
+
+def _pick(keys, index, codes, share):
+    """Positions of each class ``c``'s ``share[c]`` smallest ``(key, index)``, in
+    the order of ``index``."""
+    chosen = [np.zeros(0, dtype=np.int64)]
+    for c, s in enumerate(share):
+        own = np.flatnonzero(codes == c)
+        chosen.append(own[np.lexsort((index[own], keys[own]))[:s]])
+    chosen = np.concatenate(chosen)
+    return chosen[np.argsort(index[chosen], kind="stable")]
+
 
 def _class_counts(X, codes, n_classes):
     return np.bincount(codes, minlength=n_classes)[None, :]
 
 
-def _take_rows(X, codes, start, picks):
-    """Rows of one block at the per-class positions ``picks[c]`` (ranks in class ``c``)."""
-    out = [np.flatnonzero(codes == c)[ranks] for c, ranks in enumerate(picks)]
-    local = np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
+def _block_smallest(X, codes, start, seed, share):
+    """Global indices, keys and codes of each class's ``share[c]`` smallest keys in
+    a block (the rows stay)."""
+    keys = row_keys(seed, start, codes.shape[0])
+    local = _pick(keys, np.arange(codes.shape[0]), codes, share)
+    return local + start, keys[local], codes[local]
+
+
+def _take_rows(X, codes, start, local):
     return np.asarray(X[local], dtype=np.float64), codes[local], local + start
 
 
-def sample_anchors(rows: Rows, n_anchors: int, rng) -> Anchors:
+def sample_anchors(rows: Rows, n_anchors: int, rng=None, *, seed=None) -> Anchors:
     """``n_anchors`` rows drawn without replacement, stratified by class.
 
     Class ``c`` gets its share ``n_anchors * N_c / N`` (largest remainders;
     at least one row of every class when ``n_anchors`` allows); within a class
-    the rows are uniform.  Two small passes over the row blocks: the class
-    counts per block (unless ``rows.block_counts`` has them), then each block
-    picks its rows; only the ``n_anchors`` rows come to the driver.
+    the rows are uniform: those of smallest key (module docstring) under the
+    seed drawn from ``rng`` (or given, ``seed``).  Passes over the row blocks:
+    the class counts (unless ``rows.block_counts`` has them), then the pool;
+    when the pool cannot tell, each block's smallest keys and then the rows.
+    Only the pool's rows come to the driver.
     """
+    seed = draw_seed(rng) if seed is None else int(seed)
     k = rows.n_classes
     g = grid.graph(rows, "anchor-counts")
     if rows.block_counts is not None and len(rows.block_counts) == len(g.candidates):
@@ -37,17 +189,21 @@ def sample_anchors(rows: Rows, n_anchors: int, rng) -> Anchors:
         per_block = grid.per_block(g, _class_counts, k, fields=2, tag="counts", tile=False)
         counts = np.asarray(grid.run(g, g.add("stack", np.concatenate, per_block)))
     totals = counts.sum(axis=0)
+    plan = pool_plan(n_anchors, rows.n_samples, len(g.candidates))
+    if plan is not None:
+        g = grid.graph(rows, "anchor-pool")
+        parts = grid.per_block(g, pool_chunk, seed, *plan, fields=3, tag="pool", tile=False)
+        pools = grid.run(g, g.add("pools", list, parts))
+        found = resolve_pool(pools, lambda c: c, totals, n_anchors, *plan)
+        if found is not None:
+            return Anchors(*found)
     share = _stratified_share(totals, n_anchors)
-    ranks = [np.sort(rng.choice(int(totals[c]), int(share[c]), replace=False)) for c in range(k)]
-    cum = np.vstack([np.zeros(k, dtype=np.int64), np.cumsum(counts, axis=0)])
+    g = grid.graph(rows, "anchor-keys")
+    parts = grid.per_block(g, _block_smallest, seed, share, fields=3, tag="keys", tile=False)
+    index, keys, codes = grid.run(g, g.add("concat", _concat_rows, parts))
+    index = index[_pick(keys, index, codes, share)]
     g = grid.graph(rows, "anchor-rows")
-
-    def picks(b):  # block b's rows: the ranks of each class that fall in it
-        return (
-            [r[(r >= cum[b, c]) & (r < cum[b + 1, c])] - cum[b, c] for c, r in enumerate(ranks)],
-        )
-
-    parts = grid.per_block(g, _take_rows, fields=3, each=picks, tag="take", tile=False)
+    parts = grid.picked(g, index, _take_rows)
     X, codes, index = grid.run(g, g.add("concat", _concat_rows, parts))
     return Anchors(X, codes, index)
 
@@ -78,4 +234,12 @@ def _stratified_share(totals, m):
     return share
 
 
-__all__ = ["sample_anchors"]
+__all__ = [
+    "Draw",
+    "draw_seed",
+    "pool_chunk",
+    "pool_plan",
+    "resolve_pool",
+    "row_keys",
+    "sample_anchors",
+]

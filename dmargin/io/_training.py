@@ -14,11 +14,19 @@ exactly as ``(x - offset) / span``, bit for bit.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._dask import as_dask_array, client_for, compute, is_dask_collection, run_with_client
+from .._dask import (
+    as_dask_array,
+    client_for,
+    compute,
+    is_dask_collection,
+    per_row_block,
+    run_with_client,
+)
 from .._validation import (
     check_classes,
     check_known_labels,
@@ -28,6 +36,7 @@ from .._validation import (
     missing_labels_error,
     not_finite_error,
 )
+from ..engine import pool_chunk, pool_plan
 
 #: Features with a value above 2**_SAFE_EXPONENT in magnitude are pre-scaled by
 #: a power of two: squares and sums of up to 2**40 rows then stay finite.
@@ -75,6 +84,9 @@ class TrainingData:
     block_counts: np.ndarray | None = None
     #: A continuous target (float64, numpy; the rows are then one class), or None.
     target: np.ndarray | None = None
+    #: Dask rows: ``(plan, pools)``, the anchor pool of every block drawn in the
+    #: scaling pass (:func:`dmargin.engine.sampling.pool_chunk`), when asked for.
+    pool: tuple | None = None
 
 
 def _prescale(lo, hi):
@@ -127,7 +139,8 @@ def numpy_scaling(X, scale, *, distances=True, missing=False):
     return _make_scaling(scale, stats, prescale)
 
 
-def _encode(y, classes):
+def encode_labels(y, classes):
+    """Class codes of labels ``y`` among the sorted ``classes``."""
     return np.searchsorted(classes, y).astype(np.int64)
 
 
@@ -144,6 +157,7 @@ def prepare_training_data(
     compact=False,
     keep_float32=False,
     continuous=False,
+    anchor_pool=None,
 ) -> TrainingData:
     """Encode labels, check values, scale features (``None``, "minmax", "standard").
 
@@ -164,7 +178,9 @@ def prepare_training_data(
     numpy, already checked), may be one (``None``: a dask ``y`` of floats,
     decided from its values in the same pass), or holds class labels
     (``False``).  A continuous target puts every row in one class and comes
-    back as ``target``.
+    back as ``target``.  ``anchor_pool``: ``(m, seed)`` of a fit that will sample
+    ``m`` anchors from streamed dask rows: the same pass draws each block's pool
+    (``pool``), so that the sample needs no pass of its own.
     """
     if classes is not None:
         classes = np.unique(np.asarray(classes))
@@ -182,6 +198,7 @@ def prepare_training_data(
             compact,
             keep_float32,
             continuous,
+            anchor_pool,
         )
     target = np.asarray(y, dtype=np.float64) if continuous else None
     as_bytes = _as_compact(np.asarray(X)) if compact and target is None else None
@@ -210,7 +227,7 @@ def prepare_training_data(
         codes = codes.astype(np.int64)
     else:
         check_known_labels(np.unique(y), classes)
-        codes = _encode(y, classes)
+        codes = encode_labels(y, classes)
         counts = np.bincount(codes, minlength=len(classes))
     if compact:  # bytes of discrete values: a mismatch needs no scaling
         return TrainingData(X, codes, classes, counts, None, missing)
@@ -415,6 +432,7 @@ def _prepare_dask(
     compact=False,
     keep_float32=False,
     continuous=False,
+    anchor_pool=None,
 ) -> TrainingData:
     source = as_dask_array(X)
     out_dtype = np.float32 if keep_float32 and source.dtype == np.float32 else np.float64
@@ -427,10 +445,13 @@ def _prepare_dask(
         y = y.rechunk((X.chunks[0],))
     # min/max also for "standard": they size the pre-scaling of huge features.
     moments = scale == "standard" and scaling is None
+    pools, plan = None, None
+    if anchor_pool is not None and not compact:
+        pools, plan = _anchor_pools(X, y, *anchor_pool)
     missing = None
     if allow_nan:  # NaN are missing values: counted, and left out of min and max
         # (numpy's nan-reductions dispatch to dask's on a dask array, lazily)
-        bad, missing, summaries, lo, hi, mean, var = compute(
+        bad, missing, summaries, lo, hi, mean, var, pools = compute(
             np.isinf(X).sum(axis=0),
             np.isnan(X).sum(axis=0),
             _label_summary(y, continuous is None),
@@ -438,16 +459,18 @@ def _prepare_dask(
             np.nanmax(X, axis=0),
             np.nanmean(X, axis=0) if moments else None,
             np.nanvar(X, axis=0) if moments else None,
+            pools,
             what="the scaling statistics",
         )
     else:
-        bad, summaries, lo, hi, mean, var = compute(
+        bad, summaries, lo, hi, mean, var, pools = compute(
             (~np.isfinite(X)).sum(axis=0),
             _label_summary(y, continuous is None),
             X.min(axis=0),
             X.max(axis=0),
             X.mean(axis=0) if moments else None,
             X.var(axis=0) if moments else None,
+            pools,
             what="the scaling statistics",
         )
     summaries = list(summaries)
@@ -456,6 +479,7 @@ def _prepare_dask(
     labels = label_summary_combine(summaries)
     if np.any(bad):
         raise not_finite_error(bad, names, allow_nan)
+    pool = None if pools is None else (plan, list(pools))
     if missing is not None and scaling is None and np.any(missing == X.shape[0]):
         j = int(np.argmax(missing == X.shape[0]))
         label = repr(names[j]) if names is not None else str(j)
@@ -468,7 +492,7 @@ def _prepare_dask(
         counts = np.array([X.shape[0]], dtype=np.int64)
         block_counts = np.asarray(X.chunks[0], dtype=np.int64)[:, None]
         codes = y.map_blocks(_zero_codes, dtype=np.int64)
-        return _dask_rows(
+        data = _dask_rows(
             source,
             X,
             codes,
@@ -487,6 +511,8 @@ def _prepare_dask(
             False,
             target,
         )
+        data.pool = pool
+        return data
     if labels["missing"]:
         raise missing_labels_error(labels["missing"])
     check_label_values(labels["values"])
@@ -496,13 +522,13 @@ def _prepare_dask(
     else:
         check_known_labels(labels["values"], classes)
         counts = np.zeros(len(classes), dtype=np.int64)
-        counts[_encode(labels["values"], classes)] = labels["counts"]
+        counts[encode_labels(labels["values"], classes)] = labels["counts"]
     block_counts = np.zeros((len(summaries), len(classes)), dtype=np.int64)
     for b, part in enumerate(summaries):
         if len(part["values"]):
-            block_counts[b, _encode(part["values"], classes)] = part["counts"]
-    codes = y.map_blocks(_encode, classes=classes, dtype=np.int64)
-    return _dask_rows(
+            block_counts[b, encode_labels(part["values"], classes)] = part["counts"]
+    codes = y.map_blocks(encode_labels, classes=classes, dtype=np.int64)
+    data = _dask_rows(
         source,
         X,
         codes,
@@ -520,6 +546,20 @@ def _prepare_dask(
         out_dtype,
         compact,
     )
+    data.pool = pool
+    return data
+
+
+def _anchor_pools(X, y, m, seed):
+    """Each block's anchor pool (lazy: a dask array of
+    :class:`~dmargin.engine.sampling.Pool`, one per block) and the pool's plan, or
+    ``(None, None)`` when the row counts are unknown or a pool would be most rows."""
+    if any(math.isnan(c) for c in X.chunks[0]):
+        return None, None
+    plan = pool_plan(m, X.shape[0], X.numblocks[0])
+    if plan is None:
+        return None, None
+    return per_row_block(pool_chunk, X, y, seed, *plan), plan
 
 
 def _zero_codes(block):
