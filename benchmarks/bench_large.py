@@ -246,7 +246,10 @@ class GatherLog:
     def _measure(self, value):
         import numpy as np
 
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) and value.dtype == object:  # per-block results
+            for v in value.ravel():
+                self._measure(v)
+        elif isinstance(value, np.ndarray):
             self.total_bytes += value.nbytes
             if (
                 value.ndim == 2

@@ -56,8 +56,9 @@ class Capabilities:
         (genotypes); the estimator has a ``discrete_threshold``.  A callable
         is ``compact_rows(estimator) -> bool``.
     one_pass : bool or callable, default=False
-        With a sample of anchors its fit reads the rows once: dask rows stream
-        from their source instead of being persisted.  A callable is
+        With a sample of anchors its fit reads the rows once after the door's
+        pass (which draws the anchors too): dask rows stream from their source
+        instead of being persisted.  A callable is
         ``one_pass(estimator, continuous) -> bool`` (a fit that depends on the
         target's kind or on its parameters).
     """

@@ -409,8 +409,9 @@ def test_a_pool_that_cannot_tell_falls_back_to_the_same_sample(wide, monkeypatch
         assert not calls and sample_anchors(rows, 120, seed=4).index.tolist() == want.index.tolist()
         assert calls == []  # the pool held the sample
         # A pool of about 10 rows under the threshold: the large classes cannot be
-        # read off it (and with one smallest key a block, nor the small one).
-        plan = (2**64 // 240, 8 if starve == "threshold" else 1)
+        # read off it (and with one smallest key a block of three labels, nor the
+        # small one, whose share is 2).
+        plan = (2**64 // 240, 4096 if starve == "threshold" else 3)
         monkeypatch.setattr(sampling, "pool_plan", lambda m, n, b: plan)
         pools = [
             sampling.pool_chunk(X[s : s + 300], codes[s : s + 300], s, 4, *plan)

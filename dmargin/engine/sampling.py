@@ -28,9 +28,10 @@ from .execution import Anchors, Rows
 #: The pool holds every row whose key is below ``POOL_ROWS(m) / N`` of the key range:
 #: about twice the sample, so that a class holds its share with overwhelming odds.
 POOL_FACTOR = 2.0
-#: Each block also offers each class's ``min(MAX_SMALLEST, POOL_SMALLEST // blocks)``
-#: smallest keys (a small class's share is then drawn from the pool whatever the odds) ...
-MAX_SMALLEST = 8
+#: Each block also offers each of its labels' ``min(MAX_SMALLEST, POOL_SMALLEST //
+#: (blocks x labels))`` smallest keys (at least one): a class whose share is at most
+#: that is drawn from the pool whatever the odds ...
+MAX_SMALLEST = 32
 POOL_SMALLEST = 4096
 #: ... when the block holds at most this many distinct labels (else only the threshold).
 MAX_POOL_LABELS = 64
@@ -64,30 +65,32 @@ def row_keys(seed: int, start: int, n: int) -> np.ndarray:
 
 
 def pool_plan(m: int, n: int, n_blocks: int):
-    """``(threshold, smallest)`` of a pool for ``m`` of ``n`` rows in ``n_blocks``
-    blocks, or ``None`` when a pool would not be much smaller than the rows."""
+    """``(threshold, budget)`` of a pool for ``m`` of ``n`` rows in ``n_blocks``
+    blocks (``budget``: a block's smallest keys over all its labels), or ``None``
+    when a pool would not be much smaller than the rows."""
     want = POOL_FACTOR * m + 8.0 * math.sqrt(m) + 16.0
     if want > n / 2:
         return None
     threshold = min(int(want / n * 2.0**64), 2**64 - 1)
-    return threshold, max(1, min(MAX_SMALLEST, POOL_SMALLEST // max(1, n_blocks)))
+    return threshold, max(1, POOL_SMALLEST // max(1, n_blocks))
 
 
 class Pool(NamedTuple):
     """A block's candidates: rows (float64, as read), labels, keys, global indices,
-    and whether each label's ``smallest`` keys are among them (``complete``)."""
+    and how many smallest keys of each of its labels are among them (``smallest``;
+    0 when none were offered)."""
 
     X: np.ndarray
     labels: np.ndarray
     keys: np.ndarray
     index: np.ndarray
-    complete: bool
+    smallest: int
 
 
-def pool_chunk(X, labels, start, seed, threshold, smallest) -> Pool:
+def pool_chunk(X, labels, start, seed, threshold, budget) -> Pool:
     """The pool of one block: its rows with a key under ``threshold``, and each
-    label's ``smallest`` keys (when the block has at most
-    :data:`MAX_POOL_LABELS` labels that sort; else ``complete`` is False).
+    label's ``min(MAX_SMALLEST, budget // labels)`` smallest keys (when the block
+    has at most :data:`MAX_POOL_LABELS` labels that sort).
 
     Never raises on odd labels: the scaling pass's label checks name them.
     """
@@ -95,48 +98,47 @@ def pool_chunk(X, labels, start, seed, threshold, smallest) -> Pool:
     n = labels.shape[0]
     keys = row_keys(seed, start, n)
     take = keys < np.uint64(threshold)
-    complete = False
+    smallest = 0
     try:
         values, inverse = np.unique(labels, return_inverse=True)
     except TypeError:  # labels of mixed types: refused by the label checks
         values = None
     if values is not None and len(values) <= MAX_POOL_LABELS:
+        smallest = max(1, min(MAX_SMALLEST, budget // max(1, len(values))))
         inverse = inverse.ravel()
         for v in range(len(values)):
             own = np.flatnonzero(inverse == v)
             if own.size > smallest:
                 own = own[np.argpartition(keys[own], smallest - 1)[:smallest]]
             take[own] = True
-        complete = True
     local = np.flatnonzero(take)
     return Pool(
         np.asarray(X[local], dtype=np.float64),
         labels[local],
         keys[local],
         local + start,
-        complete,
+        smallest,
     )
 
 
-def resolve_pool(pools, codes_of, totals, m, threshold, smallest):
+def resolve_pool(pools, codes_of, totals, m, threshold, budget):
     """``(X, codes, index)`` of the sample from the blocks' pools (index sorted),
     or ``None`` when a class's share may lie outside them.
 
     ``codes_of(labels)`` gives the class codes of the pools' labels.  Class
     ``c``'s ``share[c]`` smallest keys are all in the pools when at least that
     many of its rows are under the threshold (every such row is there), or
-    when its share is at most ``smallest`` and every block offered its
-    ``smallest`` keys of each class.
+    when every block offered at least its share of smallest keys of each class.
     """
     share = _stratified_share(totals, m)
     X = np.concatenate([p.X for p in pools])
     codes = codes_of(np.concatenate([p.labels for p in pools]))
     keys = np.concatenate([p.keys for p in pools])
     index = np.concatenate([p.index for p in pools])
-    complete = all(p.complete for p in pools)
+    offered = min((p.smallest for p in pools), default=0)
     for c, s in enumerate(share):
         under = int(np.count_nonzero((codes == c) & (keys < np.uint64(threshold))))
-        if s > under and not (complete and s <= smallest):
+        if s > under and s > offered:
             return None
     chosen = _pick(keys, index, codes, share)
     return X[chosen], codes[chosen], index[chosen]
