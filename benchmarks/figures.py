@@ -249,6 +249,41 @@ FIGURES: dict[str, Figure] = {
         "FDR of ReliefF's permutation q-values on uniform features with classes 1:4, q = 0.1",
     ),
     # ------------------------------------------------------------ knockoffs at 10^7 rows
+    "large.scaling_one_worker_s": Figure(
+        '"large/n1e6-scaling#scaling/fit_s/1"',
+        "{:.2f} s",
+        "ReliefF(n_anchors=1000) at 10^6 Parquet rows on 1 worker, median of 3 fits",
+    ),
+    "large.scaling_two_workers_s": Figure(
+        '"large/n1e6-scaling#scaling/fit_s/2"',
+        "{:.2f} s",
+        "the same fit on 2 workers (1 thread each), median of 3 fits",
+    ),
+    "large.scaling_speedup": Figure(
+        '"large/n1e6-scaling#scaling/fit_s/1" / "large/n1e6-scaling#scaling/fit_s/2"',
+        "{:.2f}x",
+        "2 workers over 1, ReliefF(n_anchors=1000) at 10^6 rows (issue's target 1.85x)",
+    ),
+    "large.scaling_three_reads_one_worker_s": Figure(
+        '"large/n1e6-scaling-three-reads#scaling/fit_s/1"',
+        "{:.2f} s",
+        "the same fit when it read the rows three times, 1 worker",
+    ),
+    "large.scaling_three_reads_two_workers_s": Figure(
+        '"large/n1e6-scaling-three-reads#scaling/fit_s/2"',
+        "{:.2f} s",
+        "the same fit when it read the rows three times, 2 workers",
+    ),
+    "large.scaling_three_reads_speedup": Figure(
+        '"large/n1e6-scaling-three-reads#scaling/fit_s/1" / "large/n1e6-scaling-three-reads#scaling/fit_s/2"',
+        "{:.2f}x",
+        "the same fit when it read the rows three times, 2 workers over 1",
+    ),
+    "large.scaling_pool_8_speedup": Figure(
+        '"large/n1e6-scaling-pool-8#scaling/fit_s/1" / "large/n1e6-scaling-pool-8#scaling/fit_s/2"',
+        "{:.2f}x",
+        "2 workers over 1, the run before the pool offered 32 smallest keys a class",
+    ),
     "evidence.large_rows": Figure(
         f"{_LARGE}/n_rows", "{:,}", "rows of bench_evidence --large's knockoff fit"
     ),
