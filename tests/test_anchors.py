@@ -412,7 +412,7 @@ def test_a_pool_that_cannot_tell_falls_back_to_the_same_sample(wide, monkeypatch
         # read off it (and with one smallest key a block of three labels, nor the
         # small one, whose share is 2).
         plan = (2**64 // 240, 4096 if starve == "threshold" else 3)
-        monkeypatch.setattr(sampling, "pool_plan", lambda m, n, b: plan)
+        monkeypatch.setattr(sampling, "pool_plan", lambda m, n, b, a: plan)
         pools = [
             sampling.pool_chunk(X[s : s + 300], codes[s : s + 300], s, 4, *plan)
             for s in range(0, 2400, 300)
@@ -466,3 +466,16 @@ def test_a_streamed_fit_draws_its_anchors_in_the_scaling_pass(wide, make, dtype)
         est = make().fit(source, da.from_array(y, chunks=300))
     assert len(reads) == 16  # the scaling pass and the tiles' pass
     np.testing.assert_array_equal(est.feature_importances_, make().fit(X, y).feature_importances_)
+
+
+def test_wide_rows_offer_fewer_smallest_keys():
+    """The pool's smallest keys are bounded in bytes too (64 MiB of float64 rows), and
+    so is the pool (512 MiB)."""
+    narrow = sampling.pool_plan(1000, 10**6, 10, 50)
+    wide = sampling.pool_plan(1000, 10**6, 10, 20_000)
+    assert narrow[0] == wide[0] and narrow[1] == 409
+    assert wide[1] == sampling.POOL_SMALLEST_BYTES // (8 * 20_000) // 10 == 41
+    assert sampling.pool_plan(1000, 3000, 10, 50) is None  # a pool would be most rows
+    # A pool of 2,285 rows of 100,000 features would be 1.7 GiB: the two small passes.
+    assert sampling.pool_plan(1000, 10**6, 10, 25_000) is not None
+    assert sampling.pool_plan(1000, 10**6, 10, 100_000) is None

@@ -28,11 +28,16 @@ from .execution import Anchors, Rows
 #: The pool holds every row whose key is below ``POOL_ROWS(m) / N`` of the key range:
 #: about twice the sample, so that a class holds its share with overwhelming odds.
 POOL_FACTOR = 2.0
-#: Each block also offers each of its labels' ``min(MAX_SMALLEST, POOL_SMALLEST //
-#: (blocks x labels))`` smallest keys (at least one): a class whose share is at most
-#: that is drawn from the pool whatever the odds ...
+#: Each block also offers each of its labels' ``min(MAX_SMALLEST, budget // labels)``
+#: smallest keys (at least one), ``budget`` the block's share of ``POOL_SMALLEST`` rows
+#: and of ``POOL_SMALLEST_BYTES`` (wide rows): a class whose share is at most that is
+#: drawn from the pool whatever the odds ...
 MAX_SMALLEST = 32
 POOL_SMALLEST = 4096
+POOL_SMALLEST_BYTES = 64 * 2**20
+#: No pool whose threshold's rows would pass this many bytes (very wide rows): the
+#: two small passes bring only the sample.
+POOL_BYTES = 512 * 2**20
 #: ... when the block holds at most this many distinct labels (else only the threshold).
 MAX_POOL_LABELS = 64
 
@@ -64,15 +69,17 @@ def row_keys(seed: int, start: int, n: int) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def pool_plan(m: int, n: int, n_blocks: int):
-    """``(threshold, budget)`` of a pool for ``m`` of ``n`` rows in ``n_blocks``
-    blocks (``budget``: a block's smallest keys over all its labels), or ``None``
-    when a pool would not be much smaller than the rows."""
+def pool_plan(m: int, n: int, n_blocks: int, n_features: int):
+    """``(threshold, budget)`` of a pool for ``m`` of ``n`` rows of ``n_features``
+    in ``n_blocks`` blocks (``budget``: a block's smallest keys over all its
+    labels), or ``None`` when a pool would not be much smaller than the rows, or
+    larger than :data:`POOL_BYTES`."""
     want = POOL_FACTOR * m + 8.0 * math.sqrt(m) + 16.0
-    if want > n / 2:
+    if want > n / 2 or want * 8 * n_features > POOL_BYTES:
         return None
     threshold = min(int(want / n * 2.0**64), 2**64 - 1)
-    return threshold, max(1, POOL_SMALLEST // max(1, n_blocks))
+    rows = min(POOL_SMALLEST, POOL_SMALLEST_BYTES // (8 * max(1, n_features)))
+    return threshold, max(1, rows // max(1, n_blocks))
 
 
 class Pool(NamedTuple):
@@ -191,7 +198,7 @@ def sample_anchors(rows: Rows, n_anchors: int, rng=None, *, seed=None) -> Anchor
         per_block = grid.per_block(g, _class_counts, k, fields=2, tag="counts", tile=False)
         counts = np.asarray(grid.run(g, g.add("stack", np.concatenate, per_block)))
     totals = counts.sum(axis=0)
-    plan = pool_plan(n_anchors, rows.n_samples, len(g.candidates))
+    plan = pool_plan(n_anchors, rows.n_samples, len(g.candidates), rows.n_features)
     if plan is not None:
         g = grid.graph(rows, "anchor-pool")
         parts = grid.per_block(g, pool_chunk, seed, *plan, fields=3, tag="pool", tile=False)

@@ -556,7 +556,7 @@ def _anchor_pools(X, y, m, seed):
     ``(None, None)`` when the row counts are unknown or a pool would be most rows."""
     if any(math.isnan(c) for c in X.chunks[0]):
         return None, None
-    plan = pool_plan(m, X.shape[0], X.numblocks[0])
+    plan = pool_plan(m, X.shape[0], X.numblocks[0], X.shape[1])
     if plan is None:
         return None, None
     return per_row_block(pool_chunk, X, y, seed, *plan), plan
