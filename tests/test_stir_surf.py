@@ -143,6 +143,12 @@ def test_graph_sample_takes_both_strata_and_weighs_them():
 @pytest.mark.parametrize("n_anchors", [None, 400])
 def test_the_graph_sample_estimates_the_exact_graph(monkeypatch, n_anchors, stir_everywhere):
     # 1,200 rows: the sums over pairs and triangles from 300 of them against all.
+    # Every row as an anchor: one graph sample, within 5 % of the exact sums.  With
+    # 400 anchors the graph sample holds them, so it moves with the draw: over
+    # random_state 0-19 and 100-105 the relative errors averaged 4.5 % (triangles)
+    # and 5.7 % (closed walks), with a spread of about 4 % a draw and 15.6 % at most.
+    # The bounds (a mean of six draws under 11 %, about three standard errors above
+    # that average; each draw under 25 %) are checked on six other draws.
     from dmargin.relief import _stir
 
     rng = np.random.default_rng(5)
@@ -155,18 +161,28 @@ def test_the_graph_sample_estimates_the_exact_graph(monkeypatch, n_anchors, stir
         "graph_from_sums",
         lambda *a: seen.append(from_sums(*a)[1]) or from_sums(*a),
     )
-    fits = []
-    for rows in (2000, 300):
-        monkeypatch.setattr(_stir, "GRAPH_ROWS", rows)
-        fits.append(dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=0).fit(X, y))
-    exact, sampled = seen
-    exact_terms = [0, 1, 2, 3, 8]  # from every row's pass
-    np.testing.assert_allclose(sampled[exact_terms], exact[exact_terms], rtol=1e-12)
-    for term in (6, 10):  # the triangles and the closed walks of four
-        assert sampled[term] != exact[term] and abs(sampled[term] / exact[term] - 1) < 0.05
-    np.testing.assert_allclose(fits[1].t_statistics_, fits[0].t_statistics_, rtol=1e-12)
-    p0, p1 = fits[0].pvalues_, fits[1].pvalues_
-    np.testing.assert_allclose(p1[p0 > 1e-12], p0[p0 > 1e-12], rtol=0.02)
+    errors = []
+    for seed in [0] if n_anchors is None else range(200, 206):
+        seen.clear()
+        fits = []
+        for rows in (2000, 300):
+            monkeypatch.setattr(_stir, "GRAPH_ROWS", rows)
+            est = dmargin.MultiSURF(pvalues=True, n_anchors=n_anchors, random_state=seed)
+            fits.append(est.fit(X, y))
+        exact, sampled = seen
+        exact_terms = [0, 1, 2, 3, 8]  # from every row's pass
+        np.testing.assert_allclose(sampled[exact_terms], exact[exact_terms], rtol=1e-12)
+        for term in (6, 10):  # the triangles and the closed walks of four
+            assert sampled[term] != exact[term]
+        errors.append([abs(sampled[t] / exact[t] - 1) for t in (6, 10)])
+        np.testing.assert_allclose(fits[1].t_statistics_, fits[0].t_statistics_, rtol=1e-12)
+        p0, p1 = fits[0].pvalues_, fits[1].pvalues_
+        np.testing.assert_allclose(p1[p0 > 1e-12], p0[p0 > 1e-12], rtol=0.02)
+    errors = np.array(errors)
+    if n_anchors is None:
+        assert errors.max() < 0.05
+    else:
+        assert errors.mean(axis=0).max() < 0.11 and errors.max() < 0.25
 
 
 def test_multisurf_stir_pvalues_are_calibrated_on_null_data(stir_everywhere):

@@ -25,21 +25,22 @@ import numpy as np
 from . import grid
 from .execution import Anchors, Rows
 
-#: The pool holds every row whose key is below ``POOL_ROWS(m) / N`` of the key range:
-#: about twice the sample, so that a class holds its share with overwhelming odds.
+#: The pool holds every row whose key is below ``(POOL_FACTOR m + 8 sqrt(m) + 16) / N``
+#: of the key range: about twice the sample, so that each class's share is in it with
+#: overwhelming odds (resolve_pool checks it).
 POOL_FACTOR = 2.0
 #: Each block also offers each of its labels' ``min(MAX_SMALLEST, budget // labels)``
 #: smallest keys (at least one), ``budget`` the block's share of ``POOL_SMALLEST`` rows
 #: and of ``POOL_SMALLEST_BYTES`` (wide rows): a class whose share is at most that is
-#: drawn from the pool whatever the odds ...
+#: in the pool whatever the odds.  Only a block of at most ``MAX_POOL_LABELS``
+#: distinct labels offers them (else the threshold alone).
 MAX_SMALLEST = 32
 POOL_SMALLEST = 4096
 POOL_SMALLEST_BYTES = 64 * 2**20
+MAX_POOL_LABELS = 64
 #: No pool whose threshold's rows would pass this many bytes (very wide rows): the
 #: two small passes bring only the sample.
 POOL_BYTES = 512 * 2**20
-#: ... when the block holds at most this many distinct labels (else only the threshold).
-MAX_POOL_LABELS = 64
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
