@@ -376,19 +376,56 @@ def label_summary_combine(parts):
     }
 
 
-def _label_summary(y, continuous=False):
-    """One summary per block of ``y``, as a dask array of dicts.
+def statistics_chunk(X, labels, start, allow_nan, continuous, pool_args):
+    """One row block's part of the scaling pass, from one read of its rows.
 
-    An array (not Delayed objects) so that it is computed in the same graph
-    as the scaling statistics: each block is read once for both.
+    ``{"bad", "missing", "lo", "hi", "labels", "pool"}``: per column, the count
+    of values that are not finite (``allow_nan``: infinite) and of NaN
+    (``allow_nan`` only, else ``None``), the minimum and maximum (``allow_nan``:
+    of the values that are not NaN; +-inf where none is); the block's
+    :func:`label_summary_chunk`; and with ``pool_args`` (seed, threshold,
+    budget) its anchor pool (:func:`~dmargin.engine.pool_chunk`).
+
+    The counts of values that are not finite take a pass only when the block
+    has one: a NaN or an infinity shows in the minimum or the maximum.
     """
-    return y.map_blocks(_summary_block, continuous, chunks=((1,) * y.numblocks[0],), dtype=object)
+    X = np.asarray(X, dtype=np.float64)
+    if allow_nan:
+        missing = np.isnan(X).sum(axis=0)
+        lo = np.fmin.reduce(X, axis=0, initial=np.inf)  # fmin: NaN left out
+        hi = np.fmax.reduce(X, axis=0, initial=-np.inf)
+        unsure = (lo == -np.inf) | (hi == np.inf)
+    else:
+        missing = None
+        lo = X.min(axis=0, initial=np.inf)
+        hi = X.max(axis=0, initial=-np.inf)
+        unsure = ~(np.isfinite(lo) & np.isfinite(hi))
+    bad = np.zeros(X.shape[1], dtype=np.int64)
+    if unsure.any():
+        wrong = np.isinf(X[:, unsure]) if allow_nan else ~np.isfinite(X[:, unsure])
+        bad[unsure] = wrong.sum(axis=0)
+    return {
+        "bad": bad,
+        "missing": missing,
+        "lo": lo,
+        "hi": hi,
+        "labels": label_summary_chunk(labels, continuous),
+        "pool": None if pool_args is None else pool_chunk(X, labels, start, *pool_args),
+    }
 
 
-def _summary_block(block, continuous):
-    out = np.empty(1, dtype=object)
-    out[0] = label_summary_chunk(block, continuous)
-    return out
+def _combine_statistics(parts, n, allow_nan):
+    """``(bad, missing, lo, hi)`` over the blocks' :func:`statistics_chunk`;
+    a column with no value (all NaN) has NaN for its minimum and maximum."""
+    bad = np.sum([p["bad"] for p in parts], axis=0)
+    lo = np.fmin.reduce([p["lo"] for p in parts], axis=0)
+    hi = np.fmax.reduce([p["hi"] for p in parts], axis=0)
+    if not allow_nan:
+        return bad, None, lo, hi
+    missing = np.sum([p["missing"] for p in parts], axis=0)
+    empty = missing == n
+    lo[empty], hi[empty] = np.nan, np.nan
+    return bad, missing, lo, hi
 
 
 def _continuous_target(y, summaries):
@@ -445,35 +482,20 @@ def _prepare_dask(
         y = y.rechunk((X.chunks[0],))
     # min/max also for "standard": they size the pre-scaling of huge features.
     moments = scale == "standard" and scaling is None
-    pools, plan = None, None
+    plan = None
     if anchor_pool is not None and not compact:
-        pools, plan = _anchor_pools(X, y, *anchor_pool)
-    missing = None
-    if allow_nan:  # NaN are missing values: counted, and left out of min and max
-        # (numpy's nan-reductions dispatch to dask's on a dask array, lazily)
-        bad, missing, summaries, lo, hi, mean, var, pools = compute(
-            np.isinf(X).sum(axis=0),
-            np.isnan(X).sum(axis=0),
-            _label_summary(y, continuous is None),
-            np.nanmin(X, axis=0),
-            np.nanmax(X, axis=0),
-            np.nanmean(X, axis=0) if moments else None,
-            np.nanvar(X, axis=0) if moments else None,
-            pools,
-            what="the scaling statistics",
-        )
-    else:
-        bad, summaries, lo, hi, mean, var, pools = compute(
-            (~np.isfinite(X)).sum(axis=0),
-            _label_summary(y, continuous is None),
-            X.min(axis=0),
-            X.max(axis=0),
-            X.mean(axis=0) if moments else None,
-            X.var(axis=0) if moments else None,
-            pools,
-            what="the scaling statistics",
-        )
-    summaries = list(summaries)
+        plan = _pool_plan(X, anchor_pool[0])
+    pool_args = None if plan is None else (anchor_pool[1], *plan)
+    # One task a row block for everything but the moments: its rows are read once.
+    parts, mean, var = compute(
+        per_row_block(statistics_chunk, X, y, allow_nan, continuous is None, pool_args),
+        _moment(X, "mean", allow_nan) if moments else None,
+        _moment(X, "var", allow_nan) if moments else None,
+        what="the scaling statistics",
+    )
+    bad, missing, lo, hi = _combine_statistics(parts, X.shape[0], allow_nan)
+    summaries = [part["labels"] for part in parts]
+    pools = None if plan is None else [part["pool"] for part in parts]
     if continuous is None:
         target = _continuous_target(y, summaries)
     labels = label_summary_combine(summaries)
@@ -550,16 +572,19 @@ def _prepare_dask(
     return data
 
 
-def _anchor_pools(X, y, m, seed):
-    """Each block's anchor pool (lazy: a dask array of
-    :class:`~dmargin.engine.sampling.Pool`, one per block) and the pool's plan, or
-    ``(None, None)`` when the row counts are unknown or a pool would be most rows."""
+def _pool_plan(X, m):
+    """The anchor pool's plan (:func:`~dmargin.engine.pool_plan`), or ``None``
+    when the row counts are unknown or a pool would be most rows."""
     if any(math.isnan(c) for c in X.chunks[0]):
-        return None, None
-    plan = pool_plan(m, X.shape[0], X.numblocks[0], X.shape[1])
-    if plan is None:
-        return None, None
-    return per_row_block(pool_chunk, X, y, seed, *plan), plan
+        return None
+    return pool_plan(m, X.shape[0], X.numblocks[0], X.shape[1])
+
+
+def _moment(X, which, allow_nan):
+    # numpy's nan-reductions dispatch to dask's on a dask array, lazily.
+    if allow_nan:
+        return np.nanmean(X, axis=0) if which == "mean" else np.nanvar(X, axis=0)
+    return X.mean(axis=0) if which == "mean" else X.var(axis=0)
 
 
 def _zero_codes(block):
