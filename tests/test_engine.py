@@ -373,14 +373,14 @@ def test_knn_statistic_sums_agg_is_agg_from_the_same_lists(rows_data, monkeypatc
     a = X.shape[1] * k
     np.testing.assert_array_equal(summed[a:], plain[a:])
     np.testing.assert_allclose(summed, plain, rtol=1e-13)
-    # Anchor blocks of 10 rows: still one sums call for every row (one parallel region,
+    # Anchor blocks of at most 10 rows: still one sums call for every row (one parallel region,
     # not one a block), each block's share from its rows; a row's sums do not depend
     # on the blocks, so the blocks' shares add up as the plain fit's blocks do.
     monkeypatch.setattr(neighbours, "NEAREST_BYTES", 10 * 8 * k * 4 * (X.shape[1] + 2))
     used.clear()
     blocked_plain = neighbours.knn_statistic(rows, 4, _class_sums_agg)
     blocked = neighbours.knn_statistic(rows, 4, _class_sums_agg, sums_agg=counted)
-    assert used == [10] * 5 + [7] and len(calls) == 2
+    assert used == [9, 10, 9, 10, 9, 10] and len(calls) == 2  # 57 rows: 6 near-equal blocks
     np.testing.assert_array_equal(blocked[a:], blocked_plain[a:])
     np.testing.assert_allclose(blocked, summed, rtol=1e-13)
     refused = []

@@ -243,9 +243,11 @@ class Anchors:
 
 
 def local_bounds(n, rows_per_task):
-    """In-process anchor blocks of at most ``rows_per_task`` rows."""
+    """Anchor blocks of at most ``rows_per_task`` rows, nearly equal: tasks of
+    one size share the workers evenly (1,000 anchors at most 800 a task are
+    two tasks of 500, not of 800 and 200, which a second worker would wait on)."""
     step = max(1, int(rows_per_task))
-    return [(s, min(s + step, n)) for s in range(0, n, step)]
+    return [(int(a), int(b)) for a, b in split_bounds(n, -(-n // step))]
 
 
 def split_bounds(n, parts):
