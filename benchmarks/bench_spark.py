@@ -516,8 +516,9 @@ def run_measurement(spec, timeout):
         text=True,
         start_new_session=True,
     )
-    # stderr is read in a thread and echoed, so the per-job lines show while it runs.
-    lines = []
+    # stderr is read in a thread and echoed, so the per-job lines show while it runs;
+    # stdout in another (``communicate`` would read stderr too, and close it under the echo).
+    lines, out = [], []
 
     def pump():
         for line in proc.stderr:
@@ -525,22 +526,30 @@ def run_measurement(spec, timeout):
             if line.startswith("[bench]"):
                 print(line, end="", file=sys.stderr, flush=True)
 
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
+    readers = [
+        threading.Thread(target=pump, daemon=True),
+        threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
     try:
-        stdout, _ = proc.communicate(timeout=timeout)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        proc.communicate()
+        proc.wait()
         return {
             "ok": False,
             "timeout": True,
             "error": f"timeout after {timeout:.0f} s",
             "subprocess_wall_s": round(time.perf_counter() - start, 1),
         }
-    reader.join(5)
     wall = time.perf_counter() - start
+    for reader in readers:  # the pipes close when the last process holding them ends
+        reader.join(5)
     _kill_group(proc)  # leftovers (a Python worker, a JVM that did not stop)
+    for reader in readers:
+        reader.join(5)
+    stdout = "".join(out)
     for line in reversed(stdout.splitlines()):
         if line.startswith(harness.RESULT_PREFIX):
             result = json.loads(line[len(harness.RESULT_PREFIX) :])

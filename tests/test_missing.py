@@ -225,6 +225,37 @@ def test_infinite_values_and_empty_columns_are_refused():
         dmargin.MultiSURF().fit(X, y)
 
 
+def test_dask_scaling_pass_reads_each_block_as_numpy_reads_the_whole():
+    """The scaling pass takes each block's minima, maxima and counts in one task:
+    a feature missing from a whole block, or whose extreme lies in another block,
+    scales as in-process; values that are not finite are counted over every block."""
+    X, y = gametes_missing()
+    X = X.copy()
+    X[:70, 2] = np.nan  # no value in the first block
+    X[100, 4], X[200, 4] = -3.0, 7.0  # the range from two other blocks
+    expected = dmargin.ReliefF().fit(X, y).feature_importances_
+    with dask.config.set(scheduler="sync"):
+        got = (
+            dmargin.ReliefF()
+            .fit(da.from_array(X, chunks=(70, -1)), da.from_array(y, chunks=70))
+            .feature_importances_
+        )
+    np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
+    X[10, 3], X[150, 3], X[230, 3] = np.inf, -np.inf, np.nan
+    blocks = da.from_array(X, chunks=(70, -1)), da.from_array(y, chunks=70)
+    said = {}
+    for make in (dmargin.ReliefF, dmargin.Relief):  # NaN missing; NaN refused
+        for fit_X, fit_y in ((X, y), blocks):
+            with pytest.raises(ValueError, match="infinite values in column") as error:
+                make().fit(fit_X, fit_y)
+            said.setdefault(make, set()).add(str(error.value))
+    assert len(said[dmargin.ReliefF]) == len(said[dmargin.Relief]) == 1  # the same on both
+    assert "infinite values in column 3 (2 rows). NaN" in said[dmargin.ReliefF].pop()
+    bad = (~np.isfinite(X)).sum(axis=0)
+    first = np.flatnonzero(bad)[0]
+    assert f"column {first} ({bad[first]} rows)" in said[dmargin.Relief].pop()
+
+
 @pytest.mark.parametrize(
     "make",
     [

@@ -333,7 +333,7 @@ def iter_row_blocks(X, codes, bounds):
 # ---------------------------------------------------------------------------
 
 
-def label_summary_chunk(y, continuous=False):
+def _label_summary_chunk(y, continuous=False):
     """``{"values", "counts", "missing"}`` of one block of labels.
 
     ``missing`` counts NaN/None/pd.NA labels; the distinct values go to the
@@ -360,7 +360,7 @@ def label_summary_chunk(y, continuous=False):
     return {"values": values, "counts": counts, "missing": int(missing.sum())}
 
 
-def label_summary_combine(parts):
+def _label_summary_combine(parts):
     """Merge block summaries (associative: a tree of them gives the same result)."""
     parts = list(parts)
     values = np.concatenate([p["values"] for p in parts])
@@ -376,14 +376,14 @@ def label_summary_combine(parts):
     }
 
 
-def statistics_chunk(X, labels, start, allow_nan, continuous, pool_args):
+def _statistics_chunk(X, labels, start, allow_nan, continuous, pool_args):
     """One row block's part of the scaling pass, from one read of its rows.
 
     ``{"bad", "missing", "lo", "hi", "labels", "pool"}``: per column, the count
     of values that are not finite (``allow_nan``: infinite) and of NaN
     (``allow_nan`` only, else ``None``), the minimum and maximum (``allow_nan``:
     of the values that are not NaN; +-inf where none is); the block's
-    :func:`label_summary_chunk`; and with ``pool_args`` (seed, threshold,
+    :func:`_label_summary_chunk`; and with ``pool_args`` (seed, threshold,
     budget) its anchor pool (:func:`~dmargin.engine.pool_chunk`).
 
     The counts of values that are not finite take a pass only when the block
@@ -409,13 +409,13 @@ def statistics_chunk(X, labels, start, allow_nan, continuous, pool_args):
         "missing": missing,
         "lo": lo,
         "hi": hi,
-        "labels": label_summary_chunk(labels, continuous),
+        "labels": _label_summary_chunk(labels, continuous),
         "pool": None if pool_args is None else pool_chunk(X, labels, start, *pool_args),
     }
 
 
 def _combine_statistics(parts, n, allow_nan):
-    """``(bad, missing, lo, hi)`` over the blocks' :func:`statistics_chunk`;
+    """``(bad, missing, lo, hi)`` over the blocks' :func:`_statistics_chunk`;
     a column with no value (all NaN) has NaN for its minimum and maximum."""
     bad = np.sum([p["bad"] for p in parts], axis=0)
     lo = np.fmin.reduce([p["lo"] for p in parts], axis=0)
@@ -488,7 +488,7 @@ def _prepare_dask(
     pool_args = None if plan is None else (anchor_pool[1], *plan)
     # One task a row block for everything but the moments: its rows are read once.
     parts, mean, var = compute(
-        per_row_block(statistics_chunk, X, y, allow_nan, continuous is None, pool_args),
+        per_row_block(_statistics_chunk, X, y, allow_nan, continuous is None, pool_args),
         _moment(X, "mean", allow_nan) if moments else None,
         _moment(X, "var", allow_nan) if moments else None,
         what="the scaling statistics",
@@ -498,7 +498,7 @@ def _prepare_dask(
     pools = None if plan is None else [part["pool"] for part in parts]
     if continuous is None:
         target = _continuous_target(y, summaries)
-    labels = label_summary_combine(summaries)
+    labels = _label_summary_combine(summaries)
     if np.any(bad):
         raise not_finite_error(bad, names, allow_nan)
     pool = None if pools is None else (plan, list(pools))
