@@ -134,6 +134,64 @@ def test_a_big_dask_row_block_is_cut_into_tiles_of_seconds():
     assert all((e - s) * 100_000 * a <= grid.TILE_WORK for s, e in g.anchors)
 
 
+def test_a_sample_on_many_dask_row_blocks_is_one_tile_per_block():
+    """1,000 sampled anchors against 100,000 x 51 dask rows in 10 blocks were two tiles
+    a block (at most 784 anchors each), and the second tile of a block often ran on
+    the other worker, its 40 MB block copied there.  Now one tile a block; with
+    fewer blocks than :data:`grid.MIN_ROW_BLOCKS` the anchors still make the tasks."""
+    import dask.array as da
+
+    from dmargin.engine import grid
+    from dmargin.engine.execution import Anchors, Rows
+
+    a, m = 51, 1000
+    sample = Anchors(np.zeros((m, a)), np.zeros(m, dtype=np.int64), np.arange(m))
+
+    def anchor_blocks(n_blocks):
+        n = n_blocks * 100_000
+        bounds = [(s, s + 100_000) for s in range(0, n, 100_000)]
+        X = da.zeros((n, a), chunks=(100_000, a))
+        rows = Rows(X, da.zeros(n, chunks=100_000, dtype=np.int64), 2, True, bounds)
+        return grid.graph(rows, "knn", per_row=2 * 10 * (a + 2), sample=sample).anchors
+
+    assert anchor_blocks(10) == [(0, m)]
+    assert anchor_blocks(grid.MIN_ROW_BLOCKS) == [(0, m)]
+    assert anchor_blocks(grid.MIN_ROW_BLOCKS - 1) == [(0, 500), (500, m)]
+
+
+def test_a_sample_in_one_tile_a_block_changes_no_result(monkeypatch):
+    """ReliefF and I-RELIEF with sampled anchors on 8 dask row blocks: the same
+    scores whether each block's anchors are one tile or cut into four."""
+    import dask
+    import dask.array as da
+
+    from dmargin.engine import grid
+
+    X, y = make_classification(n_samples=1600, n_features=8, random_state=2)
+    X, y = da.from_array(X, chunks=(200, 8)), da.from_array(y, chunks=200)
+    fits = {
+        "relieff": lambda: dmargin.ReliefF(n_anchors=400, random_state=0),
+        "irelief": lambda: dmargin.IRelief(n_anchors=400, max_iter=3, tol=0, random_state=0),
+    }
+    with dask.config.set(scheduler="threads"):
+        whole = {k: f().fit(X, y).feature_importances_ for k, f in fits.items()}
+        blocks = []
+        graph = grid.graph
+
+        def counted(*args, **kwargs):
+            g = graph(*args, **kwargs)
+            blocks.append(len(g.anchors))
+            return g
+
+        monkeypatch.setattr(grid, "graph", counted)
+        monkeypatch.setattr(grid, "DASK_SAMPLE_TILE_WORK", 100 * 200 * 8)
+        monkeypatch.setattr(grid, "MIN_TILE_ANCHORS", 1)
+        cut = {k: f().fit(X, y).feature_importances_ for k, f in fits.items()}
+    assert blocks and min(blocks) == 4  # 400 anchors in blocks of 100
+    for k in fits:
+        assert np.abs(cut[k] - whole[k]).max() < 1e-12, k
+
+
 @pytest.mark.parametrize("scheduler", ["in-process", "threads"])
 def test_cut_tiles_change_no_result(monkeypatch, scheduler):
     """The same scores from long tiles and from their slices (in-process and on dask)."""

@@ -39,6 +39,14 @@ LINEAR_BLOCK_ROWS = 65536
 TILE_WORK = 4e9
 #: The fewest anchors of such a tile (the kernels' threads share them in groups).
 MIN_TILE_ANCHORS = 512
+#: On dask, a sample's tile against a row block may do this much (seconds of one
+#: core): 1,000 anchors against 100,000 x 51 rows are one tile, not two.  A row
+#: block then feeds one task, and its rows are never copied to a second worker
+#: for the other half of the anchors.
+DASK_SAMPLE_TILE_WORK = 10 * TILE_WORK
+#: Row blocks of the fewest such passes: with fewer, the sample's anchor blocks
+#: are what runs in parallel, cut by :data:`TILE_WORK`.
+MIN_ROW_BLOCKS = 8
 
 
 def graph(
@@ -59,7 +67,8 @@ def graph(
     are the row blocks, each cut by :data:`TILE_WORK` when its tiles would
     be longer).  ``sample`` (an
     :class:`~execution.Anchors`): that sample is the anchors, cut by the
-    same budget (or into blocks of ``anchor_rows``).  ``candidates``:
+    same budget (or into blocks of ``anchor_rows``); on dask over at least
+    :data:`MIN_ROW_BLOCKS` row blocks, by :data:`DASK_SAMPLE_TILE_WORK`.  ``candidates``:
     in-process candidate blocks (default: all rows, one block).
     ``local_budget``: the bytes of an in-process block's partial, when less
     than :data:`TILE_BUDGET`.
@@ -71,8 +80,11 @@ def graph(
         # A tile's work bounded too (TILE_WORK), against the widest candidate block.
         blocks = rows.bounds if rows.on_dask else candidates or [(0, rows.n_samples)]
         widest = max((stop - start for start, stop in blocks), default=0)
+        work = TILE_WORK
+        if rows.on_dask and sample is not None and len(rows.bounds) >= MIN_ROW_BLOCKS:
+            work = DASK_SAMPLE_TILE_WORK
         anchor_rows = min(
-            anchor_rows, max(MIN_TILE_ANCHORS, int(TILE_WORK // max(1, widest * rows.n_features)))
+            anchor_rows, max(MIN_TILE_ANCHORS, int(work // max(1, widest * rows.n_features)))
         )
         if rows.on_dask and sample is None and rows.bounds:  # slices of the row blocks
             anchors = [
