@@ -51,7 +51,9 @@ What is measured (results go to ``benchmarks/results/large.json``, or
 3. Strong scaling: ``ReliefF(n_anchors=1000)`` at 10^6 rows (10^5 with
    ``--quick``) on 1 worker and on 2 workers (1 thread each; the main run's fit is
    one of the 2-worker fits when that N is measured), ``--scaling-repeats`` fits
-   of each, alternating: speed-up of the median fits (every time is kept).
+   of each, alternating: speed-up of the median fits (every time is kept).  Each
+   cluster then fits again, timed alone: the speed-up of a session's later fits,
+   whose workers have imported the Parquet reader and read the file once.
 4. The acceptance targets, each with what was measured and whether it was met
    (in quick mode evaluated at the quick N, which is not the target's).
 
@@ -445,6 +447,14 @@ def worker_fit(spec):
         cpu = monitor.stop()
         gathered.detach()
         timings.detach()
+        if spec.get("again") and error is None:
+            # The same fit again on this cluster: its workers have read the file and
+            # hold their pools and imports (the steady state of a session's fits).
+            start = time.perf_counter()
+            X, y = dmargin.read_parquet(spec["path"], label="label")
+            again_read_s = time.perf_counter() - start
+            build(key, params).fit(X, y)
+            out["fit_again_s"] = round(time.perf_counter() - start - again_read_s, 3)
         worker_maxrss = client.run(_maxrss_mib)
     finally:
         client.close()
@@ -829,6 +839,7 @@ def main(argv=None):
         # run counts as one 2-worker fit): the speed-up of the medians, every time kept.
         times = {1: [], WORKERS: []}
         kept = {1: [], WORKERS: []}
+        again = {1: [], WORKERS: []}
         if two is not None and two.get("ok"):
             times[WORKERS].append(two["fit_s"])
         failed = False
@@ -844,15 +855,21 @@ def main(argv=None):
                     "workers": p,
                     "path": data[scaling_n]["path"],
                     "memory_limit": memory_limit,
+                    "again": True,
                 }
                 run = launch(spec, args)
                 run.setdefault("workers", p)
                 kept[p].append(run)
                 if run.get("ok"):
                     times[p].append(run["fit_s"])
+                    if "fit_again_s" in run:
+                        again[p].append(run["fit_again_s"])
                 else:
                     failed = True
         median = {p: (round(statistics.median(t), 3) if t else None) for p, t in times.items()}
+        median_again = {
+            p: (round(statistics.median(t), 3) if t else None) for p, t in again.items()
+        }
         out["scaling"] = {
             "n": scaling_n,
             "estimator": estimator_label("relieff", params),
@@ -864,6 +881,12 @@ def main(argv=None):
         }
         if not failed and all(median.values()):
             out["scaling"]["speedup"] = round(median[1] / median[WORKERS], 3)
+        if not failed and all(median_again.values()):
+            out["scaling"].update(
+                fit_again_s={str(p): m for p, m in median_again.items()},
+                fit_again_s_each={str(p): t for p, t in again.items()},
+                speedup_again=round(median_again[1] / median_again[WORKERS], 3),
+            )
 
     out["targets"] = targets(out, quick=args.quick)
     out["markdown"] = render(out)
@@ -982,6 +1005,26 @@ def targets(out, quick=False):
             measured=f"{sc['speedup']}x ({sc['fit_s']['1']} s -> {sc['fit_s'][str(WORKERS)]} s)",
         )
     rows.append(row)
+    # The later target, for the first fit of a fresh cluster and for the next one.
+    for what, speed, fits in (
+        ("the first fit on a fresh cluster", "speedup", "fit_s"),
+        ("the next fit on the same cluster", "speedup_again", "fit_again_s"),
+    ):
+        row = {
+            "target": f"2 workers >= 1.85x 1 worker, ReliefF(n_anchors=1000) at 10^6 rows, {what}",
+            "estimator": "relieff",
+            "n": at(10**6),
+        }
+        if sc is None or sc["n"] != at(10**6):
+            row.update(met=None, measured="not run at this N")
+        elif speed not in sc:
+            row.update(met=False, measured="a fit failed, or not measured")
+        else:
+            row.update(
+                met=sc[speed] >= 1.85,
+                measured=f"{sc[speed]}x ({sc[fits]['1']} s -> {sc[fits][str(WORKERS)]} s)",
+            )
+        rows.append(row)
     if quick:
         for row in rows:
             row["note"] = f"quick run: evaluated at N = {ROWS_QUICK[0]}, not the target's N"
@@ -1095,6 +1138,15 @@ def render(out):
                 f"{sc['fit_s']['1']} s on 1 worker, {sc['fit_s'][str(WORKERS)]} s on {WORKERS} "
                 f"(1 thread each){detail}: {sc['speedup']}x."
             )
+            if "speedup_again" in sc:
+                parts.append(
+                    f"The next fit on the same cluster (its workers have read the file once): "
+                    f"{sc['fit_again_s']['1']} s on 1 worker, "
+                    f"{sc['fit_again_s'][str(WORKERS)]} s on {WORKERS} "
+                    f"(medians of {', '.join(map(str, sc['fit_again_s_each']['1']))} s and "
+                    f"{', '.join(map(str, sc['fit_again_s_each'][str(WORKERS)]))} s): "
+                    f"{sc['speedup_again']}x."
+                )
         else:
             parts.append(f"Strong scaling at N = {sc['n']:.0e}: a fit failed.")
     if out.get("targets"):
