@@ -403,6 +403,29 @@ def test_ordinary_columns_scale_bit_for_bit_as_before():
         np.testing.assert_array_equal(s.apply(X), before)
 
 
+@pytest.mark.parametrize("huge", [False, True])
+def test_dask_rows_scale_in_one_task_a_block_bit_for_bit(huge):
+    """A dask row block is scaled by one task (not a subtraction and a division),
+    to numpy's bits, also with a power-of-two prescale; column-chunked rows too."""
+    from dmargin.io._training import numpy_scaling
+
+    X, _ = _separable()
+    X = _huge(X) if huge else X
+    s = numpy_scaling(X, "minmax")
+    assert np.any(s.prescale != 1.0) == huge
+    rows = da.from_array(X, chunks=(7, X.shape[1]))
+    scaled = s.apply(rows)
+    tasks = dict(scaled.__dask_graph__())
+    assert len(tasks) == 2 * rows.numblocks[0]  # the blocks and one task each
+    assert scaled.name.startswith("dmargin-scale-")
+    np.testing.assert_array_equal(scaled.compute(), s.apply(X.copy()))
+    np.testing.assert_array_equal(
+        s.apply(da.from_array(X, chunks=(7, 1))).compute(), s.apply(X.copy())
+    )
+    other = numpy_scaling(X + 1.0, "minmax").apply(rows)  # other statistics, other keys
+    assert other.name != scaled.name
+
+
 def test_unscaled_huge_values_name_the_fix():
     X, y = _separable()
     with pytest.raises(ValueError, match="overflow.*scale='minmax'"):

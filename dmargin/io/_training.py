@@ -60,12 +60,30 @@ class Scaling:
 
     def apply(self, X):
         """Scale numpy or dask rows of shape (n, n_features)."""
+        if not isinstance(X, np.ndarray) and getattr(X, "numblocks", (0, 0))[1:] == (1,):
+            # One task and one new array a row block, not a subtraction's and a
+            # division's apart (the same operations, so the same bits).
+            dtype = np.result_type(X.dtype, self.offset.dtype)
+            return X.map_blocks(
+                _scaled_block,
+                self.offset,
+                self.span,
+                self.prescale,
+                dtype=dtype,
+                meta=np.empty((0, 0), dtype=dtype),
+                token="dmargin-scale",
+            )
         if np.any(self.prescale != 1.0):
             X = X / self.prescale
         scaled = X - self.offset
         if isinstance(scaled, np.ndarray):  # one new array, not two (each faulted in)
             return np.divide(scaled, self.span, out=scaled)
         return scaled / self.span
+
+
+def _scaled_block(X, offset, span, prescale):
+    """:meth:`Scaling.apply` of one numpy block of rows."""
+    return Scaling(offset, span, prescale).apply(X)
 
 
 @dataclass
