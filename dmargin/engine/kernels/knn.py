@@ -5,7 +5,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .._numba import TileKernel, helper, inline
+from .._numba import TileKernel, bare, helper, inline
 from .distance import (
     PLAIN,
     distance,
@@ -173,53 +173,62 @@ def _knn_tile(Xa, ia, Xc, yc, ic, n_classes, n_neighbors):
         pool_j = np.empty(n_a * n_pool, dtype=np.int64).reshape((n_a, n_pool))
         pooled = np.zeros(n_a, dtype=np.int64)
         small = np.empty(k + 1, dtype=np.float32)
-        for c in range(n_classes):
-            cut[:] = np.inf
-            pooled[:] = 0
-            for c0 in range(starts[c], starts[c + 1], KNN_BLOCK):
-                c1 = min(c0 + KNN_BLOCK, starts[c + 1])
-                nq = c1 - c0
-                plain_tile(Xa32, 0, n_a, XT, c0, nq, D)
-                for r in range(n_a):
-                    a = a0 + r
-                    row = D[r]
-                    limit = cut[r]
-                    if limit == np.inf and nq > k:
-                        # k of the block's k + 1 nearest in float32 are not the anchor.
-                        limit = _smallest(row, nq, small) + 2.0 * bound
-                    n = pooled[r]
-                    for w0 in range(0, nq, 64):
-                        word = _within(row, w0, min(w0 + 64, nq), limit)
-                        while word:
-                            j = w0 + trailing_zeros(word)
-                            word &= word - np.uint64(1)
-                            if ics[c0 + j] != ia[a]:
-                                n, limit = _take(
-                                    row[j], c0 + j, limit, pool_d[r], pool_j[r], n,
-                                    Xa[a], Xs, ics, dist[a, c], idx[a, c], loc[r], bound,
-                                )  # fmt: skip
-                    pooled[r] = n
-                    cut[r] = limit
+        _knn_group(
+            Xa, ia, a0, Xa32, Xs, ics, starts, XT, bound, dist, idx, z,
+            D, loc, cut, pool_d, pool_j, pooled, small,
+        )  # fmt: skip
+    return dist, idx, z
+
+
+@bare
+def _knn_group(
+    Xa, ia, a0, Xa32, Xs, ics, starts, XT, bound, dist, idx, z,
+    D, loc, cut, pool_d, pool_j, pooled, small,
+):  # fmt: skip
+    """The anchors ``a0, ..., a0 + len(Xa32) - 1`` of :func:`_knn_tile` (``Xa32``:
+    them in float32) against every block of candidates, with the scratch arrays
+    its caller made (``D``: a block's float32 distances; ``loc``, ``cut``,
+    ``pool_d``, ``pool_j``, ``pooled``: each anchor's positions, limit and pool;
+    ``small``: :func:`_smallest`'s)."""
+    n_a, n_features = Xa32.shape
+    n_classes, k = dist.shape[1], dist.shape[2]
+    for c in range(n_classes):
+        cut[:] = np.inf
+        pooled[:] = 0
+        for c0 in range(starts[c], starts[c + 1], KNN_BLOCK):
+            c1 = min(c0 + KNN_BLOCK, starts[c + 1])
+            nq = c1 - c0
+            plain_tile(Xa32, 0, n_a, XT, c0, nq, D)
             for r in range(n_a):
                 a = a0 + r
-                _flush(
-                    pool_d[r],
-                    pool_j[r],
-                    pooled[r],
-                    cut[r],
-                    Xa[a],
-                    Xs,
-                    ics,
-                    dist[a, c],
-                    idx[a, c],
-                    loc[r],
-                    bound,
-                )
-                for q in range(k):
-                    if idx[a, c, q] >= 0:
-                        for f in range(n_features):
-                            z[a, c, q, f] = abs(Xa[a, f] - Xs[loc[r, q], f])
-    return dist, idx, z
+                row = D[r]
+                limit = cut[r]
+                if limit == np.inf and nq > k:
+                    # k of the block's k + 1 nearest in float32 are not the anchor.
+                    limit = _smallest(row, nq, small) + 2.0 * bound
+                n = pooled[r]
+                for w0 in range(0, nq, 64):
+                    word = _within(row, w0, min(w0 + 64, nq), limit)
+                    while word:
+                        j = w0 + trailing_zeros(word)
+                        word &= word - np.uint64(1)
+                        if ics[c0 + j] != ia[a]:
+                            n, limit = _take(
+                                row[j], c0 + j, limit, pool_d[r], pool_j[r], n,
+                                Xa[a], Xs, ics, dist[a, c], idx[a, c], loc[r], bound,
+                            )  # fmt: skip
+                pooled[r] = n
+                cut[r] = limit
+        for r in range(n_a):
+            a = a0 + r
+            _flush(
+                pool_d[r], pool_j[r], pooled[r], cut[r], Xa[a], Xs, ics,
+                dist[a, c], idx[a, c], loc[r], bound,
+            )  # fmt: skip
+            for q in range(k):
+                if idx[a, c, q] >= 0:
+                    for f in range(n_features):
+                        z[a, c, q, f] = abs(Xa[a, f] - Xs[loc[r, q], f])
 
 
 @inline
@@ -288,11 +297,12 @@ def _knn_all_pairs(X, ids, y, n_classes, n_neighbors, threads):
     for g in range(n_groups + 1):
         g0[g] = g * n_blocks // n_groups
     for g in numba.prange(n_groups):  # the pairs within a group, the diagonal ones too
+        D, small, words = _pair_scratch(k)
         for I in range(g0[g], g0[g + 1]):
             for J in range(I, g0[g + 1]):
                 _pair_tile(
                     I, J, b0, b1, bc, X32, XT, Xs, ics, k, bound,
-                    lim, pool_d, pool_j, pooled, dist, idx, loc,
+                    lim, pool_d, pool_j, pooled, dist, idx, loc, D, small, words,
                 )  # fmt: skip
     # The pairs between groups in rounds of the circle method over an even number of
     # slots (a slot past the last group is a rest): each round pairs every slot once,
@@ -300,6 +310,7 @@ def _knn_all_pairs(X, ids, y, n_classes, n_neighbors, threads):
     slots = n_groups + n_groups % 2
     for rnd in range(slots - 1):
         for h in numba.prange(slots // 2):
+            D, small, words = _pair_scratch(k)
             p, q = slots - 1, rnd
             if h > 0:
                 p, q = (rnd + h) % (slots - 1), (rnd - h + slots - 1) % (slots - 1)
@@ -308,7 +319,7 @@ def _knn_all_pairs(X, ids, y, n_classes, n_neighbors, threads):
                     for J in range(g0[max(p, q)], g0[max(p, q) + 1]):
                         _pair_tile(
                             I, J, b0, b1, bc, X32, XT, Xs, ics, k, bound,
-                            lim, pool_d, pool_j, pooled, dist, idx, loc,
+                            lim, pool_d, pool_j, pooled, dist, idx, loc, D, small, words,
                         )  # fmt: skip
     for s in numba.prange(n):
         for c in range(n_classes):
@@ -329,16 +340,26 @@ def _knn_all_pairs(X, ids, y, n_classes, n_neighbors, threads):
 
 
 @helper
+def _pair_scratch(k):
+    """A thread's scratch for :func:`_pair_tile`: a tile's distances, :func:`_smallest`'s
+    buffer, and the columns' bit words."""
+    return (
+        np.empty((KNN_BLOCK, KNN_BLOCK), dtype=np.float32),
+        np.empty(k + 1, dtype=np.float32),
+        np.empty(((KNN_BLOCK + 63) // 64, KNN_BLOCK), dtype=np.uint64),
+    )
+
+
+@bare
 def _pair_tile(
-    I, J, b0, b1, bc, X32, XT, Xs, ics, k, bound, lim, pool_d, pool_j, pooled, dist, idx, loc
-):
+    I, J, b0, b1, bc, X32, XT, Xs, ics, k, bound, lim, pool_d, pool_j, pooled, dist, idx, loc,
+    D, small, words,
+):  # fmt: skip
     """One pair of blocks of :func:`_knn_all_pairs`: its float32 tile, offered to
     the anchors of ``I`` along its rows and, when ``I < J``, to those of ``J``
     along its columns."""
     i0, n_i, j0, n_j = b0[I], b1[I] - b0[I], b0[J], b1[J] - b0[J]
     ci, cj = bc[I], bc[J]
-    D = np.empty(n_i * n_j, dtype=np.float32).reshape((n_i, n_j))
-    small = np.empty(k + 1, dtype=np.float32)
     plain_tile(X32, i0, i0 + n_i, XT, j0, n_j, D)
     for r in range(n_i):
         s = i0 + r
@@ -363,13 +384,12 @@ def _pair_tile(
         return
     # The columns: the anchors of J, their limits side by side, and per anchor the bits
     # of the rows within its limit, set a row at a time for every anchor (vectorised).
-    limits = np.empty(n_j)
+    limits = lim[j0 : j0 + n_j, ci]
     for t in range(n_j):
-        limits[t] = lim[j0 + t, ci]
         if limits[t] == np.inf and n_i > k:
             limits[t] = _smallest(D[:, t], n_i, small) + 2.0 * bound
     n_words = (n_i + 63) // 64
-    words = np.zeros(n_words * n_j, dtype=np.uint64).reshape((n_words, n_j))
+    words[:n_words, :n_j] = 0
     for r in range(n_i):
         row = D[r]
         bits = words[r // 64]
@@ -378,7 +398,7 @@ def _pair_tile(
             bits[t] |= np.uint64(row[t] <= limits[t]) << shift
     for t in range(n_j):
         s = j0 + t
-        limit = limits[t]
+        limit = lim[s, ci]
         n = pooled[s, ci]
         for w in range(n_words):
             word = words[w, t]
