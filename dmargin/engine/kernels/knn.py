@@ -339,7 +339,7 @@ def _knn_all_pairs(X, ids, y, n_classes, n_neighbors, threads):
     return out_d, out_i
 
 
-@helper
+@inline
 def _pair_scratch(k):
     """A thread's scratch for :func:`_pair_tile`: a tile's distances, :func:`_smallest`'s
     buffer, and the columns' bit words."""
@@ -474,7 +474,6 @@ def _knn_tile_general(
     idx = np.empty(n_anchors * n_out * k, dtype=np.int64).reshape((n_anchors, n_out, k))
     idx[:] = -1
     z = filled((n_anchors, n_out, k, n_features), 0.0)
-    ranked = centres.shape[0] > 0
     if kind == PLAIN:  # continuous rows: their distances in float64 sub-tiles
         for grp in numba.prange((n_anchors + ANCHOR_GROUP - 1) // ANCHOR_GROUP):
             a0 = grp * ANCHOR_GROUP
@@ -487,17 +486,7 @@ def _knn_tile_general(
                     c1 = min(c0 + KNN_BLOCK, starts[c + 1])
                     transpose(Xs, c0, c1, XT)
                     plain_tile(Xa, a0, a0 + n_a, XT, 0, c1 - c0, D)
-                    for r in range(n_a):
-                        a = a0 + r
-                        for t in range(c1 - c0):
-                            g = ics[c0 + t]
-                            if g == ia[a]:
-                                continue
-                            cc = _group(c, target, bound, ia[a], g)
-                            d = D[r, t]
-                            if ranked:
-                                d = -abs(centres[a, cc, 0] * d - centres[a, cc, 1])
-                            insert_nearest(dist[a, cc], idx[a, cc], loc[r, cc], d, g, c0 + t)
+                    _rank_block(D, a0, c, c0, c1, ia, ics, centres, target, bound, dist, idx, loc)
             for r in range(n_a):
                 for cc in range(n_out):
                     for q in range(k):
@@ -508,22 +497,53 @@ def _knn_tile_general(
     for a in numba.prange(n_anchors):
         loc = np.empty(n_out * k, dtype=np.int64).reshape((n_out, k))
         xa = Xa[a]
-        for c in range(n_classes):
-            for j in range(starts[c], starts[c + 1]):
-                g = ics[j]
-                if g == ia[a]:
-                    continue
-                cc = _group(c, target, bound, ia[a], g)
-                d = pair_distance(xa, Xs[j], ones, dm, dw, kind)
-                if ranked:
-                    d = -abs(centres[a, cc, 0] * d - centres[a, cc, 1])
-                insert_nearest(dist[a, cc], idx[a, cc], loc[cc], d, g, j)
+        _rank_anchor(
+            a, Xa, ia, Xs, ics, starts, ones, dm, dw, kind, centres, target, bound, dist, idx, loc
+        )
         for cc in range(n_out):
             for r in range(k):
                 if idx[a, cc, r] >= 0:
                     for f in range(n_features):
                         z[a, cc, r, f] = feature_diff(xa[f], Xs[loc[cc, r], f], dm[f], ramp[f])
     return dist, idx, z
+
+
+@bare
+def _rank_block(D, a0, c, c0, c1, ia, ics, centres, target, bound, dist, idx, loc):
+    """:func:`_knn_tile_general`'s anchors ``a0, ..., a0 + len(D) - 1`` offered the
+    candidates ``c0, ..., c1 - 1`` of class ``c`` at the distances ``D``."""
+    ranked = centres.shape[0] > 0
+    for r in range(D.shape[0]):
+        a = a0 + r
+        for t in range(c1 - c0):
+            g = ics[c0 + t]
+            if g == ia[a]:
+                continue
+            cc = _group(c, target, bound, ia[a], g)
+            d = D[r, t]
+            if ranked:
+                d = -abs(centres[a, cc, 0] * d - centres[a, cc, 1])
+            insert_nearest(dist[a, cc], idx[a, cc], loc[r, cc], d, g, c0 + t)
+
+
+@bare
+def _rank_anchor(
+    a, Xa, ia, Xs, ics, starts, ones, dm, dw, kind, centres, target, bound, dist, idx, loc
+):
+    """:func:`_knn_tile_general`'s anchor ``a`` offered every candidate, measured by
+    :func:`~.distance.pair_distance`."""
+    ranked = centres.shape[0] > 0
+    xa = Xa[a]
+    for c in range(starts.shape[0] - 1):
+        for j in range(starts[c], starts[c + 1]):
+            g = ics[j]
+            if g == ia[a]:
+                continue
+            cc = _group(c, target, bound, ia[a], g)
+            d = pair_distance(xa, Xs[j], ones, dm, dw, kind)
+            if ranked:
+                d = -abs(centres[a, cc, 0] * d - centres[a, cc, 1])
+            insert_nearest(dist[a, cc], idx[a, cc], loc[cc], d, g, j)
 
 
 #: Compiled on first use by data with discrete features or missing values.

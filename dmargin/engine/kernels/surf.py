@@ -67,7 +67,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .._numba import helper, inline, twins
+from .._numba import bare, helper, inline, twins
 from .distance import MASKED, MISSING, PLAIN, plain_tile, tile_distances, transpose
 from .lse import by_class, class_order, filled
 from .modes import CROSS, ORDERED, WITHIN
@@ -246,7 +246,7 @@ def moments_pairs(Xp, ip, Xq, iq, dm, dw, kind, mode):
     return Mp, Mq
 
 
-@inline
+@bare
 def _fold_moments(D, p0, p1, q0, q1, ip, iq, mode, kind, Mp, Mq, cols):
     """Add a sub-tile's distances to the rows' moments (``cols``: scratch ``(3, TILE)``
     for the candidates' column sums).  ``MISSING``: a NaN distance (no
@@ -410,7 +410,7 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
                     add_rows(x, Xo, rows, m, dm, ramp, kind, P[s, c], squares)
 
 
-@inline
+@bare
 def _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, eps):
     """Add a sub-tile's neighbours to both sides' partials: ``p`` and ``q`` are the
     two row sets (:class:`_Side`, sorted by class), ``how`` the scoring
