@@ -280,13 +280,19 @@ def test_a_python_worker_killed_mid_job_is_retried_with_the_same_result(spark, m
     from dmargin.spark import _scheduler
 
     rng = np.random.default_rng(5)
-    # A pair of partitions' tile long enough (about a second) to be caught inside it.
+    # A pair of partitions' tile long enough (seconds) to be caught inside it: an
+    # I-RELIEF iteration's soft tile (a k-nearest tile of these rows takes a quarter
+    # of a second, over before a worker is seen busy).
     X = rng.normal(size=(40_000, 16))
     y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
-    reference = dmargin.ReliefF(n_neighbors=5).fit(X, y)
+
+    def make():
+        return dmargin.IRelief(max_iter=1, tol=0)
+
+    reference = make().fit(X, y)
     df = spark_frame(spark, X, y, 2).cache()
     df.count()
-    undisturbed = fit_on_spark(dmargin.ReliefF(n_neighbors=5), df).feature_importances_
+    undisturbed = fit_on_spark(make(), df).feature_importances_
     killed = []
 
     pairs = threading.Event()
@@ -325,7 +331,7 @@ def test_a_python_worker_killed_mid_job_is_retried_with_the_same_result(spark, m
     killer = threading.Thread(target=kill_a_busy_worker, args=(stop,))
     killer.start()
     try:
-        got = fit_on_spark(dmargin.ReliefF(n_neighbors=5), df)
+        got = fit_on_spark(make(), df)
     finally:
         stop.set()
         killer.join()
