@@ -252,6 +252,29 @@ def test_a_long_fit_on_spark_is_refused_before_the_fit(spark, tmp_path, monkeypa
     assert "40,000 rows x 20 features" in err and "--yes" in err and "--anchors" in err
 
 
+def test_a_spark_driver_stopped_under_the_fit_is_one_line(spark, parquet_file, monkeypatch, capsys):
+    from dmargin.spark import SparkStoppedError
+
+    def stopped(*args):
+        raise SparkStoppedError("the SparkContext was stopped during tiles over 2 row blocks: ...")
+
+    monkeypatch.setattr(cli, "_spark_fit", stopped)
+    args = [
+        "select",
+        str(parquet_file),
+        "--label",
+        "y",
+        "--exclude",
+        "id",
+        "-q",
+        "--spark",
+        "local[2]",
+    ]
+    assert main(args) == 2
+    err = _one_line(capsys)
+    assert err.startswith("dmargin: error: the SparkContext was stopped during tiles"), err
+
+
 # -- in a process of its own -------------------------------------------------------------
 
 

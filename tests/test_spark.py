@@ -277,7 +277,7 @@ def test_a_python_worker_killed_mid_job_is_retried_with_the_same_result(spark, m
 
     import psutil
 
-    from dmargin.spark import _scheduler
+    from dmargin.spark import _scheduler, _watch
 
     rng = np.random.default_rng(5)
     # A pair of partitions' tile long enough (seconds) to be caught inside it: an
@@ -326,7 +326,7 @@ def test_a_python_worker_killed_mid_job_is_retried_with_the_same_result(spark, m
                 except psutil.Error:
                     pass
 
-    first_group = next(_scheduler._job_ids)
+    first_group = next(_watch._job_ids)
     stop = threading.Event()
     killer = threading.Thread(target=kill_a_busy_worker, args=(stop,))
     killer.start()
@@ -336,7 +336,7 @@ def test_a_python_worker_killed_mid_job_is_retried_with_the_same_result(spark, m
         stop.set()
         killer.join()
         df.unpersist()
-    last_group = next(_scheduler._job_ids)
+    last_group = next(_watch._job_ids)
     assert killed, "no Python worker was busy long enough to be killed"
     groups = [f"dmargin-{i}" for i in range(first_group, last_group)]
     np.testing.assert_array_equal(got.feature_importances_, undisturbed)  # bit for bit

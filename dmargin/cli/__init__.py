@@ -218,6 +218,10 @@ def select(args):
         except OSError as exc:  # a Parquet file gone mid-fit, a lost scheduler connection
             raise UserError(f"the fit stopped: {exc}") from None
         except Exception as exc:  # a Spark job that failed (its tasks retried first)
+            from ..spark import SparkStoppedError
+
+            if isinstance(exc, SparkStoppedError):  # says what to do itself
+                raise UserError(str(exc)) from None
             if spark_failure(exc) is None:
                 raise
             raise UserError(f"the fit stopped on Spark: {spark_failure(exc)}") from None

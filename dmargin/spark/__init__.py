@@ -16,6 +16,7 @@ from ._cost import SparkFitCost, fit_cost
 from ._fit import fit, local_session
 from ._scheduler import PartialsTooLargeError
 from ._source import SparkInputError
+from ._watch import SparkStoppedError
 
 __all__ = [
     "MarginSelector",
@@ -23,6 +24,7 @@ __all__ = [
     "PartialsTooLargeError",
     "SparkFitCost",
     "SparkInputError",
+    "SparkStoppedError",
     "fit",
     "fit_cost",
     "local_session",

@@ -31,7 +31,6 @@ job; a fit's iteration is one graph, so one or two jobs.
 
 from __future__ import annotations
 
-import itertools
 import math
 import pickle
 import threading
@@ -39,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..engine import is_tile_key
+from ._watch import run_job, stopped, stopped_error
 
 #: Cached row blocks of the live sources, by token (driver side).
 _SOURCES: dict = {}
@@ -232,7 +232,13 @@ def _run_wave(graph, order, values, fp, exports, source):
     pairs = [p for p in plans if len(p) == 2]
     sc = blocks.context
     started = time.perf_counter()
-    broadcast = sc.broadcast((plans, shared))
+    try:
+        broadcast = sc.broadcast((plans, shared))
+    except Exception:
+        error = stopped_error(sc, "the broadcast of a fit's state")
+        if error is None:
+            raise
+        raise error from None
     results = []
     try:
         if singles:
@@ -254,7 +260,8 @@ def _run_wave(graph, order, values, fp, exports, source):
                     [task],
                 )
     finally:
-        broadcast.unpersist()
+        if stopped(sc) is None:  # else nothing to free, and the call would fail
+            broadcast.unpersist()
     out = {}
     for part_values, nbytes in results:
         out.update(part_values)
@@ -274,21 +281,12 @@ def _grouped(blocks, n_parts, groups):
     return blocks if groups >= n_parts else blocks.coalesce(max(1, groups))
 
 
-_job_ids = itertools.count()
-
-
 def _run_job(sc, rdd, runner, what, partitions=None):
     """``runner`` on ``partitions`` of ``rdd`` (default: all) as one job of its own
-    job group: a ``KeyboardInterrupt`` on the driver cancels the group, so no
-    executor keeps computing a fit that was stopped.  Returns the results of every
-    task, flat."""
-    group = f"dmargin-{next(_job_ids)}"
-    sc.setJobGroup(group, f"dmargin: tiles over {what}", interruptOnCancel=True)
+    job group, its wait bounded and Ctrl-C cancelling it (:func:`run_job`).
+    Returns the results of every task, flat."""
     try:
-        return sc.runJob(rdd, runner, partitions)
-    except KeyboardInterrupt:
-        sc.cancelJobGroup(group)
-        raise
+        return run_job(sc, rdd, runner, f"tiles over {what}", partitions)
     except Exception as exc:
         if "maxResultSize" in str(exc):
             limit = sc.getConf().get("spark.driver.maxResultSize", "1g")
@@ -300,8 +298,6 @@ def _run_job(sc, rdd, runner, what, partitions=None):
                 "raise spark.driver.maxResultSize and the driver's memory."
             ) from None
         raise
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
 
 
 def _execute(plan, shared, blocks):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._scheduler import RunStats, read_block, register, release
+from ._watch import run_job, stopped
 
 #: Spark's numeric types a feature column may have (booleans read as 0/1).
 _NUMERIC = (
@@ -53,9 +54,11 @@ class SparkData:
         return int(sum(self.partition_rows))
 
     def release(self):
-        """Unpersist the cached blocks and forget the source."""
+        """Unpersist the cached blocks and forget the source (a stopped
+        SparkContext has dropped them already)."""
         release(self.token)
-        self.blocks.unpersist()
+        if stopped(self.blocks.context) is None:
+            self.blocks.unpersist()
 
 
 def _type_name(dtype):
@@ -241,6 +244,10 @@ def _join(partition, records):
     return [(partition, np.ascontiguousarray(X, dtype=np.float64), y, stats)]
 
 
+def _all_stats(records):
+    return [_stats(record) for record in records]
+
+
 def _stats(record):
     _, X, y, stats = record
     out = dict(stats)
@@ -267,10 +274,11 @@ def read_spark(
     blocks = encoded.rdd.mapPartitionsWithIndex(_join, preservesPartitioning=True)
     blocks = blocks.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        stats = blocks.map(_stats).collect()
+        stats = run_job(blocks.context, blocks, _all_stats, "the reading of the DataFrame")
         names = _check(stats, columns, vector, label, allow_nan, who)
     except BaseException:
-        blocks.unpersist()
+        if stopped(blocks.context) is None:
+            blocks.unpersist()
         raise
     rows = [s["rows"] for s in stats]
     token = f"spark-{uuid.uuid4().hex}"
