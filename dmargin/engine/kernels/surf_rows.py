@@ -22,13 +22,27 @@ def add_rows(x, Xo, rows, m, dm, ramp, kind, out, squares):
     ``squares``: the squared differences are summed after those, from
     ``out[partial_width(A, kind, False)]`` (:func:`.surf.partial_width`) on (STIR's variances).
 
-    Four rows per sweep over ``out``: one load and store of ``out`` serves
-    four pair-features.
+    Eight rows per sweep over ``out`` (four with ``squares``): one load and
+    store of ``out`` serves eight pair-features, and the eight differences
+    are summed as a tree, not a chain.
     """
     n_features = x.shape[0]
     sq = 2 * n_features if kind == MISSING else n_features + 1
     r = 0
     if kind == PLAIN:
+        while not squares and r + 8 <= m:
+            j0, j1, j2, j3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
+            j4, j5, j6, j7 = rows[r + 4], rows[r + 5], rows[r + 6], rows[r + 7]
+            for f in range(n_features):
+                v = float(x[f])
+                out[f] += (
+                    (abs(v - Xo[j0, f]) + abs(v - Xo[j1, f]))
+                    + (abs(v - Xo[j2, f]) + abs(v - Xo[j3, f]))
+                ) + (
+                    (abs(v - Xo[j4, f]) + abs(v - Xo[j5, f]))
+                    + (abs(v - Xo[j6, f]) + abs(v - Xo[j7, f]))
+                )
+            r += 8
         while r + 4 <= m:
             j0, j1, j2, j3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
             if squares:
