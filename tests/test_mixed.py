@@ -83,3 +83,25 @@ def test_threaded_dask_equals_in_process():
             da.from_array(X, chunks=(80, -1)), da.from_array(y, chunks=80)
         ).feature_importances_
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
+
+
+def test_a_column_of_mostly_zeros_is_counted_as_a_whole_column_is():
+    """Distinct values: a column's first rows decide only once they show more than the
+    cap; a column of zeros for its first thousands of rows, or discrete all through,
+    is counted exactly (its heads, 128 rows then 8 times more, cannot decide)."""
+    from dmargin.engine import merge
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    X = np.zeros((n, 5))
+    X[5_000:, 0] = rng.normal(size=n - 5_000)  # continuous, zeros for 5,000 rows
+    X[:, 1] = rng.integers(0, 10, size=n)  # 10 values: discrete at the cap
+    X[:, 2] = rng.integers(0, 11, size=n)  # 11 values: one over the cap
+    X[-1, 3] = 1.0  # two values, the second in the last row
+    X[:, 4] = rng.normal(size=n)  # continuous from the first rows
+    uniques, *_ = merge.column_summary_chunk(X, 10)
+    counts = [11 if u is None else u.size for u in uniques]
+    expected = [min(np.unique(X[:, j]).size, 11) for j in range(5)]
+    assert counts == expected == [11, 10, 11, 2, 11]
+    for j in (1, 3):
+        np.testing.assert_array_equal(uniques[j], np.unique(X[:, j]))

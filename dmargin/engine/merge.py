@@ -90,10 +90,15 @@ def column_summary_chunk(X, cap):
         mean = X.mean(axis=0) if n else np.zeros(X.shape[1])
         m2 = ((X - mean) ** 2).sum(axis=0)
     # A continuous column shows more than ``cap`` values in its first rows: a
-    # column is sorted whole only when its head cannot decide.
-    head = np.sort(X[:_HEAD], axis=0)
-    head_distinct = 1 + (head[1:] != head[:-1]).sum(axis=0)
-    decided = (head_distinct > cap) & (X.shape[0] > _HEAD) & ~any_missing
+    # column is sorted whole only when no head of 8^k times ``_HEAD`` rows decides
+    # (a column of mostly zeros may show few values in its first rows only).
+    decided = np.zeros(X.shape[1], dtype=np.bool_)
+    rows = _HEAD
+    while not any_missing and rows < X.shape[0] and not decided.all():
+        todo = np.flatnonzero(~decided)
+        head = np.sort(X[:rows, todo], axis=0)
+        decided[todo] = 1 + (head[1:] != head[:-1]).sum(axis=0) > cap
+        rows *= 8
     uniques = []
     for j in range(X.shape[1]):
         if decided[j]:
