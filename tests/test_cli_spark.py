@@ -275,6 +275,38 @@ def test_a_spark_driver_stopped_under_the_fit_is_one_line(spark, parquet_file, m
     assert err.startswith("dmargin: error: the SparkContext was stopped during tiles"), err
 
 
+def test_a_spark_read_that_never_runs_is_one_line_after_the_stall_timeout(
+    spark, parquet_file, monkeypatch, capsys
+):
+    import threading
+
+    import dask
+
+    release = threading.Event()
+    frame_class = type(spark.range(1))  # pyspark's classic DataFrame
+    monkeypatch.setattr(frame_class, "count", lambda self: release.wait(60))  # no job submitted
+    monkeypatch.setattr(cli, "_spark_fit", lambda *a: pytest.fail("the fit started"))
+    args = [
+        "select",
+        str(parquet_file),
+        "--label",
+        "y",
+        "--exclude",
+        "id",
+        "-q",
+        "--spark",
+        "local[2]",
+    ]
+    try:
+        with dask.config.set({"dmargin.stall-timeout": "1s"}):
+            assert main(args) == 2
+    finally:
+        release.set()
+    err = _one_line(capsys)
+    assert "the spark job has not been submitted for 1 s during counting the rows" in err.lower()
+    assert "stall-timeout" in err
+
+
 # -- in a process of its own -------------------------------------------------------------
 
 

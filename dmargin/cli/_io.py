@@ -20,7 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._cluster import ClusterStalledError
 from .._dask import compute
+from ..spark._watch import SparkStoppedError, run_action
 
 # Text files by suffix (before an optional compression suffix, which pandas infers):
 # their separator; None: sniffed by pandas.  Anything else is read as Parquet.
@@ -439,7 +441,9 @@ def read_spark_data(
             if kinds[label] in ("float", "double"):
                 kept = kept & ~F.isnan(F.col(label))
             df = df.filter(kept)
-        n_rows = df.count()
+        n_rows = run_action(df.sparkSession.sparkContext, df.count, f"counting the rows of {where}")
+    except (ClusterStalledError, SparkStoppedError) as exc:  # say what to do themselves
+        raise UserError(str(exc)) from None
     except Exception as exc:
         why = spark_failure(exc)
         if why is None:

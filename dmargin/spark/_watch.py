@@ -3,7 +3,8 @@
 ``SparkContext.runJob`` waits for its job with no limit: a job that no
 executor runs (none left, none with the resources a task asks for), or whose
 result never reaches Python, keeps the driver waiting forever.  :func:`run_job`
-runs the job from a thread of its own (with the caller's local properties:
+(and :func:`run_action`, for any call that runs one job, such as the command
+line's ``df.count()``) runs the job from a thread of its own (with the caller's local properties:
 scheduler pool, job description) and watches it through Spark's status
 tracker while it waits:
 
@@ -72,20 +73,25 @@ def stopped_error(sc, what):
     )
 
 
-def run_job(sc, rdd, runner, what, partitions=None, group=None):
-    """``sc.runJob(rdd, runner, partitions)`` as one job of its own job group,
-    waited on with a bound (module docstring).  A ``KeyboardInterrupt`` cancels
-    the group, with its running tasks interrupted, so no executor keeps
-    computing a fit that was stopped."""
+def run_job(sc, rdd, runner, what, partitions=None):
+    """``sc.runJob(rdd, runner, partitions)``, its wait bounded (:func:`run_action`)."""
+    return run_action(sc, lambda: sc.runJob(rdd, runner, partitions), what)
+
+
+def run_action(sc, action, what):
+    """``action()`` (a call that runs one Spark job: ``runJob``, ``df.count()``) in a
+    job group of its own, waited on with a bound (module docstring).  A
+    ``KeyboardInterrupt`` cancels the group, with its running tasks interrupted, so
+    no executor keeps computing a fit that was stopped."""
     from pyspark import InheritableThread
 
-    group = group or next_group()
+    group = next_group()
     box = {}
 
     def run():
         sc.setJobGroup(group, f"dmargin: {what}", interruptOnCancel=True)
         try:
-            box["value"] = sc.runJob(rdd, runner, partitions)
+            box["value"] = action()
         except BaseException as exc:
             box["error"] = exc
 
