@@ -238,7 +238,6 @@ def fill(text: str) -> str:
 #: between its words, and each must still be on its page (tests/test_figures.py).
 NOT_MEASURED = [
     ("docs/clusters.md", "(default 60 s)", "the default of the dmargin.stall-timeout setting"),
-    ("docs/spark.md", "(default 60 s)", "the default of the dmargin.stall-timeout setting"),
     (
         "docs/clusters.md",
         "(default 64 MiB of float64 rows)",
