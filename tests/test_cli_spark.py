@@ -252,6 +252,10 @@ def test_a_long_fit_on_spark_is_refused_before_the_fit(spark, tmp_path, monkeypa
     assert "40,000 rows x 20 features" in err and "--yes" in err and "--anchors" in err
 
 
+def _on_local_spark(path):
+    return ["select", str(path), "--label", "y", "--exclude", "id", "-q", "--spark", "local[2]"]
+
+
 def test_a_spark_driver_stopped_under_the_fit_is_one_line(spark, parquet_file, monkeypatch, capsys):
     from dmargin.spark import SparkStoppedError
 
@@ -259,18 +263,7 @@ def test_a_spark_driver_stopped_under_the_fit_is_one_line(spark, parquet_file, m
         raise SparkStoppedError("the SparkContext was stopped during tiles over 2 row blocks: ...")
 
     monkeypatch.setattr(cli, "_spark_fit", stopped)
-    args = [
-        "select",
-        str(parquet_file),
-        "--label",
-        "y",
-        "--exclude",
-        "id",
-        "-q",
-        "--spark",
-        "local[2]",
-    ]
-    assert main(args) == 2
+    assert main(_on_local_spark(parquet_file)) == 2
     err = _one_line(capsys)
     assert err.startswith("dmargin: error: the SparkContext was stopped during tiles"), err
 
@@ -286,20 +279,9 @@ def test_a_spark_read_that_never_runs_is_one_line_after_the_stall_timeout(
     frame_class = type(spark.range(1))  # pyspark's classic DataFrame
     monkeypatch.setattr(frame_class, "count", lambda self: release.wait(60))  # no job submitted
     monkeypatch.setattr(cli, "_spark_fit", lambda *a: pytest.fail("the fit started"))
-    args = [
-        "select",
-        str(parquet_file),
-        "--label",
-        "y",
-        "--exclude",
-        "id",
-        "-q",
-        "--spark",
-        "local[2]",
-    ]
     try:
         with dask.config.set({"dmargin.stall-timeout": "1s"}):
-            assert main(args) == 2
+            assert main(_on_local_spark(parquet_file)) == 2
     finally:
         release.set()
     err = _one_line(capsys)

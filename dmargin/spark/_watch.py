@@ -2,11 +2,11 @@
 
 ``SparkContext.runJob`` waits for its job with no limit: a job that no
 executor runs (none left, none with the resources a task asks for), or whose
-result never reaches Python, keeps the driver waiting forever.  :func:`run_job`
-(and :func:`run_action`, for any call that runs one job, such as the command
-line's ``df.count()``) runs the job from a thread of its own (with the caller's local properties:
-scheduler pool, job description) and watches it through Spark's status
-tracker while it waits:
+result never reaches Python, keeps the driver waiting forever.
+:func:`run_action` (any call that runs one job, such as the command line's
+``df.count()``) and :func:`run_job` run the job from a thread of their own,
+with the caller's local properties (scheduler pool, job description), and
+watch it through Spark's status tracker while they wait:
 
 - the SparkContext stopped, or its JVM gone -> :class:`SparkStoppedError` at
   once, in place of the NullPointerException or refused connection that the
@@ -100,10 +100,11 @@ def run_action(sc, action, what):
     thread.start()
     try:
         _watch(sc, group, thread, what)
-    except BaseException:
+    except BaseException as exc:
         _cancel(sc, group)
-        thread.join(5.0)
-        raise
+        if isinstance(exc, KeyboardInterrupt):  # the cancelled job ends its thread soon
+            thread.join(5.0)
+        raise  # a stalled job's thread may never end: a daemon, it is left behind
     if "error" in box:
         error = stopped_error(sc, what)
         if error is not None:
