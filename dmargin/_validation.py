@@ -566,6 +566,8 @@ def is_continuous(y) -> bool | None:
     (:func:`dmargin.io._training.prepare_training_data`), not here.
     """
     values = _as_label_array(y)
+    if values.dtype.kind in "biu" and values.ndim in (1, 2):
+        return False  # type_of_target's answer for integers, without its passes
     if values.dtype.kind in "fO" and missing_label_mask(values).any():
         return None  # scikit-learn would warn about the cast before the labels' error
     try:

@@ -161,6 +161,28 @@ def test_classification_labels_keep_classification():
     assert est.target_type_ == "binary" and est.classes_.size == 2
 
 
+@pytest.mark.parametrize(
+    "y",
+    [
+        np.arange(300) % 7,
+        np.arange(300, dtype=np.uint8),  # many integer values: classes, not a target
+        np.arange(300) % 2 == 0,
+        (np.arange(600) % 3).reshape(300, 2),
+        np.arange(300).reshape(300, 1),
+        np.arange(300) / 7,
+        np.arange(300) % 5 * 1.0,
+        np.array(["a", "b"] * 150, dtype=object),
+    ],
+)
+def test_the_target_kind_is_scikit_learns(y):
+    """Integers skip ``type_of_target``'s passes; the answer is still its answer."""
+    from sklearn.utils.multiclass import type_of_target
+
+    from dmargin._validation import is_continuous
+
+    assert is_continuous(y) == (type_of_target(y) == "continuous")
+
+
 def test_continuous_permutation_pvalues():
     X, y = heavy_tailed(n=120)
     est = ReliefF(n_neighbors=5, n_permutations=19, random_state=0).fit(X, y)
