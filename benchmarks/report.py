@@ -44,14 +44,19 @@ only exceptions.  Run after a benchmark:
                                              # names no figure or a figure is quoted nowhere
     python benchmarks/report.py --machines   # the quoted tables and figures measured on
                                              # another machine than most results
+    python benchmarks/report.py --against REV   # each quoted ratio against its value in
+                                                # the results of git revision REV
 """
 
 import argparse
 import ast
 import collections
+import contextlib
 import re
 import shlex
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -439,6 +444,88 @@ def machines(pages=PAGES) -> list[tuple[str, str, str, str]]:
     return [row for row in quoted if row[3] != usual]
 
 
+# --------------------------------------------------------------------------- #
+# Runs compared
+# --------------------------------------------------------------------------- #
+#: How far a re-run ratio on the same machine may move from the last run's.
+TOLERANCE = 0.05
+
+
+@contextlib.contextmanager
+def results_at(revision: str):
+    """``benchmarks/results/`` as git ``revision`` has it, in place of the working tree's
+    while the block runs (a benchmark the revision lacks has no results there)."""
+    listed = subprocess.run(
+        ["git", "-C", str(harness.REPO), "ls-tree", "--name-only", revision, "benchmarks/results/"],
+        capture_output=True,
+        text=True,
+    )
+    if listed.returncode:
+        raise ValueError(f"git revision {revision!r}: {listed.stderr.strip()}")
+    saved = harness.RESULTS
+    with tempfile.TemporaryDirectory() as folder:
+        for name in listed.stdout.split():
+            if name.endswith(".json"):
+                shown = subprocess.run(
+                    ["git", "-C", str(harness.REPO), "show", f"{revision}:{name}"],
+                    capture_output=True,
+                    check=True,
+                )
+                (Path(folder) / Path(name).name).write_bytes(shown.stdout)
+        harness.RESULTS = Path(folder)
+        try:
+            yield
+        finally:
+            harness.RESULTS = saved
+
+
+def _runs(expression: str) -> dict:
+    """``{benchmark/variant: (its JSON, its CPU)}`` of an expression's references;
+    a variant the results lack is left out."""
+    runs = {}
+    for token in references(expression):
+        benchmark, variant, _ = _reference(token)
+        try:
+            runs[f"{benchmark}/{variant}"] = (load(benchmark, variant), machine(benchmark, variant))
+        except KeyError:
+            pass
+    return runs
+
+
+def compare(revision: str, tolerance: float = TOLERANCE) -> list[dict]:
+    """Every quoted ratio (a figure whose format ends in ``x``) now and in the results of
+    git ``revision``.  ``status``: ``"not re-run"`` (every run it reads is the same),
+    ``"other machine"`` (a re-run on another CPU: no comparison), ``"new"`` (the
+    revision cannot give it), ``"within"`` or ``"moved"`` (by more than
+    ``tolerance``, relative, on the same CPU)."""
+    ratios = {name: found for name, found in registry.FIGURES.items() if found.format.endswith("x")}
+    then = {}
+    with results_at(revision):
+        for name, found in ratios.items():
+            try:
+                then[name] = (evaluate(found.expression), _runs(found.expression))
+            except (KeyError, IndexError, StopIteration, TypeError, AttributeError):
+                pass
+    rows = []
+    for name, found in ratios.items():
+        now, runs = evaluate(found.expression), _runs(found.expression)
+        row = {"figure": name, "now": now, "then": None, "change": None}
+        if name not in then:
+            row["status"] = "new"
+        else:
+            row["then"], old = then[name]
+            rerun = [run for run, (result, _) in runs.items() if old.get(run, (None,))[0] != result]
+            if not rerun:
+                row["status"] = "not re-run"
+            elif any(old.get(run, (None, None))[1] != runs[run][1] for run in rerun):
+                row["status"] = "other machine"
+            else:
+                row["change"] = now / row["then"] - 1 if row["then"] else float("inf")
+                row["status"] = "within" if abs(row["change"]) <= tolerance else "moved"
+        rows.append(row)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -453,7 +540,20 @@ def main(argv=None) -> int:
         action="store_true",
         help="list the quoted tables and figures measured on another machine than most results",
     )
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="each quoted ratio now and in the results of git revision REV; exit 1 when "
+        f"one re-run on the same machine moved by more than {TOLERANCE:.0%}",
+    )
     args = parser.parse_args(argv)
+    if args.against:
+        rows = compare(args.against)
+        for row in rows:
+            then = "-" if row["then"] is None else f"{row['then']:.3f}"
+            change = "" if row["change"] is None else f"{row['change']:+.1%}"
+            print(f"{row['figure']:55s} {then:>8s} {row['now']:8.3f} {change:>7s}  {row['status']}")
+        return 1 if any(row["status"] == "moved" for row in rows) else 0
     if args.machines:
         for row in machines():
             print("  ".join(row))

@@ -311,3 +311,63 @@ def test_a_malformed_expression_fails(results, expression):
 
 def test_the_machine_of_a_variant(results):
     assert report.machine("demo") == "Intel" and report.machine("demo", "other") == "AMD"
+
+
+# --------------------------------------------------------------------------- #
+# A run against the last one
+# --------------------------------------------------------------------------- #
+def test_ratios_are_compared_with_a_revisions_run(tmp_path, monkeypatch):
+    """``report.py --against REV``: a ratio re-run on the same CPU is judged against
+    REV's value; one not re-run, re-run elsewhere or new is only labelled."""
+    import subprocess
+
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+
+    def write(**variants):
+        doc = {"benchmark": "demo", "variants": variants}
+        (results / "demo.json").write_text(json.dumps(doc))
+
+    def run(t, cpu, date):
+        return {"t": t, "machine": {"cpu_model": cpu, "date": date}}
+
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    write(
+        same=run(2.0, "Xeon", "1"),
+        near=run(2.0, "Xeon", "1"),
+        far=run(2.0, "Xeon", "1"),
+        moved=run(2.0, "Xeon", "1"),
+    )
+    subprocess.run([*git[:3], "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "first run"], check=True)
+    write(
+        same=run(2.0, "Xeon", "1"),  # not re-run
+        near=run(2.08, "Xeon", "2"),  # +4 %
+        far=run(3.0, "EPYC", "2"),  # another machine
+        moved=run(1.8, "Xeon", "2"),  # -10 %
+        fresh=run(1.0, "Xeon", "2"),  # not in the revision
+    )
+    figures = {
+        f"demo.{v}": Figure(f"demo/{v}#t", "{:.2f}x", "a test ratio")
+        for v in ("same", "near", "far", "moved", "fresh")
+    }
+    figures["demo.seconds"] = Figure("demo/moved#t", "{:.1f} s", "not a ratio")
+    monkeypatch.setattr(report.registry, "FIGURES", figures)
+    monkeypatch.setattr(report.harness, "REPO", tmp_path)
+    monkeypatch.setattr(report.harness, "RESULTS", results)
+    rows = {row["figure"]: row for row in report.compare("HEAD")}
+    assert set(rows) == {f"demo.{v}" for v in ("same", "near", "far", "moved", "fresh")}
+    assert [rows[f"demo.{v}"]["status"] for v in ("same", "near", "far", "moved", "fresh")] == [
+        "not re-run",
+        "within",
+        "other machine",
+        "moved",
+        "new",
+    ]
+    assert rows["demo.near"]["change"] == pytest.approx(0.04)
+    assert rows["demo.moved"]["then"] == 2.0 and rows["demo.moved"]["now"] == 1.8
+    assert report.harness.RESULTS == results  # the working tree's results are back
+    assert report.main(["--against", "HEAD"]) == 1  # one moved
+    with pytest.raises(ValueError, match="no-such-revision"):
+        report.compare("no-such-revision")
