@@ -279,6 +279,16 @@ FIGURES: dict[str, Figure] = {
         "{:.2f}x",
         "2 workers over 1 for the next fit on the same cluster",
     ),
+    "large.scaling_zen1_speedup": Figure(
+        '"large/n1e6-scaling-zen1#scaling/fit_s/1" / "large/n1e6-scaling-zen1#scaling/fit_s/2"',
+        "{:.2f}x",
+        "2 workers over 1, the first fit, on the Zen 1 machine of the run before",
+    ),
+    "large.scaling_zen1_again_speedup": Figure(
+        '"large/n1e6-scaling-zen1#scaling/speedup_again"',
+        "{:.2f}x",
+        "2 workers over 1, the next fit on the same cluster, on that Zen 1 machine",
+    ),
     "large.scaling_two_tiles_speedup": Figure(
         '"large/n1e6-scaling-two-tiles#scaling/fit_s/1" / "large/n1e6-scaling-two-tiles#scaling/fit_s/2"',
         "{:.2f}x",
@@ -454,13 +464,23 @@ FIGURES: dict[str, Figure] = {
     ),
     "surf.rounds_multisurf_8000": Figure(
         "surf_speed/rounds#targets/multisurf_rounds_ratio_8000",
-        "{:.1f}x",
+        "{:.2f}x",
         "fast-select's MultiSURF time over dmargin's, interleaved rounds, N = 8,000, one thread",
     ),
     "surf.rounds_multisurf_2000": Figure(
         "surf_speed/rounds#targets/multisurf_rounds_ratio_2000",
-        "{:.1f}x",
+        "{:.2f}x",
         "fast-select's MultiSURF time over dmargin's, interleaved rounds, N = 2,000, one thread",
+    ),
+    "surf.rounds_repeat_multisurf_8000": Figure(
+        "surf_speed/rounds-repeat#targets/multisurf_rounds_ratio_8000",
+        "{:.2f}x",
+        "the same MultiSURF rounds at N = 8,000, run again later the same hour",
+    ),
+    "surf.rounds_repeat_multisurf_2000": Figure(
+        "surf_speed/rounds-repeat#targets/multisurf_rounds_ratio_2000",
+        "{:.2f}x",
+        "the same MultiSURF rounds at N = 2,000, run again later the same hour",
     ),
     "relief.threads_relieff_8000": Figure(
         "relief_speed#targets/relieff_two_threads_over_one",
