@@ -219,7 +219,7 @@ def test_the_gallery_fetches_nothing():
 # a file kept outside the repository (the authors' notes, the papers' text) sends
 # the reader nowhere.  The papers are cited by author, year and equation instead.
 OUTSIDE = re.compile(
-    r"ALGORITHMS\.md|DESIGN\.md|STYLE\.md|papers/|\.\./shared|"
+    r"ALGORITHMS\.md|DESIGN\.md|STYLE\.md|papers/|\.\.[/]shared|"
     r"iterative_relief\.txt|immigrate\.txt|ldm_rfe\.txt|sbs_mf_boosting"
 )
 
@@ -234,9 +234,9 @@ def _sources():
 
 # The tests' references and the benchmarks are read too (a reference's docstring
 # is where a reader checks an equation), all but this file, which holds the
-# patterns.  The benchmarks read the data sets the repository does not ship from
-# ../shared/data (or DMARGIN_DATA): naming that folder reads data, it cites nothing.
-DATA_FOLDER = re.compile(r"\.\./shared/data\b")
+# patterns.  The benchmarks read the data sets the repository does not ship from the
+# data folder beside the clone (or DMARGIN_DATA): naming it reads data, it cites nothing.
+DATA_FOLDER = re.compile(r"\.\.[/]shared[/]data\b")
 
 
 def _tests_and_benchmarks():
