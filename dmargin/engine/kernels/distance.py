@@ -301,6 +301,24 @@ def float32_error_bound(scale, n_features):
     return 2.0 * 2.0**-24 * scale * (4 * n_features + 2 * n_features * n_features)
 
 
+@inline
+def float32_band(scale, n_features, distance):
+    """:func:`float32_error_bound` for the pairs whose distance is at most ``distance``
+    (``>= 0``): ``2^-24 ((A // 2 + 2) distance + 2 A scale)``, doubled.
+
+    Rounding the two values moves a difference by at most ``2 u scale``, its
+    own rounding and that of the pair's sum (features two at a time) by at most
+    ``u`` of each difference: ``2 u d + 2 A u scale`` over the features; the
+    ``ceil(A / 2) - 1`` additions of the running sum, every partial sum at most
+    the distance (the terms are not negative), add at most ``u d`` each.  So
+    ``u ((ceil(A / 2) + 1) d + 2 A scale)`` to first order, doubled as
+    :func:`float32_error_bound`.  At most that bound whenever ``distance <= 2 A
+    scale``, the largest distance of such rows; far smaller at the distances
+    of a SURF threshold, so that few candidates are left for float64.
+    """
+    return 2.0 * 2.0**-24 * ((n_features // 2 + 2) * distance + 2 * n_features * scale)
+
+
 # ---------------------------------------------------------------------------
 # Compact discrete rows (uint8): mismatch counts on bit planes
 # ---------------------------------------------------------------------------

@@ -45,7 +45,7 @@ anchors by two features a sweep (:func:`.distance.plain_tile`: each load of
 two candidate features serves four anchors, each load and store of an
 anchor's running row two features), then folded into the moments (pass 1)
 or into neighbour lists (pass 2).  Pass 2 first sorts both row sets by class, so that a row's
-neighbours of one class are one branch-free compaction of a range of
+neighbours of one class are one vector compaction (:mod:`.lanes`) of a range of
 positions, summed four rows per sweep (:mod:`.surf_rows`).
 
 Exact in float64: every distance is the same sum over the features, two at
@@ -56,7 +56,7 @@ distance and its square, so it measures them in float64.  Pass 2 only
 decides sides of thresholds: on ``PLAIN`` rows, every neighbour weighing 1,
 it measures its sub-tiles in float32 (:func:`.distance.plain_tile` on float32 rows,
 twice the pairs a vector), compacts the candidates whose float32 distance is
-within the error bound (:func:`.distance.float32_error_bound`) of the set's
+within the error bound (:func:`.distance.float32_band`) of the set's
 side, and places those within the bound of the threshold by their float64
 distance (:func:`~.surf_rows.recheck`): the neighbours are the float64 distances' own.
 """
@@ -69,9 +69,10 @@ import numpy as np
 
 from .._numba import bare, helper, inline, twins
 from .distance import MASKED, MISSING, PLAIN, plain_tile, tile_distances, transpose
+from .lanes import compact
 from .lse import by_class, class_order, filled
 from .modes import CROSS, ORDERED, WITHIN
-from .surf_rows import add_rows, add_rows_soft, error_bound, recheck
+from .surf_rows import add_rows, add_rows_soft, recheck, threshold_band, value_scale
 
 #: Rows of each side per sub-tile: its distances, the transposed candidates and
 #: both sides' partials stay in the L1/L2 caches.
@@ -322,47 +323,18 @@ def _moments_tile(Xa, ia, Xc, ic, dm, dw, kind):
 
 
 @inline
-def _compact(drow, t0, t1, s, edge, masked, self_idx, ids, keep, out):
-    """``out[:m]`` = the ``t`` in ``[t0, t1)`` whose distance ``drow[t]`` puts them in
-    set ``s`` (0: ``d < edge``, 1: ``d > edge``); returns ``m``.  ``masked``: only
-    those with ``keep[t]``, and not the candidate with ``ids[t] == self_idx``
-    (the anchor itself, ORDERED mode).
-
-    Branch-free (every ``t`` is written, the count moves by the test), so the
-    loop costs the same whatever the neighbours' pattern; without the masks
-    (every pair of a symmetric grid, class labels) it reads the distances only.
-    """
-    m = 0
-    if masked:
-        if s == 0:
-            for t in range(t0, t1):
-                out[m] = t
-                m += (drow[t] < edge) & (ids[t] != self_idx) & keep[t]
-        else:
-            for t in range(t0, t1):
-                out[m] = t
-                m += (drow[t] > edge) & (ids[t] != self_idx) & keep[t]
-    elif s == 0:
-        for t in range(t0, t1):
-            out[m] = t
-            m += drow[t] < edge
-    else:
-        for t in range(t0, t1):
-            out[m] = t
-            m += drow[t] > edge
-    return m
-
-
-@inline
 def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
     """One row's neighbours among the class-sorted candidates ``cand.first + [t0, t1)``
     (:class:`_Candidates`), added to ``P[set, class]``: per set and class, one
     compaction over that class's positions, then one sum (:func:`~.surf_rows.add_rows`).
-    ``lim``: the row's ``(near, far, spread, eps)``; ``eps > 0``: ``drow`` holds
-    float32 distances within ``eps`` of the float64 ones (``PLAIN`` rows): the
-    candidates within ``eps`` of the set's side are compacted, and those the
-    float32 value cannot place are placed by their float64 distance
-    (:func:`~.surf_rows.recheck`); ``spread >= 0`` (the SWRF
+    ``lim``: the row's ``(near, far, spread, scale)``; ``scale >= 0``: ``drow`` holds
+    the float32 distances of ``PLAIN`` rows whose values are at most ``scale`` in
+    magnitude, within ``eps`` (:func:`~.surf_rows.threshold_band`) of the float64
+    ones near a threshold: the candidates within ``eps`` of the set's side are
+    compacted, counting those within ``eps`` of the threshold; where there are any,
+    those the float32 value cannot place are placed by their float64 distance
+    (:func:`~.surf_rows.recheck`);
+    ``spread >= 0`` (the SWRF
     family): each neighbour weighs :func:`soft_weight` of its distance around
     the set's threshold (:func:`~.surf_rows.add_rows_soft`, ``buf.wts`` its buffer);
     ``spread < 0``: every neighbour weighs 1.
@@ -372,7 +344,7 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
     ``|ta - to[t]| < bound`` and the misses, ``buf.keep[0]`` and
     ``buf.keep[1]``; otherwise ``buf.keep[0]`` is all true.
     """
-    near, far, spread, eps = lim
+    near, far, spread, scale = lim
     rows, keep, wts = buf
     Xo, ids, to, starts, o0 = cand
     dm, dw, ramp, kind, bound, squares = how
@@ -392,10 +364,12 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
             if lo >= hi:
                 continue
             thr = near if s == 0 else far
+            eps = threshold_band(scale, x.shape[0], thr) if scale >= 0.0 else 0.0
             mask = keep[c if split else 0]
             edge = thr + eps if s == 0 else thr - eps
-            m = _compact(drow, lo, hi, s, edge, masked, self_idx, ids, mask, rows)
-            if eps > 0.0:
+            certain = thr - eps if s == 0 else thr + eps
+            m, unsure = compact(drow, lo, hi, s, edge, certain, masked, self_idx, ids, mask, rows)
+            if unsure:
                 m = recheck(x, Xo, o0, drow, rows, m, s, thr, eps)
             if m:
                 if spread >= 0.0:
@@ -411,14 +385,15 @@ def _score_row(x, drow, t0, t1, lim, self_idx, ta, cand, how, P, buf):
 
 
 @bare
-def _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, eps):
+def _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, scale):
     """Add a sub-tile's neighbours to both sides' partials: ``p`` and ``q`` are the
     two row sets (:class:`_Side`, sorted by class), ``how`` the scoring
     (:class:`Scoring`), ``buf`` the scratch (:class:`_Scratch`).  The
     candidates' side reads the transposed distances ``DT``; both sides run
     the same code (one copy to compile: the sides' fields are unified one by
-    one, as two named tuples of different array types would not be).  ``eps``:
-    the float32 distances' error bound, 0 for float64 distances (:func:`_score_row`)."""
+    one, as two named tuples of different array types would not be).  ``scale``:
+    the rows' largest magnitude for float32 distances, -1 for float64 ones
+    (:func:`_score_row`)."""
     same = p0 == q0 and mode == WITHIN
     if mode != ORDERED:
         for a0 in range(0, p1 - p0, 8):  # eight rows of D a sweep: whole lines of DT
@@ -462,7 +437,7 @@ def _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, eps):
                 t0, t1 = 0, o1 - o0
             self_idx = p.ids[i] if mode == ORDERED else -1
             ta = T[i] if how.bound > 0.0 else 0.0
-            lim = (near[i], far[i], spread[i] if soft else -1.0, eps)
+            lim = (near[i], far[i], spread[i] if soft else -1.0, scale)
             _score_row(X[i], M[i - i0], t0, t1, lim, self_idx, ta, cand, how, P[i], buf)
 
 
@@ -596,7 +571,7 @@ def _score_pairs64(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q,
         for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, SCORE_TILE):
             p1 = min(p0 + SCORE_TILE, n_p)
             tile_distances(p.X, p0, p1, XT, q1 - q0, how.dm, how.dw, how.kind, D, cnt)
-            _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, 0.0)
+            _fold_scores(D, DT, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, -1.0)
     return _in_row_order(Pp, Pq, order_p, order_q, mode)
 
 
@@ -610,7 +585,7 @@ def _score_pairs32(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q,
     )
     p, q, Pp, Pq, order_p, order_q = sides
     n_features, n_p, n_q = p.X.shape[1], p.X.shape[0], q.X.shape[0]
-    eps = error_bound(p.X, q.X)
+    scale = value_scale(p.X, q.X)
     Xps32 = p.X.astype(np.float32)
     XT32 = np.empty((n_features, SCORE_TILE), dtype=np.float32)
     D32 = np.empty((SCORE_TILE, SCORE_TILE), dtype=np.float32)
@@ -622,7 +597,7 @@ def _score_pairs32(Xp, ip, yp, Xq, iq, yq, n_classes, n_sets, how, thr_p, thr_q,
         for p0 in range(0, min(n_p, q1) if mode == WITHIN else n_p, SCORE_TILE):
             p1 = min(p0 + SCORE_TILE, n_p)
             plain_tile(Xps32, p0, p1, XT32, 0, q1 - q0, D32)
-            _fold_scores(D32, DT32, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, eps)
+            _fold_scores(D32, DT32, p, q, p0, p1, q0, q1, how, mode, Pp, Pq, buf, scale)
     return _in_row_order(Pp, Pq, order_p, order_q, mode)
 
 
@@ -649,8 +624,9 @@ def _anchor_tile_scores(p0, p1, p, q, how, P):
     """:func:`_score_tile`'s anchors ``[p0, p1)`` against every candidate: a function of
     its own, whose body numba's parallel analysis does not read (it fails on it)."""
     n_features = p.X.shape[1]
-    eps = error_bound(p.X[p0:p1], q.X) if _float32_decides(how, p.spread.shape[0] > 0) else np.inf
-    fast = eps < np.inf
+    decides = _float32_decides(how, p.spread.shape[0] > 0)
+    scale = value_scale(p.X[p0:p1], q.X) if decides else np.inf
+    fast = scale < np.inf
     Xa32 = p.X[p0:p1].astype(np.float32) if fast else np.empty((0, n_features), dtype=np.float32)
     XT, XT32 = (
         np.empty((n_features, SCORE_TILE)),
@@ -667,11 +643,11 @@ def _anchor_tile_scores(p0, p1, p, q, how, P):
         if fast:
             transpose(q.X, q0, q1, XT32)
             plain_tile(Xa32, 0, p1 - p0, XT32, 0, q1 - q0, D32)
-            _fold_scores(D32, D32, p, q, p0, p1, q0, q1, how, ORDERED, P, P, buf, eps)
+            _fold_scores(D32, D32, p, q, p0, p1, q0, q1, how, ORDERED, P, P, buf, scale)
         else:
             transpose(q.X, q0, q1, XT)
             tile_distances(p.X, p0, p1, XT, q1 - q0, how.dm, how.dw, how.kind, D, cnt)
-            _fold_scores(D, D, p, q, p0, p1, q0, q1, how, ORDERED, P, P, buf, 0.0)
+            _fold_scores(D, D, p, q, p0, p1, q0, q1, how, ORDERED, P, P, buf, -1.0)
 
 
 @helper

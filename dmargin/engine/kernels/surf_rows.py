@@ -5,13 +5,20 @@ neighbours (every neighbour weighing 1), :func:`add_rows_soft` with a weight
 per neighbour (the SWRF family); :mod:`.surf` finds the neighbours and calls
 them once per row, neighbour set and class of a sub-tile.  Where it finds
 them by float32 distances, :func:`recheck` places those within
-:func:`error_bound` of a threshold by their float64 distance.
+:func:`threshold_band` of a threshold by their float64 distance.
 """
 
 import numpy as np
 
 from .._numba import inline
-from .distance import MISSING, PLAIN, feature_diff, float32_error_bound, plain_distance
+from .distance import (
+    MISSING,
+    PLAIN,
+    feature_diff,
+    float32_band,
+    float32_error_bound,
+    plain_distance,
+)
 
 
 @inline
@@ -157,12 +164,25 @@ def recheck(x, Xo, o0, drow, rows, m, s, thr, eps):
 
 
 @inline
-def error_bound(Xp, Xq):
-    """:func:`.distance.float32_error_bound` of the distances between two row sets;
-    ``inf`` for values float32 cannot hold (their distances stay float64)."""
+def value_scale(Xp, Xq):
+    """The largest magnitude of a value of two row sets, ``inf`` beyond what float32
+    holds (their distances stay float64)."""
     scale = 0.0
     for X in (Xp, Xq):
         for i in range(X.shape[0]):
             for f in range(X.shape[1]):
                 scale = max(scale, abs(X[i, f]))
-    return float32_error_bound(scale, Xp.shape[1]) if scale < 1e30 else np.inf
+    return scale if scale < 1e30 else np.inf
+
+
+@inline
+def threshold_band(scale, n_features, thr):
+    """How far a float32 distance (of rows of values at most ``scale``) may be from
+    the float64 one, for the candidates that threshold ``thr`` could place
+    wrongly: :func:`.distance.float32_band` of the distances up to ``|thr| + 1``.
+    A candidate farther from ``thr`` is farther than the band in float32 too
+    while the band is under ``1/2``; a wider one (huge rows, an infinite
+    threshold) is the bound for every distance
+    (:func:`.distance.float32_error_bound`)."""
+    band = float32_band(scale, n_features, abs(thr) + 1.0)
+    return band if band < 0.25 else float32_error_bound(scale, n_features)
