@@ -127,10 +127,14 @@ def _batches(spec, path, pieces, partition_expression):
         original error is its ``__cause__``.
     """
     import pyarrow as pa
-    import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
-    keys = ds.get_partition_keys(partition_expression) if len(spec.partition) else {}
+    keys = {}
+    if len(spec.partition):
+        # pyarrow.dataset takes a worker a fifth of a second to import: only for partitions.
+        import pyarrow.dataset as ds
+
+        keys = ds.get_partition_keys(partition_expression)
     group = pieces[0][0]
     try:
         with spec.filesystem.open_input_file(path) as source:
